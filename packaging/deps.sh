@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what castd needs to build and test on Debian 12, idempotently:
+# apt packages (ffmpeg CLI + libav dev headers, libclang for bindgen, pkg-config,
+# Chromium for the web tests, lintian/dpkg-dev for the package) and cargo tools.
+# Only what is missing is installed, so a second run is quick.
+set -euo pipefail
+
+APT_PKGS=(
+  pkg-config clang libclang-dev
+  ffmpeg libavcodec-dev libavformat-dev libavutil-dev libavfilter-dev libavdevice-dev
+  libswscale-dev libswresample-dev
+  chromium
+  lintian dpkg-dev fakeroot systemd
+)
+if [ "${CASTD_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${APT_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+# cargo tools used by `make deb` and CI
+if [ "${CASTD_SKIP_CARGO_TOOLS:-0}" != 1 ]; then
+  command -v cargo-deb >/dev/null 2>&1 || cargo install --locked cargo-deb
+fi

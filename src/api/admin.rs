@@ -1,0 +1,137 @@
+//! Admin read routes: server status and the whole server configuration (secrets masked).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::{Auth, Registry};
+use crate::app::{App, VERSION};
+
+const GROUP: &str = "admin";
+
+/// What the admin API shows instead of a stored secret. Sending it back to a setter keeps the secret.
+pub const MASKED: &str = "********";
+
+pub fn register(reg: &mut Registry) {
+    reg.get("/api/admin/status", GROUP, Auth::Admin, "Server and broadcaster status", status);
+    reg.get("/api/admin/serverconfig", GROUP, Auth::Admin, "The whole server configuration", server_config);
+}
+
+/// Admin status: broadcaster, current broadcast settings, health and viewer peaks.
+pub fn status_json(app: &App) -> Value {
+    let s = app.settings.get();
+    let st = app.stream.read().clone();
+    let (current, session_max, overall_max) = app.viewers.get();
+    let (seconds, count) = s.latency();
+    let current_broadcast = st.online.then(|| {
+        json!({
+            "outputSettings": s.video_quality_variants,
+            "latencyLevel": { "level": s.latency_level, "secondsPerSegment": seconds, "segmentCount": count },
+            "videoCodec": st.encoders.first().cloned().unwrap_or_default(),
+            "encoders": st.encoders,
+        })
+    });
+    json!({
+        "online": st.online,
+        "broadcaster": st.broadcaster,
+        "currentBroadcast": current_broadcast,
+        "health": *app.health.read(),
+        "streamTitle": s.stream_title,
+        "versionNumber": VERSION,
+        "viewerCount": current,
+        "overallPeakViewerCount": overall_max,
+        "sessionPeakViewerCount": session_max,
+    })
+}
+
+async fn status(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(status_json(&app))
+}
+
+fn mask(secret: &str) -> &'static str {
+    if secret.is_empty() {
+        ""
+    } else {
+        MASKED
+    }
+}
+
+/// The admin server configuration in Owncast's shape, with the interface spec's extra fields.
+pub fn server_config_json(app: &App) -> Value {
+    let s = app.settings.get();
+    let mut s3 = serde_json::to_value(&s.s3).unwrap_or_default();
+    s3["secret"] = json!(mask(&s.s3.secret));
+    json!({
+        "instanceDetails": {
+            "name": s.name,
+            "summary": s.summary,
+            "welcomeMessage": s.welcome_message,
+            "offlineMessage": s.offline_message,
+            "logo": "/logo",
+            "tags": s.tags,
+            "version": VERSION,
+            "nsfw": s.nsfw,
+            "extraPageContent": s.extra_page_content,
+            "streamTitle": s.stream_title,
+            "socialHandles": s.social_handles,
+            "customStyles": s.custom_styles,
+            "customJavascript": s.custom_javascript,
+            "appearanceVariables": s.appearance_variables,
+            "autoplay": s.autoplay,
+        },
+        "adminPassword": mask(&s.admin_password_hash),
+        "streamKeys": s.stream_keys,
+        "streamKeyOverridden": app.temp_stream_key.is_some(),
+        "ffmpegPath": s.ffmpeg_path,
+        "webServerPort": s.web_server_port,
+        "webServerIP": s.web_server_ip,
+        "rtmpServerPort": s.rtmp_server_port,
+        "rtmpServerAddress": s.rtmp_server_bind_address,
+        "serverURL": s.server_url,
+        "socketHostOverride": s.socket_host_override,
+        "videoServingEndpoint": s.video_serving_endpoint,
+        "s3": s3,
+        "videoSettings": {
+            "videoQualityVariants": s.video_quality_variants,
+            "latencyLevel": s.latency_level,
+        },
+        "videoCodec": s.video_codec,
+        "supportedCodecs": app.available_codecs(),
+        "yp": { "enabled": s.directory_enabled, "instanceUrl": s.server_url },
+        "chatDisabled": s.chat_disabled,
+        "chatJoinMessagesEnabled": s.chat_join_messages_enabled,
+        "chatEstablishedUserMode": s.chat_established_user_mode,
+        "chatSpamProtectionEnabled": s.chat_spam_protection_enabled,
+        "chatSlurFilterEnabled": s.chat_slur_filter_enabled,
+        "chatRequireAuthentication": s.chat_require_authentication,
+        "forbiddenUsernames": s.forbidden_usernames,
+        "suggestedUsernames": s.suggested_usernames,
+        "hideViewerCount": s.hide_viewer_count,
+        "disableSearchIndexing": s.disable_search_indexing,
+        "externalActions": s.external_actions,
+        "federation": {
+            "enabled": s.federation_enabled,
+            "isPrivate": s.federation_private,
+            "username": s.federation_username,
+            "goLiveMessage": s.federation_go_live_message,
+            "showEngagement": s.federation_show_engagement,
+            "enableQuotes": s.federation_enable_quotes,
+            "hideFollowersTab": s.federation_hide_followers,
+            "blockedDomains": s.federation_blocked_domains,
+        },
+        "notifications": {
+            "browser": s.browser_notifications,
+            "discord": s.discord_notifications,
+        },
+        "schedule": {
+            "enabled": s.schedule_enabled,
+            "reminderMessage": s.schedule_reminder_message,
+        },
+    })
+}
+
+async fn server_config(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(server_config_json(&app))
+}

@@ -1,0 +1,398 @@
+//! Admin config setters: `POST /api/admin/config/<name>` with `{"value": ...}`, answered with a
+//! StatusResponse.
+//!
+//! `SETTERS` is the one table of the plain setters: path, documented value shape, and a function that
+//! validates the value and applies it to a copy of the settings. The settings store persists the copy
+//! only if that succeeds. The few setters with side effects (admin password hashing, logo and favicon
+//! files) have their own handlers below. After every change a CONFIG_CHANGED event is published, and
+//! STREAM_TITLE_UPDATED for the stream title, as Owncast does.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Multipart, State};
+use axum::http::Method;
+use axum::Json;
+use base64::Engine;
+use serde_json::Value;
+
+use super::admin::MASKED;
+use super::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse, ValueDoc};
+use crate::app::App;
+use crate::config::validate::{self, ValidationError};
+use crate::config::{BrowserNotification, DiscordNotification, Settings};
+use crate::events::{Event, EventType};
+
+const GROUP: &str = "admin";
+/// Longest free text (page content, custom CSS/JS).
+const LONG_TEXT: usize = 200_000;
+/// Largest logo or favicon, decoded.
+const MAX_IMAGE_BYTES: usize = 2 * 1024 * 1024;
+const MAX_FAVICON_BYTES: usize = 200 * 1024;
+
+type Apply = fn(&App, &Value, &mut Settings) -> Result<(), ValidationError>;
+
+/// One plain setter.
+pub struct Setter {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub value: ValueDoc,
+    pub apply: Apply,
+    /// Takes effect only after a restart (ports, addresses).
+    pub needs_restart: bool,
+}
+
+const fn setter(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply) -> Setter {
+    Setter { name, summary, value, apply, needs_restart: false }
+}
+
+const fn restart_setter(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply) -> Setter {
+    Setter { name, summary, value, apply, needs_restart: true }
+}
+
+fn tags(v: &Value) -> Result<Vec<String>, ValidationError> {
+    let list = validate::string_list(v, 50)?;
+    if list.iter().any(|t| t.chars().count() > 64) {
+        return Err(ValidationError("a tag may be at most 64 characters".into()));
+    }
+    Ok(list)
+}
+
+fn needs_server_url(s: &Settings, what: &str) -> Result<(), ValidationError> {
+    if s.server_url.is_empty() {
+        return Err(ValidationError(format!("set the server URL (serverurl) before enabling {what}")));
+    }
+    Ok(())
+}
+
+use ValueDoc::{Boolean, Integer, Schema, SchemaList, String as Str, StringList, StringMap};
+
+/// Every plain setter, by path under `/api/admin/config/`.
+pub static SETTERS: &[Setter] = &[
+    setter("name", "Server name", Str, |_, v, s| Ok(s.name = validate::string(v, 255)?)),
+    setter("serversummary", "Server summary", Str, |_, v, s| Ok(s.summary = validate::string(v, 4000)?)),
+    setter("streamtitle", "Stream title", Str, |_, v, s| Ok(s.stream_title = validate::string(v, 255)?)),
+    setter("welcomemessage", "Chat welcome message", Str, |_, v, s| Ok(s.welcome_message = validate::string(v, 4000)?)),
+    setter("offlinemessage", "Offline message (markdown)", Str, |_, v, s| {
+        Ok(s.offline_message = validate::string(v, 4000)?)
+    }),
+    setter("pagecontent", "Extra page content (markdown)", Str, |_, v, s| {
+        Ok(s.extra_page_content = validate::string(v, LONG_TEXT)?)
+    }),
+    setter("tags", "Tags", StringList, |_, v, s| Ok(s.tags = tags(v)?)),
+    setter("nsfw", "Mark the stream as NSFW", Boolean, |_, v, s| Ok(s.nsfw = validate::boolean(v)?)),
+    setter("customstyles", "Custom CSS", Str, |_, v, s| Ok(s.custom_styles = validate::string(v, LONG_TEXT)?)),
+    setter("customjavascript", "Custom JavaScript", Str, |_, v, s| {
+        Ok(s.custom_javascript = validate::string(v, LONG_TEXT)?)
+    }),
+    setter("appearance", "Appearance variables", StringMap, |_, v, s| {
+        Ok(s.appearance_variables = validate::typed(v, "appearance variables (expected an object of strings)")?)
+    }),
+    setter("socialhandles", "Social handles", SchemaList("SocialHandle"), |_, v, s| {
+        Ok(s.social_handles = validate::social_handles(v)?)
+    }),
+    setter("externalactions", "External actions", SchemaList("ExternalAction"), |_, v, s| {
+        Ok(s.external_actions = validate::external_actions(v)?)
+    }),
+    setter("streamkeys", "Stream keys", SchemaList("StreamKey"), |_, v, s| {
+        Ok(s.stream_keys = validate::stream_keys(v)?)
+    }),
+    setter("video/streamoutputvariants", "Output quality variants", SchemaList("StreamOutputVariant"), |_, v, s| {
+        Ok(s.video_quality_variants = validate::variants(v)?)
+    }),
+    setter("video/streamlatencylevel", "Latency level 0 (lowest) to 4", Integer, |_, v, s| {
+        // The range check makes the narrowing exact.
+        Ok(s.latency_level = validate::integer(v, 0, 4)? as u32)
+    }),
+    setter("video/codec", "Video encoder: auto or an available encoder name", Str, |app, v, s| {
+        let wanted = validate::string(v, 64)?;
+        let available = app.available_codecs();
+        if wanted != "auto" && !available.contains(&wanted) {
+            return Err(ValidationError(format!(
+                "encoder '{wanted}' is not available on this server; available: auto, {}",
+                available.join(", ")
+            )));
+        }
+        s.video_codec = wanted;
+        Ok(())
+    }),
+    setter("chat/disable", "Disable chat", Boolean, |_, v, s| Ok(s.chat_disabled = validate::boolean(v)?)),
+    setter("chat/joinmessagesenabled", "Show join and part messages", Boolean, |_, v, s| {
+        Ok(s.chat_join_messages_enabled = validate::boolean(v)?)
+    }),
+    setter("chat/establishedusermode", "Only established users may chat", Boolean, |_, v, s| {
+        Ok(s.chat_established_user_mode = validate::boolean(v)?)
+    }),
+    setter("chat/spamprotectionenabled", "Chat flood protection", Boolean, |_, v, s| {
+        Ok(s.chat_spam_protection_enabled = validate::boolean(v)?)
+    }),
+    setter("chat/slurfilterenabled", "Chat slur filter", Boolean, |_, v, s| {
+        Ok(s.chat_slur_filter_enabled = validate::boolean(v)?)
+    }),
+    setter("chat/requireauthentication", "Require authentication to chat", Boolean, |_, v, s| {
+        Ok(s.chat_require_authentication = validate::boolean(v)?)
+    }),
+    setter("chat/forbiddenusernames", "Forbidden chat names", StringList, |_, v, s| {
+        Ok(s.forbidden_usernames = validate::string_list(v, 1000)?)
+    }),
+    setter("chat/suggestedusernames", "Suggested chat names", StringList, |_, v, s| {
+        Ok(s.suggested_usernames = validate::string_list(v, 1000)?)
+    }),
+    setter("hideviewercount", "Hide the viewer count", Boolean, |_, v, s| {
+        Ok(s.hide_viewer_count = validate::boolean(v)?)
+    }),
+    setter("disablesearchindexing", "Ask search engines not to index", Boolean, |_, v, s| {
+        Ok(s.disable_search_indexing = validate::boolean(v)?)
+    }),
+    setter("sockethostoverride", "Chat websocket host override (URL or empty)", Str, |_, v, s| {
+        Ok(s.socket_host_override = validate::url(v, true)?)
+    }),
+    setter("videoservingendpoint", "Video serving endpoint (URL or empty)", Str, |_, v, s| {
+        Ok(s.video_serving_endpoint = validate::url(v, true)?)
+    }),
+    setter("serverurl", "Public URL of this server (or empty)", Str, |_, v, s| {
+        Ok(s.server_url = validate::url(v, true)?)
+    }),
+    setter("directoryenabled", "List in the directory", Boolean, |_, v, s| {
+        let on = validate::boolean(v)?;
+        if on {
+            needs_server_url(s, "the directory")?;
+        }
+        Ok(s.directory_enabled = on)
+    }),
+    setter("s3", "Object storage settings", Schema("S3Info"), |_, v, s| {
+        let mut next = validate::s3(v)?;
+        if next.secret == MASKED {
+            next.secret = s.s3.secret.clone();
+        }
+        Ok(s.s3 = next)
+    }),
+    setter("notifications/browser", "Browser push notifications", Schema("BrowserNotification"), |_, v, s| {
+        let n: BrowserNotification = validate::typed(v, "browser notification settings")?;
+        Ok(s.browser_notifications = n)
+    }),
+    setter("notifications/discord", "Discord go-live notification", Schema("DiscordNotification"), |_, v, s| {
+        let mut n: DiscordNotification = validate::typed(v, "discord notification settings")?;
+        if n.enabled || !n.webhook.is_empty() {
+            n.webhook = validate::url(&Value::String(n.webhook.clone()), false)?;
+        }
+        Ok(s.discord_notifications = n)
+    }),
+    setter("federation/enable", "Enable federation", Boolean, |_, v, s| {
+        let on = validate::boolean(v)?;
+        if on {
+            needs_server_url(s, "federation")?;
+        }
+        Ok(s.federation_enabled = on)
+    }),
+    setter("federation/private", "Approve followers by hand", Boolean, |_, v, s| {
+        Ok(s.federation_private = validate::boolean(v)?)
+    }),
+    setter("federation/username", "Fediverse user name", Str, |_, v, s| {
+        Ok(s.federation_username = validate::federation_username(v)?)
+    }),
+    setter("federation/livemessage", "Fediverse go-live message", Str, |_, v, s| {
+        Ok(s.federation_go_live_message = validate::string(v, 500)?)
+    }),
+    setter("federation/showengagement", "Show fediverse engagement in chat", Boolean, |_, v, s| {
+        Ok(s.federation_show_engagement = validate::boolean(v)?)
+    }),
+    setter("federation/enablequotes", "Allow quote posts", Boolean, |_, v, s| {
+        Ok(s.federation_enable_quotes = validate::boolean(v)?)
+    }),
+    setter("federation/hidefollowers", "Hide the followers tab", Boolean, |_, v, s| {
+        Ok(s.federation_hide_followers = validate::boolean(v)?)
+    }),
+    setter("federation/blockdomains", "Blocked fediverse domains", StringList, |_, v, s| {
+        Ok(s.federation_blocked_domains = validate::domains(v)?)
+    }),
+    setter("ffmpegpath", "Path of the ffmpeg binary (absolute)", Str, |_, v, s| {
+        let p = validate::string(v, 4096)?;
+        let path = std::path::Path::new(&p);
+        if !path.is_absolute() || !path.is_file() {
+            return Err(ValidationError(format!("'{p}' is not an absolute path to an existing file")));
+        }
+        Ok(s.ffmpeg_path = p)
+    }),
+    restart_setter("rtmpserverport", "RTMP port", Integer, |_, v, s| Ok(s.rtmp_server_port = validate::port(v)?)),
+    restart_setter("rtmpserverbindaddress", "RTMP bind address", Str, |_, v, s| {
+        Ok(s.rtmp_server_bind_address = validate::ip_address(v)?)
+    }),
+    restart_setter("webserverport", "Web port", Integer, |_, v, s| Ok(s.web_server_port = validate::port(v)?)),
+    restart_setter("webserverip", "Web bind address", Str, |_, v, s| Ok(s.web_server_ip = validate::ip_address(v)?)),
+    setter("autoplay", "Autoplay: on, off or muted", Str, |_, v, s| {
+        let mode = match v {
+            Value::Bool(true) => "on".to_string(),
+            Value::Bool(false) => "off".to_string(),
+            other => validate::string(other, 16)?,
+        };
+        if !matches!(mode.as_str(), "on" | "off" | "muted") {
+            return Err(ValidationError(format!("autoplay must be on, off or muted, not '{mode}'")));
+        }
+        Ok(s.autoplay = mode)
+    }),
+    setter("schedule/enabled", "Show the schedule", Boolean, |_, v, s| Ok(s.schedule_enabled = validate::boolean(v)?)),
+    setter("schedule/remindermessage", "Schedule reminder message", Str, |_, v, s| {
+        Ok(s.schedule_reminder_message = validate::string(v, 500)?)
+    }),
+];
+
+/// The body every setter takes.
+#[derive(serde::Deserialize)]
+struct ValueBody {
+    value: Option<Value>,
+}
+
+fn value_of(body: ValueBody) -> Result<Value, ApiError> {
+    body.value.ok_or_else(|| ApiError::bad("the request body must be {\"value\": ...}"))
+}
+
+/// Publish what a successful change means to the rest of the daemon.
+fn announce(app: &App, name: &str) {
+    app.bus.publish(Event::new(EventType::ConfigChanged, serde_json::json!({ "key": name })));
+    if name == "streamtitle" {
+        app.bus.publish(Event::new(EventType::StreamTitleUpdated, app.stream_event_data()));
+    }
+}
+
+async fn apply_setter(app: Arc<App>, setter: &'static Setter, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let JsonBody(body) = parse(&body)?;
+    let value = value_of(body)?;
+    let app2 = app.clone();
+    app.settings.update::<ApiError, _>(|s| Ok((setter.apply)(&app2, &value, s)?)).await?;
+    announce(&app, setter.name);
+    let msg = if setter.needs_restart {
+        format!("{} saved; it takes effect when castd restarts", setter.name)
+    } else {
+        format!("{} changed", setter.name)
+    };
+    Ok(StatusResponse::ok(msg))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<JsonBody<T>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad("the request body must be {\"value\": ...}"));
+    }
+    serde_json::from_slice(bytes).map(JsonBody).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))
+}
+
+pub fn register(reg: &mut Registry) {
+    for setter in SETTERS {
+        let path = format!("/api/admin/config/{}", setter.name);
+        reg.post(
+            &path,
+            GROUP,
+            Auth::Admin,
+            setter.summary,
+            BodyDoc::Value(setter.value),
+            move |State(app): State<Arc<App>>, body: Bytes| apply_setter(app, setter, body),
+        );
+    }
+    reg.post("/api/admin/config/adminpass", GROUP, Auth::Admin, "Admin password", BodyDoc::Value(Str), admin_pass);
+    reg.post(
+        "/api/admin/config/logo",
+        GROUP,
+        Auth::Admin,
+        "Logo (base64 image or data URL)",
+        BodyDoc::Value(Str),
+        logo,
+    );
+    reg.post(
+        "/api/admin/config/favicon",
+        GROUP,
+        Auth::Admin,
+        "Favicon (PNG or ICO upload)",
+        BodyDoc::Multipart,
+        favicon,
+    );
+    reg.route(
+        Method::DELETE,
+        "/api/admin/config/favicon",
+        GROUP,
+        Auth::Admin,
+        "Reset the favicon",
+        BodyDoc::None,
+        reset_favicon,
+    );
+}
+
+async fn admin_pass(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let JsonBody(body) = parse(&body)?;
+    let pw = validate::string(&value_of(body)?, 256)?;
+    if pw.chars().count() < 8 {
+        return Err(ApiError::bad("the admin password must be at least 8 characters"));
+    }
+    let hash = tokio::task::spawn_blocking(move || crate::password::hash(&pw))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    app.settings.update::<ApiError, _>(|s| Ok(s.admin_password_hash = hash)).await?;
+    announce(&app, "adminpass");
+    Ok(StatusResponse::ok("admin password changed"))
+}
+
+/// Decode `data:<type>;base64,<data>` or bare base64.
+fn decode_base64_image(s: &str) -> Result<Vec<u8>, ApiError> {
+    let data = match s.split_once(";base64,") {
+        Some((prefix, data)) if prefix.starts_with("data:") => data,
+        _ => s,
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| ApiError::bad(format!("the image is not valid base64: {e}")))
+}
+
+/// Write `bytes` as `<data-dir>/<stem>.<ext>` through a temporary file, so a crash never leaves half.
+async fn store_upload(app: &App, stem: &str, ext: &str, bytes: &[u8]) -> Result<String, ApiError> {
+    let name = format!("{stem}.{ext}");
+    let tmp = app.data_dir.join(format!(".{name}.tmp"));
+    tokio::fs::write(&tmp, bytes).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+    tokio::fs::rename(&tmp, app.data_dir.join(&name)).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(name)
+}
+
+async fn logo(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let JsonBody(body) = parse(&body)?;
+    let encoded = validate::string(&value_of(body)?, MAX_IMAGE_BYTES * 2)?;
+    let bytes = decode_base64_image(&encoded)?;
+    if bytes.len() > MAX_IMAGE_BYTES {
+        return Err(ApiError::bad("the logo is too large (at most 2 MB)"));
+    }
+    let Some((_, ext)) = super::public::image_type(&bytes) else {
+        return Err(ApiError::bad("the logo must be a PNG, JPEG, GIF, WebP or SVG image"));
+    };
+    let name = store_upload(&app, "logo", ext, &bytes).await?;
+    app.settings.update::<ApiError, _>(|s| Ok(s.logo = name)).await?;
+    announce(&app, "logo");
+    Ok(StatusResponse::ok("logo changed"))
+}
+
+async fn favicon(State(app): State<Arc<App>>, mut form: Multipart) -> Result<Json<StatusResponse>, ApiError> {
+    let mut data = None;
+    while let Some(field) = form.next_field().await.map_err(|e| ApiError::bad(format!("invalid upload: {e}")))? {
+        if field.name() == Some("favicon") {
+            let bytes = field.bytes().await.map_err(|e| ApiError::bad(format!("invalid upload: {e}")))?;
+            data = Some(bytes);
+        }
+    }
+    let Some(bytes) = data.filter(|b| !b.is_empty()) else {
+        return Err(ApiError::bad("no file provided"));
+    };
+    if bytes.len() > MAX_FAVICON_BYTES {
+        return Err(ApiError::bad("file too large, max 200KB"));
+    }
+    let ext = match super::public::image_type(&bytes) {
+        Some((_, ext @ ("png" | "ico"))) => ext,
+        _ => return Err(ApiError::bad("favicon must be PNG or ICO format")),
+    };
+    let name = store_upload(&app, "favicon", ext, &bytes).await?;
+    app.settings.update::<ApiError, _>(|s| Ok(s.favicon = name)).await?;
+    announce(&app, "favicon");
+    Ok(StatusResponse::ok("favicon updated"))
+}
+
+async fn reset_favicon(State(app): State<Arc<App>>) -> Result<Json<StatusResponse>, ApiError> {
+    app.settings.update::<ApiError, _>(|s| Ok(s.favicon = String::new())).await?;
+    announce(&app, "favicon");
+    Ok(StatusResponse::ok("favicon reset"))
+}

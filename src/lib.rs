@@ -1,0 +1,12 @@
+//! castd: a self-hosted live-video streaming server with viewer chat and an Owncast-compatible API.
+//!
+//! `main.rs` parses the command line and starts the parts defined here; see DESIGN.md in the shared
+//! folder for the architecture.
+
+pub mod api;
+pub mod app;
+pub mod config;
+pub mod events;
+pub mod markdown;
+pub mod password;
+pub mod store;

@@ -1,0 +1,200 @@
+//! castd's entry point: the command line, start-up and graceful shutdown.
+//!
+//! Start-up opens the database in the data dir, persists the flags that Owncast persists (ports, bind
+//! address, admin password), creates a random admin password and stream key on first start (never a
+//! well-known default), binds the listeners and serves until SIGTERM or SIGINT. Shutdown lets open
+//! requests finish and checkpoints SQLite so the database file is complete on its own.
+
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use tracing::{info, warn};
+
+use castd::app::App;
+use castd::config::StreamKey;
+use castd::store::settings::SettingsStore;
+use castd::store::Store;
+use castd::{api, password};
+
+/// castd: self-hosted live-video streaming with chat, compatible with Owncast's API.
+///
+/// Every flag can also be given as an environment variable CASTD_<NAME> (shown below). Ports, the
+/// web bind address and the admin password are saved in the database, as Owncast does.
+#[derive(Parser, Debug)]
+#[command(name = "castd", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    /// Directory for the database, HLS output and uploads.
+    #[arg(long = "data-dir", env = "CASTD_DATA_DIR", default_value = "./data", value_name = "DIR")]
+    data_dir: PathBuf,
+
+    /// Database file [default: <data-dir>/castd.db].
+    #[arg(long, env = "CASTD_DATABASE", value_name = "FILE")]
+    database: Option<PathBuf>,
+
+    /// IP address the web server listens on (saved) [default: 0.0.0.0].
+    #[arg(long, env = "CASTD_WEBSERVERIP", value_name = "IP")]
+    webserverip: Option<std::net::IpAddr>,
+
+    /// Port of the web server, 0 for any free port (saved) [default: 8080].
+    #[arg(long, env = "CASTD_WEBSERVERPORT", value_name = "PORT")]
+    webserverport: Option<u16>,
+
+    /// Port of the RTMP server, 0 for any free port (saved) [default: 1935].
+    #[arg(long, env = "CASTD_RTMPPORT", value_name = "PORT")]
+    rtmpport: Option<u16>,
+
+    /// Set the admin password (saved, as a hash).
+    #[arg(long, env = "CASTD_ADMINPASSWORD", value_name = "PASSWORD", hide_env_values = true)]
+    adminpassword: Option<String>,
+
+    /// A stream key valid for this run only (not saved).
+    #[arg(long, env = "CASTD_STREAMKEY", value_name = "KEY", hide_env_values = true)]
+    streamkey: Option<String>,
+
+    /// Log level: error, warn, info, debug or trace (or a tracing filter such as castd=debug).
+    #[arg(long = "log-level", env = "CASTD_LOG_LEVEL", default_value = "info", value_name = "LEVEL")]
+    log_level: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the server (the default).
+    Serve,
+    /// Print the OpenAPI document of the HTTP API and exit.
+    Openapi,
+}
+
+fn init_logging(level: &str) -> Result<()> {
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(level).with_context(|| format!("invalid --log-level '{level}'"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false);
+    // Under systemd the journal adds its own timestamps.
+    if std::env::var_os("JOURNAL_STREAM").is_some() {
+        builder.without_time().init();
+    } else {
+        builder.init();
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    init_logging(&cli.log_level)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(run(cli))
+}
+
+/// Write the generated admin password where only the owner can read it.
+fn write_secret_file(path: &Path, contents: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(contents.as_bytes())?;
+    f.sync_all()?;
+    Ok(())
+}
+
+/// Open the store and settings, apply the saved flags and first-start secrets.
+fn prepare(cli: &Cli) -> Result<(Store, SettingsStore)> {
+    std::fs::create_dir_all(&cli.data_dir)
+        .with_context(|| format!("creating the data dir {}", cli.data_dir.display()))?;
+    let db_path = cli.database.clone().unwrap_or_else(|| cli.data_dir.join("castd.db"));
+    let store = Store::open(&db_path).with_context(|| format!("opening the database {}", db_path.display()))?;
+    let settings = SettingsStore::open(store.clone()).context("loading settings")?;
+
+    if let Some(pw) = &cli.adminpassword {
+        if pw.is_empty() {
+            bail!("--adminpassword must not be empty");
+        }
+        let hash = password::hash(pw)?;
+        settings.update_blocking(|s| s.admin_password_hash = hash)?;
+    }
+    if settings.get().admin_password_hash.is_empty() {
+        let pw = password::random_token(20);
+        let hash = password::hash(&pw)?;
+        let file = cli.data_dir.join("initial-admin-password");
+        write_secret_file(&file, &format!("{pw}\n"))?;
+        settings.update_blocking(|s| s.admin_password_hash = hash)?;
+        warn!(
+            "generated the admin password {pw} (user: admin); it is also in {} — change it in the admin page",
+            file.display()
+        );
+    }
+    if settings.get().stream_keys.is_empty() {
+        let key = password::random_token(24);
+        settings.update_blocking(|s| {
+            s.stream_keys = vec![StreamKey { key: key.clone(), comment: "Default stream key".into() }]
+        })?;
+        info!("generated a stream key; see it in the admin page under stream keys");
+    }
+    settings.update_blocking(|s| {
+        if let Some(ip) = cli.webserverip {
+            s.web_server_ip = ip.to_string();
+        }
+        if let Some(p) = cli.webserverport {
+            s.web_server_port = p;
+        }
+        if let Some(p) = cli.rtmpport {
+            s.rtmp_server_port = p;
+        }
+    })?;
+    Ok((store, settings))
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            warn!("cannot listen for SIGTERM: {e}");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => info!("SIGTERM received; shutting down"),
+        _ = tokio::signal::ctrl_c() => info!("SIGINT received; shutting down"),
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let (store, settings) = prepare(&cli)?;
+    if let Some(key) = &cli.streamkey {
+        castd::config::validate::stream_key(key).context("--streamkey")?;
+    }
+    let app = Arc::new(App::new(cli.data_dir.clone(), store.clone(), settings, cli.streamkey.clone()));
+
+    if let Some(Command::Openapi) = cli.command {
+        let reg = api::registry(app);
+        println!("{}", serde_json::to_string_pretty(&api::openapi::document(reg.docs()))?);
+        return Ok(());
+    }
+
+    let s = app.settings.get();
+    let web_addr = SocketAddr::new(s.web_server_ip.parse().context("saved web server IP")?, s.web_server_port);
+    let listener = tokio::net::TcpListener::bind(web_addr)
+        .await
+        .with_context(|| format!("binding the web server to {web_addr}"))?;
+    info!("web server listening on http://{}", listener.local_addr()?);
+
+    api::serve(app.clone(), listener, shutdown_signal()).await.context("web server")?;
+
+    store.checkpoint().context("checkpointing the database")?;
+    info!("stopped");
+    Ok(())
+}

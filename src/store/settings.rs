@@ -1,0 +1,194 @@
+//! The settings table: the only code that reads or writes it.
+//!
+//! Each top-level field of `config::Settings` is one row (`key` = the field's camelCase name, `value` =
+//! its JSON). Loading overlays the stored rows on the defaults, so a field added in a later version
+//! takes its default, and a row that no longer parses is reported and replaced by the default instead
+//! of stopping the server. `SettingsStore` keeps the current settings in memory for cheap reads and
+//! writes only the rows that changed.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde_json::{Map, Value};
+
+use super::{Migrations, Store, StoreError};
+use crate::config::Settings;
+
+const MIGRATIONS: Migrations = &["CREATE TABLE settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    );"];
+
+/// In-memory settings backed by the settings table.
+#[derive(Clone)]
+pub struct SettingsStore {
+    store: Store,
+    current: Arc<RwLock<Arc<Settings>>>,
+    /// Serializes read-modify-write updates so concurrent setters never lose each other's change.
+    write_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+fn to_map(s: &Settings) -> Result<Map<String, Value>, StoreError> {
+    match serde_json::to_value(s) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(StoreError::Corrupt("settings did not serialize to an object".into())),
+        Err(e) => Err(StoreError::Corrupt(e.to_string())),
+    }
+}
+
+impl SettingsStore {
+    /// Create the table if needed and load the settings.
+    pub fn open(store: Store) -> Result<Self, StoreError> {
+        store.migrate("settings", MIGRATIONS)?;
+        let rows: Vec<(String, String)> = store.with(|c| {
+            let mut stmt = c.prepare("SELECT key, value FROM settings")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })?;
+        let defaults = to_map(&Settings::default())?;
+        let mut merged = defaults.clone();
+        for (key, raw) in rows {
+            let Some(default) = defaults.get(&key) else {
+                tracing::debug!(key, "ignoring a stored setting this version does not know");
+                continue;
+            };
+            let Ok(value) = serde_json::from_str::<Value>(&raw) else {
+                tracing::warn!(key, "stored setting is not valid JSON; using the default");
+                continue;
+            };
+            // Check the row on its own, so one bad row cannot spoil the others.
+            let mut probe = defaults.clone();
+            probe.insert(key.clone(), value.clone());
+            if serde_json::from_value::<Settings>(Value::Object(probe)).is_err() {
+                tracing::warn!(key, default = %default, "stored setting has the wrong shape; using the default");
+                continue;
+            }
+            merged.insert(key, value);
+        }
+        let settings: Settings =
+            serde_json::from_value(Value::Object(merged)).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok(Self {
+            store,
+            current: Arc::new(RwLock::new(Arc::new(settings))),
+            write_lock: Arc::new(tokio::sync::Mutex::new(())),
+        })
+    }
+
+    /// The current settings (a cheap snapshot).
+    pub fn get(&self) -> Arc<Settings> {
+        self.current.read().clone()
+    }
+
+    /// Apply `f` to a copy of the settings, persist the fields that changed, then publish the copy.
+    /// Nothing changes in memory unless the database write succeeded.
+    pub async fn update<E, T>(&self, f: impl FnOnce(&mut Settings) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let _guard = self.write_lock.lock().await;
+        let before = self.get();
+        let mut next = (*before).clone();
+        let out = f(&mut next)?;
+        let changed = changed_rows(&before, &next)?;
+        if !changed.is_empty() {
+            self.store
+                .call(move |c| {
+                    let tx = c.transaction()?;
+                    {
+                        let mut stmt = tx.prepare(
+                            "INSERT INTO settings (key, value) VALUES (?1, ?2)
+                             ON CONFLICT(key) DO UPDATE SET value = excluded.value,
+                               updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+                        )?;
+                        for (k, v) in &changed {
+                            stmt.execute(rusqlite::params![k, v])?;
+                        }
+                    }
+                    tx.commit()?;
+                    Ok(())
+                })
+                .await?;
+        }
+        *self.current.write() = Arc::new(next);
+        Ok(out)
+    }
+
+    /// Like `update`, for start-up code that runs before the async runtime serves requests.
+    pub fn update_blocking(&self, f: impl FnOnce(&mut Settings)) -> Result<(), StoreError> {
+        let before = self.get();
+        let mut next = (*before).clone();
+        f(&mut next);
+        let changed = changed_rows(&before, &next)?;
+        self.store.with(|c| {
+            let tx = c.transaction()?;
+            for (k, v) in &changed {
+                tx.execute(
+                    "INSERT INTO settings (key, value) VALUES (?1, ?2)
+                     ON CONFLICT(key) DO UPDATE SET value = excluded.value,
+                       updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+                    rusqlite::params![k, v],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })?;
+        *self.current.write() = Arc::new(next);
+        Ok(())
+    }
+}
+
+/// The (key, JSON) rows that differ between two settings values.
+fn changed_rows(before: &Settings, after: &Settings) -> Result<Vec<(String, String)>, StoreError> {
+    let (a, b) = (to_map(before)?, to_map(after)?);
+    b.into_iter()
+        .filter(|(k, v)| a.get(k) != Some(v))
+        .map(|(k, v)| serde_json::to_string(&v).map(|s| (k, s)).map_err(|e| StoreError::Corrupt(e.to_string())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn settings_round_trip_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        {
+            let s = SettingsStore::open(Store::open(&path).unwrap()).unwrap();
+            assert_eq!(s.get().latency_level, 2);
+            s.update::<StoreError, _>(|c| {
+                c.name = "Renamed".into();
+                c.latency_level = 4;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        }
+        let s = SettingsStore::open(Store::open(&path).unwrap()).unwrap();
+        assert_eq!(s.get().name, "Renamed");
+        assert_eq!(s.get().latency_level, 4);
+        assert_eq!(s.get().tags, Settings::default().tags);
+    }
+
+    #[test]
+    fn a_bad_row_falls_back_to_its_default_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let store = Store::open(&path).unwrap();
+        store.migrate("settings", MIGRATIONS).unwrap();
+        store
+            .with(|c| {
+                c.execute("INSERT INTO settings (key, value) VALUES ('latencyLevel', '\"x\"')", [])?;
+                c.execute("INSERT INTO settings (key, value) VALUES ('name', '\"Kept\"')", [])?;
+                c.execute("INSERT INTO settings (key, value) VALUES ('nsfw', 'not json')", [])?;
+                Ok(())
+            })
+            .unwrap();
+        let s = SettingsStore::open(store).unwrap();
+        assert_eq!(s.get().latency_level, 2);
+        assert_eq!(s.get().name, "Kept");
+        assert!(!s.get().nsfw);
+    }
+}
