@@ -191,6 +191,7 @@ async fn run(cli: Cli) -> Result<()> {
         .await
         .with_context(|| format!("binding the web server to {web_addr}"))?;
     info!("web server listening on http://{}", listener.local_addr()?);
+    info!("castd is ready");
 
     api::serve(app.clone(), listener, shutdown_signal()).await.context("web server")?;
 
