@@ -1,0 +1,81 @@
+//! The web UI: the Vite build in `web/dist`, embedded into the binary and served at the viewer,
+//! admin and embed paths. `make` builds `web/dist` before cargo; when it is missing (a bare
+//! `cargo build`), the pages answer with a short note saying how to build them.
+
+use axum::extract::Path;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use rust_embed::RustEmbed;
+
+use crate::api::{Auth, Registry};
+
+#[derive(RustEmbed)]
+#[folder = "web/dist"]
+#[allow_missing = true]
+struct Dist;
+
+const GROUP: &str = "web";
+
+pub fn register(reg: &mut Registry) {
+    reg.get("/", GROUP, Auth::Public, "Viewer page", || page("index.html"));
+    reg.get("/admin", GROUP, Auth::Public, "Redirect to /admin/", || async { Redirect::permanent("/admin/") });
+    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", || page("admin.html"));
+    reg.get("/admin/{*page}", GROUP, Auth::Admin, "Admin dashboard pages", |_: Path<String>| page("admin.html"));
+    reg.get("/embed/chat", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
+        Redirect::temporary("/embed/chat/readonly")
+    });
+    reg.get("/embed/chat/", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
+        Redirect::temporary("/embed/chat/readonly")
+    });
+    reg.get("/embed/chat/readonly", GROUP, Auth::Public, "Read-only chat embed", || page("embed-chat-readonly.html"));
+    reg.get("/embed/chat/readwrite", GROUP, Auth::Public, "Read-write chat embed", || {
+        page("embed-chat-readwrite.html")
+    });
+    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", || page("embed-video.html"));
+    reg.get("/serviceworker.js", GROUP, Auth::Public, "Push notification service worker", || {
+        asset_response("serviceworker.js", "no-cache")
+    });
+    reg.get("/assets/{*file}", GROUP, Auth::Public, "Web UI assets", |Path(file): Path<String>| async move {
+        asset_response(&format!("assets/{file}"), "public, max-age=31536000, immutable").await
+    });
+}
+
+async fn page(name: &'static str) -> Response {
+    match Dist::get(name) {
+        Some(file) => {
+            let mut resp = file.data.into_owned().into_response();
+            let h = resp.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            resp
+        }
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "castd was built without its web UI: run `make build` (it builds web/dist before cargo).\n",
+        )
+            .into_response(),
+    }
+}
+
+async fn asset_response(path: &str, cache: &'static str) -> Response {
+    // rust-embed only knows the files it embedded, so `..` cannot escape the folder.
+    match Dist::get(path) {
+        Some(file) => {
+            let mime = file.metadata.mimetype().to_string();
+            let mut resp = file.data.into_owned().into_response();
+            let h = resp.headers_mut();
+            if let Ok(v) = HeaderValue::from_str(&mime) {
+                h.insert(header::CONTENT_TYPE, v);
+            }
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+            resp
+        }
+        None => crate::api::ApiError::NotFound(format!("no such file: {path}")).into_response(),
+    }
+}
+
+/// Whether this binary carries the web UI.
+pub fn embedded() -> bool {
+    Dist::get("index.html").is_some()
+}

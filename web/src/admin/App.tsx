@@ -1,0 +1,72 @@
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ServerConfigContext, useServerConfigLoader } from './forms';
+import { PAGES, navigate, pageHref, usePage, type PageId } from './router';
+import { AccessTokens } from './pages/AccessTokens';
+import { Chat } from './pages/Chat';
+import { General } from './pages/General';
+import { Health } from './pages/Health';
+import { Notifications } from './pages/Notifications';
+import { Overview } from './pages/Overview';
+import { Server } from './pages/Server';
+import { StreamKeys } from './pages/StreamKeys';
+import { Video } from './pages/Video';
+import { Webhooks } from './pages/Webhooks';
+
+const VIEWS: Record<PageId, () => JSX.Element> = {
+  overview: Overview,
+  health: Health,
+  'stream-keys': StreamKeys,
+  video: Video,
+  general: General,
+  chat: Chat,
+  'access-tokens': AccessTokens,
+  webhooks: Webhooks,
+  notifications: Notifications,
+  server: Server,
+};
+
+/** The admin SPA at /admin/: navigation plus one page at a time; the server config is shared through context. */
+export function AdminApp() {
+  const page = usePage();
+  const configCtx = useServerConfigLoader();
+  const [menuOpen, setMenuOpen] = useState(false);
+  const View = VIEWS[page];
+  const label = PAGES.find((p) => p.id === page)?.label ?? '';
+  useEffect(() => {
+    document.title = `${label} · castd admin`;
+    setMenuOpen(false);
+  }, [label]);
+
+  const go = (e: MouseEvent, id: PageId) => {
+    if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+    e.preventDefault();
+    navigate(id);
+  };
+
+  return (
+    <ServerConfigContext.Provider value={configCtx}>
+      <div class={`admin-layout${menuOpen ? ' menu-open' : ''}`}>
+        <aside class="admin-nav">
+          <div class="admin-brand">
+            <a href="/" title="Viewer page">
+              <img src="/logo" alt="" /> <span>{configCtx.config?.instanceDetails?.name || 'castd'}</span>
+            </a>
+            <button type="button" class="icon menu-toggle" aria-label="Menu" onClick={() => setMenuOpen(!menuOpen)}>☰</button>
+          </div>
+          <nav aria-label="Admin">
+            {PAGES.map((p) => (
+              <a key={p.id} href={pageHref(p.id)} data-page={p.id} aria-current={p.id === page ? 'page' : undefined} class={p.id === page ? 'active' : ''} onClick={(e) => go(e, p.id)}>
+                {p.label}
+              </a>
+            ))}
+          </nav>
+        </aside>
+        <main class="admin-main" data-page={page}>
+          <h1>{label}</h1>
+          <View />
+        </main>
+      </div>
+    </ServerConfigContext.Provider>
+  );
+}

@@ -1,0 +1,90 @@
+import { useEffect, useState } from 'preact/hooks';
+import { admin, type S3Info } from '../../api';
+import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
+
+const emptyS3: S3Info = {
+  enabled: false,
+  endpoint: '',
+  accessKey: '',
+  secret: '',
+  bucket: '',
+  region: '',
+  acl: '',
+  pathPrefix: '',
+  forcePathStyle: false,
+};
+
+function S3Form({ initial }: { initial: S3Info }) {
+  const { reload } = useServerConfig();
+  const [v, setV] = useState<S3Info>(initial);
+  const [state, run] = useSave();
+  useEffect(() => setV({ ...emptyS3, ...initial }), [initial]);
+  const text = (key: keyof S3Info, label: string, type: 'text' | 'url' | 'password' = 'text') => (
+    <label>
+      {label}
+      <br />
+      <input type={type as 'text' /* preact 11 narrows props per input type */} value={String(v[key] ?? '')} onInput={(e) => setV({ ...v, [key]: e.currentTarget.value })} />
+    </label>
+  );
+  const save = async (e: Event) => {
+    e.preventDefault();
+    if (await run(() => admin.setConfig('s3', v))) void reload();
+  };
+  return (
+    <form onSubmit={save} class="stack grid-2" id="s3-form">
+      <label class="toggle span-2">
+        <input type="checkbox" checked={v.enabled} onChange={(e) => setV({ ...v, enabled: e.currentTarget.checked })} />
+        <span>Serve video segments from object storage</span>
+      </label>
+      {text('endpoint', 'Endpoint', 'url')}
+      {text('bucket', 'Bucket')}
+      {text('region', 'Region')}
+      {text('accessKey', 'Access key')}
+      {text('secret', 'Secret', 'password')}
+      {text('acl', 'ACL (optional)')}
+      {text('pathPrefix', 'Path prefix (optional)')}
+      <label class="toggle">
+        <input type="checkbox" checked={v.forcePathStyle} onChange={(e) => setV({ ...v, forcePathStyle: e.currentTarget.checked })} />
+        <span>Force path-style URLs</span>
+      </label>
+      <div class="span-2"><button type="submit" class="primary">Save storage settings</button></div>
+      <div class="span-2"><FormStatus state={state} /></div>
+    </form>
+  );
+}
+
+/** Server: ports and addresses, public URL, object storage, federation and the admin password. */
+export function Server() {
+  const { config, error } = useServerConfig();
+  if (!config) return <LoadError error={error} />;
+  const fed = config.federation ?? ({} as Partial<typeof config.federation>);
+  return (
+    <>
+      <Section title="Network" description="Port and address changes apply after castd restarts.">
+        <ConfigField name="webserverport" label="Web server port" value={config.webServerPort} kind="number" id="web-port-input" />
+        <ConfigField name="webserverip" label="Web server address" value={config.webServerIP} id="web-ip-input" placeholder="0.0.0.0" />
+        <ConfigField name="rtmpserverport" label="RTMP port" value={config.rtmpServerPort} kind="number" id="rtmp-port-input" />
+      </Section>
+      <Section title="Public addresses">
+        <ConfigField name="serverurl" label="Server URL" value={config.yp?.instanceUrl} kind="url" id="server-url-input" placeholder="https://live.example.com" help="Needed for federation, IndieAuth and the directory." />
+        <ConfigField name="videoservingendpoint" label="Video serving endpoint (CDN)" value={config.videoServingEndpoint} kind="url" />
+        <ConfigField name="sockethostoverride" label="Chat websocket host override" value={config.socketHostOverride} placeholder="wss://chat.example.com" />
+        <ConfigToggle name="directoryenabled" label="List this server in the public directory" value={config.yp?.enabled} />
+      </Section>
+      <Section title="Object storage">
+        <S3Form initial={{ ...emptyS3, ...(config.s3 ?? {}) }} />
+      </Section>
+      <Section title="Federation (ActivityPub)">
+        <ConfigToggle name="federation/enable" label="Enable federation" value={fed.enabled} id="federation-enable-toggle" />
+        <ConfigToggle name="federation/private" label="Private: approve followers by hand" value={fed.isPrivate} />
+        <ConfigToggle name="federation/showengagement" label="Show follows, likes and boosts in chat" value={fed.showEngagement} />
+        <ConfigField name="federation/username" label="Username" value={fed.username} />
+        <ConfigField name="federation/livemessage" label="Go-live post" value={fed.goLiveMessage} />
+        <ConfigField name="federation/blockdomains" label="Blocked domains" value={fed.blockedDomains ?? []} kind="list" help="Comma separated." />
+      </Section>
+      <Section title="Admin password" description="After a change your browser asks for the new password.">
+        <ConfigField name="adminpass" label="New admin password" value="" kind="password" id="admin-password-input" reload={false} />
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,169 @@
+import { useEffect, useState } from 'preact/hooks';
+import { admin, type EncoderInfo, type OutputVariant } from '../../api';
+import { FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
+
+const LATENCY = [
+  'Lowest latency (1 s segments, least reliable)',
+  'Low latency (2 s segments)',
+  'Balanced (3 s segments, default)',
+  'Reliable (4 s segments)',
+  'Most reliable (5 s segments, highest latency)',
+];
+const CPU = ['fastest', 'fast', 'balanced', 'better', 'best'];
+
+const newVariant = (): OutputVariant => ({
+  name: '',
+  videoPassthrough: false,
+  audioPassthrough: true,
+  videoBitrate: 1200,
+  audioBitrate: 128,
+  scaledWidth: 0,
+  scaledHeight: 0,
+  framerate: 24,
+  cpuUsageLevel: 2,
+});
+
+function Variants({ initial }: { initial: OutputVariant[] }) {
+  const { reload } = useServerConfig();
+  const [variants, setVariants] = useState<OutputVariant[]>(initial);
+  const [state, run] = useSave();
+  useEffect(() => setVariants(initial.map((v) => ({ ...v }))), [initial]);
+  const update = (i: number, patch: Partial<OutputVariant>) => setVariants(variants.map((v, j) => (j === i ? { ...v, ...patch } : v)));
+  const num = (e: Event) => Math.max(0, Math.round(Number((e.currentTarget as HTMLInputElement).value) || 0));
+  const save = async (e: Event) => {
+    e.preventDefault();
+    if (await run(() => admin.setConfig('video/streamoutputvariants', variants), 'Output variants saved; they apply to the next stream.')) void reload();
+  };
+  return (
+    <form onSubmit={save} id="variants-form">
+      <div class="table-scroll">
+        <table class="table variants">
+          <thead>
+            <tr>
+              <th>Name</th><th>Video kbps</th><th>Video passthrough</th><th>Audio kbps</th><th>Audio passthrough</th>
+              <th>Width</th><th>Height</th><th>FPS</th><th>Encoder effort</th><th />
+            </tr>
+          </thead>
+          <tbody>
+            {variants.map((v, i) => (
+              <tr key={i} class="variant-row">
+                <td><input value={v.name ?? ''} aria-label="Name" placeholder={`Variant ${i + 1}`} onInput={(e) => update(i, { name: e.currentTarget.value })} /></td>
+                <td><input type="number" min={0} value={v.videoBitrate} aria-label="Video bitrate" disabled={v.videoPassthrough} onInput={(e) => update(i, { videoBitrate: num(e) })} /></td>
+                <td><input type="checkbox" checked={v.videoPassthrough} aria-label="Video passthrough" onChange={(e) => update(i, { videoPassthrough: e.currentTarget.checked })} /></td>
+                <td><input type="number" min={0} value={v.audioBitrate} aria-label="Audio bitrate" disabled={v.audioPassthrough} onInput={(e) => update(i, { audioBitrate: num(e) })} /></td>
+                <td><input type="checkbox" checked={v.audioPassthrough} aria-label="Audio passthrough" onChange={(e) => update(i, { audioPassthrough: e.currentTarget.checked })} /></td>
+                <td><input type="number" min={0} value={v.scaledWidth} aria-label="Width" title="0 = keep" onInput={(e) => update(i, { scaledWidth: num(e) })} /></td>
+                <td><input type="number" min={0} value={v.scaledHeight} aria-label="Height" title="0 = keep" onInput={(e) => update(i, { scaledHeight: num(e) })} /></td>
+                <td><input type="number" min={0} value={v.framerate} aria-label="Framerate" onInput={(e) => update(i, { framerate: num(e) })} /></td>
+                <td>
+                  <select value={String(v.cpuUsageLevel)} aria-label="Encoder effort" onChange={(e) => update(i, { cpuUsageLevel: Number(e.currentTarget.value) })}>
+                    {CPU.map((label, n) => <option key={n} value={String(n)}>{n} · {label}</option>)}
+                  </select>
+                </td>
+                <td><button type="button" class="danger" disabled={variants.length <= 1} onClick={() => setVariants(variants.filter((_, j) => j !== i))}>Remove</button></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <p class="help">Width/height 0 keeps the source size (set one to keep the aspect ratio).</p>
+      <div class="form-actions">
+        <button type="button" id="variant-add" onClick={() => setVariants([...variants, newVariant()])}>+ Add variant</button>
+        <button type="submit" class="primary" id="variants-save" disabled={state.kind === 'saving'}>Save variants</button>
+      </div>
+      <FormStatus state={state} />
+    </form>
+  );
+}
+
+function Latency({ level }: { level: number }) {
+  const { reload } = useServerConfig();
+  const [value, setValue] = useState(level);
+  const [state, run] = useSave();
+  useEffect(() => setValue(level), [level]);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    if (await run(() => admin.setConfig('video/streamlatencylevel', value))) void reload();
+  };
+  return (
+    <form onSubmit={save} class="config-field" id="latency-form">
+      <label for="latency-level">Latency level</label>
+      <div class="field-row">
+        <select id="latency-level" value={String(value)} onChange={(e) => setValue(Number(e.currentTarget.value))}>
+          {LATENCY.map((label, n) => <option key={n} value={String(n)}>{n} · {label}</option>)}
+        </select>
+        <button type="submit" class="primary" id="latency-save" disabled={state.kind === 'saving'}>Save</button>
+      </div>
+      <FormStatus state={state} />
+    </form>
+  );
+}
+
+function Encoder({ current, supported }: { current: string; supported: string[] }) {
+  const { reload } = useServerConfig();
+  const [value, setValue] = useState(current || 'auto');
+  const [encoders, setEncoders] = useState<EncoderInfo[] | null>(null);
+  const [state, run] = useSave();
+  useEffect(() => setValue(current || 'auto'), [current]);
+  useEffect(() => {
+    admin.encoders().then(
+      (list) => setEncoders(Array.isArray(list) ? list : null),
+      () => setEncoders(null),
+    );
+  }, []);
+  const options = ['auto', ...supported.filter((c) => c !== 'auto')];
+  if (value && !options.includes(value)) options.push(value);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    if (await run(() => admin.setConfig('video/codec', value), 'Encoder saved; it applies to the next stream.')) void reload();
+  };
+  return (
+    <>
+      <form onSubmit={save} class="config-field" id="codec-form">
+        <label for="codec-select">Encoder</label>
+        <div class="field-row">
+          <select id="codec-select" value={value} onChange={(e) => setValue(e.currentTarget.value)}>
+            {options.map((c) => <option key={c} value={c}>{c === 'auto' ? 'auto (best available)' : c}</option>)}
+          </select>
+          <button type="submit" class="primary" id="codec-save" disabled={state.kind === 'saving'}>Save</button>
+        </div>
+        <FormStatus state={state} />
+      </form>
+      {encoders && encoders.length > 0 && (
+        <table class="table" id="encoders-table">
+          <thead><tr><th>Encoder</th><th>Kind</th><th>Available</th><th>Device</th><th>Notes</th></tr></thead>
+          <tbody>
+            {encoders.map((enc) => (
+              <tr key={enc.name}>
+                <td class="mono">{enc.name}</td>
+                <td>{enc.kind}</td>
+                <td>{enc.available ? <span class="ok">yes</span> : <span class="bad">no</span>}</td>
+                <td class="mono">{enc.device || '–'}</td>
+                <td>{enc.reason || ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
+/** Video: output quality variants, latency level and encoder. */
+export function Video() {
+  const { config, error } = useServerConfig();
+  if (!config) return <LoadError error={error} />;
+  return (
+    <>
+      <Section title="Output quality variants" description="Each variant is one rendition viewers (or the player's automatic mode) can pick.">
+        <Variants initial={config.videoSettings?.videoQualityVariants ?? []} />
+      </Section>
+      <Section title="Latency">
+        <Latency level={config.videoSettings?.latencyLevel ?? 2} />
+      </Section>
+      <Section title="Encoder" description="auto picks the best encoder this machine has (hardware first), falling back to software.">
+        <Encoder current={config.videoCodec} supported={config.supportedCodecs ?? []} />
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,372 @@
+/**
+ * Typed fetch helpers for castd's HTTP API (Owncast-compatible paths).
+ * Public calls are plain GETs; chat-user calls carry `?accessToken=`; admin calls rely on the browser's
+ * HTTP Basic credentials for this same-origin page (`credentials: 'same-origin'`).
+ */
+import { withQuery } from './lib/urls';
+
+// ---------- shared shapes ----------
+
+export interface StatusResponse {
+  success: boolean;
+  message: string;
+}
+
+export interface SocialHandle {
+  platform: string;
+  url: string;
+  icon?: string;
+}
+
+export interface ExternalAction {
+  url: string;
+  html?: string;
+  title: string;
+  description?: string;
+  icon?: string;
+  color?: string;
+  openExternally?: boolean;
+}
+
+export interface User {
+  id: string;
+  displayName: string;
+  displayColor: number;
+  createdAt?: string;
+  previousNames?: string[];
+  nameChangedAt?: string;
+  scopes?: string[];
+  authProviders?: string[];
+  isBot?: boolean;
+  authenticated?: boolean;
+  isModerator?: boolean;
+  disabledAt?: string | null;
+}
+
+export interface ChatMessage {
+  id: string;
+  timestamp: string;
+  type: string;
+  body?: string;
+  user?: User;
+  hiddenAt?: string | null;
+  visible?: boolean;
+  clientId?: number;
+}
+
+export interface PublicConfig {
+  name: string;
+  summary: string;
+  streamTitle?: string;
+  offlineMessage?: string;
+  logo?: string;
+  version?: string;
+  tags?: string[];
+  customStyles?: string;
+  extraPageContent?: string;
+  socketHostOverride?: string;
+  appearanceVariables?: Record<string, string>;
+  socialHandles?: SocialHandle[];
+  externalActions?: ExternalAction[];
+  notifications?: { browser?: { enabled: boolean; publicKey: string } };
+  federation?: { enabled: boolean; account: string; followerCount: number; hideFollowersTab?: boolean };
+  maxSocketPayloadSize?: number;
+  hideViewerCount?: boolean;
+  chatDisabled?: boolean;
+  chatRequireAuthentication?: boolean;
+  nsfw?: boolean;
+  autoplay?: string;
+  authentication?: { indieAuthEnabled: boolean };
+}
+
+export interface PublicStatus {
+  online: boolean;
+  viewerCount?: number;
+  streamTitle?: string;
+  lastConnectTime?: string | null;
+  lastDisconnectTime?: string | null;
+  serverTime?: string;
+  versionNumber?: string;
+}
+
+export interface RegisterResponse {
+  id: string;
+  accessToken: string;
+  displayName: string;
+  displayColor?: number;
+}
+
+export interface CustomEmoji {
+  name: string;
+  url: string;
+}
+
+// ---------- admin shapes ----------
+
+export interface StreamKey {
+  key: string;
+  comment: string;
+}
+
+export interface OutputVariant {
+  name?: string;
+  videoPassthrough: boolean;
+  audioPassthrough: boolean;
+  videoBitrate: number;
+  audioBitrate: number;
+  scaledWidth: number;
+  scaledHeight: number;
+  framerate: number;
+  cpuUsageLevel: number;
+}
+
+export interface AdminStatus {
+  online: boolean;
+  broadcaster?: {
+    remoteAddr: string;
+    time: string;
+    streamDetails?: {
+      width: number;
+      height: number;
+      framerate: number;
+      videoBitrate: number;
+      audioBitrate: number;
+      videoCodec: string;
+      audioCodec: string;
+      encoder: string;
+    };
+  } | null;
+  currentBroadcast?: {
+    outputSettings?: OutputVariant[];
+    latencyLevel?: { level: number } | number;
+    videoCodec?: string;
+  } | null;
+  health?: { message: string; healthy: boolean; healthPercentage: number | null; representation?: number } | null;
+  streamTitle?: string;
+  versionNumber?: string;
+  viewerCount?: number;
+  overallPeakViewerCount?: number;
+  sessionPeakViewerCount?: number;
+}
+
+export interface TimePoint {
+  time: string;
+  value: number;
+}
+
+export interface GpuStats {
+  name: string;
+  utilization?: TimePoint[];
+  encoder?: TimePoint[];
+  memory?: TimePoint[];
+}
+
+export interface HardwareStats {
+  cpu?: TimePoint[];
+  memory?: TimePoint[];
+  disk?: TimePoint[];
+  gpu?: GpuStats[];
+  message?: string;
+  healthy?: boolean;
+  healthPercentage?: number | null;
+}
+
+export interface S3Info {
+  enabled: boolean;
+  endpoint: string;
+  accessKey: string;
+  secret: string;
+  bucket: string;
+  region: string;
+  acl: string;
+  pathPrefix: string;
+  forcePathStyle: boolean;
+}
+
+export interface ServerConfig {
+  instanceDetails: {
+    name: string;
+    summary: string;
+    welcomeMessage: string;
+    offlineMessage: string;
+    logo: string;
+    tags: string[];
+    nsfw: boolean;
+    extraPageContent: string;
+    streamTitle: string;
+    socialHandles: SocialHandle[];
+    customStyles: string;
+    customJavascript: string;
+    appearanceVariables: Record<string, string>;
+    version?: string;
+  };
+  videoSettings: { videoQualityVariants: OutputVariant[]; latencyLevel: number };
+  streamKeys: StreamKey[];
+  streamKeyOverridden?: boolean;
+  supportedCodecs: string[];
+  videoCodec: string;
+  s3: S3Info;
+  federation: {
+    enabled: boolean;
+    isPrivate: boolean;
+    username: string;
+    goLiveMessage: string;
+    showEngagement: boolean;
+    blockedDomains: string[];
+  };
+  notifications: {
+    browser: { enabled: boolean; goLiveMessage: string };
+    discord: { enabled: boolean; webhook: string; goLiveMessage: string };
+  };
+  yp: { enabled: boolean; instanceUrl: string };
+  externalActions: ExternalAction[];
+  chatDisabled: boolean;
+  chatJoinMessagesEnabled: boolean;
+  chatEstablishedUserMode: boolean;
+  chatRequireAuthentication?: boolean;
+  forbiddenUsernames: string[];
+  suggestedUsernames: string[];
+  hideViewerCount: boolean;
+  disableSearchIndexing: boolean;
+  socketHostOverride: string;
+  videoServingEndpoint: string;
+  webServerPort: number;
+  webServerIP: string;
+  rtmpServerPort: number;
+}
+
+export interface EncoderInfo {
+  name: string;
+  kind: string;
+  available: boolean;
+  device?: string | null;
+  reason?: string | null;
+}
+
+export interface Paged<T> {
+  total: number;
+  results: T[];
+}
+
+export interface IpBan {
+  ipAddress: string;
+  notes?: string;
+  createdAt?: string;
+}
+
+export interface AccessToken {
+  id?: string;
+  accessToken: string;
+  displayName: string;
+  scopes: string[];
+  createdAt?: string;
+  lastUsedAt?: string | null;
+}
+
+export interface Webhook {
+  id: number;
+  url: string;
+  events: string[];
+  timestamp?: string;
+  lastUsed?: string | null;
+}
+
+// ---------- fetch helpers ----------
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+async function errorFrom(res: Response): Promise<ApiError> {
+  let message = `${res.status} ${res.statusText}`.trim();
+  try {
+    const text = await res.text();
+    if (text) {
+      try {
+        const body = JSON.parse(text) as Partial<StatusResponse> & { error?: string };
+        message = body.message || body.error || message;
+      } catch {
+        message = text.length < 300 ? text.trim() : message;
+      }
+    }
+  } catch {
+    /* keep the status line */
+  }
+  return new ApiError(message, res.status);
+}
+
+async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { ...init.headers, 'Content-Type': 'application/json' };
+  }
+  const res = await fetch(url, init);
+  if (!res.ok) throw await errorFrom(res);
+  const text = await res.text();
+  if (!text) return undefined as T;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return text as T;
+  }
+  // A StatusResponse with success:false is an error even on a 2xx.
+  if (parsed && typeof parsed === 'object' && (parsed as StatusResponse).success === false) {
+    throw new ApiError((parsed as StatusResponse).message || 'request failed', res.status);
+  }
+  return parsed as T;
+}
+
+export const getJSON = <T>(url: string) => request<T>('GET', url);
+export const postJSON = <T = StatusResponse>(url: string, body: unknown) => request<T>('POST', url, body);
+
+// ---------- public / chat ----------
+
+export const api = {
+  config: () => getJSON<PublicConfig>('/api/config'),
+  status: () => getJSON<PublicStatus>('/api/status'),
+  ping: () => fetch('/api/ping', { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
+  emoji: () => getJSON<CustomEmoji[]>('/api/emoji'),
+  register: (displayName?: string) =>
+    postJSON<RegisterResponse>('/api/chat/register', displayName ? { displayName } : {}),
+  chatHistory: (accessToken: string) => getJSON<ChatMessage[]>(withQuery('/api/chat', { accessToken })),
+  hideMessage: (accessToken: string, id: string, visible = false) =>
+    postJSON(withQuery('/api/chat/messagevisibility', { accessToken }), { idArray: [id], visible }),
+  setUserEnabled: (accessToken: string, userId: string, enabled: boolean) =>
+    postJSON(withQuery('/api/chat/users/setenabled', { accessToken }), { userId, enabled }),
+  registerNotification: (accessToken: string, channel: string, destination: string) =>
+    postJSON(withQuery('/api/notifications/register', { accessToken }), { channel, destination }),
+  remoteFollow: (account: string) => postJSON<{ redirectUrl?: string } & Partial<StatusResponse>>('/api/remotefollow', { account }),
+  cmcd: (report: unknown) =>
+    fetch('/api/metrics/cmcd', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(report),
+      keepalive: true,
+    }).then(() => undefined),
+};
+
+// ---------- admin ----------
+
+const A = '/api/admin';
+
+export const admin = {
+  get: <T>(path: string, params?: Record<string, string | number | boolean | undefined>) =>
+    getJSON<T>(withQuery(`${A}/${path}`, params ?? {})),
+  post: <T = StatusResponse>(path: string, body: unknown) => postJSON<T>(`${A}/${path}`, body),
+  /** Every setting is `POST /api/admin/config/<name>` with `{value}`. */
+  setConfig: (name: string, value: unknown) => postJSON(`${A}/config/${name}`, { value }),
+
+  status: () => getJSON<AdminStatus>(`${A}/status`),
+  serverConfig: () => getJSON<ServerConfig>(`${A}/serverconfig`),
+  hardwareStats: () => getJSON<HardwareStats>(`${A}/hardwarestats`),
+  encoders: () => getJSON<EncoderInfo[]>(`${A}/encoders`),
+};

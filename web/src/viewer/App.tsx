@@ -1,0 +1,116 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { PublicConfig } from '../api';
+import { ChatPanel } from '../chat/ChatPanel';
+import { Modal } from '../components/Modal';
+import { FollowForm } from './Follow';
+import { About, ExternalActions } from './Info';
+import { pushSupported, subscribeToNotifications } from './notify';
+import { applyCustomisation } from './page';
+import { Stage, StreamBar } from './Stage';
+import { useConfig, usePing, useStatus } from './useServer';
+
+const NSFW_KEY = 'castd.nsfwAccepted';
+
+function Header({ config }: { config: PublicConfig }) {
+  const [follow, setFollow] = useState(false);
+  const [notifyMsg, setNotifyMsg] = useState<string | null>(null);
+  const browser = config.notifications?.browser;
+  const notify = async () => {
+    try {
+      await subscribeToNotifications(browser?.publicKey ?? '');
+      setNotifyMsg('You will be notified when the stream goes live.');
+    } catch (e) {
+      setNotifyMsg((e as Error).message);
+    }
+  };
+  return (
+    <header class="site-header">
+      <img class="logo" src={config.logo || '/logo'} alt="" id="server-logo" />
+      <h1 id="server-name">{config.name}</h1>
+      <div class="header-buttons">
+        {browser?.enabled && pushSupported() && (
+          <button type="button" id="notify-button" onClick={() => void notify()}>
+            🔔 Notify
+          </button>
+        )}
+        {config.federation?.enabled && (
+          <button type="button" id="follow-button" class="primary" onClick={() => setFollow(true)}>
+            Follow
+          </button>
+        )}
+      </div>
+      {follow && config.federation && (
+        <Modal title={`Follow ${config.name}`} small onClose={() => setFollow(false)}>
+          <FollowForm account={config.federation.account} />
+        </Modal>
+      )}
+      {notifyMsg && (
+        <Modal title="Notifications" small onClose={() => setNotifyMsg(null)}>
+          <p>{notifyMsg}</p>
+        </Modal>
+      )}
+    </header>
+  );
+}
+
+function NsfwNotice() {
+  const [dismissed, setDismissed] = useState(() => {
+    try {
+      return sessionStorage.getItem(NSFW_KEY) === '1';
+    } catch {
+      return false;
+    }
+  });
+  if (dismissed) return null;
+  return (
+    <div class="card nsfw-notice" id="nsfw-notice" role="note">
+      <span>⚠ This stream is marked as containing mature content (NSFW).</span>
+      <button
+        type="button"
+        onClick={() => {
+          try {
+            sessionStorage.setItem(NSFW_KEY, '1');
+          } catch {
+            /* ignore */
+          }
+          setDismissed(true);
+        }}
+      >
+        OK
+      </button>
+    </div>
+  );
+}
+
+/** The viewer page at `/`. */
+export function ViewerApp() {
+  const { config, error } = useConfig();
+  const status = useStatus();
+  usePing(Boolean(status?.online));
+
+  useEffect(() => {
+    if (config) applyCustomisation(config, { customJavascript: true });
+  }, [config]);
+
+  if (!config) {
+    return <div class="chat-notice">{error ? `Cannot reach the server (${error}); retrying…` : 'Loading…'}</div>;
+  }
+  const chat = !config.chatDisabled;
+  return (
+    <>
+      <Header config={config} />
+      <main class={`viewer-layout${chat ? '' : ' no-chat'}`}>
+        <section class="stage">
+          <Stage config={config} status={status} />
+          <StreamBar config={config} status={status} />
+        </section>
+        <section class="info">
+          {config.nsfw && <NsfwNotice />}
+          <ExternalActions actions={config.externalActions ?? []} />
+          <About config={config} />
+        </section>
+        {chat && <ChatPanel config={config} />}
+      </main>
+    </>
+  );
+}

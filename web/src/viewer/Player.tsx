@@ -1,0 +1,188 @@
+/**
+ * The live player: hls.js (with CMCD on segment requests and a CMCD JSON report every 10 s) where Media Source
+ * Extensions exist, native HLS otherwise; quality selection; autoplay (muted fallback when the browser blocks sound).
+ */
+import Hls, { type Level } from 'hls.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api } from '../api';
+import { buildCmcdReport, newSessionId, videoState } from '../lib/cmcd';
+import { levelLabel } from '../lib/format';
+import { choosePlaybackEngine } from '../lib/urls';
+
+export const STREAM_URL = '/hls/stream.m3u8';
+const REPORT_INTERVAL_MS = 10_000;
+
+interface Props {
+  /** Start playback when true; tear the player down when false. */
+  active: boolean;
+  /** Owncast's autoplay setting: 'off' disables it; 'muted' starts muted; anything else tries with sound. */
+  autoplay?: string;
+}
+
+export function Player({ active, autoplay }: Props) {
+  const videoRef = useRef<HTMLVideoElement>(null);
+  const hlsRef = useRef<Hls | null>(null);
+  const [levels, setLevels] = useState<Level[]>([]);
+  const [selected, setSelected] = useState(-1);
+  const [needsClick, setNeedsClick] = useState(false);
+  const [failure, setFailure] = useState<string | null>(null);
+
+  useEffect(() => {
+    const video = videoRef.current;
+    if (!active || !video) return;
+    const sid = newSessionId();
+    let seq = 0;
+    let starved = false;
+    let destroyed = false;
+    let retryTimer: ReturnType<typeof setTimeout> | undefined;
+    setFailure(null);
+
+    const tryPlay = async () => {
+      if (autoplay === 'off') {
+        setNeedsClick(true);
+        return;
+      }
+      if (autoplay === 'muted') video.muted = true;
+      try {
+        await video.play();
+        setNeedsClick(false);
+      } catch {
+        // Autoplay with sound blocked: retry muted, else wait for a click.
+        try {
+          video.muted = true;
+          await video.play();
+          setNeedsClick(false);
+        } catch {
+          setNeedsClick(true);
+        }
+      }
+    };
+
+    const onWaiting = () => {
+      if (!video.seeking && video.currentTime > 0) starved = true;
+    };
+    const onPlay = () => setNeedsClick(false);
+    video.addEventListener('waiting', onWaiting);
+    video.addEventListener('playing', onPlay);
+
+    const engine = choosePlaybackEngine(video.canPlayType('application/vnd.apple.mpegurl') !== '', Hls.isSupported());
+    const start = () => {
+      if (destroyed) return;
+      if (engine === 'hlsjs') {
+        const hls = new Hls({
+          cmcd: { sessionId: sid, contentId: 'live', useHeaders: false },
+          liveDurationInfinity: true,
+          backBufferLength: 30,
+        });
+        hlsRef.current = hls;
+        hls.on(Hls.Events.MANIFEST_PARSED, (_e, data) => {
+          setLevels(data.levels);
+          void tryPlay();
+        });
+        hls.on(Hls.Events.LEVEL_SWITCHED, () => setSelected(hls.autoLevelEnabled ? -1 : hls.currentLevel));
+        hls.on(Hls.Events.ERROR, (_e, data) => {
+          if (data.details === Hls.ErrorDetails.BUFFER_STALLED_ERROR) starved = true;
+          if (!data.fatal) return;
+          if (data.type === Hls.ErrorTypes.MEDIA_ERROR) {
+            hls.recoverMediaError();
+            return;
+          }
+          // Network or other fatal error: rebuild the player after a pause (the stream may be restarting).
+          hls.destroy();
+          hlsRef.current = null;
+          setFailure('Reconnecting to the stream…');
+          retryTimer = setTimeout(() => {
+            setFailure(null);
+            start();
+          }, 4000);
+        });
+        hls.loadSource(STREAM_URL);
+        hls.attachMedia(video);
+      } else if (engine === 'native') {
+        video.src = STREAM_URL;
+        video.addEventListener('loadedmetadata', () => void tryPlay(), { once: true });
+      } else {
+        setFailure('This browser cannot play HLS video.');
+      }
+    };
+    start();
+
+    const report = window.setInterval(() => {
+      if (video.paused && video.currentTime === 0) return; // never started: nothing to report
+      const hls = hlsRef.current;
+      const body = buildCmcdReport(sid, seq++, {
+        state: videoState(video),
+        throughputBps: hls?.bandwidthEstimate,
+        latencySeconds: hls ? hls.latency : undefined,
+        starved,
+      });
+      starved = false;
+      api.cmcd(body).catch(() => undefined);
+    }, REPORT_INTERVAL_MS);
+
+    return () => {
+      destroyed = true;
+      clearInterval(report);
+      clearTimeout(retryTimer);
+      video.removeEventListener('waiting', onWaiting);
+      video.removeEventListener('playing', onPlay);
+      hlsRef.current?.destroy();
+      hlsRef.current = null;
+      video.removeAttribute('src');
+      video.load();
+      setLevels([]);
+      setSelected(-1);
+      setNeedsClick(false);
+    };
+  }, [active, autoplay]);
+
+  const chooseLevel = (value: number) => {
+    setSelected(value);
+    const hls = hlsRef.current;
+    if (hls) hls.currentLevel = value; // -1 = automatic
+  };
+
+  const clickToPlay = () => {
+    const video = videoRef.current;
+    if (!video) return;
+    video.muted = false;
+    video.play().then(
+      () => setNeedsClick(false),
+      () => undefined,
+    );
+  };
+
+  const sorted = levels.map((level, index) => ({ level, index })).sort((a, b) => (b.level.bitrate ?? 0) - (a.level.bitrate ?? 0));
+
+  return (
+    <>
+      <video id="player" ref={videoRef} controls playsInline preload="auto" aria-label="Live stream" />
+      {levels.length > 1 && (
+        <div class="player-controls">
+          <label class="sr-only" for="quality-select">
+            Quality
+          </label>
+          <select id="quality-select" value={String(selected)} onChange={(e) => chooseLevel(Number(e.currentTarget.value))}>
+            <option value="-1">Auto</option>
+            {sorted.map(({ level, index }) => (
+              <option key={index} value={String(index)}>
+                {levelLabel(level)}
+              </option>
+            ))}
+          </select>
+        </div>
+      )}
+      {(needsClick || failure) && (
+        <div class="player-overlay">
+          {failure ? (
+            <span>{failure}</span>
+          ) : (
+            <button type="button" class="primary" onClick={clickToPlay} id="play-button">
+              ▶ Play
+            </button>
+          )}
+        </div>
+      )}
+    </>
+  );
+}
