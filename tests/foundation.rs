@@ -1,0 +1,653 @@
+//! Issue 2 acceptance: the real daemon's configuration API, auth, persistence and OpenAPI document.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::Server;
+use serde_json::{json, Value};
+
+/// (setter, a valid value, JSON pointer in /api/admin/serverconfig, expected stored value there,
+/// JSON pointer in /api/config when public, expected public value).
+fn setter_cases() -> Vec<(&'static str, Value, &'static str, Value, Option<(&'static str, Value)>)> {
+    let variants = json!([
+        {"name": "high", "videoPassthrough": false, "audioPassthrough": true, "videoBitrate": 3000, "audioBitrate": 0,
+         "scaledWidth": 1280, "scaledHeight": 720, "framerate": 30, "cpuUsageLevel": 1},
+        {"name": "low", "videoPassthrough": false, "audioPassthrough": false, "videoBitrate": 600, "audioBitrate": 96,
+         "scaledWidth": 0, "scaledHeight": 360, "framerate": 24, "cpuUsageLevel": 3}
+    ]);
+    let s3 = json!({"enabled": true, "endpoint": "https://s3.example.com", "accessKey": "AK", "secret": "SK",
+        "bucket": "b", "region": "r", "acl": "public-read", "pathPrefix": "p", "forcePathStyle": true});
+    let s3_masked = json!({"enabled": true, "endpoint": "https://s3.example.com", "accessKey": "AK", "secret": "********",
+        "bucket": "b", "region": "r", "acl": "public-read", "pathPrefix": "p", "forcePathStyle": true});
+    let handles = json!([{"platform": "mastodon", "url": "https://social.example/@me", "icon": "/img/m.svg"}]);
+    let actions = json!([{"url": "https://example.com/donate", "html": "", "title": "Donate", "description": "d",
+        "icon": "", "color": "#ff0000", "openExternally": true}]);
+    vec![
+        ("name", json!("My Stream"), "/instanceDetails/name", json!("My Stream"), Some(("/name", json!("My Stream")))),
+        (
+            "serversummary",
+            json!("About"),
+            "/instanceDetails/summary",
+            json!("About"),
+            Some(("/summary", json!("About"))),
+        ),
+        (
+            "streamtitle",
+            json!("Live now"),
+            "/instanceDetails/streamTitle",
+            json!("Live now"),
+            Some(("/streamTitle", json!("Live now"))),
+        ),
+        ("welcomemessage", json!("Hi all"), "/instanceDetails/welcomeMessage", json!("Hi all"), None),
+        (
+            "offlinemessage",
+            json!("**back soon**"),
+            "/instanceDetails/offlineMessage",
+            json!("**back soon**"),
+            Some(("/offlineMessage", json!("<p><strong>back soon</strong></p>\n"))),
+        ),
+        (
+            "pagecontent",
+            json!("# Hello"),
+            "/instanceDetails/extraPageContent",
+            json!("# Hello"),
+            Some(("/extraPageContent", json!("<h1>Hello</h1>\n"))),
+        ),
+        ("tags", json!(["a", "b"]), "/instanceDetails/tags", json!(["a", "b"]), Some(("/tags", json!(["a", "b"])))),
+        ("nsfw", json!(true), "/instanceDetails/nsfw", json!(true), Some(("/nsfw", json!(true)))),
+        (
+            "customstyles",
+            json!("body{color:red}"),
+            "/instanceDetails/customStyles",
+            json!("body{color:red}"),
+            Some(("/customStyles", json!("body{color:red}"))),
+        ),
+        (
+            "customjavascript",
+            json!("console.log(1)"),
+            "/instanceDetails/customJavascript",
+            json!("console.log(1)"),
+            None,
+        ),
+        (
+            "appearance",
+            json!({"--theme-color": "#123456"}),
+            "/instanceDetails/appearanceVariables",
+            json!({"--theme-color": "#123456"}),
+            Some(("/appearanceVariables", json!({"--theme-color": "#123456"}))),
+        ),
+        (
+            "socialhandles",
+            handles.clone(),
+            "/instanceDetails/socialHandles",
+            handles.clone(),
+            Some(("/socialHandles", handles)),
+        ),
+        ("externalactions", actions.clone(), "/externalActions", actions.clone(), Some(("/externalActions", actions))),
+        (
+            "streamkeys",
+            json!([{"key": "key-one-123", "comment": "obs"}]),
+            "/streamKeys",
+            json!([{"key": "key-one-123", "comment": "obs"}]),
+            None,
+        ),
+        ("video/streamoutputvariants", variants.clone(), "/videoSettings/videoQualityVariants", variants, None),
+        ("video/streamlatencylevel", json!(4), "/videoSettings/latencyLevel", json!(4), None),
+        ("video/codec", json!("libx264"), "/videoCodec", json!("libx264"), None),
+        ("chat/disable", json!(true), "/chatDisabled", json!(true), Some(("/chatDisabled", json!(true)))),
+        ("chat/joinmessagesenabled", json!(false), "/chatJoinMessagesEnabled", json!(false), None),
+        ("chat/establishedusermode", json!(true), "/chatEstablishedUserMode", json!(true), None),
+        (
+            "chat/spamprotectionenabled",
+            json!(false),
+            "/chatSpamProtectionEnabled",
+            json!(false),
+            Some(("/chatSpamProtectionDisabled", json!(true))),
+        ),
+        ("chat/slurfilterenabled", json!(true), "/chatSlurFilterEnabled", json!(true), None),
+        (
+            "chat/requireauthentication",
+            json!(true),
+            "/chatRequireAuthentication",
+            json!(true),
+            Some(("/chatRequireAuthentication", json!(true))),
+        ),
+        ("chat/forbiddenusernames", json!(["bad"]), "/forbiddenUsernames", json!(["bad"]), None),
+        ("chat/suggestedusernames", json!(["nice"]), "/suggestedUsernames", json!(["nice"]), None),
+        ("hideviewercount", json!(true), "/hideViewerCount", json!(true), Some(("/hideViewerCount", json!(true)))),
+        ("disablesearchindexing", json!(true), "/disableSearchIndexing", json!(true), None),
+        (
+            "sockethostoverride",
+            json!("https://chat.example.com"),
+            "/socketHostOverride",
+            json!("https://chat.example.com"),
+            Some(("/socketHostOverride", json!("https://chat.example.com"))),
+        ),
+        (
+            "videoservingendpoint",
+            json!("https://cdn.example.com"),
+            "/videoServingEndpoint",
+            json!("https://cdn.example.com"),
+            None,
+        ),
+        (
+            "serverurl",
+            json!("https://live.example.com"),
+            "/serverURL",
+            json!("https://live.example.com"),
+            Some(("/authentication/indieAuthEnabled", json!(true))),
+        ),
+        ("directoryenabled", json!(true), "/yp/enabled", json!(true), None),
+        ("s3", s3, "/s3", s3_masked, None),
+        (
+            "notifications/browser",
+            json!({"enabled": true, "goLiveMessage": "up!"}),
+            "/notifications/browser",
+            json!({"enabled": true, "goLiveMessage": "up!"}),
+            Some(("/notifications/browser/enabled", json!(true))),
+        ),
+        (
+            "notifications/discord",
+            json!({"enabled": true, "webhook": "https://discord.example/hook", "goLiveMessage": "live"}),
+            "/notifications/discord",
+            json!({"enabled": true, "webhook": "https://discord.example/hook", "goLiveMessage": "live"}),
+            None,
+        ),
+        (
+            "federation/enable",
+            json!(true),
+            "/federation/enabled",
+            json!(true),
+            Some(("/federation/enabled", json!(true))),
+        ),
+        ("federation/private", json!(true), "/federation/isPrivate", json!(true), None),
+        (
+            "federation/username",
+            json!("caster"),
+            "/federation/username",
+            json!("caster"),
+            Some(("/federation/account", json!("caster@live.example.com"))),
+        ),
+        ("federation/livemessage", json!("on air"), "/federation/goLiveMessage", json!("on air"), None),
+        ("federation/showengagement", json!(false), "/federation/showEngagement", json!(false), None),
+        ("federation/enablequotes", json!(true), "/federation/enableQuotes", json!(true), None),
+        (
+            "federation/hidefollowers",
+            json!(true),
+            "/federation/hideFollowersTab",
+            json!(true),
+            Some(("/federation/hideFollowersTab", json!(true))),
+        ),
+        (
+            "federation/blockdomains",
+            json!(["spam.example"]),
+            "/federation/blockedDomains",
+            json!(["spam.example"]),
+            None,
+        ),
+        ("ffmpegpath", json!("/bin/sh"), "/ffmpegPath", json!("/bin/sh"), None),
+        ("rtmpserverport", json!(19350), "/rtmpServerPort", json!(19350), None),
+        ("rtmpserverbindaddress", json!("127.0.0.1"), "/rtmpServerAddress", json!("127.0.0.1"), None),
+        ("webserverport", json!(18080), "/webServerPort", json!(18080), None),
+        ("webserverip", json!("127.0.0.1"), "/webServerIP", json!("127.0.0.1"), None),
+        ("autoplay", json!("muted"), "/instanceDetails/autoplay", json!("muted"), Some(("/autoplay", json!("muted")))),
+        ("schedule/enabled", json!(true), "/schedule/enabled", json!(true), None),
+        ("schedule/remindermessage", json!("soon"), "/schedule/reminderMessage", json!("soon"), None),
+    ]
+}
+
+fn openapi(server: &Server) -> Value {
+    server.get_json("/api/openapi.json")
+}
+
+/// Every (method, path) in the OpenAPI document.
+fn documented_routes(doc: &Value) -> Vec<(String, String, Value)> {
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            out.push((method.to_uppercase(), path.clone(), op.clone()));
+        }
+    }
+    out
+}
+
+fn setter_names(doc: &Value) -> BTreeSet<String> {
+    documented_routes(doc)
+        .into_iter()
+        .filter(|(m, p, _)| m == "POST" && p.starts_with("/api/admin/config/"))
+        .map(|(_, p, _)| p.trim_start_matches("/api/admin/config/").to_string())
+        .collect()
+}
+
+#[test]
+fn every_setter_round_trips_and_survives_restart() {
+    let server = Server::start();
+    let doc = openapi(&server);
+    let cases = setter_cases();
+    // the table covers every documented plain setter (adminpass, logo and favicon have their own tests)
+    let covered: BTreeSet<String> = cases.iter().map(|c| c.0.to_string()).collect();
+    let special: BTreeSet<String> = ["adminpass", "logo", "favicon"].iter().map(|s| s.to_string()).collect();
+    let missing: Vec<_> = setter_names(&doc).difference(&covered).filter(|s| !special.contains(*s)).cloned().collect();
+    assert!(missing.is_empty(), "setters without a round-trip case: {missing:?}");
+
+    for (name, value, _, _, _) in &cases {
+        server.set(name, value.clone());
+    }
+    let check = |server: &Server, when: &str| {
+        let cfg = server.admin_json("/api/admin/serverconfig");
+        let public = server.get_json("/api/config");
+        for (name, _, ptr, expected, public_case) in &cases {
+            // after a restart the harness's --webserverport/--rtmpport/--webserverip flags win, and are saved
+            let flag = match (*name, when) {
+                ("rtmpserverport" | "webserverport", "after restart") => Some(json!(0)),
+                ("webserverip", "after restart") => Some(json!("127.0.0.1")),
+                _ => None,
+            };
+            let expected = flag.as_ref().unwrap_or(expected);
+            assert_eq!(cfg.pointer(ptr), Some(expected), "{when}: serverconfig {ptr} after setting {name}");
+            if let Some((pptr, pexpected)) = public_case {
+                assert_eq!(public.pointer(pptr), Some(pexpected), "{when}: /api/config {pptr} after setting {name}");
+            }
+        }
+    };
+    check(&server, "before restart");
+    let server = server.restart();
+    check(&server, "after restart");
+    // the saved port flags do not override the command line the harness passes
+    assert!(server.web_port != 18080);
+}
+
+/// A value of the wrong JSON type for a documented `value` schema.
+fn wrong_value(schema: &Value, doc: &Value) -> Value {
+    let schema = match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            doc.pointer(&r.trim_start_matches('#').replace("/components/schemas/", "/components/schemas/")).cloned()
+        }
+        None => Some(schema.clone()),
+    }
+    .unwrap_or(Value::Null);
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") => json!(12345),
+        Some("boolean") => json!("yes"),
+        Some("integer") | Some("number") => json!("many"),
+        Some("array") => json!({"not": "a list"}),
+        Some("object") => json!(["not", "an", "object"]),
+        other => panic!("unexpected schema type {other:?} in {schema}"),
+    }
+}
+
+#[test]
+fn every_setter_rejects_wrong_types_and_bad_bodies() {
+    let server = Server::start();
+    let doc = openapi(&server);
+    let before = server.admin_json("/api/admin/serverconfig");
+    let mut checked = 0;
+    for (method, path, op) in documented_routes(&doc) {
+        if method != "POST" || !path.starts_with("/api/admin/config/") {
+            continue;
+        }
+        let Some(schema) = op.pointer("/requestBody/content/application~1json/schema/properties/value") else {
+            continue; // multipart (favicon)
+        };
+        let bad = wrong_value(schema, &doc);
+        let r = server.admin_post(&path, &json!({ "value": bad }));
+        assert_eq!(r.status().as_u16(), 400, "{path} accepted {bad}");
+        let body: Value = r.json().unwrap();
+        assert_eq!(body["success"], json!(false), "{path}");
+        assert!(!body["message"].as_str().unwrap_or_default().is_empty(), "{path} gave no message");
+
+        // missing value, malformed JSON, empty body
+        for raw in ["{}", "{\"value\": ", "", "[1,2]"] {
+            let r = server
+                .client
+                .post(server.url(&path))
+                .basic_auth("admin", Some(&server.admin_password))
+                .header("content-type", "application/json")
+                .body(raw)
+                .send()
+                .unwrap();
+            assert_eq!(r.status().as_u16(), 400, "{path} with body {raw:?}");
+            let body: Value = r.json().unwrap();
+            assert_eq!(body["success"], json!(false));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 50, "only {checked} setters were checked");
+    // nothing changed
+    assert_eq!(server.admin_json("/api/admin/serverconfig"), before);
+}
+
+#[test]
+fn out_of_range_values_are_refused_with_a_message() {
+    let server = Server::start();
+    let cases = [
+        ("video/streamlatencylevel", json!(5), "out of range"),
+        ("video/streamlatencylevel", json!(-1), "out of range"),
+        ("webserverport", json!(0), "out of range"),
+        ("rtmpserverport", json!(70000), "out of range"),
+        ("webserverip", json!("not-an-ip"), "not an IP"),
+        ("serverurl", json!("ftp://example.com"), "http"),
+        ("sockethostoverride", json!("no url"), "not a valid URL"),
+        ("video/streamoutputvariants", json!([]), "at least one"),
+        ("video/streamoutputvariants", json!([{"cpuUsageLevel": 7}]), "cpuUsageLevel"),
+        ("video/streamoutputvariants", json!([{"framerate": 500}]), "framerate"),
+        ("streamkeys", json!([{"key": "short"}]), "8 to 128"),
+        ("video/codec", json!("h264_nvenc"), "not available"),
+        ("federation/enable", json!(true), "server URL"),
+        ("federation/username", json!("has space"), "letters"),
+        ("autoplay", json!("sometimes"), "on, off or muted"),
+        ("ffmpegpath", json!("relative/ffmpeg"), "absolute"),
+        ("socialhandles", json!([{"platform": "x", "url": "javascript:alert(1)"}]), "http"),
+        ("adminpass", json!("short"), "at least 8"),
+        ("logo", json!("bm90IGFuIGltYWdl"), "must be a PNG"),
+        ("logo", json!("!!!"), "base64"),
+    ];
+    for (name, value, needle) in cases {
+        let r = server.admin_post(&format!("/api/admin/config/{name}"), &json!({ "value": value }));
+        assert_eq!(r.status().as_u16(), 400, "{name} accepted {value}");
+        let body: Value = r.json().unwrap();
+        let msg = body["message"].as_str().unwrap_or_default().to_string();
+        assert!(msg.contains(needle), "{name} {value}: message {msg:?} lacks {needle:?}");
+    }
+}
+
+#[test]
+fn admin_routes_need_the_admin_password() {
+    let server = Server::start();
+    let doc = openapi(&server);
+    let mut checked = 0;
+    for (method, path, op) in documented_routes(&doc) {
+        if op.get("security").and_then(|s| s.as_array()).is_none_or(|s| !s.iter().any(|r| r.get("admin").is_some())) {
+            continue;
+        }
+        let path = path.replace("{", "").replace("}", "");
+        let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        for auth in [None, Some(("admin", "wrong-password")), Some(("root", server.admin_password.as_str()))] {
+            let mut req = server.client.request(m.clone(), server.url(&path)).json(&json!({"value": "x"}));
+            if let Some((u, p)) = auth {
+                req = req.basic_auth(u, Some(p));
+            }
+            let r = req.send().unwrap();
+            assert_eq!(r.status().as_u16(), 401, "{method} {path} with {auth:?}");
+            assert!(
+                r.headers().get("www-authenticate").is_some_and(|v| v.to_str().unwrap().starts_with("Basic")),
+                "{method} {path}: no WWW-Authenticate"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 50, "only {checked} admin routes");
+    // the right password works
+    assert!(server.admin_get("/api/admin/status").status().is_success());
+    // a cross-site browser request is refused even with credentials
+    let r = server
+        .client
+        .get(server.url("/api/admin/status"))
+        .basic_auth("admin", Some(&server.admin_password))
+        .header("origin", "https://evil.example")
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+}
+
+#[test]
+fn first_start_password_file_and_changed_password() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::start();
+    let file = server.data_dir.join("initial-admin-password");
+    let meta = std::fs::metadata(&file).expect("initial-admin-password exists");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let pw = std::fs::read_to_string(&file).unwrap().trim().to_string();
+    assert!(pw.len() >= 16, "generated password is too short");
+    assert!(server.log_text().contains(&pw), "the password is logged once at first start");
+    let r = server.client.get(server.url("/api/admin/status")).basic_auth("admin", Some(&pw)).send().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    // not a well-known default
+    let r = server.client.get(server.url("/api/admin/status")).basic_auth("admin", Some("abc123")).send().unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+
+    // change it; the old one stops working, the new one survives a restart
+    server.set("adminpass", json!("a-new-password-1"));
+    let r = server.client.get(server.url("/api/admin/status")).basic_auth("admin", Some(&pw)).send().unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let mut server = server.restart();
+    server.admin_password = "a-new-password-1".into();
+    assert!(server.admin_get("/api/admin/status").status().is_success());
+    assert!(!server.log_text().contains("generated the admin password"), "no new password on the second start");
+    // the database never holds the password itself
+    let db = std::fs::read(server.data_dir.join("castd.db")).unwrap();
+    let wal = std::fs::read(server.data_dir.join("castd.db-wal")).unwrap_or_default();
+    for bytes in [db, wal] {
+        assert!(!bytes.windows(16).any(|w| w == &b"a-new-password-1"[..]), "plain password stored");
+    }
+}
+
+#[test]
+fn adminpassword_flag_is_persisted_and_streamkey_flag_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server =
+        Server::start_in(dir.path(), &["--adminpassword", "flag-password-1", "--streamkey", "temporary-key-1"]);
+    server.admin_password = "flag-password-1".into();
+    let cfg = server.admin_json("/api/admin/serverconfig");
+    assert_eq!(cfg["streamKeyOverridden"], json!(true));
+    assert!(!cfg["streamKeys"].to_string().contains("temporary-key-1"));
+    server.stop();
+    let mut server = Server::start_in(dir.path(), &[]);
+    server.admin_password = "flag-password-1".into();
+    let cfg = server.admin_json("/api/admin/serverconfig");
+    assert_eq!(cfg["streamKeyOverridden"], json!(false));
+    // a default stream key was generated (random, not a well-known one)
+    let keys = cfg["streamKeys"].as_array().unwrap();
+    assert_eq!(keys.len(), 1);
+    assert!(keys[0]["key"].as_str().unwrap().len() >= 16);
+}
+
+#[test]
+fn openapi_lists_every_route_the_router_serves() {
+    let server = Server::start();
+    let doc = openapi(&server);
+    assert_eq!(doc["openapi"].as_str().map(|v| &v[..2]), Some("3."));
+    let routes = documented_routes(&doc);
+    assert!(routes.len() >= 60, "only {} routes documented", routes.len());
+    for (method, path, _) in &routes {
+        let concrete = path.replace("{", "x").replace("}", "");
+        let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let r = server
+            .client
+            .request(m, server.url(&concrete))
+            .basic_auth("admin", Some(&server.admin_password))
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().unwrap_or_default();
+        assert_ne!(status, 405, "{method} {path} is documented but the router has no such method");
+        assert!(
+            !(status == 404 && text.contains("no such route")),
+            "{method} {path} is documented but the router does not serve it"
+        );
+        assert!(status < 500, "{method} {path} answered {status} without a body: {text}");
+    }
+    // the control: a route that is not documented is not served
+    let r = server.get("/api/definitely/not/a/route");
+    assert_eq!(r.status().as_u16(), 404);
+    let body: Value = r.json().unwrap();
+    assert_eq!(body["success"], json!(false));
+    // and the CLI prints the same document
+    let out = std::process::Command::new(common::BIN)
+        .args(["--data-dir", server.data_dir.to_str().unwrap(), "openapi"])
+        .output()
+        .unwrap();
+    let cli_doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cli_doc["paths"], doc["paths"]);
+}
+
+#[test]
+fn public_endpoints() {
+    let server = Server::start();
+    let status = server.get_json("/api/status");
+    for field in [
+        "online",
+        "viewerCount",
+        "lastConnectTime",
+        "lastDisconnectTime",
+        "serverTime",
+        "versionNumber",
+        "streamTitle",
+        "name",
+        "description",
+        "logo",
+        "tags",
+        "social",
+        "overallMaxViewerCount",
+        "sessionMaxViewerCount",
+        "nsfw",
+    ] {
+        assert!(status.get(field).is_some(), "/api/status lacks {field}");
+    }
+    assert_eq!(status["online"], json!(false));
+    let cfg = server.get_json("/api/config");
+    for field in [
+        "name",
+        "summary",
+        "streamTitle",
+        "offlineMessage",
+        "logo",
+        "version",
+        "tags",
+        "customStyles",
+        "extraPageContent",
+        "socketHostOverride",
+        "appearanceVariables",
+        "socialHandles",
+        "externalActions",
+        "notifications",
+        "federation",
+        "maxSocketPayloadSize",
+        "hideViewerCount",
+        "chatDisabled",
+        "chatRequireAuthentication",
+        "nsfw",
+        "autoplay",
+        "authentication",
+    ] {
+        assert!(cfg.get(field).is_some(), "/api/config lacks {field}");
+    }
+    assert_eq!(cfg["maxSocketPayloadSize"], json!(2048));
+    assert_eq!(cfg["tags"], json!(["owncast", "streaming"]));
+
+    // hideViewerCount hides the counts from the public status only
+    server.set("hideviewercount", json!(true));
+    let status = server.get_json("/api/status");
+    assert!(status.get("viewerCount").is_none());
+    assert!(server.admin_json("/api/admin/status").get("viewerCount").is_some());
+
+    // directory data only when enabled
+    assert_eq!(server.get("/api/yp").status().as_u16(), 404);
+    server.set("serverurl", json!("https://live.example.com"));
+    server.set("directoryenabled", json!(true));
+    assert_eq!(server.get_json("/api/yp")["name"], json!("castd"));
+
+    let variants = server.get_json("/api/video/variants");
+    assert_eq!(variants, json!([{"index": 0, "name": "1200 kbps"}]));
+    assert!(server.get_json("/api/socialplatforms")["mastodon"]["name"].is_string());
+
+    let robots = server.get("/robots.txt").text().unwrap();
+    assert!(robots.contains("Disallow: /admin"));
+    server.set("disablesearchindexing", json!(true));
+    assert!(server.get("/robots.txt").text().unwrap().contains("Disallow: /\n"));
+
+    server.set("customjavascript", json!("window.x = 1;"));
+    let r = server.get("/customjavascript");
+    assert!(r.headers()["content-type"].to_str().unwrap().contains("javascript"));
+    assert_eq!(r.text().unwrap(), "window.x = 1;");
+
+    // CORS preflight on API routes
+    let r = server.client.request(reqwest::Method::OPTIONS, server.url("/api/admin/config/name")).send().unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    assert!(r.headers()["access-control-allow-methods"].to_str().unwrap().contains("POST"));
+}
+
+#[test]
+fn logo_and_favicon_uploads() {
+    let server = Server::start();
+    // the built-in logo first
+    let r = server.get("/logo");
+    assert_eq!(r.headers()["content-type"], "image/svg+xml");
+
+    // a real 1x1 PNG
+    let png: &[u8] = &[
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
+        0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4, 0x89, 0x00, 0x00, 0x00,
+        0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D,
+        0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    ];
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(png);
+    server.set("logo", json!(format!("data:image/png;base64,{b64}")));
+    let r = server.get("/logo");
+    assert_eq!(r.headers()["content-type"], "image/png");
+    assert_eq!(r.bytes().unwrap().as_ref(), png);
+
+    let form = |bytes: Vec<u8>| {
+        reqwest::blocking::multipart::Form::new()
+            .part("favicon", reqwest::blocking::multipart::Part::bytes(bytes).file_name("favicon.png"))
+    };
+    let up = |f| {
+        server
+            .client
+            .post(server.url("/api/admin/config/favicon"))
+            .basic_auth("admin", Some(&server.admin_password))
+            .multipart(f)
+            .send()
+            .unwrap()
+    };
+    let r = up(form(b"GIF89a-not-allowed".to_vec()));
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.text().unwrap().contains("PNG or ICO"));
+    let r = up(form(vec![0x89; 300 * 1024]));
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.text().unwrap().contains("too large"));
+    let r = up(reqwest::blocking::multipart::Form::new().text("other", "x"));
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.text().unwrap().contains("no file"));
+    let r = up(form(png.to_vec()));
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap());
+    let r = server.get("/favicon.ico");
+    assert_eq!(r.headers()["content-type"], "image/png");
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly_and_keeps_data() {
+    let mut server = Server::start();
+    server.set("name", json!("Kept across a stop"));
+    assert_eq!(server.stop(), Some(0), "castd exits 0 on SIGTERM");
+    assert!(server.log_text().contains("stopped"));
+    // the WAL was checkpointed: the main file alone holds the data
+    let dir = server.data_dir.clone();
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.join("castd.db"), copy.path().join("castd.db")).unwrap();
+    let server = Server::start_in(copy.path(), &[]);
+    assert_eq!(server.get_json("/api/config")["name"], json!("Kept across a stop"));
+}
+
+#[test]
+fn help_documents_every_flag() {
+    let out = std::process::Command::new(common::BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for flag in [
+        "--data-dir",
+        "--database",
+        "--webserverip",
+        "--webserverport",
+        "--rtmpport",
+        "--adminpassword",
+        "--streamkey",
+        "--log-level",
+        "CASTD_DATA_DIR",
+        "CASTD_WEBSERVERPORT",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}
