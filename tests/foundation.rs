@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 
 /// (setter, a valid value, JSON pointer in /api/admin/serverconfig, expected stored value there,
 /// JSON pointer in /api/config when public, expected public value).
-fn setter_cases() -> Vec<(&'static str, Value, &'static str, Value, Option<(&'static str, Value)>)> {
+type SetterCase = (&'static str, Value, &'static str, Value, Option<(&'static str, Value)>);
+
+fn setter_cases() -> Vec<SetterCase> {
     let variants = json!([
         {"name": "high", "videoPassthrough": false, "audioPassthrough": true, "videoBitrate": 3000, "audioBitrate": 0,
          "scaledWidth": 1280, "scaledHeight": 720, "framerate": 30, "cpuUsageLevel": 1},
@@ -261,9 +263,7 @@ fn every_setter_round_trips_and_survives_restart() {
 /// A value of the wrong JSON type for a documented `value` schema.
 fn wrong_value(schema: &Value, doc: &Value) -> Value {
     let schema = match schema.get("$ref").and_then(Value::as_str) {
-        Some(r) => {
-            doc.pointer(&r.trim_start_matches('#').replace("/components/schemas/", "/components/schemas/")).cloned()
-        }
+        Some(r) => doc.pointer(r.trim_start_matches('#')).cloned(),
         None => Some(schema.clone()),
     }
     .unwrap_or(Value::Null);

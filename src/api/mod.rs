@@ -198,6 +198,7 @@ impl Registry {
 
     /// Add `handler` for `method path`. Admin routes get the Basic-auth check here; other auth kinds
     /// are enforced by the handler's extractors and only documented.
+    #[allow(clippy::too_many_arguments)] // each is one column of the route table; a builder would hide that
     pub fn route<H, T>(
         &mut self,
         method: Method,

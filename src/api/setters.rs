@@ -50,6 +50,12 @@ const fn restart_setter(name: &'static str, summary: &'static str, value: ValueD
     Setter { name, summary, value, apply, needs_restart: true }
 }
 
+/// Store a validated value in its settings field.
+fn set<T>(slot: &mut T, value: Result<T, ValidationError>) -> Result<(), ValidationError> {
+    *slot = value?;
+    Ok(())
+}
+
 fn tags(v: &Value) -> Result<Vec<String>, ValidationError> {
     let list = validate::string_list(v, 50)?;
     if list.iter().any(|t| t.chars().count() > 64) {
@@ -69,40 +75,42 @@ use ValueDoc::{Boolean, Integer, Schema, SchemaList, String as Str, StringList, 
 
 /// Every plain setter, by path under `/api/admin/config/`.
 pub static SETTERS: &[Setter] = &[
-    setter("name", "Server name", Str, |_, v, s| Ok(s.name = validate::string(v, 255)?)),
-    setter("serversummary", "Server summary", Str, |_, v, s| Ok(s.summary = validate::string(v, 4000)?)),
-    setter("streamtitle", "Stream title", Str, |_, v, s| Ok(s.stream_title = validate::string(v, 255)?)),
-    setter("welcomemessage", "Chat welcome message", Str, |_, v, s| Ok(s.welcome_message = validate::string(v, 4000)?)),
+    setter("name", "Server name", Str, |_, v, s| set(&mut s.name, validate::string(v, 255))),
+    setter("serversummary", "Server summary", Str, |_, v, s| set(&mut s.summary, validate::string(v, 4000))),
+    setter("streamtitle", "Stream title", Str, |_, v, s| set(&mut s.stream_title, validate::string(v, 255))),
+    setter("welcomemessage", "Chat welcome message", Str, |_, v, s| {
+        set(&mut s.welcome_message, validate::string(v, 4000))
+    }),
     setter("offlinemessage", "Offline message (markdown)", Str, |_, v, s| {
-        Ok(s.offline_message = validate::string(v, 4000)?)
+        set(&mut s.offline_message, validate::string(v, 4000))
     }),
     setter("pagecontent", "Extra page content (markdown)", Str, |_, v, s| {
-        Ok(s.extra_page_content = validate::string(v, LONG_TEXT)?)
+        set(&mut s.extra_page_content, validate::string(v, LONG_TEXT))
     }),
-    setter("tags", "Tags", StringList, |_, v, s| Ok(s.tags = tags(v)?)),
-    setter("nsfw", "Mark the stream as NSFW", Boolean, |_, v, s| Ok(s.nsfw = validate::boolean(v)?)),
-    setter("customstyles", "Custom CSS", Str, |_, v, s| Ok(s.custom_styles = validate::string(v, LONG_TEXT)?)),
+    setter("tags", "Tags", StringList, |_, v, s| set(&mut s.tags, tags(v))),
+    setter("nsfw", "Mark the stream as NSFW", Boolean, |_, v, s| set(&mut s.nsfw, validate::boolean(v))),
+    setter("customstyles", "Custom CSS", Str, |_, v, s| set(&mut s.custom_styles, validate::string(v, LONG_TEXT))),
     setter("customjavascript", "Custom JavaScript", Str, |_, v, s| {
-        Ok(s.custom_javascript = validate::string(v, LONG_TEXT)?)
+        set(&mut s.custom_javascript, validate::string(v, LONG_TEXT))
     }),
     setter("appearance", "Appearance variables", StringMap, |_, v, s| {
-        Ok(s.appearance_variables = validate::typed(v, "appearance variables (expected an object of strings)")?)
+        set(&mut s.appearance_variables, validate::typed(v, "appearance variables (expected an object of strings)"))
     }),
     setter("socialhandles", "Social handles", SchemaList("SocialHandle"), |_, v, s| {
-        Ok(s.social_handles = validate::social_handles(v)?)
+        set(&mut s.social_handles, validate::social_handles(v))
     }),
     setter("externalactions", "External actions", SchemaList("ExternalAction"), |_, v, s| {
-        Ok(s.external_actions = validate::external_actions(v)?)
+        set(&mut s.external_actions, validate::external_actions(v))
     }),
     setter("streamkeys", "Stream keys", SchemaList("StreamKey"), |_, v, s| {
-        Ok(s.stream_keys = validate::stream_keys(v)?)
+        set(&mut s.stream_keys, validate::stream_keys(v))
     }),
     setter("video/streamoutputvariants", "Output quality variants", SchemaList("StreamOutputVariant"), |_, v, s| {
-        Ok(s.video_quality_variants = validate::variants(v)?)
+        set(&mut s.video_quality_variants, validate::variants(v))
     }),
     setter("video/streamlatencylevel", "Latency level 0 (lowest) to 4", Integer, |_, v, s| {
         // The range check makes the narrowing exact.
-        Ok(s.latency_level = validate::integer(v, 0, 4)? as u32)
+        set(&mut s.latency_level, validate::integer(v, 0, 4).map(|n| n as u32))
     }),
     setter("video/codec", "Video encoder: auto or an available encoder name", Str, |app, v, s| {
         let wanted = validate::string(v, 64)?;
@@ -116,95 +124,95 @@ pub static SETTERS: &[Setter] = &[
         s.video_codec = wanted;
         Ok(())
     }),
-    setter("chat/disable", "Disable chat", Boolean, |_, v, s| Ok(s.chat_disabled = validate::boolean(v)?)),
+    setter("chat/disable", "Disable chat", Boolean, |_, v, s| set(&mut s.chat_disabled, validate::boolean(v))),
     setter("chat/joinmessagesenabled", "Show join and part messages", Boolean, |_, v, s| {
-        Ok(s.chat_join_messages_enabled = validate::boolean(v)?)
+        set(&mut s.chat_join_messages_enabled, validate::boolean(v))
     }),
     setter("chat/establishedusermode", "Only established users may chat", Boolean, |_, v, s| {
-        Ok(s.chat_established_user_mode = validate::boolean(v)?)
+        set(&mut s.chat_established_user_mode, validate::boolean(v))
     }),
     setter("chat/spamprotectionenabled", "Chat flood protection", Boolean, |_, v, s| {
-        Ok(s.chat_spam_protection_enabled = validate::boolean(v)?)
+        set(&mut s.chat_spam_protection_enabled, validate::boolean(v))
     }),
     setter("chat/slurfilterenabled", "Chat slur filter", Boolean, |_, v, s| {
-        Ok(s.chat_slur_filter_enabled = validate::boolean(v)?)
+        set(&mut s.chat_slur_filter_enabled, validate::boolean(v))
     }),
     setter("chat/requireauthentication", "Require authentication to chat", Boolean, |_, v, s| {
-        Ok(s.chat_require_authentication = validate::boolean(v)?)
+        set(&mut s.chat_require_authentication, validate::boolean(v))
     }),
     setter("chat/forbiddenusernames", "Forbidden chat names", StringList, |_, v, s| {
-        Ok(s.forbidden_usernames = validate::string_list(v, 1000)?)
+        set(&mut s.forbidden_usernames, validate::string_list(v, 1000))
     }),
     setter("chat/suggestedusernames", "Suggested chat names", StringList, |_, v, s| {
-        Ok(s.suggested_usernames = validate::string_list(v, 1000)?)
+        set(&mut s.suggested_usernames, validate::string_list(v, 1000))
     }),
     setter("hideviewercount", "Hide the viewer count", Boolean, |_, v, s| {
-        Ok(s.hide_viewer_count = validate::boolean(v)?)
+        set(&mut s.hide_viewer_count, validate::boolean(v))
     }),
     setter("disablesearchindexing", "Ask search engines not to index", Boolean, |_, v, s| {
-        Ok(s.disable_search_indexing = validate::boolean(v)?)
+        set(&mut s.disable_search_indexing, validate::boolean(v))
     }),
     setter("sockethostoverride", "Chat websocket host override (URL or empty)", Str, |_, v, s| {
-        Ok(s.socket_host_override = validate::url(v, true)?)
+        set(&mut s.socket_host_override, validate::url(v, true))
     }),
     setter("videoservingendpoint", "Video serving endpoint (URL or empty)", Str, |_, v, s| {
-        Ok(s.video_serving_endpoint = validate::url(v, true)?)
+        set(&mut s.video_serving_endpoint, validate::url(v, true))
     }),
     setter("serverurl", "Public URL of this server (or empty)", Str, |_, v, s| {
-        Ok(s.server_url = validate::url(v, true)?)
+        set(&mut s.server_url, validate::url(v, true))
     }),
     setter("directoryenabled", "List in the directory", Boolean, |_, v, s| {
         let on = validate::boolean(v)?;
         if on {
             needs_server_url(s, "the directory")?;
         }
-        Ok(s.directory_enabled = on)
+        set(&mut s.directory_enabled, Ok(on))
     }),
     setter("s3", "Object storage settings", Schema("S3Info"), |_, v, s| {
         let mut next = validate::s3(v)?;
         if next.secret == MASKED {
             next.secret = s.s3.secret.clone();
         }
-        Ok(s.s3 = next)
+        set(&mut s.s3, Ok(next))
     }),
     setter("notifications/browser", "Browser push notifications", Schema("BrowserNotification"), |_, v, s| {
         let n: BrowserNotification = validate::typed(v, "browser notification settings")?;
-        Ok(s.browser_notifications = n)
+        set(&mut s.browser_notifications, Ok(n))
     }),
     setter("notifications/discord", "Discord go-live notification", Schema("DiscordNotification"), |_, v, s| {
         let mut n: DiscordNotification = validate::typed(v, "discord notification settings")?;
         if n.enabled || !n.webhook.is_empty() {
             n.webhook = validate::url(&Value::String(n.webhook.clone()), false)?;
         }
-        Ok(s.discord_notifications = n)
+        set(&mut s.discord_notifications, Ok(n))
     }),
     setter("federation/enable", "Enable federation", Boolean, |_, v, s| {
         let on = validate::boolean(v)?;
         if on {
             needs_server_url(s, "federation")?;
         }
-        Ok(s.federation_enabled = on)
+        set(&mut s.federation_enabled, Ok(on))
     }),
     setter("federation/private", "Approve followers by hand", Boolean, |_, v, s| {
-        Ok(s.federation_private = validate::boolean(v)?)
+        set(&mut s.federation_private, validate::boolean(v))
     }),
     setter("federation/username", "Fediverse user name", Str, |_, v, s| {
-        Ok(s.federation_username = validate::federation_username(v)?)
+        set(&mut s.federation_username, validate::federation_username(v))
     }),
     setter("federation/livemessage", "Fediverse go-live message", Str, |_, v, s| {
-        Ok(s.federation_go_live_message = validate::string(v, 500)?)
+        set(&mut s.federation_go_live_message, validate::string(v, 500))
     }),
     setter("federation/showengagement", "Show fediverse engagement in chat", Boolean, |_, v, s| {
-        Ok(s.federation_show_engagement = validate::boolean(v)?)
+        set(&mut s.federation_show_engagement, validate::boolean(v))
     }),
     setter("federation/enablequotes", "Allow quote posts", Boolean, |_, v, s| {
-        Ok(s.federation_enable_quotes = validate::boolean(v)?)
+        set(&mut s.federation_enable_quotes, validate::boolean(v))
     }),
     setter("federation/hidefollowers", "Hide the followers tab", Boolean, |_, v, s| {
-        Ok(s.federation_hide_followers = validate::boolean(v)?)
+        set(&mut s.federation_hide_followers, validate::boolean(v))
     }),
     setter("federation/blockdomains", "Blocked fediverse domains", StringList, |_, v, s| {
-        Ok(s.federation_blocked_domains = validate::domains(v)?)
+        set(&mut s.federation_blocked_domains, validate::domains(v))
     }),
     setter("ffmpegpath", "Path of the ffmpeg binary (absolute)", Str, |_, v, s| {
         let p = validate::string(v, 4096)?;
@@ -212,14 +220,16 @@ pub static SETTERS: &[Setter] = &[
         if !path.is_absolute() || !path.is_file() {
             return Err(ValidationError(format!("'{p}' is not an absolute path to an existing file")));
         }
-        Ok(s.ffmpeg_path = p)
+        set(&mut s.ffmpeg_path, Ok(p))
     }),
-    restart_setter("rtmpserverport", "RTMP port", Integer, |_, v, s| Ok(s.rtmp_server_port = validate::port(v)?)),
+    restart_setter("rtmpserverport", "RTMP port", Integer, |_, v, s| set(&mut s.rtmp_server_port, validate::port(v))),
     restart_setter("rtmpserverbindaddress", "RTMP bind address", Str, |_, v, s| {
-        Ok(s.rtmp_server_bind_address = validate::ip_address(v)?)
+        set(&mut s.rtmp_server_bind_address, validate::ip_address(v))
     }),
-    restart_setter("webserverport", "Web port", Integer, |_, v, s| Ok(s.web_server_port = validate::port(v)?)),
-    restart_setter("webserverip", "Web bind address", Str, |_, v, s| Ok(s.web_server_ip = validate::ip_address(v)?)),
+    restart_setter("webserverport", "Web port", Integer, |_, v, s| set(&mut s.web_server_port, validate::port(v))),
+    restart_setter("webserverip", "Web bind address", Str, |_, v, s| {
+        set(&mut s.web_server_ip, validate::ip_address(v))
+    }),
     setter("autoplay", "Autoplay: on, off or muted", Str, |_, v, s| {
         let mode = match v {
             Value::Bool(true) => "on".to_string(),
@@ -229,11 +239,13 @@ pub static SETTERS: &[Setter] = &[
         if !matches!(mode.as_str(), "on" | "off" | "muted") {
             return Err(ValidationError(format!("autoplay must be on, off or muted, not '{mode}'")));
         }
-        Ok(s.autoplay = mode)
+        set(&mut s.autoplay, Ok(mode))
     }),
-    setter("schedule/enabled", "Show the schedule", Boolean, |_, v, s| Ok(s.schedule_enabled = validate::boolean(v)?)),
+    setter("schedule/enabled", "Show the schedule", Boolean, |_, v, s| {
+        set(&mut s.schedule_enabled, validate::boolean(v))
+    }),
     setter("schedule/remindermessage", "Schedule reminder message", Str, |_, v, s| {
-        Ok(s.schedule_reminder_message = validate::string(v, 500)?)
+        set(&mut s.schedule_reminder_message, validate::string(v, 500))
     }),
 ];
 
@@ -326,7 +338,12 @@ async fn admin_pass(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<Sta
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    app.settings.update::<ApiError, _>(|s| Ok(s.admin_password_hash = hash)).await?;
+    app.settings
+        .update::<ApiError, _>(|s| {
+            s.admin_password_hash = hash;
+            Ok(())
+        })
+        .await?;
     announce(&app, "adminpass");
     Ok(StatusResponse::ok("admin password changed"))
 }
@@ -362,7 +379,12 @@ async fn logo(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<StatusRes
         return Err(ApiError::bad("the logo must be a PNG, JPEG, GIF, WebP or SVG image"));
     };
     let name = store_upload(&app, "logo", ext, &bytes).await?;
-    app.settings.update::<ApiError, _>(|s| Ok(s.logo = name)).await?;
+    app.settings
+        .update::<ApiError, _>(|s| {
+            s.logo = name;
+            Ok(())
+        })
+        .await?;
     announce(&app, "logo");
     Ok(StatusResponse::ok("logo changed"))
 }
@@ -386,13 +408,23 @@ async fn favicon(State(app): State<Arc<App>>, mut form: Multipart) -> Result<Jso
         _ => return Err(ApiError::bad("favicon must be PNG or ICO format")),
     };
     let name = store_upload(&app, "favicon", ext, &bytes).await?;
-    app.settings.update::<ApiError, _>(|s| Ok(s.favicon = name)).await?;
+    app.settings
+        .update::<ApiError, _>(|s| {
+            s.favicon = name;
+            Ok(())
+        })
+        .await?;
     announce(&app, "favicon");
     Ok(StatusResponse::ok("favicon updated"))
 }
 
 async fn reset_favicon(State(app): State<Arc<App>>) -> Result<Json<StatusResponse>, ApiError> {
-    app.settings.update::<ApiError, _>(|s| Ok(s.favicon = String::new())).await?;
+    app.settings
+        .update::<ApiError, _>(|s| {
+            s.favicon = String::new();
+            Ok(())
+        })
+        .await?;
     announce(&app, "favicon");
     Ok(StatusResponse::ok("favicon reset"))
 }

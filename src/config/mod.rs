@@ -62,18 +62,12 @@ impl Default for StreamOutputVariant {
 }
 
 /// A link to the streamer's account on another platform.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(default)]
 pub struct SocialHandle {
     pub platform: String,
     pub url: String,
     pub icon: String,
-}
-
-impl Default for SocialHandle {
-    fn default() -> Self {
-        Self { platform: String::new(), url: String::new(), icon: String::new() }
-    }
 }
 
 /// A button on the viewer page that opens a URL or shows HTML.
