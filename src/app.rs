@@ -105,11 +105,22 @@ pub struct App {
     /// VAPID public key for browser push (set by the notifications module; empty until then).
     pub vapid_public: RwLock<String>,
     pub started_at: DateTime<Utc>,
+    /// Integration access tokens.
+    pub tokens: crate::tokens::Tokens,
+    /// Outbound webhooks and their delivery tasks.
+    pub webhooks: std::sync::Arc<crate::webhooks::Webhooks>,
 }
 
 impl App {
-    pub fn new(data_dir: PathBuf, store: Store, settings: SettingsStore, temp_stream_key: Option<String>) -> Self {
-        Self {
+    pub fn new(
+        data_dir: PathBuf,
+        store: Store,
+        settings: SettingsStore,
+        temp_stream_key: Option<String>,
+    ) -> Result<Self, crate::store::StoreError> {
+        Ok(Self {
+            tokens: crate::tokens::Tokens::open(store.clone())?,
+            webhooks: std::sync::Arc::new(crate::webhooks::Webhooks::open(store.clone())?),
             data_dir,
             store,
             settings,
@@ -122,7 +133,7 @@ impl App {
             admin_auth_cache: RwLock::new(None),
             vapid_public: RwLock::new(String::new()),
             started_at: Utc::now(),
-        }
+        })
     }
 
     /// The browser-push public key, empty when push is not set up.

@@ -10,4 +10,6 @@ pub mod events;
 pub mod markdown;
 pub mod password;
 pub mod store;
+pub mod tokens;
 pub mod web;
+pub mod webhooks;

@@ -177,13 +177,15 @@ async fn run(cli: Cli) -> Result<()> {
     if let Some(key) = &cli.streamkey {
         castd::config::validate::stream_key(key).context("--streamkey")?;
     }
-    let app = Arc::new(App::new(cli.data_dir.clone(), store.clone(), settings, cli.streamkey.clone()));
+    let app = Arc::new(App::new(cli.data_dir.clone(), store.clone(), settings, cli.streamkey.clone())?);
 
     if let Some(Command::Openapi) = cli.command {
         let reg = api::registry(app);
         println!("{}", serde_json::to_string_pretty(&api::openapi::document(reg.docs()))?);
         return Ok(());
     }
+
+    castd::webhooks::start(&app);
 
     let s = app.settings.get();
     let web_addr = SocketAddr::new(s.web_server_ip.parse().context("saved web server IP")?, s.web_server_port);

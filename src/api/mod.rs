@@ -10,6 +10,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod integrations;
 pub mod openapi;
 pub mod public;
 pub mod setters;
@@ -127,11 +128,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 ApiError::bad(format!("could not read the request body: {e}"))
             }
         })?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(ApiError::bad("a JSON request body is required"));
-        }
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))
+        parse_json(&bytes).map(JsonBody)
     }
+}
+
+/// Parse a JSON request body read as bytes (for handlers that must check auth before the body).
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad("a JSON request body is required"));
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))
 }
 
 /// Who may call a route.
@@ -271,8 +277,11 @@ pub fn registry(app: Arc<App>) -> Registry {
     public::register(&mut reg);
     admin::register(&mut reg);
     setters::register(&mut reg);
+    integrations::register(&mut reg);
     openapi::register(&mut reg);
     crate::web::register(&mut reg);
+    crate::tokens::register(&mut reg);
+    crate::webhooks::register(&mut reg);
     reg
 }
 

@@ -17,7 +17,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::admin::MASKED;
-use super::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse, ValueDoc};
+use super::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
 use crate::app::App;
 use crate::config::validate::{self, ValidationError};
 use crate::config::{BrowserNotification, DiscordNotification, Settings};
@@ -268,11 +268,15 @@ fn announce(app: &App, name: &str) {
 }
 
 async fn apply_setter(app: Arc<App>, setter: &'static Setter, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
-    let JsonBody(body) = parse(&body)?;
-    let value = value_of(body)?;
+    let body: ValueBody = parse_json(&body)?;
+    apply(&app, setter, value_of(body)?).await
+}
+
+/// Validate and save `value` with `setter`, then announce the change.
+async fn apply(app: &Arc<App>, setter: &'static Setter, value: Value) -> Result<Json<StatusResponse>, ApiError> {
     let app2 = app.clone();
     app.settings.update::<ApiError, _>(|s| Ok((setter.apply)(&app2, &value, s)?)).await?;
-    announce(&app, setter.name);
+    announce(app, setter.name);
     let msg = if setter.needs_restart {
         format!("{} saved; it takes effect when castd restarts", setter.name)
     } else {
@@ -281,11 +285,12 @@ async fn apply_setter(app: Arc<App>, setter: &'static Setter, body: Bytes) -> Re
     Ok(StatusResponse::ok(msg))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<JsonBody<T>, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::bad("the request body must be {\"value\": ...}"));
-    }
-    serde_json::from_slice(bytes).map(JsonBody).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))
+/// Apply the plain setter called `name` (for other routes that change the same setting, such as the
+/// integrations API's stream title).
+pub async fn apply_named(app: &Arc<App>, name: &str, value: Value) -> Result<Json<StatusResponse>, ApiError> {
+    let setter =
+        SETTERS.iter().find(|s| s.name == name).ok_or_else(|| ApiError::Internal(format!("no setter {name}")))?;
+    apply(app, setter, value).await
 }
 
 pub fn register(reg: &mut Registry) {
@@ -329,7 +334,7 @@ pub fn register(reg: &mut Registry) {
 }
 
 async fn admin_pass(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
-    let JsonBody(body) = parse(&body)?;
+    let body: ValueBody = parse_json(&body)?;
     let pw = validate::string(&value_of(body)?, 256)?;
     if pw.chars().count() < 8 {
         return Err(ApiError::bad("the admin password must be at least 8 characters"));
@@ -369,7 +374,7 @@ async fn store_upload(app: &App, stem: &str, ext: &str, bytes: &[u8]) -> Result<
 }
 
 async fn logo(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
-    let JsonBody(body) = parse(&body)?;
+    let body: ValueBody = parse_json(&body)?;
     let encoded = validate::string(&value_of(body)?, MAX_IMAGE_BYTES * 2)?;
     let bytes = decode_base64_image(&encoded)?;
     if bytes.len() > MAX_IMAGE_BYTES {

@@ -2,6 +2,8 @@
 //! over HTTP. Every integration test file does `mod common;` and uses `Server`.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

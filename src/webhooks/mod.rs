@@ -1,0 +1,300 @@
+//! Outbound webhooks: the admin routes that manage them and their reliable delivery.
+//!
+//! Delivery: `POST <url>` with `Content-Type: application/json` and the body `{"type", "eventData"}`
+//! (Owncast's shape; `eventData` is the payload each producer puts on the bus). When the webhook has a
+//! secret, `X-Castd-Signature: sha256=<hex HMAC-SHA256 of the body with the secret>` is added.
+//!
+//! Each webhook has its own delivery task and its own bounded queue of `QUEUE_CAPACITY` events, so a dead
+//! or slow receiver only delays itself. Policy when a receiver's queue is full: the new delivery is
+//! dropped and logged — publishing never waits, so chat and the stream never slow down for a webhook.
+//! A delivery is retried on network errors, timeouts and 5xx answers (`RETRY_DELAYS`, exponential);
+//! 4xx answers are final. Deliveries that give up are logged. `lastUsed` is stamped after any answer.
+//!
+//! Where each event comes from (the producers publish on the bus): CHAT, USER_JOINED, USER_PARTED,
+//! NAME_CHANGE, VISIBILITY-UPDATE, SYSTEM, CHAT_ACTION — the chat module; STREAM_STARTED and
+//! STREAM_STOPPED — the ingest module when a broadcaster connects and leaves; STREAM_TITLE_UPDATED — the
+//! `streamtitle` setters (admin and integrations); FEDIVERSE_ENGAGEMENT_FOLLOW — federation when a new
+//! follower is approved; PING and PONG — the chat hub's keepalive (a client's ping and the server's pong).
+
+mod delivery;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
+use crate::app::App;
+use crate::events::{Event, EventType};
+use crate::store::{Migrations, Store, StoreError};
+
+pub use delivery::{sign, RETRY_DELAYS};
+
+/// Events a receiver's queue holds before new ones are dropped.
+pub const QUEUE_CAPACITY: usize = 256;
+
+const MIGRATIONS: Migrations = &["CREATE TABLE webhooks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        last_used TEXT
+    );"];
+
+/// Errors of the webhook store.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("stored events are not valid JSON: {0}")]
+    Corrupt(#[from] serde_json::Error),
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(e: WebhookError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+/// A webhook as the API shows it (the secret is never shown).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    pub id: i64,
+    pub url: String,
+    pub events: Vec<EventType>,
+    pub timestamp: DateTime<Utc>,
+    pub last_used: Option<DateTime<Utc>>,
+    #[serde(skip)]
+    pub secret: String,
+}
+
+/// Delivery counters (read by the Prometheus exporter).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub delivered: std::sync::atomic::AtomicU64,
+    pub failed: std::sync::atomic::AtomicU64,
+    pub dropped: std::sync::atomic::AtomicU64,
+}
+
+/// The webhook store and the running delivery tasks.
+pub struct Webhooks {
+    store: Store,
+    /// id → the sender of that webhook's delivery queue (rebuilt when webhooks change).
+    senders: Mutex<HashMap<i64, mpsc::Sender<Arc<Event>>>>,
+    pub counters: Arc<Counters>,
+    client: reqwest::Client,
+}
+
+fn parse_time(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
+}
+
+impl Webhooks {
+    pub fn open(store: Store) -> Result<Self, StoreError> {
+        store.migrate("webhooks", MIGRATIONS)?;
+        let client = reqwest::Client::builder()
+            .timeout(delivery::TIMEOUT)
+            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| StoreError::Task(format!("building the HTTP client: {e}")))?;
+        Ok(Self { store, senders: Mutex::new(HashMap::new()), counters: Arc::default(), client })
+    }
+
+    pub async fn list(&self) -> Result<Vec<Webhook>, WebhookError> {
+        type Row = (i64, String, String, String, String, Option<String>);
+        let rows: Vec<Row> = self
+            .store
+            .call(|c| {
+                let mut stmt =
+                    c.prepare("SELECT id, url, events, secret, created_at, last_used FROM webhooks ORDER BY id")?;
+                let rows = stmt
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .await?;
+        rows.into_iter()
+            .map(|(id, url, events, secret, created, used)| {
+                Ok(Webhook {
+                    id,
+                    url,
+                    events: serde_json::from_str(&events)?,
+                    secret,
+                    timestamp: parse_time(&created),
+                    last_used: used.as_deref().map(parse_time),
+                })
+            })
+            .collect()
+    }
+
+    async fn insert(&self, url: String, events: Vec<EventType>, secret: String) -> Result<Webhook, WebhookError> {
+        let now = Utc::now();
+        let events_json = serde_json::to_string(&events)?;
+        let (u, s) = (url.clone(), secret.clone());
+        let id = self
+            .store
+            .call(move |c| {
+                c.execute(
+                    "INSERT INTO webhooks (url, events, secret, created_at) VALUES (?1, ?2, ?3, ?4)",
+                    rusqlite::params![u, events_json, s, now.to_rfc3339()],
+                )?;
+                Ok(c.last_insert_rowid())
+            })
+            .await?;
+        Ok(Webhook { id, url, events, timestamp: now, last_used: None, secret })
+    }
+
+    async fn remove(&self, id: i64) -> Result<bool, WebhookError> {
+        let n = self.store.call(move |c| Ok(c.execute("DELETE FROM webhooks WHERE id = ?1", [id])?)).await?;
+        self.senders.lock().remove(&id);
+        Ok(n > 0)
+    }
+
+    async fn touch(store: &Store, id: i64) {
+        let now = Utc::now().to_rfc3339();
+        let r = store
+            .call(move |c| {
+                Ok(c.execute("UPDATE webhooks SET last_used = ?1 WHERE id = ?2", rusqlite::params![now, id])?)
+            })
+            .await;
+        if let Err(e) = r {
+            tracing::warn!(webhook = id, "could not record the webhook's last use: {e}");
+        }
+    }
+
+    /// Hand `event` to every webhook subscribed to its type, without waiting.
+    async fn dispatch(self: &Arc<Self>, event: Arc<Event>) {
+        if !EventType::WEBHOOK_TYPES.contains(&event.kind) {
+            return;
+        }
+        let hooks = match self.list().await {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!("cannot read webhooks: {e}");
+                return;
+            }
+        };
+        for hook in hooks.into_iter().filter(|h| h.events.contains(&event.kind)) {
+            let tx = self.sender_for(&hook);
+            match tx.try_send(event.clone()) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    self.counters.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::warn!(webhook = hook.id, url = %hook.url, event = event.kind.as_str(),
+                        "webhook receiver is {QUEUE_CAPACITY} events behind; dropped this delivery");
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    self.senders.lock().remove(&hook.id);
+                }
+            }
+        }
+    }
+
+    /// The queue of `hook`, starting its delivery task on first use.
+    fn sender_for(self: &Arc<Self>, hook: &Webhook) -> mpsc::Sender<Arc<Event>> {
+        let mut senders = self.senders.lock();
+        if let Some(tx) = senders.get(&hook.id) {
+            return tx.clone();
+        }
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        senders.insert(hook.id, tx.clone());
+        let worker = delivery::Worker {
+            id: hook.id,
+            url: hook.url.clone(),
+            secret: hook.secret.clone(),
+            client: self.client.clone(),
+            counters: self.counters.clone(),
+        };
+        let store = self.store.clone();
+        tokio::spawn(worker.run(rx, move |id| {
+            let store = store.clone();
+            async move { Webhooks::touch(&store, id).await }
+        }));
+        tx
+    }
+}
+
+/// Subscribe to the bus and deliver events until the bus closes.
+pub fn start(app: &Arc<App>) {
+    let mut sub = app.bus.subscribe("webhooks");
+    let hooks = app.webhooks.clone();
+    tokio::spawn(async move {
+        while let Some(event) = sub.recv().await {
+            hooks.dispatch(event).await;
+        }
+    });
+}
+
+#[derive(Deserialize)]
+struct CreateBody {
+    url: Option<String>,
+    events: Option<Vec<String>>,
+    secret: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct DeleteBody {
+    id: Option<i64>,
+}
+
+const GROUP: &str = "admin";
+
+pub fn register(reg: &mut Registry) {
+    reg.get("/api/admin/webhooks", GROUP, Auth::Admin, "List webhooks", list);
+    reg.post(
+        "/api/admin/webhooks/create",
+        GROUP,
+        Auth::Admin,
+        "Create a webhook {url, events, secret?}",
+        BodyDoc::Schema("StatusResponse"),
+        create,
+    );
+    reg.post("/api/admin/webhooks/delete", GROUP, Auth::Admin, "Delete a webhook {id}", BodyDoc::None, delete);
+}
+
+async fn list(State(app): State<Arc<App>>) -> Result<Json<Vec<Webhook>>, ApiError> {
+    Ok(Json(app.webhooks.list().await?))
+}
+
+async fn create(State(app): State<Arc<App>>, JsonBody(body): JsonBody<CreateBody>) -> Result<Json<Webhook>, ApiError> {
+    let url = body.url.map(|u| u.trim().to_string()).unwrap_or_default();
+    let url = crate::config::validate::url(&serde_json::Value::String(url), false)?;
+    let names = body.events.unwrap_or_default();
+    if names.is_empty() {
+        return Err(ApiError::bad("at least one event type is required"));
+    }
+    let mut events = Vec::with_capacity(names.len());
+    for name in &names {
+        let Some(t) = EventType::parse(name, true) else {
+            let valid: Vec<&str> = EventType::WEBHOOK_TYPES.iter().map(|t| t.as_str()).collect();
+            return Err(ApiError::bad(format!("unknown event type {name}; valid types: {}", valid.join(", "))));
+        };
+        if !events.contains(&t) {
+            events.push(t);
+        }
+    }
+    let secret = body.secret.unwrap_or_default();
+    if secret.len() > 256 {
+        return Err(ApiError::bad("the secret may be at most 256 characters"));
+    }
+    Ok(Json(app.webhooks.insert(url, events, secret).await?))
+}
+
+async fn delete(
+    State(app): State<Arc<App>>,
+    JsonBody(body): JsonBody<DeleteBody>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let id = body.id.ok_or_else(|| ApiError::bad("id is required"))?;
+    if app.webhooks.remove(id).await? {
+        Ok(StatusResponse::ok(format!("deleted webhook {id}")))
+    } else {
+        Err(ApiError::NotFound(format!("no webhook with id {id}")))
+    }
+}
