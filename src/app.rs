@@ -107,6 +107,8 @@ pub struct App {
     pub started_at: DateTime<Utc>,
     /// Integration access tokens.
     pub tokens: crate::tokens::Tokens,
+    /// Go-live notifications (push keys, subscriptions).
+    pub notifications: crate::notifications::Notifications,
     /// Outbound webhooks and their delivery tasks.
     pub webhooks: std::sync::Arc<crate::webhooks::Webhooks>,
 }
@@ -120,6 +122,8 @@ impl App {
     ) -> Result<Self, crate::store::StoreError> {
         Ok(Self {
             tokens: crate::tokens::Tokens::open(store.clone())?,
+            notifications: crate::notifications::Notifications::open(store.clone())
+                .map_err(|e| crate::store::StoreError::Corrupt(e.to_string()))?,
             webhooks: std::sync::Arc::new(crate::webhooks::Webhooks::open(store.clone())?),
             data_dir,
             store,

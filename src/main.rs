@@ -186,6 +186,7 @@ async fn run(cli: Cli) -> Result<()> {
     }
 
     castd::webhooks::start(&app);
+    castd::notifications::start(&app);
 
     let s = app.settings.get();
     let web_addr = SocketAddr::new(s.web_server_ip.parse().context("saved web server IP")?, s.web_server_port);

@@ -1,0 +1,265 @@
+//! Go-live notifications: browser push (Web Push, RFC 8291 encryption with VAPID) and a chat-service
+//! (Discord) webhook message, both sent when the stream starts.
+//!
+//! The VAPID key pair is generated once and kept in this module's own table; its public half is what
+//! `/api/config` shows as `notifications.browser.publicKey`. Viewers register a push subscription
+//! (`POST /api/notifications/register`, the chat user's access token); subscriptions the push service
+//! reports as gone (404/410) are removed. Sends run in a task off the bus, one at a time with a timeout,
+//! so a slow push service never delays anything else; the bus's lag policy applies to this consumer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::json;
+use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
+use web_push_native::WebPushBuilder;
+
+use crate::app::App;
+use crate::events::EventType;
+use crate::store::{Migrations, Store, StoreError};
+
+/// The channel name browsers register with.
+pub const BROWSER_PUSH: &str = "BROWSER_PUSH_NOTIFICATION";
+/// Timeout of one push or Discord request.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most subscriptions kept (each is a small JSON document).
+pub const MAX_DESTINATIONS: i64 = 100_000;
+
+const MIGRATIONS: Migrations = &[
+    "CREATE TABLE notification_keys (name TEXT PRIMARY KEY, value BLOB NOT NULL);",
+    "CREATE TABLE notification_destinations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel TEXT NOT NULL,
+        destination TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (channel, destination)
+    );",
+];
+
+/// Errors of the notifications module.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("VAPID key: {0}")]
+    Key(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<rusqlite::Error> for NotifyError {
+    fn from(e: rusqlite::Error) -> Self {
+        NotifyError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// Push keys and the HTTP client.
+pub struct Notifications {
+    store: Store,
+    vapid: ES256KeyPair,
+    public_key: String,
+    client: reqwest::Client,
+}
+
+impl Notifications {
+    /// Open the tables and load (or create once) the VAPID key pair.
+    pub fn open(store: Store) -> Result<Self, NotifyError> {
+        store.migrate("notifications", MIGRATIONS)?;
+        let stored: Option<Vec<u8>> = store.with(|c| {
+            use rusqlite::OptionalExtension;
+            Ok(c.query_row("SELECT value FROM notification_keys WHERE name = 'vapid'", [], |r| r.get(0)).optional()?)
+        })?;
+        let vapid = match stored {
+            Some(bytes) => ES256KeyPair::from_bytes(&bytes).map_err(|e| NotifyError::Key(e.to_string()))?,
+            None => {
+                let kp = ES256KeyPair::generate();
+                let bytes = kp.to_bytes();
+                store.with(|c| {
+                    c.execute("INSERT INTO notification_keys (name, value) VALUES ('vapid', ?1)", [bytes])?;
+                    Ok(())
+                })?;
+                kp
+            }
+        };
+        let public = vapid.key_pair().public_key().to_bytes_uncompressed();
+        let public_key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(public);
+        let client = reqwest::Client::builder()
+            .timeout(SEND_TIMEOUT)
+            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| NotifyError::Key(format!("HTTP client: {e}")))?;
+        Ok(Self { store, vapid, public_key, client })
+    }
+
+    /// The VAPID public key, base64url (the browser's `applicationServerKey`).
+    pub fn public_key(&self) -> &str {
+        &self.public_key
+    }
+
+    /// Save a destination (a browser push subscription as JSON for `BROWSER_PUSH`).
+    pub async fn register(&self, channel: &str, destination: &str) -> Result<(), NotifyError> {
+        if channel != BROWSER_PUSH {
+            return Err(NotifyError::Invalid(format!("unknown channel {channel}; the only channel is {BROWSER_PUSH}")));
+        }
+        if destination.len() > 4096 {
+            return Err(NotifyError::Invalid("the destination is too large".into()));
+        }
+        let sub: WebPushBuilder = serde_json::from_str(destination)
+            .map_err(|e| NotifyError::Invalid(format!("the destination is not a push subscription: {e}")))?;
+        let _ = sub; // parsed only to validate the keys and endpoint
+        let (ch, dest) = (channel.to_string(), destination.to_string());
+        let now = chrono::Utc::now().to_rfc3339();
+        self.store
+            .call(move |c| {
+                let n: i64 = c.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0))?;
+                if n >= MAX_DESTINATIONS {
+                    return Err(StoreError::Corrupt("too many notification destinations".into()));
+                }
+                c.execute(
+                    "INSERT OR IGNORE INTO notification_destinations (channel, destination, created_at) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![ch, dest, now],
+                )?;
+                Ok(())
+            })
+            .await?;
+        Ok(())
+    }
+
+    async fn destinations(&self) -> Result<Vec<(i64, String)>, NotifyError> {
+        Ok(self
+            .store
+            .call(|c| {
+                let mut stmt = c.prepare("SELECT id, destination FROM notification_destinations WHERE channel = ?1")?;
+                let rows = stmt.query_map([BROWSER_PUSH], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+                Ok(rows)
+            })
+            .await?)
+    }
+
+    async fn remove(&self, id: i64) {
+        let r =
+            self.store.call(move |c| Ok(c.execute("DELETE FROM notification_destinations WHERE id = ?1", [id])?)).await;
+        if let Err(e) = r {
+            tracing::warn!("could not remove an expired push subscription: {e}");
+        }
+    }
+
+    /// Send `payload` to every browser subscription; returns how many were accepted.
+    pub async fn push_all(&self, payload: &serde_json::Value, contact: &str) -> usize {
+        let subs = match self.destinations().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!("cannot read push subscriptions: {e}");
+                return 0;
+            }
+        };
+        let body = payload.to_string();
+        let mut sent = 0;
+        for (id, dest) in subs {
+            let Ok(builder) = serde_json::from_str::<WebPushBuilder>(&dest) else {
+                self.remove(id).await;
+                continue;
+            };
+            let req = match builder.with_vapid(&self.vapid, contact).build(body.clone()) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(subscription = id, "cannot build a push message: {e}");
+                    continue;
+                }
+            };
+            let (parts, bytes) = req.into_parts();
+            let mut out = self.client.post(parts.uri.to_string()).body(bytes);
+            for (k, v) in &parts.headers {
+                out = out.header(k.as_str(), v.as_bytes());
+            }
+            match out.send().await {
+                Ok(r) if r.status().is_success() => sent += 1,
+                Ok(r) if matches!(r.status().as_u16(), 404 | 410) => {
+                    tracing::info!(subscription = id, "push subscription expired; removed");
+                    self.remove(id).await;
+                }
+                Ok(r) => tracing::warn!(subscription = id, status = %r.status(), "push service refused a message"),
+                Err(e) => tracing::warn!(subscription = id, "push failed: {e}"),
+            }
+        }
+        sent
+    }
+
+    /// Post the go-live message to a Discord-style webhook.
+    pub async fn discord(&self, webhook: &str, content: &str, username: &str, avatar: &str) -> bool {
+        let body = json!({ "content": content, "username": username, "avatar_url": avatar });
+        match self.client.post(webhook).json(&body).send().await {
+            Ok(r) if r.status().is_success() => true,
+            Ok(r) => {
+                tracing::warn!(status = %r.status(), "the Discord webhook refused the go-live message");
+                false
+            }
+            Err(e) => {
+                tracing::warn!("the Discord go-live message failed: {e}");
+                false
+            }
+        }
+    }
+}
+
+/// Send the go-live notifications whenever the stream starts.
+pub fn start(app: &Arc<App>) {
+    *app.vapid_public.write() = app.notifications.public_key().to_string();
+    let mut sub = app.bus.subscribe("notifications");
+    let app = app.clone();
+    tokio::spawn(async move {
+        while let Some(event) = sub.recv().await {
+            if event.kind == EventType::StreamStarted {
+                go_live(&app).await;
+            }
+        }
+    });
+}
+
+async fn go_live(app: &App) {
+    let s = app.settings.get();
+    let link = if s.server_url.is_empty() { String::new() } else { format!("{}/", s.server_url) };
+    if s.browser_notifications.enabled {
+        let payload = json!({
+            "title": s.name,
+            "body": s.browser_notifications.go_live_message,
+            "icon": format!("{}logo", if link.is_empty() { "/" } else { &link }),
+            "url": if link.is_empty() { "/".to_string() } else { link.clone() },
+        });
+        let contact = if s.server_url.is_empty() { "mailto:admin@localhost".to_string() } else { s.server_url.clone() };
+        let n = app.notifications.push_all(&payload, &contact).await;
+        tracing::info!(sent = n, "sent go-live browser notifications");
+    }
+    let d = &s.discord_notifications;
+    if d.enabled && !d.webhook.is_empty() {
+        let content = if link.is_empty() { d.go_live_message.clone() } else { format!("{} {link}", d.go_live_message) };
+        let avatar = if link.is_empty() { String::new() } else { format!("{link}logo") };
+        app.notifications.discord(&d.webhook, &content, &s.name, &avatar).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vapid_key_is_created_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n.db");
+        let a = Notifications::open(Store::open(&path).unwrap()).unwrap().public_key().to_string();
+        let b = Notifications::open(Store::open(&path).unwrap()).unwrap().public_key().to_string();
+        assert_eq!(a, b);
+        // an uncompressed P-256 point is 65 bytes
+        assert_eq!(base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&a).unwrap().len(), 65);
+    }
+
+    #[tokio::test]
+    async fn register_validates_subscriptions() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = Notifications::open(Store::open(&dir.path().join("n.db")).unwrap()).unwrap();
+        assert!(n.register("EMAIL", "{}").await.is_err());
+        assert!(n.register(BROWSER_PUSH, "not json").await.is_err());
+        assert!(n.register(BROWSER_PUSH, r#"{"endpoint":"https://push.example/x","keys":{}}"#).await.is_err());
+    }
+}
