@@ -10,3 +10,4 @@ pub mod events;
 pub mod markdown;
 pub mod password;
 pub mod store;
+pub mod systemd;
