@@ -2,7 +2,7 @@
 CARGO ?= cargo
 DATA_DIR ?= ./data
 
-.PHONY: all deps web build run test test-deb lint deb bench clean
+.PHONY: all deps web build run test test-deb test-deb-nspawn lint deb bench clean
 
 all: build
 
@@ -25,6 +25,7 @@ test: web
 	$(CARGO) build --locked --all-targets
 	$(CARGO) test --locked --workspace -- --test-threads=2
 	@if [ -n "$$CI" ] || [ "$${CASTD_TEST_DEB:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb; fi
+	@if [ "$${CASTD_TEST_NSPAWN:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb-nspawn; fi
 
 # target/debian/castd_<version>-1_<arch>.deb from the release build.
 deb: build
@@ -32,6 +33,10 @@ deb: build
 
 test-deb: build
 	./packaging/test-deb.sh
+
+# Boots Debian 12 under systemd-nspawn with the .deb installed (needs root and the Debian mirror).
+test-deb-nspawn: deb
+	./packaging/test-deb-nspawn.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -184,7 +184,12 @@ where
     N: for<'a> FormatFields<'a> + 'static,
     F: FormatEvent<S, N>,
 {
-    fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &tracing::Event<'_>) -> std::fmt::Result {
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
         write!(writer, "<{}>", syslog_priority(event.metadata().level()))?;
         self.0.format_event(ctx, writer, event)
     }
@@ -213,7 +218,10 @@ mod tests {
 
     #[test]
     fn stream_lines() {
-        assert_eq!(stream_status_line("http://0.0.0.0:8080", false, "x"), "listening on http://0.0.0.0:8080; stream offline");
+        assert_eq!(
+            stream_status_line("http://0.0.0.0:8080", false, "x"),
+            "listening on http://0.0.0.0:8080; stream offline"
+        );
         assert_eq!(stream_status_line("u", true, ""), "listening on u; stream online");
         assert_eq!(stream_status_line("u", true, "h264_vaapi"), "listening on u; stream online (h264_vaapi)");
     }
