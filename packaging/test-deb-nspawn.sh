@@ -22,7 +22,7 @@ fail() {
 for tool in debootstrap systemd-nspawn; do
   command -v "$tool" >/dev/null || fail "$tool is missing (apt-get install debootstrap systemd-container)"
 done
-DEB=${1:-$(ls -t target/debian/castd_*.deb 2>/dev/null | head -n 1)}
+DEB=${1:-$(ls -t target/debian/castd_*.deb 2>/dev/null | head -n 1 || true)}
 [ -f "$DEB" ] || fail "no .deb (make deb first)"
 
 ROOT=${CASTD_NSPAWN_ROOT:-/var/tmp/castd-root}

@@ -70,6 +70,8 @@ cargo deb --no-build --locked --output "$DEB_A" >/dev/null
 cargo deb --no-build --locked --deb-version "$VERSION_B" --output "$DEB_B" >/dev/null
 [ -s "$DEB_A" ] && [ -s "$DEB_B" ] || fail "cargo deb did not write both packages"
 dpkg --compare-versions "$VERSION_B" gt "${VERSION}-1" || fail "B must sort after A"
+# cargo deb clears older .debs of castd from target/debian; leave A there, as `make deb` does.
+mkdir -p target/debian && cp "$DEB_A" target/debian/
 
 log "contents of $(basename "$DEB_A")"
 dpkg-deb -c "$DEB_A" | tee "$WORK/contents"
