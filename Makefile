@@ -2,7 +2,7 @@
 CARGO ?= cargo
 DATA_DIR ?= ./data
 
-.PHONY: all deps web build run test lint deb bench clean
+.PHONY: all deps web build run test test-deb test-deb-nspawn lint deb bench clean
 
 all: build
 
@@ -19,9 +19,24 @@ build: web
 run: build
 	./target/release/castd --data-dir $(DATA_DIR)
 
+# In CI (CI set) or with CASTD_TEST_DEB=1, also build the .deb and run its acceptance check
+# (needs root: it installs, upgrades and purges the package on this machine).
 test: web
 	$(CARGO) build --locked --all-targets
 	$(CARGO) test --locked --workspace -- --test-threads=2
+	@if [ -n "$$CI" ] || [ "$${CASTD_TEST_DEB:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb; fi
+	@if [ "$${CASTD_TEST_NSPAWN:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb-nspawn; fi
+
+# target/debian/castd_<version>-1_<arch>.deb from the release build.
+deb: build
+	$(CARGO) deb --no-build --locked
+
+test-deb: build
+	./packaging/test-deb.sh
+
+# Boots Debian 12 under systemd-nspawn with the .deb installed (needs root and the Debian mirror).
+test-deb-nspawn: deb
+	./packaging/test-deb-nspawn.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

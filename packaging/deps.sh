@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what castd needs to build and test on Debian 12, idempotently:
 # apt packages (ffmpeg CLI + libav dev headers, libclang for bindgen, pkg-config,
-# Chromium for the web tests, lintian/dpkg-dev for the package) and cargo tools.
+# Chromium for the web tests; for the package and packaging/test-deb.sh: lintian, dpkg-dev,
+# systemd (systemd-analyze), man-db (verify checks man: links), curl, python3, binutils;
+# debootstrap + systemd-container for packaging/test-deb-nspawn.sh) and cargo tools.
 # Only what is missing is installed, so a second run is quick.
 set -euo pipefail
 
@@ -11,6 +13,8 @@ APT_PKGS=(
   libswscale-dev libswresample-dev
   chromium
   lintian dpkg-dev fakeroot systemd
+  man-db curl python3 binutils adduser
+  debootstrap systemd-container
 )
 if [ "${CASTD_SKIP_APT:-0}" != 1 ]; then
   missing=()

@@ -11,6 +11,7 @@ pub mod markdown;
 pub mod notifications;
 pub mod password;
 pub mod store;
+pub mod systemd;
 pub mod tokens;
 pub mod web;
 pub mod webhooks;

@@ -18,7 +18,7 @@ use castd::app::App;
 use castd::config::StreamKey;
 use castd::store::settings::SettingsStore;
 use castd::store::Store;
-use castd::{api, password};
+use castd::{api, password, systemd};
 
 /// castd: self-hosted live-video streaming with chat, compatible with Owncast's API.
 ///
@@ -79,9 +79,10 @@ fn init_logging(level: &str) -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
-    // Under systemd the journal adds its own timestamps.
-    if std::env::var_os("JOURNAL_STREAM").is_some() {
-        builder.without_time().init();
+    // Under systemd the journal adds its own timestamps and reads the `<N>` priority prefix.
+    if systemd::stderr_is_journal() {
+        let format = tracing_subscriber::fmt::format().without_time().with_ansi(false).with_target(false);
+        builder.event_format(systemd::JournalPrefix(format)).init();
     } else {
         builder.init();
     }
@@ -170,6 +171,7 @@ async fn shutdown_signal() {
         _ = term.recv() => info!("SIGTERM received; shutting down"),
         _ = tokio::signal::ctrl_c() => info!("SIGINT received; shutting down"),
     }
+    systemd::stopping();
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -193,10 +195,18 @@ async fn run(cli: Cli) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(web_addr)
         .await
         .with_context(|| format!("binding the web server to {web_addr}"))?;
-    info!("web server listening on http://{}", listener.local_addr()?);
+    let listen_url = format!("http://{}", listener.local_addr()?);
+    info!("web server listening on {listen_url}");
     info!("castd is ready");
+    // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.
+    let status_task = systemd::announce_ready(app.clone(), listen_url);
+    let watchdog_task = systemd::spawn_watchdog();
 
-    api::serve(app.clone(), listener, shutdown_signal()).await.context("web server")?;
+    let served = api::serve(app.clone(), listener, shutdown_signal()).await.context("web server");
+    for task in [status_task, watchdog_task].into_iter().flatten() {
+        task.abort();
+    }
+    served?;
 
     store.checkpoint().context("checkpointing the database")?;
     info!("stopped");
