@@ -105,6 +105,8 @@ pub struct App {
     /// VAPID public key for browser push (set by the notifications module; empty until then).
     pub vapid_public: RwLock<String>,
     pub started_at: DateTime<Utc>,
+    /// Viewer chat: connections, bans, limits (`chat::start` prepares it).
+    pub chat: crate::chat::Chat,
 }
 
 impl App {
@@ -122,6 +124,7 @@ impl App {
             admin_auth_cache: RwLock::new(None),
             vapid_public: RwLock::new(String::new()),
             started_at: Utc::now(),
+            chat: crate::chat::Chat::default(),
         }
     }
 

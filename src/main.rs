@@ -185,6 +185,8 @@ async fn run(cli: Cli) -> Result<()> {
         return Ok(());
     }
 
+    castd::chat::start(&app).context("starting chat")?;
+
     let s = app.settings.get();
     let web_addr = SocketAddr::new(s.web_server_ip.parse().context("saved web server IP")?, s.web_server_port);
     let listener = tokio::net::TcpListener::bind(web_addr)
