@@ -120,7 +120,9 @@ pub fn raise_nofile_limit() -> u64 {
             }
         }
     }
-    lim.rlim_cur as u64
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 everywhere
+    let cur = lim.rlim_cur as u64;
+    cur
 }
 
 /// Prepare the chat: tables, bans, connection limit, emoji directory.
