@@ -179,10 +179,10 @@ async fn run(app: Arc<App>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: S
             _ = &mut deadline => break,
         }
     }
-    let _ = sink.close().await;
     if app.chat.hub.remove(&client) {
         schedule_part(&app, &client);
     }
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }
 
 /// Take `first` and whatever else is queued (up to `MAX_BATCH`) as one frame; the flag says a close
