@@ -385,3 +385,21 @@ fn chat_history_survives_a_restart_and_disabled_chat_refuses() {
     let url = format!("ws://127.0.0.1:{}/ws?accessToken={}", s.web_port, a.token);
     assert!(tungstenite::connect(url).is_err(), "disabled chat refuses connections");
 }
+
+#[test]
+fn welcome_message_and_user_parted() {
+    let s = Server::start();
+    s.set("welcomemessage", json!("Welcome to **the show**"));
+    let mut stay = join(&s, "stayer");
+    let leave = join(&s, "leaver");
+    let welcome = next_of(&mut stay.ws, "SYSTEM", Duration::from_secs(10)).expect("welcome message");
+    assert!(welcome["body"].as_str().unwrap().contains("<strong>the show</strong>"));
+    assert_eq!(welcome["user"]["displayName"], "castd");
+    let mut ws = leave.ws;
+    ws.close(None).unwrap();
+    let _ = ws.flush();
+    let started = Instant::now();
+    let parted = next_of(&mut stay.ws, "USER_PARTED", Duration::from_secs(15)).expect("USER_PARTED");
+    assert_eq!(parted["user"]["id"], leave.id.as_str());
+    assert!(started.elapsed() >= Duration::from_secs(8), "parted only after the grace period");
+}
