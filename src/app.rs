@@ -111,6 +111,8 @@ pub struct App {
     pub notifications: crate::notifications::Notifications,
     /// Outbound webhooks and their delivery tasks.
     pub webhooks: std::sync::Arc<crate::webhooks::Webhooks>,
+    /// Viewer chat: connections, bans, limits (`chat::start` prepares it).
+    pub chat: crate::chat::Chat,
 }
 
 impl App {
@@ -137,6 +139,7 @@ impl App {
             admin_auth_cache: RwLock::new(None),
             vapid_public: RwLock::new(String::new()),
             started_at: Utc::now(),
+            chat: crate::chat::Chat::default(),
         })
     }
 

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod app;
+pub mod chat;
 pub mod config;
 pub mod events;
 pub mod markdown;

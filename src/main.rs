@@ -189,6 +189,7 @@ async fn run(cli: Cli) -> Result<()> {
 
     castd::webhooks::start(&app);
     castd::notifications::start(&app);
+    castd::chat::start(&app).context("starting chat")?;
 
     let s = app.settings.get();
     let web_addr = SocketAddr::new(s.web_server_ip.parse().context("saved web server IP")?, s.web_server_port);

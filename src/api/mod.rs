@@ -282,6 +282,7 @@ pub fn registry(app: Arc<App>) -> Registry {
     crate::web::register(&mut reg);
     crate::tokens::register(&mut reg);
     crate::webhooks::register(&mut reg);
+    crate::chat::api::register(&mut reg);
     reg
 }
 

@@ -122,6 +122,13 @@ pub fn document(routes: &[RouteDoc]) -> OpenApi {
         .schema_from::<config::S3Info>()
         .schema_from::<config::BrowserNotification>()
         .schema_from::<config::DiscordNotification>()
+        .schema_from::<crate::chat::api::RegisterRequest>()
+        .schema_from::<crate::chat::api::MessageVisibilityRequest>()
+        .schema_from::<crate::chat::api::SetUserEnabledRequest>()
+        .schema_from::<crate::chat::api::SetModeratorRequest>()
+        .schema_from::<crate::chat::api::UserIdRequest>()
+        .schema_from::<crate::chat::api::EmojiUploadRequest>()
+        .schema_from::<crate::chat::api::EmojiDeleteRequest>()
         .security_scheme("admin", SecurityScheme::Http(Http::new(HttpAuthScheme::Basic)))
         .security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)))
         .build();

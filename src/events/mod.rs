@@ -52,6 +52,9 @@ pub enum EventType {
     /// Internal: the hardware or stream health message changed (`data.message`).
     #[serde(rename = "HEALTH_ALERT")]
     HealthAlert,
+    /// Internal: a chat user changed their colour (`data` is the COLOR_CHANGE chat event).
+    #[serde(rename = "COLOR_CHANGE")]
+    ColorChange,
 }
 
 impl EventType {
@@ -90,6 +93,7 @@ impl EventType {
             EventType::ChatAction => "CHAT_ACTION",
             EventType::ConfigChanged => "CONFIG_CHANGED",
             EventType::HealthAlert => "HEALTH_ALERT",
+            EventType::ColorChange => "COLOR_CHANGE",
         }
     }
 

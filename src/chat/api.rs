@@ -1,0 +1,456 @@
+//! The chat HTTP routes (registration, history, moderation, users, IP bans, clients, emoji) and the
+//! `ChatUser` / `ChatModerator` extractors that enforce `?accessToken=` auth.
+//!
+//! Token auth failures answer 401 `unauthorized`; unknown users and messages 404; malformed bodies 400.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::HeaderMap;
+use axum::Json;
+use rand::seq::SliceRandom;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::emoji::{self, EmojiError};
+use super::hub::ClientInfo;
+use super::messages::{self, ChatMessage};
+use super::moderation::{self, IpBan, ModerationError};
+use super::protocol::User;
+use super::users::{self, StatusFilter};
+use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse, ValueDoc};
+use crate::app::App;
+
+const GROUP: &str = "chat";
+
+pub fn register(reg: &mut Registry) {
+    use Auth::{Admin, Moderator, Public, User as U};
+    reg.get("/ws", GROUP, Public, "Chat websocket (`?accessToken=`)", super::ws::handler);
+    let register = BodyDoc::Schema("RegisterRequest");
+    reg.post("/api/chat/register", GROUP, Public, "Register a chat user", register, register_user);
+    reg.get("/api/chat", GROUP, U, "Chat history", history);
+    let vis = BodyDoc::Schema("MessageVisibilityRequest");
+    reg.post("/api/chat/messagevisibility", GROUP, Moderator, "Hide or show messages", vis, mod_visibility);
+    reg.post(
+        "/api/chat/updatemessagevisibility",
+        GROUP,
+        Moderator,
+        "Hide or show messages (legacy)",
+        vis,
+        mod_visibility,
+    );
+    let enabled = BodyDoc::Schema("SetUserEnabledRequest");
+    reg.post("/api/chat/users/setenabled", GROUP, Moderator, "Enable or disable a user", enabled, mod_set_enabled);
+    reg.get("/api/moderation/chat/user/{userId}", GROUP, Moderator, "Details of a chat user", user_details);
+    reg.get("/api/emoji", GROUP, Public, "Custom emoji", list_emoji);
+    reg.get("/img/emoji/{file}", GROUP, Public, "A custom emoji image", emoji::serve);
+
+    reg.get("/api/admin/chat/messages", GROUP, Admin, "All chat messages, hidden ones included", admin_messages);
+    reg.post("/api/admin/chat/messagevisibility", GROUP, Admin, "Hide or show messages", vis, admin_visibility);
+    reg.post(
+        "/api/admin/chat/updatemessagevisibility",
+        GROUP,
+        Admin,
+        "Hide or show messages (legacy)",
+        vis,
+        admin_visibility,
+    );
+    reg.post("/api/admin/chat/users/setenabled", GROUP, Admin, "Enable or disable a user", enabled, admin_set_enabled);
+    reg.get("/api/admin/chat/users/disabled", GROUP, Admin, "Disabled users", disabled_users);
+    let setmod = BodyDoc::Schema("SetModeratorRequest");
+    reg.post("/api/admin/chat/users/setmoderator", GROUP, Admin, "Grant or revoke moderator", setmod, set_moderator);
+    reg.get("/api/admin/chat/users/moderators", GROUP, Admin, "Moderators", moderators);
+    reg.get("/api/admin/chat/users/ipbans", GROUP, Admin, "Banned IP addresses", ip_bans);
+    let ip = BodyDoc::Value(ValueDoc::String);
+    reg.post("/api/admin/chat/users/ipbans/create", GROUP, Admin, "Ban an IP address", ip, ban_ip);
+    reg.post("/api/admin/chat/users/ipbans/remove", GROUP, Admin, "Lift an IP ban", ip, unban_ip);
+    reg.get("/api/admin/chat/clients", GROUP, Admin, "Connected chat clients", clients);
+    reg.get("/api/admin/users", GROUP, Admin, "Chat users (offset, limit, search, status, sort)", list_users);
+    let uid = BodyDoc::Schema("UserIdRequest");
+    reg.post("/api/admin/users/delete", GROUP, Admin, "Delete a chat user", uid, delete_user);
+    let up = BodyDoc::Schema("EmojiUploadRequest");
+    reg.post("/api/admin/emoji/upload", GROUP, Admin, "Upload a custom emoji", up, upload_emoji);
+    let del = BodyDoc::Schema("EmojiDeleteRequest");
+    reg.post("/api/admin/emoji/delete", GROUP, Admin, "Delete a custom emoji", del, delete_emoji);
+}
+
+impl From<ModerationError> for ApiError {
+    fn from(e: ModerationError) -> Self {
+        match e {
+            ModerationError::Store(e) => e.into(),
+            ModerationError::UserNotFound => ApiError::NotFound("user not found".into()),
+            ModerationError::Invalid(m) => ApiError::BadRequest(m),
+        }
+    }
+}
+
+impl From<EmojiError> for ApiError {
+    fn from(e: EmojiError) -> Self {
+        match e {
+            EmojiError::NotFound => ApiError::NotFound(e.to_string()),
+            EmojiError::Io(e) => ApiError::Internal(e.to_string()),
+            other => ApiError::BadRequest(other.to_string()),
+        }
+    }
+}
+
+/// The client address of a request (see `chat::client_ip`); `None` without connection info.
+pub struct ClientIp(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+        Ok(ClientIp(peer.map(|p| super::client_ip(p, &parts.headers))))
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenQuery {
+    #[serde(rename = "accessToken")]
+    access_token: Option<String>,
+}
+
+/// An enabled chat user from `?accessToken=`, not connecting from a banned address.
+pub struct ChatUser(pub User);
+
+impl FromRequestParts<Arc<App>> for ChatUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let Ok(Query(q)) = Query::<TokenQuery>::from_request_parts(parts, app).await else {
+            return Err(ApiError::UnauthorizedToken);
+        };
+        let token = q.access_token.filter(|t| !t.is_empty()).ok_or(ApiError::UnauthorizedToken)?;
+        let Ok(ClientIp(ip)) = ClientIp::from_request_parts(parts, app).await;
+        if ip.is_some_and(|ip| app.chat.is_banned(ip)) {
+            return Err(ApiError::UnauthorizedToken);
+        }
+        let user = app.store.call(move |c| users::by_token(c, &token)).await?;
+        match user {
+            Some(u) if u.is_enabled() => Ok(ChatUser(u)),
+            _ => Err(ApiError::UnauthorizedToken),
+        }
+    }
+}
+
+/// A chat user with the MODERATOR scope.
+pub struct ChatModerator(pub User);
+
+impl FromRequestParts<Arc<App>> for ChatModerator {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let ChatUser(u) = ChatUser::from_request_parts(parts, app).await?;
+        if !u.is_moderator {
+            return Err(ApiError::UnauthorizedToken);
+        }
+        Ok(ChatModerator(u))
+    }
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterRequest {
+    #[serde(default)]
+    pub display_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageVisibilityRequest {
+    pub id_array: Vec<String>,
+    pub visible: bool,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetUserEnabledRequest {
+    pub user_id: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetModeratorRequest {
+    pub user_id: String,
+    pub is_moderator: bool,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserIdRequest {
+    pub user_id: String,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct EmojiUploadRequest {
+    pub name: String,
+    /// Base64 image data (a `data:` URL prefix is accepted).
+    pub data: String,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct EmojiDeleteRequest {
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct ValueBody {
+    value: String,
+}
+
+async fn register_user(
+    State(app): State<Arc<App>>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    if ip.is_some_and(|ip| app.chat.is_banned(ip)) {
+        return Err(ApiError::Forbidden("forbidden".into()));
+    }
+    let req: RegisterRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        RegisterRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))?
+    };
+    let s = app.settings.get();
+    let forwarded = headers.get("x-forwarded-user").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let requested = forwarded.or(req.display_name).map(|n| users::clean_name(&n)).filter(|n| !n.is_empty());
+    let name = match requested {
+        Some(n) if users::is_forbidden(&n, &s.forbidden_usernames) => {
+            return Err(ApiError::bad(format!("the display name '{n}' is not allowed")));
+        }
+        Some(n) => n,
+        None => {
+            let suggested: Vec<&String> =
+                s.suggested_usernames.iter().filter(|n| !users::is_forbidden(n, &s.forbidden_usernames)).collect();
+            match suggested.choose(&mut rand::thread_rng()) {
+                Some(n) if s.suggested_usernames.len() >= 10 => users::clean_name(n),
+                _ => users::random_name(),
+            }
+        }
+    };
+    let color = users::random_color();
+    let (user, token) = app.store.call(move |c| users::create(c, &name, color)).await?;
+    Ok(Json(json!({
+        "id": user.id,
+        "accessToken": token,
+        "displayName": user.display_name,
+        "displayColor": user.display_color,
+    })))
+}
+
+async fn history(State(app): State<Arc<App>>, ChatUser(user): ChatUser) -> Result<Json<Vec<ChatMessage>>, ApiError> {
+    let full = user.is_moderator;
+    let msgs =
+        app.store.call(move |c| if full { messages::full_history(c) } else { messages::public_history(c) }).await?;
+    Ok(Json(msgs))
+}
+
+async fn admin_messages(State(app): State<Arc<App>>) -> Result<Json<Vec<ChatMessage>>, ApiError> {
+    Ok(Json(app.store.call(|c| messages::full_history(c)).await?))
+}
+
+async fn visibility(app: &App, req: MessageVisibilityRequest) -> Result<Json<StatusResponse>, ApiError> {
+    if req.id_array.is_empty() {
+        return Err(ApiError::bad("idArray must list at least one message id"));
+    }
+    let n = moderation::set_visibility(app, req.id_array, req.visible).await?;
+    if n == 0 {
+        return Err(ApiError::NotFound("no such messages".into()));
+    }
+    Ok(StatusResponse::ok(format!("changed visibility of {n} message(s)")))
+}
+
+async fn mod_visibility(
+    State(app): State<Arc<App>>,
+    _m: ChatModerator,
+    JsonBody(req): JsonBody<MessageVisibilityRequest>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    visibility(&app, req).await
+}
+
+async fn admin_visibility(
+    State(app): State<Arc<App>>,
+    JsonBody(req): JsonBody<MessageVisibilityRequest>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    visibility(&app, req).await
+}
+
+async fn set_enabled(app: &Arc<App>, req: SetUserEnabledRequest) -> Result<Json<StatusResponse>, ApiError> {
+    if req.user_id.trim().is_empty() {
+        return Err(ApiError::bad("userId is required"));
+    }
+    let user = moderation::set_user_enabled(app, &req.user_id, req.enabled).await?;
+    let what = if req.enabled { "enabled" } else { "disabled" };
+    Ok(StatusResponse::ok(format!("{} {what}", user.display_name)))
+}
+
+async fn mod_set_enabled(
+    State(app): State<Arc<App>>,
+    ChatModerator(me): ChatModerator,
+    JsonBody(req): JsonBody<SetUserEnabledRequest>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    if req.user_id == me.id && !req.enabled {
+        return Err(ApiError::bad("a moderator cannot disable themselves"));
+    }
+    set_enabled(&app, req).await
+}
+
+async fn admin_set_enabled(
+    State(app): State<Arc<App>>,
+    JsonBody(req): JsonBody<SetUserEnabledRequest>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    set_enabled(&app, req).await
+}
+
+async fn disabled_users(State(app): State<Arc<App>>) -> Result<Json<Vec<User>>, ApiError> {
+    Ok(Json(app.store.call(|c| users::disabled(c)).await?))
+}
+
+async fn moderators(State(app): State<Arc<App>>) -> Result<Json<Vec<User>>, ApiError> {
+    Ok(Json(app.store.call(|c| users::moderators(c)).await?))
+}
+
+async fn set_moderator(
+    State(app): State<Arc<App>>,
+    JsonBody(req): JsonBody<SetModeratorRequest>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    if req.user_id.trim().is_empty() {
+        return Err(ApiError::bad("userId is required"));
+    }
+    let user = moderation::set_moderator(&app, &req.user_id, req.is_moderator).await?;
+    let what = if req.is_moderator { "is now a moderator" } else { "is no longer a moderator" };
+    Ok(StatusResponse::ok(format!("{} {what}", user.display_name)))
+}
+
+async fn ip_bans(State(app): State<Arc<App>>) -> Result<Json<Vec<IpBan>>, ApiError> {
+    Ok(Json(moderation::list_bans(&app).await?))
+}
+
+fn parse_ip(v: &str) -> Result<IpAddr, ApiError> {
+    v.trim().parse().map_err(|_| ApiError::bad(format!("'{v}' is not an IP address")))
+}
+
+async fn ban_ip(
+    State(app): State<Arc<App>>,
+    JsonBody(body): JsonBody<ValueBody>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let ip = parse_ip(&body.value)?;
+    moderation::ban_ip(&app, ip, "banned by the admin").await?;
+    Ok(StatusResponse::ok(format!("{ip} is banned")))
+}
+
+async fn unban_ip(
+    State(app): State<Arc<App>>,
+    JsonBody(body): JsonBody<ValueBody>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let ip = parse_ip(&body.value)?;
+    if !moderation::unban_ip(&app, ip).await? {
+        return Err(ApiError::NotFound(format!("{ip} is not banned")));
+    }
+    Ok(StatusResponse::ok(format!("{ip} is no longer banned")))
+}
+
+async fn clients(State(app): State<Arc<App>>) -> Json<Vec<ClientInfo>> {
+    Json(app.chat.hub.infos(None))
+}
+
+async fn user_details(
+    State(app): State<Arc<App>>,
+    _m: ChatModerator,
+    Path(user_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = user_id.clone();
+    let (user, msgs) = app
+        .store
+        .call(move |c| {
+            let Some(u) = users::by_id(c, &id)? else { return Ok(None) };
+            Ok(Some((u, messages::by_user(c, &id)?)))
+        })
+        .await?
+        .ok_or_else(|| ApiError::NotFound("user not found".into()))?;
+    let clients: Vec<Value> = app
+        .chat
+        .hub
+        .infos(Some(&user_id))
+        .into_iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "messageCount": c.message_count,
+                "userAgent": c.user_agent,
+                "connectedAt": c.connected_at,
+                "geo": c.geo,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "user": user, "connectedClients": clients, "messages": msgs })))
+}
+
+fn parse_u64(q: &HashMap<String, String>, key: &str, default: u64) -> Result<u64, ApiError> {
+    match q.get(key).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        None => Ok(default),
+        Some(v) => v.parse().map_err(|_| ApiError::bad(format!("{key} must be a non-negative integer"))),
+    }
+}
+
+async fn list_users(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let offset = parse_u64(&q, "offset", 0)?;
+    let limit = parse_u64(&q, "limit", 50)?.min(1000);
+    let status = match q.get("status").map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") | Some("all") => StatusFilter::All,
+        Some("active") => StatusFilter::Active,
+        Some("bots") => StatusFilter::Bots,
+        Some(other) => return Err(ApiError::bad(format!("status must be all, active or bots, not '{other}'"))),
+    };
+    let newest_first = match q.get("sort").map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") | Some("desc") => true,
+        Some("asc") => false,
+        Some(other) => return Err(ApiError::bad(format!("sort must be asc or desc, not '{other}'"))),
+    };
+    let search = q.get("search").cloned();
+    let (total, results) =
+        app.store.call(move |c| users::list(c, offset, limit, search.as_deref(), status, newest_first)).await?;
+    Ok(Json(json!({ "total": total, "results": results })))
+}
+
+async fn delete_user(
+    State(app): State<Arc<App>>,
+    JsonBody(req): JsonBody<UserIdRequest>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    if req.user_id.trim().is_empty() {
+        return Err(ApiError::bad("userId is required"));
+    }
+    moderation::delete_user(&app, &req.user_id).await?;
+    Ok(StatusResponse::ok("user deleted"))
+}
+
+async fn list_emoji(State(app): State<Arc<App>>) -> Json<Vec<emoji::Emoji>> {
+    Json(emoji::list(&app).await)
+}
+
+async fn upload_emoji(
+    State(app): State<Arc<App>>,
+    JsonBody(req): JsonBody<EmojiUploadRequest>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let file = emoji::upload(&app, &req.name, &req.data).await?;
+    Ok(StatusResponse::ok(format!("Emoji \"{file}\" has been uploaded")))
+}
+
+async fn delete_emoji(
+    State(app): State<Arc<App>>,
+    JsonBody(req): JsonBody<EmojiDeleteRequest>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    emoji::delete(&app, &req.name).await?;
+    Ok(StatusResponse::ok("emoji deleted"))
+}

@@ -1,0 +1,185 @@
+//! Moderation: hiding and showing messages, enabling and disabling users, moderators, IP bans and
+//! deleting users. Each change is stored, then announced to the room (VISIBILITY-UPDATE, ...) and on
+//! the bus.
+//!
+//! Disabling a user hides all their messages, sends ERROR_USER_DISABLED to each of their
+//! connections and closes them `KICK_DELAY` later, announces "**name** has been removed from chat.",
+//! and bans the addresses of those connections (never loopback, so a local proxy is not banned).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+use super::protocol::{self as p, User};
+use super::users::{parse_ts, ts};
+use super::{broadcast, messages, users};
+use crate::app::App;
+use crate::events::EventType;
+use crate::store::StoreError;
+
+/// How long a disabled user's sockets stay open after ERROR_USER_DISABLED.
+pub const KICK_DELAY: Duration = Duration::from_secs(2);
+
+/// Errors of moderation actions.
+#[derive(Debug, thiserror::Error)]
+pub enum ModerationError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("user not found")]
+    UserNotFound,
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// An IP ban as the admin API lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IpBan {
+    pub ip_address: String,
+    pub notes: String,
+    pub created_at: DateTime<Utc>,
+}
+
+pub fn load_bans(conn: &mut Connection) -> Result<Vec<IpAddr>, StoreError> {
+    let mut stmt = conn.prepare("SELECT ip FROM chat_ip_bans")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    let ips: Vec<String> = rows.collect::<Result<_, _>>()?;
+    Ok(ips.iter().filter_map(|s| s.parse().ok()).collect())
+}
+
+pub async fn list_bans(app: &App) -> Result<Vec<IpBan>, ModerationError> {
+    Ok(app
+        .store
+        .call(|c| {
+            let mut stmt = c.prepare("SELECT ip, notes, created_at FROM chat_ip_bans ORDER BY created_at")?;
+            let rows = stmt.query_map([], |r| {
+                Ok(IpBan { ip_address: r.get(0)?, notes: r.get(1)?, created_at: parse_ts(&r.get::<_, String>(2)?)? })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await?)
+}
+
+/// Ban an address and drop its current chat connections. Loopback cannot be banned.
+pub async fn ban_ip(app: &App, ip: IpAddr, notes: &str) -> Result<(), ModerationError> {
+    if ip.is_loopback() {
+        return Err(ModerationError::Invalid("a loopback address cannot be banned".into()));
+    }
+    let notes = notes.to_string();
+    app.store
+        .call(move |c| {
+            c.execute(
+                "INSERT INTO chat_ip_bans (ip, notes, created_at) VALUES (?1, ?2, ?3) ON CONFLICT(ip) DO NOTHING",
+                params![ip.to_string(), notes, ts(Utc::now())],
+            )?;
+            Ok(())
+        })
+        .await?;
+    app.chat.set_banned(ip, true);
+    for c in app.chat.hub.from_ip(ip) {
+        c.close();
+    }
+    Ok(())
+}
+
+/// Lift a ban; false when the address was not banned.
+pub async fn unban_ip(app: &App, ip: IpAddr) -> Result<bool, ModerationError> {
+    let n = app.store.call(move |c| Ok(c.execute("DELETE FROM chat_ip_bans WHERE ip = ?1", [ip.to_string()])?)).await?;
+    app.chat.set_banned(ip, false);
+    Ok(n > 0)
+}
+
+/// Hide or show messages; returns how many exist. Announces VISIBILITY-UPDATE.
+pub async fn set_visibility(app: &App, ids: Vec<String>, visible: bool) -> Result<usize, ModerationError> {
+    let found = app.store.call(move |c| messages::set_visibility(c, &ids, visible)).await?;
+    if !found.is_empty() {
+        broadcast(app, EventType::VisibilityUpdate, p::visibility(&found, visible));
+    }
+    Ok(found.len())
+}
+
+/// Enable or disable a user (see the module docs for what disabling does).
+pub async fn set_user_enabled(app: &Arc<App>, user_id: &str, enabled: bool) -> Result<User, ModerationError> {
+    let id = user_id.to_string();
+    let (user, hidden) = app
+        .store
+        .call(move |c| {
+            let Some(user) = users::set_enabled(c, &id, enabled)? else { return Ok(None) };
+            let hidden = if enabled { Vec::new() } else { messages::hide_all_of_user(c, &id)? };
+            Ok(Some((user, hidden)))
+        })
+        .await?
+        .ok_or(ModerationError::UserNotFound)?;
+    app.chat.hub.update_user(&user);
+    if enabled {
+        return Ok(user);
+    }
+    if !hidden.is_empty() {
+        broadcast(app, EventType::VisibilityUpdate, p::visibility(&hidden, false));
+    }
+    let clients = app.chat.hub.of_user(&user.id);
+    let error = p::frame(&p::error(p::ERROR_USER_DISABLED, Some(&user)));
+    for c in &clients {
+        c.send(error.clone());
+        if !c.ip.is_loopback() {
+            if let Err(e) = ban_ip(app, c.ip, &format!("disabled user {}", user.display_name)).await {
+                tracing::warn!(error = %e, "could not ban the address of a disabled user");
+            }
+        }
+    }
+    if !clients.is_empty() {
+        tokio::spawn(async move {
+            tokio::time::sleep(KICK_DELAY).await;
+            for c in clients {
+                c.close();
+            }
+        });
+    }
+    let name = ammonia::clean_text(&user.display_name);
+    let action = p::chat_action(&format!("<strong>{name}</strong> has been removed from chat."));
+    broadcast(app, EventType::ChatAction, action);
+    Ok(user)
+}
+
+/// Grant or take the MODERATOR scope; connected clients of the user get a fresh CONNECTED_USER_INFO.
+pub async fn set_moderator(app: &App, user_id: &str, moderator: bool) -> Result<User, ModerationError> {
+    let id = user_id.to_string();
+    let user = app.store.call(move |c| users::set_moderator(c, &id, moderator)).await?;
+    let user = user.ok_or(ModerationError::UserNotFound)?;
+    app.chat.hub.update_user(&user);
+    let info = p::frame(&p::connected_user_info(&user));
+    for c in app.chat.hub.of_user(&user.id) {
+        c.send(info.clone());
+    }
+    Ok(user)
+}
+
+/// Delete a user and their messages; their sockets are closed and the messages vanish from the room.
+pub async fn delete_user(app: &App, user_id: &str) -> Result<(), ModerationError> {
+    let id = user_id.to_string();
+    let ids = app
+        .store
+        .call(move |c| {
+            let exists: Option<String> =
+                c.query_row("SELECT id FROM chat_users WHERE id = ?1", [&id], |r| r.get(0)).optional()?;
+            if exists.is_none() {
+                return Ok(None);
+            }
+            let ids = messages::ids_of_user(c, &id)?;
+            users::delete(c, &id)?;
+            Ok(Some(ids))
+        })
+        .await?
+        .ok_or(ModerationError::UserNotFound)?;
+    if !ids.is_empty() {
+        broadcast(app, EventType::VisibilityUpdate, p::visibility(&ids, false));
+    }
+    for c in app.chat.hub.of_user(user_id) {
+        c.close();
+    }
+    Ok(())
+}

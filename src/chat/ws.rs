@@ -1,0 +1,400 @@
+//! One websocket connection at `/ws?accessToken=`: the pre-upgrade checks, the connection task
+//! (queue → socket with write coalescing, socket → inbound events, keepalive) and the handling of
+//! client events (CHAT, NAME_CHANGE, COLOR_CHANGE) with the size limit, the per-client rate limit
+//! and established-user mode.
+//!
+//! Rate limit: a token bucket per connection of `BURST` events refilled at `REFILL_PER_SEC`, which
+//! normal typing never hits. A client that empties it is blocked for `FLOOD_TIMEOUT` (told once with
+//! Owncast's CHAT_ACTION text; its events are dropped meanwhile). Only that client is affected.
+//!
+//! Keepalive: a websocket ping every 54 s; a connection that sends nothing (not even a pong) for 60 s
+//! is closed; a write that takes longer than 10 s closes the connection.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use tokio::time::Instant;
+
+use super::hub::{Client, Out};
+use super::messages::ChatMessage;
+use super::protocol::{self as p, Inbound, User};
+use super::{action_to, broadcast, sanitize, users};
+use crate::api::ApiError;
+use crate::app::App;
+use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
+use crate::events::{Event, EventType};
+
+/// Events a client may send in a burst.
+pub const BURST: f64 = 5.0;
+/// Sustained events per second (one every 0.66 s).
+pub const REFILL_PER_SEC: f64 = 1.5;
+/// How long a flooder is muted.
+pub const FLOOD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Delay of the welcome message after connecting (Owncast: about 7 s).
+pub const WELCOME_DELAY: Duration = Duration::from_secs(7);
+/// Delay of USER_PARTED after a user's last connection closes.
+pub const PART_DELAY: Duration = Duration::from_secs(10);
+/// Users younger than this may not chat in established-user mode.
+pub const ESTABLISHED_AFTER: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
+
+const PING_EVERY: Duration = Duration::from_secs(54);
+const READ_DEADLINE: Duration = Duration::from_secs(60);
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most events coalesced into one frame.
+const MAX_BATCH: usize = 64;
+
+#[derive(Debug, Deserialize)]
+pub struct WsQuery {
+    #[serde(rename = "accessToken")]
+    access_token: Option<String>,
+}
+
+enum Lookup {
+    NoToken,
+    Unknown,
+    Disabled(User),
+    Ok(User),
+}
+
+/// `GET /ws`: check, upgrade, run the connection.
+pub async fn handler(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Query(q): Query<WsQuery>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    if app.settings.get().chat_disabled {
+        return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response();
+    }
+    let ip = super::client_ip(peer, &headers);
+    if app.chat.is_banned(ip) {
+        return ApiError::Forbidden("forbidden".into()).into_response();
+    }
+    if app.chat.hub.len() >= app.chat.max_connections() {
+        return (StatusCode::SERVICE_UNAVAILABLE, p::ERROR_MAX_CONNECTIONS_EXCEEDED).into_response();
+    }
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(e) => return ApiError::bad(format!("a websocket upgrade is required: {e}")).into_response(),
+    };
+    let lookup = match q.access_token.filter(|t| !t.is_empty()) {
+        None => Lookup::NoToken,
+        Some(token) => match app.store.call(move |c| users::by_token(c, &token)).await {
+            Ok(Some(u)) if u.is_enabled() => Lookup::Ok(u),
+            Ok(Some(u)) => Lookup::Disabled(u),
+            Ok(None) => Lookup::Unknown,
+            Err(e) => return ApiError::from(e).into_response(),
+        },
+    };
+    let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    ws.max_message_size(2 * MAX_SOCKET_PAYLOAD_SIZE)
+        .max_frame_size(2 * MAX_SOCKET_PAYLOAD_SIZE)
+        .read_buffer_size(4096)
+        .write_buffer_size(0)
+        .on_upgrade(move |socket| run(app, socket, lookup, ip, ua))
+}
+
+/// Send one event and close (registration and disabled errors).
+async fn refuse(mut socket: WebSocket, event: Option<serde_json::Value>) {
+    if let Some(ev) = event {
+        let _ = tokio::time::timeout(WRITE_TIMEOUT, socket.send(Message::Text(p::frame(&ev)))).await;
+    }
+    let _ = tokio::time::timeout(WRITE_TIMEOUT, socket.send(Message::Close(None))).await;
+}
+
+async fn run(app: Arc<App>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: String) {
+    let user = match lookup {
+        Lookup::NoToken => return refuse(socket, None).await,
+        Lookup::Unknown => return refuse(socket, Some(p::error(p::ERROR_NEEDS_REGISTRATION, None))).await,
+        Lookup::Disabled(u) => return refuse(socket, Some(p::error(p::ERROR_USER_DISABLED, Some(&u)))).await,
+        Lookup::Ok(u) => u,
+    };
+    let (client, mut rx, fresh) = app.chat.hub.add(user.clone(), ip, ua);
+    client.send(p::frame(&p::connected_user_info(&user)));
+    let settings = app.settings.get();
+    if fresh && settings.chat_join_messages_enabled && app.stream.read().online {
+        broadcast(&app, EventType::UserJoined, p::user_event(p::USER_JOINED, &user));
+    }
+    if !settings.welcome_message.trim().is_empty() {
+        let (app2, id) = (app.clone(), client.id);
+        tokio::spawn(async move {
+            tokio::time::sleep(WELCOME_DELAY).await;
+            if let Some(c) = app2.chat.hub.client(id) {
+                let s = app2.settings.get();
+                c.send(p::frame(&p::system(&sanitize::render(&s.welcome_message), &s.name)));
+            }
+        });
+    }
+    drop(settings);
+
+    let (mut sink, mut stream) = socket.split();
+    let mut limiter = RateLimiter::new(Instant::now());
+    let mut ping = tokio::time::interval_at(Instant::now() + PING_EVERY, PING_EVERY);
+    let deadline = tokio::time::sleep(READ_DEADLINE);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            biased;
+            _ = client.kill.notified() => break,
+            out = rx.recv() => {
+                let Some(out) = out else { break };
+                let (frame, close) = coalesce(out, &mut rx);
+                if let Some(frame) = frame {
+                    match tokio::time::timeout(WRITE_TIMEOUT, sink.send(Message::Text(frame))).await {
+                        Ok(Ok(())) => {}
+                        _ => break,
+                    }
+                }
+                if close {
+                    let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.send(Message::Close(None))).await;
+                    break;
+                }
+            }
+            msg = stream.next() => {
+                match msg {
+                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+                    Some(Ok(Message::Text(text))) => {
+                        deadline.as_mut().reset(Instant::now() + READ_DEADLINE);
+                        handle_inbound(&app, &client, &mut limiter, text.as_str()).await;
+                    }
+                    Some(Ok(_)) => deadline.as_mut().reset(Instant::now() + READ_DEADLINE),
+                }
+            }
+            _ = ping.tick() => {
+                if tokio::time::timeout(WRITE_TIMEOUT, sink.send(Message::Ping(Default::default()))).await.is_err() {
+                    break;
+                }
+            }
+            _ = &mut deadline => break,
+        }
+    }
+    if app.chat.hub.remove(&client) {
+        schedule_part(&app, &client);
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+}
+
+/// Take `first` and whatever else is queued (up to `MAX_BATCH`) as one frame; the flag says a close
+/// was requested.
+fn coalesce(first: Out, rx: &mut tokio::sync::mpsc::Receiver<Out>) -> (Option<Utf8Bytes>, bool) {
+    let first = match first {
+        Out::Frame(f) => f,
+        Out::Close => return (None, true),
+    };
+    let mut more: Vec<Utf8Bytes> = Vec::new();
+    let mut close = false;
+    while more.len() + 1 < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(Out::Frame(f)) => more.push(f),
+            Ok(Out::Close) => {
+                close = true;
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    if more.is_empty() {
+        return (Some(first), close);
+    }
+    let len = first.len() + more.iter().map(|f| f.len() + 1).sum::<usize>();
+    let mut joined = String::with_capacity(len);
+    joined.push_str(first.as_str());
+    for f in &more {
+        joined.push('\n');
+        joined.push_str(f.as_str());
+    }
+    (Some(Utf8Bytes::from(joined)), close)
+}
+
+fn schedule_part(app: &Arc<App>, client: &Arc<Client>) {
+    let (app2, client2) = (app.clone(), client.clone());
+    let timer = tokio::spawn(async move {
+        tokio::time::sleep(PART_DELAY).await;
+        if !app2.chat.hub.finish_part(&client2.user_id) {
+            return;
+        }
+        let user = client2.user.read().clone();
+        let event = p::user_event(p::USER_PARTED, &user);
+        if app2.settings.get().chat_join_messages_enabled {
+            broadcast(&app2, EventType::UserParted, event);
+        } else {
+            app2.bus.publish(Event::new(EventType::UserParted, event));
+        }
+    });
+    app.chat.hub.set_part_timer(&client.user_id, timer);
+}
+
+enum Verdict {
+    Allowed,
+    JustBlocked,
+    Blocked,
+}
+
+/// Per-connection token bucket (see the module docs).
+struct RateLimiter {
+    tokens: f64,
+    last: Instant,
+    blocked_until: Option<Instant>,
+}
+
+impl RateLimiter {
+    fn new(now: Instant) -> Self {
+        Self { tokens: BURST, last: now, blocked_until: None }
+    }
+
+    fn check(&mut self, now: Instant) -> Verdict {
+        if let Some(until) = self.blocked_until {
+            if now < until {
+                return Verdict::Blocked;
+            }
+            self.blocked_until = None;
+        }
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * REFILL_PER_SEC).min(BURST);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Verdict::Allowed
+        } else {
+            self.blocked_until = Some(now + FLOOD_TIMEOUT);
+            Verdict::JustBlocked
+        }
+    }
+}
+
+async fn handle_inbound(app: &Arc<App>, client: &Arc<Client>, limiter: &mut RateLimiter, text: &str) {
+    if text.len() > MAX_SOCKET_PAYLOAD_SIZE {
+        action_to(client, p::MSG_TOO_BIG);
+        return;
+    }
+    let Ok(ev) = serde_json::from_str::<Inbound>(text) else {
+        tracing::debug!(client = client.id, "ignoring an unreadable chat event");
+        return;
+    };
+    if !matches!(ev.kind.as_str(), p::CHAT | p::NAME_CHANGE | p::COLOR_CHANGE) {
+        return;
+    }
+    if !client.user.read().is_enabled() {
+        return;
+    }
+    if app.settings.get().chat_spam_protection_enabled {
+        match limiter.check(Instant::now()) {
+            Verdict::Allowed => {}
+            Verdict::JustBlocked => {
+                tracing::info!(client = client.id, "chat client flooding; muted for 10 s");
+                action_to(client, p::MSG_FLOODING);
+                return;
+            }
+            Verdict::Blocked => return,
+        }
+    }
+    match ev.kind.as_str() {
+        p::CHAT => chat(app, client, ev.body.unwrap_or_default()).await,
+        p::NAME_CHANGE => name_change(app, client, ev.new_name.unwrap_or_default()).await,
+        _ => color_change(app, client, ev.new_color).await,
+    }
+}
+
+async fn chat(app: &Arc<App>, client: &Arc<Client>, body: String) {
+    let user = client.user.read().clone();
+    if app.settings.get().chat_established_user_mode
+        && !user.is_moderator
+        && Utc::now() - user.created_at < ESTABLISHED_AFTER
+    {
+        action_to(client, p::MSG_ESTABLISHED_ONLY);
+        return;
+    }
+    let body = sanitize::render(&body);
+    if sanitize::is_empty(&body) {
+        return;
+    }
+    let (id, timestamp) = (p::short_id(), Utc::now());
+    let event = p::chat(&id, timestamp, &body, &user, true);
+    let msg =
+        ChatMessage { id, timestamp, kind: p::CHAT.into(), body, user: Some(user), visible: true, hidden_at: None };
+    if let Err(e) = app.store.call(move |c| super::messages::insert(c, &msg)).await {
+        tracing::error!(error = %e, "could not store a chat message; it is still delivered");
+    }
+    client.message_count.fetch_add(1, Ordering::Relaxed);
+    broadcast(app, EventType::Chat, event);
+}
+
+async fn name_change(app: &Arc<App>, client: &Arc<Client>, new_name: String) {
+    let proposed = users::clean_name(&new_name);
+    let current = client.user.read().clone();
+    if proposed.is_empty() || proposed == current.display_name {
+        return;
+    }
+    let reject = |why: String| {
+        action_to(client, &why);
+        client.send(p::frame(&p::connected_user_info(&current)));
+    };
+    let shown = ammonia::clean_text(&proposed);
+    if users::is_forbidden(&proposed, &app.settings.get().forbidden_usernames) {
+        return reject(format!("You cannot change your name to <strong>{shown}</strong>, it is reserved."));
+    }
+    let (id, name) = (current.id.clone(), proposed.clone());
+    let result = app
+        .store
+        .call(move |c| {
+            if users::name_taken_by_authenticated(c, &name, &id)? {
+                return Ok(None);
+            }
+            users::rename(c, &id, &name)
+        })
+        .await;
+    match result {
+        Ok(Some(user)) => {
+            app.chat.hub.update_user(&user);
+            broadcast(app, EventType::NameChange, p::name_change(&user, &current.display_name));
+        }
+        Ok(None) => reject(format!("The name <strong>{shown}</strong> has been already registered.")),
+        Err(e) => tracing::error!(error = %e, "could not rename a chat user"),
+    }
+}
+
+async fn color_change(app: &Arc<App>, client: &Arc<Client>, color: Option<i64>) {
+    let Some(color) = color.filter(|c| (0..=users::MAX_USER_COLOR).contains(c)) else { return };
+    let id = client.user_id.clone();
+    match app.store.call(move |c| users::set_color(c, &id, color)).await {
+        Ok(Some(user)) => {
+            app.chat.hub.update_user(&user);
+            broadcast(app, EventType::ColorChange, p::user_event(p::COLOR_CHANGE, &user));
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!(error = %e, "could not change a chat user's colour"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limit_allows_typing_and_mutes_flooders() {
+        let t0 = Instant::now();
+        let mut rl = RateLimiter::new(t0);
+        for i in 0..5 {
+            assert!(matches!(rl.check(t0), Verdict::Allowed), "burst message {i}");
+        }
+        assert!(matches!(rl.check(t0), Verdict::JustBlocked));
+        assert!(matches!(rl.check(t0 + Duration::from_secs(5)), Verdict::Blocked));
+        assert!(matches!(rl.check(t0 + Duration::from_secs(11)), Verdict::Allowed));
+        // one message a second is sustainable
+        let mut rl = RateLimiter::new(t0);
+        for i in 0..100u64 {
+            assert!(matches!(rl.check(t0 + Duration::from_secs(i)), Verdict::Allowed));
+        }
+    }
+}

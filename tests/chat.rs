@@ -1,0 +1,405 @@
+//! Chat integration tests: the real daemon, real SQLite, real websocket clients (tungstenite).
+
+mod common;
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use common::Server;
+use serde_json::{json, Value};
+use tungstenite::stream::MaybeTlsStream;
+use tungstenite::{Message, WebSocket};
+
+type Ws = WebSocket<MaybeTlsStream<TcpStream>>;
+
+struct Chatter {
+    id: String,
+    token: String,
+    ws: Ws,
+}
+
+fn register(s: &Server, name: Option<&str>) -> (String, String, Value) {
+    let body = match name {
+        Some(n) => json!({ "displayName": n }),
+        None => json!({}),
+    };
+    let r = s.post_json("/api/chat/register", &body);
+    assert!(r.status().is_success(), "register: {}", r.status());
+    let v: Value = r.json().unwrap();
+    (v["id"].as_str().unwrap().to_string(), v["accessToken"].as_str().unwrap().to_string(), v)
+}
+
+fn connect_raw(s: &Server, token: &str) -> Ws {
+    let url = format!("ws://127.0.0.1:{}/ws?accessToken={token}", s.web_port);
+    let (ws, _) = tungstenite::connect(url).expect("websocket connect");
+    if let MaybeTlsStream::Plain(t) = ws.get_ref() {
+        t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    }
+    ws
+}
+
+fn join(s: &Server, name: &str) -> Chatter {
+    let (id, token, _) = register(s, Some(name));
+    let mut ws = connect_raw(s, &token);
+    let info = next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(5)).expect("CONNECTED_USER_INFO");
+    assert_eq!(info["user"]["id"], id.as_str());
+    assert_eq!(info["user"]["displayName"], name);
+    Chatter { id, token, ws }
+}
+
+/// Every event of the next frames read within `timeout` (frames may carry several `\n`-separated events).
+fn read_events(ws: &mut Ws, timeout: Duration) -> Result<Vec<Value>, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match ws.read() {
+            Ok(Message::Text(t)) => {
+                return Ok(t.as_str().split('\n').map(|l| serde_json::from_str(l).expect("event json")).collect())
+            }
+            Ok(Message::Close(_)) => return Err("closed".into()),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+            {
+                if Instant::now() > deadline {
+                    return Ok(Vec::new());
+                }
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// The next event of type `kind` within `timeout` (others are skipped).
+fn next_of(ws: &mut Ws, kind: &str, timeout: Duration) -> Option<Value> {
+    next_where(ws, timeout, |e| e["type"] == kind)
+}
+
+fn next_where(ws: &mut Ws, timeout: Duration, f: impl Fn(&Value) -> bool) -> Option<Value> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        match read_events(ws, Duration::from_millis(300)) {
+            Ok(evs) => {
+                if let Some(e) = evs.into_iter().find(|e| f(e)) {
+                    return Some(e);
+                }
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn send(ws: &mut Ws, ev: Value) {
+    ws.send(Message::Text(ev.to_string().into())).expect("send");
+}
+
+fn say(ws: &mut Ws, body: &str) {
+    send(ws, json!({ "type": "CHAT", "body": body }));
+}
+
+fn history(s: &Server, token: &str) -> Vec<Value> {
+    s.get_json(&format!("/api/chat?accessToken={token}")).as_array().unwrap().clone()
+}
+
+#[test]
+fn send_receive_sanitize_history_hide_and_rename() {
+    let s = Server::start();
+    let mut alice = join(&s, "alice");
+    // X-Forwarded-User wins over the body
+    let r = s
+        .client
+        .post(s.url("/api/chat/register"))
+        .header("X-Forwarded-User", "bob")
+        .json(&json!({ "displayName": "ignored" }))
+        .send()
+        .unwrap();
+    let v: Value = r.json().unwrap();
+    assert_eq!(v["displayName"], "bob");
+    assert!(v["displayColor"].is_i64());
+    let bob_token = v["accessToken"].as_str().unwrap().to_string();
+    let mut bob = connect_raw(&s, &bob_token);
+    assert!(next_of(&mut bob, "CONNECTED_USER_INFO", Duration::from_secs(5)).is_some());
+
+    // a random name when none is asked for; forbidden names are refused
+    let (_, _, anon) = register(&s, None);
+    assert!(!anon["displayName"].as_str().unwrap().is_empty());
+    assert_eq!(s.post_json("/api/chat/register", &json!({ "displayName": "TheAdmin" })).status(), 400);
+    assert_eq!(s.post_json("/api/chat/register", &json!({ "displayName": 5 })).status(), 400);
+
+    say(&mut alice.ws, "**hi** <script>alert(1)</script> [x](javascript:alert(2)) https://example.com");
+    let got = next_of(&mut bob, "CHAT", Duration::from_secs(5)).expect("bob receives the message");
+    let body = got["body"].as_str().unwrap();
+    assert!(body.contains("<strong>hi</strong>"), "{body}");
+    assert!(!body.contains("script") && !body.contains("alert") && !body.contains("javascript"), "{body}");
+    assert!(body.contains("<a href=\"https://example.com\""), "{body}");
+    assert_eq!(got["user"]["displayName"], "alice");
+    assert_eq!(got["visible"], true);
+    assert!(chrono::DateTime::parse_from_rfc3339(got["timestamp"].as_str().unwrap()).is_ok());
+    let msg_id = got["id"].as_str().unwrap().to_string();
+    assert!(next_of(&mut alice.ws, "CHAT", Duration::from_secs(5)).is_some(), "sender sees its message too");
+
+    // history needs a valid token
+    assert_eq!(s.get("/api/chat").status(), 401);
+    assert_eq!(s.get("/api/chat?accessToken=nope").status(), 401);
+    let h = history(&s, &bob_token);
+    assert!(h.iter().any(|m| m["id"] == msg_id.as_str() && m["body"] == body));
+
+    // hide → VISIBILITY-UPDATE, gone from public history, kept (with hiddenAt) for the admin
+    let r = s.admin_post("/api/admin/chat/messagevisibility", &json!({ "idArray": [msg_id], "visible": false }));
+    assert!(r.status().is_success());
+    let vu = next_of(&mut bob, "VISIBILITY-UPDATE", Duration::from_secs(5)).expect("visibility update");
+    assert_eq!(vu["ids"], json!([msg_id]));
+    assert_eq!(vu["visible"], false);
+    assert!(!history(&s, &bob_token).iter().any(|m| m["id"] == msg_id.as_str()));
+    let all = s.admin_json("/api/admin/chat/messages");
+    let hidden = all.as_array().unwrap().iter().find(|m| m["id"] == msg_id.as_str()).expect("admin sees it");
+    assert!(hidden["hiddenAt"].is_string());
+    assert_eq!(
+        s.admin_post("/api/admin/chat/messagevisibility", &json!({ "idArray": ["nope"], "visible": true })).status(),
+        404
+    );
+    assert_eq!(s.admin_post("/api/admin/chat/messagevisibility", &json!({ "visible": true })).status(), 400);
+
+    // name change is broadcast; a forbidden one is refused with an explanation
+    send(&mut bob, json!({ "type": "NAME_CHANGE", "newName": "Robert" }));
+    let nc = next_of(&mut alice.ws, "NAME_CHANGE", Duration::from_secs(5)).expect("name change");
+    assert_eq!(nc["oldName"], "bob");
+    assert_eq!(nc["user"]["displayName"], "Robert");
+    assert_eq!(nc["user"]["previousNames"], json!(["bob"]));
+    send(&mut bob, json!({ "type": "NAME_CHANGE", "newName": "system-bot" }));
+    let act = next_of(&mut bob, "CHAT_ACTION", Duration::from_secs(5)).expect("refusal");
+    assert!(act["body"].as_str().unwrap().contains("system-bot"));
+    send(&mut bob, json!({ "type": "COLOR_CHANGE", "newColor": 3 }));
+    let cc = next_of(&mut alice.ws, "COLOR_CHANGE", Duration::from_secs(5)).expect("colour change");
+    assert_eq!(cc["user"]["displayColor"], 3);
+
+    // oversize: refused with Owncast's CHAT_ACTION, the socket stays usable
+    say(&mut alice.ws, &"x".repeat(3000));
+    let act = next_of(&mut alice.ws, "CHAT_ACTION", Duration::from_secs(5)).expect("size refusal");
+    assert!(act["body"].as_str().unwrap().contains("exceeded the maximum size"));
+    say(&mut alice.ws, "still here");
+    let got = next_of(&mut bob, "CHAT", Duration::from_secs(5)).expect("alive after oversize");
+    assert_eq!(got["body"], "<p>still here</p>");
+
+    // connected clients
+    let clients = s.admin_json("/api/admin/chat/clients");
+    let a = clients.as_array().unwrap().iter().find(|c| c["user"]["id"] == alice.id.as_str()).expect("alice listed");
+    assert_eq!(a["messageCount"], 2);
+    assert!(a["connectedAt"].is_string() && a["userAgent"].is_string());
+
+    // unknown token
+    let mut stranger = connect_raw(&s, "not-a-token");
+    assert!(next_of(&mut stranger, "ERROR_NEEDS_REGISTRATION", Duration::from_secs(5)).is_some());
+    let _ = alice.token;
+}
+
+#[test]
+fn flood_is_limited_to_the_flooder() {
+    let s = Server::start();
+    let mut flooder = join(&s, "flooder");
+    let mut calm = join(&s, "calm");
+    for i in 0..20 {
+        say(&mut flooder.ws, &format!("spam {i}"));
+    }
+    let act = next_of(&mut flooder.ws, "CHAT_ACTION", Duration::from_secs(5)).expect("flood notice");
+    assert!(act["body"].as_str().unwrap().contains("flooding"));
+    say(&mut calm.ws, "the room still works");
+    // the flooder still receives the room
+    let room = next_where(&mut flooder.ws, Duration::from_secs(5), |e| e["body"] == "<p>the room still works</p>");
+    assert!(room.is_some(), "other users' messages still flow (also to the flooder)");
+    // the others saw only the flooder's burst
+    let mut spam_seen = 0;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        for e in read_events(&mut calm.ws, Duration::from_millis(300)).unwrap() {
+            if e["type"] == "CHAT" && e["user"]["id"] == flooder.id.as_str() {
+                spam_seen += 1;
+            }
+        }
+    }
+    assert!((5..=6).contains(&spam_seen), "only the burst got through: {spam_seen}");
+    let h = history(&s, &calm.token);
+    assert!(h.iter().filter(|m| m["user"]["id"] == flooder.id.as_str()).count() <= 6);
+}
+
+#[test]
+fn moderator_disables_a_user_and_bans_work() {
+    let s = Server::start();
+    let mut m = join(&s, "mod");
+    let mut troll = join(&s, "troll");
+    let mut viewer = join(&s, "viewer");
+
+    // the moderator form needs the scope
+    let r = s.post_json(
+        &format!("/api/chat/users/setenabled?accessToken={}", m.token),
+        &json!({ "userId": troll.id, "enabled": false }),
+    );
+    assert_eq!(r.status(), 401);
+    let r = s.admin_post("/api/admin/chat/users/setmoderator", &json!({ "userId": m.id, "isModerator": true }));
+    assert!(r.status().is_success());
+    let info = next_of(&mut m.ws, "CONNECTED_USER_INFO", Duration::from_secs(5)).expect("fresh user info");
+    assert_eq!(info["user"]["isModerator"], true);
+    assert_eq!(info["user"]["scopes"], json!(["MODERATOR"]));
+    let mods = s.admin_json("/api/admin/chat/users/moderators");
+    assert!(mods.as_array().unwrap().iter().any(|u| u["id"] == m.id.as_str()));
+    assert_eq!(
+        s.admin_post("/api/admin/chat/users/setmoderator", &json!({ "userId": "nobody", "isModerator": true }))
+            .status(),
+        404
+    );
+
+    say(&mut troll.ws, "bad words");
+    let bad = next_of(&mut viewer.ws, "CHAT", Duration::from_secs(5)).expect("troll message");
+    let bad_id = bad["id"].as_str().unwrap().to_string();
+
+    // moderator's view of the user
+    let d = s.get_json(&format!("/api/moderation/chat/user/{}?accessToken={}", troll.id, m.token));
+    assert_eq!(d["user"]["id"], troll.id.as_str());
+    assert_eq!(d["connectedClients"].as_array().unwrap().len(), 1);
+    assert_eq!(d["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(s.get(&format!("/api/moderation/chat/user/nobody?accessToken={}", m.token)).status(), 404);
+    assert_eq!(s.get(&format!("/api/moderation/chat/user/{}?accessToken={}", troll.id, viewer.token)).status(), 401);
+
+    let r = s.post_json(
+        &format!("/api/chat/users/setenabled?accessToken={}", m.token),
+        &json!({ "userId": troll.id, "enabled": false }),
+    );
+    assert!(r.status().is_success(), "{}", r.status());
+    let err = next_of(&mut troll.ws, "ERROR_USER_DISABLED", Duration::from_secs(5)).expect("disabled error");
+    assert_eq!(err["user"]["id"], troll.id.as_str());
+    // then the socket is closed
+    let deadline = Instant::now() + Duration::from_secs(6);
+    let mut closed = false;
+    while Instant::now() < deadline {
+        if read_events(&mut troll.ws, Duration::from_millis(300)).is_err() {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "disabled user's socket closes");
+    let vu = next_of(&mut viewer.ws, "VISIBILITY-UPDATE", Duration::from_secs(5)).expect("messages hidden");
+    assert_eq!(vu["ids"], json!([bad_id]));
+    let disabled = s.admin_json("/api/admin/chat/users/disabled");
+    let d = disabled.as_array().unwrap().iter().find(|u| u["id"] == troll.id.as_str()).expect("listed as disabled");
+    assert!(d["disabledAt"].is_string());
+    assert!(!history(&s, &viewer.token).iter().any(|m| m["id"] == bad_id.as_str()));
+    assert_eq!(s.get(&format!("/api/chat?accessToken={}", troll.token)).status(), 401);
+    let mut again = connect_raw(&s, &troll.token);
+    assert!(next_of(&mut again, "ERROR_USER_DISABLED", Duration::from_secs(5)).is_some());
+    // loopback is never banned
+    assert!(s.admin_json("/api/admin/chat/users/ipbans").as_array().unwrap().is_empty());
+
+    // admin re-enables
+    let r = s.admin_post("/api/admin/chat/users/setenabled", &json!({ "userId": troll.id, "enabled": true }));
+    assert!(r.status().is_success());
+    assert!(s.admin_json("/api/admin/chat/users/disabled").as_array().unwrap().is_empty());
+    assert_eq!(
+        s.admin_post("/api/admin/chat/users/setenabled", &json!({ "userId": "nobody", "enabled": true })).status(),
+        404
+    );
+
+    // IP bans
+    assert_eq!(s.admin_post("/api/admin/chat/users/ipbans/create", &json!({ "value": "not an ip" })).status(), 400);
+    assert_eq!(s.admin_post("/api/admin/chat/users/ipbans/create", &json!({ "value": "127.0.0.1" })).status(), 400);
+    assert!(s
+        .admin_post("/api/admin/chat/users/ipbans/create", &json!({ "value": "203.0.113.9" }))
+        .status()
+        .is_success());
+    let bans = s.admin_json("/api/admin/chat/users/ipbans");
+    assert_eq!(bans[0]["ipAddress"], "203.0.113.9");
+    assert!(s
+        .admin_post("/api/admin/chat/users/ipbans/remove", &json!({ "value": "203.0.113.9" }))
+        .status()
+        .is_success());
+    assert!(s.admin_json("/api/admin/chat/users/ipbans").as_array().unwrap().is_empty());
+
+    // users list, search, paging, delete
+    let all = s.admin_json("/api/admin/users");
+    assert_eq!(all["total"], 3);
+    assert_eq!(all["results"][0]["displayName"], "viewer", "newest first");
+    let asc = s.admin_json("/api/admin/users?sort=asc&limit=1&offset=1");
+    assert_eq!(asc["total"], 3);
+    assert_eq!(asc["results"].as_array().unwrap().len(), 1);
+    assert_eq!(asc["results"][0]["displayName"], "troll");
+    let found = s.admin_json("/api/admin/users?search=rol");
+    assert_eq!(found["total"], 1);
+    assert_eq!(s.admin_get("/api/admin/users?status=weird").status(), 400);
+    assert_eq!(s.admin_get("/api/admin/users?limit=-1").status(), 400);
+    assert!(s.admin_post("/api/admin/users/delete", &json!({ "userId": viewer.id })).status().is_success());
+    assert_eq!(s.admin_json("/api/admin/users")["total"], 2);
+    assert_eq!(s.admin_post("/api/admin/users/delete", &json!({ "userId": viewer.id })).status(), 404);
+    let _ = viewer.ws.close(None);
+}
+
+#[test]
+fn emoji_upload_is_served_and_listed() {
+    let s = Server::start();
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR fake but typed".to_vec();
+    let data = base64::engine::general_purpose::STANDARD.encode(&png);
+    let r = s.admin_post("/api/admin/emoji/upload", &json!({ "name": "../../party", "data": data }));
+    assert!(r.status().is_success(), "{}", r.status());
+    let list = s.get_json("/api/emoji");
+    assert_eq!(list, json!([{ "name": "party", "url": "/img/emoji/party.png" }]));
+    let img = s.get("/img/emoji/party.png");
+    assert_eq!(img.status(), 200);
+    assert_eq!(img.headers()["content-type"], "image/png");
+    assert_eq!(img.bytes().unwrap().to_vec(), png);
+    assert!(!s.data_dir.parent().unwrap().join("party.png").exists());
+
+    let svg = base64::engine::general_purpose::STANDARD.encode(b"<svg onload=alert(1)></svg>");
+    assert_eq!(s.admin_post("/api/admin/emoji/upload", &json!({ "name": "x", "data": svg })).status(), 400);
+    assert_eq!(s.admin_post("/api/admin/emoji/upload", &json!({ "name": "x", "data": "%%%" })).status(), 400);
+    assert_eq!(s.admin_post("/api/admin/emoji/upload", &json!({ "name": "..", "data": data })).status(), 400);
+    let big = base64::engine::general_purpose::STANDARD.encode(vec![0x89u8; 600 * 1024]);
+    assert_eq!(s.admin_post("/api/admin/emoji/upload", &json!({ "name": "big", "data": big })).status(), 400);
+    assert_eq!(s.get("/img/emoji/..%2F..%2Fcastd.db").status(), 404);
+
+    // an emoji image passes the chat sanitizer
+    let mut a = join(&s, "emoji-fan");
+    say(&mut a.ws, "<img src=\"/img/emoji/party.png\" alt=\":party:\" title=\":party:\" class=\"emoji\">");
+    let got = next_of(&mut a.ws, "CHAT", Duration::from_secs(5)).unwrap();
+    assert!(got["body"].as_str().unwrap().contains("src=\"/img/emoji/party.png\""));
+
+    assert!(s.admin_post("/api/admin/emoji/delete", &json!({ "name": "party.png" })).status().is_success());
+    assert_eq!(s.get("/img/emoji/party.png").status(), 404);
+    assert_eq!(s.get_json("/api/emoji"), json!([]));
+    assert_eq!(s.admin_post("/api/admin/emoji/delete", &json!({ "name": "party.png" })).status(), 404);
+}
+
+#[test]
+fn chat_history_survives_a_restart_and_disabled_chat_refuses() {
+    let s = Server::start();
+    let mut a = join(&s, "keeper");
+    say(&mut a.ws, "remember me");
+    let got = next_of(&mut a.ws, "CHAT", Duration::from_secs(5)).unwrap();
+    drop(a.ws);
+    let s = s.restart();
+    let h = history(&s, &a.token);
+    assert!(h.iter().any(|m| m["id"] == got["id"] && m["body"] == "<p>remember me</p>"), "{h:?}");
+    // tokens survive too
+    let mut ws = connect_raw(&s, &a.token);
+    assert!(next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(5)).is_some());
+
+    s.set("chat/disable", json!(true));
+    let url = format!("ws://127.0.0.1:{}/ws?accessToken={}", s.web_port, a.token);
+    assert!(tungstenite::connect(url).is_err(), "disabled chat refuses connections");
+}
+
+#[test]
+fn welcome_message_and_user_parted() {
+    let s = Server::start();
+    s.set("welcomemessage", json!("Welcome to **the show**"));
+    let mut stay = join(&s, "stayer");
+    let leave = join(&s, "leaver");
+    let welcome = next_of(&mut stay.ws, "SYSTEM", Duration::from_secs(10)).expect("welcome message");
+    assert!(welcome["body"].as_str().unwrap().contains("<strong>the show</strong>"));
+    assert_eq!(welcome["user"]["displayName"], "castd");
+    let mut ws = leave.ws;
+    ws.close(None).unwrap();
+    let _ = ws.flush();
+    let started = Instant::now();
+    let parted = next_of(&mut stay.ws, "USER_PARTED", Duration::from_secs(15)).expect("USER_PARTED");
+    assert_eq!(parted["user"]["id"], leave.id.as_str());
+    assert!(started.elapsed() >= Duration::from_secs(8), "parted only after the grace period");
+}
