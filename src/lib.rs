@@ -7,6 +7,7 @@ pub mod api;
 pub mod app;
 pub mod config;
 pub mod events;
+pub mod hardware;
 pub mod markdown;
 pub mod password;
 pub mod store;

@@ -271,6 +271,7 @@ pub fn registry(app: Arc<App>) -> Registry {
     admin::register(&mut reg);
     setters::register(&mut reg);
     openapi::register(&mut reg);
+    crate::hardware::api::register(&mut reg);
     crate::web::register(&mut reg);
     reg
 }
