@@ -584,7 +584,7 @@ mod tests {
         let presets: Vec<_> = (0..6).map(nvenc_preset).collect();
         assert_eq!(presets, ["p1", "p2", "p3", "p4", "p5", "p3"]);
 
-        let l = ladder(&[nv.clone()], &[v720()], &h264_1080());
+        let l = ladder(std::slice::from_ref(&nv), &[v720()], &h264_1080());
         assert_eq!(l.device, Some(HwDevice { kind: HwDeviceKind::Cuda, path: Some("0".into()) }));
         assert_eq!(l.decode, Decode::Hardware { device: HwDeviceKind::Cuda, decoder: None, output_format: "cuda" });
         assert!(l.full_gpu);
@@ -624,7 +624,7 @@ mod tests {
         let q: Vec<_> = (0..6).map(vaapi_quality).collect();
         assert_eq!(q, [7, 6, 4, 2, 1, 6]);
 
-        let l = ladder(&[va.clone()], &[v720()], &h264_1080());
+        let l = ladder(std::slice::from_ref(&va), &[v720()], &h264_1080());
         assert_eq!(l.device, Some(HwDevice { kind: HwDeviceKind::Vaapi, path: Some("/dev/dri/renderD128".into()) }));
         assert_eq!(l.decode, Decode::Hardware { device: HwDeviceKind::Vaapi, decoder: None, output_format: "vaapi" });
         let hevc10 = InputSpec { codec: "h264".into(), pix_fmt: "yuv420p10le".into(), ..h264_1080() };
@@ -644,7 +644,7 @@ mod tests {
         assert_eq!(r.option("forced_idr"), Some("1"));
         let presets: Vec<_> = (0..6).map(qsv_preset).collect();
         assert_eq!(presets, ["veryfast", "veryfast", "faster", "fast", "medium", "veryfast"]);
-        let l = ladder(&[qsv.clone()], &[v720()], &h264_1080());
+        let l = ladder(std::slice::from_ref(&qsv), &[v720()], &h264_1080());
         assert_eq!(l.device, Some(HwDevice { kind: HwDeviceKind::Qsv, path: None }));
         assert_eq!(
             l.decode,

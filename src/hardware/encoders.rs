@@ -71,9 +71,9 @@ pub async fn probe_all() -> Vec<EncoderInfo> {
 }
 
 /// Await futures concurrently, keeping their order (a tiny join_all without another dependency).
-async fn futures_join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
 where
-    F: Send + 'static,
+    F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
@@ -141,4 +141,18 @@ pub fn report_fallback(app: &App, from: &str, reason: &str, encoders_now: Vec<St
         EventType::HealthAlert,
         serde_json::json!({ "message": message, "kind": "encoderFallback", "from": from, "to": "libx264" }),
     ));
+}
+
+/// Record that the ladder does not run entirely on the chosen encoder (the message of
+/// `hwaccel::plan_sessions`, e.g. NVENC's session cap): log it and show it as the admin health message.
+pub fn report_session_plan(app: &App, plan: &hwaccel::SessionPlan) {
+    app.stream.write().encoders = plan.encoders.clone();
+    if let Some(message) = &plan.message {
+        warn!("{message}");
+        app.health.write().message = message.clone();
+        app.bus.publish(Event::new(
+            EventType::HealthAlert,
+            serde_json::json!({ "message": message, "kind": "encoderSessions", "encoders": plan.encoders }),
+        ));
+    }
 }

@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(changes.len(), 1);
         assert!(matches!(&changes[0], AlertChange::Raised { metric: Metric::Cpu, average, .. } if *average == 87.5));
         assert!(a.message(Metric::Cpu).unwrap_or("").contains("CPU utilization of 87.5%"));
-        record(&mut s, t(20), &reading(90.0, 86.0, 91.0));
+        record(&mut s, t(20), &reading(95.0, 86.0, 91.0));
         // still raised for CPU: no repeat; memory average 48 stays quiet; disk average 70.5 quiet.
         assert!(a.update(&s).is_empty());
         record(&mut s, t(30), &reading(10.0, 90.0, 95.0));
