@@ -36,6 +36,13 @@ pub enum ProbeError {
     Init(String),
 }
 
+/// The `va_list` argument type of libav's log callback as bindgen spells it: a pointer to the tag array on
+/// x86_64, the `va_list` type itself elsewhere (aarch64 passes its struct the same way C does).
+#[cfg(target_arch = "x86_64")]
+type VaList = *mut ffi::__va_list_tag;
+#[cfg(not(target_arch = "x86_64"))]
+type VaList = ffi::va_list;
+
 thread_local! {
     /// Warnings and errors libav logged on this thread while a probe step ran.
     static CAPTURED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
@@ -44,7 +51,7 @@ thread_local! {
 /// `av_log` callback: keep errors, warnings and verbose lines (where libva and the device code say why they
 /// failed) of the calling thread when it is capturing, stay silent
 /// otherwise (a failing probe is reported through `reason`, not through stderr noise).
-unsafe extern "C" fn capture_log(avcl: *mut c_void, level: c_int, fmt: *const c_char, vl: *mut ffi::__va_list_tag) {
+unsafe extern "C" fn capture_log(avcl: *mut c_void, level: c_int, fmt: *const c_char, vl: VaList) {
     if level > ffi::AV_LOG_VERBOSE as c_int {
         return;
     }
