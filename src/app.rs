@@ -99,6 +99,8 @@ pub struct App {
     pub temp_stream_key: Option<String>,
     /// Encoders found on this box (hwaccel probe).
     pub encoders: RwLock<Vec<hwaccel::EncoderInfo>>,
+    /// Hardware statistics series and probe state (`hardware` module).
+    pub hardware: crate::hardware::HardwareState,
     /// SHA-256 of the last admin password that verified against the current hash, so Basic auth does
     /// not run argon2 on every admin request.
     pub admin_auth_cache: RwLock<Option<(String, [u8; 32])>>,
@@ -136,6 +138,7 @@ impl App {
             viewers: ViewerCounts::default(),
             temp_stream_key,
             encoders: RwLock::new(hwaccel::software_encoders()),
+            hardware: crate::hardware::HardwareState::default(),
             admin_auth_cache: RwLock::new(None),
             vapid_public: RwLock::new(String::new()),
             started_at: Utc::now(),
@@ -173,9 +176,16 @@ impl App {
         })
     }
 
-    /// Names of the encoders that can be used on this box.
+    /// Names of the encoders that can be used on this box (once each, though VA-API may work on several
+    /// render nodes).
     pub fn available_codecs(&self) -> Vec<String> {
-        self.encoders.read().iter().filter(|e| e.available).map(|e| e.name.clone()).collect()
+        let mut names: Vec<String> = Vec::new();
+        for e in self.encoders.read().iter().filter(|e| e.available) {
+            if !names.contains(&e.name) {
+                names.push(e.name.clone());
+            }
+        }
+        names
     }
 
     /// Whether `key` may publish: any configured stream key, or the temporary `--streamkey`.

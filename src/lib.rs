@@ -8,6 +8,7 @@ pub mod app;
 pub mod chat;
 pub mod config;
 pub mod events;
+pub mod hardware;
 pub mod markdown;
 pub mod notifications;
 pub mod password;

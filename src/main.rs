@@ -69,6 +69,47 @@ enum Command {
     Serve,
     /// Print the OpenAPI document of the HTTP API and exit.
     Openapi,
+    /// Probe the video encoders on this machine (opening each one on its device) and print the result.
+    Encoders {
+        /// Print a JSON array of {name, kind, available, device, reason} instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Probe only this encoder (libx264, h264_nvenc, h264_vaapi or h264_qsv).
+        #[arg(long, value_name = "ENCODER")]
+        only: Option<String>,
+    },
+}
+
+/// Time limit of each encoder's probe in `castd encoders`.
+const PROBE_LIMIT_PER_ENCODER: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `castd encoders [--json] [--only NAME]`: no database, no data dir; just the probe's table.
+fn encoders_command(json: bool, only: Option<&str>) -> Result<()> {
+    let found = match only {
+        Some(name) => {
+            hwaccel::probe::init()?;
+            hwaccel::probe::probe_encoder(name)
+        }
+        None => hwaccel::probe::probe_bounded(PROBE_LIMIT_PER_ENCODER)?,
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&found)?)?;
+    } else {
+        writeln!(out, "{:<12} {:<9} {:<10} {:<20} REASON", "ENCODER", "KIND", "AVAILABLE", "DEVICE")?;
+        for e in &found {
+            let kind = serde_json::to_value(e.kind)?.as_str().unwrap_or_default().to_string();
+            let device = if e.device.is_empty() { "-" } else { e.device.as_str() };
+            let available = if e.available { "yes" } else { "no" };
+            writeln!(out, "{:<12} {kind:<9} {available:<10} {device:<20} {}", e.name, e.reason)?;
+        }
+        if only.is_none() {
+            let auto = hwaccel::select("auto", &found).map_or("none", |e| e.name.as_str());
+            writeln!(out, "\nvideo codec 'auto' would use: {auto}")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 fn init_logging(level: &str) -> Result<()> {
@@ -92,6 +133,11 @@ fn init_logging(level: &str) -> Result<()> {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     init_logging(&cli.log_level)?;
+    if let Some(Command::Encoders { json, only }) = &cli.command {
+        encoders_command(*json, only.as_deref())?;
+        // A probe that hung is left on its thread; end the process regardless.
+        std::process::exit(0);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(run(cli))
 }
@@ -198,6 +244,14 @@ async fn run(cli: Cli) -> Result<()> {
         .with_context(|| format!("binding the web server to {web_addr}"))?;
     let listen_url = format!("http://{}", listener.local_addr()?);
     info!("web server listening on {listen_url}");
+    let sampler = match castd::hardware::stats::start(app.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warn!("no hardware statistics: {e}");
+            None
+        }
+    };
+    castd::hardware::encoders::spawn_startup_probe(app.clone());
     info!("castd is ready");
     // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.
     let status_task = systemd::announce_ready(app.clone(), listen_url);
@@ -206,6 +260,9 @@ async fn run(cli: Cli) -> Result<()> {
     let served = api::serve(app.clone(), listener, shutdown_signal()).await.context("web server");
     for task in [status_task, watchdog_task].into_iter().flatten() {
         task.abort();
+    }
+    if let Some(s) = sampler {
+        s.stop();
     }
     served?;
 

@@ -2,6 +2,20 @@
 //!
 //! This crate knows the H.264 encoders castd can drive through libavcodec (`libx264`, `h264_nvenc`,
 //! `h264_vaapi`, `h264_qsv`) and reports for each whether it works on this box. No HTTP, no SQLite.
+//!
+//! - [`probe`]: discovery by opening each encoder for real on its device (libavcodec through ffmpeg-next);
+//! - [`select`]: the `auto` preference (NVENC > QSV > VA-API > x264) or a named encoder;
+//! - [`recipe`]: pure-data per-encoder recipes (device, decode, filter graph, AVOptions) and NVENC session
+//!   planning, consumed by the transcode worker;
+//! - [`gpu`]: GPU statistics through NVML, when an NVIDIA driver is present.
+
+pub mod gpu;
+pub mod probe;
+pub mod recipe;
+
+pub use recipe::{
+    ladder, plan_sessions, recipe, Decode, HwDevice, HwDeviceKind, InputSpec, Ladder, Recipe, SessionPlan, VariantSpec,
+};
 
 use serde::{Deserialize, Serialize};
 

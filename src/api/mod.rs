@@ -279,6 +279,7 @@ pub fn registry(app: Arc<App>) -> Registry {
     setters::register(&mut reg);
     integrations::register(&mut reg);
     openapi::register(&mut reg);
+    crate::hardware::api::register(&mut reg);
     crate::web::register(&mut reg);
     crate::tokens::register(&mut reg);
     crate::webhooks::register(&mut reg);

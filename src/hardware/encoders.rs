@@ -1,0 +1,158 @@
+//! Encoder discovery from the daemon's side, and the encoder choice the transcoder asks for.
+//!
+//! The hwaccel probe opens vendor drivers, which may hang or crash, so the daemon never probes in its
+//! own process: it runs its own executable as `castd encoders --json --only NAME` once per known encoder,
+//! all at once, each killed after `PROBE_TIMEOUT`. A probe that crashes, hangs or prints garbage marks
+//! that encoder unavailable with the reason. Probing runs once at start, in the background (until it
+//! finishes `App.encoders` lists libx264 alone), and again on `POST /api/admin/encoders/probe`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use hwaccel::{EncoderInfo, EncoderKind, KNOWN_ENCODERS};
+use tokio::process::Command;
+use tracing::{info, warn};
+
+use super::HardwareError;
+use crate::app::App;
+use crate::events::{Event, EventType};
+
+/// Time limit of one encoder's probe process.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Probe `name` in a child process running `exe`.
+pub async fn probe_in_child(exe: &Path, name: &str) -> Result<Vec<EncoderInfo>, HardwareError> {
+    let child = Command::new(exe)
+        .args(["encoders", "--json", "--only", name])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(HardwareError::Spawn)?;
+    let output = tokio::time::timeout(PROBE_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| HardwareError::Timeout(PROBE_TIMEOUT.as_secs()))?
+        .map_err(HardwareError::Spawn)?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: String = stderr.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+        return Err(HardwareError::Failed { status: output.status.to_string(), stderr: tail });
+    }
+    serde_json::from_slice(&output.stdout).map_err(HardwareError::Output)
+}
+
+/// Probe every known encoder, each in its own child process, concurrently; results in preference order.
+pub async fn probe_all() -> Vec<EncoderInfo> {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            let reason = HardwareError::OwnExe(e).to_string();
+            return KNOWN_ENCODERS.iter().map(|(name, kind)| unavailable(name, *kind, &reason)).collect();
+        }
+    };
+    let probes = KNOWN_ENCODERS.iter().map(|(name, kind)| {
+        let exe = exe.clone();
+        async move {
+            match probe_in_child(&exe, name).await {
+                Ok(found) if !found.is_empty() => found,
+                Ok(_) => vec![unavailable(name, *kind, "the probe reported nothing")],
+                Err(e) => vec![unavailable(name, *kind, &e.to_string())],
+            }
+        }
+    });
+    let mut all = Vec::new();
+    for found in futures_join_all(probes).await {
+        all.extend(found);
+    }
+    all
+}
+
+/// Await futures concurrently, keeping their order (a tiny join_all without another dependency).
+async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        if let Ok(v) = h.await {
+            out.push(v);
+        }
+    }
+    out
+}
+
+fn unavailable(name: &str, kind: EncoderKind, reason: &str) -> EncoderInfo {
+    EncoderInfo { name: name.into(), kind, available: false, device: String::new(), reason: reason.into() }
+}
+
+/// Probe now (waiting for a probe already running), store the result in `App.encoders` and log it.
+pub async fn refresh(app: &Arc<App>) -> Vec<EncoderInfo> {
+    let _guard = app.hardware.probe_lock.lock().await;
+    let found = probe_all().await;
+    for e in &found {
+        let device = if e.device.is_empty() { String::new() } else { format!(" on {}", e.device) };
+        if e.available {
+            info!("encoder {}{device}: available", e.name);
+        } else {
+            info!("encoder {}{device}: unavailable: {}", e.name, e.reason);
+        }
+    }
+    *app.encoders.write() = found.clone();
+    *app.hardware.probed_at.write() = Some(Utc::now());
+    let wanted = app.settings.get().video_codec.clone();
+    match hwaccel::select(&wanted, &found) {
+        Some(e) => info!("video codec '{wanted}' uses {}", e.name),
+        None if wanted != "auto" => warn!("the configured encoder '{wanted}' is not available here; using libx264"),
+        None => warn!("no encoder works on this box, not even libx264: streams cannot be transcoded"),
+    }
+    found
+}
+
+/// Start the first probe in the background.
+pub fn spawn_startup_probe(app: Arc<App>) {
+    tokio::spawn(async move {
+        refresh(&app).await;
+    });
+}
+
+/// The encoder the transcoder should use now: the configured `video/codec` (or `auto`) among the available
+/// ones, else libx264.
+pub fn selected(app: &App) -> EncoderInfo {
+    let wanted = app.settings.get().video_codec.clone();
+    let found = app.encoders.read();
+    hwaccel::select(&wanted, &found).cloned().unwrap_or_else(|| hwaccel::software_encoders().remove(0))
+}
+
+/// Record that the transcoder left `from` for libx264 because of `reason`: admin status shows the new
+/// encoders, the health message and log say what happened, and HEALTH_ALERT goes on the bus.
+pub fn report_fallback(app: &App, from: &str, reason: &str, encoders_now: Vec<String>) {
+    let message = format!(
+        "The hardware encoder {from} failed ({reason}); the stream continues with the software encoder libx264."
+    );
+    warn!("{message}");
+    app.stream.write().encoders = encoders_now;
+    app.health.write().message = message.clone();
+    app.bus.publish(Event::new(
+        EventType::HealthAlert,
+        serde_json::json!({ "message": message, "kind": "encoderFallback", "from": from, "to": "libx264" }),
+    ));
+}
+
+/// Record that the ladder does not run entirely on the chosen encoder (the message of
+/// `hwaccel::plan_sessions`, e.g. NVENC's session cap): log it and show it as the admin health message.
+pub fn report_session_plan(app: &App, plan: &hwaccel::SessionPlan) {
+    app.stream.write().encoders = plan.encoders.clone();
+    if let Some(message) = &plan.message {
+        warn!("{message}");
+        app.health.write().message = message.clone();
+        app.bus.publish(Event::new(
+            EventType::HealthAlert,
+            serde_json::json!({ "message": message, "kind": "encoderSessions", "encoders": plan.encoders }),
+        ));
+    }
+}
