@@ -8,6 +8,7 @@ pub mod app;
 pub mod config;
 pub mod events;
 pub mod markdown;
+pub mod metrics;
 pub mod password;
 pub mod store;
 pub mod web;

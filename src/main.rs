@@ -178,6 +178,7 @@ async fn run(cli: Cli) -> Result<()> {
         castd::config::validate::stream_key(key).context("--streamkey")?;
     }
     let app = Arc::new(App::new(cli.data_dir.clone(), store.clone(), settings, cli.streamkey.clone()));
+    castd::metrics::init(&app).context("loading the viewer statistics")?;
 
     if let Some(Command::Openapi) = cli.command {
         let reg = api::registry(app);
@@ -191,9 +192,11 @@ async fn run(cli: Cli) -> Result<()> {
         .await
         .with_context(|| format!("binding the web server to {web_addr}"))?;
     info!("web server listening on http://{}", listener.local_addr()?);
+    let metrics_tasks = castd::metrics::start(app.clone());
     info!("castd is ready");
 
     api::serve(app.clone(), listener, shutdown_signal()).await.context("web server")?;
+    metrics_tasks.stop().await.context("stopping the metrics task")?;
 
     store.checkpoint().context("checkpointing the database")?;
     info!("stopped");

@@ -270,6 +270,7 @@ pub fn registry(app: Arc<App>) -> Registry {
     public::register(&mut reg);
     admin::register(&mut reg);
     setters::register(&mut reg);
+    crate::metrics::api::register(&mut reg);
     openapi::register(&mut reg);
     crate::web::register(&mut reg);
     reg

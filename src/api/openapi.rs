@@ -122,6 +122,7 @@ pub fn document(routes: &[RouteDoc]) -> OpenApi {
         .schema_from::<config::S3Info>()
         .schema_from::<config::BrowserNotification>()
         .schema_from::<config::DiscordNotification>()
+        .schema_from::<crate::metrics::api::LegacyPlaybackReport>()
         .security_scheme("admin", SecurityScheme::Http(Http::new(HttpAuthScheme::Basic)))
         .security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)))
         .build();
