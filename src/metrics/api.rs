@@ -59,7 +59,9 @@ pub fn register(reg: &mut Registry) {
     );
     reg.get("/api/admin/viewers/playback", "admin", Auth::Admin, "Playback clients and their measurements", clients);
     reg.get("/api/admin/metrics/video", "admin", Auth::Admin, "Playback metrics time series", video_metrics);
-    for method in [Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::OPTIONS] {
+    // Owncast's five operations; like Owncast's admin middleware, the OPTIONS preflight answers 204
+    // without credentials (the API's CORS layer does that before any route runs).
+    for method in [Method::GET, Method::POST, Method::PUT, Method::DELETE] {
         reg.route(
             method,
             "/api/admin/prometheus",
@@ -70,6 +72,15 @@ pub fn register(reg: &mut Registry) {
             prometheus,
         );
     }
+    reg.route(
+        Method::OPTIONS,
+        "/api/admin/prometheus",
+        "admin",
+        Auth::Public,
+        "CORS preflight of the Prometheus endpoint (204, no credentials needed)",
+        BodyDoc::None,
+        prometheus,
+    );
 }
 
 async fn ping(
@@ -159,15 +170,20 @@ async fn cmcd_post(
     answer(result)
 }
 
-/// The reports of a POST body: JSON (one object or an array of objects), or `text/cmcd` (one
-/// dictionary per line); an empty body falls back to the query and headers.
+/// The reports of a POST body: JSON (one object or an array of objects; any body sent as JSON or
+/// starting with `{`/`[`), or else `text/cmcd` (one dictionary per line); an empty body falls back to
+/// the query and headers.
 fn parse_body(bytes: &[u8], query: Option<&str>, headers: &HeaderMap) -> Result<Vec<Report>, ApiError> {
     let text = std::str::from_utf8(bytes).map_err(|_| ApiError::bad("the CMCD body is not UTF-8"))?;
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return report_of_request(query, headers).map(|r| vec![r]);
     }
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    let json_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.to_ascii_lowercase().contains("json"));
+    if json_type || trimmed.starts_with('{') || trimmed.starts_with('[') {
         let value: Value =
             serde_json::from_str(trimmed).map_err(|e| ApiError::bad(format!("invalid JSON CMCD report: {e}")))?;
         let maps: Vec<Map<String, Value>> = match value {
