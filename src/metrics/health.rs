@@ -5,8 +5,10 @@
 //!   no client reported); healthy when the percentage is above 75;
 //! * representation = the percentage of active viewers that reported their bandwidth;
 //! * message: the first that applies of — the encoder cannot keep up (any variant's average speed,
-//!   its realtime factor, below 1.0 over the window; this also makes the stream unhealthy), wasteful
-//!   inbound bitrate at high CPU, high CPU, slow viewer networks, viewer errors (3 or more clients).
+//!   its realtime factor, below 1.0 over the window; this also makes the stream unhealthy), the
+//!   transcoder's notice (`Metrics::set_health_notice`, e.g. a hardware encoder fell back to
+//!   software), wasteful inbound bitrate at high CPU, high CPU, slow viewer networks, viewer errors
+//!   (3 or more clients).
 //!
 //! When the message changes, a `HEALTH_ALERT` event with the new health goes on the bus. Offline, the
 //! health is reset to its default (healthy, 100 %, no message).
@@ -30,6 +32,8 @@ pub struct Signals {
     ingest_kbps: Mutex<Option<f64>>,
     /// Per variant: (sum of speeds, samples) since the last window.
     speeds: Mutex<BTreeMap<usize, (f64, u32)>>,
+    /// A note from the transcoder or hardware probe (e.g. a hardware encoder fell back to software).
+    notice: Mutex<Option<String>>,
 }
 
 impl Signals {
@@ -79,10 +83,20 @@ impl Signals {
             .collect()
     }
 
-    /// The stream stopped: forget its encoder and ingest figures.
+    /// Set or clear the transcoder's notice.
+    pub fn set_notice(&self, notice: Option<String>) {
+        *self.notice.lock() = notice.filter(|n| !n.trim().is_empty());
+    }
+
+    pub fn notice(&self) -> Option<String> {
+        self.notice.lock().clone()
+    }
+
+    /// The stream stopped: forget its encoder and ingest figures and the transcoder's notice.
     pub fn clear_stream(&self) {
         self.speeds.lock().clear();
         *self.ingest_kbps.lock() = None;
+        *self.notice.lock() = None;
     }
 }
 
@@ -99,6 +113,8 @@ pub struct Inputs {
     pub segment_seconds: f64,
     /// Average realtime factor per variant over the window.
     pub encoder_speeds: Vec<(usize, f64)>,
+    /// The transcoder's notice, shown after the encoder check.
+    pub notice: Option<String>,
 }
 
 fn pct(part: usize, whole: usize) -> u32 {
@@ -125,6 +141,8 @@ pub fn evaluate(i: &Inputs) -> Health {
              viewers will buffer. Lower the resolution, frame rate or number of variants, pick a lower CPU usage \
              level, or use a hardware encoder."
         )
+    } else if let Some(notice) = &i.notice {
+        notice.clone()
     } else if let (Some(cpu), Some(inbound), Some(hi)) = (i.cpu_average, i.ingest_kbps, highest) {
         if cpu >= 80.0 && inbound > hi {
             format!(
@@ -204,6 +222,7 @@ pub fn update(app: &App, window: &WindowSummary) -> Health {
             any_passthrough: s.video_quality_variants.iter().any(|v| v.video_passthrough),
             segment_seconds: f64::from(s.latency().0),
             encoder_speeds: speeds,
+            notice: app.metrics.signals.notice(),
         })
     } else {
         Health::default()
@@ -267,6 +286,13 @@ mod tests {
         assert!(h.message.contains("can't keep up") && h.message.contains("variant 1"), "{}", h.message);
         let ok = evaluate(&Inputs { encoder_speeds: vec![(0, 1.0)], ..Default::default() });
         assert!(ok.healthy && ok.message.is_empty());
+        let noted = evaluate(&Inputs {
+            notice: Some("h264_nvenc failed; using libx264".into()),
+            cpu_average: Some(95.0),
+            ..Default::default()
+        });
+        assert!(noted.healthy);
+        assert_eq!(noted.message, "h264_nvenc failed; using libx264");
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! * HLS handler: `viewers::touch` / `viewers::touch_request` on every playlist fetch,
 //!   `cmcd::harvest_request` on every HLS request, `playback::record_server_download` when it timed a
 //!   segment download;
-//! * transcoder: `Metrics::set_encoder_stats`, `set_encoder_in_use`, `set_ingest_bitrate_kbps`;
+//! * transcoder: `Metrics::set_encoder_stats`, `set_encoder_in_use`, `set_ingest_bitrate_kbps`,
+//!   `set_health_notice`, `clear_stream`;
 //! * chat: `set_chat_clients`, `set_chat_users`, `set_chat_messages`;
 //! * webhooks: `webhook_delivery`;
 //! * hardware stats: `set_cpu_percent`, `set_gpu_utilization`; the health they show is `App.health`.
@@ -166,6 +167,13 @@ impl Metrics {
         self.signals.clear_stream();
     }
 
+    /// Transcoder/hardware seam: a note for the health message while the stream runs (for instance
+    /// that a hardware encoder failed and software took over); `None` clears it. Cleared when the
+    /// stream stops. It does not by itself make the stream unhealthy.
+    pub fn set_health_notice(&self, notice: Option<&str>) {
+        self.signals.set_notice(notice.map(str::to_string));
+    }
+
     /// Chat seam: connected chat clients.
     pub fn set_chat_clients(&self, n: u64) {
         self.prom.chat_clients.set(i64::try_from(n).unwrap_or(i64::MAX));
@@ -322,6 +330,67 @@ mod tests {
         assert_eq!((e.kind, e.data["message"].as_str()), (EventType::HealthAlert, Some("")));
         let text = app.metrics.prom.encode().unwrap();
         assert!(text.contains("castd_encode_speed{variant=\"1\"} 1.1"), "{text}");
+    }
+
+    #[test]
+    fn legacy_counts_add_up_within_a_window() {
+        let (_dir, app) = app();
+        let ctx = playback::ClientCtx::new(std::net::IpAddr::from([192, 0, 2, 1]), "ua");
+        let other = playback::ClientCtx::new(std::net::IpAddr::from([192, 0, 2, 2]), "ua");
+        let v = |errors, latency| playback::LegacyValues {
+            errors,
+            quality_variant_changes: 1.0,
+            latency_seconds: Some(latency),
+            bandwidth_kbps: Some(latency * 1000.0),
+            download_seconds: None,
+        };
+        playback::record_legacy(&app, &ctx, &v(1.0, 2.0));
+        playback::record_legacy(&app, &ctx, &v(2.0, 4.0)); // same client: counts add, latest latency wins
+        playback::record_legacy(&app, &other, &v(0.0, 8.0));
+        window_tick(&app);
+        let s = app.metrics.series.lock().clone();
+        assert_eq!(s.errors.0.last().map(|p| p.value), Some(3.0));
+        assert_eq!(s.quality_variant_changes.0.last().map(|p| p.value), Some(3.0));
+        assert_eq!(s.lowest_latency.0.last().map(|p| p.value), Some(4.0));
+        assert_eq!(s.median_latency.0.last().map(|p| p.value), Some(6.0));
+        assert_eq!(s.highest_latency.0.last().map(|p| p.value), Some(8.0));
+        assert_eq!(s.max_player_bitrate.0.last().map(|p| p.value), Some(8000.0));
+        assert!(s.median_segment_download_duration.0.is_empty(), "no download times reported");
+        assert!(app.metrics.prom.encode().unwrap().contains("owncast_instance_playback_error_count 3"));
+        // the next window starts empty: offline and without reports, no points are added
+        window_tick(&app);
+        assert_eq!(app.metrics.series.lock().errors.0.len(), 1);
+    }
+
+    #[test]
+    fn cmcd_on_hls_requests_is_harvested() {
+        use axum::http::HeaderMap;
+        let (_dir, app) = app();
+        let peer: std::net::SocketAddr = "198.51.100.5:40000".parse().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("user-agent", "hls.js".parse().unwrap());
+        // hls.js's v1 query form on a segment request, then a switch to another rendition
+        let q1 = "CMCD=bl%3D21300%2Cbr%3D3200%2Cd%3D4004%2Cmtp%3D25400%2Cot%3Dv%2Csid%3D%22abc%22%2Ctb%3D6000";
+        let q2 = "CMCD=br%3D1200%2Cmtp%3D9000%2Cot%3Dv%2Csid%3D%22abc%22";
+        assert_eq!(cmcd::harvest_request(&app, peer, &headers, Some(q1)).as_deref(), Some("abc"));
+        assert_eq!(cmcd::harvest_request(&app, peer, &headers, Some(q2)).as_deref(), Some("abc"));
+        // no CMCD, or broken CMCD: nothing recorded, never an error
+        assert_eq!(cmcd::harvest_request(&app, peer, &headers, Some("v=1")), None);
+        assert_eq!(cmcd::harvest_request(&app, peer, &headers, Some("CMCD=br%3D")), None);
+        // the server timed a download for a viewer without CMCD
+        let viewer = viewers::touch_request(&app, peer, &HeaderMap::new());
+        playback::record_server_download(&app, &viewer, 500_000, 2.0);
+        playback::record_server_download(&app, "unknown-client", 1, 1.0);
+        let clients = playback::clients(&app);
+        assert_eq!(clients.len(), 2, "{clients:?}");
+        let abc = clients.iter().find(|c| c.client_id == "abc").unwrap();
+        let p = abc.playback.as_ref().unwrap();
+        assert_eq!(p.source, playback::Source::Request);
+        assert_eq!((p.bitrate_kbps, p.bandwidth_kbps, p.quality_variant_changes), (1200.0, 9000.0, 1));
+        assert_eq!(abc.ip_address, "198.51.100.5");
+        let timed = clients.iter().find(|c| c.client_id == viewer).unwrap().playback.as_ref().unwrap();
+        assert_eq!((timed.source, timed.measurement_status), (playback::Source::Server, "estimated"));
+        assert_eq!((timed.bandwidth_kbps, timed.download_seconds), (2000.0, 2.0));
     }
 
     #[tokio::test]
