@@ -136,8 +136,10 @@ fn ping_counts_viewers_who_expire_and_the_peak_survives_restart() {
     assert!(status.get("viewerCount").is_none(), "{status}");
     assert!(status.get("overallMaxViewerCount").is_none(), "{status}");
     assert!(status.get("sessionMaxViewerCount").is_none(), "{status}");
+    ping(&server, "203.0.113.9", "browser-c");
     assert_eq!(server.admin_json("/api/admin/status")["viewerCount"], json!(1));
     server.set("hideviewercount", json!(false));
+    ping(&server, "203.0.113.9", "browser-c");
     assert_eq!(server.get_json("/api/status")["viewerCount"], json!(1));
 
     // the all-time peak is persisted
