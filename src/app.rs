@@ -95,6 +95,8 @@ pub struct App {
     pub stream: RwLock<StreamState>,
     pub health: RwLock<Health>,
     pub viewers: ViewerCounts,
+    /// Viewers, playback reports, series, health inputs and Prometheus gauges (the metrics module).
+    pub metrics: crate::metrics::Metrics,
     /// `--streamkey`: valid for this run only, never persisted.
     pub temp_stream_key: Option<String>,
     /// Encoders found on this box (hwaccel probe).
@@ -136,6 +138,7 @@ impl App {
             stream: RwLock::new(StreamState::default()),
             health: RwLock::new(Health::default()),
             viewers: ViewerCounts::default(),
+            metrics: crate::metrics::Metrics::new(crate::metrics::MetricsConfig::from_env()),
             temp_stream_key,
             encoders: RwLock::new(hwaccel::software_encoders()),
             hardware: crate::hardware::HardwareState::default(),

@@ -10,6 +10,7 @@ pub mod config;
 pub mod events;
 pub mod hardware;
 pub mod markdown;
+pub mod metrics;
 pub mod notifications;
 pub mod password;
 pub mod store;

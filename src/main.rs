@@ -226,6 +226,7 @@ async fn run(cli: Cli) -> Result<()> {
         castd::config::validate::stream_key(key).context("--streamkey")?;
     }
     let app = Arc::new(App::new(cli.data_dir.clone(), store.clone(), settings, cli.streamkey.clone())?);
+    castd::metrics::init(&app).context("loading the viewer statistics")?;
 
     if let Some(Command::Openapi) = cli.command {
         let reg = api::registry(app);
@@ -252,6 +253,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
     };
     castd::hardware::encoders::spawn_startup_probe(app.clone());
+    let metrics_tasks = castd::metrics::start(app.clone());
     info!("castd is ready");
     // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.
     let status_task = systemd::announce_ready(app.clone(), listen_url);
@@ -265,6 +267,7 @@ async fn run(cli: Cli) -> Result<()> {
         s.stop();
     }
     served?;
+    metrics_tasks.stop().await.context("stopping the metrics task")?;
 
     store.checkpoint().context("checkpointing the database")?;
     info!("stopped");

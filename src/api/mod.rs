@@ -278,6 +278,7 @@ pub fn registry(app: Arc<App>) -> Registry {
     admin::register(&mut reg);
     setters::register(&mut reg);
     integrations::register(&mut reg);
+    crate::metrics::api::register(&mut reg);
     openapi::register(&mut reg);
     crate::hardware::api::register(&mut reg);
     crate::web::register(&mut reg);

@@ -129,6 +129,7 @@ pub fn document(routes: &[RouteDoc]) -> OpenApi {
         .schema_from::<crate::chat::api::UserIdRequest>()
         .schema_from::<crate::chat::api::EmojiUploadRequest>()
         .schema_from::<crate::chat::api::EmojiDeleteRequest>()
+        .schema_from::<crate::metrics::api::LegacyPlaybackReport>()
         .security_scheme("admin", SecurityScheme::Http(Http::new(HttpAuthScheme::Basic)))
         .security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)))
         .build();

@@ -30,10 +30,13 @@ pub struct Server {
     pub log: Arc<Mutex<Vec<String>>>,
     pub client: Client,
     extra_args: Vec<String>,
+    /// Environment variables given to the daemon (kept across `restart`).
+    extra_env: Vec<(String, String)>,
 }
 
-fn spawn(dir: &Path, extra: &[String]) -> (Child, Arc<Mutex<Vec<String>>>, u16, Option<u16>) {
+fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> (Child, Arc<Mutex<Vec<String>>>, u16, Option<u16>) {
     let mut cmd = Command::new(BIN);
+    cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd.arg("--data-dir")
         .arg(dir)
         .args(["--webserverip", "127.0.0.1", "--webserverport", "0", "--rtmpport", "0", "--log-level", "info"])
@@ -91,10 +94,25 @@ impl Server {
         s
     }
 
+    /// Start on a fresh temporary data dir with extra environment variables (test/debug switches
+    /// such as `CASTD_VIEWER_IDLE_SECS`).
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let tmp = Arc::new(tempfile::tempdir().expect("tempdir"));
+        let dir = tmp.path().to_path_buf();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut s = Self::start_in_env(&dir, extra, env);
+        s._tmp = Some(tmp);
+        s
+    }
+
     /// Start on `dir` (which the caller keeps).
     pub fn start_in(dir: &Path, extra: &[&str]) -> Server {
+        Self::start_in_env(dir, extra, Vec::new())
+    }
+
+    fn start_in_env(dir: &Path, extra: &[&str], extra_env: Vec<(String, String)>) -> Server {
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        let (child, log, web_port, rtmp_port) = spawn(dir, &extra);
+        let (child, log, web_port, rtmp_port) = spawn(dir, &extra, &extra_env);
         let pw_file = dir.join("initial-admin-password");
         let admin_password = std::fs::read_to_string(&pw_file).map(|s| s.trim().to_string()).unwrap_or_default();
         Server {
@@ -108,6 +126,7 @@ impl Server {
             log,
             client: Client::builder().timeout(Duration::from_secs(30)).build().unwrap(),
             extra_args: extra,
+            extra_env,
         }
     }
 
@@ -115,7 +134,7 @@ impl Server {
     pub fn restart(mut self) -> Server {
         self.stop();
         let extra: Vec<&str> = self.extra_args.iter().map(String::as_str).collect();
-        let mut next = Server::start_in(&self.data_dir, &extra);
+        let mut next = Server::start_in_env(&self.data_dir, &extra, std::mem::take(&mut self.extra_env));
         next.admin_password = self.admin_password.clone();
         next._tmp = self._tmp.take();
         next

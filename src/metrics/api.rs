@@ -1,0 +1,321 @@
+//! HTTP routes of the metrics module: `GET /api/ping`, the CMCD collector (`/api/metrics/cmcd` and
+//! the interface's `/metrics/cmcd`), the legacy `POST /api/metrics/playback`, and the admin reads
+//! (`viewers`, `viewersOverTime`, `viewers/playback`, `metrics/video`, `prometheus`).
+//!
+//! The collectors are open to any origin (`Access-Control-Allow-Origin: *` on every answer, 204 to
+//! preflight) and read at most `MAX_CMCD_BODY` bytes; bad input is a 400 `{success:false}` that
+//! says what was wrong, and nothing of a request with one bad report is recorded.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Query, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::cmcd::{self, Report};
+use super::playback::{self, ClientCtx, LegacyValues, Source};
+use super::viewers;
+use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
+use crate::app::App;
+
+/// Largest CMCD request body read (64 KiB).
+pub const MAX_CMCD_BODY: usize = 64 * 1024;
+
+pub fn register(reg: &mut Registry) {
+    reg.get("/api/ping", "public", Auth::Public, "Mark this viewer as watching", ping);
+    for path in ["/api/metrics/cmcd", "/metrics/cmcd"] {
+        reg.get(path, "metrics", Auth::Public, "CMCD report in the ?CMCD= query or CMCD-* headers", cmcd_get);
+        reg.post(
+            path,
+            "metrics",
+            Auth::Public,
+            "CMCD report(s): a JSON object or array, text/cmcd lines, or ?CMCD= / CMCD-* headers",
+            BodyDoc::None,
+            cmcd_post,
+        );
+        reg.route(Method::OPTIONS, path, "metrics", Auth::Public, "CORS preflight", BodyDoc::None, cmcd_options);
+    }
+    reg.post(
+        "/api/metrics/playback",
+        "metrics",
+        Auth::Public,
+        "Legacy player metrics (deprecated in favour of the CMCD collector)",
+        BodyDoc::Schema("LegacyPlaybackReport"),
+        legacy,
+    );
+    reg.get("/api/admin/viewers", "admin", Auth::Admin, "Active viewers", admin_viewers);
+    reg.get(
+        "/api/admin/viewersOverTime",
+        "admin",
+        Auth::Admin,
+        "Viewer count over time (?windowStart=&windowEnd=, unix seconds or RFC 3339)",
+        viewers_over_time,
+    );
+    reg.get("/api/admin/viewers/playback", "admin", Auth::Admin, "Playback clients and their measurements", clients);
+    reg.get("/api/admin/metrics/video", "admin", Auth::Admin, "Playback metrics time series", video_metrics);
+    // Owncast's five operations; like Owncast's admin middleware, the OPTIONS preflight answers 204
+    // without credentials (the API's CORS layer does that before any route runs).
+    for method in [Method::GET, Method::POST, Method::PUT, Method::DELETE] {
+        reg.route(
+            method,
+            "/api/admin/prometheus",
+            "admin",
+            Auth::Admin,
+            "Prometheus metrics",
+            BodyDoc::None,
+            prometheus,
+        );
+    }
+    reg.route(
+        Method::OPTIONS,
+        "/api/admin/prometheus",
+        "admin",
+        Auth::Public,
+        "CORS preflight of the Prometheus endpoint (204, no credentials needed)",
+        BodyDoc::None,
+        prometheus,
+    );
+}
+
+async fn ping(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> StatusCode {
+    viewers::touch_request(&app, peer, &headers);
+    StatusCode::OK
+}
+
+/// Add the open CORS headers of the collector.
+fn cors(mut resp: Response) -> Response {
+    let h = resp.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, OPTIONS"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("Content-Type, CMCD-Request, CMCD-Object, CMCD-Status, CMCD-Session"),
+    );
+    resp
+}
+
+fn answer(result: Result<Json<StatusResponse>, ApiError>) -> Response {
+    cors(result.into_response())
+}
+
+async fn cmcd_options() -> Response {
+    cors(StatusCode::NO_CONTENT.into_response())
+}
+
+fn bad(e: cmcd::CmcdError) -> ApiError {
+    ApiError::bad(e.to_string())
+}
+
+/// The report of a request's query or headers; 400 when there is none.
+fn report_of_request(query: Option<&str>, headers: &HeaderMap) -> Result<Report, ApiError> {
+    let map = cmcd::from_request(query, headers).map_err(bad)?.ok_or_else(|| {
+        ApiError::bad("no CMCD data: send a report as JSON, as ?CMCD=<dictionary>, or in CMCD-* headers")
+    })?;
+    Report::from_map(&map).map_err(bad)
+}
+
+fn record_all(app: &App, ctx: &ClientCtx, reports: &[Report]) -> Json<StatusResponse> {
+    for r in reports {
+        playback::record_cmcd(app, ctx, r, Source::Client);
+    }
+    let n = reports.len();
+    StatusResponse::ok(if n == 1 { "CMCD report received".to_string() } else { format!("{n} CMCD reports received") })
+}
+
+async fn cmcd_get(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let ctx = ClientCtx::from_request(peer, &headers);
+    answer(report_of_request(query.as_deref(), &headers).map(|r| record_all(&app, &ctx, &[r])))
+}
+
+async fn cmcd_post(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Body,
+) -> Response {
+    let ctx = ClientCtx::from_request(peer, &headers);
+    let result = async {
+        let declared =
+            headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+        if declared.is_some_and(|n| n > MAX_CMCD_BODY) {
+            return Err(ApiError::TooLarge);
+        }
+        let bytes = axum::body::to_bytes(body, MAX_CMCD_BODY).await.map_err(|e| {
+            if e.to_string().contains("length limit") {
+                ApiError::TooLarge
+            } else {
+                ApiError::bad(format!("could not read the request body: {e}"))
+            }
+        })?;
+        let reports = parse_body(&bytes, query.as_deref(), &headers)?;
+        Ok(record_all(&app, &ctx, &reports))
+    }
+    .await;
+    answer(result)
+}
+
+/// The reports of a POST body: JSON (one object or an array of objects; any body sent as JSON or
+/// starting with `{`/`[`), or else `text/cmcd` (one dictionary per line); an empty body falls back to
+/// the query and headers.
+fn parse_body(bytes: &[u8], query: Option<&str>, headers: &HeaderMap) -> Result<Vec<Report>, ApiError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| ApiError::bad("the CMCD body is not UTF-8"))?;
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return report_of_request(query, headers).map(|r| vec![r]);
+    }
+    let json_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.to_ascii_lowercase().contains("json"));
+    if json_type || trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let value: Value =
+            serde_json::from_str(trimmed).map_err(|e| ApiError::bad(format!("invalid JSON CMCD report: {e}")))?;
+        let maps: Vec<Map<String, Value>> = match value {
+            Value::Object(m) => vec![m],
+            Value::Array(items) if items.is_empty() => return Err(ApiError::bad("the CMCD report array is empty")),
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::Object(m) => Ok(m),
+                    _ => Err(ApiError::bad(format!("CMCD report {i} is not a JSON object"))),
+                })
+                .collect::<Result<_, _>>()?,
+            _ => return Err(ApiError::bad("a CMCD report is a JSON object or an array of objects")),
+        };
+        return maps
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Report::from_map(m).map_err(|e| ApiError::bad(format!("CMCD report {i}: {e}"))))
+            .collect();
+    }
+    trimmed
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|line| cmcd::parse_dictionary(line).and_then(|m| Report::from_map(&m)).map_err(bad))
+        .collect()
+}
+
+/// The legacy report's body. `errors` and `qualityVariantChanges` are required and count what
+/// happened since the previous report.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyPlaybackReport {
+    /// Measured throughput, kbps.
+    pub bandwidth: Option<f64>,
+    /// Seconds behind the live edge.
+    pub latency: Option<f64>,
+    /// Errors since the previous report (required).
+    #[schema(required = true)]
+    pub errors: Option<f64>,
+    /// Seconds the most recent segment took to download.
+    pub download_duration: Option<f64>,
+    /// Variant switches since the previous report (required).
+    #[schema(required = true)]
+    pub quality_variant_changes: Option<f64>,
+}
+
+fn field(name: &str, v: Option<f64>, required: bool) -> Result<Option<f64>, ApiError> {
+    match v {
+        None if required => Err(ApiError::bad(format!("{name} is required"))),
+        Some(x) if !x.is_finite() || x < 0.0 => Err(ApiError::bad(format!("{name} must be a number >= 0"))),
+        other => Ok(other),
+    }
+}
+
+async fn legacy(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<LegacyPlaybackReport>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let values = LegacyValues {
+        errors: field("errors", body.errors, true)?.unwrap_or_default(),
+        quality_variant_changes: field("qualityVariantChanges", body.quality_variant_changes, true)?
+            .unwrap_or_default(),
+        bandwidth_kbps: field("bandwidth", body.bandwidth, false)?,
+        latency_seconds: field("latency", body.latency, false)?,
+        download_seconds: field("downloadDuration", body.download_duration, false)?,
+    };
+    let ctx = ClientCtx::from_request(peer, &headers);
+    playback::record_legacy(&app, &ctx, &values);
+    Ok(StatusResponse::ok("playback metrics received"))
+}
+
+async fn admin_viewers(State(app): State<Arc<App>>) -> Json<Vec<viewers::Viewer>> {
+    Json(app.metrics.viewers.snapshot())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Window {
+    window_start: Option<String>,
+    window_end: Option<String>,
+}
+
+fn parse_time(name: &str, v: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiError> {
+    let Some(v) = v.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    if let Ok(secs) = v.parse::<i64>() {
+        return DateTime::from_timestamp(secs, 0)
+            .map(Some)
+            .ok_or_else(|| ApiError::bad(format!("{name} is out of range")));
+    }
+    DateTime::parse_from_rfc3339(v)
+        .map(|t| Some(t.with_timezone(&Utc)))
+        .map_err(|_| ApiError::bad(format!("{name} must be unix seconds or an RFC 3339 time")))
+}
+
+async fn viewers_over_time(
+    State(app): State<Arc<App>>,
+    query: Result<Query<Window>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(w) = query.map_err(|e| ApiError::bad(e.body_text()))?;
+    let start = parse_time("windowStart", w.window_start.as_deref())?;
+    let end = parse_time("windowEnd", w.window_end.as_deref())?;
+    Ok(Json(json!(app.metrics.viewers.over_time(start, end))))
+}
+
+async fn clients(State(app): State<Arc<App>>) -> Json<Vec<playback::ClientEntry>> {
+    Json(playback::clients(&app))
+}
+
+/// The series, plus the variants' bitrates, the segment length and the representation.
+pub fn video_metrics_json(app: &App) -> Value {
+    let s = app.settings.get();
+    let series = app.metrics.series.lock().clone();
+    let mut v = serde_json::to_value(&series).unwrap_or_else(|_| json!({}));
+    let bitrates: Vec<u32> =
+        s.video_quality_variants.iter().map(|v| if v.video_bitrate == 0 { 1200 } else { v.video_bitrate }).collect();
+    v["availableBitrates"] = json!(bitrates);
+    v["segmentLength"] = json!(s.latency().0);
+    v["representation"] = json!(app.health.read().representation);
+    v
+}
+
+async fn video_metrics(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(video_metrics_json(&app))
+}
+
+async fn prometheus(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
+    let text = app.metrics.prom.encode().map_err(|e| ApiError::Internal(format!("encoding metrics: {e}")))?;
+    Ok(([(header::CONTENT_TYPE, super::prometheus::CONTENT_TYPE)], text).into_response())
+}

@@ -1,0 +1,160 @@
+//! Prometheus metrics served at `/api/admin/prometheus`, built with the `prometheus-client` crate
+//! (OpenMetrics text exposition).
+//!
+//! Owncast's gauges keep their names (`owncast_instance_*`, as existing Grafana dashboards expect);
+//! castd's own metrics are under `castd_`. Values are set by their owners through the setters on
+//! `Metrics` (encoder, chat, webhooks, hardware sampling) and by the viewers and window tasks here.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The content type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Labels of a per-variant or per-device series.
+pub type Labels = Vec<(String, String)>;
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric castd exports.
+pub struct Prom {
+    registry: Registry,
+    pub active_viewers: Gauge,
+    pub chat_clients: Gauge,
+    pub chat_users_total: Gauge,
+    pub chat_messages_current: Gauge,
+    pub chat_messages_total: Gauge,
+    pub playback_errors: Gauge,
+    pub cpu_usage: FloatGauge,
+    /// Owncast's older name of `cpu_usage`.
+    pub cpu_use_pct: FloatGauge,
+    pub encode_fps: Family<Labels, FloatGauge>,
+    pub encode_speed: Family<Labels, FloatGauge>,
+    pub encoder_in_use: Family<Labels, Gauge>,
+    pub ingest_bitrate_kbps: FloatGauge,
+    pub webhook_deliveries: Counter,
+    pub webhook_failures: Counter,
+    pub gpu_utilization: Family<Labels, FloatGauge>,
+    pub playback_clients: Gauge,
+}
+
+impl Default for Prom {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Prom {
+    pub fn new() -> Self {
+        let mut r = Registry::default();
+        let p = Prom {
+            registry: Registry::default(),
+            active_viewers: Gauge::default(),
+            chat_clients: Gauge::default(),
+            chat_users_total: Gauge::default(),
+            chat_messages_current: Gauge::default(),
+            chat_messages_total: Gauge::default(),
+            playback_errors: Gauge::default(),
+            cpu_usage: FloatGauge::default(),
+            cpu_use_pct: FloatGauge::default(),
+            encode_fps: Family::default(),
+            encode_speed: Family::default(),
+            encoder_in_use: Family::default(),
+            ingest_bitrate_kbps: FloatGauge::default(),
+            webhook_deliveries: Counter::default(),
+            webhook_failures: Counter::default(),
+            gpu_utilization: Family::default(),
+            playback_clients: Gauge::default(),
+        };
+        r.register("owncast_instance_active_viewer_count", "Number of active viewers", p.active_viewers.clone());
+        r.register(
+            "owncast_instance_active_chat_client_count",
+            "Number of connected chat clients",
+            p.chat_clients.clone(),
+        );
+        r.register(
+            "owncast_instance_total_chat_users",
+            "Number of chat users ever registered",
+            p.chat_users_total.clone(),
+        );
+        r.register(
+            "owncast_instance_current_chat_message_count",
+            "Number of chat messages kept in history",
+            p.chat_messages_current.clone(),
+        );
+        r.register(
+            "owncast_instance_total_chat_message_count",
+            "Number of chat messages ever sent",
+            p.chat_messages_total.clone(),
+        );
+        r.register(
+            "owncast_instance_playback_error_count",
+            "Playback errors reported by players in the last window",
+            p.playback_errors.clone(),
+        );
+        r.register("owncast_instance_cpu_usage", "Server CPU use in percent", p.cpu_usage.clone());
+        r.register("owncast_instance_cpu_use_pct", "Server CPU use in percent (older name)", p.cpu_use_pct.clone());
+        r.register("castd_encode_fps", "Frames per second encoded, per output variant", p.encode_fps.clone());
+        r.register(
+            "castd_encode_speed",
+            "Encoder realtime factor per output variant (below 1 cannot keep up)",
+            p.encode_speed.clone(),
+        );
+        r.register("castd_encoder_in_use", "1 for the encoder each output variant uses", p.encoder_in_use.clone());
+        r.register(
+            "castd_ingest_bitrate_kbps",
+            "Inbound bitrate from the broadcaster, kbps",
+            p.ingest_bitrate_kbps.clone(),
+        );
+        r.register("castd_webhook_deliveries", "Webhook deliveries that succeeded", p.webhook_deliveries.clone());
+        r.register("castd_webhook_failures", "Webhook deliveries that failed", p.webhook_failures.clone());
+        r.register("castd_gpu_utilization_percent", "GPU utilization in percent, per GPU", p.gpu_utilization.clone());
+        r.register("castd_playback_clients", "Playback clients with a live session", p.playback_clients.clone());
+        Prom { registry: r, ..p }
+    }
+
+    /// The OpenMetrics text of every metric.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+
+    /// The stream stopped: drop the per-variant encoder series and the ingest bitrate.
+    pub fn clear_stream(&self) {
+        self.encode_fps.clear();
+        self.encode_speed.clear();
+        self.encoder_in_use.clear();
+        self.ingest_bitrate_kbps.set(0.0);
+    }
+}
+
+/// `[("variant", "0")]`.
+pub fn variant_label(variant: usize) -> Labels {
+    vec![("variant".to_string(), variant.to_string())]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposes_owncast_and_castd_names() {
+        let p = Prom::new();
+        p.active_viewers.set(3);
+        p.encode_speed.get_or_create(&variant_label(1)).set(0.75);
+        p.webhook_failures.inc();
+        let text = p.encode().unwrap();
+        assert!(text.contains("owncast_instance_active_viewer_count 3"), "{text}");
+        assert!(text.contains("castd_encode_speed{variant=\"1\"} 0.75"), "{text}");
+        assert!(text.contains("castd_webhook_failures_total 1"), "{text}");
+        assert!(text.trim_end().ends_with("# EOF"));
+        p.clear_stream();
+        assert!(!p.encode().unwrap().contains("castd_encode_speed{"));
+    }
+}
