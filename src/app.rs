@@ -50,6 +50,10 @@ pub struct StreamState {
     pub last_disconnect_time: Option<DateTime<Utc>>,
     /// Encoder in use per variant while online (`libx264`, `h264_nvenc`, ...).
     pub encoders: Vec<String>,
+    /// PID of the transcode worker while one runs (admin status shows it; tests kill it).
+    pub worker_pid: Option<u32>,
+    /// Per-variant fps and realtime factor, as the worker last reported them.
+    pub transcode: Vec<crate::transcode::VariantProgress>,
 }
 
 /// Stream health as admin status and hardware stats report it.
@@ -105,6 +109,8 @@ pub struct App {
     /// VAPID public key for browser push (set by the notifications module; empty until then).
     pub vapid_public: RwLock<String>,
     pub started_at: DateTime<Utc>,
+    /// The live RTMP publisher, if any (single-publisher rule, admin disconnect).
+    pub publisher: crate::ingest::PublisherSlot,
 }
 
 impl App {
@@ -122,6 +128,7 @@ impl App {
             admin_auth_cache: RwLock::new(None),
             vapid_public: RwLock::new(String::new()),
             started_at: Utc::now(),
+            publisher: Default::default(),
         }
     }
 

@@ -69,6 +69,13 @@ enum Command {
     Serve,
     /// Print the OpenAPI document of the HTTP API and exit.
     Openapi,
+    /// Internal: the transcode worker (reads FLV on stdin, writes HLS, reports JSON lines on stdout).
+    #[command(hide = true)]
+    Worker {
+        /// The worker configuration as JSON.
+        #[arg(long)]
+        config: String,
+    },
 }
 
 fn init_logging(level: &str) -> Result<()> {
@@ -91,6 +98,9 @@ fn init_logging(level: &str) -> Result<()> {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     init_logging(&cli.log_level)?;
+    if let Some(Command::Worker { config }) = &cli.command {
+        std::process::exit(castd::transcode::worker::main(config));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(run(cli))
 }
@@ -191,9 +201,17 @@ async fn run(cli: Cli) -> Result<()> {
         .await
         .with_context(|| format!("binding the web server to {web_addr}"))?;
     info!("web server listening on http://{}", listener.local_addr()?);
+    let rtmp_ip = castd::ingest::bind_address(&s).context("saved RTMP bind address")?;
+    let rtmp_addr = SocketAddr::new(rtmp_ip, s.rtmp_server_port);
+    let rtmp = tokio::net::TcpListener::bind(rtmp_addr)
+        .await
+        .with_context(|| format!("binding the RTMP server to {rtmp_addr}"))?;
+    info!("rtmp server listening on rtmp://{}", rtmp.local_addr()?);
+    let rtmp_task = tokio::spawn(castd::ingest::serve(app.clone(), rtmp));
     info!("castd is ready");
 
     api::serve(app.clone(), listener, shutdown_signal()).await.context("web server")?;
+    rtmp_task.abort();
 
     store.checkpoint().context("checkpointing the database")?;
     info!("stopped");

@@ -271,6 +271,8 @@ pub fn registry(app: Arc<App>) -> Registry {
     admin::register(&mut reg);
     setters::register(&mut reg);
     openapi::register(&mut reg);
+    crate::ingest::register(&mut reg);
+    crate::hls::register(&mut reg);
     reg
 }
 
