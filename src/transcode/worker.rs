@@ -67,6 +67,8 @@ struct VideoEncode {
     source: Source,
     scaler: Option<scaling::Context>,
     last_pts: Option<i64>,
+    /// Index of the segment (counted from the run's first frame) of the last keyframe.
+    last_segment: Option<i64>,
 }
 
 enum VideoPath {
@@ -188,6 +190,9 @@ struct Pipeline {
     adec: Option<ff::decoder::Audio>,
     master_written: bool,
     warned_audio: bool,
+    /// Time of the first decoded frame: segment boundaries count from here, so the first segment
+    /// is one segment long (the HLS muxer cuts at `hls_time` after the first packet).
+    t0: Option<f64>,
     start: Instant,
     last_report: Instant,
 }
@@ -284,6 +289,7 @@ impl Pipeline {
                     source,
                     scaler: None,
                     last_pts: None,
+                    last_segment: None,
                 }));
                 (w, h, path, name, fps, kbps)
             };
@@ -397,6 +403,7 @@ impl Pipeline {
             adec,
             master_written: false,
             warned_audio: false,
+            t0: None,
             start: Instant::now(),
             last_report: Instant::now(),
         })
@@ -468,6 +475,7 @@ impl Pipeline {
     fn on_frame(&mut self, decoded: &mut frame::Video) -> Result<(), TranscodeError> {
         let Some(ts) = decoded.timestamp() else { return Ok(()) };
         let t = ts as f64 * f64::from(self.v_tb);
+        let t0 = *self.t0.get_or_insert(t);
         let n = self.variants.len();
         let mut wants = vec![false; n];
         let mut needed = vec![false; n];
@@ -538,7 +546,9 @@ impl Pipeline {
             }
             let pts = out_pts[i];
             let gop = i64::from(enc.recipe.gop.max(1));
-            let key = enc.last_pts.is_none_or(|l| pts.div_euclid(gop) > l.div_euclid(gop));
+            let segment = (((t - t0) * f64::from(enc.recipe.framerate)).round() as i64).div_euclid(gop);
+            let key = enc.last_segment != Some(segment);
+            enc.last_segment = Some(segment);
             enc.last_pts = Some(pts);
             let pic: &mut frame::Video = if direct { &mut *decoded } else { &mut self.pics[i] };
             pic.set_pts(Some(pts));
@@ -719,7 +729,7 @@ pub fn run(cfg: WorkerConfig) -> Result<(), TranscodeError> {
     ff::util::log::set_level(ff::util::log::Level::Error);
     std::fs::create_dir_all(&cfg.hls_dir)?;
     let mut opts = Dictionary::new();
-    opts.set("analyzeduration", "1000000");
+    opts.set("analyzeduration", "500000");
     opts.set("probesize", "1000000");
     opts.set("fflags", "+genpts");
     let mut ictx = ff::format::input_with_dictionary("pipe:0", opts)?;
