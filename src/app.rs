@@ -50,6 +50,10 @@ pub struct StreamState {
     pub last_disconnect_time: Option<DateTime<Utc>>,
     /// Encoder in use per variant while online (`libx264`, `h264_nvenc`, ...).
     pub encoders: Vec<String>,
+    /// PID of the transcode worker while one runs (admin status shows it; tests kill it).
+    pub worker_pid: Option<u32>,
+    /// Per-variant fps and realtime factor, as the worker last reported them.
+    pub transcode: Vec<crate::transcode::VariantProgress>,
 }
 
 /// Stream health as admin status and hardware stats report it.
@@ -117,6 +121,8 @@ pub struct App {
     pub webhooks: std::sync::Arc<crate::webhooks::Webhooks>,
     /// Viewer chat: connections, bans, limits (`chat::start` prepares it).
     pub chat: crate::chat::Chat,
+    /// The live RTMP publisher, if any (single-publisher rule, admin disconnect).
+    pub publisher: crate::ingest::PublisherSlot,
 }
 
 impl App {
@@ -146,6 +152,7 @@ impl App {
             vapid_public: RwLock::new(String::new()),
             started_at: Utc::now(),
             chat: crate::chat::Chat::default(),
+            publisher: Default::default(),
         })
     }
 

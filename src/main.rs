@@ -78,6 +78,13 @@ enum Command {
         #[arg(long, value_name = "ENCODER")]
         only: Option<String>,
     },
+    /// Internal: the transcode worker (reads FLV on stdin, writes HLS, reports JSON lines on stdout).
+    #[command(hide = true)]
+    Worker {
+        /// The worker configuration as JSON.
+        #[arg(long)]
+        config: String,
+    },
 }
 
 /// Time limit of each encoder's probe in `castd encoders`.
@@ -137,6 +144,9 @@ fn main() -> Result<()> {
         encoders_command(*json, only.as_deref())?;
         // A probe that hung is left on its thread; end the process regardless.
         std::process::exit(0);
+    }
+    if let Some(Command::Worker { config }) = &cli.command {
+        std::process::exit(castd::transcode::worker::main(config));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(run(cli))
@@ -254,6 +264,13 @@ async fn run(cli: Cli) -> Result<()> {
     };
     castd::hardware::encoders::spawn_startup_probe(app.clone());
     let metrics_tasks = castd::metrics::start(app.clone());
+    let rtmp_ip = castd::ingest::bind_address(&s).context("saved RTMP bind address")?;
+    let rtmp_addr = SocketAddr::new(rtmp_ip, s.rtmp_server_port);
+    let rtmp = tokio::net::TcpListener::bind(rtmp_addr)
+        .await
+        .with_context(|| format!("binding the RTMP server to {rtmp_addr}"))?;
+    info!("rtmp server listening on rtmp://{}", rtmp.local_addr()?);
+    let rtmp_task = tokio::spawn(castd::ingest::serve(app.clone(), rtmp));
     info!("castd is ready");
     // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.
     let status_task = systemd::announce_ready(app.clone(), listen_url);
@@ -266,6 +283,7 @@ async fn run(cli: Cli) -> Result<()> {
     if let Some(s) = sampler {
         s.stop();
     }
+    rtmp_task.abort();
     served?;
     metrics_tasks.stop().await.context("stopping the metrics task")?;
 

@@ -31,6 +31,8 @@ pub fn status_json(app: &App) -> Value {
             "latencyLevel": { "level": s.latency_level, "secondsPerSegment": seconds, "segmentCount": count },
             "videoCodec": st.encoders.first().cloned().unwrap_or_default(),
             "encoders": st.encoders,
+            "workerPid": st.worker_pid,
+            "transcode": st.transcode,
         })
     });
     json!({

@@ -1,0 +1,389 @@
+//! RTMP ingest: accepts the broadcaster's publish on `rtmpServerPort` (rml_rtmp on tokio).
+//!
+//! Accepted: application `live` (a `?query` on it or on the key is ignored, as OBS-style URLs carry
+//! one) and a key equal to a configured stream key or the temporary `--streamkey`. A wrong app or key,
+//! or a second publisher while one is live, gets an RTMP `_error` and the socket is closed. Garbage,
+//! a stalled handshake or a client that never publishes is dropped after `SETUP_TIMEOUT`; a publisher
+//! that goes silent for `IDLE_TIMEOUT` is dropped too. At most `MAX_CONNECTIONS` sockets are handled
+//! at once; more are closed at accept.
+//!
+//! While publishing, audio/video messages become FLV tags (`flv`) handed to the transcode supervisor
+//! through `Feeder` (bounded; see `transcode::supervisor` for the slow-consumer policy), and
+//! `onMetaData` plus the sequence headers fill the admin status `broadcaster` details.
+//! `PublisherSlot` makes the single-publisher rule and `GET /api/admin/disconnect` work.
+
+pub mod flv;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::Json;
+use parking_lot::Mutex;
+use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
+use rml_rtmp::sessions::{ServerSession, ServerSessionConfig, ServerSessionEvent, ServerSessionResult, StreamMetadata};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, Semaphore};
+use tracing::{debug, info, warn};
+
+use crate::api::{ApiError, Auth, Registry, StatusResponse};
+use crate::app::App;
+use crate::transcode::supervisor::{self, Feeder};
+use flv::{FlvTag, TAG_AUDIO, TAG_VIDEO};
+
+/// The RTMP application name broadcasters publish to.
+pub const APP_NAME: &str = "live";
+/// Time a connection has to finish the handshake and start publishing.
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// A publisher that sends nothing for this long is dropped.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Sockets handled at once.
+pub const MAX_CONNECTIONS: usize = 32;
+
+/// Errors of one RTMP connection (each ends that connection only).
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("handshake: {0:?}")]
+    Handshake(rml_rtmp::handshake::HandshakeError),
+    #[error("rtmp session: {0:?}")]
+    Session(rml_rtmp::sessions::ServerSessionError),
+    #[error("timed out: {0}")]
+    Timeout(&'static str),
+    #[error("rejected: {0}")]
+    Rejected(String),
+}
+
+impl From<rml_rtmp::handshake::HandshakeError> for IngestError {
+    fn from(e: rml_rtmp::handshake::HandshakeError) -> Self {
+        IngestError::Handshake(e)
+    }
+}
+
+impl From<rml_rtmp::sessions::ServerSessionError> for IngestError {
+    fn from(e: rml_rtmp::sessions::ServerSessionError) -> Self {
+        IngestError::Session(e)
+    }
+}
+
+/// The one live publisher, if any.
+#[derive(Default)]
+pub struct PublisherSlot {
+    current: Mutex<Option<Arc<Notify>>>,
+}
+
+impl PublisherSlot {
+    /// Ask the live publisher's connection to close. False when nobody is publishing.
+    pub fn disconnect(&self) -> bool {
+        match &*self.current.lock() {
+            Some(n) => {
+                n.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn is_taken(&self) -> bool {
+        self.current.lock().is_some()
+    }
+}
+
+/// Held while a broadcast runs (by the transcode supervisor, until the stream is offline); frees the
+/// slot on drop.
+pub struct PublisherGuard {
+    app: Arc<App>,
+    notify: Arc<Notify>,
+}
+
+impl PublisherGuard {
+    /// Take the slot, or `None` when another publisher has it.
+    pub fn claim(app: &Arc<App>) -> Option<PublisherGuard> {
+        let mut cur = app.publisher.current.lock();
+        if cur.is_some() {
+            return None;
+        }
+        let notify = Arc::new(Notify::new());
+        *cur = Some(notify.clone());
+        Some(PublisherGuard { app: app.clone(), notify })
+    }
+
+    /// Drop the publisher's connection (used when transcoding gives up).
+    pub fn disconnect(&self) {
+        self.notify.notify_one();
+    }
+}
+
+impl Drop for PublisherGuard {
+    fn drop(&mut self) {
+        *self.app.publisher.current.lock() = None;
+    }
+}
+
+pub fn register(reg: &mut Registry) {
+    reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound RTMP broadcaster", disconnect);
+}
+
+async fn disconnect(State(app): State<Arc<App>>) -> Result<Json<StatusResponse>, ApiError> {
+    if app.publisher.disconnect() {
+        info!("the admin disconnected the broadcaster");
+        Ok(StatusResponse::ok("inbound stream disconnected"))
+    } else {
+        Err(ApiError::bad("no inbound stream connected"))
+    }
+}
+
+/// Where the RTMP server listens: the saved bind address, except that a loopback web server (as in
+/// tests and local setups) keeps RTMP on loopback too unless an RTMP address was set explicitly.
+pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std::net::AddrParseError> {
+    let rtmp: std::net::IpAddr = s.rtmp_server_bind_address.parse()?;
+    let web: Option<std::net::IpAddr> = s.web_server_ip.parse().ok();
+    match web {
+        Some(w) if w.is_loopback() && rtmp.is_unspecified() => Ok(w),
+        _ => Ok(rtmp),
+    }
+}
+
+/// Accept RTMP connections until the task is dropped.
+pub async fn serve(app: Arc<App>, listener: TcpListener) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let (sock, addr) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                warn!("rtmp accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            warn!(%addr, "too many rtmp connections; closing this one");
+            continue;
+        };
+        let app = app.clone();
+        tokio::spawn(async move {
+            match handle(app, sock, addr).await {
+                Ok(()) => debug!(%addr, "rtmp connection closed"),
+                Err(e) => info!(%addr, "rtmp connection closed: {e}"),
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// The part of a name before `?`.
+fn strip_query(s: &str) -> &str {
+    s.split('?').next().unwrap_or("").trim_end_matches('/')
+}
+
+async fn handshake(sock: &mut TcpStream) -> Result<Vec<u8>, IngestError> {
+    let mut hs = Handshake::new(PeerType::Server);
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = sock.read(&mut buf).await?;
+        if n == 0 {
+            return Err(IngestError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        match hs.process_bytes(&buf[..n])? {
+            HandshakeProcessResult::InProgress { response_bytes } => sock.write_all(&response_bytes).await?,
+            HandshakeProcessResult::Completed { response_bytes, remaining_bytes } => {
+                sock.write_all(&response_bytes).await?;
+                return Ok(remaining_bytes);
+            }
+        }
+    }
+}
+
+struct Conn {
+    app: Arc<App>,
+    addr: SocketAddr,
+    sock: TcpStream,
+    session: ServerSession,
+    feeder: Option<Feeder>,
+    notify: Option<Arc<Notify>>,
+    finished: bool,
+}
+
+async fn handle(app: Arc<App>, mut sock: TcpStream, addr: SocketAddr) -> Result<(), IngestError> {
+    let _ = sock.set_nodelay(true);
+    let setup_deadline = tokio::time::Instant::now() + SETUP_TIMEOUT;
+    let leftover = tokio::time::timeout_at(setup_deadline, handshake(&mut sock))
+        .await
+        .map_err(|_| IngestError::Timeout("handshake"))??;
+    let (session, initial) = ServerSession::new(ServerSessionConfig::new())?;
+    let mut conn = Conn { app, addr, sock, session, feeder: None, notify: None, finished: false };
+    conn.results(initial).await?;
+    conn.input(&leftover).await?;
+    let mut buf = vec![0u8; 64 * 1024];
+    while !conn.finished {
+        let deadline = if conn.feeder.is_some() { tokio::time::Instant::now() + IDLE_TIMEOUT } else { setup_deadline };
+        let notify = conn.notify.clone();
+        let disconnect = async move {
+            match notify {
+                Some(n) => n.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        let n = tokio::select! {
+            r = tokio::time::timeout_at(deadline, conn.sock.read(&mut buf)) => {
+                r.map_err(|_| IngestError::Timeout(if conn.feeder.is_some() { "no media" } else { "no publish" }))??
+            }
+            _ = disconnect => {
+                info!(addr = %conn.addr, "dropping the broadcaster");
+                break;
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        conn.input(&buf[..n]).await?;
+    }
+    if conn.feeder.take().is_some() {
+        info!(addr = %conn.addr, "broadcaster disconnected");
+    }
+    Ok(())
+}
+
+impl Conn {
+    async fn results(&mut self, results: Vec<ServerSessionResult>) -> Result<(), IngestError> {
+        for r in results {
+            match r {
+                ServerSessionResult::OutboundResponse(p) => self.sock.write_all(&p.bytes).await?,
+                ServerSessionResult::RaisedEvent(e) => Box::pin(self.event(e)).await?,
+                ServerSessionResult::UnhandleableMessageReceived(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    async fn input(&mut self, bytes: &[u8]) -> Result<(), IngestError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let results = self.session.handle_input(bytes)?;
+        self.results(results).await
+    }
+
+    async fn reject(&mut self, request_id: u32, code: &str, why: &str) -> Result<(), IngestError> {
+        let results = self.session.reject_request(request_id, code, why)?;
+        self.results(results).await?;
+        let _ = self.sock.flush().await;
+        Err(IngestError::Rejected(why.to_string()))
+    }
+
+    async fn event(&mut self, e: ServerSessionEvent) -> Result<(), IngestError> {
+        match e {
+            ServerSessionEvent::ConnectionRequested { request_id, app_name } => {
+                if strip_query(&app_name) != APP_NAME {
+                    warn!(addr = %self.addr, app = %app_name, "rtmp connect to an unknown application refused");
+                    return self.reject(request_id, "NetConnection.Connect.Rejected", "unknown application").await;
+                }
+                let results = self.session.accept_request(request_id)?;
+                self.results(results).await?;
+            }
+            ServerSessionEvent::PublishStreamRequested { request_id, app_name, stream_key, .. } => {
+                let key = strip_query(&stream_key);
+                if strip_query(&app_name) != APP_NAME {
+                    return self.reject(request_id, "NetStream.Publish.BadName", "unknown application").await;
+                }
+                if !self.app.stream_key_valid(key) {
+                    warn!(addr = %self.addr, "publish with an invalid stream key refused");
+                    return self.reject(request_id, "NetStream.Publish.BadName", "invalid stream key").await;
+                }
+                if self.feeder.is_some() {
+                    return self.reject(request_id, "NetStream.Publish.BadName", "already publishing").await;
+                }
+                let Some(guard) = PublisherGuard::claim(&self.app) else {
+                    warn!(addr = %self.addr, "a second publisher was refused: a stream is already live");
+                    return self
+                        .reject(request_id, "NetStream.Publish.BadName", "another stream is already live")
+                        .await;
+                };
+                self.notify = Some(guard.notify.clone());
+                let results = self.session.accept_request(request_id)?;
+                self.results(results).await?;
+                info!(addr = %self.addr, "broadcaster connected; stream starting");
+                self.feeder = Some(supervisor::start(self.app.clone(), self.addr, guard));
+            }
+            ServerSessionEvent::StreamMetadataChanged { metadata, .. } => self.metadata(&metadata),
+            ServerSessionEvent::VideoDataReceived { data, timestamp, .. } => {
+                self.media(FlvTag { kind: TAG_VIDEO, timestamp: timestamp.value, data })
+            }
+            ServerSessionEvent::AudioDataReceived { data, timestamp, .. } => {
+                self.media(FlvTag { kind: TAG_AUDIO, timestamp: timestamp.value, data })
+            }
+            ServerSessionEvent::PublishStreamFinished { .. } => self.finished = true,
+            // releaseStream / FCPublish / FCUnpublish and the rest need no answer.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn metadata(&self, m: &StreamMetadata) {
+        if self.feeder.is_none() {
+            return;
+        }
+        let mut st = self.app.stream.write();
+        if let Some(b) = st.broadcaster.as_mut() {
+            let d = &mut b.stream_details;
+            d.width = m.video_width.unwrap_or(d.width);
+            d.height = m.video_height.unwrap_or(d.height);
+            d.framerate = m.video_frame_rate.map(f64::from).unwrap_or(d.framerate);
+            d.video_bitrate = m.video_bitrate_kbps.unwrap_or(d.video_bitrate);
+            d.audio_bitrate = m.audio_bitrate_kbps.unwrap_or(d.audio_bitrate);
+            if let Some(id) = m.video_codec_id {
+                d.video_codec = flv::video_codec_name(id as u8).to_string();
+            }
+            if let Some(id) = m.audio_codec_id {
+                d.audio_codec = flv::audio_codec_name(id as u8).to_string();
+            }
+            if let Some(enc) = &m.encoder {
+                d.encoder = enc.clone();
+            }
+        }
+    }
+
+    fn media(&mut self, tag: FlvTag) {
+        let Some(feeder) = self.feeder.as_mut() else { return };
+        if tag.is_sequence_header() {
+            let mut st = self.app.stream.write();
+            if let Some(b) = st.broadcaster.as_mut() {
+                let d = &mut b.stream_details;
+                if tag.kind == TAG_VIDEO && d.video_codec.is_empty() {
+                    d.video_codec = flv::video_codec_name(tag.data[0] & 0x0f).to_string();
+                }
+                if tag.kind == TAG_AUDIO && d.audio_codec.is_empty() {
+                    d.audio_codec = flv::audio_codec_name(tag.data[0] >> 4).to_string();
+                }
+            }
+        }
+        feeder.push(tag);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_is_ignored() {
+        assert_eq!(strip_query("live"), "live");
+        assert_eq!(strip_query("live/"), "live");
+        assert_eq!(strip_query("abc?token=1"), "abc");
+        assert_eq!(strip_query(""), "");
+    }
+
+    #[test]
+    fn loopback_web_keeps_rtmp_local() {
+        let mut s = crate::config::Settings { web_server_ip: "127.0.0.1".into(), ..Default::default() };
+        assert_eq!(bind_address(&s).unwrap().to_string(), "127.0.0.1");
+        s.web_server_ip = "0.0.0.0".into();
+        assert_eq!(bind_address(&s).unwrap().to_string(), "0.0.0.0");
+        s.rtmp_server_bind_address = "192.0.2.1".into();
+        s.web_server_ip = "127.0.0.1".into();
+        assert_eq!(bind_address(&s).unwrap().to_string(), "192.0.2.1");
+    }
+}

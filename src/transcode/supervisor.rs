@@ -1,0 +1,422 @@
+//! Supervision of the transcode worker and the stream's life cycle.
+//!
+//! `start` is called by the ingest when a publish is accepted: it clears `<data-dir>/hls`, marks the
+//! stream online, publishes STREAM_STARTED and spawns the supervisor task, returning the `Feeder` the
+//! ingest pushes FLV tags into. The supervisor runs the worker (`castd worker`), writes the FLV to its
+//! stdin and reads its events.
+//!
+//! Policies:
+//! - Slow consumer: the feeder channel holds `FEED_CAPACITY` tags (several seconds of media). When it
+//!   is full, tags are dropped until the next video keyframe (a decoder cannot use anything between),
+//!   and that is logged.
+//! - Worker failure: if the worker exits, or stops reporting for `STALL_TIMEOUT` while media flows,
+//!   or does not take input for `WRITE_TIMEOUT`, it is killed and started again with `append` (its
+//!   playlists continue with `EXT-X-DISCONTINUITY`), fed from the next keyframe, and the reason is
+//!   logged. A hardware encoder that fails `HW_FAILURES_BEFORE_FALLBACK` times is replaced by
+//!   libx264. More than `MAX_RESTARTS` restarts within `RESTART_WINDOW` drops the broadcaster.
+//! - End: when the broadcaster leaves, the worker's stdin is closed so it finalises the playlists
+//!   (any playlist still without `EXT-X-ENDLIST` gets one), the stream goes offline, and
+//!   STREAM_STOPPED is published. The publisher slot is freed only then.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+use tracing::{error, info, warn};
+
+use super::recipe::{self, SOFTWARE_ENCODER};
+use super::{new_segment_id, WorkerConfig, WorkerEvent};
+use crate::app::{App, Broadcaster};
+use crate::events::{Event, EventType};
+use crate::ingest::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
+use crate::ingest::PublisherGuard;
+
+/// Tags buffered between the ingest and the worker.
+pub const FEED_CAPACITY: usize = 2048;
+/// Worker events buffered; progress lines beyond this are dropped.
+pub const EVENT_CAPACITY: usize = 64;
+/// A worker silent this long while media flows is restarted.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(20);
+/// A worker that does not take input for this long is restarted.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const MAX_RESTARTS: usize = 5;
+pub const RESTART_WINDOW: Duration = Duration::from_secs(120);
+pub const HW_FAILURES_BEFORE_FALLBACK: u32 = 2;
+/// How long a finishing worker may take to finalise its playlists.
+pub const FINISH_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The ingest's end of the feed.
+pub struct Feeder {
+    tx: mpsc::Sender<FlvTag>,
+    skipping: bool,
+    dropped: u64,
+}
+
+impl Feeder {
+    /// Hand a tag to the supervisor without waiting (see the slow-consumer policy above).
+    pub fn push(&mut self, tag: FlvTag) {
+        if self.skipping {
+            if tag.is_video_keyframe() {
+                warn!(dropped = self.dropped, "transcoder was behind; media skipped up to this keyframe");
+                self.skipping = false;
+                self.dropped = 0;
+            } else if !tag.is_sequence_header() {
+                self.dropped += 1;
+                return;
+            }
+        }
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(tag) {
+            self.skipping = true;
+            self.dropped += 1;
+        }
+    }
+}
+
+/// The stream goes live: state, event, and the supervisor task.
+pub fn start(app: Arc<App>, remote: SocketAddr, guard: PublisherGuard) -> Feeder {
+    let (tx, rx) = mpsc::channel(FEED_CAPACITY);
+    let now = Utc::now();
+    {
+        let mut st = app.stream.write();
+        st.online = true;
+        st.last_connect_time = Some(now);
+        st.broadcaster = Some(Broadcaster { remote_addr: remote.to_string(), time: Some(now), ..Default::default() });
+        st.worker_pid = None;
+        st.transcode.clear();
+    }
+    app.bus.publish(Event::new(EventType::StreamStarted, app.stream_event_data()));
+    // Hook for chat (built separately): Owncast sends the CHAT_ACTION "Stay tuned, the stream is
+    // starting!" and the welcome message here; the chat module reacts to STREAM_STARTED on the bus.
+    tokio::spawn(supervise(app, rx, guard));
+    Feeder { tx, skipping: false, dropped: 0 }
+}
+
+/// `<data-dir>/hls`.
+pub fn hls_dir(app: &App) -> PathBuf {
+    app.data_dir.join("hls")
+}
+
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    events: mpsc::Receiver<WorkerEvent>,
+    pid: Option<u32>,
+}
+
+fn spawn_worker(cfg: &WorkerConfig) -> std::io::Result<Worker> {
+    // /proc/self/exe still runs this very binary after a package upgrade replaced the file.
+    let proc_exe = Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() { proc_exe.to_path_buf() } else { std::env::current_exe()? };
+    let json = serde_json::to_string(cfg).map_err(std::io::Error::other)?;
+    let mut child = Command::new(exe)
+        .arg("worker")
+        .arg("--config")
+        .arg(json)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .process_group(0)
+        .spawn()?;
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("worker stdout missing"))?;
+    let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            match serde_json::from_str::<WorkerEvent>(&line) {
+                Ok(ev @ WorkerEvent::Progress { .. }) => {
+                    let _ = tx.try_send(ev);
+                }
+                Ok(ev) => {
+                    if tx.send(ev).await.is_err() {
+                        break;
+                    }
+                }
+                Err(_) => warn!("unexpected line from the transcode worker: {line}"),
+            }
+        }
+    });
+    let pid = child.id();
+    Ok(Worker { child, stdin, events: rx, pid })
+}
+
+/// Make sure a playlist ends with `#EXT-X-ENDLIST`.
+pub fn ensure_endlist(playlist: &Path) -> std::io::Result<()> {
+    let Ok(text) = std::fs::read_to_string(playlist) else { return Ok(()) };
+    if text.contains("#EXT-X-ENDLIST") {
+        return Ok(());
+    }
+    let mut text = text;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("#EXT-X-ENDLIST\n");
+    let tmp = playlist.with_extension("m3u8.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, playlist)
+}
+
+/// The variant the thumbnail comes from: a passthrough one, else the highest video bitrate.
+pub fn highest_variant(variants: &[crate::config::StreamOutputVariant]) -> usize {
+    if let Some(i) = variants.iter().position(|v| v.video_passthrough) {
+        return i;
+    }
+    variants.iter().enumerate().max_by_key(|(_, v)| recipe::encoder_bitrate(v)).map(|(i, _)| i).unwrap_or(0)
+}
+
+enum Outcome {
+    /// The broadcaster left.
+    Ended,
+    /// The worker failed.
+    Failed(String),
+}
+
+async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: PublisherGuard) {
+    let s = app.settings.get();
+    let (seg, list) = s.latency();
+    let dir = hls_dir(&app);
+    if let Err(e) = reset_dir(&dir) {
+        error!("cannot prepare {}: {e}", dir.display());
+    }
+    let chosen = {
+        let found = app.encoders.read();
+        hwaccel::select(&s.video_codec, &found).map(|e| e.name.clone()).unwrap_or_else(|| SOFTWARE_ENCODER.into())
+    };
+    let encoder = match s.video_quality_variants.first().map(|v| recipe::recipe_for(&chosen, v, seg)) {
+        Some(Err(e)) if chosen != SOFTWARE_ENCODER => {
+            warn!("encoder {chosen} cannot be used ({e}); using {SOFTWARE_ENCODER}");
+            SOFTWARE_ENCODER.to_string()
+        }
+        _ => chosen,
+    };
+    let mut cfg = WorkerConfig {
+        hls_dir: dir.clone(),
+        segment_seconds: seg,
+        list_size: list,
+        variants: s.video_quality_variants.clone(),
+        encoder,
+        append: false,
+        segment_id: new_segment_id(),
+    };
+    let variant_count = cfg.variants.len();
+    let thumb_variant = highest_variant(&cfg.variants);
+    let mut seq_video: Option<FlvTag> = None;
+    let mut seq_audio: Option<FlvTag> = None;
+    let mut restarts: VecDeque<Instant> = VecDeque::new();
+    let mut hw_failures = 0u32;
+    let mut thumbnails: Option<tokio::task::JoinHandle<()>> = None;
+
+    loop {
+        let mut worker = match spawn_worker(&cfg) {
+            Ok(w) => w,
+            Err(e) => {
+                error!("cannot start the transcode worker: {e}");
+                guard.disconnect();
+                break;
+            }
+        };
+        info!(pid = worker.pid, encoder = %cfg.encoder, append = cfg.append, "transcode worker started");
+        {
+            let mut st = app.stream.write();
+            st.worker_pid = worker.pid;
+            st.encoders = cfg
+                .variants
+                .iter()
+                .map(|v| if v.video_passthrough { "copy".to_string() } else { cfg.encoder.clone() })
+                .collect();
+        }
+        let outcome = run_worker(
+            &app,
+            &mut worker,
+            &mut rx,
+            &mut seq_video,
+            &mut seq_audio,
+            &mut thumbnails,
+            &dir,
+            thumb_variant,
+        )
+        .await;
+        match outcome {
+            Outcome::Ended => {
+                finish_worker(&mut worker).await;
+                break;
+            }
+            Outcome::Failed(why) => {
+                let _ = worker.child.start_kill();
+                let status = worker.child.wait().await;
+                warn!(pid = worker.pid, ?status, "transcode worker failed ({why}); restarting it");
+                let now = Instant::now();
+                restarts.push_back(now);
+                while restarts.front().is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW) {
+                    restarts.pop_front();
+                }
+                if restarts.len() > MAX_RESTARTS {
+                    error!(
+                        "the transcode worker failed {} times in {:?}; dropping the broadcaster",
+                        restarts.len(),
+                        RESTART_WINDOW
+                    );
+                    guard.disconnect();
+                    break;
+                }
+                if recipe::is_hardware(&cfg.encoder) {
+                    hw_failures += 1;
+                    if hw_failures >= HW_FAILURES_BEFORE_FALLBACK {
+                        warn!("hardware encoder {} keeps failing; switching to {SOFTWARE_ENCODER}", cfg.encoder);
+                        app.health.write().message =
+                            format!("The hardware encoder {} failed; transcoding in software.", cfg.encoder);
+                        cfg.encoder = SOFTWARE_ENCODER.into();
+                    }
+                }
+                cfg.append = true;
+                cfg.segment_id = new_segment_id();
+            }
+        }
+    }
+
+    if let Some(t) = thumbnails.take() {
+        t.abort();
+    }
+    for n in 0..variant_count {
+        if let Err(e) = ensure_endlist(&dir.join(n.to_string()).join("stream.m3u8")) {
+            warn!("cannot finalise playlist {n}: {e}");
+        }
+    }
+    {
+        let mut st = app.stream.write();
+        st.online = false;
+        st.last_disconnect_time = Some(Utc::now());
+        st.broadcaster = None;
+        st.worker_pid = None;
+        st.transcode.clear();
+        st.encoders.clear();
+    }
+    app.bus.publish(Event::new(EventType::StreamStopped, app.stream_event_data()));
+    info!("stream offline");
+    drop(guard);
+}
+
+fn reset_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    std::fs::create_dir_all(dir)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_worker(
+    app: &Arc<App>,
+    worker: &mut Worker,
+    rx: &mut mpsc::Receiver<FlvTag>,
+    seq_video: &mut Option<FlvTag>,
+    seq_audio: &mut Option<FlvTag>,
+    thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
+    dir: &Path,
+    thumb_variant: usize,
+) -> Outcome {
+    let mut header_written = false;
+    let mut last_input = Instant::now();
+    let mut last_output = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut buf = Vec::with_capacity(64 * 1024);
+    loop {
+        tokio::select! {
+            tag = rx.recv() => {
+                let Some(tag) = tag else { return Outcome::Ended };
+                last_input = Instant::now();
+                if tag.is_sequence_header() {
+                    if tag.kind == TAG_VIDEO { *seq_video = Some(tag.clone()) }
+                    if tag.kind == TAG_AUDIO { *seq_audio = Some(tag.clone()) }
+                    if !header_written { continue }
+                }
+                buf.clear();
+                if !header_written {
+                    if !tag.is_video_keyframe() { continue }
+                    buf.extend_from_slice(&FLV_HEADER);
+                    for s in [seq_video.as_ref(), seq_audio.as_ref()].into_iter().flatten() {
+                        s.at(tag.timestamp).write_to(&mut buf);
+                    }
+                    header_written = true;
+                    last_output = Instant::now();
+                }
+                tag.write_to(&mut buf);
+                let Some(stdin) = worker.stdin.as_mut() else { return Outcome::Failed("stdin closed".into()) };
+                match tokio::time::timeout(WRITE_TIMEOUT, stdin.write_all(&buf)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Outcome::Failed(format!("writing to the worker: {e}")),
+                    Err(_) => return Outcome::Failed(format!("the worker took no input for {WRITE_TIMEOUT:?}")),
+                }
+            }
+            ev = worker.events.recv() => {
+                let Some(ev) = ev else {
+                    let status = worker.child.wait().await;
+                    return Outcome::Failed(format!("the worker exited ({})", status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())));
+                };
+                last_output = Instant::now();
+                on_event(app, ev, thumbnails, dir, thumb_variant);
+            }
+            _ = tick.tick() => {
+                if header_written && last_input.elapsed() < Duration::from_secs(5) && last_output.elapsed() > STALL_TIMEOUT {
+                    return Outcome::Failed(format!("the worker stalled (no progress for {STALL_TIMEOUT:?})"));
+                }
+            }
+        }
+    }
+}
+
+fn on_event(
+    app: &Arc<App>,
+    ev: WorkerEvent,
+    thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
+    dir: &Path,
+    thumb_variant: usize,
+) {
+    match ev {
+        WorkerEvent::Progress { variants } => app.stream.write().transcode = variants,
+        WorkerEvent::Started { width, height, encoders } => {
+            info!(width, height, ?encoders, "transcoding");
+            let mut st = app.stream.write();
+            if let Some(b) = st.broadcaster.as_mut() {
+                if b.stream_details.width == 0 {
+                    b.stream_details.width = width;
+                    b.stream_details.height = height;
+                }
+            }
+        }
+        WorkerEvent::Segment { .. } | WorkerEvent::Ready => {
+            if matches!(ev, WorkerEvent::Ready) {
+                info!("stream playable: {}", dir.join("stream.m3u8").display());
+            }
+            if thumbnails.is_none() {
+                *thumbnails = Some(crate::hls::thumbnail::spawn_loop(app.clone(), dir.join(thumb_variant.to_string())));
+            }
+        }
+        WorkerEvent::Error { message } => error!("transcode worker: {message}"),
+        WorkerEvent::Finished => info!("transcode worker finished"),
+    }
+}
+
+/// Close stdin so the worker flushes and finalises; kill it if it takes too long.
+async fn finish_worker(worker: &mut Worker) {
+    drop(worker.stdin.take());
+    let wait = async {
+        while worker.events.recv().await.is_some() {}
+        worker.child.wait().await
+    };
+    match tokio::time::timeout(FINISH_TIMEOUT, wait).await {
+        Ok(Ok(status)) if status.success() => {}
+        Ok(status) => warn!(?status, "transcode worker ended with an error"),
+        Err(_) => {
+            warn!("transcode worker did not finish in {FINISH_TIMEOUT:?}; killing it");
+            let _ = worker.child.kill().await;
+        }
+    }
+}

@@ -1,0 +1,801 @@
+//! The transcode worker: runs in the child process (`castd worker --config <json>`).
+//!
+//! It reads FLV from stdin with libavformat, decodes the video **once**, and for each variant scales
+//! (from the nearest larger picture already scaled for another variant, bilinear) and encodes it with
+//! the variant's `EncoderRecipe`, or copies the input video for passthrough variants. Audio is copied
+//! or encoded to AAC (decoded once). Each variant goes to libavformat's HLS muxer in
+//! `<hls_dir>/N/stream.m3u8`; once every variant has a segment the master playlist
+//! `<hls_dir>/stream.m3u8` is written (temp file + rename). Keyframes are forced at segment
+//! boundaries computed from the input time, so all variants cut their segments at the same instants.
+//! Frame-rate conversion drops frames whose output timestamp does not advance (no duplication).
+//! Events go to stdout as JSON lines (`WorkerEvent`), logs to stderr.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use ff::codec::{self, threading};
+use ff::format::context::Output;
+use ff::software::scaling;
+use ff::{frame, media, picture, Dictionary, Packet, Rational};
+use ffmpeg_next as ff;
+
+use super::recipe::{self, EncoderRecipe};
+use super::{TranscodeError, VariantProgress, WorkerConfig, WorkerEvent};
+use crate::config::StreamOutputVariant;
+
+/// Writes events to stdout, one JSON line each, flushed at once.
+fn emit(event: &WorkerEvent) {
+    if let Ok(line) = serde_json::to_string(event) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+}
+
+/// Size of a variant: both 0 keeps the source; one 0 keeps the aspect ratio (rounded to even, as
+/// ffmpeg's `-2`).
+pub fn target_size(v: &StreamOutputVariant, sw: u32, sh: u32) -> (u32, u32) {
+    let round_even = |num: u64, den: u64| -> u32 {
+        if den == 0 {
+            return 2;
+        }
+        let x = (num as f64 / den as f64 / 2.0).round() as u32 * 2;
+        x.max(2)
+    };
+    match (v.scaled_width, v.scaled_height) {
+        (0, 0) => (sw & !1, sh & !1),
+        (w, 0) => (w & !1, round_even(sh as u64 * w as u64, sw as u64)),
+        (0, h) => (round_even(sw as u64 * h as u64, sh as u64), h & !1),
+        (w, h) => ((w & !1).max(2), (h & !1).max(2)),
+    }
+}
+
+/// Where a variant's picture comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Source {
+    Decoded,
+    Variant(usize),
+}
+
+struct VideoEncode {
+    encoder: ff::encoder::Video,
+    recipe: EncoderRecipe,
+    width: u32,
+    height: u32,
+    pix_fmt: ff::format::Pixel,
+    source: Source,
+    scaler: Option<scaling::Context>,
+    last_pts: Option<i64>,
+    /// Index of the segment (counted from the run's first frame) of the last keyframe.
+    last_segment: Option<i64>,
+}
+
+enum VideoPath {
+    Encode(Box<VideoEncode>),
+    Copy,
+}
+
+enum AudioPath {
+    None,
+    Copy,
+    Encode(ff::encoder::Audio),
+}
+
+struct Variant {
+    octx: Output,
+    video: VideoPath,
+    audio: AudioPath,
+    v_ost: usize,
+    a_ost: Option<usize>,
+    playlist: PathBuf,
+    playlist_mtime: Option<SystemTime>,
+    has_segment: bool,
+    codecs: Option<String>,
+    width: u32,
+    height: u32,
+    framerate: f64,
+    bandwidth: u64,
+    encoder_name: String,
+    frames: u64,
+    last_report_frames: u64,
+    media_time: f64,
+    last_report_media_time: f64,
+}
+
+/// `avc1.PPCCLL` from an SPS NAL (the bytes after the NAL header).
+fn avc1(profile: u8, compat: u8, level: u8) -> String {
+    format!("avc1.{profile:02x}{compat:02x}{level:02x}")
+}
+
+/// Find the SPS in an Annex-B packet and describe it.
+fn codec_from_annexb(data: &[u8]) -> Option<String> {
+    let mut i = 0;
+    while i + 3 < data.len() {
+        if data[i] == 0 && data[i + 1] == 0 && data[i + 2] == 1 {
+            let nal = i + 3;
+            if data[nal] & 0x1f == 7 && nal + 3 < data.len() {
+                return Some(avc1(data[nal + 1], data[nal + 2], data[nal + 3]));
+            }
+            i = nal;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// `avc1.PPCCLL` from an avcC extradata record (FLV/MP4 style).
+fn codec_from_avcc(par: &codec::Parameters) -> Option<String> {
+    // SAFETY: extradata/extradata_size describe a buffer owned by the parameters we borrow.
+    let extra = unsafe {
+        let p = par.as_ptr();
+        if (*p).extradata.is_null() || (*p).extradata_size < 4 {
+            return None;
+        }
+        std::slice::from_raw_parts((*p).extradata, (*p).extradata_size as usize)
+    };
+    if extra[0] == 1 {
+        Some(avc1(extra[1], extra[2], extra[3]))
+    } else {
+        codec_from_annexb(extra)
+    }
+}
+
+fn bit_rate_of(par: &codec::Parameters) -> u64 {
+    // SAFETY: reading a plain field of the parameters we borrow.
+    unsafe { (*par.as_ptr()).bit_rate.max(0) as u64 }
+}
+
+fn clear_codec_tag(ost: &mut ff::format::stream::StreamMut) {
+    // SAFETY: the stream's parameters are owned by the output context; codec_tag 0 lets the muxer pick.
+    unsafe {
+        (*ost.parameters().as_mut_ptr()).codec_tag = 0;
+    }
+}
+
+fn scaler_flags(name: &str) -> scaling::Flags {
+    match name {
+        "fast_bilinear" => scaling::Flags::FAST_BILINEAR,
+        "bicubic" => scaling::Flags::BICUBIC,
+        "lanczos" => scaling::Flags::LANCZOS,
+        _ => scaling::Flags::BILINEAR,
+    }
+}
+
+/// Write the master playlist atomically (temp file + rename).
+pub fn write_master(hls_dir: &Path, entries: &[(u64, u32, u32, String, f64)]) -> std::io::Result<()> {
+    let mut s = String::from("#EXTM3U\n#EXT-X-VERSION:3\n");
+    for (i, (bandwidth, w, h, codecs, fps)) in entries.iter().enumerate() {
+        s.push_str(&format!(
+            "#EXT-X-STREAM-INF:BANDWIDTH={bandwidth},RESOLUTION={w}x{h},CODECS=\"{codecs}\",FRAME-RATE={fps:.3}\n{i}/stream.m3u8\n"
+        ));
+    }
+    let tmp = hls_dir.join(".stream.m3u8.tmp");
+    std::fs::write(&tmp, s)?;
+    std::fs::rename(&tmp, hls_dir.join("stream.m3u8"))
+}
+
+struct Pipeline {
+    cfg: WorkerConfig,
+    variants: Vec<Variant>,
+    /// Encoded variants, largest picture first.
+    order: Vec<usize>,
+    pics: Vec<frame::Video>,
+    v_index: usize,
+    v_tb: Rational,
+    a_index: Option<usize>,
+    a_tb: Rational,
+    vdec: Option<ff::decoder::Video>,
+    adec: Option<ff::decoder::Audio>,
+    master_written: bool,
+    warned_audio: bool,
+    /// Time of the first decoded frame: segment boundaries count from here, so the first segment
+    /// is one segment long (the HLS muxer cuts at `hls_time` after the first packet).
+    t0: Option<f64>,
+    start: Instant,
+    last_report: Instant,
+}
+
+impl Pipeline {
+    fn open(cfg: WorkerConfig, ictx: &ff::format::context::Input) -> Result<Pipeline, TranscodeError> {
+        let ist = ictx.streams().best(media::Type::Video).ok_or(TranscodeError::NoVideo)?;
+        let v_index = ist.index();
+        let v_tb = ist.time_base();
+        let v_par = ist.parameters();
+        let fr = ist.avg_frame_rate();
+        let src_fps = if fr.denominator() > 0 && fr.numerator() > 0 { f64::from(fr) } else { 30.0 };
+        let audio = ictx.streams().best(media::Type::Audio);
+        let (a_index, a_tb, a_par) = match &audio {
+            Some(s) => (Some(s.index()), s.time_base(), Some(s.parameters())),
+            None => (None, Rational(1, 1000), None),
+        };
+
+        let any_encode = cfg.variants.iter().any(|v| !v.video_passthrough);
+        let vdec = if any_encode {
+            let mut ctx = codec::context::Context::from_parameters(v_par.clone())?;
+            ctx.set_threading(threading::Config { kind: threading::Type::Frame, count: 0, ..Default::default() });
+            Some(ctx.decoder().video()?)
+        } else {
+            None
+        };
+        let (sw, sh) = match &vdec {
+            Some(d) => (d.width(), d.height()),
+            None => {
+                // SAFETY: plain fields of the parameters we own.
+                unsafe { ((*v_par.as_ptr()).width.max(0) as u32, (*v_par.as_ptr()).height.max(0) as u32) }
+            }
+        };
+        if sw == 0 || sh == 0 {
+            return Err(TranscodeError::Other("could not determine the input video size".into()));
+        }
+        let audio_encode = |v: &StreamOutputVariant| !v.audio_passthrough && v.audio_bitrate > 0;
+        let adec = match (&a_par, cfg.variants.iter().any(audio_encode)) {
+            (Some(p), true) => Some(codec::context::Context::from_parameters(p.clone())?.decoder().audio()?),
+            _ => None,
+        };
+
+        let mut variants = Vec::with_capacity(cfg.variants.len());
+        let mut sizes = Vec::new();
+        for (n, v) in cfg.variants.iter().enumerate() {
+            let dir = cfg.hls_dir.join(n.to_string());
+            std::fs::create_dir_all(&dir)?;
+            let playlist = dir.join("stream.m3u8");
+            // ffmpeg-next opens (and truncates) the output URL; the HLS muxer's append_list must
+            // still find the previous playlist, so put it back before the header is written.
+            let previous = if cfg.append { std::fs::read(&playlist).ok() } else { None };
+            let mut octx = ff::format::output_as(&playlist, "hls")?;
+            if let Some(prev) = previous {
+                std::fs::write(&playlist, prev)?;
+            }
+            let (w, h, video, encoder_name, fps, v_kbps) = if v.video_passthrough {
+                let mut ost = octx.add_stream(ff::encoder::find(codec::Id::None))?;
+                ost.set_parameters(v_par.clone());
+                clear_codec_tag(&mut ost);
+                ost.set_time_base(v_tb);
+                let kbps = (bit_rate_of(&v_par) / 1000).max(u64::from(v.video_bitrate));
+                (sw, sh, VideoPath::Copy, "copy".to_string(), src_fps, kbps)
+            } else {
+                let rec = recipe::recipe_for(&cfg.encoder, v, cfg.segment_seconds)?;
+                let (w, h) = target_size(v, sw, sh);
+                let codec = ff::encoder::find_by_name(&rec.encoder)
+                    .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
+                let pix_fmt: ff::format::Pixel =
+                    rec.pix_fmt.parse().map_err(|_| TranscodeError::Config(format!("pix_fmt {}", rec.pix_fmt)))?;
+                let mut enc = codec::context::Context::new_with_codec(codec).encoder().video()?;
+                enc.set_width(w);
+                enc.set_height(h);
+                enc.set_format(pix_fmt);
+                enc.set_time_base(Rational(1, rec.framerate as i32));
+                enc.set_frame_rate(Some(Rational(rec.framerate as i32, 1)));
+                let mut opts = Dictionary::new();
+                for (k, val) in &rec.options {
+                    opts.set(k, val);
+                }
+                let opened = enc.open_as_with(codec, opts)?;
+                let mut ost = octx.add_stream(codec)?;
+                ost.set_parameters(&opened);
+                ost.set_time_base(Rational(1, rec.framerate as i32));
+                let fps = f64::from(rec.framerate);
+                let kbps = u64::from(recipe::encoder_bitrate(v));
+                let name = rec.encoder.clone();
+                let source = Source::Decoded;
+                let path = VideoPath::Encode(Box::new(VideoEncode {
+                    encoder: opened,
+                    recipe: rec,
+                    width: w,
+                    height: h,
+                    pix_fmt,
+                    source,
+                    scaler: None,
+                    last_pts: None,
+                    last_segment: None,
+                }));
+                (w, h, path, name, fps, kbps)
+            };
+            let v_ost = 0;
+            let mut a_kbps = 0u64;
+            let (audio, a_ost) = match (&a_par, audio_encode(v)) {
+                (None, _) => (AudioPath::None, None),
+                (Some(p), false) => {
+                    let mut ost = octx.add_stream(ff::encoder::find(codec::Id::None))?;
+                    ost.set_parameters(p.clone());
+                    clear_codec_tag(&mut ost);
+                    ost.set_time_base(a_tb);
+                    a_kbps = (bit_rate_of(p) / 1000).max(128);
+                    (AudioPath::Copy, Some(1))
+                }
+                (Some(_), true) => {
+                    let dec = adec.as_ref().ok_or_else(|| TranscodeError::Other("no audio decoder".into()))?;
+                    let codec = ff::encoder::find(codec::Id::AAC)
+                        .ok_or_else(|| TranscodeError::EncoderMissing("aac".into()))?;
+                    let mut enc = codec::context::Context::new_with_codec(codec).encoder().audio()?;
+                    enc.set_rate(dec.rate() as i32);
+                    let layout = if dec.channel_layout().is_empty() {
+                        ff::ChannelLayout::default(i32::from(dec.channels()))
+                    } else {
+                        dec.channel_layout()
+                    };
+                    enc.set_channel_layout(layout);
+                    enc.set_format(ff::format::Sample::F32(ff::format::sample::Type::Planar));
+                    enc.set_bit_rate(v.audio_bitrate as usize * 1000);
+                    enc.set_time_base(Rational(1, dec.rate() as i32));
+                    let opened = enc.open_as(codec)?;
+                    let mut ost = octx.add_stream(codec)?;
+                    ost.set_parameters(&opened);
+                    ost.set_time_base(Rational(1, dec.rate() as i32));
+                    a_kbps = u64::from(v.audio_bitrate);
+                    (AudioPath::Encode(opened), Some(1))
+                }
+            };
+
+            let mut hls = Dictionary::new();
+            hls.set("hls_time", &cfg.segment_seconds.to_string());
+            hls.set("hls_list_size", &cfg.list_size.to_string());
+            let mut flags = String::from("delete_segments+program_date_time+independent_segments");
+            if cfg.append {
+                flags.push_str("+append_list+discont_start");
+            }
+            hls.set("hls_flags", &flags);
+            let seg = dir.join(format!("stream-{}-%d.ts", cfg.segment_id));
+            hls.set("hls_segment_filename", &seg.to_string_lossy());
+            octx.write_header_with(hls)?;
+            sizes.push((w, h));
+            variants.push(Variant {
+                octx,
+                video,
+                audio,
+                v_ost,
+                a_ost,
+                playlist,
+                playlist_mtime: None,
+                has_segment: false,
+                codecs: if v.video_passthrough { codec_from_avcc(&v_par) } else { None },
+                width: w,
+                height: h,
+                framerate: fps,
+                bandwidth: (v_kbps + a_kbps) * 1000,
+                encoder_name,
+                frames: 0,
+                last_report_frames: 0,
+                media_time: 0.0,
+                last_report_media_time: 0.0,
+            });
+        }
+        // Encoded variants largest first; each takes its picture from the smallest larger one.
+        let mut order: Vec<usize> =
+            (0..variants.len()).filter(|&i| matches!(variants[i].video, VideoPath::Encode(_))).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(u64::from(sizes[i].0) * u64::from(sizes[i].1)));
+        for (k, &i) in order.iter().enumerate() {
+            let (w, h) = sizes[i];
+            let best = order[..k]
+                .iter()
+                .copied()
+                .filter(|&j| sizes[j].0 >= w && sizes[j].1 >= h && (sizes[j].0 < sw || sizes[j].1 < sh))
+                .min_by_key(|&j| u64::from(sizes[j].0) * u64::from(sizes[j].1));
+            if let (Some(j), VideoPath::Encode(enc)) = (best, &mut variants[i].video) {
+                enc.source = Source::Variant(j);
+            }
+        }
+        let pics = (0..variants.len()).map(|_| frame::Video::empty()).collect();
+        emit(&WorkerEvent::Started {
+            width: sw,
+            height: sh,
+            encoders: variants.iter().map(|v| v.encoder_name.clone()).collect(),
+        });
+        for (n, v) in variants.iter().enumerate() {
+            let src = match &v.video {
+                VideoPath::Encode(e) => format!("{:?}", e.source),
+                VideoPath::Copy => "copy".into(),
+            };
+            tracing::info!(variant = n, width = v.width, height = v.height, encoder = %v.encoder_name, source = %src, "variant ready");
+        }
+        Ok(Pipeline {
+            cfg,
+            variants,
+            order,
+            pics,
+            v_index,
+            v_tb,
+            a_index,
+            a_tb,
+            vdec,
+            adec,
+            master_written: false,
+            warned_audio: false,
+            t0: None,
+            start: Instant::now(),
+            last_report: Instant::now(),
+        })
+    }
+
+    fn on_packet(&mut self, packet: &Packet) -> Result<(), TranscodeError> {
+        let idx = packet.stream();
+        if idx == self.v_index {
+            for n in 0..self.variants.len() {
+                if matches!(self.variants[n].video, VideoPath::Copy) {
+                    let mut p = packet.clone();
+                    let v = &mut self.variants[n];
+                    v.frames += 1;
+                    if let Some(pts) = p.pts() {
+                        v.media_time = pts as f64 * f64::from(self.v_tb);
+                    }
+                    let tb = v.octx.stream(v.v_ost).map(|s| s.time_base()).unwrap_or(self.v_tb);
+                    p.rescale_ts(self.v_tb, tb);
+                    p.set_stream(v.v_ost);
+                    p.set_position(-1);
+                    let key = p.is_key();
+                    p.write_interleaved(&mut v.octx)?;
+                    self.after_video_write(n, key)?;
+                }
+            }
+            if self.vdec.is_some() {
+                if let Some(d) = self.vdec.as_mut() {
+                    d.send_packet(packet)?;
+                }
+                self.drain_video()?;
+            }
+        } else if Some(idx) == self.a_index {
+            for n in 0..self.variants.len() {
+                let v = &mut self.variants[n];
+                if let (AudioPath::Copy, Some(a_ost)) = (&v.audio, v.a_ost) {
+                    let mut p = packet.clone();
+                    let tb = v.octx.stream(a_ost).map(|s| s.time_base()).unwrap_or(self.a_tb);
+                    p.rescale_ts(self.a_tb, tb);
+                    p.set_stream(a_ost);
+                    p.set_position(-1);
+                    p.write_interleaved(&mut v.octx)?;
+                }
+            }
+            if self.adec.is_some() {
+                if let Some(d) = self.adec.as_mut() {
+                    d.send_packet(packet)?;
+                }
+                self.drain_audio()?;
+            }
+        }
+        self.report();
+        Ok(())
+    }
+
+    fn drain_video(&mut self) -> Result<(), TranscodeError> {
+        let mut decoded = frame::Video::empty();
+        loop {
+            let got = match self.vdec.as_mut() {
+                Some(d) => d.receive_frame(&mut decoded).is_ok(),
+                None => false,
+            };
+            if !got {
+                return Ok(());
+            }
+            self.on_frame(&mut decoded)?;
+        }
+    }
+
+    fn on_frame(&mut self, decoded: &mut frame::Video) -> Result<(), TranscodeError> {
+        let Some(ts) = decoded.timestamp() else { return Ok(()) };
+        let t = ts as f64 * f64::from(self.v_tb);
+        let t0 = *self.t0.get_or_insert(t);
+        let n = self.variants.len();
+        let mut wants = vec![false; n];
+        let mut needed = vec![false; n];
+        let mut out_pts = vec![0i64; n];
+        for &i in &self.order {
+            if let VideoPath::Encode(enc) = &self.variants[i].video {
+                let pts = (t * f64::from(enc.recipe.framerate)).round() as i64;
+                out_pts[i] = pts;
+                wants[i] = enc.last_pts.is_none_or(|l| pts > l);
+            }
+        }
+        for &i in self.order.iter().rev() {
+            if wants[i] || needed[i] {
+                needed[i] = true;
+                if let VideoPath::Encode(enc) = &self.variants[i].video {
+                    if let Source::Variant(j) = enc.source {
+                        needed[j] = true;
+                    }
+                }
+            }
+        }
+        for k in 0..self.order.len() {
+            let i = self.order[k];
+            if !needed[i] {
+                continue;
+            }
+            let VideoPath::Encode(enc) = &mut self.variants[i].video else { continue };
+            let direct = enc.source == Source::Decoded
+                && decoded.width() == enc.width
+                && decoded.height() == enc.height
+                && decoded.format() == enc.pix_fmt;
+            if !direct {
+                let mut dst = std::mem::replace(&mut self.pics[i], frame::Video::empty());
+                if dst.width() != enc.width || dst.height() != enc.height {
+                    dst = frame::Video::new(enc.pix_fmt, enc.width, enc.height);
+                } else {
+                    // SAFETY: dst is a valid frame we own; this copies its buffer only if it is shared.
+                    unsafe {
+                        ff::ffi::av_frame_make_writable(dst.as_mut_ptr());
+                    }
+                }
+                let src: &frame::Video = match enc.source {
+                    Source::Decoded => decoded,
+                    Source::Variant(j) => &self.pics[j],
+                };
+                let flags = scaler_flags(enc.recipe.scaler);
+                let scaler = match enc.scaler.take() {
+                    Some(mut s) => {
+                        s.cached(src.format(), src.width(), src.height(), enc.pix_fmt, enc.width, enc.height, flags);
+                        s
+                    }
+                    None => scaling::Context::get(
+                        src.format(),
+                        src.width(),
+                        src.height(),
+                        enc.pix_fmt,
+                        enc.width,
+                        enc.height,
+                        flags,
+                    )?,
+                };
+                let scaler = enc.scaler.insert(scaler);
+                scaler.run(src, &mut dst)?;
+                self.pics[i] = dst;
+            }
+            if !wants[i] {
+                continue;
+            }
+            let pts = out_pts[i];
+            let gop = i64::from(enc.recipe.gop.max(1));
+            let segment = (((t - t0) * f64::from(enc.recipe.framerate)).round() as i64).div_euclid(gop);
+            let key = enc.last_segment != Some(segment);
+            enc.last_segment = Some(segment);
+            enc.last_pts = Some(pts);
+            let pic: &mut frame::Video = if direct { &mut *decoded } else { &mut self.pics[i] };
+            pic.set_pts(Some(pts));
+            pic.set_kind(if key { picture::Type::I } else { picture::Type::None });
+            enc.encoder.send_frame(pic)?;
+            let fps = f64::from(enc.recipe.framerate);
+            self.variants[i].frames += 1;
+            self.variants[i].media_time = pts as f64 / fps;
+            self.drain_encoder(i)?;
+        }
+        Ok(())
+    }
+
+    fn drain_encoder(&mut self, i: usize) -> Result<(), TranscodeError> {
+        let mut pkt = Packet::empty();
+        loop {
+            let v = &mut self.variants[i];
+            let VideoPath::Encode(enc) = &mut v.video else { return Ok(()) };
+            if enc.encoder.receive_packet(&mut pkt).is_err() {
+                return Ok(());
+            }
+            let enc_tb = Rational(1, enc.recipe.framerate as i32);
+            if v.codecs.is_none() && pkt.is_key() {
+                v.codecs = pkt.data().and_then(codec_from_annexb);
+            }
+            let tb = v.octx.stream(v.v_ost).map(|s| s.time_base()).unwrap_or(enc_tb);
+            pkt.set_stream(v.v_ost);
+            pkt.rescale_ts(enc_tb, tb);
+            let key = pkt.is_key();
+            pkt.write_interleaved(&mut v.octx)?;
+            self.after_video_write(i, key)?;
+        }
+    }
+
+    fn drain_audio(&mut self) -> Result<(), TranscodeError> {
+        let mut decoded = frame::Audio::empty();
+        loop {
+            let got = match self.adec.as_mut() {
+                Some(d) => d.receive_frame(&mut decoded).is_ok(),
+                None => false,
+            };
+            if !got {
+                return Ok(());
+            }
+            let Some(ts) = decoded.timestamp() else { continue };
+            for i in 0..self.variants.len() {
+                let v = &mut self.variants[i];
+                let (AudioPath::Encode(enc), Some(a_ost)) = (&mut v.audio, v.a_ost) else { continue };
+                if decoded.format() != enc.format()
+                    || (enc.frame_size() > 0 && decoded.samples() != enc.frame_size() as usize)
+                {
+                    if !self.warned_audio {
+                        tracing::warn!(
+                            "audio frames ({} samples, {:?}) do not fit the AAC encoder; variant {i} goes without audio",
+                            decoded.samples(),
+                            decoded.format()
+                        );
+                        self.warned_audio = true;
+                    }
+                    continue;
+                }
+                let rate = enc.rate() as i32;
+                let pts = (ts as f64 * f64::from(self.a_tb) * f64::from(rate)).round() as i64;
+                decoded.set_pts(Some(pts));
+                enc.send_frame(&decoded)?;
+                let mut pkt = Packet::empty();
+                while enc.receive_packet(&mut pkt).is_ok() {
+                    let tb = v.octx.stream(a_ost).map(|s| s.time_base()).unwrap_or(Rational(1, rate));
+                    pkt.set_stream(a_ost);
+                    pkt.rescale_ts(Rational(1, rate), tb);
+                    pkt.write_interleaved(&mut v.octx)?;
+                }
+            }
+        }
+    }
+
+    /// After a video packet: notice new segments (the playlist is rewritten) and write the master
+    /// playlist once every variant has one.
+    fn after_video_write(&mut self, i: usize, key: bool) -> Result<(), TranscodeError> {
+        if self.master_written && !key {
+            return Ok(());
+        }
+        let v = &mut self.variants[i];
+        let mtime = std::fs::metadata(&v.playlist).and_then(|m| m.modified()).ok();
+        let listed =
+            v.has_segment || std::fs::read_to_string(&v.playlist).map(|t| t.contains("#EXTINF")).unwrap_or(false);
+        if mtime.is_some() && mtime != v.playlist_mtime && listed {
+            v.playlist_mtime = mtime;
+            v.has_segment = true;
+            emit(&WorkerEvent::Segment { variant: i });
+        }
+        if !self.master_written && self.variants.iter().all(|v| v.has_segment) {
+            let entries: Vec<_> = self
+                .variants
+                .iter()
+                .map(|v| {
+                    let video = v.codecs.clone().filter(|c| !c.is_empty()).unwrap_or_else(|| "avc1.64001f".into());
+                    let codecs = match v.audio {
+                        AudioPath::None => video,
+                        _ => format!("{video},mp4a.40.2"),
+                    };
+                    (v.bandwidth, v.width, v.height, codecs, v.framerate)
+                })
+                .collect();
+            write_master(&self.cfg.hls_dir, &entries)?;
+            self.master_written = true;
+            emit(&WorkerEvent::Ready);
+        }
+        Ok(())
+    }
+
+    fn report(&mut self) {
+        let dt = self.last_report.elapsed().as_secs_f64();
+        if dt < 1.0 {
+            return;
+        }
+        self.last_report = Instant::now();
+        let variants = self
+            .variants
+            .iter_mut()
+            .enumerate()
+            .map(|(n, v)| {
+                let p = VariantProgress {
+                    variant: n,
+                    encoder: v.encoder_name.clone(),
+                    fps: (v.frames - v.last_report_frames) as f64 / dt,
+                    speed: ((v.media_time - v.last_report_media_time) / dt).max(0.0),
+                    frames: v.frames,
+                };
+                v.last_report_frames = v.frames;
+                v.last_report_media_time = v.media_time;
+                p
+            })
+            .collect();
+        emit(&WorkerEvent::Progress { variants });
+    }
+
+    fn finish(&mut self) -> Result<(), TranscodeError> {
+        if let Some(d) = self.vdec.as_mut() {
+            let _ = d.send_eof();
+        }
+        self.drain_video()?;
+        if let Some(d) = self.adec.as_mut() {
+            let _ = d.send_eof();
+        }
+        self.drain_audio()?;
+        for i in 0..self.variants.len() {
+            if let VideoPath::Encode(enc) = &mut self.variants[i].video {
+                let _ = enc.encoder.send_eof();
+                self.drain_encoder(i)?;
+            }
+            let v = &mut self.variants[i];
+            if let (AudioPath::Encode(enc), Some(a_ost)) = (&mut v.audio, v.a_ost) {
+                let _ = enc.send_eof();
+                let rate = enc.rate() as i32;
+                let mut pkt = Packet::empty();
+                while enc.receive_packet(&mut pkt).is_ok() {
+                    let tb = v.octx.stream(a_ost).map(|s| s.time_base()).unwrap_or(Rational(1, rate));
+                    pkt.set_stream(a_ost);
+                    pkt.rescale_ts(Rational(1, rate), tb);
+                    pkt.write_interleaved(&mut v.octx)?;
+                }
+            }
+            v.octx.write_trailer()?;
+        }
+        let total = self.start.elapsed().as_secs_f64();
+        tracing::info!(seconds = total, "input ended; playlists finalised");
+        Ok(())
+    }
+}
+
+/// Run the worker until stdin ends. Returns an error (and the process exits non-zero) on failure.
+pub fn run(cfg: WorkerConfig) -> Result<(), TranscodeError> {
+    if cfg.variants.is_empty() {
+        return Err(TranscodeError::Config("no variants".into()));
+    }
+    ff::init()?;
+    ff::util::log::set_level(ff::util::log::Level::Error);
+    std::fs::create_dir_all(&cfg.hls_dir)?;
+    let mut opts = Dictionary::new();
+    opts.set("analyzeduration", "500000");
+    opts.set("probesize", "1000000");
+    opts.set("fflags", "+genpts");
+    let mut ictx = ff::format::input_with_dictionary("pipe:0", opts)?;
+    let mut pipeline = Pipeline::open(cfg, &ictx)?;
+    let mut packet = Packet::empty();
+    let mut errors = 0u32;
+    loop {
+        match packet.read(&mut ictx) {
+            Ok(()) => {
+                errors = 0;
+                pipeline.on_packet(&packet)?;
+            }
+            Err(ff::Error::Eof) => break,
+            Err(e) => {
+                errors += 1;
+                if errors > 100 {
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+    pipeline.finish()?;
+    emit(&WorkerEvent::Finished);
+    Ok(())
+}
+
+/// Entry point of `castd worker`: parse the config, run, report a failure as an event.
+pub fn main(config_json: &str) -> i32 {
+    let cfg: WorkerConfig = match serde_json::from_str(config_json) {
+        Ok(c) => c,
+        Err(e) => {
+            emit(&WorkerEvent::Error { message: format!("invalid worker config: {e}") });
+            return 2;
+        }
+    };
+    match run(cfg) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!("transcode worker failed: {e}");
+            emit(&WorkerEvent::Error { message: e.to_string() });
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(w: u32, h: u32) -> StreamOutputVariant {
+        StreamOutputVariant { scaled_width: w, scaled_height: h, ..Default::default() }
+    }
+
+    #[test]
+    fn sizes_keep_aspect_and_stay_even() {
+        assert_eq!(target_size(&v(0, 0), 1920, 1080), (1920, 1080));
+        assert_eq!(target_size(&v(1280, 0), 1920, 1080), (1280, 720));
+        assert_eq!(target_size(&v(0, 360), 1920, 1080), (640, 360));
+        assert_eq!(target_size(&v(0, 480), 1920, 1080), (854, 480));
+        assert_eq!(target_size(&v(640, 360), 1280, 720), (640, 360));
+    }
+
+    #[test]
+    fn codec_strings() {
+        let sps = [0u8, 0, 0, 1, 0x67, 0x64, 0x00, 0x1f, 0xac];
+        assert_eq!(codec_from_annexb(&sps).as_deref(), Some("avc1.64001f"));
+        assert_eq!(codec_from_annexb(&[0, 0, 1, 0x65, 1, 2]), None);
+    }
+}

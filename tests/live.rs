@@ -1,0 +1,299 @@
+//! The live pipeline end to end: the ffmpeg CLI publishes RTMP to the real daemon, which transcodes
+//! to HLS; ffprobe checks the output. Live tests run one at a time (the machine has two cores).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::Server;
+use serde_json::{json, Value};
+
+static LIVE: Mutex<()> = Mutex::new(());
+
+const KEY: &str = "test-stream-key-1";
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// ffmpeg publishing `secs` of testsrc2 + sine at `size` to `key`.
+fn publish(server: &Server, key: &str, size: &str, secs: u32) -> Child {
+    let url = format!("rtmp://127.0.0.1:{}/live/{key}", server.rtmp_port.expect("rtmp port in the log"));
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i"])
+        .arg(format!("testsrc2=size={size}:rate=30"))
+        .args(["-f", "lavfi", "-i", "sine=frequency=440", "-t"])
+        .arg(secs.to_string())
+        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "flv"])
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ffmpeg")
+}
+
+fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn online(server: &Server) -> bool {
+    server.get_json("/api/status")["online"].as_bool().unwrap_or(false)
+}
+
+fn text(server: &Server, path: &str) -> Option<String> {
+    let r = server.get(path);
+    r.status().is_success().then(|| r.text().unwrap_or_default())
+}
+
+/// Segment names listed in a playlist.
+fn segments(playlist: &str) -> Vec<String> {
+    playlist.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string).collect()
+}
+
+fn configure(server: &Server, variants: Value) {
+    server.set("video/streamoutputvariants", variants);
+    server.set("video/streamlatencylevel", json!(0));
+}
+
+/// ffprobe's (codec, width, height) of the first video stream of a segment fetched over HTTP.
+fn probe_segment(server: &Server, path: &str) -> (String, u64, u64) {
+    let bytes = server.get(path).bytes().expect("segment body");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &bytes).unwrap();
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream=codec_name,width,height",
+            "-of",
+            "json",
+        ])
+        .arg(file.path())
+        .output()
+        .expect("ffprobe");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("ffprobe json");
+    let s = &v["streams"][0];
+    (
+        s["codec_name"].as_str().unwrap_or_default().to_string(),
+        s["width"].as_u64().unwrap_or(0),
+        s["height"].as_u64().unwrap_or(0),
+    )
+}
+
+#[test]
+fn publish_transcode_serve_and_go_offline() {
+    let _g = lock();
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    configure(
+        &server,
+        json!([
+            {"name": "720p", "videoBitrate": 1200, "framerate": 30, "cpuUsageLevel": 0, "audioPassthrough": true},
+            {"name": "360p", "scaledWidth": 640, "scaledHeight": 360, "videoBitrate": 500, "framerate": 30,
+             "cpuUsageLevel": 0, "audioPassthrough": true}
+        ]),
+    );
+
+    // A wrong key is refused (the client fails) and the stream never goes online.
+    let mut bad = publish(&server, "not-the-key", "320x240", 3);
+    let status = wait_exit(&mut bad, Duration::from_secs(20)).expect("the refused client exits");
+    assert!(!status.success(), "a publish with a wrong key must fail");
+    assert!(!online(&server), "a wrong key must not go online");
+    assert!(server.log_text().contains("invalid stream key"));
+
+    let started = Instant::now();
+    let mut ff = publish(&server, KEY, "1280x720", 30);
+    let master = server
+        .wait_for(Duration::from_secs(15), || {
+            let m = text(&server, "/hls/stream.m3u8")?;
+            (online(&server) && m.contains("0/stream.m3u8") && m.contains("1/stream.m3u8")).then_some(m)
+        })
+        .unwrap_or_else(|| panic!("not online with both variants within 15 s; log:\n{}", server.log_text()));
+    eprintln!("publish to playable master: {:?}", started.elapsed());
+    assert!(master.contains("RESOLUTION=1280x720"), "{master}");
+    assert!(master.contains("RESOLUTION=640x360"), "{master}");
+    assert!(master.contains("BANDWIDTH=") && master.contains("CODECS=\"avc1.") && master.contains("FRAME-RATE=30"));
+
+    // Each variant playlist gets at least two segments.
+    for n in 0..2 {
+        let path = format!("/hls/{n}/stream.m3u8");
+        server
+            .wait_for(Duration::from_secs(20), || text(&server, &path).filter(|p| segments(p).len() >= 2))
+            .unwrap_or_else(|| panic!("variant {n} has fewer than 2 segments"));
+    }
+    // Newest segment of each variant: h264 at 720 and 360 lines.
+    for (n, height) in [(0, 720), (1, 360)] {
+        let playlist = text(&server, &format!("/hls/{n}/stream.m3u8")).unwrap();
+        let newest = segments(&playlist).last().cloned().unwrap();
+        let (codec, _w, h) = probe_segment(&server, &format!("/hls/{n}/{newest}"));
+        assert_eq!(codec, "h264", "variant {n}");
+        assert_eq!(h, height, "variant {n}");
+    }
+
+    // Owncast's serving rules.
+    let r = server.get("/hls/0/stream.m3u8");
+    assert_eq!(r.headers()["content-type"], "application/x-mpegURL");
+    assert!(r.headers()["cache-control"].to_str().unwrap().contains("no-cache"));
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    let seg = segments(&r.text().unwrap()).last().cloned().unwrap();
+    let r = server.get(&format!("/hls/0/{seg}"));
+    assert!(r.status().is_success());
+    assert!(r.headers()["cache-control"].to_str().unwrap().contains("max-age"));
+    for bad in
+        ["/hls/../castd.db", "/hls/%2e%2e/castd.db", "/hls/0/..%2F..%2Fcastd.db", "/hls/castd.db", "/hls/0/x.txt"]
+    {
+        assert_eq!(server.get(bad).status(), 404, "{bad}");
+    }
+
+    // The thumbnail appears as soon as there is a segment.
+    let jpeg = server
+        .wait_for(Duration::from_secs(15), || {
+            let r = server.get("/thumbnail.jpg");
+            r.status().is_success().then(|| r.bytes().unwrap().to_vec())
+        })
+        .expect("thumbnail.jpg");
+    assert_eq!(&jpeg[..2], &[0xFF, 0xD8], "a JPEG");
+    let gif = server.get("/preview.gif").bytes().unwrap();
+    assert_eq!(&gif[..3], b"GIF");
+
+    // Admin status shows the broadcaster and the transcoder.
+    let st = server.admin_json("/api/admin/status");
+    let details = &st["broadcaster"]["streamDetails"];
+    assert_eq!(details["width"], 1280, "{st}");
+    assert_eq!(details["height"], 720, "{st}");
+    assert_eq!(details["videoCodec"], "H.264");
+    assert!(st["broadcaster"]["remoteAddr"].as_str().unwrap().starts_with("127.0.0.1"));
+    assert!(st["currentBroadcast"]["workerPid"].as_u64().is_some());
+
+    // A second publisher while one is live is refused.
+    let mut second = publish(&server, KEY, "320x240", 3);
+    let status = wait_exit(&mut second, Duration::from_secs(20)).expect("the second publisher exits");
+    assert!(!status.success(), "a second publisher must be refused");
+    assert!(online(&server));
+
+    // After the publisher stops, the stream goes offline within 30 s and playlists end.
+    wait_exit(&mut ff, Duration::from_secs(60)).expect("ffmpeg finishes");
+    server
+        .wait_for(Duration::from_secs(30), || (!online(&server)).then_some(()))
+        .expect("offline within 30 s after the publisher stopped");
+    let status = server.get_json("/api/status");
+    assert!(status["lastDisconnectTime"].is_string(), "{status}");
+    for n in 0..2 {
+        let p = text(&server, &format!("/hls/{n}/stream.m3u8")).unwrap();
+        assert!(p.trim_end().ends_with("#EXT-X-ENDLIST"), "variant {n}: {p}");
+    }
+    assert_eq!(server.admin_get("/api/admin/disconnect").status(), 400, "nothing to disconnect");
+}
+
+#[test]
+fn killed_worker_is_restarted_and_segments_keep_coming() {
+    let _g = lock();
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    configure(
+        &server,
+        json!([{"name": "low", "scaledWidth": 320, "videoBitrate": 300, "framerate": 15, "cpuUsageLevel": 0}]),
+    );
+    let mut ff = publish(&server, KEY, "640x360", 40);
+    server
+        .wait_for(Duration::from_secs(20), || text(&server, "/hls/0/stream.m3u8").filter(|p| segments(p).len() >= 2))
+        .unwrap_or_else(|| panic!("no segments; log:\n{}", server.log_text()));
+    let pid = server.admin_json("/api/admin/status")["currentBroadcast"]["workerPid"].as_u64().expect("worker pid");
+    common::unsafe_kill(pid as u32, 9);
+    let before = segments(&text(&server, "/hls/0/stream.m3u8").unwrap());
+
+    let new_pid = server
+        .wait_for(Duration::from_secs(20), || {
+            let p = server.admin_json("/api/admin/status")["currentBroadcast"]["workerPid"].as_u64()?;
+            (p != pid).then_some(p)
+        })
+        .expect("a new worker");
+    assert_ne!(new_pid, pid);
+    // New segments (from the new worker) appear after a discontinuity, and the old ones stay listed.
+    let after = server
+        .wait_for(Duration::from_secs(25), || {
+            let p = text(&server, "/hls/0/stream.m3u8")?;
+            let segs = segments(&p);
+            let fresh = segs.iter().filter(|s| !before.contains(s)).count();
+            (fresh >= 2 && p.contains("#EXT-X-DISCONTINUITY")).then_some(p)
+        })
+        .unwrap_or_else(|| panic!("segments stopped after the worker was killed; log:\n{}", server.log_text()));
+    assert!(segments(&after).contains(&before[0]), "old segments stay listed: {after}");
+    assert!(online(&server));
+    assert!(server.log_text().contains("restarting"), "the restart and its reason are logged");
+
+    // The admin can drop the broadcaster.
+    let r = server.admin_get("/api/admin/disconnect");
+    assert!(r.status().is_success());
+    server.wait_for(Duration::from_secs(30), || (!online(&server)).then_some(())).expect("offline after disconnect");
+    let status = wait_exit(&mut ff, Duration::from_secs(30)).expect("publisher ends after the disconnect");
+    assert!(!status.success(), "the dropped publisher sees an error");
+}
+
+#[test]
+fn garbage_and_half_handshakes_leave_the_daemon_serving() {
+    let _g = lock();
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    let addr = format!("127.0.0.1:{}", server.rtmp_port.unwrap());
+
+    // Random bytes.
+    let mut junk = TcpStream::connect(&addr).unwrap();
+    let mut x: u32 = 0x1234_5678;
+    let bytes: Vec<u8> = (0..8192)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    let _ = junk.write_all(&bytes);
+
+    // Half a handshake (C0 and part of C1), then silence.
+    let mut half = TcpStream::connect(&addr).unwrap();
+    half.write_all(&[3u8]).unwrap();
+    half.write_all(&[0u8; 700]).unwrap();
+
+    assert!(server.get("/api/status").status().is_success());
+
+    // The stalled socket is closed by the server after its timeout.
+    half.set_read_timeout(Some(Duration::from_secs(25))).unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match half.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                panic!("the half handshake was not closed after {:?}", started.elapsed())
+            }
+            Err(_) => break,
+        }
+    }
+    assert!(started.elapsed() < Duration::from_secs(25));
+
+    // Still serving HTTP, and the RTMP server still answers a client properly.
+    assert!(server.get("/api/status").status().is_success());
+    assert!(!online(&server));
+    let mut c = publish(&server, "wrong", "320x240", 2);
+    let status = wait_exit(&mut c, Duration::from_secs(20)).expect("client exits");
+    assert!(!status.success());
+    assert!(server.log_text().contains("invalid stream key"), "the RTMP server still handles clients");
+}
