@@ -5,6 +5,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::chatclient::{history, join, next_of, register, say};
 use common::receiver::Receiver;
 use common::Server;
 use hmac::{Hmac, Mac};
@@ -200,4 +201,210 @@ fn webhook_input_is_validated_and_a_dead_receiver_is_harmless() {
     assert!(rx.wait_for(Duration::from_secs(10), |r| r.json()["eventData"]["streamTitle"] == "t19").is_some());
     // the receiver without a secret gets no signature
     assert!(rx.all()[0].header("x-castd-signature").is_none());
+}
+
+fn bearer_get(server: &Server, path: &str, token: Option<&str>) -> reqwest::blocking::Response {
+    let mut req = server.client.get(server.url(path));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    req.send().unwrap()
+}
+
+#[test]
+fn chat_routes_for_bots() {
+    let server = Server::start();
+    let token =
+        |name: &str, scope: &str| create_token(&server, name, &[scope])["accessToken"].as_str().unwrap().to_string();
+    let sys = token("announcer", "CAN_SEND_SYSTEM_MESSAGES");
+    let bot = token("Helper Bot", "CAN_SEND_MESSAGES");
+    let admin = token("mod tool", "HAS_ADMIN_ACCESS");
+    let rx = Receiver::start(&[]);
+    server
+        .admin_post("/api/admin/webhooks/create", &json!({"url": rx.url, "events": ["CHAT", "SYSTEM", "CHAT_ACTION"]}));
+
+    let mut viewer = join(&server, "viewer");
+    let msg = |b: &str| json!({ "body": b });
+
+    // chat/send: a CHAT from a bot user named after the token, stored in history
+    assert_eq!(bearer_post(&server, "/api/integrations/chat/send", Some(&sys), &msg("x")).status().as_u16(), 401);
+    assert_eq!(bearer_post(&server, "/api/integrations/chat/send", None, &msg("x")).status().as_u16(), 401);
+    assert_eq!(bearer_post(&server, "/api/integrations/chat/send", Some(&bot), &msg("  ")).status().as_u16(), 400);
+    let r = bearer_post(&server, "/api/integrations/chat/send", Some(&bot), &msg("hello from **bot**"));
+    assert_eq!(r.status().as_u16(), 200);
+    let chat = next_of(&mut viewer.ws, "CHAT", Duration::from_secs(5)).expect("bot CHAT at the viewer");
+    assert_eq!(chat["user"]["displayName"], json!("Helper Bot"));
+    assert_eq!(chat["user"]["isBot"], json!(true));
+    assert!(chat["body"].as_str().unwrap().contains("<strong>bot</strong>"));
+    let bot_msg_id = chat["id"].as_str().unwrap().to_string();
+
+    // chat/system and chat/action
+    assert_eq!(bearer_post(&server, "/api/integrations/chat/system", Some(&bot), &msg("x")).status().as_u16(), 401);
+    let r = bearer_post(&server, "/api/integrations/chat/system", Some(&sys), &msg("maintenance at 5"));
+    assert_eq!(r.status().as_u16(), 200);
+    let ev = next_of(&mut viewer.ws, "SYSTEM", Duration::from_secs(5)).expect("SYSTEM");
+    assert!(ev["body"].as_str().unwrap().contains("maintenance at 5"));
+    assert_eq!(ev["user"]["displayName"], json!("castd"));
+    let r = bearer_post(&server, "/api/integrations/chat/action", Some(&sys), &msg("*waves*"));
+    assert_eq!(r.status().as_u16(), 200);
+    let ev = next_of(&mut viewer.ws, "CHAT_ACTION", Duration::from_secs(5)).expect("CHAT_ACTION");
+    assert!(ev["body"].as_str().unwrap().contains("<em>waves</em>"));
+    // the deprecated route says where to go
+    let r = bearer_post(&server, "/api/integrations/chat/user", Some(&bot), &msg("x"));
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.text().unwrap().contains("chat/send"));
+
+    // clients, system message to one client
+    assert_eq!(bearer_get(&server, "/api/integrations/clients", Some(&bot)).status().as_u16(), 401);
+    let clients: Value = bearer_get(&server, "/api/integrations/clients", Some(&admin)).json().unwrap();
+    let client =
+        clients.as_array().unwrap().iter().find(|c| c["user"]["id"] == viewer.id.as_str()).expect("viewer listed");
+    let cid = client["id"].as_u64().unwrap();
+    let path = format!("/api/integrations/chat/system/client/{cid}");
+    assert_eq!(bearer_post(&server, &path, Some(&sys), &msg("just you")).status().as_u16(), 200);
+    let ev = next_of(&mut viewer.ws, "SYSTEM", Duration::from_secs(5)).expect("SYSTEM to one client");
+    assert!(ev["body"].as_str().unwrap().contains("just you"));
+    let r = bearer_post(&server, "/api/integrations/chat/system/client/999999", Some(&sys), &msg("nobody"));
+    assert_eq!(r.status().as_u16(), 404);
+
+    // history and visibility with HAS_ADMIN_ACCESS
+    assert_eq!(bearer_get(&server, "/api/integrations/chat", Some(&sys)).status().as_u16(), 401);
+    let hist: Value = bearer_get(&server, "/api/integrations/chat", Some(&admin)).json().unwrap();
+    assert!(hist.as_array().unwrap().iter().any(|m| m["id"] == bot_msg_id.as_str()), "bot message in history");
+    let vis = json!({"idArray": [bot_msg_id], "visible": false});
+    assert_eq!(
+        bearer_post(&server, "/api/integrations/chat/messagevisibility", Some(&bot), &vis).status().as_u16(),
+        401
+    );
+    assert_eq!(
+        bearer_post(&server, "/api/integrations/chat/messagevisibility", Some(&admin), &vis).status().as_u16(),
+        200
+    );
+    let ev = next_of(&mut viewer.ws, "VISIBILITY-UPDATE", Duration::from_secs(5)).expect("VISIBILITY-UPDATE");
+    assert_eq!(ev["ids"], json!([bot_msg_id]));
+    assert!(!history(&server, &viewer.token).iter().any(|m| m["id"] == bot_msg_id.as_str()));
+
+    // user details
+    let r = bearer_get(&server, &format!("/api/integrations/moderation/chat/user/{}", viewer.id), Some(&admin));
+    let details: Value = r.json().unwrap();
+    assert_eq!(details["user"]["displayName"], json!("viewer"));
+    assert_eq!(details["connectedClients"].as_array().unwrap().len(), 1);
+    assert_eq!(bearer_get(&server, "/api/integrations/moderation/chat/user/nope", Some(&admin)).status().as_u16(), 404);
+
+    // a CHAT webhook for a viewer's message, with Owncast's fields
+    say(&mut viewer.ws, "hi *there*");
+    let hook = rx.wait_for(Duration::from_secs(10), |r| r.json()["type"] == "CHAT").expect("CHAT webhook");
+    let data = &hook.json()["eventData"];
+    assert_eq!(data["rawBody"], json!("hi *there*"));
+    assert!(data["body"].as_str().unwrap().contains("<em>there</em>"));
+    assert_eq!(data["user"]["displayName"], json!("viewer"));
+    assert!(data["clientId"].is_u64() && data["id"].is_string() && data["timestamp"].is_string());
+    assert!(rx.wait_for(Duration::from_secs(5), |r| r.json()["type"] == "SYSTEM").is_some());
+    assert!(rx.wait_for(Duration::from_secs(5), |r| r.json()["type"] == "CHAT_ACTION").is_some());
+    // integration sends are not CHAT webhooks (Owncast)
+    assert!(!rx.all().iter().any(|r| r.json()["eventData"]["user"]["isBot"] == json!(true)));
+
+    // a deleted token stops working at once
+    server.admin_post("/api/admin/accesstokens/delete", &json!({ "token": bot }));
+    assert_eq!(bearer_post(&server, "/api/integrations/chat/send", Some(&bot), &msg("x")).status().as_u16(), 401);
+}
+
+/// A browser push subscription made of a fresh P-256 key pair and auth secret.
+fn push_subscription(endpoint: &str) -> (Value, web_push_native::p256::SecretKey, [u8; 16]) {
+    use base64::Engine;
+    use web_push_native::p256::elliptic_curve::sec1::ToEncodedPoint;
+    let secret = web_push_native::p256::SecretKey::random(&mut rand::thread_rng());
+    let public = secret.public_key().to_encoded_point(false);
+    let auth: [u8; 16] = rand::random();
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let sub = json!({
+        "endpoint": endpoint,
+        "expirationTime": null,
+        "keys": { "p256dh": b64.encode(public.as_bytes()), "auth": b64.encode(auth) }
+    });
+    (sub, secret, auth)
+}
+
+#[test]
+fn going_live_sends_push_discord_and_webhooks() {
+    const KEY: &str = "integration-test-key";
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    let rx = Receiver::start(&[]);
+    let gone = Receiver::start(&[410]);
+    server.set("serverurl", json!("https://live.example.com"));
+    server.set("notifications/browser", json!({"enabled": true, "goLiveMessage": "We are live!"}));
+    server.set(
+        "notifications/discord",
+        json!({"enabled": true, "webhook": format!("{}/discord", rx.url), "goLiveMessage": "Going live now"}),
+    );
+    server.set(
+        "video/streamoutputvariants",
+        json!([{"videoBitrate": 400, "scaledWidth": 320, "scaledHeight": 240, "framerate": 15, "cpuUsageLevel": 0}]),
+    );
+    server.set("video/streamlatencylevel", json!(0));
+    server.admin_post(
+        "/api/admin/webhooks/create",
+        &json!({"url": format!("{}/hook", rx.url), "events": ["STREAM_STARTED", "USER_JOINED", "STREAM_STOPPED"]}),
+    );
+
+    // the public key is in /api/config; a chat user registers two subscriptions
+    let key = server.get_json("/api/config")["notifications"]["browser"]["publicKey"].as_str().unwrap().to_string();
+    assert!(key.len() > 80, "VAPID public key: {key}");
+    let (id, token, _) = register(&server, Some("subscriber"));
+    let _ = id;
+    let (sub, secret, auth) = push_subscription(&format!("{}/push/one", rx.url));
+    let (sub_gone, _, _) = push_subscription(&format!("{}/push/expired", gone.url));
+    let reg = |body: &Value, t: &str| server.post_json(&format!("/api/notifications/register?accessToken={t}"), body);
+    assert_eq!(
+        reg(&json!({"channel": "BROWSER_PUSH_NOTIFICATION", "destination": sub.to_string()}), "bad").status().as_u16(),
+        401
+    );
+    assert_eq!(reg(&json!({"channel": "SMS", "destination": "x"}), &token).status().as_u16(), 400);
+    assert_eq!(
+        reg(&json!({"channel": "BROWSER_PUSH_NOTIFICATION", "destination": "{}"}), &token).status().as_u16(),
+        400
+    );
+    for s in [&sub, &sub_gone] {
+        let r = reg(&json!({"channel": "BROWSER_PUSH_NOTIFICATION", "destination": s.to_string()}), &token);
+        assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default());
+    }
+
+    let mut ff = common::media::publish(&server, KEY, "320x240", 25);
+    let started = rx
+        .wait_for(Duration::from_secs(30), |r| r.path == "/hook" && r.json()["type"] == "STREAM_STARTED")
+        .unwrap_or_else(|| panic!("no STREAM_STARTED webhook; log:\n{}", server.log_text()));
+    assert_eq!(started.json()["eventData"]["status"]["online"], json!(true));
+
+    // Discord: the go-live message with the link
+    let discord = rx.wait_for(Duration::from_secs(15), |r| r.path == "/discord").expect("discord message");
+    assert!(discord.json()["content"].as_str().unwrap().starts_with("Going live now"));
+    assert_eq!(discord.json()["username"], json!("castd"));
+
+    // Web Push: RFC 8291 payload that decrypts with the subscription's keys, and a VAPID authorization
+    let push = rx.wait_for(Duration::from_secs(15), |r| r.path == "/push/one").expect("push message");
+    assert_eq!(push.header("content-encoding"), Some("aes128gcm"));
+    assert!(push.header("authorization").is_some_and(|a| a.starts_with("vapid t=")), "VAPID header");
+    let auth = web_push_native::Auth::clone_from_slice(&auth);
+    let plain = web_push_native::decrypt(push.body.clone(), &secret, &auth).expect("payload decrypts");
+    let payload: Value = serde_json::from_slice(&plain).unwrap();
+    assert_eq!(payload["body"], json!("We are live!"));
+    assert_eq!(payload["title"], json!("castd"));
+    // the expired subscription was tried once and removed (410)
+    assert!(gone.wait_for(Duration::from_secs(15), |r| r.path == "/push/expired").is_some());
+    server
+        .wait_for(Duration::from_secs(5), || server.log_text().contains("expired; removed").then_some(()))
+        .expect("removed");
+
+    // USER_JOINED while live
+    let _viewer = join(&server, "latecomer");
+    let joined = rx
+        .wait_for(Duration::from_secs(10), |r| r.path == "/hook" && r.json()["type"] == "USER_JOINED")
+        .expect("USER_JOINED webhook");
+    assert_eq!(joined.json()["eventData"]["user"]["displayName"], json!("latecomer"));
+
+    common::media::wait_exit(&mut ff, Duration::from_secs(60));
+    assert!(
+        rx.wait_for(Duration::from_secs(40), |r| r.path == "/hook" && r.json()["type"] == "STREAM_STOPPED").is_some(),
+        "STREAM_STOPPED webhook"
+    );
 }

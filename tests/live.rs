@@ -5,10 +5,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use common::media::{publish, wait_exit};
 use common::Server;
 use serde_json::{json, Value};
 
@@ -18,38 +19,6 @@ const KEY: &str = "test-stream-key-1";
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// ffmpeg publishing `secs` of testsrc2 + sine at `size` to `key`.
-fn publish(server: &Server, key: &str, size: &str, secs: u32) -> Child {
-    let url = format!("rtmp://127.0.0.1:{}/live/{key}", server.rtmp_port.expect("rtmp port in the log"));
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i"])
-        .arg(format!("testsrc2=size={size}:rate=30"))
-        .args(["-f", "lavfi", "-i", "sine=frequency=440", "-t"])
-        .arg(secs.to_string())
-        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "flv"])
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ffmpeg")
-}
-
-fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn online(server: &Server) -> bool {

@@ -285,6 +285,8 @@ pub fn registry(app: Arc<App>) -> Registry {
     crate::tokens::register(&mut reg);
     crate::webhooks::register(&mut reg);
     crate::chat::api::register(&mut reg);
+    crate::chat::integrations::register(&mut reg);
+    crate::notifications::register(&mut reg);
     crate::ingest::register(&mut reg);
     crate::hls::register(&mut reg);
     reg

@@ -123,6 +123,8 @@ pub fn document(routes: &[RouteDoc]) -> OpenApi {
         .schema_from::<config::BrowserNotification>()
         .schema_from::<config::DiscordNotification>()
         .schema_from::<crate::chat::api::RegisterRequest>()
+        .schema_from::<crate::chat::integrations::BodyRequest>()
+        .schema_from::<crate::notifications::RegisterDestination>()
         .schema_from::<crate::chat::api::MessageVisibilityRequest>()
         .schema_from::<crate::chat::api::SetUserEnabledRequest>()
         .schema_from::<crate::chat::api::SetModeratorRequest>()

@@ -257,7 +257,7 @@ async fn admin_messages(State(app): State<Arc<App>>) -> Result<Json<Vec<ChatMess
     Ok(Json(app.store.call(|c| messages::full_history(c)).await?))
 }
 
-async fn visibility(app: &App, req: MessageVisibilityRequest) -> Result<Json<StatusResponse>, ApiError> {
+pub(crate) async fn visibility(app: &App, req: MessageVisibilityRequest) -> Result<Json<StatusResponse>, ApiError> {
     if req.id_array.is_empty() {
         return Err(ApiError::bad("idArray must list at least one message id"));
     }
@@ -367,6 +367,11 @@ async fn user_details(
     _m: ChatModerator,
     Path(user_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    user_details_json(&app, user_id).await.map(Json)
+}
+
+/// `{user, connectedClients, messages}` for the moderator and integrations user-details routes.
+pub(crate) async fn user_details_json(app: &App, user_id: String) -> Result<Value, ApiError> {
     let id = user_id.clone();
     let (user, msgs) = app
         .store
@@ -391,7 +396,7 @@ async fn user_details(
             })
         })
         .collect();
-    Ok(Json(json!({ "user": user, "connectedClients": clients, "messages": msgs })))
+    Ok(json!({ "user": user, "connectedClients": clients, "messages": msgs }))
 }
 
 fn parse_u64(q: &HashMap<String, String>, key: &str, default: u64) -> Result<u64, ApiError> {

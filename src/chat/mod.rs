@@ -12,6 +12,7 @@
 pub mod api;
 pub mod emoji;
 pub mod hub;
+pub mod integrations;
 pub mod messages;
 pub mod moderation;
 pub mod protocol;
@@ -135,7 +136,22 @@ pub fn start(app: &Arc<App>) -> Result<(), ChatError> {
     app.chat.max_connections.store(usize::try_from(max).unwrap_or(usize::MAX), Ordering::Relaxed);
     std::fs::create_dir_all(emoji::dir(app))?;
     tracing::info!(open_files = nofile, max_chat_connections = max, "chat ready");
+    announce_stream_start(app);
     Ok(())
+}
+
+/// Owncast's chat action when a stream starts: "Stay tuned, the stream is **starting**!"
+fn announce_stream_start(app: &Arc<App>) {
+    let mut sub = app.bus.subscribe("chat-stream-start");
+    let app = app.clone();
+    tokio::spawn(async move {
+        while let Some(event) = sub.recv().await {
+            if event.kind == EventType::StreamStarted {
+                let body = sanitize::render("Stay tuned, the stream is **starting**!");
+                broadcast(&app, EventType::ChatAction, protocol::chat_action(&body));
+            }
+        }
+    });
 }
 
 /// The address of a request: the peer, or the first `X-Forwarded-For` entry when the peer is a

@@ -315,7 +315,8 @@ async fn chat(app: &Arc<App>, client: &Arc<Client>, body: String) {
         action_to(client, p::MSG_ESTABLISHED_ONLY);
         return;
     }
-    let body = sanitize::render(&body);
+    let raw = body;
+    let body = sanitize::render(&raw);
     if sanitize::is_empty(&body) {
         return;
     }
@@ -327,7 +328,12 @@ async fn chat(app: &Arc<App>, client: &Arc<Client>, body: String) {
         tracing::error!(error = %e, "could not store a chat message; it is still delivered");
     }
     client.message_count.fetch_add(1, Ordering::Relaxed);
-    broadcast(app, EventType::Chat, event);
+    app.chat.hub.broadcast(p::frame(&event));
+    // Owncast's CHAT webhook payload also carries the unrendered text and the connection id.
+    let mut data = event;
+    data["rawBody"] = raw.into();
+    data["clientId"] = client.id.into();
+    app.bus.publish(crate::events::Event::new(EventType::Chat, data));
 }
 
 async fn name_change(app: &Arc<App>, client: &Arc<Client>, new_name: String) {

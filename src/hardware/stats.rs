@@ -316,6 +316,10 @@ pub fn start(app: Arc<App>) -> Result<SamplerHandle, HardwareError> {
             let mut alerts = Alerts::default();
             loop {
                 let reading = sampler.read();
+                app.metrics.set_cpu_percent(reading.cpu);
+                for g in &reading.gpus {
+                    app.metrics.set_gpu_utilization(&g.index.to_string(), g.utilization);
+                }
                 let changes = {
                     let mut series = app.hardware.stats.write();
                     record(&mut series, Utc::now(), &reading);

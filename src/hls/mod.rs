@@ -11,7 +11,10 @@ pub mod thumbnail;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, RawQuery, State};
+use axum::http::HeaderMap;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
@@ -57,13 +60,24 @@ pub fn safe_relative(path: &str) -> Option<(PathBuf, &'static str)> {
     Some((rel, kind))
 }
 
-async fn hls(State(app): State<Arc<App>>, Path(path): Path<String>) -> Result<Response, ApiError> {
+async fn hls(
+    State(app): State<Arc<App>>,
+    Path(path): Path<String>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let not_found = || ApiError::NotFound("no such file".into());
     let (rel, kind) = safe_relative(&path).ok_or_else(not_found)?;
     let file = app.data_dir.join("hls").join(rel);
     let bytes = tokio::fs::read(&file).await.map_err(|_| not_found())?;
     let playlist = kind == "application/x-mpegURL";
-    // Hook for viewer counting (metrics module): Owncast marks the client active on each playlist fetch.
+    // Owncast marks the viewer active on each playlist fetch; players' CMCD keys on any HLS request
+    // are request-mode playback data.
+    if playlist {
+        crate::metrics::viewers::touch_request(&app, peer, &headers);
+    }
+    crate::metrics::cmcd::harvest_request(&app, peer, &headers, query.as_deref());
     let mut resp = bytes.into_response();
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));

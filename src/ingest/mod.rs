@@ -334,6 +334,7 @@ impl Conn {
             d.framerate = m.video_frame_rate.map(f64::from).unwrap_or(d.framerate);
             d.video_bitrate = m.video_bitrate_kbps.unwrap_or(d.video_bitrate);
             d.audio_bitrate = m.audio_bitrate_kbps.unwrap_or(d.audio_bitrate);
+            self.app.metrics.set_ingest_bitrate_kbps(f64::from(d.video_bitrate + d.audio_bitrate));
             if let Some(id) = m.video_codec_id {
                 d.video_codec = flv::video_codec_name(id as u8).to_string();
             }

@@ -29,6 +29,7 @@ pub mod prometheus;
 pub mod series;
 pub mod viewers;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,6 +108,8 @@ pub struct Metrics {
     pub prom: prometheus::Prom,
     /// The encoder of each variant, as last set (so a change replaces its Prometheus series).
     encoders_in_use: Mutex<std::collections::HashMap<usize, String>>,
+    /// Webhook delivery totals already counted (delivered, failed).
+    webhooks_seen: Mutex<(u64, u64)>,
 }
 
 impl Default for Metrics {
@@ -125,6 +128,7 @@ impl Metrics {
             signals: health::Signals::default(),
             prom: prometheus::Prom::new(),
             encoders_in_use: Mutex::new(std::collections::HashMap::new()),
+            webhooks_seen: Mutex::new((0, 0)),
         }
     }
 
@@ -190,6 +194,14 @@ impl Metrics {
         self.prom.chat_messages_total.set(i64::try_from(total).unwrap_or(i64::MAX));
     }
 
+    /// Webhooks seam: bring the delivery counters up to the webhook module's running totals.
+    pub fn sync_webhook_counters(&self, delivered: u64, failed: u64) {
+        let mut seen = self.webhooks_seen.lock();
+        self.prom.webhook_deliveries.inc_by(delivered.saturating_sub(seen.0));
+        self.prom.webhook_failures.inc_by(failed.saturating_sub(seen.1));
+        *seen = (delivered.max(seen.0), failed.max(seen.1));
+    }
+
     /// Webhooks seam: one delivery attempt finished.
     pub fn webhook_delivery(&self, ok: bool) {
         if ok {
@@ -233,6 +245,28 @@ pub fn window_tick(app: &App) {
     health::update(app, &summary);
 }
 
+/// Chat users and messages, counted in SQLite once a window.
+async fn chat_counts(app: &App) {
+    let counts = app
+        .store
+        .call(|c| {
+            let users: i64 = c.query_row("SELECT COUNT(*) FROM chat_users WHERE is_bot = 0", [], |r| r.get(0))?;
+            let visible: i64 =
+                c.query_row("SELECT COUNT(*) FROM chat_messages WHERE hidden_at IS NULL", [], |r| r.get(0))?;
+            let total: i64 = c.query_row("SELECT COUNT(*) FROM chat_messages", [], |r| r.get(0))?;
+            Ok((users, visible, total))
+        })
+        .await;
+    match counts {
+        Ok((users, visible, total)) => {
+            let n = |v: i64| u64::try_from(v).unwrap_or(0);
+            app.metrics.set_chat_users(n(users));
+            app.metrics.set_chat_messages(n(visible), n(total));
+        }
+        Err(e) => tracing::warn!("counting chat users and messages: {e}"),
+    }
+}
+
 /// The running background task.
 pub struct Tasks {
     stop: watch::Sender<bool>,
@@ -270,8 +304,14 @@ pub fn start(app: Arc<App>) -> Tasks {
                 _ = prune.tick() => {
                     viewers::prune(&app, cfg.viewer_idle);
                     app.metrics.playback.prune(cfg.session_timeout());
+                    app.metrics.set_chat_clients(app.chat.hub.len() as u64);
+                    let c = &app.webhooks.counters;
+                    app.metrics.sync_webhook_counters(c.delivered.load(Ordering::Relaxed), c.failed.load(Ordering::Relaxed));
                 }
-                _ = window.tick() => window_tick(&app),
+                _ = window.tick() => {
+                    window_tick(&app);
+                    chat_counts(&app).await;
+                }
                 _ = save.tick() => {
                     if let Err(e) = viewers::save(&app).await {
                         tracing::warn!("saving the viewer peak: {e}");

@@ -15,7 +15,12 @@ use serde_json::json;
 use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
 use web_push_native::WebPushBuilder;
 
+use axum::extract::State;
+use axum::Json;
+
+use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
 use crate::app::App;
+use crate::chat::api::ChatUser;
 use crate::events::EventType;
 use crate::store::{Migrations, Store, StoreError};
 
@@ -201,6 +206,41 @@ impl Notifications {
             }
         }
     }
+}
+
+/// `{channel, destination}`: a notification destination to register.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct RegisterDestination {
+    pub channel: Option<String>,
+    pub destination: Option<String>,
+}
+
+pub fn register(reg: &mut Registry) {
+    reg.post(
+        "/api/notifications/register",
+        "notifications",
+        Auth::User,
+        "Register a browser push subscription for go-live notifications",
+        BodyDoc::Schema("RegisterDestination"),
+        register_destination,
+    );
+}
+
+async fn register_destination(
+    State(app): State<Arc<App>>,
+    _user: ChatUser,
+    JsonBody(req): JsonBody<RegisterDestination>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let channel = req.channel.unwrap_or_default();
+    let destination = req.destination.unwrap_or_default();
+    if !app.settings.get().browser_notifications.enabled {
+        return Err(ApiError::bad("browser notifications are not enabled"));
+    }
+    app.notifications.register(&channel, &destination).await.map_err(|e| match e {
+        NotifyError::Invalid(m) => ApiError::BadRequest(m),
+        other => ApiError::Internal(other.to_string()),
+    })?;
+    Ok(StatusResponse::ok("registered"))
 }
 
 /// Send the go-live notifications whenever the stream starts.

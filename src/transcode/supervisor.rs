@@ -380,7 +380,13 @@ fn on_event(
     thumb_variant: usize,
 ) {
     match ev {
-        WorkerEvent::Progress { variants } => app.stream.write().transcode = variants,
+        WorkerEvent::Progress { variants } => {
+            for v in &variants {
+                app.metrics.set_encoder_stats(v.variant, v.fps, v.speed);
+                app.metrics.set_encoder_in_use(v.variant, &v.encoder);
+            }
+            app.stream.write().transcode = variants;
+        }
         WorkerEvent::Started { width, height, encoders } => {
             info!(width, height, ?encoders, "transcoding");
             let mut st = app.stream.write();

@@ -2,6 +2,8 @@
 //! over HTTP. Every integration test file does `mod common;` and uses `Server`.
 #![allow(dead_code)]
 
+pub mod chatclient;
+pub mod media;
 pub mod receiver;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,103 @@
+//! Chat clients for tests: register users and talk to `/ws` with real websocket connections
+//! (tungstenite), reading Owncast's `\n`-batched event frames.
+#![allow(dead_code)]
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tungstenite::stream::MaybeTlsStream;
+use tungstenite::{Message, WebSocket};
+
+use super::Server;
+
+pub type Ws = WebSocket<MaybeTlsStream<TcpStream>>;
+
+pub struct Chatter {
+    pub id: String,
+    pub token: String,
+    pub ws: Ws,
+}
+
+pub fn register(s: &Server, name: Option<&str>) -> (String, String, Value) {
+    let body = match name {
+        Some(n) => json!({ "displayName": n }),
+        None => json!({}),
+    };
+    let r = s.post_json("/api/chat/register", &body);
+    assert!(r.status().is_success(), "register: {}", r.status());
+    let v: Value = r.json().unwrap();
+    (v["id"].as_str().unwrap().to_string(), v["accessToken"].as_str().unwrap().to_string(), v)
+}
+
+pub fn connect_raw(s: &Server, token: &str) -> Ws {
+    let url = format!("ws://127.0.0.1:{}/ws?accessToken={token}", s.web_port);
+    let (ws, _) = tungstenite::connect(url).expect("websocket connect");
+    if let MaybeTlsStream::Plain(t) = ws.get_ref() {
+        t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    }
+    ws
+}
+
+pub fn join(s: &Server, name: &str) -> Chatter {
+    let (id, token, _) = register(s, Some(name));
+    let mut ws = connect_raw(s, &token);
+    let info = next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(5)).expect("CONNECTED_USER_INFO");
+    assert_eq!(info["user"]["id"], id.as_str());
+    assert_eq!(info["user"]["displayName"], name);
+    Chatter { id, token, ws }
+}
+
+/// Every event of the next frames read within `timeout` (frames may carry several `\n`-separated events).
+pub fn read_events(ws: &mut Ws, timeout: Duration) -> Result<Vec<Value>, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match ws.read() {
+            Ok(Message::Text(t)) => {
+                return Ok(t.as_str().split('\n').map(|l| serde_json::from_str(l).expect("event json")).collect())
+            }
+            Ok(Message::Close(_)) => return Err("closed".into()),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+            {
+                if Instant::now() > deadline {
+                    return Ok(Vec::new());
+                }
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// The next event of type `kind` within `timeout` (others are skipped).
+pub fn next_of(ws: &mut Ws, kind: &str, timeout: Duration) -> Option<Value> {
+    next_where(ws, timeout, |e| e["type"] == kind)
+}
+
+pub fn next_where(ws: &mut Ws, timeout: Duration, f: impl Fn(&Value) -> bool) -> Option<Value> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        match read_events(ws, Duration::from_millis(300)) {
+            Ok(evs) => {
+                if let Some(e) = evs.into_iter().find(|e| f(e)) {
+                    return Some(e);
+                }
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+pub fn send(ws: &mut Ws, ev: Value) {
+    ws.send(Message::Text(ev.to_string().into())).expect("send");
+}
+
+pub fn say(ws: &mut Ws, body: &str) {
+    send(ws, json!({ "type": "CHAT", "body": body }));
+}
+
+pub fn history(s: &Server, token: &str) -> Vec<Value> {
+    s.get_json(&format!("/api/chat?accessToken={token}")).as_array().unwrap().clone()
+}

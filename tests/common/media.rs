@@ -1,0 +1,41 @@
+//! Media helpers for tests: the ffmpeg CLI as an RTMP broadcaster (lavfi test pattern and tone).
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::Server;
+
+/// Publish `secs` seconds of testsrc2 at `size` (`WxH`, 30 fps) + a 440 Hz tone to `live/<key>`, in
+/// real time (`-re`), with x264 ultrafast and AAC.
+pub fn publish(server: &Server, key: &str, size: &str, secs: u32) -> Child {
+    let url = format!("rtmp://127.0.0.1:{}/live/{key}", server.rtmp_port.expect("rtmp port in the log"));
+    Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i"])
+        .arg(format!("testsrc2=size={size}:rate=30"))
+        .args(["-f", "lavfi", "-i", "sine=frequency=440", "-t"])
+        .arg(secs.to_string())
+        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "flv"])
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ffmpeg")
+}
+
+/// Wait for `child` to exit, at most `timeout`; kills it after that.
+pub fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
