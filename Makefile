@@ -24,6 +24,8 @@ run: build
 test: web
 	$(CARGO) build --locked --all-targets
 	$(CARGO) test --locked --workspace -- --test-threads=2
+	cd web && npm test
+	./tests/web/run.sh
 	@if [ -n "$$CI" ] || [ "$${CASTD_TEST_DEB:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb; fi
 	@if [ "$${CASTD_TEST_NSPAWN:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb-nspawn; fi
 

@@ -11,7 +11,7 @@ APT_PKGS=(
   pkg-config clang libclang-dev
   ffmpeg libavcodec-dev libavformat-dev libavutil-dev libavfilter-dev libavdevice-dev
   libswscale-dev libswresample-dev
-  chromium
+  chromium fonts-noto-color-emoji
   lintian dpkg-dev fakeroot systemd
   man-db curl python3 binutils adduser
   debootstrap systemd-container
