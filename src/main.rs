@@ -61,6 +61,11 @@ struct Cli {
     /// Log level: error, warn, info, debug or trace (or a tracing filter such as castd=debug).
     #[arg(long = "log-level", env = "CASTD_LOG_LEVEL", default_value = "info", value_name = "LEVEL")]
     log_level: String,
+
+    /// Test/debug switch, hidden: make the transcode worker's encoder fail SECONDS into each stream, as a
+    /// hardware encoder failure, so the fallback to libx264 can be exercised without a GPU.
+    #[arg(long = "debug-encoder-fault", env = "CASTD_DEBUG_ENCODER_FAULT", value_name = "SECONDS", hide = true)]
+    debug_encoder_fault: Option<f64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -147,6 +152,12 @@ fn main() -> Result<()> {
     }
     if let Some(Command::Worker { config }) = &cli.command {
         std::process::exit(castd::transcode::worker::main(config));
+    }
+    if let Some(secs) = cli.debug_encoder_fault.filter(|s| s.is_finite() && *s >= 0.0) {
+        warn!(
+            "--debug-encoder-fault {secs}: the transcoder's encoder will fail {secs} s into each stream (test switch)"
+        );
+        let _ = castd::transcode::DEBUG_ENCODER_FAULT.set(secs);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(run(cli))

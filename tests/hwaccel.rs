@@ -205,9 +205,9 @@ fn chrono_like(s: &str) -> bool {
     s.len() >= 20 && s.as_bytes()[4] == b'-' && s.as_bytes()[10] == b'T'
 }
 
-// ---- Live-stream parts: need the transcode pipeline (branch `pipeline`); enable after the merge. ----
+// ---- Live-stream parts: the transcode pipeline with the encoder plan and the fallback. ----
 //
-// They publish the ffmpeg CLI's test pattern over RTMP. Contract they assume from the pipeline:
+// They publish the ffmpeg CLI's test pattern over RTMP. The contract:
 // * `GET /hls/0/stream.m3u8` lists segments once the stream is live;
 // * the supervisor fills `App.stream.encoders` with the per-variant encoders (admin status shows them in
 //   `currentBroadcast.videoCodec` / `currentBroadcast.encoders`);
@@ -242,7 +242,6 @@ fn segments(server: &Server) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "needs the live pipeline (branch pipeline); enable after the merge"]
 fn auto_streams_on_libx264_and_admin_status_says_so() {
     let server = Server::start();
     probed(&server);
@@ -262,7 +261,6 @@ fn auto_streams_on_libx264_and_admin_status_says_so() {
 }
 
 #[test]
-#[ignore = "needs the live pipeline and its --debug-encoder-fault hook; enable after the merge"]
 fn encoder_failure_mid_stream_falls_back_to_software_and_segments_keep_coming() {
     let server = Server::start_with_args(&["--debug-encoder-fault", "6"]);
     probed(&server);
@@ -276,7 +274,9 @@ fn encoder_failure_mid_stream_falls_back_to_software_and_segments_keep_coming() 
         .expect("the health message reports the fallback");
     let msg = status["health"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("failed") && msg.contains("continues"), "{msg}");
-    assert!(server.log_text().contains("the stream continues with the software encoder libx264"));
+    let log = server.log_text();
+    assert!(log.contains("the stream continues with the software encoder libx264"), "{log}");
+    assert!(log.contains("simulated encoder fault"), "the worker reported the encoder failure: {log}");
     assert_eq!(status["online"], true, "viewers keep the stream");
     assert_eq!(status["currentBroadcast"]["videoCodec"], "libx264");
     // Segments keep coming after the fallback: two new names appear in the sliding playlist.

@@ -77,6 +77,53 @@ for d in castd cli; do
   done
 done
 
+# Hardware encoders: when `castd encoders --json` finds one available, the same ladder on it beside x264,
+# then (BENCH_HW_LADDER=1, default on) N concurrent 1080p30 -> 1080/720/480/360 ladders until realtime breaks.
+HW_LIST=$("$BIN" --log-level error encoders --json | python3 -c '
+import json, sys
+print(" ".join(e["name"] for e in json.load(sys.stdin) if e["available"] and e["kind"] != "software"))')
+if [ -z "$HW_LIST" ]; then
+  echo "hardware encoders: no hardware encoder available: skipped"
+else
+  for HW in $HW_LIST; do
+    rm -rf "$OUT/hw-$HW" && mkdir -p "$OUT/hw-$HW"
+    HWCONFIG=${CONFIG//\"encoder\":\"libx264\"/\"encoder\":\"$HW\"}
+    HWCONFIG=${HWCONFIG//$OUT\/castd/$OUT\/hw-$HW}
+    if /usr/bin/time -f "%e %U %S %M" -o "$OUT/hw-$HW.time" "$BIN" --log-level warn worker --config "$HWCONFIG" \
+      <"$INPUT" >"$OUT/hw-$HW.events"; then
+      read -r HW_W HW_U HW_S HW_M <"$OUT/hw-$HW.time"
+      python3 -c "
+w,u,s,m,media=$HW_W,$HW_U,$HW_S,$HW_M,$MEDIA_SECONDS
+print(f'{\"castd $HW\":22}{u+s:8.1f}{(u+s)/media:15.3f}{w:9.1f}{media/w:12.2f}{m/1024:13.0f}   (x264 above: castd worker)')"
+    else
+      echo "$HW: the worker failed: $(tail -1 "$OUT/hw-$HW.events")"
+      continue
+    fi
+    [ "${BENCH_HW_LADDER:-1}" = 1 ] || continue
+    LADDER='[{"scaledWidth":1920,"scaledHeight":1080,"videoBitrate":6000,"framerate":30,"cpuUsageLevel":2},
+      {"scaledWidth":1280,"scaledHeight":720,"videoBitrate":3000,"framerate":30,"cpuUsageLevel":2},
+      {"scaledWidth":854,"scaledHeight":480,"videoBitrate":1500,"framerate":30,"cpuUsageLevel":2},
+      {"scaledWidth":640,"scaledHeight":360,"videoBitrate":800,"framerate":30,"cpuUsageLevel":2}]'
+    for N in $(seq 1 "${BENCH_HW_MAX_LADDERS:-32}"); do
+      PIDS=()
+      START=$(date +%s.%N)
+      for K in $(seq 1 "$N"); do
+        D=$OUT/hw-ladder-$HW/$K && rm -rf "$D" && mkdir -p "$D"
+        "$BIN" --log-level error worker --config "{\"hlsDir\":\"$D\",\"segmentSeconds\":2,\"listSize\":15,\"encoder\":\"$HW\",\"append\":false,\"segmentId\":\"b\",\"variants\":$LADDER}" \
+          <"$INPUT" >/dev/null & PIDS+=($!)
+      done
+      FAIL=0
+      for P in "${PIDS[@]}"; do wait "$P" || FAIL=1; done
+      X=$(python3 -c "import time; print(f'{$MEDIA_SECONDS/(time.time()-$START):.2f}')")
+      echo "$HW: $N concurrent 1080p30 ladders (1080/720/480/360): ${X}x realtime$([ $FAIL = 1 ] && echo ', a worker failed')"
+      if [ $FAIL = 1 ] || python3 -c "import sys; sys.exit(0 if $X < 1.0 else 1)"; then
+        echo "$HW: realtime breaks at $N ladders (the last that kept up: $((N - 1)))"
+        break
+      fi
+    done
+  done
+fi
+
 # Publish-to-first-playable-master: the daemon over RTMP, real time (-re), for latency levels 1 and 2.
 for LEVEL in 1 2; do
   DATA=$OUT/daemon-$LEVEL

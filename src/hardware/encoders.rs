@@ -137,6 +137,8 @@ pub fn report_fallback(app: &App, from: &str, reason: &str, encoders_now: Vec<St
     warn!("{message}");
     app.stream.write().encoders = encoders_now;
     app.health.write().message = message.clone();
+    // The periodic health evaluation keeps it as the transcoder's notice until the stream stops.
+    app.metrics.set_health_notice(Some(&message));
     app.bus.publish(Event::new(
         EventType::HealthAlert,
         serde_json::json!({ "message": message, "kind": "encoderFallback", "from": from, "to": "libx264" }),
@@ -150,6 +152,7 @@ pub fn report_session_plan(app: &App, plan: &hwaccel::SessionPlan) {
     if let Some(message) = &plan.message {
         warn!("{message}");
         app.health.write().message = message.clone();
+        app.metrics.set_health_notice(Some(message));
         app.bus.publish(Event::new(
             EventType::HealthAlert,
             serde_json::json!({ "message": message, "kind": "encoderSessions", "encoders": plan.encoders }),

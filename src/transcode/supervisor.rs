@@ -12,8 +12,12 @@
 //! - Worker failure: if the worker exits, or stops reporting for `STALL_TIMEOUT` while media flows,
 //!   or does not take input for `WRITE_TIMEOUT`, it is killed and started again with `append` (its
 //!   playlists continue with `EXT-X-DISCONTINUITY`), fed from the next keyframe, and the reason is
-//!   logged. A hardware encoder that fails `HW_FAILURES_BEFORE_FALLBACK` times is replaced by
-//!   libx264. More than `MAX_RESTARTS` restarts within `RESTART_WINDOW` drops the broadcaster.
+//!   logged. A worker that reports a hardware encoder failure (`WorkerEvent::EncoderFailed`), or a
+//!   hardware ladder that fails `HW_FAILURES_BEFORE_FALLBACK` times, is restarted with every variant
+//!   on libx264 (`hardware::encoders::report_fallback`: health message, log, HEALTH_ALERT). More than
+//!   `MAX_RESTARTS` restarts within `RESTART_WINDOW` drops the broadcaster.
+//! - Encoders: at stream start the selected encoder (`hardware::encoders::selected`) is planned per
+//!   variant with `hwaccel::plan_sessions` (NVENC's session cap from NVML, when there is a driver).
 //! - End: when the broadcaster leaves, the worker's stdin is closed so it finalises the playlists
 //!   (any playlist still without `EXT-X-ENDLIST` gets one), the stream goes offline, and
 //!   STREAM_STOPPED is published. The publisher slot is freed only then.
@@ -32,7 +36,7 @@ use tokio::sync::mpsc;
 use tracing::{error, info, warn};
 
 use super::recipe::{self, SOFTWARE_ENCODER};
-use super::{new_segment_id, WorkerConfig, WorkerEvent};
+use super::{new_segment_id, WorkerConfig, WorkerEvent, DEBUG_ENCODER_FAULT};
 use crate::app::{App, Broadcaster};
 use crate::events::{Event, EventType};
 use crate::ingest::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
@@ -186,23 +190,28 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
     if let Err(e) = reset_dir(&dir) {
         error!("cannot prepare {}: {e}", dir.display());
     }
-    let chosen = {
-        let found = app.encoders.read();
-        hwaccel::select(&s.video_codec, &found).map(|e| e.name.clone()).unwrap_or_else(|| SOFTWARE_ENCODER.into())
-    };
-    let encoder = match s.video_quality_variants.first().map(|v| recipe::recipe_for(&chosen, v, seg)) {
-        Some(Err(e)) if chosen != SOFTWARE_ENCODER => {
-            warn!("encoder {chosen} cannot be used ({e}); using {SOFTWARE_ENCODER}");
-            SOFTWARE_ENCODER.to_string()
-        }
-        _ => chosen,
-    };
+    let chosen = crate::hardware::encoders::selected(&app);
+    let specs: Vec<_> = s.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
+    let cap = nvenc_cap(&chosen).await;
+    let plan = hwaccel::plan_sessions(&specs, &chosen.name, cap);
+    crate::hardware::encoders::report_session_plan(&app, &plan);
+    let encoders = plan
+        .encoders
+        .iter()
+        .map(|name| if *name == chosen.name { Ok(chosen.clone()) } else { recipe::encoder_info(name) })
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_or_else(|e| {
+            warn!("{e}; using {SOFTWARE_ENCODER}");
+            software_encoders(&s.video_quality_variants)
+        });
     let mut cfg = WorkerConfig {
         hls_dir: dir.clone(),
         segment_seconds: seg,
         list_size: list,
         variants: s.video_quality_variants.clone(),
-        encoder,
+        encoder: SOFTWARE_ENCODER.into(),
+        encoders,
+        debug_encoder_fault: DEBUG_ENCODER_FAULT.get().copied(),
         append: false,
         segment_id: new_segment_id(),
     };
@@ -212,6 +221,7 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
     let mut seq_audio: Option<FlvTag> = None;
     let mut restarts: VecDeque<Instant> = VecDeque::new();
     let mut hw_failures = 0u32;
+    let mut encoder_failure: Option<EncoderFailure>;
     let mut thumbnails: Option<tokio::task::JoinHandle<()>> = None;
 
     loop {
@@ -223,16 +233,14 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
                 break;
             }
         };
-        info!(pid = worker.pid, encoder = %cfg.encoder, append = cfg.append, "transcode worker started");
+        let names: Vec<String> = cfg.encoders.iter().map(|e| e.name.clone()).collect();
+        info!(pid = worker.pid, encoders = ?names, append = cfg.append, "transcode worker started");
         {
             let mut st = app.stream.write();
             st.worker_pid = worker.pid;
-            st.encoders = cfg
-                .variants
-                .iter()
-                .map(|v| if v.video_passthrough { "copy".to_string() } else { cfg.encoder.clone() })
-                .collect();
+            st.encoders = names;
         }
+        encoder_failure = None;
         let outcome = run_worker(
             &app,
             &mut worker,
@@ -240,6 +248,7 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
             &mut seq_video,
             &mut seq_audio,
             &mut thumbnails,
+            &mut encoder_failure,
             &dir,
             thumb_variant,
         )
@@ -267,14 +276,16 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
                     guard.disconnect();
                     break;
                 }
-                if recipe::is_hardware(&cfg.encoder) {
-                    hw_failures += 1;
-                    if hw_failures >= HW_FAILURES_BEFORE_FALLBACK {
-                        warn!("hardware encoder {} keeps failing; switching to {SOFTWARE_ENCODER}", cfg.encoder);
-                        app.health.write().message =
-                            format!("The hardware encoder {} failed; transcoding in software.", cfg.encoder);
-                        cfg.encoder = SOFTWARE_ENCODER.into();
+                let hardware = cfg.encoders.iter().find(|e| recipe::is_hardware(&e.name)).map(|e| e.name.clone());
+                match (encoder_failure.take(), hardware) {
+                    (Some(f), _) if f.hardware => fall_back(&app, &mut cfg, &f.encoder, &f.message),
+                    (_, Some(name)) => {
+                        hw_failures += 1;
+                        if hw_failures >= HW_FAILURES_BEFORE_FALLBACK {
+                            fall_back(&app, &mut cfg, &name, &format!("the worker failed {hw_failures} times: {why}"));
+                        }
                     }
+                    _ => {}
                 }
                 cfg.append = true;
                 cfg.segment_id = new_segment_id();
@@ -304,6 +315,46 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
     drop(guard);
 }
 
+/// What a worker said about its failing encoder.
+struct EncoderFailure {
+    encoder: String,
+    hardware: bool,
+    message: String,
+}
+
+/// NVENC's session cap on the chosen GPU (None: not NVENC, no NVML, or no driver cap).
+async fn nvenc_cap(chosen: &hwaccel::EncoderInfo) -> Option<u32> {
+    if chosen.kind != hwaccel::EncoderKind::Nvenc {
+        return None;
+    }
+    let index: u32 = chosen.device.strip_prefix("cuda:").and_then(|i| i.parse().ok()).unwrap_or(0);
+    tokio::task::spawn_blocking(move || {
+        hwaccel::gpu::GpuMonitor::init().ok().and_then(|m| m.nvenc_session_cap(index).ok().flatten())
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// libx264 for every encoded variant, `copy` for passthrough.
+fn software_encoders(variants: &[crate::config::StreamOutputVariant]) -> Vec<hwaccel::EncoderInfo> {
+    variants
+        .iter()
+        .map(|v| {
+            let name = if v.video_passthrough { "copy" } else { SOFTWARE_ENCODER };
+            recipe::encoder_info(name).unwrap_or_else(|_| hwaccel::software_encoders().remove(0))
+        })
+        .collect()
+}
+
+/// Move the whole ladder to libx264 for the next worker and say so (admin status, health, log, bus).
+fn fall_back(app: &App, cfg: &mut WorkerConfig, from: &str, reason: &str) {
+    cfg.encoders = software_encoders(&cfg.variants);
+    cfg.debug_encoder_fault = None;
+    let names = cfg.encoders.iter().map(|e| e.name.clone()).collect();
+    crate::hardware::encoders::report_fallback(app, from, reason, names);
+}
+
 fn reset_dir(dir: &Path) -> std::io::Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
@@ -319,6 +370,7 @@ async fn run_worker(
     seq_video: &mut Option<FlvTag>,
     seq_audio: &mut Option<FlvTag>,
     thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
+    encoder_failure: &mut Option<EncoderFailure>,
     dir: &Path,
     thumb_variant: usize,
 ) -> Outcome {
@@ -361,6 +413,9 @@ async fn run_worker(
                     return Outcome::Failed(format!("the worker exited ({})", status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())));
                 };
                 last_output = Instant::now();
+                if let WorkerEvent::EncoderFailed { encoder, hardware, message } = &ev {
+                    *encoder_failure = Some(EncoderFailure { encoder: encoder.clone(), hardware: *hardware, message: message.clone() });
+                }
                 on_event(app, ev, thumbnails, dir, thumb_variant);
             }
             _ = tick.tick() => {
@@ -406,6 +461,9 @@ fn on_event(
             }
         }
         WorkerEvent::Error { message } => error!("transcode worker: {message}"),
+        WorkerEvent::EncoderFailed { encoder, hardware, message } => {
+            error!(hardware, "transcode worker: encoder {encoder} failed: {message}")
+        }
         WorkerEvent::Finished => info!("transcode worker finished"),
     }
 }

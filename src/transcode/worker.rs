@@ -8,6 +8,9 @@
 //! `<hls_dir>/stream.m3u8` is written (temp file + rename). Keyframes are forced at segment
 //! boundaries computed from the input time, so all variants cut their segments at the same instants.
 //! Frame-rate conversion drops frames whose output timestamp does not advance (no duplication).
+//! When any variant's encoder is a hardware one, the whole encoded ladder goes through `hw` instead
+//! (device, hardware decode or one upload, libavfilter graph from `hwaccel::ladder`); encoder failures
+//! come back as `TranscodeError::Encoder`, reported as a `WorkerEvent::EncoderFailed` and exit status 3.
 //! Events go to stdout as JSON lines (`WorkerEvent`), logs to stderr.
 
 use std::io::Write;
@@ -20,6 +23,9 @@ use ff::software::scaling;
 use ff::{frame, media, picture, Dictionary, Packet, Rational};
 use ffmpeg_next as ff;
 
+use hwaccel::{EncoderKind, InputSpec};
+
+use super::hw::HwPath;
 use super::recipe::{self, EncoderRecipe};
 use super::{TranscodeError, VariantProgress, WorkerConfig, WorkerEvent};
 use crate::config::StreamOutputVariant;
@@ -71,9 +77,36 @@ struct VideoEncode {
     last_segment: Option<i64>,
 }
 
+/// A variant of a hardware ladder: fed by the filter graph's `[out<pos>]`, its encoder opened on the
+/// first filtered frame.
+struct HwEncode {
+    encoder: Option<ff::encoder::Video>,
+    recipe: EncoderRecipe,
+    pos: usize,
+    last_pts: Option<i64>,
+    last_segment: Option<i64>,
+}
+
 enum VideoPath {
     Encode(Box<VideoEncode>),
+    Hw(Box<HwEncode>),
     Copy,
+}
+
+impl VideoPath {
+    /// The open encoder and its recipe, if any.
+    fn encoder(&mut self) -> Option<(&mut ff::encoder::Video, &EncoderRecipe)> {
+        match self {
+            VideoPath::Encode(e) => Some((&mut e.encoder, &e.recipe)),
+            VideoPath::Hw(e) => e.encoder.as_mut().map(|x| (x, &e.recipe)),
+            VideoPath::Copy => None,
+        }
+    }
+}
+
+/// An encoder's failure as the supervisor sees it (`hardware` asks for the fallback to libx264).
+fn encoder_error(recipe: &EncoderRecipe, e: ff::Error) -> TranscodeError {
+    TranscodeError::Encoder { encoder: recipe.encoder.clone(), hardware: recipe.hardware, message: e.to_string() }
 }
 
 enum AudioPath {
@@ -188,6 +221,10 @@ struct Pipeline {
     a_tb: Rational,
     vdec: Option<ff::decoder::Video>,
     adec: Option<ff::decoder::Audio>,
+    /// The hardware ladder, when any encoder is a hardware one.
+    hw: Option<HwPath>,
+    /// Scratch frame for filtered pictures (hardware ladder).
+    filtered: frame::Video,
     master_written: bool,
     warned_audio: bool,
     /// Time of the first decoded frame: segment boundaries count from here, so the first segment
@@ -212,12 +249,43 @@ impl Pipeline {
         };
 
         let any_encode = cfg.variants.iter().any(|v| !v.video_passthrough);
-        let vdec = if any_encode {
-            let mut ctx = codec::context::Context::from_parameters(v_par.clone())?;
-            ctx.set_threading(threading::Config { kind: threading::Type::Frame, count: 0, ..Default::default() });
-            Some(ctx.decoder().video()?)
+        let infos = (0..cfg.variants.len()).map(|n| cfg.encoder_of(n)).collect::<Result<Vec<_>, _>>()?;
+        let hw_ladder =
+            cfg.variants.iter().zip(&infos).any(|(v, e)| !v.video_passthrough && e.kind != EncoderKind::Software);
+        let mut hw_pos = vec![None; cfg.variants.len()];
+        let hw = if hw_ladder {
+            let probe = codec::context::Context::from_parameters(v_par.clone())?;
+            // SAFETY: plain fields of a context we own (filled from the stream parameters).
+            let (pix, w, h) = unsafe {
+                let c = probe.as_ptr();
+                (ff::format::Pixel::from((*c).pix_fmt), (*c).width.max(0) as u32, (*c).height.max(0) as u32)
+            };
+            let input = InputSpec {
+                codec: ff::decoder::find(v_par.id()).map(|c| c.name().to_string()).unwrap_or_default(),
+                pix_fmt: pix.descriptor().map(|d| d.name().to_string()).unwrap_or_default(),
+                width: w,
+                height: h,
+            };
+            let (mut encs, mut specs) = (Vec::new(), Vec::new());
+            for (n, v) in cfg.variants.iter().enumerate().filter(|(_, v)| !v.video_passthrough) {
+                hw_pos[n] = Some(encs.len());
+                encs.push(infos[n].clone());
+                specs.push(recipe::variant_spec(v, cfg.segment_seconds));
+            }
+            let ladder = hwaccel::ladder(&encs, &specs, &input);
+            tracing::info!(graph = %ladder.filter_graph(), decode = ?ladder.decode, "hardware ladder");
+            Some(HwPath::new(ladder)?)
         } else {
             None
+        };
+        let vdec = match &hw {
+            Some(h) => Some(h.open_decoder(v_par.clone())?),
+            None if any_encode => {
+                let mut ctx = codec::context::Context::from_parameters(v_par.clone())?;
+                ctx.set_threading(threading::Config { kind: threading::Type::Frame, count: 0, ..Default::default() });
+                Some(ctx.decoder().video()?)
+            }
+            None => None,
         };
         let (sw, sh) = match &vdec {
             Some(d) => (d.width(), d.height()),
@@ -255,8 +323,37 @@ impl Pipeline {
                 ost.set_time_base(v_tb);
                 let kbps = (bit_rate_of(&v_par) / 1000).max(u64::from(v.video_bitrate));
                 (sw, sh, VideoPath::Copy, "copy".to_string(), src_fps, kbps)
+            } else if let (Some(pos), Some(hw)) = (hw_pos[n], &hw) {
+                let rec =
+                    hw.ladder.variants.get(pos).cloned().ok_or_else(|| TranscodeError::Config("ladder".into()))?;
+                let (tw, th) = target_size(v, sw, sh);
+                let w = u32::try_from(rec.width).ok().filter(|w| *w > 0).unwrap_or(tw);
+                let h = u32::try_from(rec.height).ok().filter(|h| *h > 0).unwrap_or(th);
+                let codec = ff::encoder::find_by_name(&rec.encoder)
+                    .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
+                // The encoder opens on the first filtered frame; the muxer (MPEG-TS, Annex B in band)
+                // only needs the stream's kind and size now.
+                let mut ost = octx.add_stream(codec)?;
+                // SAFETY: the stream's parameters are owned by the output context.
+                unsafe {
+                    let p = ost.parameters().as_mut_ptr();
+                    (*p).codec_type = ff::ffi::AVMediaType::AVMEDIA_TYPE_VIDEO;
+                    (*p).codec_id = ff::ffi::AVCodecID::AV_CODEC_ID_H264;
+                    (*p).width = w as i32;
+                    (*p).height = h as i32;
+                }
+                ost.set_time_base(Rational(1, rec.framerate as i32));
+                let (fps, kbps, name) = (f64::from(rec.framerate), u64::from(rec.bitrate_kbps), rec.encoder.clone());
+                let path = VideoPath::Hw(Box::new(HwEncode {
+                    encoder: None,
+                    recipe: rec,
+                    pos,
+                    last_pts: None,
+                    last_segment: None,
+                }));
+                (w, h, path, name, fps, kbps)
             } else {
-                let rec = recipe::recipe_for(&cfg.encoder, v, cfg.segment_seconds)?;
+                let rec = recipe::recipe_for(&infos[n].name, v, cfg.segment_seconds)?;
                 let (w, h) = target_size(v, sw, sh);
                 let codec = ff::encoder::find_by_name(&rec.encoder)
                     .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
@@ -386,6 +483,7 @@ impl Pipeline {
         for (n, v) in variants.iter().enumerate() {
             let src = match &v.video {
                 VideoPath::Encode(e) => format!("{:?}", e.source),
+                VideoPath::Hw(e) => format!("hw out{}", e.pos),
                 VideoPath::Copy => "copy".into(),
             };
             tracing::info!(variant = n, width = v.width, height = v.height, encoder = %v.encoder_name, source = %src, "variant ready");
@@ -401,6 +499,8 @@ impl Pipeline {
             a_tb,
             vdec,
             adec,
+            hw,
+            filtered: frame::Video::empty(),
             master_written: false,
             warned_audio: false,
             t0: None,
@@ -476,6 +576,17 @@ impl Pipeline {
         let Some(ts) = decoded.timestamp() else { return Ok(()) };
         let t = ts as f64 * f64::from(self.v_tb);
         let t0 = *self.t0.get_or_insert(t);
+        if let Some(limit) = self.cfg.debug_encoder_fault.filter(|l| t - t0 >= *l) {
+            let encoder = self.variants.iter().map(|v| v.encoder_name.clone()).find(|e| e != "copy");
+            return Err(TranscodeError::Encoder {
+                encoder: encoder.unwrap_or_else(|| recipe::SOFTWARE_ENCODER.into()),
+                hardware: true,
+                message: format!("simulated encoder fault after {limit} s (--debug-encoder-fault)"),
+            });
+        }
+        if self.hw.is_some() {
+            return self.on_frame_hw(decoded, t0);
+        }
         let n = self.variants.len();
         let mut wants = vec![false; n];
         let mut needed = vec![false; n];
@@ -521,7 +632,7 @@ impl Pipeline {
                     Source::Decoded => decoded,
                     Source::Variant(j) => &self.pics[j],
                 };
-                let flags = scaler_flags(enc.recipe.scaler);
+                let flags = scaler_flags(enc.recipe.sws_flags);
                 let scaler = match enc.scaler.take() {
                     Some(mut s) => {
                         s.cached(src.format(), src.width(), src.height(), enc.pix_fmt, enc.width, enc.height, flags);
@@ -553,7 +664,7 @@ impl Pipeline {
             let pic: &mut frame::Video = if direct { &mut *decoded } else { &mut self.pics[i] };
             pic.set_pts(Some(pts));
             pic.set_kind(if key { picture::Type::I } else { picture::Type::None });
-            enc.encoder.send_frame(pic)?;
+            enc.encoder.send_frame(pic).map_err(|e| encoder_error(&enc.recipe, e))?;
             let fps = f64::from(enc.recipe.framerate);
             self.variants[i].frames += 1;
             self.variants[i].media_time = pts as f64 / fps;
@@ -562,15 +673,57 @@ impl Pipeline {
         Ok(())
     }
 
+    /// The hardware ladder: one frame into the graph, every variant's filtered frames into its encoder.
+    fn on_frame_hw(&mut self, decoded: &frame::Video, t0: f64) -> Result<(), TranscodeError> {
+        let Some(hw) = self.hw.as_mut() else { return Ok(()) };
+        hw.push(decoded, self.v_tb)?;
+        for i in 0..self.variants.len() {
+            loop {
+                let Some(hw) = self.hw.as_mut() else { return Ok(()) };
+                let v = &mut self.variants[i];
+                let VideoPath::Hw(enc) = &mut v.video else { break };
+                if !hw.pull(enc.pos, &mut self.filtered)? {
+                    break;
+                }
+                if enc.encoder.is_none() {
+                    enc.encoder = Some(hw.open_encoder(enc.pos, &enc.recipe)?);
+                }
+                let Some(ts) = self.filtered.pts() else { continue };
+                let t = ts as f64 * f64::from(self.v_tb);
+                let fps = f64::from(enc.recipe.framerate);
+                let pts = (t * fps).round() as i64;
+                if enc.last_pts.is_some_and(|l| pts <= l) {
+                    continue;
+                }
+                let gop = i64::from(enc.recipe.gop.max(1));
+                let segment = (((t - t0) * fps).round() as i64).div_euclid(gop);
+                let key = enc.last_segment != Some(segment);
+                enc.last_segment = Some(segment);
+                enc.last_pts = Some(pts);
+                self.filtered.set_pts(Some(pts));
+                self.filtered.set_kind(if key { picture::Type::I } else { picture::Type::None });
+                if let Some(encoder) = enc.encoder.as_mut() {
+                    encoder.send_frame(&self.filtered).map_err(|e| encoder_error(&enc.recipe, e))?;
+                }
+                v.frames += 1;
+                v.media_time = pts as f64 / fps;
+                self.drain_encoder(i)?;
+            }
+        }
+        Ok(())
+    }
+
     fn drain_encoder(&mut self, i: usize) -> Result<(), TranscodeError> {
         let mut pkt = Packet::empty();
         loop {
             let v = &mut self.variants[i];
-            let VideoPath::Encode(enc) = &mut v.video else { return Ok(()) };
-            if enc.encoder.receive_packet(&mut pkt).is_err() {
-                return Ok(());
+            let Some((encoder, rec)) = v.video.encoder() else { return Ok(()) };
+            match encoder.receive_packet(&mut pkt) {
+                Ok(()) => {}
+                Err(ff::Error::Eof) | Err(ff::Error::Other { errno: ff::util::error::EAGAIN }) => return Ok(()),
+                Err(e) => return Err(encoder_error(rec, e)),
             }
-            let enc_tb = Rational(1, enc.recipe.framerate as i32);
+            let enc_tb = Rational(1, rec.framerate as i32);
             if v.codecs.is_none() && pkt.is_key() {
                 v.codecs = pkt.data().and_then(codec_from_annexb);
             }
@@ -696,8 +849,8 @@ impl Pipeline {
         }
         self.drain_audio()?;
         for i in 0..self.variants.len() {
-            if let VideoPath::Encode(enc) = &mut self.variants[i].video {
-                let _ = enc.encoder.send_eof();
+            if let Some((encoder, _)) = self.variants[i].video.encoder() {
+                let _ = encoder.send_eof();
                 self.drain_encoder(i)?;
             }
             let v = &mut self.variants[i];
@@ -767,6 +920,11 @@ pub fn main(config_json: &str) -> i32 {
     };
     match run(cfg) {
         Ok(()) => 0,
+        Err(TranscodeError::Encoder { encoder, hardware, message }) => {
+            tracing::error!("transcode worker: encoder {encoder} failed: {message}");
+            emit(&WorkerEvent::EncoderFailed { encoder, hardware, message });
+            3
+        }
         Err(e) => {
             tracing::error!("transcode worker failed: {e}");
             emit(&WorkerEvent::Error { message: e.to_string() });
