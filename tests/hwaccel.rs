@@ -216,16 +216,10 @@ fn chrono_like(s: &str) -> bool {
 //   worker on libx264 and calls `hardware::encoders::report_fallback`.
 
 /// Publish 60 s of test pattern to the server; the child is killed on drop by the caller.
+/// Publish 60 s of 640x360 test pattern with the server's first stream key.
 fn publish(server: &Server) -> std::process::Child {
     let key = server.admin_json("/api/admin/serverconfig")["streamKeys"][0]["key"].as_str().unwrap().to_string();
-    let port = server.rtmp_port.expect("rtmp port in the log");
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30"])
-        .args(["-f", "lavfi", "-i", "sine=frequency=440", "-t", "60", "-c:v", "libx264", "-preset", "ultrafast"])
-        .args(["-g", "30", "-c:a", "aac", "-f", "flv", &format!("rtmp://127.0.0.1:{port}/live/{key}")])
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("start ffmpeg")
+    common::media::publish(server, &key, "640x360", 60)
 }
 
 fn segment_count(server: &Server) -> usize {

@@ -499,13 +499,15 @@ fn prometheus_text_parses_and_needs_admin_auth() {
         "owncast_instance_current_chat_message_count",
         "owncast_instance_total_chat_message_count",
         "owncast_instance_playback_error_count",
-        "owncast_instance_cpu_usage",
         "castd_ingest_bitrate_kbps",
         "castd_webhook_deliveries_total",
         "castd_webhook_failures_total",
     ] {
         assert_eq!(value(name), 0.0, "{name}");
     }
+    // the hardware sampler feeds the CPU gauge: a real percentage
+    let cpu = value("owncast_instance_cpu_usage");
+    assert!((0.0..=100.0).contains(&cpu), "owncast_instance_cpu_usage {cpu}");
     // per-variant and per-GPU families have no series until a stream runs or a GPU is sampled
     assert!(!text.contains("castd_encode_speed{"), "{text}");
     assert!(scrape.docs.contains_key("owncast_instance_active_viewer_count"));
