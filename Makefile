@@ -2,7 +2,7 @@
 CARGO ?= cargo
 DATA_DIR ?= ./data
 
-.PHONY: all deps web build run test test-deb test-deb-nspawn lint deb bench clean
+.PHONY: all deps web build run test test-deb test-deb-nspawn lint deb deny bench clean
 
 all: build
 
@@ -47,3 +47,7 @@ lint:
 clean:
 	$(CARGO) clean
 	rm -rf web/dist
+
+# Licence policy (deny.toml); needs `cargo install --locked cargo-deny`. Advisories need network access to RustSec.
+deny:
+	cargo deny check licenses bans
