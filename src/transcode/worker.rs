@@ -1,7 +1,8 @@
 //! The transcode worker: runs in the child process (`castd worker --config <json>`).
 //!
 //! It reads FLV from stdin with libavformat, decodes the video **once**, and for each variant scales
-//! (from the nearest larger picture already scaled for another variant, bilinear) and encodes it with
+//! (from the nearest larger picture already scaled for another variant: `scale` for exact 2:1 and 3:2
+//! steps, libswscale bilinear otherwise) and encodes it with
 //! the variant's `EncoderRecipe`, or copies the input video for passthrough variants. Audio is copied
 //! or encoded to AAC (decoded once). Each variant goes to libavformat's HLS muxer in
 //! `<hls_dir>/N/stream.m3u8`; once every variant has a segment the master playlist
@@ -27,6 +28,7 @@ use hwaccel::{EncoderKind, InputSpec};
 
 use super::hw::HwPath;
 use super::recipe::{self, EncoderRecipe};
+use super::scale;
 use super::{TranscodeError, VariantProgress, WorkerConfig, WorkerEvent};
 use crate::config::StreamOutputVariant;
 
@@ -632,25 +634,38 @@ impl Pipeline {
                     Source::Decoded => decoded,
                     Source::Variant(j) => &self.pics[j],
                 };
-                let flags = scaler_flags(enc.recipe.sws_flags);
-                let scaler = match enc.scaler.take() {
-                    Some(mut s) => {
-                        s.cached(src.format(), src.width(), src.height(), enc.pix_fmt, enc.width, enc.height, flags);
-                        s
-                    }
-                    None => scaling::Context::get(
-                        src.format(),
-                        src.width(),
-                        src.height(),
-                        enc.pix_fmt,
-                        enc.width,
-                        enc.height,
-                        flags,
-                    )?,
-                };
-                let scaler = enc.scaler.insert(scaler);
-                scaler.run(src, &mut dst)?;
-                self.pics[i] = dst;
+                if let Some(step) = scale::step_for(src, enc.pix_fmt, enc.width, enc.height) {
+                    scale::run(step, src, &mut dst);
+                    self.pics[i] = dst;
+                } else {
+                    let flags = scaler_flags(enc.recipe.sws_flags);
+                    let scaler = match enc.scaler.take() {
+                        Some(mut s) => {
+                            s.cached(
+                                src.format(),
+                                src.width(),
+                                src.height(),
+                                enc.pix_fmt,
+                                enc.width,
+                                enc.height,
+                                flags,
+                            );
+                            s
+                        }
+                        None => scaling::Context::get(
+                            src.format(),
+                            src.width(),
+                            src.height(),
+                            enc.pix_fmt,
+                            enc.width,
+                            enc.height,
+                            flags,
+                        )?,
+                    };
+                    let scaler = enc.scaler.insert(scaler);
+                    scaler.run(src, &mut dst)?;
+                    self.pics[i] = dst;
+                }
             }
             if !wants[i] {
                 continue;
