@@ -23,7 +23,8 @@ if [ ! -s "$INPUT" ]; then
 fi
 MEDIA_SECONDS=60
 
-# (a) castd's worker: decode once, 360p scaled from the 720p picture.
+# (a) castd's worker: decode once (one thread), a thread per variant, 720p by the 3:2 area scaler,
+#     360p halved from the 720p picture, x264 with the same options and one thread per encode.
 rm -rf "$OUT/castd" && mkdir -p "$OUT/castd"
 CONFIG=$(cat <<EOF
 {"hlsDir":"$OUT/castd","segmentSeconds":2,"listSize":15,"encoder":"libx264","append":false,"segmentId":"bench",

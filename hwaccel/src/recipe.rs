@@ -231,6 +231,26 @@ pub fn x264_preset(level: u32) -> &'static str {
     X264_PRESETS.get(level as usize).copied().unwrap_or("superfast")
 }
 
+/// libx264's `threads` for a variant encoded on a pipeline thread of its own: 1 (no slice threads,
+/// which cost CPU time in synchronisation and split frames; the variants already run in parallel) while
+/// the variant is no heavier than 1080p30 at veryfast, which one core of a current CPU encodes at 2–3×
+/// realtime; 0 (x264's own choice) above that, so large or slow encodes still keep up.
+pub fn x264_threads(width: u32, height: u32, fps: u32, level: u32) -> u32 {
+    let cost = match x264_preset(level) {
+        "ultrafast" => 1,
+        "superfast" => 2,
+        "veryfast" => 3,
+        "faster" => 5,
+        _ => 8,
+    };
+    let load = u64::from(width) * u64::from(height) * u64::from(fps) * cost;
+    if load <= 1920 * 1080 * 30 * 3 {
+        1
+    } else {
+        0
+    }
+}
+
 /// NVENC preset for a cpuUsageLevel (Owncast: p1..p5, p3 when out of range).
 pub fn nvenc_preset(level: u32) -> &'static str {
     NVENC_PRESETS.get(level as usize).copied().unwrap_or("p3")
@@ -557,6 +577,15 @@ mod tests {
         assert_eq!(r.option("sc_threshold"), Some("0"));
         let presets: Vec<_> = (0..6).map(x264_preset).collect();
         assert_eq!(presets, ["ultrafast", "superfast", "veryfast", "faster", "fast", "superfast"]);
+        // One thread per encode up to 1080p30 veryfast; x264's own threading above.
+        assert_eq!(x264_threads(1280, 720, 30, 2), 1);
+        assert_eq!(x264_threads(640, 360, 30, 4), 1);
+        assert_eq!(x264_threads(1920, 1080, 30, 2), 1);
+        assert_eq!(x264_threads(1920, 1080, 60, 2), 0);
+        assert_eq!(x264_threads(1920, 1080, 30, 3), 0);
+        assert_eq!(x264_threads(1280, 720, 30, 3), 1);
+        assert_eq!(x264_threads(1280, 720, 30, 4), 0);
+        assert_eq!(x264_threads(3840, 2160, 30, 0), 0);
         // 4:2:2 input gets converted; no scaling and 4:2:0 input is a null chain.
         let i422 = InputSpec { pix_fmt: "yuv422p".into(), ..h264_1080() };
         assert_eq!(

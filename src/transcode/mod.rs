@@ -9,12 +9,14 @@
 //! - `recipe`: which encoder and which options per variant (an adapter over `hwaccel::recipe`).
 //! - `worker`: the libav pipeline (demux once, decode once, scale and encode per variant, HLS mux).
 //! - `scale`: fast area downscaling for the exact 2:1 and 3:2 ladder steps (the rest is libswscale).
+//! - `stage`: the software ladder's encoding stages (a thread per variant: scale, encode, pass the picture on).
 //! - `hw`: the worker's hardware path (device, hardware decode or one upload, libavfilter ladder).
 //! - `supervisor`: spawning, feeding, restarting, and the stream's online/offline life cycle.
 
 pub mod hw;
 pub mod recipe;
 pub mod scale;
+pub mod stage;
 pub mod supervisor;
 pub mod worker;
 

@@ -1,13 +1,15 @@
 //! The transcode worker: runs in the child process (`castd worker --config <json>`).
 //!
-//! It reads FLV from stdin with libavformat, decodes the video **once**, and for each variant scales
-//! (from the nearest larger picture already scaled for another variant: `scale` for exact 2:1 and 3:2
-//! steps, libswscale bilinear otherwise) and encodes it with
-//! the variant's `EncoderRecipe`, or copies the input video for passthrough variants. Audio is copied
-//! or encoded to AAC (decoded once). Each variant goes to libavformat's HLS muxer in
-//! `<hls_dir>/N/stream.m3u8`; once every variant has a segment the master playlist
-//! `<hls_dir>/stream.m3u8` is written (temp file + rename). Keyframes are forced at segment
-//! boundaries computed from the input time, so all variants cut their segments at the same instants.
+//! It reads FLV from stdin with libavformat and decodes the video **once** on the main thread (one
+//! decoding thread up to 1080p60). Each software-encoded variant runs in a `stage` thread of its own
+//! that scales its picture from the nearest larger picture already scaled for another variant (`scale`
+//! for exact 2:1 and 3:2 steps, libswscale bilinear otherwise) and encodes it with the variant's
+//! `EncoderRecipe`; passthrough variants copy the input video. The main thread decides per frame which
+//! variants take it, muxes what the stages send back, and copies or encodes audio to AAC (decoded
+//! once). Each variant goes to libavformat's HLS muxer in `<hls_dir>/N/stream.m3u8`; once every
+//! variant has a segment the master playlist `<hls_dir>/stream.m3u8` is written (temp file + rename).
+//! Keyframes are forced at segment boundaries computed from the input time, so all variants cut their
+//! segments at the same instants.
 //! Frame-rate conversion drops frames whose output timestamp does not advance (no duplication).
 //! When any variant's encoder is a hardware one, the whole encoded ladder goes through `hw` instead
 //! (device, hardware decode or one upload, libavfilter graph from `hwaccel::ladder`); encoder failures
@@ -28,7 +30,7 @@ use hwaccel::{EncoderKind, InputSpec};
 
 use super::hw::HwPath;
 use super::recipe::{self, EncoderRecipe};
-use super::scale;
+use super::stage::{Encoded, Ladder, Plan, VideoEncode};
 use super::{TranscodeError, VariantProgress, WorkerConfig, WorkerEvent};
 use crate::config::StreamOutputVariant;
 
@@ -59,24 +61,12 @@ pub fn target_size(v: &StreamOutputVariant, sw: u32, sh: u32) -> (u32, u32) {
     }
 }
 
-/// Where a variant's picture comes from.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Source {
-    Decoded,
-    Variant(usize),
-}
-
-struct VideoEncode {
-    encoder: ff::encoder::Video,
-    recipe: EncoderRecipe,
-    width: u32,
-    height: u32,
-    pix_fmt: ff::format::Pixel,
-    source: Source,
-    scaler: Option<scaling::Context>,
+/// A software-encoded variant as the main thread sees it (the encoder itself runs in a `stage`).
+struct StageInfo {
+    framerate: u32,
+    /// The variant whose picture this one scales from (`None`: the decoded frame).
+    source: Option<usize>,
     last_pts: Option<i64>,
-    /// Index of the segment (counted from the run's first frame) of the last keyframe.
-    last_segment: Option<i64>,
 }
 
 /// A variant of a hardware ladder: fed by the filter graph's `[out<pos>]`, its encoder opened on the
@@ -90,7 +80,9 @@ struct HwEncode {
 }
 
 enum VideoPath {
+    /// Opened in `Pipeline::open`, moved into its stage thread before the first frame.
     Encode(Box<VideoEncode>),
+    Stage(StageInfo),
     Hw(Box<HwEncode>),
     Copy,
 }
@@ -99,15 +91,14 @@ impl VideoPath {
     /// The open encoder and its recipe, if any.
     fn encoder(&mut self) -> Option<(&mut ff::encoder::Video, &EncoderRecipe)> {
         match self {
-            VideoPath::Encode(e) => Some((&mut e.encoder, &e.recipe)),
             VideoPath::Hw(e) => e.encoder.as_mut().map(|x| (x, &e.recipe)),
-            VideoPath::Copy => None,
+            VideoPath::Encode(_) | VideoPath::Stage(_) | VideoPath::Copy => None,
         }
     }
 }
 
 /// An encoder's failure as the supervisor sees it (`hardware` asks for the fallback to libx264).
-fn encoder_error(recipe: &EncoderRecipe, e: ff::Error) -> TranscodeError {
+pub(super) fn encoder_error(recipe: &EncoderRecipe, e: ff::Error) -> TranscodeError {
     TranscodeError::Encoder { encoder: recipe.encoder.clone(), hardware: recipe.hardware, message: e.to_string() }
 }
 
@@ -189,12 +180,23 @@ fn clear_codec_tag(ost: &mut ff::format::stream::StreamMut) {
     }
 }
 
-fn scaler_flags(name: &str) -> scaling::Flags {
+pub(super) fn scaler_flags(name: &str) -> scaling::Flags {
     match name {
         "fast_bilinear" => scaling::Flags::FAST_BILINEAR,
         "bicubic" => scaling::Flags::BICUBIC,
         "lanczos" => scaling::Flags::LANCZOS,
         _ => scaling::Flags::BILINEAR,
+    }
+}
+
+/// Decoder threads: 1 up to 1080p60 (frame threads cost CPU time in synchronisation, and the encodes
+/// already run on threads of their own, so one decoding thread keeps up with room to spare), 0 (one
+/// frame thread per core) for larger inputs.
+fn decoder_threads(width: u32, height: u32, fps: f64) -> usize {
+    if f64::from(width) * f64::from(height) * fps <= 1920.0 * 1080.0 * 60.0 {
+        1
+    } else {
+        0
     }
 }
 
@@ -214,9 +216,10 @@ pub fn write_master(hls_dir: &Path, entries: &[(u64, u32, u32, String, f64)]) ->
 struct Pipeline {
     cfg: WorkerConfig,
     variants: Vec<Variant>,
-    /// Encoded variants, largest picture first.
+    /// Software-encoded variants, largest picture first.
     order: Vec<usize>,
-    pics: Vec<frame::Video>,
+    /// Their encoding stages (threads), when there are any.
+    ladder: Option<Ladder>,
     v_index: usize,
     v_tb: Rational,
     a_index: Option<usize>,
@@ -284,7 +287,10 @@ impl Pipeline {
             Some(h) => Some(h.open_decoder(v_par.clone())?),
             None if any_encode => {
                 let mut ctx = codec::context::Context::from_parameters(v_par.clone())?;
-                ctx.set_threading(threading::Config { kind: threading::Type::Frame, count: 0, ..Default::default() });
+                // SAFETY: plain fields of the parameters we own.
+                let (w, h) = unsafe { ((*v_par.as_ptr()).width.max(0) as u32, (*v_par.as_ptr()).height.max(0) as u32) };
+                let count = decoder_threads(w, h, src_fps);
+                ctx.set_threading(threading::Config { kind: threading::Type::Frame, count, ..Default::default() });
                 Some(ctx.decoder().video()?)
             }
             None => None,
@@ -371,6 +377,10 @@ impl Pipeline {
                 for (k, val) in &rec.options {
                     opts.set(k, val);
                 }
+                if infos[n].kind == EncoderKind::Software {
+                    let threads = hwaccel::recipe::x264_threads(w, h, rec.framerate, v.cpu_usage_level);
+                    opts.set("threads", &threads.to_string());
+                }
                 let opened = enc.open_as_with(codec, opts)?;
                 let mut ost = octx.add_stream(codec)?;
                 ost.set_parameters(&opened);
@@ -378,17 +388,13 @@ impl Pipeline {
                 let fps = f64::from(rec.framerate);
                 let kbps = u64::from(recipe::encoder_bitrate(v));
                 let name = rec.encoder.clone();
-                let source = Source::Decoded;
                 let path = VideoPath::Encode(Box::new(VideoEncode {
                     encoder: opened,
                     recipe: rec,
                     width: w,
                     height: h,
                     pix_fmt,
-                    source,
-                    scaler: None,
-                    last_pts: None,
-                    last_segment: None,
+                    source: None,
                 }));
                 (w, h, path, name, fps, kbps)
             };
@@ -473,10 +479,19 @@ impl Pipeline {
                 .filter(|&j| sizes[j].0 >= w && sizes[j].1 >= h && (sizes[j].0 < sw || sizes[j].1 < sh))
                 .min_by_key(|&j| u64::from(sizes[j].0) * u64::from(sizes[j].1));
             if let (Some(j), VideoPath::Encode(enc)) = (best, &mut variants[i].video) {
-                enc.source = Source::Variant(j);
+                enc.source = Some(j);
             }
         }
-        let pics = (0..variants.len()).map(|_| frame::Video::empty()).collect();
+        let mut encodes = Vec::new();
+        for &i in &order {
+            let placeholder = VideoPath::Stage(StageInfo { framerate: 0, source: None, last_pts: None });
+            if let VideoPath::Encode(enc) = std::mem::replace(&mut variants[i].video, placeholder) {
+                variants[i].video =
+                    VideoPath::Stage(StageInfo { framerate: enc.recipe.framerate, source: enc.source, last_pts: None });
+                encodes.push((i, *enc));
+            }
+        }
+        let ladder = if encodes.is_empty() { None } else { Some(Ladder::start(encodes)?) };
         emit(&WorkerEvent::Started {
             width: sw,
             height: sh,
@@ -485,6 +500,7 @@ impl Pipeline {
         for (n, v) in variants.iter().enumerate() {
             let src = match &v.video {
                 VideoPath::Encode(e) => format!("{:?}", e.source),
+                VideoPath::Stage(e) => e.source.map_or("decoded frame".into(), |j| format!("variant {j}")),
                 VideoPath::Hw(e) => format!("hw out{}", e.pos),
                 VideoPath::Copy => "copy".into(),
             };
@@ -494,7 +510,7 @@ impl Pipeline {
             cfg,
             variants,
             order,
-            pics,
+            ladder,
             v_index,
             v_tb,
             a_index,
@@ -590,102 +606,51 @@ impl Pipeline {
             return self.on_frame_hw(decoded, t0);
         }
         let n = self.variants.len();
-        let mut wants = vec![false; n];
-        let mut needed = vec![false; n];
-        let mut out_pts = vec![0i64; n];
+        let mut plan = Plan { t, t0, wants: vec![false; n], needed: vec![false; n], pts: vec![0; n] };
         for &i in &self.order {
-            if let VideoPath::Encode(enc) = &self.variants[i].video {
-                let pts = (t * f64::from(enc.recipe.framerate)).round() as i64;
-                out_pts[i] = pts;
-                wants[i] = enc.last_pts.is_none_or(|l| pts > l);
+            if let VideoPath::Stage(st) = &mut self.variants[i].video {
+                let pts = (t * f64::from(st.framerate)).round() as i64;
+                plan.pts[i] = pts;
+                plan.wants[i] = st.last_pts.is_none_or(|l| pts > l);
+                if plan.wants[i] {
+                    st.last_pts = Some(pts);
+                    let v = &mut self.variants[i];
+                    v.frames += 1;
+                    v.media_time = pts as f64 / v.framerate;
+                }
             }
         }
         for &i in self.order.iter().rev() {
-            if wants[i] || needed[i] {
-                needed[i] = true;
-                if let VideoPath::Encode(enc) = &self.variants[i].video {
-                    if let Source::Variant(j) = enc.source {
-                        needed[j] = true;
-                    }
+            if plan.wants[i] || plan.needed[i] {
+                plan.needed[i] = true;
+                if let VideoPath::Stage(StageInfo { source: Some(j), .. }) = self.variants[i].video {
+                    plan.needed[j] = true;
                 }
             }
         }
-        for k in 0..self.order.len() {
-            let i = self.order[k];
-            if !needed[i] {
-                continue;
-            }
-            let VideoPath::Encode(enc) = &mut self.variants[i].video else { continue };
-            let direct = enc.source == Source::Decoded
-                && decoded.width() == enc.width
-                && decoded.height() == enc.height
-                && decoded.format() == enc.pix_fmt;
-            if !direct {
-                let mut dst = std::mem::replace(&mut self.pics[i], frame::Video::empty());
-                if dst.width() != enc.width || dst.height() != enc.height {
-                    dst = frame::Video::new(enc.pix_fmt, enc.width, enc.height);
-                } else {
-                    // SAFETY: dst is a valid frame we own; this copies its buffer only if it is shared.
-                    unsafe {
-                        ff::ffi::av_frame_make_writable(dst.as_mut_ptr());
-                    }
-                }
-                let src: &frame::Video = match enc.source {
-                    Source::Decoded => decoded,
-                    Source::Variant(j) => &self.pics[j],
-                };
-                if let Some(step) = scale::step_for(src, enc.pix_fmt, enc.width, enc.height) {
-                    scale::run(step, src, &mut dst);
-                    self.pics[i] = dst;
-                } else {
-                    let flags = scaler_flags(enc.recipe.sws_flags);
-                    let scaler = match enc.scaler.take() {
-                        Some(mut s) => {
-                            s.cached(
-                                src.format(),
-                                src.width(),
-                                src.height(),
-                                enc.pix_fmt,
-                                enc.width,
-                                enc.height,
-                                flags,
-                            );
-                            s
-                        }
-                        None => scaling::Context::get(
-                            src.format(),
-                            src.width(),
-                            src.height(),
-                            enc.pix_fmt,
-                            enc.width,
-                            enc.height,
-                            flags,
-                        )?,
+        if let Some(ladder) = &self.ladder {
+            ladder.send(decoded, plan)?;
+        }
+        self.collect(false)
+    }
+
+    /// Mux what the stages have encoded so far (`wait`: until they have all stopped).
+    fn collect(&mut self, wait: bool) -> Result<(), TranscodeError> {
+        loop {
+            let Some(ladder) = &self.ladder else { return Ok(()) };
+            let next = if wait { ladder.output.recv().ok() } else { ladder.output.try_recv().ok() };
+            match next {
+                None => return Ok(()),
+                Some(Encoded::Failed(e)) => return Err(e),
+                Some(Encoded::Packet { variant, packet }) => {
+                    let fps = match &self.variants.get(variant).map(|v| &v.video) {
+                        Some(VideoPath::Stage(st)) => st.framerate,
+                        _ => continue,
                     };
-                    let scaler = enc.scaler.insert(scaler);
-                    scaler.run(src, &mut dst)?;
-                    self.pics[i] = dst;
+                    self.mux_video(variant, packet, Rational(1, fps as i32))?;
                 }
             }
-            if !wants[i] {
-                continue;
-            }
-            let pts = out_pts[i];
-            let gop = i64::from(enc.recipe.gop.max(1));
-            let segment = (((t - t0) * f64::from(enc.recipe.framerate)).round() as i64).div_euclid(gop);
-            let key = enc.last_segment != Some(segment);
-            enc.last_segment = Some(segment);
-            enc.last_pts = Some(pts);
-            let pic: &mut frame::Video = if direct { &mut *decoded } else { &mut self.pics[i] };
-            pic.set_pts(Some(pts));
-            pic.set_kind(if key { picture::Type::I } else { picture::Type::None });
-            enc.encoder.send_frame(pic).map_err(|e| encoder_error(&enc.recipe, e))?;
-            let fps = f64::from(enc.recipe.framerate);
-            self.variants[i].frames += 1;
-            self.variants[i].media_time = pts as f64 / fps;
-            self.drain_encoder(i)?;
         }
-        Ok(())
     }
 
     /// The hardware ladder: one frame into the graph, every variant's filtered frames into its encoder.
@@ -729,8 +694,8 @@ impl Pipeline {
     }
 
     fn drain_encoder(&mut self, i: usize) -> Result<(), TranscodeError> {
-        let mut pkt = Packet::empty();
         loop {
+            let mut pkt = Packet::empty();
             let v = &mut self.variants[i];
             let Some((encoder, rec)) = v.video.encoder() else { return Ok(()) };
             match encoder.receive_packet(&mut pkt) {
@@ -739,16 +704,22 @@ impl Pipeline {
                 Err(e) => return Err(encoder_error(rec, e)),
             }
             let enc_tb = Rational(1, rec.framerate as i32);
-            if v.codecs.is_none() && pkt.is_key() {
-                v.codecs = pkt.data().and_then(codec_from_annexb);
-            }
-            let tb = v.octx.stream(v.v_ost).map(|s| s.time_base()).unwrap_or(enc_tb);
-            pkt.set_stream(v.v_ost);
-            pkt.rescale_ts(enc_tb, tb);
-            let key = pkt.is_key();
-            pkt.write_interleaved(&mut v.octx)?;
-            self.after_video_write(i, key)?;
+            self.mux_video(i, pkt, enc_tb)?;
         }
+    }
+
+    /// Write an encoded video packet (time base `enc_tb`) to variant `i`'s muxer.
+    fn mux_video(&mut self, i: usize, mut pkt: Packet, enc_tb: Rational) -> Result<(), TranscodeError> {
+        let v = &mut self.variants[i];
+        if v.codecs.is_none() && pkt.is_key() {
+            v.codecs = pkt.data().and_then(codec_from_annexb);
+        }
+        let tb = v.octx.stream(v.v_ost).map(|s| s.time_base()).unwrap_or(enc_tb);
+        pkt.set_stream(v.v_ost);
+        pkt.rescale_ts(enc_tb, tb);
+        let key = pkt.is_key();
+        pkt.write_interleaved(&mut v.octx)?;
+        self.after_video_write(i, key)
     }
 
     fn drain_audio(&mut self) -> Result<(), TranscodeError> {
@@ -859,6 +830,13 @@ impl Pipeline {
             let _ = d.send_eof();
         }
         self.drain_video()?;
+        if let Some(ladder) = self.ladder.as_mut() {
+            ladder.close();
+        }
+        self.collect(true)?;
+        if let Some(ladder) = self.ladder.as_mut() {
+            ladder.join();
+        }
         if let Some(d) = self.adec.as_mut() {
             let _ = d.send_eof();
         }
@@ -954,6 +932,14 @@ mod tests {
 
     fn v(w: u32, h: u32) -> StreamOutputVariant {
         StreamOutputVariant { scaled_width: w, scaled_height: h, ..Default::default() }
+    }
+
+    #[test]
+    fn one_decoder_thread_up_to_1080p60() {
+        assert_eq!(decoder_threads(1920, 1080, 30.0), 1);
+        assert_eq!(decoder_threads(1920, 1080, 60.0), 1);
+        assert_eq!(decoder_threads(2560, 1440, 60.0), 0);
+        assert_eq!(decoder_threads(3840, 2160, 30.0), 0);
     }
 
     #[test]

@@ -1,0 +1,252 @@
+//! Encoding stages of the software ladder: every software-encoded variant runs on a thread of its
+//! own, which takes its picture (the decoded frame, or the picture of the next larger variant),
+//! scales it (`scale` for exact 2:1 and 3:2 steps, libswscale otherwise), hands a reference to the
+//! stages that scale from it, encodes it, and sends the packets back to the worker's main thread,
+//! which muxes them. The variants run in parallel without slice threads inside each encoder and
+//! pictures are shared by reference, not copied.
+//!
+//! Channels: frames into a stage are bounded (`FRAMES_IN_FLIGHT`) and the sender blocks, so the
+//! worker runs at the pace of its slowest encoder and stdin back-pressures the daemon's feed (which
+//! applies its own policy to a worker that cannot keep up). Packets back are unbounded, but each stage
+//! holds at most `FRAMES_IN_FLIGHT` frames, so at most a few packets per stage are ever queued; an
+//! unbounded return path is what keeps a blocked sender from deadlocking the muxer.
+
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use ff::software::scaling;
+use ff::{frame, picture, Packet};
+use ffmpeg_next as ff;
+
+use super::recipe::EncoderRecipe;
+use super::{scale, TranscodeError};
+
+/// Frames queued into a stage before its feeder blocks.
+pub const FRAMES_IN_FLIGHT: usize = 2;
+
+/// One software-encoded variant: its open encoder and how it gets its picture.
+pub struct VideoEncode {
+    pub encoder: ff::encoder::Video,
+    pub recipe: EncoderRecipe,
+    pub width: u32,
+    pub height: u32,
+    pub pix_fmt: ff::format::Pixel,
+    /// The variant this one scales from (`None`: the decoded frame).
+    pub source: Option<usize>,
+}
+
+/// What every stage needs to know about one input frame, decided once by the main thread.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Input time of the frame and of the run's first frame (seconds).
+    pub t: f64,
+    pub t0: f64,
+    /// Per variant: encode this frame (frame-rate conversion drops the others).
+    pub wants: Vec<bool>,
+    /// Per variant: scale this frame (it wants it, or a variant scaled from it does).
+    pub needed: Vec<bool>,
+    /// Per variant: the output timestamp in 1/framerate.
+    pub pts: Vec<i64>,
+}
+
+struct FrameMsg {
+    picture: frame::Video,
+    plan: Arc<Plan>,
+}
+
+/// What stages send back.
+pub enum Encoded {
+    Packet { variant: usize, packet: Packet },
+    Failed(TranscodeError),
+}
+
+/// The running stages of a ladder.
+pub struct Ladder {
+    /// Senders of the stages fed with decoded frames, by variant.
+    roots: Vec<(usize, SyncSender<FrameMsg>)>,
+    pub output: Receiver<Encoded>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// A new reference to `f`'s buffers (no pixel copy).
+fn new_ref(f: &frame::Video) -> Result<frame::Video, TranscodeError> {
+    // SAFETY: av_frame_clone makes a new AVFrame referencing the same (refcounted) buffers; the
+    // wrapper owns and frees it.
+    unsafe {
+        let p = ff::ffi::av_frame_clone(f.as_ptr());
+        if p.is_null() {
+            return Err(TranscodeError::Other("out of memory referencing a frame".into()));
+        }
+        Ok(frame::Video::wrap(p))
+    }
+}
+
+fn writable(f: &frame::Video) -> bool {
+    // SAFETY: reads the refcounts of a frame we own.
+    unsafe { ff::ffi::av_frame_is_writable(f.as_ptr() as *mut _) > 0 }
+}
+
+/// libswscale's context, owned by one stage.
+struct Scaler(scaling::Context);
+
+// SAFETY: an SwsContext has no thread affinity; the stage that creates it is the only one using it.
+unsafe impl Send for Scaler {}
+
+struct Stage {
+    index: usize,
+    enc: VideoEncode,
+    scaler: Option<Scaler>,
+    /// The last scaled picture, reused once nobody else holds it.
+    spare: Option<frame::Video>,
+    children: Vec<(usize, SyncSender<FrameMsg>)>,
+    last_segment: Option<i64>,
+    out: Sender<Encoded>,
+}
+
+impl Stage {
+    fn run(mut self, input: Receiver<FrameMsg>) {
+        while let Ok(msg) = input.recv() {
+            if let Err(e) = self.on_frame(msg) {
+                let _ = self.out.send(Encoded::Failed(e));
+                return;
+            }
+        }
+        // Input closed: flush the encoder; dropping `children` then closes theirs.
+        let _ = self.enc.encoder.send_eof();
+        if let Err(e) = self.drain() {
+            let _ = self.out.send(Encoded::Failed(e));
+        }
+    }
+
+    fn encoder_error(&self, e: ff::Error) -> TranscodeError {
+        super::worker::encoder_error(&self.enc.recipe, e)
+    }
+
+    fn on_frame(&mut self, msg: FrameMsg) -> Result<(), TranscodeError> {
+        let i = self.index;
+        let src = msg.picture;
+        let direct =
+            src.width() == self.enc.width && src.height() == self.enc.height && src.format() == self.enc.pix_fmt;
+        let mut pic = if direct { src } else { self.scale(&src)? };
+        for (c, tx) in &self.children {
+            if msg.plan.needed.get(*c).copied().unwrap_or(false) {
+                // A child that failed has already reported why; the main thread stops on that.
+                let _ = tx.send(FrameMsg { picture: new_ref(&pic)?, plan: msg.plan.clone() });
+            }
+        }
+        if msg.plan.wants.get(i).copied().unwrap_or(false) {
+            let rec = &self.enc.recipe;
+            let pts = msg.plan.pts.get(i).copied().unwrap_or_default();
+            let fps = f64::from(rec.framerate);
+            let gop = i64::from(rec.gop.max(1));
+            let segment = (((msg.plan.t - msg.plan.t0) * fps).round() as i64).div_euclid(gop);
+            let key = self.last_segment != Some(segment);
+            self.last_segment = Some(segment);
+            pic.set_pts(Some(pts));
+            pic.set_kind(if key { picture::Type::I } else { picture::Type::None });
+            self.enc.encoder.send_frame(&pic).map_err(|e| self.encoder_error(e))?;
+            self.drain()?;
+        }
+        if !direct {
+            self.spare = Some(pic);
+        }
+        Ok(())
+    }
+
+    /// Scale `src` into the spare picture (or a new one while the spare is still referenced).
+    fn scale(&mut self, src: &frame::Video) -> Result<frame::Video, TranscodeError> {
+        let (w, h, fmt) = (self.enc.width, self.enc.height, self.enc.pix_fmt);
+        let mut dst = match self.spare.take() {
+            Some(p) if p.width() == w && p.height() == h && p.format() == fmt && writable(&p) => p,
+            _ => frame::Video::new(fmt, w, h),
+        };
+        if let Some(step) = scale::step_for(src, fmt, w, h) {
+            scale::run(step, src, &mut dst);
+            return Ok(dst);
+        }
+        let flags = super::worker::scaler_flags(self.enc.recipe.sws_flags);
+        let scaler = match self.scaler.take() {
+            Some(Scaler(mut s)) => {
+                s.cached(src.format(), src.width(), src.height(), fmt, w, h, flags);
+                s
+            }
+            None => scaling::Context::get(src.format(), src.width(), src.height(), fmt, w, h, flags)?,
+        };
+        self.scaler.insert(Scaler(scaler)).0.run(src, &mut dst)?;
+        Ok(dst)
+    }
+
+    fn drain(&mut self) -> Result<(), TranscodeError> {
+        loop {
+            let mut packet = Packet::empty();
+            match self.enc.encoder.receive_packet(&mut packet) {
+                Ok(()) => {
+                    if self.out.send(Encoded::Packet { variant: self.index, packet }).is_err() {
+                        return Ok(()); // the main thread is gone
+                    }
+                }
+                Err(ff::Error::Eof) | Err(ff::Error::Other { errno: ff::util::error::EAGAIN }) => return Ok(()),
+                Err(e) => return Err(self.encoder_error(e)),
+            }
+        }
+    }
+}
+
+impl Ladder {
+    /// Start a thread per encode. A stage whose `source` is another variant gets its pictures from
+    /// that variant's stage; the others are fed by `send` with decoded frames.
+    pub fn start(encodes: Vec<(usize, VideoEncode)>) -> Result<Ladder, TranscodeError> {
+        let (out_tx, output) = mpsc::channel();
+        let sources: Vec<(usize, Option<usize>)> = encodes.iter().map(|(i, e)| (*i, e.source)).collect();
+        let mut channels = Vec::new();
+        let mut senders = Vec::new();
+        for (i, enc) in encodes {
+            let (tx, rx) = mpsc::sync_channel(FRAMES_IN_FLIGHT);
+            senders.push((i, tx));
+            channels.push((i, enc, rx));
+        }
+        let sender_of = |c: usize| senders.iter().find(|(n, _)| *n == c).map(|(_, tx)| tx.clone());
+        let mut roots = Vec::new();
+        let mut threads = Vec::new();
+        for (i, enc, rx) in channels {
+            if enc.source.is_none() {
+                roots.extend(sender_of(i).map(|tx| (i, tx)));
+            }
+            let children = sources
+                .iter()
+                .filter(|(_, s)| *s == Some(i))
+                .filter_map(|(c, _)| sender_of(*c).map(|tx| (*c, tx)))
+                .collect();
+            let stage =
+                Stage { index: i, enc, scaler: None, spare: None, children, last_segment: None, out: out_tx.clone() };
+            let thread = std::thread::Builder::new().name(format!("encode-{i}")).spawn(move || stage.run(rx))?;
+            threads.push(thread);
+        }
+        Ok(Ladder { roots, output, threads })
+    }
+
+    /// Hand a decoded frame to the stages that scale from it (blocks while one of them is
+    /// `FRAMES_IN_FLIGHT` frames behind). A stage that stopped has sent its reason to `output`.
+    pub fn send(&self, decoded: &frame::Video, plan: Plan) -> Result<(), TranscodeError> {
+        let plan = Arc::new(plan);
+        for (i, tx) in &self.roots {
+            if plan.needed.get(*i).copied().unwrap_or(false) {
+                let _ = tx.send(FrameMsg { picture: new_ref(decoded)?, plan: plan.clone() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the input: every stage flushes its encoder and stops; `output` ends when all have.
+    pub fn close(&mut self) {
+        self.roots.clear();
+    }
+
+    /// Wait for the stage threads (after `close` and after `output` ended).
+    pub fn join(&mut self) {
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
