@@ -140,7 +140,7 @@ impl Stage {
             let pts = msg.plan.pts.get(i).copied().unwrap_or_default();
             let fps = f64::from(rec.framerate);
             let gop = i64::from(rec.gop.max(1));
-            let segment = (((msg.plan.t - msg.plan.t0) * fps).round() as i64).div_euclid(gop);
+            let segment = super::worker::output_slot(msg.plan.t - msg.plan.t0, fps).div_euclid(gop);
             let key = self.last_segment != Some(segment);
             self.last_segment = Some(segment);
             pic.set_pts(Some(pts));

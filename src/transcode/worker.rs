@@ -189,6 +189,21 @@ pub(super) fn scaler_flags(name: &str) -> scaling::Flags {
     }
 }
 
+/// The output frame slot (in 1/`fps`) an input frame at `t` seconds fills: slot n takes frames from a
+/// quarter interval before its time up to three quarters after, so with an exact ratio (30 → 15 fps)
+/// the frames on the slot times are the ones kept, whatever the millisecond rounding of FLV timestamps,
+/// and the last input frame never lands in a slot (and segment) after the input's end.
+pub(super) fn output_slot(t: f64, fps: f64) -> i64 {
+    (t * fps - 0.25).round() as i64
+}
+
+/// The output timestamp (in 1/`fps`) of an input frame at `t`: the run's first frame `t0` on its nearest
+/// slot, then `output_slot` of the time since, so frame selection and segment boundaries (both counted
+/// from `t0`) agree whatever the input's start offset.
+pub(super) fn output_pts(t: f64, t0: f64, fps: f64) -> i64 {
+    (t0 * fps).round() as i64 + output_slot(t - t0, fps)
+}
+
 /// Decoder threads: 1 up to 1080p60 (frame threads cost CPU time in synchronisation, and the encodes
 /// already run on threads of their own, so one decoding thread keeps up with room to spare), 0 (one
 /// frame thread per core) for larger inputs.
@@ -609,7 +624,7 @@ impl Pipeline {
         let mut plan = Plan { t, t0, wants: vec![false; n], needed: vec![false; n], pts: vec![0; n] };
         for &i in &self.order {
             if let VideoPath::Stage(st) = &mut self.variants[i].video {
-                let pts = (t * f64::from(st.framerate)).round() as i64;
+                let pts = output_pts(t, t0, f64::from(st.framerate));
                 plan.pts[i] = pts;
                 plan.wants[i] = st.last_pts.is_none_or(|l| pts > l);
                 if plan.wants[i] {
@@ -671,12 +686,12 @@ impl Pipeline {
                 let Some(ts) = self.filtered.pts() else { continue };
                 let t = ts as f64 * f64::from(self.v_tb);
                 let fps = f64::from(enc.recipe.framerate);
-                let pts = (t * fps).round() as i64;
+                let pts = output_pts(t, t0, fps);
                 if enc.last_pts.is_some_and(|l| pts <= l) {
                     continue;
                 }
                 let gop = i64::from(enc.recipe.gop.max(1));
-                let segment = (((t - t0) * fps).round() as i64).div_euclid(gop);
+                let segment = output_slot(t - t0, fps).div_euclid(gop);
                 let key = enc.last_segment != Some(segment);
                 enc.last_segment = Some(segment);
                 enc.last_pts = Some(pts);
@@ -932,6 +947,29 @@ mod tests {
 
     fn v(w: u32, h: u32) -> StreamOutputVariant {
         StreamOutputVariant { scaled_width: w, scaled_height: h, ..Default::default() }
+    }
+
+    #[test]
+    fn output_slots_keep_the_frames_on_the_slot_times() {
+        // FLV timestamps are whole milliseconds.
+        let t = |k: u32| f64::from((f64::from(k) * 1000.0 / 30.0).round() as u32) / 1000.0;
+        let same: Vec<i64> = (0..90).map(|k| output_slot(t(k), 30.0)).collect();
+        assert_eq!(same, (0..90).collect::<Vec<i64>>(), "30 → 30 keeps every frame in its own slot");
+        let mut last = None;
+        let mut kept = Vec::new();
+        for k in 0..90 {
+            let s = output_slot(t(k), 15.0);
+            if last.is_none_or(|l| s > l) {
+                kept.push(k);
+                last = Some(s);
+            }
+        }
+        assert_eq!(kept, (0..90).step_by(2).collect::<Vec<u32>>(), "30 → 15 keeps the even frames");
+        assert_eq!(output_slot(t(89), 15.0), 44, "the last frame stays in the last slot");
+        // An input starting at 21 ms keeps the same frames, and slot 0 is the first frame's.
+        let t0 = 0.021;
+        let kept: Vec<i64> = (0..6).map(|k| output_pts(t0 + t(k), t0, 15.0)).collect();
+        assert_eq!(kept, [0, 0, 1, 1, 2, 2]);
     }
 
     #[test]

@@ -1,0 +1,129 @@
+//! The transcode worker on its own (`castd worker --config …` with an FLV on stdin), over a ladder that
+//! takes every path of the software pipeline at once: a 3:2 area step from the decoded frame, a 2:1 step
+//! from that variant's picture, a libswscale size at half the frame rate scaled from a larger variant,
+//! and a passthrough. ffprobe checks sizes, frame counts and that every segment starts on a keyframe.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+/// Make `secs` seconds of 960x540@30 testsrc2 + sine as FLV (H.264 + AAC, keyframe every second).
+fn make_input(path: &Path, secs: u32) {
+    let status = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .arg(format!("testsrc2=size=960x540:rate=30:duration={secs}"))
+        .args(["-f", "lavfi", "-i"])
+        .arg(format!("sine=frequency=440:sample_rate=48000:duration={secs}"))
+        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p"])
+        .args(["-c:a", "aac", "-b:a", "96k", "-f", "flv"])
+        .arg(path)
+        .status()
+        .expect("run ffmpeg");
+    assert!(status.success(), "ffmpeg made the input");
+}
+
+/// Width, height, and per frame (key, pts seconds) of the concatenated segments of variant `n`.
+fn probe_variant(hls: &Path, n: usize) -> (u64, u64, Vec<(bool, f64)>, Vec<f64>) {
+    let dir = hls.join(n.to_string());
+    let playlist = std::fs::read_to_string(dir.join("stream.m3u8")).expect("variant playlist");
+    let segments: Vec<&str> = playlist.lines().filter(|l| l.ends_with(".ts")).collect();
+    assert!(segments.len() >= 2, "variant {n} has segments: {playlist}");
+    let mut frames = Vec::new();
+    let mut starts = Vec::new();
+    let (mut w, mut h) = (0, 0);
+    for seg in &segments {
+        let out = Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height"])
+            .args(["-show_entries", "frame=key_frame,pts_time", "-of", "json"])
+            .arg(dir.join(seg))
+            .output()
+            .expect("run ffprobe");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("ffprobe json");
+        w = v["streams"][0]["width"].as_u64().unwrap_or(0);
+        h = v["streams"][0]["height"].as_u64().unwrap_or(0);
+        let seg_frames: Vec<(bool, f64)> = v["frames"]
+            .as_array()
+            .expect("frames")
+            .iter()
+            .map(|f| {
+                let t = f["pts_time"].as_str().and_then(|s| s.parse().ok()).unwrap_or(f64::NAN);
+                (f["key_frame"].as_u64() == Some(1), t)
+            })
+            .collect();
+        assert!(seg_frames.first().is_some_and(|f| f.0), "variant {n}: {seg} starts on a keyframe");
+        starts.push(seg_frames[0].1);
+        frames.extend(seg_frames);
+    }
+    (w, h, frames, starts)
+}
+
+#[test]
+fn every_software_path_of_the_ladder_produces_aligned_variants() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let input = dir.join("in.flv");
+    make_input(&input, 6);
+    let hls = dir.join("hls");
+    let config = json!({
+        "hlsDir": hls, "segmentSeconds": 2, "listSize": 10, "encoder": "libx264", "append": false,
+        "segmentId": "t",
+        "variants": [
+            // 3:2 area step from the decoded 960x540 frame.
+            {"scaledWidth": 640, "scaledHeight": 360, "videoBitrate": 800, "framerate": 30, "cpuUsageLevel": 0,
+             "audioPassthrough": true},
+            // 2:1 from the 640x360 picture.
+            {"scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 300, "framerate": 30, "cpuUsageLevel": 0,
+             "audioPassthrough": false, "audioBitrate": 64},
+            // Not an exact step (libswscale), 15 fps, width from the aspect ratio.
+            {"scaledWidth": 0, "scaledHeight": 240, "videoBitrate": 400, "framerate": 15, "cpuUsageLevel": 0,
+             "audioPassthrough": true},
+            {"videoPassthrough": true, "audioPassthrough": true}
+        ]
+    });
+    let out = Command::new(common::BIN)
+        .args(["--log-level", "warn", "worker", "--config", &config.to_string()])
+        .stdin(Stdio::from(std::fs::File::open(&input).expect("open input")))
+        .output()
+        .expect("run the worker");
+    let events = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "worker exit {:?}: {events}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(events.lines().any(|l| l.contains("\"finished\"") || l.contains("Finished")), "finished: {events}");
+
+    let master = std::fs::read_to_string(hls.join("stream.m3u8")).expect("master playlist");
+    for (n, res) in ["640x360", "320x180", "426x240", "960x540"].iter().enumerate() {
+        assert!(master.contains(&format!("RESOLUTION={res}")), "master lists {res}: {master}");
+        assert!(master.contains(&format!("{n}/stream.m3u8")), "master lists variant {n}");
+    }
+
+    let expect = [(640, 360, 30.0), (320, 180, 30.0), (426, 240, 15.0)];
+    let mut all_starts = Vec::new();
+    for (n, (w, h, fps)) in expect.iter().enumerate() {
+        let (pw, ph, frames, starts) = probe_variant(&hls, n);
+        assert_eq!((pw, ph), (*w, *h), "variant {n} size");
+        let want = 6.0 * fps;
+        assert!(
+            (frames.len() as f64 - want).abs() <= 2.0,
+            "variant {n}: {} frames, expected about {want}",
+            frames.len()
+        );
+        // Frames advance by one output frame interval (no duplicates, no gaps).
+        for pair in frames.windows(2) {
+            let dt = pair[1].1 - pair[0].1;
+            assert!((dt - 1.0 / fps).abs() < 0.01, "variant {n}: frame step {dt} at {}", pair[0].1);
+        }
+        all_starts.push(starts);
+    }
+    // Every encoded variant cuts its segments at the same instants.
+    for n in 1..all_starts.len() {
+        assert_eq!(all_starts[n].len(), all_starts[0].len(), "segment counts of variants 0 and {n}");
+        for (a, b) in all_starts[0].iter().zip(&all_starts[n]) {
+            assert!((a - b).abs() < 0.05, "segment starts {a} vs {b} (variant {n})");
+        }
+    }
+    let (pw, ph, frames, _) = probe_variant(&hls, 3);
+    assert_eq!((pw, ph), (960, 540), "passthrough keeps the source");
+    assert!((frames.len() as f64 - 180.0).abs() <= 2.0, "passthrough has every frame: {}", frames.len());
+}
