@@ -69,6 +69,10 @@ pub struct Ladder {
     threads: Vec<JoinHandle<()>>,
 }
 
+fn stopped(variant: usize) -> TranscodeError {
+    TranscodeError::Other(format!("the encoding stage of variant {variant} stopped"))
+}
+
 /// A new reference to `f`'s buffers (no pixel copy).
 fn new_ref(f: &frame::Video) -> Result<frame::Video, TranscodeError> {
     // SAFETY: av_frame_clone makes a new AVFrame referencing the same (refcounted) buffers; the
@@ -131,8 +135,8 @@ impl Stage {
         let mut pic = if direct { src } else { self.scale(&src)? };
         for (c, tx) in &self.children {
             if msg.plan.needed.get(*c).copied().unwrap_or(false) {
-                // A child that failed has already reported why; the main thread stops on that.
-                let _ = tx.send(FrameMsg { picture: new_ref(&pic)?, plan: msg.plan.clone() });
+                // A child that stopped has sent its reason first; the main thread reports that one.
+                tx.send(FrameMsg { picture: new_ref(&pic)?, plan: msg.plan.clone() }).map_err(|_| stopped(*c))?;
             }
         }
         if msg.plan.wants.get(i).copied().unwrap_or(false) {
@@ -220,19 +224,26 @@ impl Ladder {
                 .collect();
             let stage =
                 Stage { index: i, enc, scaler: None, spare: None, children, last_segment: None, out: out_tx.clone() };
-            let thread = std::thread::Builder::new().name(format!("encode-{i}")).spawn(move || stage.run(rx))?;
+            let out = out_tx.clone();
+            let thread = std::thread::Builder::new().name(format!("encode-{i}")).spawn(move || {
+                // A panic in a codec wrapper must not leave the variant silently stalled.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stage.run(rx))).is_err() {
+                    let _ = out.send(Encoded::Failed(TranscodeError::Other(format!("encoding stage {i} panicked"))));
+                }
+            })?;
             threads.push(thread);
         }
         Ok(Ladder { roots, output, threads })
     }
 
     /// Hand a decoded frame to the stages that scale from it (blocks while one of them is
-    /// `FRAMES_IN_FLIGHT` frames behind). A stage that stopped has sent its reason to `output`.
+    /// `FRAMES_IN_FLIGHT` frames behind). An error means a stage stopped; its reason, if it gave one,
+    /// is waiting in `output`.
     pub fn send(&self, decoded: &frame::Video, plan: Plan) -> Result<(), TranscodeError> {
         let plan = Arc::new(plan);
         for (i, tx) in &self.roots {
             if plan.needed.get(*i).copied().unwrap_or(false) {
-                let _ = tx.send(FrameMsg { picture: new_ref(decoded)?, plan: plan.clone() });
+                tx.send(FrameMsg { picture: new_ref(decoded)?, plan: plan.clone() }).map_err(|_| stopped(*i))?;
             }
         }
         Ok(())

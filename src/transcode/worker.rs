@@ -644,7 +644,11 @@ impl Pipeline {
             }
         }
         if let Some(ladder) = &self.ladder {
-            ladder.send(decoded, plan)?;
+            if let Err(e) = ladder.send(decoded, plan) {
+                // Prefer the stage's own reason (an encoder error) to "it stopped".
+                self.collect(false)?;
+                return Err(e);
+            }
         }
         self.collect(false)
     }
