@@ -12,12 +12,17 @@ use serde_json::{json, Value};
 
 /// Make `secs` seconds of 960x540@30 testsrc2 + sine as FLV (H.264 + AAC, keyframe every second).
 fn make_input(path: &Path, secs: u32) {
+    make_input_with(path, secs, "960x540", &[]);
+}
+
+fn make_input_with(path: &Path, secs: u32, size: &str, x264: &[&str]) {
     let status = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
-        .arg(format!("testsrc2=size=960x540:rate=30:duration={secs}"))
+        .arg(format!("testsrc2=size={size}:rate=30:duration={secs}"))
         .args(["-f", "lavfi", "-i"])
         .arg(format!("sine=frequency=440:sample_rate=48000:duration={secs}"))
         .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p"])
+        .args(x264)
         .args(["-c:a", "aac", "-b:a", "96k", "-f", "flv"])
         .arg(path)
         .status()
@@ -126,4 +131,51 @@ fn every_software_path_of_the_ladder_produces_aligned_variants() {
     let (pw, ph, frames, _) = probe_variant(&hls, 3);
     assert_eq!((pw, ph), (960, 540), "passthrough keeps the source");
     assert!((frames.len() as f64 - 180.0).abs() <= 2.0, "passthrough has every frame: {}", frames.len());
+}
+
+/// Peak RSS (MiB) of a worker run over `input`, read from /proc while it runs.
+fn worker_peak_rss(input: &Path, hls: &Path) -> u64 {
+    let config = json!({
+        "hlsDir": hls, "segmentSeconds": 2, "listSize": 5, "encoder": "libx264", "append": false, "segmentId": "m",
+        "variants": [{"scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 300, "framerate": 30,
+                      "cpuUsageLevel": 0, "audioPassthrough": true}]
+    });
+    let mut child = Command::new(common::BIN)
+        .args(["--log-level", "warn", "worker", "--config", &config.to_string()])
+        .stdin(Stdio::from(std::fs::File::open(input).expect("open input")))
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the worker");
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file) {
+            let hwm = text.lines().find(|l| l.starts_with("VmHWM:"));
+            if let Some(kb) = hwm.and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()) {
+                peak = peak.max(kb / 1024);
+            }
+        }
+        if child.try_wait().expect("wait for the worker").is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    peak
+}
+
+#[test]
+fn worker_memory_does_not_grow_with_the_input() {
+    // Lossless 720p input (~20 Mbit/s): a worker that kept its input packets would grow by ~40 MB over the
+    // 24 s input compared with the 4 s one.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let (short, long) = (dir.join("short.flv"), dir.join("long.flv"));
+    make_input_with(&short, 4, "1280x720", &["-qp", "0"]);
+    make_input_with(&long, 24, "1280x720", &["-qp", "0"]);
+    let long_bytes = std::fs::metadata(&long).expect("long input").len();
+    assert!(long_bytes > 40 << 20, "the long input is large enough to show a leak: {long_bytes} bytes");
+    let a = worker_peak_rss(&short, &dir.join("a"));
+    let b = worker_peak_rss(&long, &dir.join("b"));
+    assert!(a > 0 && b > 0, "peak RSS was read ({a} / {b} MiB)");
+    assert!(b < a + 20, "peak RSS {b} MiB over 24 s of input vs {a} MiB over 4 s: the worker keeps what it read");
 }

@@ -115,8 +115,9 @@ fn decode_first_second(seg: &Path) -> Result<Vec<frame::Video>, ThumbnailError> 
         true
     };
     let mut decoded = frame::Video::empty();
-    let mut packet = Packet::empty();
     'read: loop {
+        // A fresh packet per read: av_read_frame does not release the buffer of the packet it fills.
+        let mut packet = Packet::empty();
         match packet.read(&mut ictx) {
             Ok(()) => {
                 if packet.stream() != idx {

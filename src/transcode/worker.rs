@@ -899,9 +899,11 @@ pub fn run(cfg: WorkerConfig) -> Result<(), TranscodeError> {
     opts.set("fflags", "+genpts");
     let mut ictx = ff::format::input_with_dictionary("pipe:0", opts)?;
     let mut pipeline = Pipeline::open(cfg, &ictx)?;
-    let mut packet = Packet::empty();
     let mut errors = 0u32;
     loop {
+        // A fresh packet per read: av_read_frame overwrites the packet it is given without releasing
+        // the buffer it held, so reusing one leaked every input packet (about the input's bitrate).
+        let mut packet = Packet::empty();
         match packet.read(&mut ictx) {
             Ok(()) => {
                 errors = 0;
