@@ -40,9 +40,11 @@ test-deb: build
 test-deb-nspawn: deb
 	./packaging/test-deb-nspawn.sh
 
+# The module graph of src/ (no cycles, layering rules) is checked by tests/architecture.rs.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) test --locked --test architecture
 
 clean:
 	$(CARGO) clean

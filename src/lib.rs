@@ -1,23 +1,64 @@
 //! castd: a self-hosted live-video streaming server with viewer chat and an Owncast-compatible API.
 //!
-//! `main.rs` parses the command line and starts the parts defined here; see DESIGN.md in the shared
-//! folder for the architecture.
+//! `main.rs` parses the command line, opens the database, binds the listeners and calls [`run`]; the
+//! tests call the same entry. The modules, bottom layer first; each says in its own doc what it owns.
+//! A module may use the ones listed before it; features talk to each other only through bus events
+//! and the narrow handles `daemon` gives them at construction (`tests/architecture.rs` checks that the
+//! module graph has no cycles and that the rules below hold).
+//!
+//! **Bottom layer** (imports no feature):
+//! - [`config`]: the typed settings, their defaults and validation.
+//! - [`store`]: the SQLite database (one file, WAL, per-module migrations) and the settings table.
+//! - [`password`], [`markdown`]: password hashing and random tokens; Markdown rendering.
+//! - [`events`]: the typed events bus (every event name in one enum, typed payloads; chat's wire
+//!   types live in `events::chat`).
+//! - [`stream`]: the stream's runtime state (one writer, the transcoder; readers get a `watch`) and the
+//!   viewer counters (one writer, metrics).
+//! - [`health`]: the health aggregator; hardware, transcode and metrics report typed inputs into it.
+//! - [`telemetry`]: figures features produce for metrics (encoder speed, CPU, chat clients, ...).
+//! - [`http`]: `ApiError`/`StatusResponse`, extractors, admin auth, the route `Registry` and OpenAPI.
+//! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
+//!
+//! **Features** (each owns its state type, its routes and its start function):
+//! - [`tokens`]: integration access tokens and the Bearer check.
+//! - [`webhooks`]: outbound webhooks and their reliable delivery (outbox at shutdown).
+//! - [`hardware`]: encoder discovery (probe in child processes) and CPU/memory/disk/GPU statistics.
+//! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle, thumbnails.
+//! - [`ingest`]: the RTMP server; hands FLV to the transcoder through a `Feeder`.
+//! - [`metrics`]: viewers, playback reports (CMCD, legacy), series, playback health, Prometheus.
+//! - [`hls`]: serving playlists, segments, thumbnail and preview (tells metrics about each request).
+//! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
+//! - [`notifications`]: go-live browser push and Discord messages.
+//! - [`api`]: public config/status, admin status and server configuration, every config setter.
+//! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds).
+//!
+//! **Composition root**: [`daemon`] builds every feature's state, wires the handles, merges the routers
+//! and runs the lifecycle (including the orderly shutdown on SIGTERM).
 
 pub mod api;
-pub mod app;
 pub mod chat;
 pub mod config;
+pub mod daemon;
 pub mod events;
 pub mod hardware;
+pub mod health;
 pub mod hls;
+pub mod http;
 pub mod ingest;
 pub mod markdown;
 pub mod metrics;
 pub mod notifications;
 pub mod password;
 pub mod store;
+pub mod stream;
 pub mod systemd;
+pub mod telemetry;
 pub mod tokens;
 pub mod transcode;
 pub mod web;
 pub mod webhooks;
+
+pub use daemon::run;
+
+/// The version string reported by `/api/config`, `/api/status` and admin status.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

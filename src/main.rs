@@ -8,17 +8,17 @@
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use tracing::{info, warn};
 
-use castd::app::App;
 use castd::config::StreamKey;
+use castd::daemon::{Config, Daemon, Listeners};
+use castd::metrics::MetricsConfig;
 use castd::store::settings::SettingsStore;
 use castd::store::Store;
-use castd::{api, password, systemd};
+use castd::{password, systemd};
 
 /// castd: self-hosted live-video streaming with chat, compatible with Owncast's API.
 ///
@@ -90,6 +90,14 @@ enum Command {
         #[arg(long)]
         config: String,
     },
+    /// Internal: make the thumbnail and preview from the newest segment of a variant, once.
+    #[command(hide = true)]
+    Thumbnail {
+        #[arg(long = "variant-dir")]
+        variant_dir: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 /// Time limit of each encoder's probe in `castd encoders`.
@@ -153,11 +161,8 @@ fn main() -> Result<()> {
     if let Some(Command::Worker { config }) = &cli.command {
         std::process::exit(castd::transcode::worker::main(config));
     }
-    if let Some(secs) = cli.debug_encoder_fault.filter(|s| s.is_finite() && *s >= 0.0) {
-        warn!(
-            "--debug-encoder-fault {secs}: the transcoder's encoder will fail {secs} s into each stream (test switch)"
-        );
-        let _ = castd::transcode::DEBUG_ENCODER_FAULT.set(secs);
+    if let Some(Command::Thumbnail { variant_dir, out }) = &cli.command {
+        std::process::exit(castd::transcode::thumbnail::main(variant_dir, out));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(run(cli))
@@ -246,59 +251,37 @@ async fn run(cli: Cli) -> Result<()> {
     if let Some(key) = &cli.streamkey {
         castd::config::validate::stream_key(key).context("--streamkey")?;
     }
-    let app = Arc::new(App::new(cli.data_dir.clone(), store.clone(), settings, cli.streamkey.clone())?);
-    castd::metrics::init(&app).context("loading the viewer statistics")?;
+    let debug_encoder_fault = cli.debug_encoder_fault.filter(|s| s.is_finite() && *s >= 0.0);
+    if let Some(secs) = debug_encoder_fault {
+        warn!(
+            "--debug-encoder-fault {secs}: the transcoder's encoder will fail {secs} s into each stream (test switch)"
+        );
+    }
+    let s = settings.get();
+    let config = Config {
+        data_dir: cli.data_dir.clone(),
+        store,
+        settings,
+        temp_stream_key: cli.streamkey.clone(),
+        debug_encoder_fault,
+        metrics: MetricsConfig::from_env(),
+    };
 
     if let Some(Command::Openapi) = cli.command {
-        let reg = api::registry(app);
-        println!("{}", serde_json::to_string_pretty(&api::openapi::document(reg.docs()))?);
+        let reg = Daemon::build(config)?.registry();
+        println!("{}", serde_json::to_string_pretty(&reg.document())?);
         return Ok(());
     }
 
-    castd::webhooks::start(&app);
-    castd::notifications::start(&app);
-    castd::chat::start(&app).context("starting chat")?;
-
-    let s = app.settings.get();
     let web_addr = SocketAddr::new(s.web_server_ip.parse().context("saved web server IP")?, s.web_server_port);
-    let listener = tokio::net::TcpListener::bind(web_addr)
+    let web = tokio::net::TcpListener::bind(web_addr)
         .await
         .with_context(|| format!("binding the web server to {web_addr}"))?;
-    let listen_url = format!("http://{}", listener.local_addr()?);
-    info!("web server listening on {listen_url}");
-    let sampler = match castd::hardware::stats::start(app.clone()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            warn!("no hardware statistics: {e}");
-            None
-        }
-    };
-    castd::hardware::encoders::spawn_startup_probe(app.clone());
-    let metrics_tasks = castd::metrics::start(app.clone());
     let rtmp_ip = castd::ingest::bind_address(&s).context("saved RTMP bind address")?;
     let rtmp_addr = SocketAddr::new(rtmp_ip, s.rtmp_server_port);
     let rtmp = tokio::net::TcpListener::bind(rtmp_addr)
         .await
         .with_context(|| format!("binding the RTMP server to {rtmp_addr}"))?;
-    info!("rtmp server listening on rtmp://{}", rtmp.local_addr()?);
-    let rtmp_task = tokio::spawn(castd::ingest::serve(app.clone(), rtmp));
-    info!("castd is ready");
-    // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.
-    let status_task = systemd::announce_ready(app.clone(), listen_url);
-    let watchdog_task = systemd::spawn_watchdog();
-
-    let served = api::serve(app.clone(), listener, shutdown_signal()).await.context("web server");
-    for task in [status_task, watchdog_task].into_iter().flatten() {
-        task.abort();
-    }
-    if let Some(s) = sampler {
-        s.stop();
-    }
-    rtmp_task.abort();
-    served?;
-    metrics_tasks.stop().await.context("stopping the metrics task")?;
-
-    store.checkpoint().context("checkpointing the database")?;
-    info!("stopped");
+    castd::run(config, Listeners { web, rtmp }, shutdown_signal()).await.context("castd")?;
     Ok(())
 }

@@ -20,7 +20,6 @@
 //! assignment, e.g. a forged `MAINPID=`) are replaced with spaces and the text is capped at
 //! [`MAX_STATUS_LEN`] bytes, because parts of it (the stream title, the encoder) come from input.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use sd_notify::NotifyState;
@@ -29,8 +28,7 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::app::App;
-use crate::events::EventType;
+use crate::stream::{StreamState, StreamWatch};
 
 /// Longest `STATUS=` text sent, in bytes (systemd shows one line; longer texts are cut at a char boundary).
 pub const MAX_STATUS_LEN: usize = 200;
@@ -118,24 +116,26 @@ pub fn stream_status_line(listen_url: &str, online: bool, encoder: &str) -> Stri
     }
 }
 
-fn current_stream_line(app: &App, listen_url: &str) -> String {
-    let stream = app.stream.read();
+fn current_stream_line(stream: &StreamState, listen_url: &str) -> String {
     let encoder = stream.broadcaster.as_ref().map(|b| b.stream_details.encoder.clone()).unwrap_or_default();
     stream_status_line(listen_url, stream.online, &encoder)
 }
 
-/// Send `READY=1` with the current stream state, then keep `STATUS=` in step with stream start/stop
-/// events from the bus until the bus closes. Does nothing (and spawns nothing) outside systemd.
-pub fn announce_ready(app: Arc<App>, listen_url: String) -> Option<JoinHandle<()>> {
+/// Send `READY=1` with the current stream state, then keep `STATUS=` in step with the stream state
+/// until its writer is gone. Does nothing (and spawns nothing) outside systemd.
+pub fn announce_ready(mut stream: StreamWatch, listen_url: String) -> Option<JoinHandle<()>> {
     if !under_systemd() {
         return None;
     }
-    let mut events = app.bus.subscribe("systemd-status");
-    ready(&current_stream_line(&app, &listen_url));
+    let line = current_stream_line(&stream.borrow_and_update(), &listen_url);
+    ready(&line);
     Some(tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            if matches!(event.kind, EventType::StreamStarted | EventType::StreamStopped) {
-                status(&current_stream_line(&app, &listen_url));
+        let mut last = line;
+        while stream.changed().await.is_ok() {
+            let line = current_stream_line(&stream.borrow_and_update(), &listen_url);
+            if line != last {
+                status(&line);
+                last = line;
             }
         }
     }))

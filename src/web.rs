@@ -7,7 +7,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use rust_embed::RustEmbed;
 
-use crate::api::{Auth, Registry};
+use crate::http::{Auth, Registry};
 
 #[derive(RustEmbed)]
 #[folder = "web/dist"]
@@ -16,7 +16,8 @@ struct Dist;
 
 const GROUP: &str = "web";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry) {
+    let mut reg = reg.scope(());
     reg.get("/", GROUP, Auth::Public, "Viewer page", || page("index.html"));
     reg.get("/admin", GROUP, Auth::Public, "Redirect to /admin/", || async { Redirect::permanent("/admin/") });
     reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", || page("admin.html"));
@@ -71,7 +72,7 @@ async fn asset_response(path: &str, cache: &'static str) -> Response {
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
             resp
         }
-        None => crate::api::ApiError::NotFound(format!("no such file: {path}")).into_response(),
+        None => crate::http::ApiError::NotFound(format!("no such file: {path}")).into_response(),
     }
 }
 

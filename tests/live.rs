@@ -266,3 +266,63 @@ fn garbage_and_half_handshakes_leave_the_daemon_serving() {
     assert!(!status.success());
     assert!(server.log_text().contains("invalid stream key"), "the RTMP server still handles clients");
 }
+
+/// SIGTERM while a broadcaster is live: the stream ends the normal way before castd exits — the last
+/// playlists carry `#EXT-X-ENDLIST`, STREAM_STOPPED reaches a webhook receiver, chat sockets get a close
+/// frame — and the process exits 0 within 10 s (systemd's stop timeout is longer).
+#[test]
+fn sigterm_while_live_finishes_the_stream_and_exits_cleanly() {
+    let _guard = lock();
+    let mut server = Server::start_with_args(&["--streamkey", KEY]);
+    configure(
+        &server,
+        json!([{"name": "low", "videoBitrate": 400, "scaledWidth": 320, "scaledHeight": 180, "framerate": 15, "cpuUsageLevel": 0}]),
+    );
+    let rx = common::receiver::Receiver::start(&[]);
+    let r = server.admin_post(
+        "/api/admin/webhooks/create",
+        &json!({"url": format!("{}/hook", rx.url), "events": ["STREAM_STARTED", "STREAM_STOPPED"]}),
+    );
+    assert_eq!(r.status().as_u16(), 200);
+    let mut chatter = common::chatclient::join(&server, "watcher");
+    let mut ffmpeg = publish(&server, KEY, "640x360", 60);
+    server
+        .wait_for(Duration::from_secs(40), || {
+            text(&server, "/hls/0/stream.m3u8").filter(|p| segments(p).len() >= 2).map(|_| ())
+        })
+        .expect("two segments within 40 s");
+    rx.wait_for(Duration::from_secs(10), |r| r.json()["type"] == "STREAM_STARTED").expect("STREAM_STARTED delivered");
+    let playlist = server.data_dir.join("hls").join("0").join("stream.m3u8");
+    assert!(!std::fs::read_to_string(&playlist).unwrap().contains("#EXT-X-ENDLIST"), "live playlist is open");
+
+    let started = Instant::now();
+    let code = server.stop();
+    let took = started.elapsed();
+    assert_eq!(code, Some(0), "exit status after SIGTERM");
+    assert!(took < Duration::from_secs(10), "SIGTERM to exit took {took:?}");
+    let text = std::fs::read_to_string(&playlist).unwrap();
+    assert!(text.trim_end().ends_with("#EXT-X-ENDLIST"), "the last playlist is finished: {text}");
+    assert!(!segments(&text).is_empty());
+    let stopped = rx
+        .wait_for(Duration::from_secs(2), |r| r.json()["type"] == "STREAM_STOPPED")
+        .expect("STREAM_STOPPED was delivered before castd exited");
+    assert_eq!(stopped.json()["eventData"]["status"]["online"], json!(false));
+    // the chat socket was closed by the server with a close frame, not dropped
+    let mut closed = false;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        match chatter.ws.read() {
+            Ok(tungstenite::Message::Close(_)) => {
+                closed = true;
+                break;
+            }
+            Ok(_) => continue,
+            Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+            Err(_) => break,
+        }
+    }
+    assert!(closed, "the chat socket got a close frame");
+    let _ = ffmpeg.kill();
+    let _ = wait_exit(&mut ffmpeg, Duration::from_secs(5));
+}

@@ -6,24 +6,26 @@ use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::{Auth, Registry};
-use crate::app::{App, VERSION};
+use super::Server;
+use crate::http::{Auth, Registry};
+use crate::VERSION;
 
 const GROUP: &str = "admin";
 
 /// What the admin API shows instead of a stored secret. Sending it back to a setter keeps the secret.
 pub const MASKED: &str = "********";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, server: Arc<Server>) {
+    let mut reg = reg.scope(server);
     reg.get("/api/admin/status", GROUP, Auth::Admin, "Server and broadcaster status", status);
     reg.get("/api/admin/serverconfig", GROUP, Auth::Admin, "The whole server configuration", server_config);
 }
 
 /// Admin status: broadcaster, current broadcast settings, health and viewer peaks.
-pub fn status_json(app: &App) -> Value {
-    let s = app.settings.get();
-    let st = app.stream.read().clone();
-    let (current, session_max, overall_max) = app.viewers.get();
+pub fn status_json(server: &Server) -> Value {
+    let s = server.settings.get();
+    let st = server.stream.borrow().clone();
+    let (current, session_max, overall_max) = server.viewers.get();
     let (seconds, count) = s.latency();
     let current_broadcast = st.online.then(|| {
         json!({
@@ -39,7 +41,7 @@ pub fn status_json(app: &App) -> Value {
         "online": st.online,
         "broadcaster": st.broadcaster,
         "currentBroadcast": current_broadcast,
-        "health": *app.health.read(),
+        "health": server.health.get(),
         "streamTitle": s.stream_title,
         "versionNumber": VERSION,
         "viewerCount": current,
@@ -48,8 +50,8 @@ pub fn status_json(app: &App) -> Value {
     })
 }
 
-async fn status(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(status_json(&app))
+async fn status(State(server): State<Arc<Server>>) -> Json<Value> {
+    Json(status_json(&server))
 }
 
 fn mask(secret: &str) -> &'static str {
@@ -61,8 +63,8 @@ fn mask(secret: &str) -> &'static str {
 }
 
 /// The admin server configuration in Owncast's shape, with the interface spec's extra fields.
-pub fn server_config_json(app: &App) -> Value {
-    let s = app.settings.get();
+pub fn server_config_json(server: &Server) -> Value {
+    let s = server.settings.get();
     let mut s3 = serde_json::to_value(&s.s3).unwrap_or_default();
     s3["secret"] = json!(mask(&s.s3.secret));
     json!({
@@ -85,7 +87,7 @@ pub fn server_config_json(app: &App) -> Value {
         },
         "adminPassword": mask(&s.admin_password_hash),
         "streamKeys": s.stream_keys,
-        "streamKeyOverridden": app.temp_stream_key.is_some(),
+        "streamKeyOverridden": server.stream_key_overridden,
         "ffmpegPath": s.ffmpeg_path,
         "webServerPort": s.web_server_port,
         "webServerIP": s.web_server_ip,
@@ -100,7 +102,7 @@ pub fn server_config_json(app: &App) -> Value {
             "latencyLevel": s.latency_level,
         },
         "videoCodec": s.video_codec,
-        "supportedCodecs": app.available_codecs(),
+        "supportedCodecs": server.available_codecs(),
         "yp": { "enabled": s.directory_enabled, "instanceUrl": s.server_url },
         "chatDisabled": s.chat_disabled,
         "chatJoinMessagesEnabled": s.chat_join_messages_enabled,
@@ -134,6 +136,6 @@ pub fn server_config_json(app: &App) -> Value {
     })
 }
 
-async fn server_config(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(server_config_json(&app))
+async fn server_config(State(server): State<Arc<Server>>) -> Json<Value> {
+    Json(server_config_json(&server))
 }

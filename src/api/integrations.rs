@@ -12,13 +12,14 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
-use crate::app::App;
+use super::Server;
+use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
 use crate::tokens::{authorize, HAS_ADMIN_ACCESS};
 
 const GROUP: &str = "integrations";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, server: Arc<Server>) {
+    let mut reg = reg.scope(server);
     reg.post(
         "/api/integrations/streamtitle",
         GROUP,
@@ -36,17 +37,17 @@ struct ValueBody {
 }
 
 async fn stream_title(
-    State(app): State<Arc<App>>,
+    State(server): State<Arc<Server>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    authorize(&app, &headers, HAS_ADMIN_ACCESS).await?;
+    authorize(&server.tokens, &headers, HAS_ADMIN_ACCESS).await?;
     let body: ValueBody = parse_json(&body)?;
     let value = body.value.ok_or_else(|| ApiError::bad("the request body must be {\"value\": \"<title>\"}"))?;
-    super::setters::apply_named(&app, "streamtitle", value).await
+    super::setters::apply_named(&server, "streamtitle", value).await
 }
 
-async fn status(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
-    authorize(&app, &headers, HAS_ADMIN_ACCESS).await?;
-    Ok(Json(super::admin::status_json(&app)))
+async fn status(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    authorize(&server.tokens, &headers, HAS_ADMIN_ACCESS).await?;
+    Ok(Json(super::admin::status_json(&server)))
 }

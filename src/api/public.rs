@@ -11,17 +11,19 @@ use axum::Json;
 use chrono::Utc;
 use serde_json::{json, Value};
 
-use super::{ApiError, Auth, Registry};
-use crate::app::{App, VERSION};
+use super::Server;
 use crate::config::Settings;
+use crate::http::{ApiError, Auth, Registry};
 use crate::markdown;
+use crate::VERSION;
 
 const GROUP: &str = "public";
 
 /// The built-in logo, served until the owner uploads one.
 const DEFAULT_LOGO: &[u8] = include_bytes!("../../packaging/logo.svg");
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, server: Arc<Server>) {
+    let mut reg = reg.scope(server);
     reg.get("/api/config", GROUP, Auth::Public, "Public configuration for the web page", config);
     reg.get("/api/status", GROUP, Auth::Public, "Public stream status", status);
     reg.get("/api/yp", GROUP, Auth::Public, "Directory (YP) data; 404 unless the directory is enabled", yp);
@@ -44,8 +46,8 @@ pub fn federation_account(s: &Settings) -> String {
 }
 
 /// Public configuration: the interface spec's fields plus Owncast's.
-pub fn config_json(app: &App) -> Value {
-    let s = app.settings.get();
+pub fn config_json(server: &Server) -> Value {
+    let s = server.settings.get();
     json!({
         "name": s.name,
         "summary": s.summary,
@@ -64,7 +66,7 @@ pub fn config_json(app: &App) -> Value {
         "notifications": {
             "browser": {
                 "enabled": s.browser_notifications.enabled,
-                "publicKey": app.vapid_public_key(),
+                "publicKey": server.vapid_public_key.clone(),
             }
         },
         "federation": {
@@ -83,15 +85,15 @@ pub fn config_json(app: &App) -> Value {
     })
 }
 
-async fn config(State(app): State<Arc<App>>) -> Response {
-    no_cache(Json(config_json(&app)).into_response())
+async fn config(State(server): State<Arc<Server>>) -> Response {
+    no_cache(Json(config_json(&server)).into_response())
 }
 
 /// Public status; the viewer counts are left out when the owner hides them.
-pub fn status_json(app: &App) -> Value {
-    let s = app.settings.get();
-    let st = app.stream.read().clone();
-    let (current, session_max, overall_max) = app.viewers.get();
+pub fn status_json(server: &Server) -> Value {
+    let s = server.settings.get();
+    let st = server.stream.borrow().clone();
+    let (current, session_max, overall_max) = server.viewers.get();
     let mut v = json!({
         "online": st.online,
         "serverTime": Utc::now(),
@@ -114,17 +116,17 @@ pub fn status_json(app: &App) -> Value {
     v
 }
 
-async fn status(State(app): State<Arc<App>>) -> Response {
-    no_cache(Json(status_json(&app)).into_response())
+async fn status(State(server): State<Arc<Server>>) -> Response {
+    no_cache(Json(status_json(&server)).into_response())
 }
 
-async fn yp(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
-    let s = app.settings.get();
+async fn yp(State(server): State<Arc<Server>>) -> Result<Json<Value>, ApiError> {
+    let s = server.settings.get();
     if !s.directory_enabled {
         return Err(ApiError::NotFound("the directory is not enabled".into()));
     }
-    let st = app.stream.read().clone();
-    let (current, session_max, overall_max) = app.viewers.get();
+    let st = server.stream.borrow().clone();
+    let (current, session_max, overall_max) = server.viewers.get();
     Ok(Json(json!({
         "name": s.name,
         "description": s.summary,
@@ -179,8 +181,8 @@ async fn social_platforms() -> Json<Value> {
     Json(Value::Object(map))
 }
 
-async fn variants(State(app): State<Arc<App>>) -> Json<Value> {
-    let s = app.settings.get();
+async fn variants(State(server): State<Arc<Server>>) -> Json<Value> {
+    let s = server.settings.get();
     let list: Vec<Value> = s
         .video_quality_variants
         .iter()
@@ -234,39 +236,39 @@ fn file_response(bytes: Vec<u8>, max_age: u32) -> Response {
 }
 
 /// Read an owner-uploaded file from the data dir; `name` comes from settings, not from the request.
-async fn read_upload(app: &App, name: &str) -> Option<Vec<u8>> {
+async fn read_upload(server: &Server, name: &str) -> Option<Vec<u8>> {
     if name.is_empty() || name.contains('/') || name.contains("..") {
         return None;
     }
-    tokio::fs::read(app.data_dir.join(name)).await.ok()
+    tokio::fs::read(server.data_dir.join(name)).await.ok()
 }
 
-async fn logo(State(app): State<Arc<App>>) -> Response {
-    let name = app.settings.get().logo.clone();
-    match read_upload(&app, &name).await {
+async fn logo(State(server): State<Arc<Server>>) -> Response {
+    let name = server.settings.get().logo.clone();
+    match read_upload(&server, &name).await {
         Some(bytes) => file_response(bytes, 60),
         None => file_response(DEFAULT_LOGO.to_vec(), 60),
     }
 }
 
-async fn favicon(State(app): State<Arc<App>>) -> Response {
-    let s = app.settings.get();
+async fn favicon(State(server): State<Arc<Server>>) -> Response {
+    let s = server.settings.get();
     let name = if s.favicon.is_empty() { s.logo.clone() } else { s.favicon.clone() };
-    match read_upload(&app, &name).await {
+    match read_upload(&server, &name).await {
         Some(bytes) => file_response(bytes, 60),
         None => file_response(DEFAULT_LOGO.to_vec(), 60),
     }
 }
 
-async fn custom_javascript(State(app): State<Arc<App>>) -> Response {
-    let js = app.settings.get().custom_javascript.clone();
+async fn custom_javascript(State(server): State<Arc<Server>>) -> Response {
+    let js = server.settings.get().custom_javascript.clone();
     let mut resp = js.into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/javascript; charset=utf-8"));
     no_cache(resp)
 }
 
-async fn robots(State(app): State<Arc<App>>) -> Response {
-    let body = if app.settings.get().disable_search_indexing {
+async fn robots(State(server): State<Arc<Server>>) -> Response {
+    let body = if server.settings.get().disable_search_indexing {
         "User-agent: *\nDisallow: /\n"
     } else {
         "User-agent: *\nDisallow: /admin\nDisallow: /api\n"

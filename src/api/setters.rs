@@ -17,11 +17,11 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::admin::MASKED;
-use super::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
-use crate::app::App;
+use super::Server;
 use crate::config::validate::{self, ValidationError};
 use crate::config::{BrowserNotification, DiscordNotification, Settings};
-use crate::events::{Event, EventType};
+use crate::events::Event;
+use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
 
 const GROUP: &str = "admin";
 /// Longest free text (page content, custom CSS/JS).
@@ -30,7 +30,7 @@ const LONG_TEXT: usize = 200_000;
 const MAX_IMAGE_BYTES: usize = 2 * 1024 * 1024;
 const MAX_FAVICON_BYTES: usize = 200 * 1024;
 
-type Apply = fn(&App, &Value, &mut Settings) -> Result<(), ValidationError>;
+type Apply = fn(&Server, &Value, &mut Settings) -> Result<(), ValidationError>;
 
 /// One plain setter.
 pub struct Setter {
@@ -112,9 +112,9 @@ pub static SETTERS: &[Setter] = &[
         // The range check makes the narrowing exact.
         set(&mut s.latency_level, validate::integer(v, 0, 4).map(|n| n as u32))
     }),
-    setter("video/codec", "Video encoder: auto or an available encoder name", Str, |app, v, s| {
+    setter("video/codec", "Video encoder: auto or an available encoder name", Str, |server, v, s| {
         let wanted = validate::string(v, 64)?;
-        let available = app.available_codecs();
+        let available = server.available_codecs();
         if wanted != "auto" && !available.contains(&wanted) {
             return Err(ValidationError(format!(
                 "encoder '{wanted}' is not available on this server; available: auto, {}",
@@ -260,23 +260,29 @@ fn value_of(body: ValueBody) -> Result<Value, ApiError> {
 }
 
 /// Publish what a successful change means to the rest of the daemon.
-fn announce(app: &App, name: &str) {
-    app.bus.publish(Event::new(EventType::ConfigChanged, serde_json::json!({ "key": name })));
+fn announce(server: &Server, name: &str) {
+    server.bus.publish(Event::ConfigChanged { key: name.to_string() });
     if name == "streamtitle" {
-        app.bus.publish(Event::new(EventType::StreamTitleUpdated, app.stream_event_data()));
+        let state = server.stream.borrow().clone();
+        let event = crate::stream::stream_event(&server.settings.get(), &state, &server.viewers);
+        server.bus.publish(Event::StreamTitleUpdated(event));
     }
 }
 
-async fn apply_setter(app: Arc<App>, setter: &'static Setter, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+async fn apply_setter(
+    server: Arc<Server>,
+    setter: &'static Setter,
+    body: Bytes,
+) -> Result<Json<StatusResponse>, ApiError> {
     let body: ValueBody = parse_json(&body)?;
-    apply(&app, setter, value_of(body)?).await
+    apply(&server, setter, value_of(body)?).await
 }
 
 /// Validate and save `value` with `setter`, then announce the change.
-async fn apply(app: &Arc<App>, setter: &'static Setter, value: Value) -> Result<Json<StatusResponse>, ApiError> {
-    let app2 = app.clone();
-    app.settings.update::<ApiError, _>(|s| Ok((setter.apply)(&app2, &value, s)?)).await?;
-    announce(app, setter.name);
+async fn apply(server: &Arc<Server>, setter: &'static Setter, value: Value) -> Result<Json<StatusResponse>, ApiError> {
+    let server2 = server.clone();
+    server.settings.update::<ApiError, _>(|s| Ok((setter.apply)(&server2, &value, s)?)).await?;
+    announce(server, setter.name);
     let msg = if setter.needs_restart {
         format!("{} saved; it takes effect when castd restarts", setter.name)
     } else {
@@ -287,13 +293,21 @@ async fn apply(app: &Arc<App>, setter: &'static Setter, value: Value) -> Result<
 
 /// Apply the plain setter called `name` (for other routes that change the same setting, such as the
 /// integrations API's stream title).
-pub async fn apply_named(app: &Arc<App>, name: &str, value: Value) -> Result<Json<StatusResponse>, ApiError> {
+pub async fn apply_named(server: &Arc<Server>, name: &str, value: Value) -> Result<Json<StatusResponse>, ApiError> {
     let setter =
         SETTERS.iter().find(|s| s.name == name).ok_or_else(|| ApiError::Internal(format!("no setter {name}")))?;
-    apply(app, setter, value).await
+    apply(server, setter, value).await
 }
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, server: Arc<Server>) {
+    let mut reg = reg.scope(server);
+    reg.schema::<crate::config::StreamKey>();
+    reg.schema::<crate::config::StreamOutputVariant>();
+    reg.schema::<crate::config::SocialHandle>();
+    reg.schema::<crate::config::ExternalAction>();
+    reg.schema::<crate::config::S3Info>();
+    reg.schema::<BrowserNotification>();
+    reg.schema::<DiscordNotification>();
     for setter in SETTERS {
         let path = format!("/api/admin/config/{}", setter.name);
         reg.post(
@@ -302,7 +316,7 @@ pub fn register(reg: &mut Registry) {
             Auth::Admin,
             setter.summary,
             BodyDoc::Value(setter.value),
-            move |State(app): State<Arc<App>>, body: Bytes| apply_setter(app, setter, body),
+            move |State(server): State<Arc<Server>>, body: Bytes| apply_setter(server, setter, body),
         );
     }
     reg.post("/api/admin/config/adminpass", GROUP, Auth::Admin, "Admin password", BodyDoc::Value(Str), admin_pass);
@@ -333,7 +347,7 @@ pub fn register(reg: &mut Registry) {
     );
 }
 
-async fn admin_pass(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+async fn admin_pass(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
     let body: ValueBody = parse_json(&body)?;
     let pw = validate::string(&value_of(body)?, 256)?;
     if pw.chars().count() < 8 {
@@ -343,13 +357,14 @@ async fn admin_pass(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<Sta
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    app.settings
+    server
+        .settings
         .update::<ApiError, _>(|s| {
             s.admin_password_hash = hash;
             Ok(())
         })
         .await?;
-    announce(&app, "adminpass");
+    announce(&server, "adminpass");
     Ok(StatusResponse::ok("admin password changed"))
 }
 
@@ -365,15 +380,15 @@ fn decode_base64_image(s: &str) -> Result<Vec<u8>, ApiError> {
 }
 
 /// Write `bytes` as `<data-dir>/<stem>.<ext>` through a temporary file, so a crash never leaves half.
-async fn store_upload(app: &App, stem: &str, ext: &str, bytes: &[u8]) -> Result<String, ApiError> {
+async fn store_upload(server: &Server, stem: &str, ext: &str, bytes: &[u8]) -> Result<String, ApiError> {
     let name = format!("{stem}.{ext}");
-    let tmp = app.data_dir.join(format!(".{name}.tmp"));
+    let tmp = server.data_dir.join(format!(".{name}.tmp"));
     tokio::fs::write(&tmp, bytes).await.map_err(|e| ApiError::Internal(e.to_string()))?;
-    tokio::fs::rename(&tmp, app.data_dir.join(&name)).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+    tokio::fs::rename(&tmp, server.data_dir.join(&name)).await.map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(name)
 }
 
-async fn logo(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+async fn logo(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
     let body: ValueBody = parse_json(&body)?;
     let encoded = validate::string(&value_of(body)?, MAX_IMAGE_BYTES * 2)?;
     let bytes = decode_base64_image(&encoded)?;
@@ -383,18 +398,19 @@ async fn logo(State(app): State<Arc<App>>, body: Bytes) -> Result<Json<StatusRes
     let Some((_, ext)) = super::public::image_type(&bytes) else {
         return Err(ApiError::bad("the logo must be a PNG, JPEG, GIF, WebP or SVG image"));
     };
-    let name = store_upload(&app, "logo", ext, &bytes).await?;
-    app.settings
+    let name = store_upload(&server, "logo", ext, &bytes).await?;
+    server
+        .settings
         .update::<ApiError, _>(|s| {
             s.logo = name;
             Ok(())
         })
         .await?;
-    announce(&app, "logo");
+    announce(&server, "logo");
     Ok(StatusResponse::ok("logo changed"))
 }
 
-async fn favicon(State(app): State<Arc<App>>, mut form: Multipart) -> Result<Json<StatusResponse>, ApiError> {
+async fn favicon(State(server): State<Arc<Server>>, mut form: Multipart) -> Result<Json<StatusResponse>, ApiError> {
     let mut data = None;
     while let Some(field) = form.next_field().await.map_err(|e| ApiError::bad(format!("invalid upload: {e}")))? {
         if field.name() == Some("favicon") {
@@ -412,24 +428,26 @@ async fn favicon(State(app): State<Arc<App>>, mut form: Multipart) -> Result<Jso
         Some((_, ext @ ("png" | "ico"))) => ext,
         _ => return Err(ApiError::bad("favicon must be PNG or ICO format")),
     };
-    let name = store_upload(&app, "favicon", ext, &bytes).await?;
-    app.settings
+    let name = store_upload(&server, "favicon", ext, &bytes).await?;
+    server
+        .settings
         .update::<ApiError, _>(|s| {
             s.favicon = name;
             Ok(())
         })
         .await?;
-    announce(&app, "favicon");
+    announce(&server, "favicon");
     Ok(StatusResponse::ok("favicon updated"))
 }
 
-async fn reset_favicon(State(app): State<Arc<App>>) -> Result<Json<StatusResponse>, ApiError> {
-    app.settings
+async fn reset_favicon(State(server): State<Arc<Server>>) -> Result<Json<StatusResponse>, ApiError> {
+    server
+        .settings
         .update::<ApiError, _>(|s| {
             s.favicon = String::new();
             Ok(())
         })
         .await?;
-    announce(&app, "favicon");
+    announce(&server, "favicon");
     Ok(StatusResponse::ok("favicon reset"))
 }

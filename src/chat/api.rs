@@ -4,11 +4,11 @@
 //! Token auth failures answer 401 `unauthorized`; unknown users and messages 404; malformed bodies 400.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use axum::Json;
@@ -22,13 +22,21 @@ use super::messages::{self, ChatMessage};
 use super::moderation::{self, IpBan, ModerationError};
 use super::protocol::User;
 use super::users::{self, StatusFilter};
-use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse, ValueDoc};
-use crate::app::App;
+use super::Chat;
+use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, ValueDoc};
 
 const GROUP: &str = "chat";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     use Auth::{Admin, Moderator, Public, User as U};
+    let mut reg = reg.scope(chat);
+    reg.schema::<RegisterRequest>();
+    reg.schema::<MessageVisibilityRequest>();
+    reg.schema::<SetUserEnabledRequest>();
+    reg.schema::<SetModeratorRequest>();
+    reg.schema::<UserIdRequest>();
+    reg.schema::<EmojiUploadRequest>();
+    reg.schema::<EmojiDeleteRequest>();
     reg.get("/ws", GROUP, Public, "Chat websocket (`?accessToken=`)", super::ws::handler);
     let register = BodyDoc::Schema("RegisterRequest");
     reg.post("/api/chat/register", GROUP, Public, "Register a chat user", register, register_user);
@@ -98,18 +106,6 @@ impl From<EmojiError> for ApiError {
     }
 }
 
-/// The client address of a request (see `chat::client_ip`); `None` without connection info.
-pub struct ClientIp(pub Option<IpAddr>);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-        Ok(ClientIp(peer.map(|p| super::client_ip(p, &parts.headers))))
-    }
-}
-
 #[derive(Deserialize)]
 struct TokenQuery {
     #[serde(rename = "accessToken")]
@@ -119,19 +115,19 @@ struct TokenQuery {
 /// An enabled chat user from `?accessToken=`, not connecting from a banned address.
 pub struct ChatUser(pub User);
 
-impl FromRequestParts<Arc<App>> for ChatUser {
+impl FromRequestParts<Arc<Chat>> for ChatUser {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
-        let Ok(Query(q)) = Query::<TokenQuery>::from_request_parts(parts, app).await else {
+    async fn from_request_parts(parts: &mut Parts, ctx: &Arc<Chat>) -> Result<Self, Self::Rejection> {
+        let Ok(Query(q)) = Query::<TokenQuery>::from_request_parts(parts, ctx).await else {
             return Err(ApiError::UnauthorizedToken);
         };
         let token = q.access_token.filter(|t| !t.is_empty()).ok_or(ApiError::UnauthorizedToken)?;
-        let Ok(ClientIp(ip)) = ClientIp::from_request_parts(parts, app).await;
-        if ip.is_some_and(|ip| app.chat.is_banned(ip)) {
+        let Ok(ClientIp(ip)) = ClientIp::from_request_parts(parts, ctx).await;
+        if ip.is_some_and(|ip| ctx.is_banned(ip)) {
             return Err(ApiError::UnauthorizedToken);
         }
-        let user = app.store.call(move |c| users::by_token(c, &token)).await?;
+        let user = ctx.store.call(move |c| users::by_token(c, &token)).await?;
         match user {
             Some(u) if u.is_enabled() => Ok(ChatUser(u)),
             _ => Err(ApiError::UnauthorizedToken),
@@ -142,11 +138,11 @@ impl FromRequestParts<Arc<App>> for ChatUser {
 /// A chat user with the MODERATOR scope.
 pub struct ChatModerator(pub User);
 
-impl FromRequestParts<Arc<App>> for ChatModerator {
+impl FromRequestParts<Arc<Chat>> for ChatModerator {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
-        let ChatUser(u) = ChatUser::from_request_parts(parts, app).await?;
+    async fn from_request_parts(parts: &mut Parts, ctx: &Arc<Chat>) -> Result<Self, Self::Rejection> {
+        let ChatUser(u) = ChatUser::from_request_parts(parts, ctx).await?;
         if !u.is_moderator {
             return Err(ApiError::UnauthorizedToken);
         }
@@ -206,12 +202,12 @@ struct ValueBody {
 }
 
 async fn register_user(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     ClientIp(ip): ClientIp,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    if ip.is_some_and(|ip| app.chat.is_banned(ip)) {
+    if ip.is_some_and(|ip| ctx.is_banned(ip)) {
         return Err(ApiError::Forbidden("forbidden".into()));
     }
     let req: RegisterRequest = if body.iter().all(u8::is_ascii_whitespace) {
@@ -219,7 +215,7 @@ async fn register_user(
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))?
     };
-    let s = app.settings.get();
+    let s = ctx.settings.get();
     let forwarded = headers.get("x-forwarded-user").and_then(|v| v.to_str().ok()).map(str::to_string);
     let requested = forwarded.or(req.display_name).map(|n| users::clean_name(&n)).filter(|n| !n.is_empty());
     let name = match requested {
@@ -237,7 +233,7 @@ async fn register_user(
         }
     };
     let color = users::random_color();
-    let (user, token) = app.store.call(move |c| users::create(c, &name, color)).await?;
+    let (user, token) = ctx.store.call(move |c| users::create(c, &name, color)).await?;
     Ok(Json(json!({
         "id": user.id,
         "accessToken": token,
@@ -246,22 +242,22 @@ async fn register_user(
     })))
 }
 
-async fn history(State(app): State<Arc<App>>, ChatUser(user): ChatUser) -> Result<Json<Vec<ChatMessage>>, ApiError> {
+async fn history(State(ctx): State<Arc<Chat>>, ChatUser(user): ChatUser) -> Result<Json<Vec<ChatMessage>>, ApiError> {
     let full = user.is_moderator;
     let msgs =
-        app.store.call(move |c| if full { messages::full_history(c) } else { messages::public_history(c) }).await?;
+        ctx.store.call(move |c| if full { messages::full_history(c) } else { messages::public_history(c) }).await?;
     Ok(Json(msgs))
 }
 
-async fn admin_messages(State(app): State<Arc<App>>) -> Result<Json<Vec<ChatMessage>>, ApiError> {
-    Ok(Json(app.store.call(|c| messages::full_history(c)).await?))
+async fn admin_messages(State(ctx): State<Arc<Chat>>) -> Result<Json<Vec<ChatMessage>>, ApiError> {
+    Ok(Json(ctx.store.call(|c| messages::full_history(c)).await?))
 }
 
-pub(crate) async fn visibility(app: &App, req: MessageVisibilityRequest) -> Result<Json<StatusResponse>, ApiError> {
+pub(crate) async fn visibility(ctx: &Chat, req: MessageVisibilityRequest) -> Result<Json<StatusResponse>, ApiError> {
     if req.id_array.is_empty() {
         return Err(ApiError::bad("idArray must list at least one message id"));
     }
-    let n = moderation::set_visibility(app, req.id_array, req.visible).await?;
+    let n = moderation::set_visibility(ctx, req.id_array, req.visible).await?;
     if n == 0 {
         return Err(ApiError::NotFound("no such messages".into()));
     }
@@ -269,69 +265,69 @@ pub(crate) async fn visibility(app: &App, req: MessageVisibilityRequest) -> Resu
 }
 
 async fn mod_visibility(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     _m: ChatModerator,
     JsonBody(req): JsonBody<MessageVisibilityRequest>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    visibility(&app, req).await
+    visibility(&ctx, req).await
 }
 
 async fn admin_visibility(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     JsonBody(req): JsonBody<MessageVisibilityRequest>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    visibility(&app, req).await
+    visibility(&ctx, req).await
 }
 
-async fn set_enabled(app: &Arc<App>, req: SetUserEnabledRequest) -> Result<Json<StatusResponse>, ApiError> {
+async fn set_enabled(ctx: &Arc<Chat>, req: SetUserEnabledRequest) -> Result<Json<StatusResponse>, ApiError> {
     if req.user_id.trim().is_empty() {
         return Err(ApiError::bad("userId is required"));
     }
-    let user = moderation::set_user_enabled(app, &req.user_id, req.enabled).await?;
+    let user = moderation::set_user_enabled(ctx, &req.user_id, req.enabled).await?;
     let what = if req.enabled { "enabled" } else { "disabled" };
     Ok(StatusResponse::ok(format!("{} {what}", user.display_name)))
 }
 
 async fn mod_set_enabled(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     ChatModerator(me): ChatModerator,
     JsonBody(req): JsonBody<SetUserEnabledRequest>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     if req.user_id == me.id && !req.enabled {
         return Err(ApiError::bad("a moderator cannot disable themselves"));
     }
-    set_enabled(&app, req).await
+    set_enabled(&ctx, req).await
 }
 
 async fn admin_set_enabled(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     JsonBody(req): JsonBody<SetUserEnabledRequest>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    set_enabled(&app, req).await
+    set_enabled(&ctx, req).await
 }
 
-async fn disabled_users(State(app): State<Arc<App>>) -> Result<Json<Vec<User>>, ApiError> {
-    Ok(Json(app.store.call(|c| users::disabled(c)).await?))
+async fn disabled_users(State(ctx): State<Arc<Chat>>) -> Result<Json<Vec<User>>, ApiError> {
+    Ok(Json(ctx.store.call(|c| users::disabled(c)).await?))
 }
 
-async fn moderators(State(app): State<Arc<App>>) -> Result<Json<Vec<User>>, ApiError> {
-    Ok(Json(app.store.call(|c| users::moderators(c)).await?))
+async fn moderators(State(ctx): State<Arc<Chat>>) -> Result<Json<Vec<User>>, ApiError> {
+    Ok(Json(ctx.store.call(|c| users::moderators(c)).await?))
 }
 
 async fn set_moderator(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     JsonBody(req): JsonBody<SetModeratorRequest>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     if req.user_id.trim().is_empty() {
         return Err(ApiError::bad("userId is required"));
     }
-    let user = moderation::set_moderator(&app, &req.user_id, req.is_moderator).await?;
+    let user = moderation::set_moderator(&ctx, &req.user_id, req.is_moderator).await?;
     let what = if req.is_moderator { "is now a moderator" } else { "is no longer a moderator" };
     Ok(StatusResponse::ok(format!("{} {what}", user.display_name)))
 }
 
-async fn ip_bans(State(app): State<Arc<App>>) -> Result<Json<Vec<IpBan>>, ApiError> {
-    Ok(Json(moderation::list_bans(&app).await?))
+async fn ip_bans(State(ctx): State<Arc<Chat>>) -> Result<Json<Vec<IpBan>>, ApiError> {
+    Ok(Json(moderation::list_bans(&ctx).await?))
 }
 
 fn parse_ip(v: &str) -> Result<IpAddr, ApiError> {
@@ -339,41 +335,41 @@ fn parse_ip(v: &str) -> Result<IpAddr, ApiError> {
 }
 
 async fn ban_ip(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     JsonBody(body): JsonBody<ValueBody>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     let ip = parse_ip(&body.value)?;
-    moderation::ban_ip(&app, ip, "banned by the admin").await?;
+    moderation::ban_ip(&ctx, ip, "banned by the admin").await?;
     Ok(StatusResponse::ok(format!("{ip} is banned")))
 }
 
 async fn unban_ip(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     JsonBody(body): JsonBody<ValueBody>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     let ip = parse_ip(&body.value)?;
-    if !moderation::unban_ip(&app, ip).await? {
+    if !moderation::unban_ip(&ctx, ip).await? {
         return Err(ApiError::NotFound(format!("{ip} is not banned")));
     }
     Ok(StatusResponse::ok(format!("{ip} is no longer banned")))
 }
 
-async fn clients(State(app): State<Arc<App>>) -> Json<Vec<ClientInfo>> {
-    Json(app.chat.hub.infos(None))
+async fn clients(State(ctx): State<Arc<Chat>>) -> Json<Vec<ClientInfo>> {
+    Json(ctx.hub.infos(None))
 }
 
 async fn user_details(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     _m: ChatModerator,
     Path(user_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    user_details_json(&app, user_id).await.map(Json)
+    user_details_json(&ctx, user_id).await.map(Json)
 }
 
 /// `{user, connectedClients, messages}` for the moderator and integrations user-details routes.
-pub(crate) async fn user_details_json(app: &App, user_id: String) -> Result<Value, ApiError> {
+pub(crate) async fn user_details_json(ctx: &Chat, user_id: String) -> Result<Value, ApiError> {
     let id = user_id.clone();
-    let (user, msgs) = app
+    let (user, msgs) = ctx
         .store
         .call(move |c| {
             let Some(u) = users::by_id(c, &id)? else { return Ok(None) };
@@ -381,8 +377,7 @@ pub(crate) async fn user_details_json(app: &App, user_id: String) -> Result<Valu
         })
         .await?
         .ok_or_else(|| ApiError::NotFound("user not found".into()))?;
-    let clients: Vec<Value> = app
-        .chat
+    let clients: Vec<Value> = ctx
         .hub
         .infos(Some(&user_id))
         .into_iter()
@@ -407,7 +402,7 @@ fn parse_u64(q: &HashMap<String, String>, key: &str, default: u64) -> Result<u64
 }
 
 async fn list_users(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     let offset = parse_u64(&q, "offset", 0)?;
@@ -425,37 +420,37 @@ async fn list_users(
     };
     let search = q.get("search").cloned();
     let (total, results) =
-        app.store.call(move |c| users::list(c, offset, limit, search.as_deref(), status, newest_first)).await?;
+        ctx.store.call(move |c| users::list(c, offset, limit, search.as_deref(), status, newest_first)).await?;
     Ok(Json(json!({ "total": total, "results": results })))
 }
 
 async fn delete_user(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     JsonBody(req): JsonBody<UserIdRequest>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     if req.user_id.trim().is_empty() {
         return Err(ApiError::bad("userId is required"));
     }
-    moderation::delete_user(&app, &req.user_id).await?;
+    moderation::delete_user(&ctx, &req.user_id).await?;
     Ok(StatusResponse::ok("user deleted"))
 }
 
-async fn list_emoji(State(app): State<Arc<App>>) -> Json<Vec<emoji::Emoji>> {
-    Json(emoji::list(&app).await)
+async fn list_emoji(State(ctx): State<Arc<Chat>>) -> Json<Vec<emoji::Emoji>> {
+    Json(emoji::list(&ctx).await)
 }
 
 async fn upload_emoji(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     JsonBody(req): JsonBody<EmojiUploadRequest>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    let file = emoji::upload(&app, &req.name, &req.data).await?;
+    let file = emoji::upload(&ctx, &req.name, &req.data).await?;
     Ok(StatusResponse::ok(format!("Emoji \"{file}\" has been uploaded")))
 }
 
 async fn delete_emoji(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     JsonBody(req): JsonBody<EmojiDeleteRequest>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    emoji::delete(&app, &req.name).await?;
+    emoji::delete(&ctx, &req.name).await?;
     Ok(StatusResponse::ok("emoji deleted"))
 }

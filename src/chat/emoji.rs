@@ -8,12 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use axum::extract::{Path as UrlPath, State};
+
+use super::Chat;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde::Serialize;
-
-use crate::app::App;
 
 /// Largest emoji image accepted.
 pub const MAX_EMOJI_BYTES: usize = 512 * 1024;
@@ -44,8 +44,8 @@ pub struct Emoji {
     pub url: String,
 }
 
-pub fn dir(app: &App) -> PathBuf {
-    app.data_dir.join("emoji")
+pub fn dir(ctx: &Chat) -> PathBuf {
+    ctx.emoji_dir.clone()
 }
 
 /// The safe stem of a requested name: last path component, extension dropped, only `[A-Za-z0-9_-]`.
@@ -109,14 +109,14 @@ fn files_with_stem(dir: &Path, stem: &str) -> Vec<PathBuf> {
 }
 
 /// Store an emoji; returns its file name.
-pub async fn upload(app: &App, name: &str, data: &str) -> Result<String, EmojiError> {
+pub async fn upload(ctx: &Chat, name: &str, data: &str) -> Result<String, EmojiError> {
     let stem = sanitize_name(name)?;
     let bytes = decode(data)?;
     if bytes.len() > MAX_EMOJI_BYTES {
         return Err(EmojiError::TooLarge);
     }
     let ext = image_ext(&bytes).ok_or(EmojiError::BadType)?;
-    let dir = dir(app);
+    let dir = dir(ctx);
     let file = format!("{stem}.{ext}");
     let f2 = file.clone();
     tokio::task::spawn_blocking(move || -> Result<(), EmojiError> {
@@ -135,9 +135,9 @@ pub async fn upload(app: &App, name: &str, data: &str) -> Result<String, EmojiEr
 }
 
 /// Delete an emoji given its name, file name or URL.
-pub async fn delete(app: &App, name: &str) -> Result<(), EmojiError> {
+pub async fn delete(ctx: &Chat, name: &str) -> Result<(), EmojiError> {
     let stem = sanitize_name(name)?;
-    let files = files_with_stem(&dir(app), &stem);
+    let files = files_with_stem(&dir(ctx), &stem);
     if files.is_empty() {
         return Err(EmojiError::NotFound);
     }
@@ -148,8 +148,8 @@ pub async fn delete(app: &App, name: &str) -> Result<(), EmojiError> {
 }
 
 /// Every custom emoji, by name.
-pub async fn list(app: &App) -> Vec<Emoji> {
-    let dir = dir(app);
+pub async fn list(ctx: &Chat) -> Vec<Emoji> {
+    let dir = dir(ctx);
     let mut v: Vec<Emoji> = tokio::task::spawn_blocking(move || {
         let Ok(rd) = std::fs::read_dir(&dir) else { return Vec::new() };
         rd.filter_map(Result::ok)
@@ -168,13 +168,13 @@ pub async fn list(app: &App) -> Vec<Emoji> {
 }
 
 /// `GET /img/emoji/{file}`.
-pub async fn serve(State(app): State<std::sync::Arc<App>>, UrlPath(file): UrlPath<String>) -> Response {
-    let not_found = || crate::api::ApiError::NotFound("emoji not found".into()).into_response();
+pub async fn serve(State(ctx): State<std::sync::Arc<Chat>>, UrlPath(file): UrlPath<String>) -> Response {
+    let not_found = || crate::http::ApiError::NotFound("emoji not found".into()).into_response();
     let Some((stem, ext)) = file.rsplit_once('.') else { return not_found() };
     if sanitize_name(stem).ok().as_deref() != Some(stem) || !ext.chars().all(|c| c.is_ascii_alphanumeric()) {
         return not_found();
     }
-    match tokio::fs::read(dir(&app).join(&file)).await {
+    match tokio::fs::read(dir(&ctx).join(&file)).await {
         Ok(bytes) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, content_type(ext)), (header::CACHE_CONTROL, "public, max-age=3600")],

@@ -196,6 +196,13 @@ impl Hub {
         }
     }
 
+    /// Ask every connection to flush and close with a close frame (shutdown).
+    pub fn close_all(&self) {
+        for c in self.clients.read().values() {
+            c.close();
+        }
+    }
+
     pub fn client(&self, id: u64) -> Option<Arc<Client>> {
         self.clients.read().get(&id).cloned()
     }

@@ -20,17 +20,19 @@ use super::api::MessageVisibilityRequest;
 use super::hub::ClientInfo;
 use super::messages::{self, ChatMessage};
 use super::protocol::{self as p, User};
+use super::Chat;
 use super::{broadcast, sanitize, users};
-use crate::api::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse};
-use crate::app::App;
-use crate::events::EventType;
+use crate::events::ChatEvent;
+use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse};
 use crate::store::StoreError;
 use crate::tokens::{authorize, AccessToken, CAN_SEND_MESSAGES, CAN_SEND_SYSTEM_MESSAGES, HAS_ADMIN_ACCESS};
 
 const GROUP: &str = "integrations";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     use Auth::Integration as I;
+    let mut reg = reg.scope(chat);
+    reg.schema::<BodyRequest>();
     let body = BodyDoc::Schema("BodyRequest");
     reg.post(
         "/api/integrations/chat/system",
@@ -96,70 +98,61 @@ fn body_text(bytes: &[u8]) -> Result<String, ApiError> {
 }
 
 /// Store a message without a user (system message or action) and send it to the room.
-async fn store_and_broadcast(
-    app: &App,
-    kind: EventType,
-    event: Value,
-    stored_type: &str,
-    body: String,
-) -> Result<(), ApiError> {
-    let id = event["id"].as_str().unwrap_or_default().to_string();
-    let msg = ChatMessage {
-        id,
-        timestamp: Utc::now(),
-        kind: stored_type.to_string(),
-        body,
-        user: None,
-        visible: true,
-        hidden_at: None,
+async fn store_and_broadcast(ctx: &Chat, event: ChatEvent, stored_type: &str, body: String) -> Result<(), ApiError> {
+    let (id, timestamp) = match &event {
+        ChatEvent::System(e) => (e.id.clone(), e.timestamp),
+        ChatEvent::Action(e) => (e.id.clone(), e.timestamp),
+        _ => (p::short_id(), Utc::now()),
     };
-    app.store.call(move |c| messages::insert(c, &msg)).await?;
-    broadcast(app, kind, event);
+    let msg =
+        ChatMessage { id, timestamp, kind: stored_type.to_string(), body, user: None, visible: true, hidden_at: None };
+    ctx.store.call(move |c| messages::insert(c, &msg)).await?;
+    broadcast(ctx, event);
     Ok(())
 }
 
 async fn system(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    authorize(&app, &headers, CAN_SEND_SYSTEM_MESSAGES).await?;
+    authorize(&ctx.tokens, &headers, CAN_SEND_SYSTEM_MESSAGES).await?;
     let body = sanitize::render(&body_text(&bytes)?);
-    let event = p::system(&body, &app.settings.get().name);
-    store_and_broadcast(&app, EventType::System, event, p::SYSTEM, body).await?;
+    let event = p::system(&body, &ctx.settings.get().name);
+    store_and_broadcast(&ctx, event, p::SYSTEM, body).await?;
     Ok(StatusResponse::ok("sent"))
 }
 
 async fn system_to_client(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     headers: HeaderMap,
     Path(client_id): Path<String>,
     bytes: Bytes,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    authorize(&app, &headers, CAN_SEND_SYSTEM_MESSAGES).await?;
+    authorize(&ctx.tokens, &headers, CAN_SEND_SYSTEM_MESSAGES).await?;
     let id: u64 = client_id.parse().map_err(|_| ApiError::bad("clientId must be a number"))?;
     let body = sanitize::render(&body_text(&bytes)?);
-    let client = app.chat.hub.client(id).ok_or_else(|| ApiError::NotFound(format!("no connected client {id}")))?;
-    client.send(p::frame(&p::system(&body, &app.settings.get().name)));
+    let client = ctx.hub.client(id).ok_or_else(|| ApiError::NotFound(format!("no connected client {id}")))?;
+    client.send(p::frame(&p::system(&body, &ctx.settings.get().name)));
     Ok(StatusResponse::ok("sent"))
 }
 
 async fn action(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    authorize(&app, &headers, CAN_SEND_SYSTEM_MESSAGES).await?;
+    authorize(&ctx.tokens, &headers, CAN_SEND_SYSTEM_MESSAGES).await?;
     let body = sanitize::render(&body_text(&bytes)?);
     let event = p::chat_action(&body);
-    store_and_broadcast(&app, EventType::ChatAction, event, p::CHAT_ACTION, body).await?;
+    store_and_broadcast(&ctx, event, p::CHAT_ACTION, body).await?;
     Ok(StatusResponse::ok("sent"))
 }
 
 /// The chat user a token speaks as, created on first use.
-async fn bot_user(app: &App, token: &AccessToken) -> Result<User, ApiError> {
+async fn bot_user(ctx: &Chat, token: &AccessToken) -> Result<User, ApiError> {
     let (id, name, color) = (token.id.clone(), token.display_name.clone(), token.display_color);
-    let user = app
+    let user = ctx
         .store
         .call(move |c| {
             c.execute(
@@ -175,10 +168,14 @@ async fn bot_user(app: &App, token: &AccessToken) -> Result<User, ApiError> {
     Ok(user)
 }
 
-async fn send(State(app): State<Arc<App>>, headers: HeaderMap, bytes: Bytes) -> Result<Json<StatusResponse>, ApiError> {
-    let token = authorize(&app, &headers, CAN_SEND_MESSAGES).await?;
+async fn send(
+    State(ctx): State<Arc<Chat>>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let token = authorize(&ctx.tokens, &headers, CAN_SEND_MESSAGES).await?;
     let raw = body_text(&bytes)?;
-    let user = bot_user(&app, &token).await?;
+    let user = bot_user(&ctx, &token).await?;
     if !user.is_enabled() {
         return Err(ApiError::Forbidden("this bot has been removed from chat".into()));
     }
@@ -190,42 +187,42 @@ async fn send(State(app): State<Arc<App>>, headers: HeaderMap, bytes: Bytes) -> 
     let event = p::chat(&id, timestamp, &body, &user, true);
     let msg =
         ChatMessage { id, timestamp, kind: p::CHAT.into(), body, user: Some(user), visible: true, hidden_at: None };
-    app.store.call(move |c| messages::insert(c, &msg)).await?;
+    ctx.store.call(move |c| messages::insert(c, &msg)).await?;
     // Owncast sends no CHAT webhook for integration messages; the event goes to sockets only.
-    app.chat.hub.broadcast(p::frame(&event));
+    ctx.hub.broadcast(p::frame(&event));
     Ok(StatusResponse::ok("sent"))
 }
 
-async fn deprecated_user(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<Json<StatusResponse>, ApiError> {
-    authorize(&app, &headers, CAN_SEND_MESSAGES).await?;
+async fn deprecated_user(State(ctx): State<Arc<Chat>>, headers: HeaderMap) -> Result<Json<StatusResponse>, ApiError> {
+    authorize(&ctx.tokens, &headers, CAN_SEND_MESSAGES).await?;
     Err(ApiError::bad("no longer supported. see /api/integrations/chat/send"))
 }
 
 async fn visibility(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    authorize(&app, &headers, HAS_ADMIN_ACCESS).await?;
+    authorize(&ctx.tokens, &headers, HAS_ADMIN_ACCESS).await?;
     let req: MessageVisibilityRequest = parse_json(&bytes)?;
-    super::api::visibility(&app, req).await
+    super::api::visibility(&ctx, req).await
 }
 
-async fn history(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<Json<Vec<ChatMessage>>, ApiError> {
-    authorize(&app, &headers, HAS_ADMIN_ACCESS).await?;
-    Ok(Json(app.store.call(|c| messages::full_history(c)).await?))
+async fn history(State(ctx): State<Arc<Chat>>, headers: HeaderMap) -> Result<Json<Vec<ChatMessage>>, ApiError> {
+    authorize(&ctx.tokens, &headers, HAS_ADMIN_ACCESS).await?;
+    Ok(Json(ctx.store.call(|c| messages::full_history(c)).await?))
 }
 
-async fn clients(State(app): State<Arc<App>>, headers: HeaderMap) -> Result<Json<Vec<ClientInfo>>, ApiError> {
-    authorize(&app, &headers, HAS_ADMIN_ACCESS).await?;
-    Ok(Json(app.chat.hub.infos(None)))
+async fn clients(State(ctx): State<Arc<Chat>>, headers: HeaderMap) -> Result<Json<Vec<ClientInfo>>, ApiError> {
+    authorize(&ctx.tokens, &headers, HAS_ADMIN_ACCESS).await?;
+    Ok(Json(ctx.hub.infos(None)))
 }
 
 async fn user_details(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     headers: HeaderMap,
     Path(user_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&app, &headers, HAS_ADMIN_ACCESS).await?;
-    super::api::user_details_json(&app, user_id).await.map(Json)
+    authorize(&ctx.tokens, &headers, HAS_ADMIN_ACCESS).await?;
+    super::api::user_details_json(&ctx, user_id).await.map(Json)
 }

@@ -1,9 +1,13 @@
 //! Viewer chat: users, the `/ws` websocket hub, message rendering and history, moderation, custom
 //! emoji, and the chat HTTP routes (Owncast's protocol, owncast-compat.md §2).
 //!
-//! `Chat` lives in `App::chat`; `start` runs the migrations, loads the IP bans and sizes the
-//! connection limit from the open-file limit (raising the soft limit to the hard one first). Every
-//! chat event is published on the bus as well as sent to the sockets.
+//! `Chat` is the feature's state (handlers take `State<Arc<Chat>>`): the hub, the bans, and the narrow
+//! handles chat was given at construction (store, settings, bus, the stream snapshot for "online",
+//! integration tokens for the bot routes, telemetry for the connected-clients count). `Chat::open`
+//! runs the migrations, loads the IP bans and sizes the connection limit from the open-file limit
+//! (raising the soft limit to the hard one first). Every chat event is published on the bus as well as
+//! sent to the sockets. Chat implements `http::UserTokens` for routes of other features that accept a
+//! chat user's access token.
 //!
 //! Modules: `protocol` (event JSON), `hub` (connections and fan-out, slow-consumer policy), `ws` (one
 //! socket's life), `users`, `messages` (SQLite), `sanitize` (markdown + allow-list), `moderation`,
@@ -21,17 +25,20 @@ pub mod users;
 pub mod ws;
 
 use std::collections::HashSet;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use axum::http::HeaderMap;
 use parking_lot::RwLock;
-use serde_json::Value;
 
-use crate::app::App;
-use crate::events::{Event, EventType};
-use crate::store::{Migrations, StoreError};
+use crate::events::{Bus, ChatEvent, Event};
+use crate::http::auth::UserLookup;
+use crate::store::settings::SettingsStore;
+use crate::store::{Migrations, Store, StoreError};
+use crate::stream::StreamWatch;
+use crate::telemetry::Telemetry;
+use crate::tokens::Tokens;
 
 /// Tables of the chat module.
 pub const MIGRATIONS: Migrations = &["CREATE TABLE chat_users (
@@ -75,20 +82,55 @@ pub enum ChatError {
 /// File descriptors kept free for everything that is not a chat socket (database, HLS, ffmpeg, ...).
 const FD_HEADROOM: u64 = 256;
 
+/// What chat was handed at construction (see the module doc).
+pub struct ChatDeps {
+    pub store: Store,
+    pub settings: SettingsStore,
+    pub bus: Bus,
+    pub stream: StreamWatch,
+    pub tokens: Tokens,
+    pub telemetry: Arc<Telemetry>,
+    /// Where custom emoji are kept (`<data-dir>/emoji`).
+    pub emoji_dir: PathBuf,
+}
+
 /// Chat state shared by handlers and connection tasks.
 pub struct Chat {
     pub hub: hub::Hub,
     bans: RwLock<HashSet<IpAddr>>,
     max_connections: AtomicUsize,
-}
-
-impl Default for Chat {
-    fn default() -> Self {
-        Self { hub: hub::Hub::default(), bans: RwLock::new(HashSet::new()), max_connections: AtomicUsize::new(1024) }
-    }
+    pub store: Store,
+    pub settings: SettingsStore,
+    pub bus: Bus,
+    pub stream: StreamWatch,
+    pub tokens: Tokens,
+    pub telemetry: Arc<Telemetry>,
+    pub emoji_dir: PathBuf,
 }
 
 impl Chat {
+    /// Prepare the chat: tables, bans, connection limit, emoji directory.
+    pub fn open(deps: ChatDeps) -> Result<Arc<Chat>, ChatError> {
+        deps.store.migrate("chat", MIGRATIONS)?;
+        let bans = deps.store.with(moderation::load_bans)?;
+        let nofile = raise_nofile_limit();
+        let max = nofile.saturating_sub(FD_HEADROOM.max(nofile / 10)).max(16);
+        std::fs::create_dir_all(&deps.emoji_dir)?;
+        tracing::info!(open_files = nofile, max_chat_connections = max, "chat ready");
+        Ok(Arc::new(Chat {
+            hub: hub::Hub::default(),
+            bans: RwLock::new(bans.into_iter().collect()),
+            max_connections: AtomicUsize::new(usize::try_from(max).unwrap_or(usize::MAX)),
+            store: deps.store,
+            settings: deps.settings,
+            bus: deps.bus,
+            stream: deps.stream,
+            tokens: deps.tokens,
+            telemetry: deps.telemetry,
+            emoji_dir: deps.emoji_dir,
+        }))
+    }
+
     pub fn is_banned(&self, ip: IpAddr) -> bool {
         self.bans.read().contains(&ip)
     }
@@ -103,6 +145,26 @@ impl Chat {
         } else {
             self.bans.write().remove(&ip);
         }
+    }
+
+    /// Shutdown: every socket gets a close frame.
+    pub fn close_all(&self) {
+        self.hub.close_all();
+    }
+}
+
+impl crate::http::UserTokens for Chat {
+    fn user_id<'a>(&'a self, token: &'a str, ip: Option<IpAddr>) -> UserLookup<'a> {
+        Box::pin(async move {
+            if ip.is_some_and(|ip| self.is_banned(ip)) {
+                return None;
+            }
+            let token = token.to_string();
+            match self.store.call(move |c| users::by_token(c, &token)).await {
+                Ok(Some(u)) if u.is_enabled() => Some(u.id),
+                _ => None,
+            }
+        })
     }
 }
 
@@ -126,52 +188,24 @@ pub fn raise_nofile_limit() -> u64 {
     cur
 }
 
-/// Prepare the chat: tables, bans, connection limit, emoji directory.
-pub fn start(app: &Arc<App>) -> Result<(), ChatError> {
-    app.store.migrate("chat", MIGRATIONS)?;
-    let bans = app.store.with(moderation::load_bans)?;
-    *app.chat.bans.write() = bans.into_iter().collect();
-    let nofile = raise_nofile_limit();
-    let max = nofile.saturating_sub(FD_HEADROOM.max(nofile / 10)).max(16);
-    app.chat.max_connections.store(usize::try_from(max).unwrap_or(usize::MAX), Ordering::Relaxed);
-    std::fs::create_dir_all(emoji::dir(app))?;
-    tracing::info!(open_files = nofile, max_chat_connections = max, "chat ready");
-    announce_stream_start(app);
-    Ok(())
-}
-
 /// Owncast's chat action when a stream starts: "Stay tuned, the stream is **starting**!"
-fn announce_stream_start(app: &Arc<App>) {
-    let mut sub = app.bus.subscribe("chat-stream-start");
-    let app = app.clone();
+pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
+    let mut sub = ctx.bus.subscribe("chat-stream-start");
+    let ctx = ctx.clone();
     tokio::spawn(async move {
         while let Some(event) = sub.recv().await {
-            if event.kind == EventType::StreamStarted {
+            if matches!(*event, Event::StreamStarted(_)) {
                 let body = sanitize::render("Stay tuned, the stream is **starting**!");
-                broadcast(&app, EventType::ChatAction, protocol::chat_action(&body));
+                broadcast(&ctx, protocol::chat_action(&body));
             }
         }
-    });
-}
-
-/// The address of a request: the peer, or the first `X-Forwarded-For` entry when the peer is a
-/// proxy on this machine (loopback).
-pub fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
-    let ip = peer.ip();
-    if ip.is_loopback() {
-        if let Some(fwd) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
-            if let Some(first) = fwd.split(',').next().and_then(|s| s.trim().parse().ok()) {
-                return first;
-            }
-        }
-    }
-    ip
+    })
 }
 
 /// Send an event to every socket and publish it on the bus.
-pub fn broadcast(app: &App, kind: EventType, event: Value) {
-    app.chat.hub.broadcast(protocol::frame(&event));
-    app.bus.publish(Event::new(kind, event));
+pub fn broadcast(ctx: &Chat, event: ChatEvent) {
+    ctx.hub.broadcast(protocol::frame(&event));
+    ctx.bus.publish(Event::Chat(event));
 }
 
 /// A CHAT_ACTION to one connection (not broadcast, not published).

@@ -16,9 +16,8 @@ use serde::Serialize;
 
 use super::protocol::{self as p, User};
 use super::users::{parse_ts, ts};
+use super::Chat;
 use super::{broadcast, messages, users};
-use crate::app::App;
-use crate::events::EventType;
 use crate::store::StoreError;
 
 /// How long a disabled user's sockets stay open after ERROR_USER_DISABLED.
@@ -51,8 +50,8 @@ pub fn load_bans(conn: &mut Connection) -> Result<Vec<IpAddr>, StoreError> {
     Ok(ips.iter().filter_map(|s| s.parse().ok()).collect())
 }
 
-pub async fn list_bans(app: &App) -> Result<Vec<IpBan>, ModerationError> {
-    Ok(app
+pub async fn list_bans(ctx: &Chat) -> Result<Vec<IpBan>, ModerationError> {
+    Ok(ctx
         .store
         .call(|c| {
             let mut stmt = c.prepare("SELECT ip, notes, created_at FROM chat_ip_bans ORDER BY created_at")?;
@@ -65,12 +64,12 @@ pub async fn list_bans(app: &App) -> Result<Vec<IpBan>, ModerationError> {
 }
 
 /// Ban an address and drop its current chat connections. Loopback cannot be banned.
-pub async fn ban_ip(app: &App, ip: IpAddr, notes: &str) -> Result<(), ModerationError> {
+pub async fn ban_ip(ctx: &Chat, ip: IpAddr, notes: &str) -> Result<(), ModerationError> {
     if ip.is_loopback() {
         return Err(ModerationError::Invalid("a loopback address cannot be banned".into()));
     }
     let notes = notes.to_string();
-    app.store
+    ctx.store
         .call(move |c| {
             c.execute(
                 "INSERT INTO chat_ip_bans (ip, notes, created_at) VALUES (?1, ?2, ?3) ON CONFLICT(ip) DO NOTHING",
@@ -79,33 +78,33 @@ pub async fn ban_ip(app: &App, ip: IpAddr, notes: &str) -> Result<(), Moderation
             Ok(())
         })
         .await?;
-    app.chat.set_banned(ip, true);
-    for c in app.chat.hub.from_ip(ip) {
+    ctx.set_banned(ip, true);
+    for c in ctx.hub.from_ip(ip) {
         c.close();
     }
     Ok(())
 }
 
 /// Lift a ban; false when the address was not banned.
-pub async fn unban_ip(app: &App, ip: IpAddr) -> Result<bool, ModerationError> {
-    let n = app.store.call(move |c| Ok(c.execute("DELETE FROM chat_ip_bans WHERE ip = ?1", [ip.to_string()])?)).await?;
-    app.chat.set_banned(ip, false);
+pub async fn unban_ip(ctx: &Chat, ip: IpAddr) -> Result<bool, ModerationError> {
+    let n = ctx.store.call(move |c| Ok(c.execute("DELETE FROM chat_ip_bans WHERE ip = ?1", [ip.to_string()])?)).await?;
+    ctx.set_banned(ip, false);
     Ok(n > 0)
 }
 
 /// Hide or show messages; returns how many exist. Announces VISIBILITY-UPDATE.
-pub async fn set_visibility(app: &App, ids: Vec<String>, visible: bool) -> Result<usize, ModerationError> {
-    let found = app.store.call(move |c| messages::set_visibility(c, &ids, visible)).await?;
+pub async fn set_visibility(ctx: &Chat, ids: Vec<String>, visible: bool) -> Result<usize, ModerationError> {
+    let found = ctx.store.call(move |c| messages::set_visibility(c, &ids, visible)).await?;
     if !found.is_empty() {
-        broadcast(app, EventType::VisibilityUpdate, p::visibility(&found, visible));
+        broadcast(ctx, p::visibility(&found, visible));
     }
     Ok(found.len())
 }
 
 /// Enable or disable a user (see the module docs for what disabling does).
-pub async fn set_user_enabled(app: &Arc<App>, user_id: &str, enabled: bool) -> Result<User, ModerationError> {
+pub async fn set_user_enabled(ctx: &Arc<Chat>, user_id: &str, enabled: bool) -> Result<User, ModerationError> {
     let id = user_id.to_string();
-    let (user, hidden) = app
+    let (user, hidden) = ctx
         .store
         .call(move |c| {
             let Some(user) = users::set_enabled(c, &id, enabled)? else { return Ok(None) };
@@ -114,19 +113,19 @@ pub async fn set_user_enabled(app: &Arc<App>, user_id: &str, enabled: bool) -> R
         })
         .await?
         .ok_or(ModerationError::UserNotFound)?;
-    app.chat.hub.update_user(&user);
+    ctx.hub.update_user(&user);
     if enabled {
         return Ok(user);
     }
     if !hidden.is_empty() {
-        broadcast(app, EventType::VisibilityUpdate, p::visibility(&hidden, false));
+        broadcast(ctx, p::visibility(&hidden, false));
     }
-    let clients = app.chat.hub.of_user(&user.id);
+    let clients = ctx.hub.of_user(&user.id);
     let error = p::frame(&p::error(p::ERROR_USER_DISABLED, Some(&user)));
     for c in &clients {
         c.send(error.clone());
         if !c.ip.is_loopback() {
-            if let Err(e) = ban_ip(app, c.ip, &format!("disabled user {}", user.display_name)).await {
+            if let Err(e) = ban_ip(ctx, c.ip, &format!("disabled user {}", user.display_name)).await {
                 tracing::warn!(error = %e, "could not ban the address of a disabled user");
             }
         }
@@ -141,27 +140,27 @@ pub async fn set_user_enabled(app: &Arc<App>, user_id: &str, enabled: bool) -> R
     }
     let name = ammonia::clean_text(&user.display_name);
     let action = p::chat_action(&format!("<strong>{name}</strong> has been removed from chat."));
-    broadcast(app, EventType::ChatAction, action);
+    broadcast(ctx, action);
     Ok(user)
 }
 
 /// Grant or take the MODERATOR scope; connected clients of the user get a fresh CONNECTED_USER_INFO.
-pub async fn set_moderator(app: &App, user_id: &str, moderator: bool) -> Result<User, ModerationError> {
+pub async fn set_moderator(ctx: &Chat, user_id: &str, moderator: bool) -> Result<User, ModerationError> {
     let id = user_id.to_string();
-    let user = app.store.call(move |c| users::set_moderator(c, &id, moderator)).await?;
+    let user = ctx.store.call(move |c| users::set_moderator(c, &id, moderator)).await?;
     let user = user.ok_or(ModerationError::UserNotFound)?;
-    app.chat.hub.update_user(&user);
+    ctx.hub.update_user(&user);
     let info = p::frame(&p::connected_user_info(&user));
-    for c in app.chat.hub.of_user(&user.id) {
+    for c in ctx.hub.of_user(&user.id) {
         c.send(info.clone());
     }
     Ok(user)
 }
 
 /// Delete a user and their messages; their sockets are closed and the messages vanish from the room.
-pub async fn delete_user(app: &App, user_id: &str) -> Result<(), ModerationError> {
+pub async fn delete_user(ctx: &Chat, user_id: &str) -> Result<(), ModerationError> {
     let id = user_id.to_string();
-    let ids = app
+    let ids = ctx
         .store
         .call(move |c| {
             let exists: Option<String> =
@@ -176,9 +175,9 @@ pub async fn delete_user(app: &App, user_id: &str) -> Result<(), ModerationError
         .await?
         .ok_or(ModerationError::UserNotFound)?;
     if !ids.is_empty() {
-        broadcast(app, EventType::VisibilityUpdate, p::visibility(&ids, false));
+        broadcast(ctx, p::visibility(&ids, false));
     }
-    for c in app.chat.hub.of_user(user_id) {
+    for c in ctx.hub.of_user(user_id) {
         c.close();
     }
     Ok(())

@@ -1,5 +1,6 @@
-//! The chat wire protocol: Owncast's event type names, the user object, and the JSON of every event
-//! the server sends (built once per event and shared by all recipients as one `Utf8Bytes` frame).
+//! The chat wire protocol: Owncast's event type names, and the events the server sends (built once per
+//! event and shared by all recipients as one `Utf8Bytes` frame). The broadcast events' types live in
+//! `events::chat`, as they are also bus events; the per-client ones (CONNECTED_USER_INFO, errors) here.
 //!
 //! Every server event carries `id` (a short random id), `timestamp` (RFC 3339) and `type`. A frame
 //! may hold several events separated by `\n`, as Owncast's hub does.
@@ -9,15 +10,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-pub const CHAT: &str = "CHAT";
-pub const NAME_CHANGE: &str = "NAME_CHANGE";
-pub const COLOR_CHANGE: &str = "COLOR_CHANGE";
-pub const USER_JOINED: &str = "USER_JOINED";
-pub const USER_PARTED: &str = "USER_PARTED";
-pub const SYSTEM: &str = "SYSTEM";
-pub const CHAT_ACTION: &str = "CHAT_ACTION";
+use crate::events::EventType;
+
+pub const CHAT: &str = EventType::Chat.as_str();
+pub const NAME_CHANGE: &str = EventType::NameChange.as_str();
+pub const COLOR_CHANGE: &str = EventType::ColorChange.as_str();
+pub const SYSTEM: &str = EventType::System.as_str();
+pub const CHAT_ACTION: &str = EventType::ChatAction.as_str();
 pub const CONNECTED_USER_INFO: &str = "CONNECTED_USER_INFO";
-pub const VISIBILITY_UPDATE: &str = "VISIBILITY-UPDATE";
 pub const ERROR_NEEDS_REGISTRATION: &str = "ERROR_NEEDS_REGISTRATION";
 pub const ERROR_USER_DISABLED: &str = "ERROR_USER_DISABLED";
 pub const ERROR_MAX_CONNECTIONS_EXCEEDED: &str = "ERROR_MAX_CONNECTIONS_EXCEEDED";
@@ -31,28 +31,11 @@ pub const MSG_TOO_BIG: &str = "Sorry, that message exceeded the maximum size and
 pub const MSG_FLOODING: &str = "You are temporarily blocked from sending chat messages due to perceived flooding.";
 pub const MSG_ESTABLISHED_ONLY: &str = "This chat is currently only available to established users. Try again later.";
 
-/// A chat user as the API and the websocket show it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct User {
-    pub id: String,
-    pub display_name: String,
-    pub display_color: i64,
-    pub created_at: DateTime<Utc>,
-    pub previous_names: Vec<String>,
-    pub name_changed_at: Option<DateTime<Utc>>,
-    pub scopes: Vec<String>,
-    pub is_bot: bool,
-    pub authenticated: bool,
-    pub is_moderator: bool,
-    pub disabled_at: Option<DateTime<Utc>>,
-}
-
-impl User {
-    pub fn is_enabled(&self) -> bool {
-        self.disabled_at.is_none()
-    }
-}
+pub use crate::events::chat::User;
+use crate::events::chat::{
+    ActionEvent, MessageEvent, NameChangeEvent, SystemEvent, SystemUser, UserEvent, VisibilityEvent,
+};
+use crate::events::ChatEvent;
 
 /// An event a client sends. Unknown types are ignored.
 #[derive(Debug, Deserialize)]
@@ -74,54 +57,75 @@ pub fn short_id() -> String {
 }
 
 /// Serialize an event into a frame.
-pub fn frame(event: &Value) -> Utf8Bytes {
-    Utf8Bytes::from(event.to_string())
+pub fn frame(event: &impl Serialize) -> Utf8Bytes {
+    Utf8Bytes::from(serde_json::to_string(event).unwrap_or_default())
 }
 
-fn base(kind: &str) -> Value {
-    json!({ "id": short_id(), "timestamp": Utc::now(), "type": kind })
+/// A stored message as a CHAT event.
+pub fn chat(id: &str, timestamp: DateTime<Utc>, body: &str, user: &User, visible: bool) -> ChatEvent {
+    ChatEvent::Message(MessageEvent {
+        id: id.to_string(),
+        timestamp,
+        body: body.to_string(),
+        user: user.clone(),
+        visible,
+        raw_body: None,
+        client_id: None,
+    })
 }
 
-fn with(mut v: Value, extra: Value) -> Value {
-    if let (Some(m), Value::Object(e)) = (v.as_object_mut(), extra) {
-        m.extend(e);
-    }
-    v
-}
-
-/// `{id,timestamp,type:"CHAT",body,user,visible}` for a stored message.
-pub fn chat(id: &str, timestamp: DateTime<Utc>, body: &str, user: &User, visible: bool) -> Value {
-    json!({ "id": id, "timestamp": timestamp, "type": CHAT, "body": body, "user": user, "visible": visible })
-}
-
+/// `{id,timestamp,type:"CONNECTED_USER_INFO",user}` (to the connecting client only).
 pub fn connected_user_info(user: &User) -> Value {
-    with(base(CONNECTED_USER_INFO), json!({ "user": user }))
+    json!({ "id": short_id(), "timestamp": Utc::now(), "type": CONNECTED_USER_INFO, "user": user })
 }
 
-pub fn user_event(kind: &str, user: &User) -> Value {
-    with(base(kind), json!({ "user": user }))
+fn user_event(user: &User) -> UserEvent {
+    UserEvent { id: short_id(), timestamp: Utc::now(), user: user.clone() }
 }
 
-pub fn name_change(user: &User, old_name: &str) -> Value {
-    with(base(NAME_CHANGE), json!({ "user": user, "oldName": old_name }))
+pub fn user_joined(user: &User) -> ChatEvent {
+    ChatEvent::UserJoined(user_event(user))
 }
 
-pub fn system(body: &str, server_name: &str) -> Value {
-    with(base(SYSTEM), json!({ "body": body, "user": { "displayName": server_name } }))
+pub fn user_parted(user: &User) -> ChatEvent {
+    ChatEvent::UserParted(user_event(user))
 }
 
-pub fn chat_action(body: &str) -> Value {
-    with(base(CHAT_ACTION), json!({ "body": body }))
+pub fn color_change(user: &User) -> ChatEvent {
+    ChatEvent::ColorChange(user_event(user))
 }
 
-pub fn visibility(ids: &[String], visible: bool) -> Value {
-    with(base(VISIBILITY_UPDATE), json!({ "ids": ids, "visible": visible }))
+pub fn name_change(user: &User, old_name: &str) -> ChatEvent {
+    ChatEvent::NameChange(NameChangeEvent {
+        id: short_id(),
+        timestamp: Utc::now(),
+        user: user.clone(),
+        old_name: old_name.to_string(),
+    })
+}
+
+pub fn system(body: &str, server_name: &str) -> ChatEvent {
+    ChatEvent::System(SystemEvent {
+        id: short_id(),
+        timestamp: Utc::now(),
+        body: body.to_string(),
+        user: SystemUser { display_name: server_name.to_string() },
+    })
+}
+
+pub fn chat_action(body: &str) -> ChatEvent {
+    ChatEvent::Action(ActionEvent { id: short_id(), timestamp: Utc::now(), body: body.to_string() })
+}
+
+pub fn visibility(ids: &[String], visible: bool) -> ChatEvent {
+    ChatEvent::VisibilityUpdate(VisibilityEvent { id: short_id(), timestamp: Utc::now(), ids: ids.to_vec(), visible })
 }
 
 /// An error event (`ERROR_NEEDS_REGISTRATION`, ...), with the user when there is one.
 pub fn error(kind: &str, user: Option<&User>) -> Value {
-    match user {
-        Some(u) => with(base(kind), json!({ "user": u })),
-        None => base(kind),
+    let mut v = json!({ "id": short_id(), "timestamp": Utc::now(), "type": kind });
+    if let Some(u) = user {
+        v["user"] = json!(u);
     }
+    v
 }

@@ -28,11 +28,11 @@ use tokio::time::Instant;
 use super::hub::{Client, Out};
 use super::messages::ChatMessage;
 use super::protocol::{self as p, Inbound, User};
+use super::Chat;
 use super::{action_to, broadcast, sanitize, users};
-use crate::api::ApiError;
-use crate::app::App;
 use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
-use crate::events::{Event, EventType};
+use crate::events::{ChatEvent, Event};
+use crate::http::ApiError;
 
 /// Events a client may send in a burst.
 pub const BURST: f64 = 5.0;
@@ -68,20 +68,20 @@ enum Lookup {
 
 /// `GET /ws`: check, upgrade, run the connection.
 pub async fn handler(
-    State(app): State<Arc<App>>,
+    State(ctx): State<Arc<Chat>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Query(q): Query<WsQuery>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
-    if app.settings.get().chat_disabled {
+    if ctx.settings.get().chat_disabled {
         return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response();
     }
-    let ip = super::client_ip(peer, &headers);
-    if app.chat.is_banned(ip) {
+    let ip = crate::http::client_ip(peer, &headers);
+    if ctx.is_banned(ip) {
         return ApiError::Forbidden("forbidden".into()).into_response();
     }
-    if app.chat.hub.len() >= app.chat.max_connections() {
+    if ctx.hub.len() >= ctx.max_connections() {
         return (StatusCode::SERVICE_UNAVAILABLE, p::ERROR_MAX_CONNECTIONS_EXCEEDED).into_response();
     }
     let ws = match ws {
@@ -90,7 +90,7 @@ pub async fn handler(
     };
     let lookup = match q.access_token.filter(|t| !t.is_empty()) {
         None => Lookup::NoToken,
-        Some(token) => match app.store.call(move |c| users::by_token(c, &token)).await {
+        Some(token) => match ctx.store.call(move |c| users::by_token(c, &token)).await {
             Ok(Some(u)) if u.is_enabled() => Lookup::Ok(u),
             Ok(Some(u)) => Lookup::Disabled(u),
             Ok(None) => Lookup::Unknown,
@@ -102,7 +102,7 @@ pub async fn handler(
         .max_frame_size(2 * MAX_SOCKET_PAYLOAD_SIZE)
         .read_buffer_size(4096)
         .write_buffer_size(0)
-        .on_upgrade(move |socket| run(app, socket, lookup, ip, ua))
+        .on_upgrade(move |socket| run(ctx, socket, lookup, ip, ua))
 }
 
 /// Send one event and close (registration and disabled errors).
@@ -113,25 +113,26 @@ async fn refuse(mut socket: WebSocket, event: Option<serde_json::Value>) {
     let _ = tokio::time::timeout(WRITE_TIMEOUT, socket.send(Message::Close(None))).await;
 }
 
-async fn run(app: Arc<App>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: String) {
+async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: String) {
     let user = match lookup {
         Lookup::NoToken => return refuse(socket, None).await,
         Lookup::Unknown => return refuse(socket, Some(p::error(p::ERROR_NEEDS_REGISTRATION, None))).await,
         Lookup::Disabled(u) => return refuse(socket, Some(p::error(p::ERROR_USER_DISABLED, Some(&u)))).await,
         Lookup::Ok(u) => u,
     };
-    let (client, mut rx, fresh) = app.chat.hub.add(user.clone(), ip, ua);
+    let (client, mut rx, fresh) = ctx.hub.add(user.clone(), ip, ua);
+    ctx.telemetry.set_chat_clients(ctx.hub.len() as u64);
     client.send(p::frame(&p::connected_user_info(&user)));
-    let settings = app.settings.get();
-    if fresh && settings.chat_join_messages_enabled && app.stream.read().online {
-        broadcast(&app, EventType::UserJoined, p::user_event(p::USER_JOINED, &user));
+    let settings = ctx.settings.get();
+    if fresh && settings.chat_join_messages_enabled && ctx.stream.borrow().online {
+        broadcast(&ctx, p::user_joined(&user));
     }
     if !settings.welcome_message.trim().is_empty() {
-        let (app2, id) = (app.clone(), client.id);
+        let (ctx2, id) = (ctx.clone(), client.id);
         tokio::spawn(async move {
             tokio::time::sleep(WELCOME_DELAY).await;
-            if let Some(c) = app2.chat.hub.client(id) {
-                let s = app2.settings.get();
+            if let Some(c) = ctx2.hub.client(id) {
+                let s = ctx2.settings.get();
                 c.send(p::frame(&p::system(&sanitize::render(&s.welcome_message), &s.name)));
             }
         });
@@ -166,7 +167,7 @@ async fn run(app: Arc<App>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: S
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
                     Some(Ok(Message::Text(text))) => {
                         deadline.as_mut().reset(Instant::now() + READ_DEADLINE);
-                        handle_inbound(&app, &client, &mut limiter, text.as_str()).await;
+                        handle_inbound(&ctx, &client, &mut limiter, text.as_str()).await;
                     }
                     Some(Ok(_)) => deadline.as_mut().reset(Instant::now() + READ_DEADLINE),
                 }
@@ -179,9 +180,10 @@ async fn run(app: Arc<App>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: S
             _ = &mut deadline => break,
         }
     }
-    if app.chat.hub.remove(&client) {
-        schedule_part(&app, &client);
+    if ctx.hub.remove(&client) {
+        schedule_part(&ctx, &client);
     }
+    ctx.telemetry.set_chat_clients(ctx.hub.len() as u64);
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }
 
@@ -217,22 +219,22 @@ fn coalesce(first: Out, rx: &mut tokio::sync::mpsc::Receiver<Out>) -> (Option<Ut
     (Some(Utf8Bytes::from(joined)), close)
 }
 
-fn schedule_part(app: &Arc<App>, client: &Arc<Client>) {
-    let (app2, client2) = (app.clone(), client.clone());
+fn schedule_part(ctx: &Arc<Chat>, client: &Arc<Client>) {
+    let (ctx2, client2) = (ctx.clone(), client.clone());
     let timer = tokio::spawn(async move {
         tokio::time::sleep(PART_DELAY).await;
-        if !app2.chat.hub.finish_part(&client2.user_id) {
+        if !ctx2.hub.finish_part(&client2.user_id) {
             return;
         }
         let user = client2.user.read().clone();
-        let event = p::user_event(p::USER_PARTED, &user);
-        if app2.settings.get().chat_join_messages_enabled {
-            broadcast(&app2, EventType::UserParted, event);
+        let event = p::user_parted(&user);
+        if ctx2.settings.get().chat_join_messages_enabled {
+            broadcast(&ctx2, event);
         } else {
-            app2.bus.publish(Event::new(EventType::UserParted, event));
+            ctx2.bus.publish(Event::Chat(event));
         }
     });
-    app.chat.hub.set_part_timer(&client.user_id, timer);
+    ctx.hub.set_part_timer(&client.user_id, timer);
 }
 
 enum Verdict {
@@ -273,7 +275,7 @@ impl RateLimiter {
     }
 }
 
-async fn handle_inbound(app: &Arc<App>, client: &Arc<Client>, limiter: &mut RateLimiter, text: &str) {
+async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut RateLimiter, text: &str) {
     if text.len() > MAX_SOCKET_PAYLOAD_SIZE {
         action_to(client, p::MSG_TOO_BIG);
         return;
@@ -288,7 +290,7 @@ async fn handle_inbound(app: &Arc<App>, client: &Arc<Client>, limiter: &mut Rate
     if !client.user.read().is_enabled() {
         return;
     }
-    if app.settings.get().chat_spam_protection_enabled {
+    if ctx.settings.get().chat_spam_protection_enabled {
         match limiter.check(Instant::now()) {
             Verdict::Allowed => {}
             Verdict::JustBlocked => {
@@ -300,15 +302,15 @@ async fn handle_inbound(app: &Arc<App>, client: &Arc<Client>, limiter: &mut Rate
         }
     }
     match ev.kind.as_str() {
-        p::CHAT => chat(app, client, ev.body.unwrap_or_default()).await,
-        p::NAME_CHANGE => name_change(app, client, ev.new_name.unwrap_or_default()).await,
-        _ => color_change(app, client, ev.new_color).await,
+        p::CHAT => chat(ctx, client, ev.body.unwrap_or_default()).await,
+        p::NAME_CHANGE => name_change(ctx, client, ev.new_name.unwrap_or_default()).await,
+        _ => color_change(ctx, client, ev.new_color).await,
     }
 }
 
-async fn chat(app: &Arc<App>, client: &Arc<Client>, body: String) {
+async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
     let user = client.user.read().clone();
-    if app.settings.get().chat_established_user_mode
+    if ctx.settings.get().chat_established_user_mode
         && !user.is_moderator
         && Utc::now() - user.created_at < ESTABLISHED_AFTER
     {
@@ -324,19 +326,21 @@ async fn chat(app: &Arc<App>, client: &Arc<Client>, body: String) {
     let event = p::chat(&id, timestamp, &body, &user, true);
     let msg =
         ChatMessage { id, timestamp, kind: p::CHAT.into(), body, user: Some(user), visible: true, hidden_at: None };
-    if let Err(e) = app.store.call(move |c| super::messages::insert(c, &msg)).await {
+    if let Err(e) = ctx.store.call(move |c| super::messages::insert(c, &msg)).await {
         tracing::error!(error = %e, "could not store a chat message; it is still delivered");
     }
     client.message_count.fetch_add(1, Ordering::Relaxed);
-    app.chat.hub.broadcast(p::frame(&event));
+    ctx.hub.broadcast(p::frame(&event));
     // Owncast's CHAT webhook payload also carries the unrendered text and the connection id.
     let mut data = event;
-    data["rawBody"] = raw.into();
-    data["clientId"] = client.id.into();
-    app.bus.publish(crate::events::Event::new(EventType::Chat, data));
+    if let ChatEvent::Message(m) = &mut data {
+        m.raw_body = Some(raw);
+        m.client_id = Some(client.id);
+    }
+    ctx.bus.publish(Event::Chat(data));
 }
 
-async fn name_change(app: &Arc<App>, client: &Arc<Client>, new_name: String) {
+async fn name_change(ctx: &Arc<Chat>, client: &Arc<Client>, new_name: String) {
     let proposed = users::clean_name(&new_name);
     let current = client.user.read().clone();
     if proposed.is_empty() || proposed == current.display_name {
@@ -347,11 +351,11 @@ async fn name_change(app: &Arc<App>, client: &Arc<Client>, new_name: String) {
         client.send(p::frame(&p::connected_user_info(&current)));
     };
     let shown = ammonia::clean_text(&proposed);
-    if users::is_forbidden(&proposed, &app.settings.get().forbidden_usernames) {
+    if users::is_forbidden(&proposed, &ctx.settings.get().forbidden_usernames) {
         return reject(format!("You cannot change your name to <strong>{shown}</strong>, it is reserved."));
     }
     let (id, name) = (current.id.clone(), proposed.clone());
-    let result = app
+    let result = ctx
         .store
         .call(move |c| {
             if users::name_taken_by_authenticated(c, &name, &id)? {
@@ -362,21 +366,21 @@ async fn name_change(app: &Arc<App>, client: &Arc<Client>, new_name: String) {
         .await;
     match result {
         Ok(Some(user)) => {
-            app.chat.hub.update_user(&user);
-            broadcast(app, EventType::NameChange, p::name_change(&user, &current.display_name));
+            ctx.hub.update_user(&user);
+            broadcast(ctx, p::name_change(&user, &current.display_name));
         }
         Ok(None) => reject(format!("The name <strong>{shown}</strong> has been already registered.")),
         Err(e) => tracing::error!(error = %e, "could not rename a chat user"),
     }
 }
 
-async fn color_change(app: &Arc<App>, client: &Arc<Client>, color: Option<i64>) {
+async fn color_change(ctx: &Arc<Chat>, client: &Arc<Client>, color: Option<i64>) {
     let Some(color) = color.filter(|c| (0..=users::MAX_USER_COLOR).contains(c)) else { return };
     let id = client.user_id.clone();
-    match app.store.call(move |c| users::set_color(c, &id, color)).await {
+    match ctx.store.call(move |c| users::set_color(c, &id, color)).await {
         Ok(Some(user)) => {
-            app.chat.hub.update_user(&user);
-            broadcast(app, EventType::ColorChange, p::user_event(p::COLOR_CHANGE, &user));
+            ctx.hub.update_user(&user);
+            broadcast(ctx, p::color_change(&user));
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not change a chat user's colour"),

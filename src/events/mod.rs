@@ -1,4 +1,8 @@
-//! The in-process events bus.
+//! The in-process events bus and the typed events it carries.
+//!
+//! `EventType` is the one list of event names (Owncast's webhook types plus castd's internal ones);
+//! `Event` carries a typed payload for each (`chat` holds the chat events' types, which are also the
+//! chat wire format), and `Event::data_json` is the `eventData` webhooks deliver.
 //!
 //! Producers (settings, ingest, chat, federation, ...) publish `Event`s; consumers (webhooks,
 //! notifications, metrics, the chat hub) subscribe. The bus is a bounded tokio broadcast channel of
@@ -15,6 +19,10 @@ use tokio::sync::broadcast;
 
 /// How many events the bus holds for its slowest subscriber.
 pub const BUS_CAPACITY: usize = 4096;
+
+pub mod chat;
+
+pub use chat::ChatEvent;
 
 /// Every kind of event castd publishes. The first thirteen are Owncast's webhook event types (their
 /// wire names are the webhook `type`s); the rest are internal.
@@ -76,7 +84,7 @@ impl EventType {
     ];
 
     /// The wire name (`"CHAT"`, `"VISIBILITY-UPDATE"`, ...).
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             EventType::Chat => "CHAT",
             EventType::UserJoined => "USER_JOINED",
@@ -104,20 +112,95 @@ impl EventType {
     }
 }
 
-/// One event: its type, when it happened, and its payload in Owncast's `eventData` shape.
-#[derive(Debug, Clone, Serialize)]
-pub struct Event {
-    #[serde(rename = "type")]
-    pub kind: EventType,
-    pub timestamp: DateTime<Utc>,
-    #[serde(rename = "eventData")]
-    pub data: serde_json::Value,
+/// One event on the bus, with its typed payload. `data_json` gives Owncast's `eventData` (what webhooks
+/// send); chat events serialise exactly as chat clients receive them.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A chat event (CHAT, USER_JOINED, NAME_CHANGE, VISIBILITY-UPDATE, ...).
+    Chat(ChatEvent),
+    StreamStarted(StreamEvent),
+    StreamStopped(StreamEvent),
+    StreamTitleUpdated(StreamEvent),
+    /// A setting changed: the name of the setter (`streamtitle`, `video/codec`, ...).
+    ConfigChanged {
+        key: String,
+    },
+    /// The health message changed.
+    HealthAlert(HealthAlert),
 }
 
 impl Event {
-    pub fn new(kind: EventType, data: serde_json::Value) -> Self {
-        Self { kind, timestamp: Utc::now(), data }
+    pub fn kind(&self) -> EventType {
+        match self {
+            Event::Chat(c) => c.kind(),
+            Event::StreamStarted(_) => EventType::StreamStarted,
+            Event::StreamStopped(_) => EventType::StreamStopped,
+            Event::StreamTitleUpdated(_) => EventType::StreamTitleUpdated,
+            Event::ConfigChanged { .. } => EventType::ConfigChanged,
+            Event::HealthAlert(_) => EventType::HealthAlert,
+        }
     }
+
+    /// Owncast's `eventData` for this event.
+    pub fn data_json(&self) -> serde_json::Value {
+        let v = match self {
+            Event::Chat(c) => serde_json::to_value(c),
+            Event::StreamStarted(s) | Event::StreamStopped(s) | Event::StreamTitleUpdated(s) => serde_json::to_value(s),
+            Event::ConfigChanged { key } => Ok(serde_json::json!({ "key": key })),
+            Event::HealthAlert(h) => serde_json::to_value(h),
+        };
+        v.unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Owncast's payload of STREAM_STARTED / STREAM_STOPPED / STREAM_TITLE_UPDATED:
+/// `{id, name, summary, streamTitle, status, timestamp}`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamEvent {
+    pub id: String,
+    pub name: String,
+    pub summary: String,
+    pub stream_title: String,
+    pub status: StreamEventStatus,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// The `status` of a stream event.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamEventStatus {
+    pub online: bool,
+    pub viewer_count: u64,
+    pub session_max_viewer_count: u64,
+    pub overall_max_viewer_count: u64,
+    pub last_connect_time: Option<DateTime<Utc>>,
+    pub last_disconnect_time: Option<DateTime<Utc>>,
+    pub version_number: String,
+    pub stream_title: String,
+}
+
+/// What raised or cleared a health message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HealthSource {
+    /// CPU, memory or disk above its threshold (or back under it).
+    Hardware,
+    /// The transcoder left an encoder for another (a fault) or could not put the whole ladder on it.
+    Encoder,
+    /// Playback and encoder-speed evaluation of the metrics window.
+    Playback,
+}
+
+/// HEALTH_ALERT: the health after the change, and what changed it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthAlert {
+    pub message: String,
+    pub healthy: bool,
+    pub health_percentage: u32,
+    pub representation: u32,
+    pub source: HealthSource,
 }
 
 /// The bus; cheap to clone.
@@ -140,6 +223,7 @@ impl Bus {
 
     /// Publish an event; never blocks. Having no subscribers is fine.
     pub fn publish(&self, event: Event) {
+        tracing::trace!(kind = event.kind().as_str(), "event");
         let _ = self.tx.send(Arc::new(event));
     }
 
@@ -156,6 +240,17 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// The next event if one is waiting (lost events are skipped as in `recv`).
+    pub fn try_recv(&mut self) -> Option<Arc<Event>> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(e) => return Some(e),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// The next event, or `None` once the bus is gone. Events lost because this consumer lagged are
     /// logged and skipped.
     pub async fn recv(&mut self) -> Option<Arc<Event>> {
@@ -180,11 +275,11 @@ mod tests {
         let bus = Bus::new(4);
         let mut sub = bus.subscribe("test");
         for i in 0..10 {
-            bus.publish(Event::new(EventType::Chat, serde_json::json!({ "n": i })));
+            bus.publish(Event::ConfigChanged { key: i.to_string() });
         }
         // the 6 oldest were dropped for this consumer; it resumes with the newest four
         let first = sub.recv().await.unwrap();
-        assert_eq!(first.data["n"], 6);
+        assert_eq!(first.data_json()["key"], "6");
     }
 
     #[test]

@@ -6,13 +6,13 @@ use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::encoders;
-use crate::api::{Auth, BodyDoc, Registry};
-use crate::app::App;
+use super::{encoders, Hardware};
+use crate::http::{Auth, BodyDoc, Registry};
 
 const GROUP: &str = "admin";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, hw: Arc<Hardware>) {
+    let mut reg = reg.scope(hw);
     reg.get(
         "/api/admin/hardwarestats",
         GROUP,
@@ -32,9 +32,9 @@ pub fn register(reg: &mut Registry) {
 }
 
 /// `{cpu, memory, disk, gpu?, message, healthPercentage, representation, healthy}`.
-pub fn hardware_stats_json(app: &App) -> Value {
-    let health = app.health.read().clone();
-    let series = app.hardware.stats.read();
+pub fn hardware_stats_json(hw: &Hardware) -> Value {
+    let health = hw.health.get();
+    let series = hw.stats.read();
     let mut out = json!({
         "cpu": series.cpu,
         "memory": series.memory,
@@ -50,26 +50,29 @@ pub fn hardware_stats_json(app: &App) -> Value {
     out
 }
 
-async fn hardware_stats(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(hardware_stats_json(&app))
+async fn hardware_stats(State(hw): State<Arc<Hardware>>) -> Json<Value> {
+    Json(hardware_stats_json(&hw))
 }
 
 /// `{encoders: [{name, kind, available, device, reason}], videoCodec, selected, inUse, probedAt}`.
-pub fn encoders_json(app: &App) -> Value {
+pub fn encoders_json(hw: &Hardware) -> Value {
+    let found = hw.encoders.borrow().clone();
+    let wanted = hw.settings.get().video_codec.clone();
+    let selected = hwaccel::select(&wanted, &found).map_or(hwaccel::recipe::SOFTWARE_ENCODER, |e| e.name.as_str());
     json!({
-        "encoders": *app.encoders.read(),
-        "videoCodec": app.settings.get().video_codec,
-        "selected": encoders::selected(app).name,
-        "inUse": app.stream.read().encoders,
-        "probedAt": *app.hardware.probed_at.read(),
+        "encoders": found,
+        "videoCodec": wanted,
+        "selected": selected,
+        "inUse": hw.stream.borrow().encoders,
+        "probedAt": *hw.probed_at.read(),
     })
 }
 
-async fn list_encoders(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(encoders_json(&app))
+async fn list_encoders(State(hw): State<Arc<Hardware>>) -> Json<Value> {
+    Json(encoders_json(&hw))
 }
 
-async fn probe_encoders(State(app): State<Arc<App>>) -> Json<Value> {
-    encoders::refresh(&app).await;
-    Json(encoders_json(&app))
+async fn probe_encoders(State(hw): State<Arc<Hardware>>) -> Json<Value> {
+    encoders::refresh(&hw).await;
+    Json(encoders_json(&hw))
 }

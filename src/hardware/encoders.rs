@@ -4,7 +4,8 @@
 //! own process: it runs its own executable as `castd encoders --json --only NAME` once per known encoder,
 //! all at once, each killed after `PROBE_TIMEOUT`. A probe that crashes, hangs or prints garbage marks
 //! that encoder unavailable with the reason. Probing runs once at start, in the background (until it
-//! finishes `App.encoders` lists libx264 alone), and again on `POST /api/admin/encoders/probe`.
+//! finishes the list holds libx264 alone), and again on `POST /api/admin/encoders/probe`. Which encoder
+//! a stream uses is the transcoder's choice (`transcode::encoders`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,9 +16,7 @@ use hwaccel::{EncoderInfo, EncoderKind, KNOWN_ENCODERS};
 use tokio::process::Command;
 use tracing::{info, warn};
 
-use super::HardwareError;
-use crate::app::App;
-use crate::events::{Event, EventType};
+use super::{Hardware, HardwareError};
 
 /// Time limit of one encoder's probe process.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -90,9 +89,9 @@ fn unavailable(name: &str, kind: EncoderKind, reason: &str) -> EncoderInfo {
     EncoderInfo { name: name.into(), kind, available: false, device: String::new(), reason: reason.into() }
 }
 
-/// Probe now (waiting for a probe already running), store the result in `App.encoders` and log it.
-pub async fn refresh(app: &Arc<App>) -> Vec<EncoderInfo> {
-    let _guard = app.hardware.probe_lock.lock().await;
+/// Probe now (waiting for a probe already running), publish the result and log it.
+pub async fn refresh(hw: &Hardware) -> Vec<EncoderInfo> {
+    let _guard = hw.probe_lock.lock().await;
     let found = probe_all().await;
     for e in &found {
         let device = if e.device.is_empty() { String::new() } else { format!(" on {}", e.device) };
@@ -102,9 +101,9 @@ pub async fn refresh(app: &Arc<App>) -> Vec<EncoderInfo> {
             info!("encoder {}{device}: unavailable: {}", e.name, e.reason);
         }
     }
-    *app.encoders.write() = found.clone();
-    *app.hardware.probed_at.write() = Some(Utc::now());
-    let wanted = app.settings.get().video_codec.clone();
+    hw.encoders.send_replace(found.clone());
+    *hw.probed_at.write() = Some(Utc::now());
+    let wanted = hw.settings.get().video_codec.clone();
     match hwaccel::select(&wanted, &found) {
         Some(e) => info!("video codec '{wanted}' uses {}", e.name),
         None if wanted != "auto" => warn!("the configured encoder '{wanted}' is not available here; using libx264"),
@@ -114,48 +113,8 @@ pub async fn refresh(app: &Arc<App>) -> Vec<EncoderInfo> {
 }
 
 /// Start the first probe in the background.
-pub fn spawn_startup_probe(app: Arc<App>) {
+pub fn spawn_startup_probe(hw: Arc<Hardware>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        refresh(&app).await;
-    });
-}
-
-/// The encoder the transcoder should use now: the configured `video/codec` (or `auto`) among the available
-/// ones, else libx264.
-pub fn selected(app: &App) -> EncoderInfo {
-    let wanted = app.settings.get().video_codec.clone();
-    let found = app.encoders.read();
-    hwaccel::select(&wanted, &found).cloned().unwrap_or_else(|| hwaccel::software_encoders().remove(0))
-}
-
-/// Record that the transcoder left `from` for libx264 because of `reason`: admin status shows the new
-/// encoders, the health message and log say what happened, and HEALTH_ALERT goes on the bus.
-pub fn report_fallback(app: &App, from: &str, reason: &str, encoders_now: Vec<String>) {
-    let message = format!(
-        "The hardware encoder {from} failed ({reason}); the stream continues with the software encoder libx264."
-    );
-    warn!("{message}");
-    app.stream.write().encoders = encoders_now;
-    app.health.write().message = message.clone();
-    // The periodic health evaluation keeps it as the transcoder's notice until the stream stops.
-    app.metrics.set_health_notice(Some(&message));
-    app.bus.publish(Event::new(
-        EventType::HealthAlert,
-        serde_json::json!({ "message": message, "kind": "encoderFallback", "from": from, "to": "libx264" }),
-    ));
-}
-
-/// Record that the ladder does not run entirely on the chosen encoder (the message of
-/// `hwaccel::plan_sessions`, e.g. NVENC's session cap): log it and show it as the admin health message.
-pub fn report_session_plan(app: &App, plan: &hwaccel::SessionPlan) {
-    app.stream.write().encoders = plan.encoders.clone();
-    if let Some(message) = &plan.message {
-        warn!("{message}");
-        app.health.write().message = message.clone();
-        app.metrics.set_health_notice(Some(message));
-        app.bus.publish(Event::new(
-            EventType::HealthAlert,
-            serde_json::json!({ "message": message, "kind": "encoderSessions", "encoders": plan.encoders }),
-        ));
-    }
+        refresh(&hw).await;
+    })
 }

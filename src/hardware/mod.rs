@@ -3,18 +3,28 @@
 //!
 //! - `encoders`: runs the hwaccel probe in child processes (`castd encoders --json --only NAME`, one per
 //!   encoder, each with a time limit) so a hanging or crashing driver cannot take the daemon down, fills
-//!   `App.encoders`, and reports an encoder fallback (health message, log, HEALTH_ALERT).
+//!   the encoder list (a `watch` channel this module alone writes; transcode and the API read it).
 //! - `stats`: samples CPU %, memory %, disk % of the data dir's filesystem and NVML GPU figures every
-//!   10 s into bounded series (10 h), raising Owncast's hardware alerts.
+//!   10 s into bounded series (10 h), raising Owncast's hardware alerts as health-hub inputs and
+//!   handing the CPU/GPU figures to metrics through `Telemetry`.
 //! - `api`: `GET /api/admin/hardwarestats`, `GET /api/admin/encoders`, `POST /api/admin/encoders/probe`.
 
 pub mod api;
 pub mod encoders;
 pub mod stats;
 
-use chrono::{DateTime, Utc};
-use parking_lot::RwLock;
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+use hwaccel::EncoderInfo;
+use parking_lot::RwLock;
+use tokio::sync::watch;
+
+use crate::health::HealthHub;
+use crate::store::settings::SettingsStore;
+use crate::stream::StreamWatch;
+use crate::telemetry::Telemetry;
 /// What can go wrong here.
 #[derive(Debug, thiserror::Error)]
 pub enum HardwareError {
@@ -34,13 +44,47 @@ pub enum HardwareError {
     Thread(std::io::Error),
 }
 
-/// Hardware state shared through `App.hardware`.
-#[derive(Default)]
-pub struct HardwareState {
+/// The hardware feature's state.
+pub struct Hardware {
     /// The sampled series.
     pub stats: RwLock<stats::Series>,
     /// Serialises probes (start-up and on-demand).
     pub probe_lock: tokio::sync::Mutex<()>,
     /// When the last probe finished.
     pub probed_at: RwLock<Option<DateTime<Utc>>>,
+    /// The encoders found on this box (libx264 alone until the first probe finishes).
+    encoders: watch::Sender<Vec<EncoderInfo>>,
+    pub settings: SettingsStore,
+    pub stream: StreamWatch,
+    pub health: Arc<HealthHub>,
+    pub telemetry: Arc<Telemetry>,
+    /// Whose filesystem the disk figure is about.
+    pub data_dir: PathBuf,
+}
+
+impl Hardware {
+    pub fn new(
+        settings: SettingsStore,
+        stream: StreamWatch,
+        health: Arc<HealthHub>,
+        telemetry: Arc<Telemetry>,
+        data_dir: PathBuf,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            stats: RwLock::default(),
+            probe_lock: tokio::sync::Mutex::new(()),
+            probed_at: RwLock::new(None),
+            encoders: watch::channel(hwaccel::software_encoders()).0,
+            settings,
+            stream,
+            health,
+            telemetry,
+            data_dir,
+        })
+    }
+
+    /// The encoder list for its readers (transcode, the API).
+    pub fn encoders(&self) -> watch::Receiver<Vec<EncoderInfo>> {
+        self.encoders.subscribe()
+    }
 }

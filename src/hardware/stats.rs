@@ -19,9 +19,9 @@ use serde::Serialize;
 use sysinfo::{Disks, System};
 use tracing::{debug, info, warn};
 
+use super::Hardware;
 use super::HardwareError;
-use crate::app::App;
-use crate::events::{Event, EventType};
+use crate::health::HealthInput;
 
 /// Time between samples.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(10);
@@ -258,30 +258,17 @@ pub fn record(series: &mut Series, time: DateTime<Utc>, r: &Reading) {
     }
 }
 
-/// Apply alert changes: health message, log and bus.
-fn apply_alerts(app: &App, changes: Vec<AlertChange>, previous: &[Option<String>; 3]) {
+/// Apply alert changes: log them and report them to the health hub.
+fn apply_alerts(hw: &Hardware, changes: Vec<AlertChange>) {
     for change in changes {
         match change {
-            AlertChange::Raised { metric, average, message } => {
+            AlertChange::Raised { metric, message, .. } => {
                 warn!("{message}");
-                app.health.write().message = message.clone();
-                app.bus.publish(Event::new(
-                    EventType::HealthAlert,
-                    serde_json::json!({ "message": message, "kind": "hardware", "metric": metric.label(), "value": average }),
-                ));
+                hw.health.submit(HealthInput::Hardware { metric: metric.label(), alert: Some(message) });
             }
             AlertChange::Cleared { metric } => {
-                let ours = previous[metric as usize].as_deref();
-                let mut health = app.health.write();
-                if ours.is_some() && Some(health.message.as_str()) == ours {
-                    health.message.clear();
-                    drop(health);
-                    info!("{} utilization is back under {}%", metric.label(), metric.threshold());
-                    app.bus.publish(Event::new(
-                        EventType::HealthAlert,
-                        serde_json::json!({ "message": "", "kind": "hardware", "metric": metric.label() }),
-                    ));
-                }
+                info!("{} utilization is back under {}%", metric.label(), metric.threshold());
+                hw.health.submit(HealthInput::Hardware { metric: metric.label(), alert: None });
             }
         }
     }
@@ -303,10 +290,10 @@ impl SamplerHandle {
     }
 }
 
-/// Start sampling into `app.hardware.stats`: one sample right away, then one every `SAMPLE_INTERVAL`.
-pub fn start(app: Arc<App>) -> Result<SamplerHandle, HardwareError> {
+/// Start sampling into `Hardware::stats`: one sample right away, then one every `SAMPLE_INTERVAL`.
+pub fn start(hw: Arc<Hardware>) -> Result<SamplerHandle, HardwareError> {
     let (stop_tx, stop_rx) = mpsc::sync_channel::<()>(1);
-    let mut sampler = Sampler::new(app.data_dir.clone())?;
+    let mut sampler = Sampler::new(hw.data_dir.clone())?;
     let thread = std::thread::Builder::new()
         .name("hardware-stats".into())
         .spawn(move || {
@@ -316,18 +303,16 @@ pub fn start(app: Arc<App>) -> Result<SamplerHandle, HardwareError> {
             let mut alerts = Alerts::default();
             loop {
                 let reading = sampler.read();
-                app.metrics.set_cpu_percent(reading.cpu);
+                hw.telemetry.cpu_sample(reading.cpu);
                 for g in &reading.gpus {
-                    app.metrics.set_gpu_utilization(&g.index.to_string(), g.utilization);
+                    hw.telemetry.gpu_utilization(&g.index.to_string(), g.utilization);
                 }
                 let changes = {
-                    let mut series = app.hardware.stats.write();
+                    let mut series = hw.stats.write();
                     record(&mut series, Utc::now(), &reading);
-                    let previous = alerts.raised.clone();
-                    let changes = alerts.update(&series);
-                    (changes, previous)
+                    alerts.update(&series)
                 };
-                apply_alerts(&app, changes.0, &changes.1);
+                apply_alerts(&hw, changes);
                 match stop_rx.recv_timeout(SAMPLE_INTERVAL) {
                     Err(mpsc::RecvTimeoutError::Timeout) => continue,
                     _ => break,

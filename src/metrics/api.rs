@@ -21,13 +21,15 @@ use serde_json::{json, Map, Value};
 use super::cmcd::{self, Report};
 use super::playback::{self, ClientCtx, LegacyValues, Source};
 use super::viewers;
-use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
-use crate::app::App;
+use super::Metrics;
+use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
 
 /// Largest CMCD request body read (64 KiB).
 pub const MAX_CMCD_BODY: usize = 64 * 1024;
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, metrics: Arc<Metrics>) {
+    let mut reg = reg.scope(metrics);
+    reg.schema::<LegacyPlaybackReport>();
     reg.get("/api/ping", "public", Auth::Public, "Mark this viewer as watching", ping);
     for path in ["/api/metrics/cmcd", "/metrics/cmcd"] {
         reg.get(path, "metrics", Auth::Public, "CMCD report in the ?CMCD= query or CMCD-* headers", cmcd_get);
@@ -84,11 +86,11 @@ pub fn register(reg: &mut Registry) {
 }
 
 async fn ping(
-    State(app): State<Arc<App>>,
+    State(metrics): State<Arc<Metrics>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> StatusCode {
-    viewers::touch_request(&app, peer, &headers);
+    viewers::touch_request(&metrics, peer, &headers);
     StatusCode::OK
 }
 
@@ -124,26 +126,26 @@ fn report_of_request(query: Option<&str>, headers: &HeaderMap) -> Result<Report,
     Report::from_map(&map).map_err(bad)
 }
 
-fn record_all(app: &App, ctx: &ClientCtx, reports: &[Report]) -> Json<StatusResponse> {
+fn record_all(metrics: &Metrics, ctx: &ClientCtx, reports: &[Report]) -> Json<StatusResponse> {
     for r in reports {
-        playback::record_cmcd(app, ctx, r, Source::Client);
+        playback::record_cmcd(metrics, ctx, r, Source::Client);
     }
     let n = reports.len();
     StatusResponse::ok(if n == 1 { "CMCD report received".to_string() } else { format!("{n} CMCD reports received") })
 }
 
 async fn cmcd_get(
-    State(app): State<Arc<App>>,
+    State(metrics): State<Arc<Metrics>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
     let ctx = ClientCtx::from_request(peer, &headers);
-    answer(report_of_request(query.as_deref(), &headers).map(|r| record_all(&app, &ctx, &[r])))
+    answer(report_of_request(query.as_deref(), &headers).map(|r| record_all(&metrics, &ctx, &[r])))
 }
 
 async fn cmcd_post(
-    State(app): State<Arc<App>>,
+    State(metrics): State<Arc<Metrics>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
@@ -164,7 +166,7 @@ async fn cmcd_post(
             }
         })?;
         let reports = parse_body(&bytes, query.as_deref(), &headers)?;
-        Ok(record_all(&app, &ctx, &reports))
+        Ok(record_all(&metrics, &ctx, &reports))
     }
     .await;
     answer(result)
@@ -241,7 +243,7 @@ fn field(name: &str, v: Option<f64>, required: bool) -> Result<Option<f64>, ApiE
 }
 
 async fn legacy(
-    State(app): State<Arc<App>>,
+    State(metrics): State<Arc<Metrics>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<LegacyPlaybackReport>,
@@ -255,12 +257,12 @@ async fn legacy(
         download_seconds: field("downloadDuration", body.download_duration, false)?,
     };
     let ctx = ClientCtx::from_request(peer, &headers);
-    playback::record_legacy(&app, &ctx, &values);
+    playback::record_legacy(&metrics, &ctx, &values);
     Ok(StatusResponse::ok("playback metrics received"))
 }
 
-async fn admin_viewers(State(app): State<Arc<App>>) -> Json<Vec<viewers::Viewer>> {
-    Json(app.metrics.viewers.snapshot())
+async fn admin_viewers(State(metrics): State<Arc<Metrics>>) -> Json<Vec<viewers::Viewer>> {
+    Json(metrics.viewers.snapshot())
 }
 
 #[derive(Debug, Deserialize)]
@@ -285,37 +287,38 @@ fn parse_time(name: &str, v: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiE
 }
 
 async fn viewers_over_time(
-    State(app): State<Arc<App>>,
+    State(metrics): State<Arc<Metrics>>,
     query: Result<Query<Window>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(w) = query.map_err(|e| ApiError::bad(e.body_text()))?;
     let start = parse_time("windowStart", w.window_start.as_deref())?;
     let end = parse_time("windowEnd", w.window_end.as_deref())?;
-    Ok(Json(json!(app.metrics.viewers.over_time(start, end))))
+    Ok(Json(json!(metrics.viewers.over_time(start, end))))
 }
 
-async fn clients(State(app): State<Arc<App>>) -> Json<Vec<playback::ClientEntry>> {
-    Json(playback::clients(&app))
+async fn clients(State(metrics): State<Arc<Metrics>>) -> Json<Vec<playback::ClientEntry>> {
+    Json(playback::clients(&metrics))
 }
 
 /// The series, plus the variants' bitrates, the segment length and the representation.
-pub fn video_metrics_json(app: &App) -> Value {
-    let s = app.settings.get();
-    let series = app.metrics.series.lock().clone();
+pub fn video_metrics_json(metrics: &Metrics) -> Value {
+    let s = metrics.settings.get();
+    let series = metrics.series.lock().clone();
     let mut v = serde_json::to_value(&series).unwrap_or_else(|_| json!({}));
     let bitrates: Vec<u32> =
         s.video_quality_variants.iter().map(|v| if v.video_bitrate == 0 { 1200 } else { v.video_bitrate }).collect();
     v["availableBitrates"] = json!(bitrates);
     v["segmentLength"] = json!(s.latency().0);
-    v["representation"] = json!(app.health.read().representation);
+    v["representation"] = json!(metrics.health.get().representation);
     v
 }
 
-async fn video_metrics(State(app): State<Arc<App>>) -> Json<Value> {
-    Json(video_metrics_json(&app))
+async fn video_metrics(State(metrics): State<Arc<Metrics>>) -> Json<Value> {
+    Json(video_metrics_json(&metrics))
 }
 
-async fn prometheus(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
-    let text = app.metrics.prom.encode().map_err(|e| ApiError::Internal(format!("encoding metrics: {e}")))?;
+async fn prometheus(State(metrics): State<Arc<Metrics>>) -> Result<Response, ApiError> {
+    metrics.sync_telemetry();
+    let text = metrics.prom.encode().map_err(|e| ApiError::Internal(format!("encoding metrics: {e}")))?;
     Ok(([(header::CONTENT_TYPE, super::prometheus::CONTENT_TYPE)], text).into_response())
 }

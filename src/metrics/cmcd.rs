@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use axum::http::HeaderMap;
 use serde_json::{Map, Number, Value};
 
-use crate::app::App;
+use super::Metrics;
 
 /// Errors in CMCD data.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -439,11 +439,16 @@ impl Report {
 /// playback client ID the data was recorded under (the CMCD `sid`, or the viewer ID when the player
 /// sends no session ID), or `None` when the request carries no usable CMCD data. Malformed CMCD on a
 /// media request is ignored (the segment is still served), so this never fails.
-pub fn harvest_request(app: &App, peer: SocketAddr, headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+pub fn harvest_request(
+    metrics: &Metrics,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Option<String> {
     let map = from_request(query, headers).ok().flatten()?;
     let report = Report::from_map(&map).ok()?;
     let ctx = super::playback::ClientCtx::from_request(peer, headers);
-    Some(super::playback::record_cmcd(app, &ctx, &report, super::playback::Source::Request))
+    Some(super::playback::record_cmcd(metrics, &ctx, &report, super::playback::Source::Request))
 }
 
 #[cfg(test)]

@@ -1,104 +1,23 @@
-//! Stream health (`App.health`, shown in admin status and hardware stats), computed each window
-//! while the stream is online with Owncast's rules plus castd's encoder check:
+//! The playback side of stream health, computed each window while the stream is online with Owncast's
+//! rules plus castd's encoder check:
 //!
 //! * percentage = 100 − the percentage of reporting clients that had errors in the window (100 when
 //!   no client reported); healthy when the percentage is above 75;
 //! * representation = the percentage of active viewers that reported their bandwidth;
 //! * message: the first that applies of — the encoder cannot keep up (any variant's average speed,
-//!   its realtime factor, below 1.0 over the window; this also makes the stream unhealthy), the
-//!   transcoder's notice (`Metrics::set_health_notice`, e.g. a hardware encoder fell back to
-//!   software), wasteful inbound bitrate at high CPU, high CPU, slow viewer networks, viewer errors
-//!   (3 or more clients).
+//!   its realtime factor, below 1.0 over the window; this also makes the stream unhealthy), wasteful
+//!   inbound bitrate at high CPU, high CPU, slow viewer networks, viewer errors (3 or more clients).
 //!
-//! When the message changes, a `HEALTH_ALERT` event with the new health goes on the bus. Offline, the
-//! health is reset to its default (healthy, 100 %, no message).
-
-use std::collections::{BTreeMap, VecDeque};
-
-use parking_lot::Mutex;
-use serde_json::json;
+//! The result goes to the health hub as the playback input (`crate::health`), which combines it with
+//! the transcoder's and the hardware's inputs. Offline, the playback input is the default (healthy,
+//! 100 %, no message).
 
 use super::series::WindowSummary;
-use crate::app::{App, Health};
-use crate::events::{Event, EventType};
+use super::Metrics;
+use crate::health::{Health, HealthInput};
 
 /// Owncast: healthy above this percentage.
 pub const HEALTHY_ABOVE: u32 = 75;
-
-/// The signals other parts feed in between windows.
-#[derive(Default)]
-pub struct Signals {
-    cpu: Mutex<VecDeque<f64>>,
-    ingest_kbps: Mutex<Option<f64>>,
-    /// Per variant: (sum of speeds, samples) since the last window.
-    speeds: Mutex<BTreeMap<usize, (f64, u32)>>,
-    /// A note from the transcoder or hardware probe (e.g. a hardware encoder fell back to software).
-    notice: Mutex<Option<String>>,
-}
-
-impl Signals {
-    /// A CPU-use sample in percent (only the last two are kept).
-    pub fn cpu_sample(&self, pct: f64) {
-        if !pct.is_finite() {
-            return;
-        }
-        let mut cpu = self.cpu.lock();
-        if cpu.len() >= 2 {
-            cpu.pop_front();
-        }
-        cpu.push_back(pct);
-    }
-
-    /// Average of the last two CPU samples.
-    pub fn cpu_average(&self) -> Option<f64> {
-        let cpu = self.cpu.lock();
-        (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64)
-    }
-
-    pub fn set_ingest_kbps(&self, kbps: Option<f64>) {
-        *self.ingest_kbps.lock() = kbps.filter(|k| k.is_finite());
-    }
-
-    pub fn ingest_kbps(&self) -> Option<f64> {
-        *self.ingest_kbps.lock()
-    }
-
-    /// An encoder speed (realtime factor) sample for `variant`.
-    pub fn encoder_speed(&self, variant: usize, speed: f64) {
-        if !speed.is_finite() || speed < 0.0 {
-            return;
-        }
-        let mut speeds = self.speeds.lock();
-        let e = speeds.entry(variant).or_insert((0.0, 0));
-        e.0 += speed;
-        e.1 += 1;
-    }
-
-    /// Each variant's average speed since the last call; starts a new window.
-    pub fn take_speeds(&self) -> Vec<(usize, f64)> {
-        std::mem::take(&mut *self.speeds.lock())
-            .into_iter()
-            .filter(|(_, (_, n))| *n > 0)
-            .map(|(v, (sum, n))| (v, sum / f64::from(n)))
-            .collect()
-    }
-
-    /// Set or clear the transcoder's notice.
-    pub fn set_notice(&self, notice: Option<String>) {
-        *self.notice.lock() = notice.filter(|n| !n.trim().is_empty());
-    }
-
-    pub fn notice(&self) -> Option<String> {
-        self.notice.lock().clone()
-    }
-
-    /// The stream stopped: forget its encoder and ingest figures and the transcoder's notice.
-    pub fn clear_stream(&self) {
-        self.speeds.lock().clear();
-        *self.ingest_kbps.lock() = None;
-        *self.notice.lock() = None;
-    }
-}
 
 /// Everything one evaluation looks at.
 #[derive(Debug, Clone, Default)]
@@ -113,8 +32,6 @@ pub struct Inputs {
     pub segment_seconds: f64,
     /// Average realtime factor per variant over the window.
     pub encoder_speeds: Vec<(usize, f64)>,
-    /// The transcoder's notice, shown after the encoder check.
-    pub notice: Option<String>,
 }
 
 fn pct(part: usize, whole: usize) -> u32 {
@@ -141,8 +58,6 @@ pub fn evaluate(i: &Inputs) -> Health {
              viewers will buffer. Lower the resolution, frame rate or number of variants, pick a lower CPU usage \
              level, or use a hardware encoder."
         )
-    } else if let Some(notice) = &i.notice {
-        notice.clone()
     } else if let (Some(cpu), Some(inbound), Some(hi)) = (i.cpu_average, i.ingest_kbps, highest) {
         if cpu >= 80.0 && inbound > hi {
             format!(
@@ -197,21 +112,21 @@ pub fn evaluate(i: &Inputs) -> Health {
     Health { healthy, health_percentage, representation, message }
 }
 
-/// Gather the inputs for `app`, evaluate, store in `App.health`, and publish `HEALTH_ALERT` when the
-/// message changed. Called once per window with that window's summary.
-pub fn update(app: &App, window: &WindowSummary) -> Health {
-    let speeds = app.metrics.signals.take_speeds();
-    let online = app.stream.read().online;
-    let next = if online {
-        let s = app.settings.get();
-        let inbound = app.metrics.signals.ingest_kbps().or_else(|| {
-            let st = app.stream.read();
-            st.broadcaster.as_ref().map(|b| f64::from(b.stream_details.video_bitrate)).filter(|b| *b > 0.0)
+/// Gather the inputs, evaluate, and hand the result to the health hub (which publishes HEALTH_ALERT
+/// when the message changes). Called once per window with that window's summary.
+pub fn update(metrics: &Metrics, window: &WindowSummary) -> Health {
+    let t = &metrics.telemetry;
+    let speeds = t.take_speeds();
+    let stream = metrics.stream.borrow().clone();
+    let next = if stream.online {
+        let s = metrics.settings.get();
+        let inbound = t.ingest_kbps().or_else(|| {
+            stream.broadcaster.as_ref().map(|b| f64::from(b.stream_details.video_bitrate)).filter(|b| *b > 0.0)
         });
         evaluate(&Inputs {
             window: window.clone(),
-            active_viewers: app.metrics.viewers.count(),
-            cpu_average: app.metrics.signals.cpu_average(),
+            active_viewers: metrics.viewers.count(),
+            cpu_average: t.cpu_average(),
             ingest_kbps: inbound,
             variant_kbps: s
                 .video_quality_variants
@@ -222,28 +137,11 @@ pub fn update(app: &App, window: &WindowSummary) -> Health {
             any_passthrough: s.video_quality_variants.iter().any(|v| v.video_passthrough),
             segment_seconds: f64::from(s.latency().0),
             encoder_speeds: speeds,
-            notice: app.metrics.signals.notice(),
         })
     } else {
         Health::default()
     };
-    let changed = {
-        let mut h = app.health.write();
-        let changed = h.message != next.message;
-        *h = next.clone();
-        changed
-    };
-    if changed {
-        app.bus.publish(Event::new(
-            EventType::HealthAlert,
-            json!({
-                "message": next.message,
-                "healthy": next.healthy,
-                "healthPercentage": next.health_percentage,
-                "representation": next.representation,
-            }),
-        ));
-    }
+    metrics.health.submit(HealthInput::Playback(next.clone()));
     next
 }
 
@@ -286,13 +184,6 @@ mod tests {
         assert!(h.message.contains("can't keep up") && h.message.contains("variant 1"), "{}", h.message);
         let ok = evaluate(&Inputs { encoder_speeds: vec![(0, 1.0)], ..Default::default() });
         assert!(ok.healthy && ok.message.is_empty());
-        let noted = evaluate(&Inputs {
-            notice: Some("h264_nvenc failed; using libx264".into()),
-            cpu_average: Some(95.0),
-            ..Default::default()
-        });
-        assert!(noted.healthy);
-        assert_eq!(noted.message, "h264_nvenc failed; using libx264");
     }
 
     #[test]
@@ -314,20 +205,5 @@ mod tests {
         assert!(errors.message.contains("playback errors") && errors.message.contains("latency"), "{}", errors.message);
         let two_clients = evaluate(&Inputs { window: window(2, 1, vec![]), ..base });
         assert_eq!(two_clients.message, "");
-    }
-
-    #[test]
-    fn speed_window_averages_and_resets() {
-        let s = Signals::default();
-        s.encoder_speed(0, 0.5);
-        s.encoder_speed(0, 1.5);
-        s.encoder_speed(2, 0.9);
-        s.encoder_speed(1, f64::NAN);
-        assert_eq!(s.take_speeds(), vec![(0, 1.0), (2, 0.9)]);
-        assert!(s.take_speeds().is_empty());
-        s.cpu_sample(10.0);
-        s.cpu_sample(20.0);
-        s.cpu_sample(40.0);
-        assert_eq!(s.cpu_average(), Some(30.0));
     }
 }

@@ -22,7 +22,7 @@ use serde::Serialize;
 use super::cmcd::{Mode, Report};
 use super::series::{min_median_max, WindowSummary};
 use super::viewers::{self, Geo};
-use crate::app::App;
+use super::Metrics;
 
 /// Most playback sessions (and window entries) tracked at once.
 pub const MAX_CLIENTS: usize = 20_000;
@@ -249,12 +249,12 @@ impl Playback {
 
 /// Record one CMCD report (posted to the collector, or harvested from an HLS request). Returns the
 /// client ID it was recorded under.
-pub fn record_cmcd(app: &App, ctx: &ClientCtx, report: &Report, source: Source) -> String {
+pub fn record_cmcd(metrics: &Metrics, ctx: &ClientCtx, report: &Report, source: Source) -> String {
     let client_id = report.sid.clone().unwrap_or_else(|| ctx.viewer_id.clone());
     // `br` is the bitrate of the object requested; only video objects say which rendition plays.
     let video_object = matches!(report.object_type.as_deref(), None | Some("v" | "av"));
     let media_object = !matches!(report.object_type.as_deref(), Some("m" | "i" | "c" | "tt" | "k"));
-    app.metrics.playback.update(&client_id, ctx, source, |s, w| {
+    metrics.playback.update(&client_id, ctx, source, |s, w| {
         if let Some(state) = &report.state {
             s.player_state.clone_from(state);
         }
@@ -300,10 +300,10 @@ pub struct LegacyValues {
 
 /// Record a legacy report under the client's viewer ID. Zero bandwidth, latency and download time
 /// mean "not measured" and are skipped, as Owncast does.
-pub fn record_legacy(app: &App, ctx: &ClientCtx, v: &LegacyValues) -> String {
+pub fn record_legacy(metrics: &Metrics, ctx: &ClientCtx, v: &LegacyValues) -> String {
     let client_id = ctx.viewer_id.clone();
     let positive = |x: Option<f64>| x.filter(|x| *x > 0.0);
-    app.metrics.playback.update(&client_id, ctx, Source::Legacy, |s, w| {
+    metrics.playback.update(&client_id, ctx, Source::Legacy, |s, w| {
         if let Some(b) = positive(v.bandwidth_kbps) {
             s.bandwidth_kbps = Some(b);
             w.bandwidth = Some(b);
@@ -331,23 +331,23 @@ pub fn record_legacy(app: &App, ctx: &ClientCtx, v: &LegacyValues) -> String {
 /// returned by `cmcd::harvest_request`, or a viewer ID returned by `viewers::touch`): `bytes` took
 /// `seconds`. Used as the client's bandwidth and download time unless the client reports its own
 /// (`ttlb`). Unknown client IDs that are not active viewers are ignored.
-pub fn record_server_download(app: &App, client_id: &str, bytes: u64, seconds: f64) {
+pub fn record_server_download(metrics: &Metrics, client_id: &str, bytes: u64, seconds: f64) {
     if !(seconds.is_finite() && seconds > 0.0) {
         return;
     }
     let ctx = {
-        let sessions = app.metrics.playback.sessions.lock();
+        let sessions = metrics.playback.sessions.lock();
         match sessions.get(client_id) {
             Some(s) if s.self_reporting => return,
             Some(s) => ClientCtx { ip: s.ip.clone(), user_agent: s.user_agent.clone(), viewer_id: s.viewer_id.clone() },
-            None => match app.metrics.viewers.get(client_id) {
+            None => match metrics.viewers.get(client_id) {
                 Some(v) => ClientCtx { ip: v.ip_address, user_agent: v.user_agent, viewer_id: v.id },
                 None => return,
             },
         }
     };
     let kbps = bytes as f64 * 8.0 / 1000.0 / seconds;
-    app.metrics.playback.update(client_id, &ctx, Source::Server, |s, w| {
+    metrics.playback.update(client_id, &ctx, Source::Server, |s, w| {
         s.download_seconds = Some(seconds);
         s.server_estimated = true;
         w.download = Some(seconds);
@@ -360,12 +360,12 @@ pub fn record_server_download(app: &App, client_id: &str, bytes: u64, seconds: f
 
 /// Every playback client now: CMCD sessions by `sid`, others by viewer, viewers without any
 /// measurement with `playback: null`. Oldest first.
-pub fn clients(app: &App) -> Vec<ClientEntry> {
-    let viewers = app.metrics.viewers.snapshot();
+pub fn clients(metrics: &Metrics) -> Vec<ClientEntry> {
+    let viewers = metrics.viewers.snapshot();
     let geo_of: HashMap<&str, &Geo> = viewers.iter().map(|v| (v.id.as_str(), &v.geo)).collect();
     let mut seen = HashSet::new();
     let mut out: Vec<ClientEntry> = {
-        let sessions = app.metrics.playback.sessions.lock();
+        let sessions = metrics.playback.sessions.lock();
         sessions
             .values()
             .map(|s| {

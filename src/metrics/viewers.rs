@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use super::series::{Point, Series};
-use crate::app::App;
+use super::Metrics;
 use crate::store::{Migrations, StoreError};
 
 /// Most viewers tracked at once.
@@ -131,11 +131,11 @@ pub fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
 
 /// Seam for the HLS handler (on each `.m3u8` fetch) and `GET /api/ping`: mark the viewer with this
 /// IP and User-Agent active now. Returns the viewer ID.
-pub fn touch(app: &App, ip: IpAddr, user_agent: &str) -> String {
+pub fn touch(metrics: &Metrics, ip: IpAddr, user_agent: &str) -> String {
     let ip = ip.to_string();
     let id = viewer_id(&ip, user_agent);
     let count = {
-        let mut map = app.metrics.viewers.map.lock();
+        let mut map = metrics.viewers.map.lock();
         let now = Utc::now();
         if let Some(v) = map.get_mut(&id) {
             v.seen = Instant::now();
@@ -154,68 +154,68 @@ pub fn touch(app: &App, ip: IpAddr, user_agent: &str) -> String {
         }
         map.len() as u64
     };
-    set_current(app, count);
+    set_current(metrics, count);
     id
 }
 
 /// `touch` for a request: its client IP (see `client_ip`) and User-Agent header.
-pub fn touch_request(app: &App, peer: SocketAddr, headers: &HeaderMap) -> String {
+pub fn touch_request(metrics: &Metrics, peer: SocketAddr, headers: &HeaderMap) -> String {
     let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    touch(app, client_ip(peer, headers), ua)
+    touch(metrics, client_ip(peer, headers), ua)
 }
 
 /// Store the active count and raise the peaks.
-fn set_current(app: &App, count: u64) {
-    let counts = &app.viewers;
+fn set_current(metrics: &Metrics, count: u64) {
+    let counts = &metrics.counts;
     counts.current.store(count, Ordering::Relaxed);
     counts.session_max.fetch_max(count, Ordering::Relaxed);
     counts.overall_max.fetch_max(count, Ordering::Relaxed);
-    app.metrics.prom.active_viewers.set(i64::try_from(count).unwrap_or(i64::MAX));
+    metrics.prom.active_viewers.set(i64::try_from(count).unwrap_or(i64::MAX));
 }
 
 /// Drop viewers idle for longer than `idle`; returns how many were dropped.
-pub fn prune(app: &App, idle: Duration) -> usize {
+pub fn prune(metrics: &Metrics, idle: Duration) -> usize {
     let (dropped, count) = {
-        let mut map = app.metrics.viewers.map.lock();
+        let mut map = metrics.viewers.map.lock();
         let before = map.len();
         map.retain(|_, v| v.seen.elapsed() <= idle);
         (before - map.len(), map.len() as u64)
     };
-    set_current(app, count);
+    set_current(metrics, count);
     dropped
 }
 
 /// Add the current viewer count to the over-time series.
-pub fn sample(app: &App) {
-    let (current, _, _) = app.viewers.get();
-    app.metrics.viewers.over_time.lock().push(Utc::now(), current as f64);
+pub fn sample(metrics: &Metrics) {
+    let (current, _, _) = metrics.counts.get();
+    metrics.viewers.over_time.lock().push(Utc::now(), current as f64);
 }
 
 /// A stream started: a new session (the session peak restarts from the current count) unless the
 /// previous stream stopped less than `SESSION_GAP` ago.
-pub fn stream_started(app: &App) {
-    let gap = match *app.metrics.viewers.last_stop.lock() {
+pub fn stream_started(metrics: &Metrics) {
+    let gap = match *metrics.viewers.last_stop.lock() {
         Some(stopped) => stopped.elapsed(),
-        None => match app.stream.read().last_disconnect_time {
+        None => match metrics.stream.borrow().last_disconnect_time {
             Some(t) => (Utc::now() - t).to_std().unwrap_or_default(),
             None => Duration::MAX,
         },
     };
     if gap > SESSION_GAP {
-        let current = app.viewers.current.load(Ordering::Relaxed);
-        app.viewers.session_max.store(current, Ordering::Relaxed);
+        let current = metrics.counts.current.load(Ordering::Relaxed);
+        metrics.counts.session_max.store(current, Ordering::Relaxed);
     }
 }
 
 /// A stream stopped (starts the clock of the session-peak rule).
-pub fn stream_stopped(app: &App) {
-    *app.metrics.viewers.last_stop.lock() = Some(Instant::now());
+pub fn stream_stopped(metrics: &Metrics) {
+    *metrics.viewers.last_stop.lock() = Some(Instant::now());
 }
 
 /// Apply the migrations and load the persisted overall peak into `App.viewers`.
-pub fn load(app: &App) -> Result<(), StoreError> {
-    app.store.migrate("metrics", MIGRATIONS)?;
-    let stored: i64 = app.store.with(|c| {
+pub fn load(metrics: &Metrics) -> Result<(), StoreError> {
+    metrics.store.migrate("metrics", MIGRATIONS)?;
+    let stored: i64 = metrics.store.with(|c| {
         c.query_row("SELECT value FROM metrics_counters WHERE name = ?1", [OVERALL_MAX], |r| r.get(0)).or_else(|e| {
             match e {
                 rusqlite::Error::QueryReturnedNoRows => Ok(0),
@@ -224,8 +224,8 @@ pub fn load(app: &App) -> Result<(), StoreError> {
         })
     })?;
     let stored = u64::try_from(stored).unwrap_or(0);
-    app.viewers.overall_max.fetch_max(stored, Ordering::Relaxed);
-    app.metrics.viewers.saved_overall.store(stored, Ordering::Relaxed);
+    metrics.counts.overall_max.fetch_max(stored, Ordering::Relaxed);
+    metrics.viewers.saved_overall.store(stored, Ordering::Relaxed);
     Ok(())
 }
 
@@ -239,24 +239,24 @@ fn save_sql(conn: &mut rusqlite::Connection, value: u64) -> Result<(), StoreErro
 }
 
 /// Persist the overall peak if it changed since the last save.
-pub async fn save(app: &App) -> Result<(), StoreError> {
-    let value = app.viewers.overall_max.load(Ordering::Relaxed);
-    if value == app.metrics.viewers.saved_overall.load(Ordering::Relaxed) {
+pub async fn save(metrics: &Metrics) -> Result<(), StoreError> {
+    let value = metrics.counts.overall_max.load(Ordering::Relaxed);
+    if value == metrics.viewers.saved_overall.load(Ordering::Relaxed) {
         return Ok(());
     }
-    app.store.call(move |c| save_sql(c, value)).await?;
-    app.metrics.viewers.saved_overall.store(value, Ordering::Relaxed);
+    metrics.store.call(move |c| save_sql(c, value)).await?;
+    metrics.viewers.saved_overall.store(value, Ordering::Relaxed);
     Ok(())
 }
 
 /// `save` on the current thread (shutdown).
-pub fn save_blocking(app: &App) -> Result<(), StoreError> {
-    let value = app.viewers.overall_max.load(Ordering::Relaxed);
-    if value == app.metrics.viewers.saved_overall.load(Ordering::Relaxed) {
+pub fn save_blocking(metrics: &Metrics) -> Result<(), StoreError> {
+    let value = metrics.counts.overall_max.load(Ordering::Relaxed);
+    if value == metrics.viewers.saved_overall.load(Ordering::Relaxed) {
         return Ok(());
     }
-    app.store.with(|c| save_sql(c, value))?;
-    app.metrics.viewers.saved_overall.store(value, Ordering::Relaxed);
+    metrics.store.with(|c| save_sql(c, value))?;
+    metrics.viewers.saved_overall.store(value, Ordering::Relaxed);
     Ok(())
 }
 

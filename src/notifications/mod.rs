@@ -15,13 +15,12 @@ use serde_json::json;
 use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
 use web_push_native::WebPushBuilder;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::Json;
 
-use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
-use crate::app::App;
-use crate::chat::api::ChatUser;
-use crate::events::EventType;
+use crate::events::{Bus, Event};
+use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, UserTokens};
+use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 
 /// The channel name browsers register with.
@@ -215,7 +214,18 @@ pub struct RegisterDestination {
     pub destination: Option<String>,
 }
 
-pub fn register(reg: &mut Registry) {
+/// What the notification routes and the go-live task need.
+#[derive(Clone)]
+pub struct NotifyState {
+    pub notifications: Arc<Notifications>,
+    pub settings: SettingsStore,
+    /// Checks the chat user's `?accessToken=` of the register route.
+    pub users: Arc<dyn UserTokens>,
+}
+
+pub fn routes(reg: &mut Registry, state: NotifyState) {
+    let mut reg = reg.scope(state);
+    reg.schema::<RegisterDestination>();
     reg.post(
         "/api/notifications/register",
         "notifications",
@@ -226,17 +236,28 @@ pub fn register(reg: &mut Registry) {
     );
 }
 
+#[derive(serde::Deserialize)]
+struct TokenQuery {
+    #[serde(rename = "accessToken")]
+    access_token: Option<String>,
+}
+
 async fn register_destination(
-    State(app): State<Arc<App>>,
-    _user: ChatUser,
+    State(state): State<NotifyState>,
+    ClientIp(ip): ClientIp,
+    Query(q): Query<TokenQuery>,
     JsonBody(req): JsonBody<RegisterDestination>,
 ) -> Result<Json<StatusResponse>, ApiError> {
+    let token = q.access_token.unwrap_or_default();
+    if token.is_empty() || state.users.user_id(&token, ip).await.is_none() {
+        return Err(ApiError::UnauthorizedToken);
+    }
     let channel = req.channel.unwrap_or_default();
     let destination = req.destination.unwrap_or_default();
-    if !app.settings.get().browser_notifications.enabled {
+    if !state.settings.get().browser_notifications.enabled {
         return Err(ApiError::bad("browser notifications are not enabled"));
     }
-    app.notifications.register(&channel, &destination).await.map_err(|e| match e {
+    state.notifications.register(&channel, &destination).await.map_err(|e| match e {
         NotifyError::Invalid(m) => ApiError::BadRequest(m),
         other => ApiError::Internal(other.to_string()),
     })?;
@@ -244,21 +265,19 @@ async fn register_destination(
 }
 
 /// Send the go-live notifications whenever the stream starts.
-pub fn start(app: &Arc<App>) {
-    *app.vapid_public.write() = app.notifications.public_key().to_string();
-    let mut sub = app.bus.subscribe("notifications");
-    let app = app.clone();
+pub fn start(state: NotifyState, bus: &Bus) -> tokio::task::JoinHandle<()> {
+    let mut sub = bus.subscribe("notifications");
     tokio::spawn(async move {
         while let Some(event) = sub.recv().await {
-            if event.kind == EventType::StreamStarted {
-                go_live(&app).await;
+            if matches!(*event, Event::StreamStarted(_)) {
+                go_live(&state).await;
             }
         }
-    });
+    })
 }
 
-async fn go_live(app: &App) {
-    let s = app.settings.get();
+async fn go_live(state: &NotifyState) {
+    let s = state.settings.get();
     let link = if s.server_url.is_empty() { String::new() } else { format!("{}/", s.server_url) };
     if s.browser_notifications.enabled {
         let payload = json!({
@@ -268,14 +287,14 @@ async fn go_live(app: &App) {
             "url": if link.is_empty() { "/".to_string() } else { link.clone() },
         });
         let contact = if s.server_url.is_empty() { "mailto:admin@localhost".to_string() } else { s.server_url.clone() };
-        let n = app.notifications.push_all(&payload, &contact).await;
+        let n = state.notifications.push_all(&payload, &contact).await;
         tracing::info!(sent = n, "sent go-live browser notifications");
     }
     let d = &s.discord_notifications;
     if d.enabled && !d.webhook.is_empty() {
         let content = if link.is_empty() { d.go_live_message.clone() } else { format!("{} {link}", d.go_live_message) };
         let avatar = if link.is_empty() { String::new() } else { format!("{link}logo") };
-        app.notifications.discord(&d.webhook, &content, &s.name, &avatar).await;
+        state.notifications.discord(&d.webhook, &content, &s.name, &avatar).await;
     }
 }
 

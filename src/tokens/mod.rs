@@ -10,8 +10,6 @@
 //! 401 `unauthorized`, as in Owncast (a valid token without the scope is also 401, not 403). Success
 //! updates the token's last-used time.
 
-use std::sync::Arc;
-
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::Json;
@@ -21,8 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
-use crate::app::App;
+use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
 use crate::store::{Migrations, Store, StoreError};
 
 pub const CAN_SEND_SYSTEM_MESSAGES: &str = "CAN_SEND_SYSTEM_MESSAGES";
@@ -244,9 +241,9 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// Owncast's integration auth: a known token holding `scope`, else 401.
-pub async fn authorize(app: &App, headers: &HeaderMap, scope: &str) -> Result<AccessToken, ApiError> {
+pub async fn authorize(tokens: &Tokens, headers: &HeaderMap, scope: &str) -> Result<AccessToken, ApiError> {
     let token = bearer(headers).ok_or(ApiError::UnauthorizedToken)?;
-    match app.tokens.find_and_touch(token).await? {
+    match tokens.find_and_touch(token).await? {
         Some(t) if t.has_scope(scope) => Ok(t),
         _ => Err(ApiError::UnauthorizedToken),
     }
@@ -265,7 +262,8 @@ struct DeleteBody {
 
 const GROUP: &str = "admin";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, tokens: Tokens) {
+    let mut reg = reg.scope(tokens);
     reg.get("/api/admin/accesstokens", GROUP, Auth::Admin, "List access tokens", list);
     reg.post(
         "/api/admin/accesstokens/create",
@@ -285,12 +283,12 @@ pub fn register(reg: &mut Registry) {
     );
 }
 
-async fn list(State(app): State<Arc<App>>) -> Result<Json<Vec<AccessToken>>, ApiError> {
-    Ok(Json(app.tokens.list().await?))
+async fn list(State(tokens): State<Tokens>) -> Result<Json<Vec<AccessToken>>, ApiError> {
+    Ok(Json(tokens.list().await?))
 }
 
 async fn create(
-    State(app): State<Arc<App>>,
+    State(tokens): State<Tokens>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<Json<AccessToken>, ApiError> {
     let name = body.name.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
@@ -308,15 +306,15 @@ async fn create(
     let mut scopes = scopes;
     scopes.sort();
     scopes.dedup();
-    Ok(Json(app.tokens.create(name, scopes).await?))
+    Ok(Json(tokens.create(name, scopes).await?))
 }
 
 async fn delete(
-    State(app): State<Arc<App>>,
+    State(tokens): State<Tokens>,
     JsonBody(body): JsonBody<DeleteBody>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     let token = body.token.filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad("token is required"))?;
-    if app.tokens.delete(&token).await? {
+    if tokens.delete(&token).await? {
         Ok(StatusResponse::ok("deleted token"))
     } else {
         Err(ApiError::NotFound("no such access token".into()))

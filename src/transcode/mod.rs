@@ -12,22 +12,41 @@
 //! - `stage`: the software ladder's encoding stages (a thread per variant: scale, encode, pass the picture on).
 //! - `hw`: the worker's hardware path (device, hardware decode or one upload, libavfilter ladder).
 //! - `supervisor`: spawning, feeding, restarting, and the stream's online/offline life cycle.
+//! - `encoders`: which encoder a stream starts on, and the notices when that changes.
+//! - `flv`: FLV tags (what the ingest hands over and the worker reads).
+//! - `thumbnail`: the thumbnail and preview, made in a child process while live.
+//!
+//! `Transcoder` is the feature's state. It was handed, at construction, the settings, the bus, the
+//! stream-state writer (it is the only writer), the viewer counts (for the stream events), the health
+//! hub, telemetry, the encoder list and the HLS directory; it sees no HTTP types and no tokens.
+//! Supervisors run on its task tracker, so shutdown can wait for every stream to finish cleanly.
 
+pub mod encoders;
+pub mod flv;
 pub mod hw;
 pub mod recipe;
 pub mod scale;
 pub mod stage;
 pub mod supervisor;
+pub mod thumbnail;
 pub mod worker;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::Arc;
 
 use hwaccel::EncoderInfo;
-
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
 
 use crate::config::StreamOutputVariant;
+use crate::events::Bus;
+use crate::health::HealthHub;
+use crate::store::settings::SettingsStore;
+use crate::stream::{StreamWriter, Viewers};
+use crate::telemetry::Telemetry;
+
+pub use crate::stream::VariantProgress;
 
 /// Errors of the transcoder (worker and supervisor).
 #[derive(Debug, thiserror::Error)]
@@ -49,10 +68,58 @@ pub enum TranscodeError {
     Other(String),
 }
 
-/// Test/debug switch (`--debug-encoder-fault SECONDS`, env `CASTD_DEBUG_ENCODER_FAULT`): the first worker
-/// of each stream makes its encoder fail this many media seconds after its first frame, reported as a
-/// hardware encoder failure, so the supervisor's fallback to libx264 runs for real. Never set in production.
-pub static DEBUG_ENCODER_FAULT: OnceLock<f64> = OnceLock::new();
+/// What the transcoder is handed at construction.
+pub struct TranscodeDeps {
+    pub settings: SettingsStore,
+    pub bus: Bus,
+    pub stream: StreamWriter,
+    pub viewers: Viewers,
+    pub health: Arc<HealthHub>,
+    pub telemetry: Arc<Telemetry>,
+    /// The encoders found on this box (written by the hardware probe).
+    pub encoders: watch::Receiver<Vec<EncoderInfo>>,
+    /// `<data-dir>/hls`.
+    pub hls_dir: PathBuf,
+    /// Where the thumbnail and preview go (the data dir).
+    pub images_dir: PathBuf,
+    /// Test/debug switch (`--debug-encoder-fault SECONDS`): the first worker of each stream makes its
+    /// encoder fail this many media seconds after its first frame, so the fallback path runs for real
+    /// without a faulty driver. Never set in production.
+    pub debug_encoder_fault: Option<f64>,
+}
+
+/// The transcode feature's state (see the module doc).
+pub struct Transcoder {
+    pub(crate) deps: TranscodeDeps,
+    /// Running supervisors (one per stream; a new stream waits for nothing, shutdown waits for all).
+    pub(crate) tracker: TaskTracker,
+}
+
+impl Transcoder {
+    pub fn new(deps: TranscodeDeps) -> Arc<Self> {
+        Arc::new(Self { deps, tracker: TaskTracker::new() })
+    }
+
+    /// The current stream state.
+    pub fn stream(&self) -> crate::stream::StreamState {
+        self.deps.stream.get()
+    }
+
+    /// The stream goes live: see `supervisor::start`.
+    pub fn start(
+        self: &Arc<Self>,
+        remote: std::net::SocketAddr,
+        publisher: Box<dyn supervisor::Broadcast>,
+    ) -> supervisor::Feeder {
+        supervisor::start(self, remote, publisher)
+    }
+
+    /// Wait until every supervisor has finished (the broadcaster must have been dropped first).
+    pub async fn wait_idle(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}
 
 fn default_encoder() -> String {
     recipe::SOFTWARE_ENCODER.to_string()
@@ -74,7 +141,7 @@ pub struct WorkerConfig {
     /// (`hwaccel::plan_sessions`); overrides `encoder`.
     #[serde(default)]
     pub encoders: Vec<EncoderInfo>,
-    /// See [`DEBUG_ENCODER_FAULT`]: fail the encoder this many media seconds in (test/debug only).
+    /// See `TranscodeDeps::debug_encoder_fault`: fail the encoder this many media seconds in (test/debug only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_encoder_fault: Option<f64>,
     /// Continue existing playlists (a restart): `append_list` + `EXT-X-DISCONTINUITY`.
@@ -92,19 +159,6 @@ impl WorkerConfig {
         let passthrough = self.variants.get(n).is_some_and(|v| v.video_passthrough);
         recipe::encoder_info(if passthrough { "copy" } else { &self.encoder })
     }
-}
-
-/// Progress of one variant, as the worker reports it about once a second.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct VariantProgress {
-    pub variant: usize,
-    pub encoder: String,
-    /// Frames encoded (or copied) per second of wall time over the last interval.
-    pub fps: f64,
-    /// Media seconds produced per wall second over the last interval (realtime factor).
-    pub speed: f64,
-    pub frames: u64,
 }
 
 /// What the worker tells the daemon, one JSON object per stdout line.

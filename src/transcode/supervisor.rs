@@ -1,8 +1,8 @@
 //! Supervision of the transcode worker and the stream's life cycle.
 //!
 //! `start` is called by the ingest when a publish is accepted: it clears `<data-dir>/hls`, marks the
-//! stream online, publishes STREAM_STARTED and spawns the supervisor task, returning the `Feeder` the
-//! ingest pushes FLV tags into. The supervisor runs the worker (`castd worker`), writes the FLV to its
+//! stream online, publishes STREAM_STARTED and spawns the supervisor task on the transcoder's tracker,
+//! returning the `Feeder` the ingest pushes FLV tags (and the broadcaster's details) into. The supervisor runs the worker (`castd worker`), writes the FLV to its
 //! stdin and reads its events.
 //!
 //! Policies:
@@ -14,9 +14,11 @@
 //!   playlists continue with `EXT-X-DISCONTINUITY`), fed from the next keyframe, and the reason is
 //!   logged. A worker that reports a hardware encoder failure (`WorkerEvent::EncoderFailed`), or a
 //!   hardware ladder that fails `HW_FAILURES_BEFORE_FALLBACK` times, is restarted with every variant
-//!   on libx264 (`hardware::encoders::report_fallback`: health message, log, HEALTH_ALERT). More than
-//!   `MAX_RESTARTS` restarts within `RESTART_WINDOW` drops the broadcaster.
-//! - Encoders: at stream start the selected encoder (`hardware::encoders::selected`) is planned per
+//!   on libx264; a worker whose software encoder reports a failure is restarted with every variant as
+//!   passthrough (the broadcaster's own video), so viewers keep watching (`encoders::report_fallback`:
+//!   health notice, log, stream state). More than `MAX_RESTARTS` restarts within `RESTART_WINDOW`
+//!   drops the broadcaster.
+//! - Encoders: at stream start the selected encoder (`encoders::selected`) is planned per
 //!   variant with `hwaccel::plan_sessions` (NVENC's session cap from NVML, when there is a driver).
 //! - End: when the broadcaster leaves, the worker's stdin is closed so it finalises the playlists
 //!   (any playlist still without `EXT-X-ENDLIST` gets one), the stream goes offline, and
@@ -32,15 +34,23 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
+use super::encoders;
+use super::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
 use super::recipe::{self, SOFTWARE_ENCODER};
-use super::{new_segment_id, WorkerConfig, WorkerEvent, DEBUG_ENCODER_FAULT};
-use crate::app::{App, Broadcaster};
-use crate::events::{Event, EventType};
-use crate::ingest::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
-use crate::ingest::PublisherGuard;
+use super::{new_segment_id, thumbnail, Transcoder, WorkerConfig, WorkerEvent};
+use crate::events::Event;
+use crate::health::HealthInput;
+use crate::stream::{stream_event, Broadcaster, StreamDetails};
+
+/// The broadcaster's connection as the supervisor holds it: it can be dropped, and releasing it (when
+/// the supervisor ends) frees the publisher slot.
+pub trait Broadcast: Send + Sync + 'static {
+    /// Drop the broadcaster (transcoding gave up).
+    fn disconnect(&self);
+}
 
 /// Tags buffered between the ingest and the worker.
 pub const FEED_CAPACITY: usize = 2048;
@@ -59,11 +69,17 @@ pub const FINISH_TIMEOUT: Duration = Duration::from_secs(15);
 /// The ingest's end of the feed.
 pub struct Feeder {
     tx: mpsc::Sender<FlvTag>,
+    details: watch::Sender<StreamDetails>,
     skipping: bool,
     dropped: u64,
 }
 
 impl Feeder {
+    /// What the broadcaster sends (metadata, codecs, measured bitrate); the supervisor shows it.
+    pub fn details(&self, details: StreamDetails) {
+        self.details.send_replace(details);
+    }
+
     /// Hand a tag to the supervisor without waiting (see the slow-consumer policy above).
     pub fn push(&mut self, tag: FlvTag) {
         if self.skipping {
@@ -84,27 +100,38 @@ impl Feeder {
 }
 
 /// The stream goes live: state, event, and the supervisor task.
-pub fn start(app: Arc<App>, remote: SocketAddr, guard: PublisherGuard) -> Feeder {
+pub fn start(t: &Arc<Transcoder>, remote: SocketAddr, publisher: Box<dyn Broadcast>) -> Feeder {
     let (tx, rx) = mpsc::channel(FEED_CAPACITY);
+    let (details_tx, details_rx) = watch::channel(StreamDetails::default());
     let now = Utc::now();
-    {
-        let mut st = app.stream.write();
+    t.deps.stream.update(|st| {
         st.online = true;
         st.last_connect_time = Some(now);
         st.broadcaster = Some(Broadcaster { remote_addr: remote.to_string(), time: Some(now), ..Default::default() });
         st.worker_pid = None;
         st.transcode.clear();
-    }
-    app.bus.publish(Event::new(EventType::StreamStarted, app.stream_event_data()));
-    // Hook for chat (built separately): Owncast sends the CHAT_ACTION "Stay tuned, the stream is
-    // starting!" and the welcome message here; the chat module reacts to STREAM_STARTED on the bus.
-    tokio::spawn(supervise(app, rx, guard));
-    Feeder { tx, skipping: false, dropped: 0 }
+    });
+    publish_stream_event(t, Event::StreamStarted);
+    // Chat sends Owncast's "Stay tuned, the stream is starting!" when it sees STREAM_STARTED.
+    t.tracker.spawn(supervise(t.clone(), rx, details_rx, publisher));
+    Feeder { tx, details: details_tx, skipping: false, dropped: 0 }
 }
 
-/// `<data-dir>/hls`.
-pub fn hls_dir(app: &App) -> PathBuf {
-    app.data_dir.join("hls")
+/// Publish STREAM_STARTED or STREAM_STOPPED with the current state.
+fn publish_stream_event(t: &Transcoder, kind: fn(crate::events::StreamEvent) -> Event) {
+    let event = stream_event(&t.deps.settings.get(), &t.deps.stream.get(), &t.deps.viewers);
+    t.deps.bus.publish(kind(event));
+}
+
+/// castd's own executable (`/proc/self/exe` still runs this very binary after a package upgrade
+/// replaced the file).
+pub fn own_exe() -> std::io::Result<PathBuf> {
+    let proc_exe = Path::new("/proc/self/exe");
+    if proc_exe.exists() {
+        Ok(proc_exe.to_path_buf())
+    } else {
+        std::env::current_exe()
+    }
 }
 
 struct Worker {
@@ -115,9 +142,7 @@ struct Worker {
 }
 
 fn spawn_worker(cfg: &WorkerConfig) -> std::io::Result<Worker> {
-    // /proc/self/exe still runs this very binary after a package upgrade replaced the file.
-    let proc_exe = Path::new("/proc/self/exe");
-    let exe = if proc_exe.exists() { proc_exe.to_path_buf() } else { std::env::current_exe()? };
+    let exe = own_exe()?;
     let json = serde_json::to_string(cfg).map_err(std::io::Error::other)?;
     let mut child = Command::new(exe)
         .arg("worker")
@@ -183,18 +208,23 @@ enum Outcome {
     Failed(String),
 }
 
-async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: PublisherGuard) {
-    let s = app.settings.get();
+async fn supervise(
+    t: Arc<Transcoder>,
+    mut rx: mpsc::Receiver<FlvTag>,
+    mut details: watch::Receiver<StreamDetails>,
+    guard: Box<dyn Broadcast>,
+) {
+    let s = t.deps.settings.get();
     let (seg, list) = s.latency();
-    let dir = hls_dir(&app);
+    let dir = t.deps.hls_dir.clone();
     if let Err(e) = reset_dir(&dir) {
         error!("cannot prepare {}: {e}", dir.display());
     }
-    let chosen = crate::hardware::encoders::selected(&app);
+    let chosen = encoders::selected(&t);
     let specs: Vec<_> = s.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
     let cap = nvenc_cap(&chosen).await;
     let plan = hwaccel::plan_sessions(&specs, &chosen.name, cap);
-    crate::hardware::encoders::report_session_plan(&app, &plan);
+    encoders::report_session_plan(&t, &plan);
     let encoders = plan
         .encoders
         .iter()
@@ -211,7 +241,7 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
         variants: s.video_quality_variants.clone(),
         encoder: SOFTWARE_ENCODER.into(),
         encoders,
-        debug_encoder_fault: DEBUG_ENCODER_FAULT.get().copied(),
+        debug_encoder_fault: t.deps.debug_encoder_fault,
         append: false,
         segment_id: new_segment_id(),
     };
@@ -235,16 +265,16 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
         };
         let names: Vec<String> = cfg.encoders.iter().map(|e| e.name.clone()).collect();
         info!(pid = worker.pid, encoders = ?names, append = cfg.append, "transcode worker started");
-        {
-            let mut st = app.stream.write();
+        t.deps.stream.update(|st| {
             st.worker_pid = worker.pid;
             st.encoders = names;
-        }
+        });
         encoder_failure = None;
         let outcome = run_worker(
-            &app,
+            &t,
             &mut worker,
             &mut rx,
+            &mut details,
             &mut seq_video,
             &mut seq_audio,
             &mut thumbnails,
@@ -278,11 +308,12 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
                 }
                 let hardware = cfg.encoders.iter().find(|e| recipe::is_hardware(&e.name)).map(|e| e.name.clone());
                 match (encoder_failure.take(), hardware) {
-                    (Some(f), _) if f.hardware => fall_back(&app, &mut cfg, &f.encoder, &f.message),
+                    (Some(f), _) if f.hardware => fall_back(&t, &mut cfg, &f.encoder, &f.message),
+                    (Some(f), None) => pass_through(&t, &mut cfg, &f.encoder, &f.message),
                     (_, Some(name)) => {
                         hw_failures += 1;
                         if hw_failures >= HW_FAILURES_BEFORE_FALLBACK {
-                            fall_back(&app, &mut cfg, &name, &format!("the worker failed {hw_failures} times: {why}"));
+                            fall_back(&t, &mut cfg, &name, &format!("the worker failed {hw_failures} times: {why}"));
                         }
                     }
                     _ => {}
@@ -301,16 +332,17 @@ async fn supervise(app: Arc<App>, mut rx: mpsc::Receiver<FlvTag>, guard: Publish
             warn!("cannot finalise playlist {n}: {e}");
         }
     }
-    {
-        let mut st = app.stream.write();
+    t.deps.stream.update(|st| {
         st.online = false;
         st.last_disconnect_time = Some(Utc::now());
         st.broadcaster = None;
         st.worker_pid = None;
         st.transcode.clear();
         st.encoders.clear();
-    }
-    app.bus.publish(Event::new(EventType::StreamStopped, app.stream_event_data()));
+    });
+    t.deps.telemetry.clear_stream();
+    t.deps.health.submit(HealthInput::Encoder(None));
+    publish_stream_event(&t, Event::StreamStopped);
     info!("stream offline");
     drop(guard);
 }
@@ -347,12 +379,24 @@ fn software_encoders(variants: &[crate::config::StreamOutputVariant]) -> Vec<hwa
         .collect()
 }
 
-/// Move the whole ladder to libx264 for the next worker and say so (admin status, health, log, bus).
-fn fall_back(app: &App, cfg: &mut WorkerConfig, from: &str, reason: &str) {
+/// Move the whole ladder to libx264 for the next worker and say so (admin status, health, log).
+fn fall_back(t: &Transcoder, cfg: &mut WorkerConfig, from: &str, reason: &str) {
     cfg.encoders = software_encoders(&cfg.variants);
     cfg.debug_encoder_fault = None;
     let names = cfg.encoders.iter().map(|e| e.name.clone()).collect();
-    crate::hardware::encoders::report_fallback(app, from, reason, names);
+    encoders::report_fallback(t, from, SOFTWARE_ENCODER, reason, names);
+}
+
+/// The software encoder itself failed: serve the broadcaster's own video in every variant (no
+/// encoding at all) for the rest of this stream, and say so.
+fn pass_through(t: &Transcoder, cfg: &mut WorkerConfig, from: &str, reason: &str) {
+    for v in &mut cfg.variants {
+        v.video_passthrough = true;
+    }
+    cfg.encoders = software_encoders(&cfg.variants);
+    cfg.debug_encoder_fault = None;
+    let names = cfg.encoders.iter().map(|e| e.name.clone()).collect();
+    encoders::report_fallback(t, from, "copy", reason, names);
 }
 
 fn reset_dir(dir: &Path) -> std::io::Result<()> {
@@ -364,9 +408,10 @@ fn reset_dir(dir: &Path) -> std::io::Result<()> {
 
 #[allow(clippy::too_many_arguments)]
 async fn run_worker(
-    app: &Arc<App>,
+    t: &Transcoder,
     worker: &mut Worker,
     rx: &mut mpsc::Receiver<FlvTag>,
+    details: &mut watch::Receiver<StreamDetails>,
     seq_video: &mut Option<FlvTag>,
     seq_audio: &mut Option<FlvTag>,
     thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
@@ -407,6 +452,18 @@ async fn run_worker(
                     Err(_) => return Outcome::Failed(format!("the worker took no input for {WRITE_TIMEOUT:?}")),
                 }
             }
+            Ok(()) = details.changed() => {
+                let d = details.borrow_and_update().clone();
+                t.deps.stream.update(|st| {
+                    if let Some(b) = st.broadcaster.as_mut() {
+                        let (w, h) = (b.stream_details.width, b.stream_details.height);
+                        b.stream_details = d;
+                        if b.stream_details.width == 0 {
+                            (b.stream_details.width, b.stream_details.height) = (w, h);
+                        }
+                    }
+                });
+            }
             ev = worker.events.recv() => {
                 let Some(ev) = ev else {
                     let status = worker.child.wait().await;
@@ -416,7 +473,7 @@ async fn run_worker(
                 if let WorkerEvent::EncoderFailed { encoder, hardware, message } = &ev {
                     *encoder_failure = Some(EncoderFailure { encoder: encoder.clone(), hardware: *hardware, message: message.clone() });
                 }
-                on_event(app, ev, thumbnails, dir, thumb_variant);
+                on_event(t, ev, thumbnails, dir, thumb_variant);
             }
             _ = tick.tick() => {
                 if header_written && last_input.elapsed() < Duration::from_secs(5) && last_output.elapsed() > STALL_TIMEOUT {
@@ -428,7 +485,7 @@ async fn run_worker(
 }
 
 fn on_event(
-    app: &Arc<App>,
+    t: &Transcoder,
     ev: WorkerEvent,
     thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
     dir: &Path,
@@ -437,27 +494,28 @@ fn on_event(
     match ev {
         WorkerEvent::Progress { variants } => {
             for v in &variants {
-                app.metrics.set_encoder_stats(v.variant, v.fps, v.speed);
-                app.metrics.set_encoder_in_use(v.variant, &v.encoder);
+                t.deps.telemetry.encoder_progress(v.variant, &v.encoder, v.fps, v.speed);
             }
-            app.stream.write().transcode = variants;
+            t.deps.stream.update(|st| st.transcode = variants);
         }
         WorkerEvent::Started { width, height, encoders } => {
             info!(width, height, ?encoders, "transcoding");
-            let mut st = app.stream.write();
-            if let Some(b) = st.broadcaster.as_mut() {
-                if b.stream_details.width == 0 {
-                    b.stream_details.width = width;
-                    b.stream_details.height = height;
+            t.deps.stream.update(|st| {
+                if let Some(b) = st.broadcaster.as_mut() {
+                    if b.stream_details.width == 0 {
+                        b.stream_details.width = width;
+                        b.stream_details.height = height;
+                    }
                 }
-            }
+            });
         }
         WorkerEvent::Segment { .. } | WorkerEvent::Ready => {
             if matches!(ev, WorkerEvent::Ready) {
                 info!("stream playable: {}", dir.join("stream.m3u8").display());
             }
             if thumbnails.is_none() {
-                *thumbnails = Some(crate::hls::thumbnail::spawn_loop(app.clone(), dir.join(thumb_variant.to_string())));
+                *thumbnails =
+                    Some(thumbnail::spawn_loop(dir.join(thumb_variant.to_string()), t.deps.images_dir.clone()));
             }
         }
         WorkerEvent::Error { message } => error!("transcode worker: {message}"),

@@ -31,8 +31,9 @@ use hwaccel::{EncoderKind, InputSpec};
 use super::hw::HwPath;
 use super::recipe::{self, EncoderRecipe};
 use super::stage::{Encoded, Ladder, Plan, VideoEncode};
-use super::{TranscodeError, VariantProgress, WorkerConfig, WorkerEvent};
+use super::{TranscodeError, WorkerConfig, WorkerEvent};
 use crate::config::StreamOutputVariant;
+use crate::stream::VariantProgress;
 
 /// Writes events to stdout, one JSON line each, flushed at once.
 fn emit(event: &WorkerEvent) {
@@ -611,9 +612,10 @@ impl Pipeline {
         let t0 = *self.t0.get_or_insert(t);
         if let Some(limit) = self.cfg.debug_encoder_fault.filter(|l| t - t0 >= *l) {
             let encoder = self.variants.iter().map(|v| v.encoder_name.clone()).find(|e| e != "copy");
+            let encoder = encoder.unwrap_or_else(|| recipe::SOFTWARE_ENCODER.into());
             return Err(TranscodeError::Encoder {
-                encoder: encoder.unwrap_or_else(|| recipe::SOFTWARE_ENCODER.into()),
-                hardware: true,
+                hardware: recipe::is_hardware(&encoder),
+                encoder,
                 message: format!("simulated encoder fault after {limit} s (--debug-encoder-fault)"),
             });
         }

@@ -2,16 +2,15 @@
 //! with a timeout, and retries failures with exponential back-off before giving up.
 
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use super::Counters;
-use crate::events::Event;
+use crate::telemetry::Telemetry;
 
 /// How long one attempt may take.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,7 +30,7 @@ pub(super) struct Worker {
     pub url: String,
     pub secret: String,
     pub client: reqwest::Client,
-    pub counters: Arc<Counters>,
+    pub telemetry: Arc<Telemetry>,
 }
 
 enum Outcome {
@@ -41,45 +40,67 @@ enum Outcome {
 }
 
 impl Worker {
-    pub async fn run<F, Fut>(self, mut rx: mpsc::Receiver<Arc<Event>>, touch: F)
+    /// Deliver the queue in order until it closes. When `give_up` fires, stop at once and return the
+    /// deliveries not made (the current one first) for the outbox.
+    pub async fn run<F, Fut>(
+        self,
+        mut rx: mpsc::Receiver<Arc<[u8]>>,
+        give_up: CancellationToken,
+        touch: F,
+    ) -> Vec<super::Pending>
     where
         F: Fn(i64) -> Fut,
         Fut: Future<Output = ()>,
     {
-        while let Some(event) = rx.recv().await {
-            let body = match serde_json::to_vec(&serde_json::json!({ "type": event.kind, "eventData": event.data })) {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::error!(webhook = self.id, "cannot serialize event: {e}");
-                    continue;
-                }
+        while let Some(body) = rx.recv().await {
+            let delivered = tokio::select! {
+                biased;
+                _ = give_up.cancelled() => false,
+                _ = self.deliver(&body, &touch) => true,
             };
-            let mut attempt = 0;
-            loop {
-                let (outcome, answered) = self.attempt(&body).await;
-                if answered {
-                    touch(self.id).await;
+            if !delivered {
+                let mut left = vec![(self.id, body)];
+                rx.close();
+                while let Some(b) = rx.recv().await {
+                    left.push((self.id, b));
                 }
-                match outcome {
-                    Outcome::Done => {
-                        self.counters.delivered.fetch_add(1, Ordering::Relaxed);
-                        break;
-                    }
-                    Outcome::Retry(why) if attempt < RETRY_DELAYS.len() => {
-                        tracing::debug!(
-                            webhook = self.id,
-                            attempt = attempt + 1,
-                            "webhook delivery failed ({why}); retrying"
-                        );
-                        tokio::time::sleep(RETRY_DELAYS[attempt]).await;
-                        attempt += 1;
-                    }
-                    Outcome::Retry(why) | Outcome::GiveUp(why) => {
-                        self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(webhook = self.id, url = %self.url, event = event.kind.as_str(),
-                            attempts = attempt + 1, "gave up delivering a webhook: {why}");
-                        break;
-                    }
+                return left;
+            }
+        }
+        Vec::new()
+    }
+
+    /// One delivery with its retries.
+    async fn deliver<F, Fut>(&self, body: &[u8], touch: &F)
+    where
+        F: Fn(i64) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let mut attempt = 0;
+        loop {
+            let (outcome, answered) = self.attempt(body).await;
+            if answered {
+                touch(self.id).await;
+            }
+            match outcome {
+                Outcome::Done => {
+                    self.telemetry.webhook_delivery(true);
+                    return;
+                }
+                Outcome::Retry(why) if attempt < RETRY_DELAYS.len() => {
+                    tracing::debug!(
+                        webhook = self.id,
+                        attempt = attempt + 1,
+                        "webhook delivery failed ({why}); retrying"
+                    );
+                    tokio::time::sleep(RETRY_DELAYS[attempt]).await;
+                    attempt += 1;
+                }
+                Outcome::Retry(why) | Outcome::GiveUp(why) => {
+                    self.telemetry.webhook_delivery(false);
+                    tracing::warn!(webhook = self.id, url = %self.url, attempts = attempt + 1,
+                        "gave up delivering a webhook: {why}");
+                    return;
                 }
             }
         }

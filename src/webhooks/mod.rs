@@ -4,6 +4,11 @@
 //! (Owncast's shape; `eventData` is the payload each producer puts on the bus). When the webhook has a
 //! secret, `X-Castd-Signature: sha256=<hex HMAC-SHA256 of the body with the secret>` is added.
 //!
+//! Shutdown (`Dispatcher::shutdown`): events already on the bus are still dispatched, every queue is
+//! closed and the delivery tasks get `DRAIN_TIMEOUT` to finish; whatever is still undelivered then is
+//! written to the `webhook_outbox` table and delivered after the next start, so a STREAM_STOPPED sent
+//! while castd stops is never lost.
+//!
 //! Each webhook has its own delivery task and its own bounded queue of `QUEUE_CAPACITY` events, so a dead
 //! or slow receiver only delays itself. Policy when a receiver's queue is full: the new delivery is
 //! dropped and logged — publishing never waits, so chat and the stream never slow down for a webhook.
@@ -28,24 +33,38 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::api::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
-use crate::app::App;
-use crate::events::{Event, EventType};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Bus, Event, EventType};
+use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
 use crate::store::{Migrations, Store, StoreError};
+use crate::telemetry::Telemetry;
 
 pub use delivery::{sign, RETRY_DELAYS};
 
 /// Events a receiver's queue holds before new ones are dropped.
 pub const QUEUE_CAPACITY: usize = 256;
 
-const MIGRATIONS: Migrations = &["CREATE TABLE webhooks (
+const MIGRATIONS: Migrations = &[
+    "CREATE TABLE webhooks (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         url TEXT NOT NULL,
         events TEXT NOT NULL,
         secret TEXT NOT NULL DEFAULT '',
         created_at TEXT NOT NULL,
         last_used TEXT
-    );"];
+    );",
+    "CREATE TABLE webhook_outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        webhook_id INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );",
+];
+
+/// How long delivery tasks may take to empty their queues at shutdown.
+pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Errors of the webhook store.
 #[derive(Debug, thiserror::Error)]
@@ -75,21 +94,20 @@ pub struct Webhook {
     pub secret: String,
 }
 
-/// Delivery counters (read by the Prometheus exporter).
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub delivered: std::sync::atomic::AtomicU64,
-    pub failed: std::sync::atomic::AtomicU64,
-    pub dropped: std::sync::atomic::AtomicU64,
-}
+/// A delivery not made: the webhook's id and the request body.
+pub type Pending = (i64, Arc<[u8]>);
 
 /// The webhook store and the running delivery tasks.
 pub struct Webhooks {
     store: Store,
     /// id → the sender of that webhook's delivery queue (rebuilt when webhooks change).
-    senders: Mutex<HashMap<i64, mpsc::Sender<Arc<Event>>>>,
-    pub counters: Arc<Counters>,
+    senders: Mutex<HashMap<i64, mpsc::Sender<Arc<[u8]>>>>,
+    telemetry: Arc<Telemetry>,
     client: reqwest::Client,
+    /// Running delivery tasks (each returns what it could not deliver at shutdown).
+    tasks: Mutex<JoinSet<Vec<Pending>>>,
+    /// Fired when the drain time is over: tasks stop and hand back what is left.
+    give_up: CancellationToken,
 }
 
 fn parse_time(s: &str) -> DateTime<Utc> {
@@ -97,14 +115,21 @@ fn parse_time(s: &str) -> DateTime<Utc> {
 }
 
 impl Webhooks {
-    pub fn open(store: Store) -> Result<Self, StoreError> {
+    pub fn open(store: Store, telemetry: Arc<Telemetry>) -> Result<Self, StoreError> {
         store.migrate("webhooks", MIGRATIONS)?;
         let client = reqwest::Client::builder()
             .timeout(delivery::TIMEOUT)
             .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| StoreError::Task(format!("building the HTTP client: {e}")))?;
-        Ok(Self { store, senders: Mutex::new(HashMap::new()), counters: Arc::default(), client })
+        Ok(Self {
+            store,
+            senders: Mutex::new(HashMap::new()),
+            telemetry,
+            client,
+            tasks: Mutex::new(JoinSet::new()),
+            give_up: CancellationToken::new(),
+        })
     }
 
     pub async fn list(&self) -> Result<Vec<Webhook>, WebhookError> {
@@ -170,8 +195,9 @@ impl Webhooks {
     }
 
     /// Hand `event` to every webhook subscribed to its type, without waiting.
-    async fn dispatch(self: &Arc<Self>, event: Arc<Event>) {
-        if !EventType::WEBHOOK_TYPES.contains(&event.kind) {
+    async fn dispatch(self: &Arc<Self>, event: &Event) {
+        let kind = event.kind();
+        if !EventType::WEBHOOK_TYPES.contains(&kind) {
             return;
         }
         let hooks = match self.list().await {
@@ -181,24 +207,39 @@ impl Webhooks {
                 return;
             }
         };
-        for hook in hooks.into_iter().filter(|h| h.events.contains(&event.kind)) {
-            let tx = self.sender_for(&hook);
-            match tx.try_send(event.clone()) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    self.counters.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    tracing::warn!(webhook = hook.id, url = %hook.url, event = event.kind.as_str(),
-                        "webhook receiver is {QUEUE_CAPACITY} events behind; dropped this delivery");
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => {
-                    self.senders.lock().remove(&hook.id);
-                }
+        let hooks: Vec<Webhook> = hooks.into_iter().filter(|h| h.events.contains(&kind)).collect();
+        if hooks.is_empty() {
+            return;
+        }
+        let body = match serde_json::to_vec(&serde_json::json!({ "type": kind, "eventData": event.data_json() })) {
+            Ok(b) => Arc::<[u8]>::from(b),
+            Err(e) => {
+                tracing::error!("cannot serialize a {} event: {e}", kind.as_str());
+                return;
+            }
+        };
+        for hook in hooks {
+            self.enqueue(&hook, body.clone());
+        }
+    }
+
+    fn enqueue(self: &Arc<Self>, hook: &Webhook, body: Arc<[u8]>) {
+        let tx = self.sender_for(hook);
+        match tx.try_send(body) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.telemetry.webhook_delivery(false);
+                tracing::warn!(webhook = hook.id, url = %hook.url,
+                    "webhook receiver is {QUEUE_CAPACITY} events behind; dropped this delivery");
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.senders.lock().remove(&hook.id);
             }
         }
     }
 
     /// The queue of `hook`, starting its delivery task on first use.
-    fn sender_for(self: &Arc<Self>, hook: &Webhook) -> mpsc::Sender<Arc<Event>> {
+    fn sender_for(self: &Arc<Self>, hook: &Webhook) -> mpsc::Sender<Arc<[u8]>> {
         let mut senders = self.senders.lock();
         if let Some(tx) = senders.get(&hook.id) {
             return tx.clone();
@@ -210,26 +251,136 @@ impl Webhooks {
             url: hook.url.clone(),
             secret: hook.secret.clone(),
             client: self.client.clone(),
-            counters: self.counters.clone(),
+            telemetry: self.telemetry.clone(),
         };
         let store = self.store.clone();
-        tokio::spawn(worker.run(rx, move |id| {
+        let give_up = self.give_up.clone();
+        self.tasks.lock().spawn(worker.run(rx, give_up, move |id| {
             let store = store.clone();
             async move { Webhooks::touch(&store, id).await }
         }));
         tx
     }
+
+    /// Queue what an earlier run could not deliver, and forget it in the database.
+    async fn resend_outbox(self: &Arc<Self>) -> Result<usize, WebhookError> {
+        let rows: Vec<(i64, String)> = self
+            .store
+            .call(|c| {
+                let tx = c.transaction()?;
+                let rows = {
+                    let mut stmt = tx.prepare("SELECT webhook_id, body FROM webhook_outbox ORDER BY id")?;
+                    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<_>, _>>()?;
+                    rows
+                };
+                tx.execute("DELETE FROM webhook_outbox", [])?;
+                tx.commit()?;
+                Ok(rows)
+            })
+            .await?;
+        let hooks = self.list().await?;
+        let n = rows.len();
+        for (id, body) in rows {
+            if let Some(hook) = hooks.iter().find(|h| h.id == id) {
+                self.enqueue(hook, Arc::from(body.into_bytes()));
+            }
+        }
+        Ok(n)
+    }
+
+    /// Close every queue, give the delivery tasks `DRAIN_TIMEOUT`, then persist what is left.
+    async fn drain(&self) {
+        self.senders.lock().clear();
+        let mut tasks = std::mem::take(&mut *self.tasks.lock());
+        let mut left: Vec<Pending> = Vec::new();
+        let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+        loop {
+            match tokio::time::timeout_at(deadline, tasks.join_next()).await {
+                Ok(Some(Ok(rest))) => left.extend(rest),
+                Ok(Some(Err(e))) => tracing::warn!("a webhook delivery task failed: {e}"),
+                Ok(None) => break,
+                Err(_) => {
+                    // Out of time: tasks stop where they are and hand back their queues.
+                    self.give_up.cancel();
+                    while let Some(r) = tasks.join_next().await {
+                        if let Ok(rest) = r {
+                            left.extend(rest);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        if left.is_empty() {
+            return;
+        }
+        let n = left.len();
+        let now = Utc::now().to_rfc3339();
+        let saved = self
+            .store
+            .call(move |c| {
+                let tx = c.transaction()?;
+                for (id, body) in &left {
+                    tx.execute(
+                        "INSERT INTO webhook_outbox (webhook_id, body, created_at) VALUES (?1, ?2, ?3)",
+                        rusqlite::params![id, String::from_utf8_lossy(body), now],
+                    )?;
+                }
+                tx.commit()?;
+                Ok(())
+            })
+            .await;
+        match saved {
+            Ok(()) => tracing::info!(deliveries = n, "kept undelivered webhooks for the next start"),
+            Err(e) => tracing::error!(deliveries = n, "could not keep undelivered webhooks: {e}"),
+        }
+    }
 }
 
-/// Subscribe to the bus and deliver events until the bus closes.
-pub fn start(app: &Arc<App>) {
-    let mut sub = app.bus.subscribe("webhooks");
-    let hooks = app.webhooks.clone();
-    tokio::spawn(async move {
-        while let Some(event) = sub.recv().await {
-            hooks.dispatch(event).await;
+/// The running dispatcher (bus → webhook queues).
+pub struct Dispatcher {
+    hooks: Arc<Webhooks>,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Dispatcher {
+    /// Dispatch what is already on the bus, then drain the queues (see the module doc).
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+        self.hooks.drain().await;
+    }
+}
+
+/// Subscribe to the bus and deliver events until `shutdown`; first re-send what the last run left.
+pub fn start(hooks: Arc<Webhooks>, bus: &Bus) -> Dispatcher {
+    let mut sub = bus.subscribe("webhooks");
+    let stop = CancellationToken::new();
+    let (h, token) = (hooks.clone(), stop.clone());
+    let task = tokio::spawn(async move {
+        match h.resend_outbox().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deliveries = n, "re-sending webhooks kept at the last shutdown"),
+            Err(e) => tracing::error!("cannot read the webhook outbox: {e}"),
+        }
+        loop {
+            tokio::select! {
+                biased;
+                event = sub.recv() => match event {
+                    Some(e) => h.dispatch(&e).await,
+                    None => break,
+                },
+                _ = token.cancelled() => {
+                    while let Some(e) = sub.try_recv() {
+                        h.dispatch(&e).await;
+                    }
+                    break;
+                }
+            }
         }
     });
+    Dispatcher { hooks, stop, task }
 }
 
 #[derive(Deserialize)]
@@ -246,7 +397,8 @@ struct DeleteBody {
 
 const GROUP: &str = "admin";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
+    let mut reg = reg.scope(hooks);
     reg.get("/api/admin/webhooks", GROUP, Auth::Admin, "List webhooks", list);
     reg.post(
         "/api/admin/webhooks/create",
@@ -259,11 +411,14 @@ pub fn register(reg: &mut Registry) {
     reg.post("/api/admin/webhooks/delete", GROUP, Auth::Admin, "Delete a webhook {id}", BodyDoc::None, delete);
 }
 
-async fn list(State(app): State<Arc<App>>) -> Result<Json<Vec<Webhook>>, ApiError> {
-    Ok(Json(app.webhooks.list().await?))
+async fn list(State(hooks): State<Arc<Webhooks>>) -> Result<Json<Vec<Webhook>>, ApiError> {
+    Ok(Json(hooks.list().await?))
 }
 
-async fn create(State(app): State<Arc<App>>, JsonBody(body): JsonBody<CreateBody>) -> Result<Json<Webhook>, ApiError> {
+async fn create(
+    State(hooks): State<Arc<Webhooks>>,
+    JsonBody(body): JsonBody<CreateBody>,
+) -> Result<Json<Webhook>, ApiError> {
     let url = body.url.map(|u| u.trim().to_string()).unwrap_or_default();
     let url = crate::config::validate::url(&serde_json::Value::String(url), false)?;
     let names = body.events.unwrap_or_default();
@@ -284,15 +439,15 @@ async fn create(State(app): State<Arc<App>>, JsonBody(body): JsonBody<CreateBody
     if secret.len() > 256 {
         return Err(ApiError::bad("the secret may be at most 256 characters"));
     }
-    Ok(Json(app.webhooks.insert(url, events, secret).await?))
+    Ok(Json(hooks.insert(url, events, secret).await?))
 }
 
 async fn delete(
-    State(app): State<Arc<App>>,
+    State(hooks): State<Arc<Webhooks>>,
     JsonBody(body): JsonBody<DeleteBody>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     let id = body.id.ok_or_else(|| ApiError::bad("id is required"))?;
-    if app.webhooks.remove(id).await? {
+    if hooks.remove(id).await? {
         Ok(StatusResponse::ok(format!("deleted webhook {id}")))
     } else {
         Err(ApiError::NotFound(format!("no webhook with id {id}")))

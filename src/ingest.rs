@@ -7,16 +7,15 @@
 //! that goes silent for `IDLE_TIMEOUT` is dropped too. At most `MAX_CONNECTIONS` sockets are handled
 //! at once; more are closed at accept.
 //!
-//! While publishing, audio/video messages become FLV tags (`flv`) handed to the transcode supervisor
-//! through `Feeder` (bounded; see `transcode::supervisor` for the slow-consumer policy), and
-//! `onMetaData` plus the sequence headers fill the admin status `broadcaster` details.
+//! While publishing, audio/video messages become FLV tags (`transcode::flv`) handed to the transcode
+//! supervisor through `Feeder` (bounded; see `transcode::supervisor` for the slow-consumer policy), and
+//! `onMetaData`, the sequence headers and the measured inbound bitrate make the broadcaster details,
+//! which the feeder passes on to the supervisor (the one writer of the stream state).
 //! `PublisherSlot` makes the single-publisher rule and `GET /api/admin/disconnect` work.
-
-pub mod flv;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::Json;
@@ -28,10 +27,18 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 use tracing::{debug, info, warn};
 
-use crate::api::{ApiError, Auth, Registry, StatusResponse};
-use crate::app::App;
-use crate::transcode::supervisor::{self, Feeder};
-use flv::{FlvTag, TAG_AUDIO, TAG_VIDEO};
+use tokio_util::sync::CancellationToken;
+
+use crate::http::{ApiError, Auth, Registry, StatusResponse};
+use crate::store::settings::SettingsStore;
+use crate::stream::StreamDetails;
+use crate::telemetry::Telemetry;
+use crate::transcode::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
+use crate::transcode::supervisor::{Broadcast, Feeder};
+use crate::transcode::Transcoder;
+
+/// How often the inbound bitrate is measured.
+const BITRATE_WINDOW: Duration = Duration::from_secs(2);
 
 /// The RTMP application name broadcasters publish to.
 pub const APP_NAME: &str = "live";
@@ -69,6 +76,26 @@ impl From<rml_rtmp::sessions::ServerSessionError> for IngestError {
     }
 }
 
+/// The ingest feature's state.
+pub struct Ingest {
+    pub settings: SettingsStore,
+    /// `--streamkey`: valid for this run only, never persisted.
+    pub temp_stream_key: Option<String>,
+    pub slot: Arc<PublisherSlot>,
+    pub transcoder: Arc<Transcoder>,
+    pub telemetry: Arc<Telemetry>,
+}
+
+impl Ingest {
+    /// Whether `key` may publish: any configured stream key, or the temporary `--streamkey`.
+    pub fn stream_key_valid(&self, key: &str) -> bool {
+        if self.temp_stream_key.as_deref() == Some(key) {
+            return true;
+        }
+        self.settings.get().stream_keys.iter().any(|k| k.key == key)
+    }
+}
+
 /// The one live publisher, if any.
 #[derive(Default)]
 pub struct PublisherSlot {
@@ -95,40 +122,43 @@ impl PublisherSlot {
 /// Held while a broadcast runs (by the transcode supervisor, until the stream is offline); frees the
 /// slot on drop.
 pub struct PublisherGuard {
-    app: Arc<App>,
+    slot: Arc<PublisherSlot>,
     notify: Arc<Notify>,
 }
 
 impl PublisherGuard {
     /// Take the slot, or `None` when another publisher has it.
-    pub fn claim(app: &Arc<App>) -> Option<PublisherGuard> {
-        let mut cur = app.publisher.current.lock();
+    pub fn claim(slot: &Arc<PublisherSlot>) -> Option<PublisherGuard> {
+        let mut cur = slot.current.lock();
         if cur.is_some() {
             return None;
         }
         let notify = Arc::new(Notify::new());
         *cur = Some(notify.clone());
-        Some(PublisherGuard { app: app.clone(), notify })
+        Some(PublisherGuard { slot: slot.clone(), notify })
     }
+}
 
+impl Broadcast for PublisherGuard {
     /// Drop the publisher's connection (used when transcoding gives up).
-    pub fn disconnect(&self) {
+    fn disconnect(&self) {
         self.notify.notify_one();
     }
 }
 
 impl Drop for PublisherGuard {
     fn drop(&mut self) {
-        *self.app.publisher.current.lock() = None;
+        *self.slot.current.lock() = None;
     }
 }
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
+    let mut reg = reg.scope(ingest);
     reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound RTMP broadcaster", disconnect);
 }
 
-async fn disconnect(State(app): State<Arc<App>>) -> Result<Json<StatusResponse>, ApiError> {
-    if app.publisher.disconnect() {
+async fn disconnect(State(ingest): State<Arc<Ingest>>) -> Result<Json<StatusResponse>, ApiError> {
+    if ingest.slot.disconnect() {
         info!("the admin disconnected the broadcaster");
         Ok(StatusResponse::ok("inbound stream disconnected"))
     } else {
@@ -147,11 +177,21 @@ pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std
     }
 }
 
-/// Accept RTMP connections until the task is dropped.
-pub async fn serve(app: Arc<App>, listener: TcpListener) {
+/// Accept RTMP connections until `stop` fires; then the live broadcaster (if any) is dropped, which
+/// ends the stream the normal way (the supervisor finalises the playlists).
+pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, stop: CancellationToken) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (sock, addr) = match listener.accept().await {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stop.cancelled() => {
+                if ingest.slot.disconnect() {
+                    info!("shutting down: dropping the broadcaster");
+                }
+                return;
+            }
+        };
+        let (sock, addr) = match accepted {
             Ok(c) => c,
             Err(e) => {
                 warn!("rtmp accept failed: {e}");
@@ -163,9 +203,9 @@ pub async fn serve(app: Arc<App>, listener: TcpListener) {
             warn!(%addr, "too many rtmp connections; closing this one");
             continue;
         };
-        let app = app.clone();
+        let ingest = ingest.clone();
         tokio::spawn(async move {
-            match handle(app, sock, addr).await {
+            match handle(ingest, sock, addr).await {
                 Ok(()) => debug!(%addr, "rtmp connection closed"),
                 Err(e) => info!(%addr, "rtmp connection closed: {e}"),
             }
@@ -198,23 +238,42 @@ async fn handshake(sock: &mut TcpStream) -> Result<Vec<u8>, IngestError> {
 }
 
 struct Conn {
-    app: Arc<App>,
+    ingest: Arc<Ingest>,
     addr: SocketAddr,
     sock: TcpStream,
     session: ServerSession,
     feeder: Option<Feeder>,
     notify: Option<Arc<Notify>>,
     finished: bool,
+    /// What the broadcaster told and what was measured (passed on through the feeder).
+    details: StreamDetails,
+    /// Media bytes (video, audio) since `window_start`, for the measured bitrate.
+    window_bytes: (u64, u64),
+    window_start: Instant,
+    /// The bitrates onMetaData announced (0: none; then the measured ones are shown).
+    announced: (u32, u32),
 }
 
-async fn handle(app: Arc<App>, mut sock: TcpStream, addr: SocketAddr) -> Result<(), IngestError> {
+async fn handle(ingest: Arc<Ingest>, mut sock: TcpStream, addr: SocketAddr) -> Result<(), IngestError> {
     let _ = sock.set_nodelay(true);
     let setup_deadline = tokio::time::Instant::now() + SETUP_TIMEOUT;
     let leftover = tokio::time::timeout_at(setup_deadline, handshake(&mut sock))
         .await
         .map_err(|_| IngestError::Timeout("handshake"))??;
     let (session, initial) = ServerSession::new(ServerSessionConfig::new())?;
-    let mut conn = Conn { app, addr, sock, session, feeder: None, notify: None, finished: false };
+    let mut conn = Conn {
+        ingest,
+        addr,
+        sock,
+        session,
+        feeder: None,
+        notify: None,
+        finished: false,
+        details: StreamDetails::default(),
+        window_bytes: (0, 0),
+        window_start: Instant::now(),
+        announced: (0, 0),
+    };
     conn.results(initial).await?;
     conn.input(&leftover).await?;
     let mut buf = vec![0u8; 64 * 1024];
@@ -243,6 +302,7 @@ async fn handle(app: Arc<App>, mut sock: TcpStream, addr: SocketAddr) -> Result<
     }
     if conn.feeder.take().is_some() {
         info!(addr = %conn.addr, "broadcaster disconnected");
+        conn.ingest.telemetry.set_ingest_kbps(None);
     }
     Ok(())
 }
@@ -289,14 +349,14 @@ impl Conn {
                 if strip_query(&app_name) != APP_NAME {
                     return self.reject(request_id, "NetStream.Publish.BadName", "unknown application").await;
                 }
-                if !self.app.stream_key_valid(key) {
+                if !self.ingest.stream_key_valid(key) {
                     warn!(addr = %self.addr, "publish with an invalid stream key refused");
                     return self.reject(request_id, "NetStream.Publish.BadName", "invalid stream key").await;
                 }
                 if self.feeder.is_some() {
                     return self.reject(request_id, "NetStream.Publish.BadName", "already publishing").await;
                 }
-                let Some(guard) = PublisherGuard::claim(&self.app) else {
+                let Some(guard) = PublisherGuard::claim(&self.ingest.slot) else {
                     warn!(addr = %self.addr, "a second publisher was refused: a stream is already live");
                     return self
                         .reject(request_id, "NetStream.Publish.BadName", "another stream is already live")
@@ -306,7 +366,9 @@ impl Conn {
                 let results = self.session.accept_request(request_id)?;
                 self.results(results).await?;
                 info!(addr = %self.addr, "broadcaster connected; stream starting");
-                self.feeder = Some(supervisor::start(self.app.clone(), self.addr, guard));
+                self.window_start = Instant::now();
+                self.window_bytes = (0, 0);
+                self.feeder = Some(self.ingest.transcoder.start(self.addr, Box::new(guard)));
             }
             ServerSessionEvent::StreamMetadataChanged { metadata, .. } => self.metadata(&metadata),
             ServerSessionEvent::VideoDataReceived { data, timestamp, .. } => {
@@ -322,44 +384,71 @@ impl Conn {
         Ok(())
     }
 
-    fn metadata(&self, m: &StreamMetadata) {
-        if self.feeder.is_none() {
-            return;
+    fn metadata(&mut self, m: &StreamMetadata) {
+        let d = &mut self.details;
+        d.width = m.video_width.unwrap_or(d.width);
+        d.height = m.video_height.unwrap_or(d.height);
+        d.framerate = m.video_frame_rate.map(f64::from).unwrap_or(d.framerate);
+        self.announced = (m.video_bitrate_kbps.unwrap_or(0), m.audio_bitrate_kbps.unwrap_or(0));
+        if self.announced.0 > 0 {
+            d.video_bitrate = self.announced.0;
         }
-        let mut st = self.app.stream.write();
-        if let Some(b) = st.broadcaster.as_mut() {
-            let d = &mut b.stream_details;
-            d.width = m.video_width.unwrap_or(d.width);
-            d.height = m.video_height.unwrap_or(d.height);
-            d.framerate = m.video_frame_rate.map(f64::from).unwrap_or(d.framerate);
-            d.video_bitrate = m.video_bitrate_kbps.unwrap_or(d.video_bitrate);
-            d.audio_bitrate = m.audio_bitrate_kbps.unwrap_or(d.audio_bitrate);
-            self.app.metrics.set_ingest_bitrate_kbps(f64::from(d.video_bitrate + d.audio_bitrate));
-            if let Some(id) = m.video_codec_id {
-                d.video_codec = flv::video_codec_name(id as u8).to_string();
-            }
-            if let Some(id) = m.audio_codec_id {
-                d.audio_codec = flv::audio_codec_name(id as u8).to_string();
-            }
-            if let Some(enc) = &m.encoder {
-                d.encoder = enc.clone();
-            }
+        if self.announced.1 > 0 {
+            d.audio_bitrate = self.announced.1;
+        }
+        if let Some(id) = m.video_codec_id {
+            d.video_codec = flv::video_codec_name(id as u8).to_string();
+        }
+        if let Some(id) = m.audio_codec_id {
+            d.audio_codec = flv::audio_codec_name(id as u8).to_string();
+        }
+        if let Some(enc) = &m.encoder {
+            d.encoder = enc.clone();
+        }
+        if let Some(f) = &self.feeder {
+            f.details(self.details.clone());
         }
     }
 
     fn media(&mut self, tag: FlvTag) {
         let Some(feeder) = self.feeder.as_mut() else { return };
+        let mut changed = false;
         if tag.is_sequence_header() {
-            let mut st = self.app.stream.write();
-            if let Some(b) = st.broadcaster.as_mut() {
-                let d = &mut b.stream_details;
-                if tag.kind == TAG_VIDEO && d.video_codec.is_empty() {
-                    d.video_codec = flv::video_codec_name(tag.data[0] & 0x0f).to_string();
-                }
-                if tag.kind == TAG_AUDIO && d.audio_codec.is_empty() {
-                    d.audio_codec = flv::audio_codec_name(tag.data[0] >> 4).to_string();
-                }
+            let d = &mut self.details;
+            if tag.kind == TAG_VIDEO && d.video_codec.is_empty() {
+                d.video_codec = flv::video_codec_name(tag.data[0] & 0x0f).to_string();
+                changed = true;
             }
+            if tag.kind == TAG_AUDIO && d.audio_codec.is_empty() {
+                d.audio_codec = flv::audio_codec_name(tag.data[0] >> 4).to_string();
+                changed = true;
+            }
+        }
+        // The inbound bitrate, measured from the bytes received (metadata may carry none).
+        let len = tag.data.len() as u64;
+        if tag.kind == TAG_VIDEO {
+            self.window_bytes.0 += len;
+        } else {
+            self.window_bytes.1 += len;
+        }
+        let elapsed = self.window_start.elapsed();
+        if elapsed >= BITRATE_WINDOW {
+            let kbps = |bytes: u64| (bytes as f64 * 8.0 / 1000.0 / elapsed.as_secs_f64()).round();
+            let (video, audio) = (kbps(self.window_bytes.0), kbps(self.window_bytes.1));
+            self.ingest.telemetry.set_ingest_kbps(Some(video + audio));
+            if self.announced.0 == 0 {
+                self.details.video_bitrate = video as u32;
+                changed = true;
+            }
+            if self.announced.1 == 0 {
+                self.details.audio_bitrate = audio as u32;
+                changed = true;
+            }
+            self.window_bytes = (0, 0);
+            self.window_start = Instant::now();
+        }
+        if changed {
+            feeder.details(self.details.clone());
         }
         feeder.push(tag);
     }

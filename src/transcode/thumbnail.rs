@@ -1,23 +1,27 @@
-//! The stream's thumbnail and animated preview, made in-process with libav.
+//! The stream's thumbnail and animated preview, made with libav in a child process.
 //!
-//! While the stream is live, every `INTERVAL` (the first time as soon as a segment exists) the newest
+//! Decoding untrusted media is kept out of the daemon, as the transcode worker is: the supervisor runs
+//! `castd thumbnail --variant-dir DIR --out DIR` (`main`). While the stream is live, every `INTERVAL`
+//! (the first time as soon as a segment exists) the newest
 //! segment listed in the highest variant's playlist is decoded: its first frame becomes
 //! `<data-dir>/thumbnail.jpg` (mjpeg), and its first second at 8 fps, 480 px wide, becomes
 //! `<data-dir>/preview.gif` through Owncast's filter chain (lanczos scale, palettegen/paletteuse).
 //! Both are written to a temp file and renamed, so readers never see half a file.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use ff::software::scaling;
 use ff::{codec, frame, media, Packet, Rational};
 use ffmpeg_next as ff;
 
-use crate::app::App;
-
+/// File names of the images, in the data dir (the HLS feature serves them).
 pub const THUMBNAIL_FILE: &str = "thumbnail.jpg";
 pub const PREVIEW_FILE: &str = "preview.gif";
+/// Exit code of `castd thumbnail` when no segment is listed yet.
+pub const EXIT_NO_SEGMENT: i32 = 3;
+/// How long one child run may take.
+pub const CHILD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often the images are refreshed (Owncast: 20 s).
 pub const INTERVAL: Duration = Duration::from_secs(20);
 /// Preview frame rate and width (Owncast's).
@@ -36,24 +40,57 @@ pub enum ThumbnailError {
     NoFrame,
 }
 
-/// Refresh the images every `INTERVAL` from `variant_dir` until aborted.
-pub fn spawn_loop(app: Arc<App>, variant_dir: PathBuf) -> tokio::task::JoinHandle<()> {
+/// `castd thumbnail`: make both images once; 0 on success, `EXIT_NO_SEGMENT` without a segment.
+pub fn main(variant_dir: &Path, out_dir: &Path) -> i32 {
+    match generate(variant_dir, out_dir) {
+        Ok(()) => 0,
+        Err(ThumbnailError::NoSegment) => EXIT_NO_SEGMENT,
+        Err(e) => {
+            eprintln!("thumbnail: {e}");
+            1
+        }
+    }
+}
+
+/// One child run: `Ok(true)` images made, `Ok(false)` no segment yet.
+async fn run_child(variant_dir: &Path, out_dir: &Path) -> Result<bool, String> {
+    let exe = super::supervisor::own_exe().map_err(|e| e.to_string())?;
+    let child = tokio::process::Command::new(exe)
+        .arg("thumbnail")
+        .arg("--variant-dir")
+        .arg(variant_dir)
+        .arg("--out")
+        .arg(out_dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start the thumbnail process: {e}"))?;
+    let out = tokio::time::timeout(CHILD_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| format!("the thumbnail process took longer than {CHILD_TIMEOUT:?}"))?
+        .map_err(|e| e.to_string())?;
+    match out.status.code() {
+        Some(0) => Ok(true),
+        Some(EXIT_NO_SEGMENT) => Ok(false),
+        _ => Err(format!("{} ({})", String::from_utf8_lossy(&out.stderr).trim(), out.status)),
+    }
+}
+
+/// Refresh the images every `INTERVAL` from `variant_dir` into `out_dir` until aborted.
+pub fn spawn_loop(variant_dir: PathBuf, out_dir: PathBuf) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            let (dir, out) = (variant_dir.clone(), app.data_dir.clone());
-            let wait = match tokio::task::spawn_blocking(move || generate(&dir, &out)).await {
-                Ok(Ok(())) => {
+            let wait = match run_child(&variant_dir, &out_dir).await {
+                Ok(true) => {
                     tracing::debug!("thumbnail updated");
                     INTERVAL
                 }
                 // The first segment is not listed yet: look again soon.
-                Ok(Err(ThumbnailError::NoSegment)) => Duration::from_secs(1),
-                Ok(Err(e)) => {
-                    tracing::warn!("thumbnail: {e}");
-                    INTERVAL
-                }
+                Ok(false) => Duration::from_secs(1),
                 Err(e) => {
-                    tracing::warn!("thumbnail task: {e}");
+                    tracing::warn!("thumbnail: {e}");
                     INTERVAL
                 }
             };

@@ -4,29 +4,42 @@
 //! playlists are `application/x-mpegURL` with no-cache; segments are cacheable (their names are
 //! never reused); CORS is open (the API's CORS layer covers `/hls/`). Paths are checked component by
 //! component (letters, digits, `-`, `_`, `.`; no `..`, no empty or hidden parts), so nothing outside
-//! `<data-dir>/hls` can be named. The thumbnail and preview are made by `thumbnail`.
-
-pub mod thumbnail;
-
-use std::path::PathBuf;
-use std::sync::Arc;
+//! `<data-dir>/hls` can be named. The thumbnail and preview are made by the transcoder
+//! (`transcode::thumbnail`); this module only serves them.
+//!
+//! Every playlist fetch marks the viewer active and every request's CMCD keys are harvested, through
+//! the metrics handle this feature was given.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
-use crate::api::{ApiError, Auth, Registry};
-use crate::app::App;
+use crate::http::{ApiError, Auth, Registry};
+use crate::metrics::Metrics;
+
+pub use crate::transcode::thumbnail::{PREVIEW_FILE, THUMBNAIL_FILE};
+
+/// What the HLS routes need.
+pub struct Hls {
+    /// `<data-dir>/hls`.
+    pub hls_dir: PathBuf,
+    /// Where the thumbnail and preview are (the data dir).
+    pub images_dir: PathBuf,
+    pub metrics: Arc<Metrics>,
+}
 
 const GROUP: &str = "hls";
 /// `Cache-Control` of segments.
 pub const SEGMENT_CACHE: &str = "public, max-age=3600";
 const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
 
-pub fn register(reg: &mut Registry) {
+pub fn routes(reg: &mut Registry, state: Arc<Hls>) {
+    let mut reg = reg.scope(state);
     reg.get("/hls/{*path}", GROUP, Auth::Public, "HLS playlists and segments", hls);
     reg.get("/thumbnail.jpg", GROUP, Auth::Public, "The stream's latest thumbnail (JPEG)", thumbnail_jpg);
     reg.get("/preview.gif", GROUP, Auth::Public, "The stream's animated preview (GIF)", preview_gif);
@@ -61,7 +74,7 @@ pub fn safe_relative(path: &str) -> Option<(PathBuf, &'static str)> {
 }
 
 async fn hls(
-    State(app): State<Arc<App>>,
+    State(hls): State<Arc<Hls>>,
     Path(path): Path<String>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     RawQuery(query): RawQuery,
@@ -69,15 +82,15 @@ async fn hls(
 ) -> Result<Response, ApiError> {
     let not_found = || ApiError::NotFound("no such file".into());
     let (rel, kind) = safe_relative(&path).ok_or_else(not_found)?;
-    let file = app.data_dir.join("hls").join(rel);
+    let file = hls.hls_dir.join(rel);
     let bytes = tokio::fs::read(&file).await.map_err(|_| not_found())?;
     let playlist = kind == "application/x-mpegURL";
     // Owncast marks the viewer active on each playlist fetch; players' CMCD keys on any HLS request
     // are request-mode playback data.
     if playlist {
-        crate::metrics::viewers::touch_request(&app, peer, &headers);
+        crate::metrics::viewers::touch_request(&hls.metrics, peer, &headers);
     }
-    crate::metrics::cmcd::harvest_request(&app, peer, &headers, query.as_deref());
+    crate::metrics::cmcd::harvest_request(&hls.metrics, peer, &headers, query.as_deref());
     let mut resp = bytes.into_response();
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
@@ -86,8 +99,8 @@ async fn hls(
     Ok(resp)
 }
 
-async fn image(app: &App, name: &str, kind: &'static str) -> Result<Response, ApiError> {
-    let bytes = tokio::fs::read(app.data_dir.join(name))
+async fn image(hls: &Hls, name: &str, kind: &'static str) -> Result<Response, ApiError> {
+    let bytes = tokio::fs::read(hls.images_dir.join(name))
         .await
         .map_err(|_| ApiError::NotFound(format!("no {name} yet: the stream has not been live")))?;
     let mut resp = bytes.into_response();
@@ -96,12 +109,12 @@ async fn image(app: &App, name: &str, kind: &'static str) -> Result<Response, Ap
     Ok(resp)
 }
 
-async fn thumbnail_jpg(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
-    image(&app, thumbnail::THUMBNAIL_FILE, "image/jpeg").await
+async fn thumbnail_jpg(State(hls): State<Arc<Hls>>) -> Result<Response, ApiError> {
+    image(&hls, THUMBNAIL_FILE, "image/jpeg").await
 }
 
-async fn preview_gif(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
-    image(&app, thumbnail::PREVIEW_FILE, "image/gif").await
+async fn preview_gif(State(hls): State<Arc<Hls>>) -> Result<Response, ApiError> {
+    image(&hls, PREVIEW_FILE, "image/gif").await
 }
 
 #[cfg(test)]

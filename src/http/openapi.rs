@@ -1,11 +1,12 @@
 //! The OpenAPI 3 document, generated from the route registry and the `ToSchema` types.
 //!
 //! Every route the router serves is recorded in `Registry` when it is added, so `document` lists
-//! exactly those routes; schemas of request bodies come from the config types' `ToSchema` derives.
+//! exactly those routes; the schemas of request bodies are the `ToSchema` types the features registered.
 
 use std::sync::Arc;
 
-use axum::{Extension, Json};
+use axum::extract::State;
+use axum::Json;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
@@ -14,15 +15,9 @@ use utoipa::openapi::{
     PathItem, PathsBuilder, Ref, RefOr, ResponseBuilder, ResponsesBuilder, Schema, Type,
 };
 
-use super::{Auth, BodyDoc, Registry, RouteDoc, ValueDoc};
-use crate::app::VERSION;
-use crate::config;
+use super::{Auth, BodyDoc, RouteDoc, ValueDoc};
 
-pub fn register(reg: &mut Registry) {
-    reg.get("/api/openapi.json", "public", Auth::Public, "This OpenAPI document", serve);
-}
-
-async fn serve(Extension(doc): Extension<Arc<OpenApi>>) -> Json<OpenApi> {
+pub(super) async fn serve(State(doc): State<Arc<OpenApi>>) -> Json<OpenApi> {
     Json((*doc).clone())
 }
 
@@ -108,30 +103,16 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
 }
 
 /// Build the document for `routes`.
-pub fn document(routes: &[RouteDoc]) -> OpenApi {
+pub fn document(routes: &[RouteDoc], schemas: &[(String, RefOr<Schema>)]) -> OpenApi {
     let mut paths = PathsBuilder::new();
     for r in routes {
         paths = paths.path(r.path.clone(), PathItem::new(http_method(&r.method), operation(r)));
     }
-    let components = ComponentsBuilder::new()
-        .schema_from::<super::StatusResponse>()
-        .schema_from::<config::StreamKey>()
-        .schema_from::<config::StreamOutputVariant>()
-        .schema_from::<config::SocialHandle>()
-        .schema_from::<config::ExternalAction>()
-        .schema_from::<config::S3Info>()
-        .schema_from::<config::BrowserNotification>()
-        .schema_from::<config::DiscordNotification>()
-        .schema_from::<crate::chat::api::RegisterRequest>()
-        .schema_from::<crate::chat::integrations::BodyRequest>()
-        .schema_from::<crate::notifications::RegisterDestination>()
-        .schema_from::<crate::chat::api::MessageVisibilityRequest>()
-        .schema_from::<crate::chat::api::SetUserEnabledRequest>()
-        .schema_from::<crate::chat::api::SetModeratorRequest>()
-        .schema_from::<crate::chat::api::UserIdRequest>()
-        .schema_from::<crate::chat::api::EmojiUploadRequest>()
-        .schema_from::<crate::chat::api::EmojiDeleteRequest>()
-        .schema_from::<crate::metrics::api::LegacyPlaybackReport>()
+    let mut components = ComponentsBuilder::new();
+    for (name, schema) in schemas {
+        components = components.schema(name.clone(), schema.clone());
+    }
+    let components = components
         .security_scheme("admin", SecurityScheme::Http(Http::new(HttpAuthScheme::Basic)))
         .security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)))
         .build();
@@ -139,7 +120,7 @@ pub fn document(routes: &[RouteDoc]) -> OpenApi {
         .info(
             InfoBuilder::new()
                 .title("castd")
-                .version(VERSION)
+                .version(crate::VERSION)
                 .description(Some("castd's HTTP API: Owncast-compatible paths, methods and JSON fields."))
                 .build(),
         )

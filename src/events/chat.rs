@@ -1,0 +1,135 @@
+//! The chat events: their typed payloads, which are both the chat wire format (what the `/ws` hub
+//! sends) and the `eventData` of the chat webhooks. The chat feature builds them; webhooks and future
+//! consumers (federation) read them without knowing the chat feature.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::EventType;
+
+/// A chat user as the API and the websocket show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub id: String,
+    pub display_name: String,
+    pub display_color: i64,
+    pub created_at: DateTime<Utc>,
+    pub previous_names: Vec<String>,
+    pub name_changed_at: Option<DateTime<Utc>>,
+    pub scopes: Vec<String>,
+    pub is_bot: bool,
+    pub authenticated: bool,
+    pub is_moderator: bool,
+    pub disabled_at: Option<DateTime<Utc>>,
+}
+
+impl User {
+    pub fn is_enabled(&self) -> bool {
+        self.disabled_at.is_none()
+    }
+}
+
+/// A chat message (CHAT): `{id,timestamp,type,body,user,visible}`; the bus copy also carries Owncast's
+/// webhook extras `rawBody` and `clientId`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageEvent {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    pub body: String,
+    pub user: User,
+    pub visible: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_body: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<u64>,
+}
+
+/// USER_JOINED, USER_PARTED, COLOR_CHANGE, CONNECTED_USER_INFO: `{id,timestamp,type,user}`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UserEvent {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    pub user: User,
+}
+
+/// NAME_CHANGE: `{id,timestamp,type,user,oldName}`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NameChangeEvent {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    pub user: User,
+    pub old_name: String,
+}
+
+/// VISIBILITY-UPDATE: `{id,timestamp,type,ids,visible}`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct VisibilityEvent {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    pub ids: Vec<String>,
+    pub visible: bool,
+}
+
+/// The `user` of a SYSTEM message: the server's name.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemUser {
+    pub display_name: String,
+}
+
+/// SYSTEM: `{id,timestamp,type,body,user:{displayName}}`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SystemEvent {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    pub body: String,
+    pub user: SystemUser,
+}
+
+/// CHAT_ACTION: `{id,timestamp,type,body}`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ActionEvent {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    pub body: String,
+}
+
+/// A chat event; serialises with its `type` as Owncast's clients expect.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type")]
+pub enum ChatEvent {
+    #[serde(rename = "CHAT")]
+    Message(MessageEvent),
+    #[serde(rename = "USER_JOINED")]
+    UserJoined(UserEvent),
+    #[serde(rename = "USER_PARTED")]
+    UserParted(UserEvent),
+    #[serde(rename = "NAME_CHANGE")]
+    NameChange(NameChangeEvent),
+    #[serde(rename = "COLOR_CHANGE")]
+    ColorChange(UserEvent),
+    #[serde(rename = "VISIBILITY-UPDATE")]
+    VisibilityUpdate(VisibilityEvent),
+    #[serde(rename = "SYSTEM")]
+    System(SystemEvent),
+    #[serde(rename = "CHAT_ACTION")]
+    Action(ActionEvent),
+}
+
+impl ChatEvent {
+    pub fn kind(&self) -> EventType {
+        match self {
+            ChatEvent::Message(_) => EventType::Chat,
+            ChatEvent::UserJoined(_) => EventType::UserJoined,
+            ChatEvent::UserParted(_) => EventType::UserParted,
+            ChatEvent::NameChange(_) => EventType::NameChange,
+            ChatEvent::ColorChange(_) => EventType::ColorChange,
+            ChatEvent::VisibilityUpdate(_) => EventType::VisibilityUpdate,
+            ChatEvent::System(_) => EventType::System,
+            ChatEvent::Action(_) => EventType::ChatAction,
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Stream health as admin status and hardware stats show it, aggregated from typed inputs.
+//!
+//! Three features report into the one `HealthHub`, each through its own input: hardware (a CPU,
+//! memory or disk alert raised or cleared), the transcoder (an encoder notice: a fallback after a
+//! fault, or a ladder that could not go entirely on the chosen encoder; cleared when the stream
+//! stops) and metrics (the playback evaluation of each window: percentage, representation, healthy,
+//! and its own message). The hub is the only writer of `Health`: it combines the inputs — the
+//! encoder notice first, then the newest hardware alert, then the playback message — publishes the
+//! result on a `watch` channel, and puts HEALTH_ALERT on the bus when the message changes.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::events::{Bus, Event, HealthAlert, HealthSource};
+
+/// Stream health as admin status and hardware stats report it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub healthy: bool,
+    pub health_percentage: u32,
+    pub representation: u32,
+    pub message: String,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self { healthy: true, health_percentage: 100, representation: 0, message: String::new() }
+    }
+}
+
+/// One report into the hub.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HealthInput {
+    /// The playback evaluation of a metrics window (`Health::default()` while offline).
+    Playback(Health),
+    /// A hardware alert for `metric` (`cpu`, `memory`, `disk`) raised (`Some`) or cleared (`None`).
+    Hardware { metric: &'static str, alert: Option<String> },
+    /// The transcoder's notice (`None` clears it; the stream stopping clears it too).
+    Encoder(Option<String>),
+}
+
+#[derive(Default)]
+struct Inputs {
+    playback: Health,
+    /// Raised hardware alerts, oldest first.
+    hardware: Vec<(&'static str, String)>,
+    encoder: Option<String>,
+}
+
+impl Inputs {
+    fn combine(&self) -> Health {
+        let message = self
+            .encoder
+            .clone()
+            .or_else(|| self.hardware.last().map(|(_, m)| m.clone()))
+            .unwrap_or_else(|| self.playback.message.clone());
+        Health { message, ..self.playback.clone() }
+    }
+}
+
+/// The health aggregator (see the module doc); cheap to share as `Arc<HealthHub>`.
+pub struct HealthHub {
+    inputs: Mutex<Inputs>,
+    tx: watch::Sender<Health>,
+    bus: Bus,
+}
+
+impl HealthHub {
+    pub fn new(bus: Bus) -> Arc<Self> {
+        Arc::new(Self { inputs: Mutex::default(), tx: watch::channel(Health::default()).0, bus })
+    }
+
+    /// Take a report; returns the combined health after it.
+    pub fn submit(&self, input: HealthInput) -> Health {
+        let mut inputs = self.inputs.lock();
+        let source = match input {
+            HealthInput::Playback(h) => {
+                inputs.playback = h;
+                HealthSource::Playback
+            }
+            HealthInput::Hardware { metric, alert } => {
+                inputs.hardware.retain(|(m, _)| *m != metric);
+                if let Some(a) = alert.filter(|a| !a.trim().is_empty()) {
+                    inputs.hardware.push((metric, a));
+                }
+                HealthSource::Hardware
+            }
+            HealthInput::Encoder(notice) => {
+                inputs.encoder = notice.filter(|n| !n.trim().is_empty());
+                HealthSource::Encoder
+            }
+        };
+        let next = inputs.combine();
+        let previous = self.tx.send_replace(next.clone());
+        drop(inputs);
+        if previous.message != next.message {
+            self.bus.publish(Event::HealthAlert(HealthAlert {
+                message: next.message.clone(),
+                healthy: next.healthy,
+                health_percentage: next.health_percentage,
+                representation: next.representation,
+                source,
+            }));
+        }
+        next
+    }
+
+    /// The current health.
+    pub fn get(&self) -> Health {
+        self.tx.borrow().clone()
+    }
+
+    pub fn watch(&self) -> watch::Receiver<Health> {
+        self.tx.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn inputs_combine_by_precedence_and_alert_on_change() {
+        let bus = Bus::default();
+        let mut sub = bus.subscribe("test");
+        let hub = HealthHub::new(bus);
+        let playback = Health { healthy: false, health_percentage: 50, representation: 20, message: "errors".into() };
+        assert_eq!(hub.submit(HealthInput::Playback(playback.clone())).message, "errors");
+        let cpu = HealthInput::Hardware { metric: "cpu", alert: Some("cpu high".into()) };
+        assert_eq!(hub.submit(cpu).message, "cpu high");
+        assert_eq!(hub.submit(HealthInput::Encoder(Some("fell back".into()))).message, "fell back");
+        // the playback figures stay those of the last window
+        let h = hub.get();
+        assert_eq!((h.healthy, h.health_percentage, h.representation), (false, 50, 20));
+        hub.submit(HealthInput::Encoder(None));
+        assert_eq!(hub.get().message, "cpu high");
+        hub.submit(HealthInput::Hardware { metric: "cpu", alert: None });
+        assert_eq!(hub.get().message, "errors");
+        let mut sources = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout(std::time::Duration::from_millis(50), sub.recv()).await {
+            if let Event::HealthAlert(a) = &*e {
+                sources.push((a.source, a.message.clone()));
+            }
+        }
+        use HealthSource::*;
+        let expected = [
+            (Playback, "errors"),
+            (Hardware, "cpu high"),
+            (Encoder, "fell back"),
+            (Encoder, "cpu high"),
+            (Hardware, "errors"),
+        ];
+        assert_eq!(sources, expected.map(|(s, m)| (s, m.to_string())));
+    }
+
+    #[test]
+    fn an_unchanged_message_raises_no_alert() {
+        let bus = Bus::default();
+        let mut sub = bus.subscribe("test");
+        let hub = HealthHub::new(bus);
+        hub.submit(HealthInput::Playback(Health::default()));
+        hub.submit(HealthInput::Hardware { metric: "disk", alert: None });
+        assert!(sub.try_recv().is_none());
+    }
+}

@@ -1,0 +1,120 @@
+//! Authentication shared by the features: the admin check (HTTP Basic with the user `admin` and the
+//! stored password hash) and the `UserTokens` handle through which routes outside chat check a chat
+//! user's `?accessToken=`.
+//!
+//! A verified admin password is remembered by its SHA-256 (with the hash it verified against), so the
+//! dashboard's polling does not pay for the slow hash on every request; changing the password changes
+//! the hash and so invalidates the cache. A browser `Origin` from another site is refused (403), as
+//! Owncast does, so a page elsewhere cannot drive the admin API with cached credentials.
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use parking_lot::RwLock;
+use sha2::{Digest, Sha256};
+
+use super::ApiError;
+use crate::password;
+use crate::store::settings::SettingsStore;
+
+/// The user name Basic auth requires.
+pub const ADMIN_USER: &str = "admin";
+
+/// The stored hash a password verified against, and the password's SHA-256.
+type Verified = Option<(String, [u8; 32])>;
+
+/// The admin credentials check, handed to the registry (and to whoever must verify the password).
+#[derive(Clone)]
+pub struct AdminAuth {
+    settings: SettingsStore,
+    cache: Arc<RwLock<Verified>>,
+}
+
+impl AdminAuth {
+    pub fn new(settings: SettingsStore) -> Self {
+        Self { settings, cache: Arc::default() }
+    }
+
+    /// Check `password` against the stored admin hash (the slow hash runs off the async threads and
+    /// is cached on success).
+    pub async fn check(&self, password: &str) -> bool {
+        let hash = self.settings.get().admin_password_hash.clone();
+        if hash.is_empty() {
+            return false;
+        }
+        let digest: [u8; 32] = Sha256::digest(password.as_bytes()).into();
+        if let Some((cached_hash, cached_digest)) = self.cache.read().as_ref() {
+            if *cached_hash == hash && *cached_digest == digest {
+                return true;
+            }
+        }
+        let (pw, h) = (password.to_string(), hash.clone());
+        let ok = tokio::task::spawn_blocking(move || password::verify(&pw, &h)).await.unwrap_or(false);
+        if ok {
+            *self.cache.write() = Some((hash, digest));
+        }
+        ok
+    }
+}
+
+/// Middleware for admin routes.
+pub async fn require_admin(State(auth): State<AdminAuth>, req: Request, next: Next) -> Response {
+    if !same_origin(&req) {
+        return ApiError::Forbidden("forbidden: cross-origin admin request".into()).into_response();
+    }
+    let Some(password) = basic_password(&req) else {
+        return ApiError::Unauthorized.into_response();
+    };
+    if !auth.check(&password).await {
+        return ApiError::Unauthorized.into_response();
+    }
+    next.run(req).await
+}
+
+/// The password of a Basic `admin:<password>` header, if that is what the request carries.
+fn basic_password(req: &Request) -> Option<String> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, pass) = decoded.split_once(':')?;
+    (user == ADMIN_USER).then(|| pass.to_string())
+}
+
+/// An `Origin` header, when present, must name this host.
+fn same_origin(req: &Request) -> bool {
+    let Some(origin) = req.headers().get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
+        return true;
+    };
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    match url::Url::parse(origin) {
+        Ok(u) => {
+            let origin_host = match u.port() {
+                Some(p) => format!("{}:{p}", u.host_str().unwrap_or_default()),
+                None => u.host_str().unwrap_or_default().to_string(),
+            };
+            origin_host.eq_ignore_ascii_case(host)
+        }
+        Err(_) => false,
+    }
+}
+
+/// The future `UserTokens::user_id` returns.
+pub type UserLookup<'a> = Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
+
+/// Checks a chat user's access token for routes that live outside the chat feature (chat implements
+/// it; the composition root hands it over).
+pub trait UserTokens: Send + Sync {
+    /// The id of the enabled user holding `token`, unless `ip` is banned.
+    fn user_id<'a>(&'a self, token: &'a str, ip: Option<IpAddr>) -> UserLookup<'a>;
+}

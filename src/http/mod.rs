@@ -1,0 +1,382 @@
+//! HTTP plumbing shared by every feature: the error type and `StatusResponse`, JSON body and client-IP
+//! extractors, the auth kinds and the admin Basic-auth check, and the route `Registry` that records each
+//! route for the OpenAPI document while building the router.
+//!
+//! This is the bottom layer of the web server: it imports no feature module. Features add their routes
+//! through `Registry::scope(state)`, each with its own narrow state; `Registry::into_router` adds the
+//! fallback, CORS and the body limit and produces the one `Router` the composition root serves.
+//!
+//! Errors: handlers return `ApiError`, which answers `{"success":false,"message":...}` with a 4xx for
+//! bad input; `JsonBody` turns unreadable JSON into a 400 instead of axum's plain-text rejections.
+
+pub mod auth;
+pub mod openapi;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, FromRequestParts, Request};
+use axum::handler::Handler;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{on, MethodFilter};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use utoipa::openapi::{RefOr, Schema};
+
+pub use auth::{AdminAuth, UserTokens};
+
+/// Where the OpenAPI document is served.
+pub const OPENAPI_PATH: &str = "/api/openapi.json";
+
+/// Largest request body accepted anywhere (uploads are base64 JSON).
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// `{success, message}`: the answer of every mutating call.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StatusResponse {
+    pub success: bool,
+    pub message: String,
+}
+
+impl StatusResponse {
+    pub fn ok(message: impl Into<String>) -> Json<StatusResponse> {
+        Json(StatusResponse { success: true, message: message.into() })
+    }
+}
+
+/// An error answered to an API client.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("unauthorized")]
+    Unauthorized,
+    #[error("unauthorized")]
+    UnauthorizedToken,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("request body is too large")]
+    TooLarge,
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad(msg: impl Into<String>) -> Self {
+        ApiError::BadRequest(msg.into())
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+impl From<crate::config::validate::ValidationError> for ApiError {
+    fn from(e: crate::config::validate::ValidationError) -> Self {
+        ApiError::BadRequest(e.0)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized | ApiError::UnauthorizedToken => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Internal(detail) => {
+                tracing::error!(%detail, "internal error answering a request");
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        let body = Json(StatusResponse { success: false, message: self.to_string() });
+        let mut resp = (status, body).into_response();
+        if matches!(self, ApiError::Unauthorized) {
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"castd Authenticated Request\""),
+            );
+        }
+        resp
+    }
+}
+
+/// A JSON request body; unreadable or mistyped JSON is a 400 that says what was wrong. The
+/// Content-Type is not required, as Owncast's clients do not always send it.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::TooLarge
+            } else {
+                ApiError::bad(format!("could not read the request body: {e}"))
+            }
+        })?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// Parse a JSON request body read as bytes (for handlers that must check auth before the body).
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad("a JSON request body is required"));
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))
+}
+
+/// The address of a request: the peer, or the first `X-Forwarded-For` entry when the peer is a
+/// proxy on this machine (loopback).
+pub fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
+    let ip = peer.ip();
+    if ip.is_loopback() {
+        if let Some(fwd) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+            if let Some(first) = fwd.split(',').next().and_then(|s| s.trim().parse().ok()) {
+                return first;
+            }
+        }
+    }
+    ip
+}
+
+/// The client address of a request (see `client_ip`); `None` without connection info.
+pub struct ClientIp(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+        Ok(ClientIp(peer.map(|p| client_ip(p, &parts.headers))))
+    }
+}
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// Anyone.
+    Public,
+    /// HTTP Basic, user `admin` (the registry adds the check).
+    Admin,
+    /// A chat user's `?accessToken=` (checked by the handler's extractor).
+    User,
+    /// A moderator's `?accessToken=` (checked by the handler's extractor).
+    Moderator,
+    /// `Authorization: Bearer` with the named scope (checked by the handler's extractor).
+    Integration(&'static str),
+}
+
+/// Shape of a documented JSON request body.
+#[derive(Debug, Clone, Copy)]
+pub enum BodyDoc {
+    None,
+    /// A named schema registered with `Registry::schema`.
+    Schema(&'static str),
+    /// `{"value": ...}` wrapping the given value shape.
+    Value(ValueDoc),
+    /// A multipart form upload.
+    Multipart,
+}
+
+/// Shape of the `value` of a setter.
+#[derive(Debug, Clone, Copy)]
+pub enum ValueDoc {
+    String,
+    Boolean,
+    Integer,
+    StringList,
+    StringMap,
+    Schema(&'static str),
+    SchemaList(&'static str),
+}
+
+/// One documented route.
+#[derive(Debug, Clone)]
+pub struct RouteDoc {
+    pub method: Method,
+    pub path: String,
+    pub group: &'static str,
+    pub auth: Auth,
+    pub summary: &'static str,
+    pub body: BodyDoc,
+}
+
+/// Builds the router and records every route (and the schemas the routes name) for the OpenAPI
+/// document.
+pub struct Registry {
+    admin: AdminAuth,
+    router: Router,
+    docs: Vec<RouteDoc>,
+    schemas: Vec<(String, RefOr<Schema>)>,
+}
+
+impl Registry {
+    pub fn new(admin: AdminAuth) -> Self {
+        let mut reg = Self { admin, router: Router::new(), docs: Vec::new(), schemas: Vec::new() };
+        reg.schema::<StatusResponse>();
+        // Served by `into_router`; documented from the start so every document lists it.
+        reg.docs.push(RouteDoc {
+            method: Method::GET,
+            path: OPENAPI_PATH.into(),
+            group: "public",
+            auth: Auth::Public,
+            summary: "This OpenAPI document",
+            body: BodyDoc::None,
+        });
+        reg
+    }
+
+    /// Routes added through the returned scope get `state` as their axum `State`.
+    pub fn scope<S: Clone + Send + Sync + 'static>(&mut self, state: S) -> Scope<'_, S> {
+        Scope { reg: self, state }
+    }
+
+    /// Record a request or response schema under its type name for the OpenAPI components.
+    pub fn schema<T: utoipa::ToSchema>(&mut self) {
+        let name = T::name().to_string();
+        if !self.schemas.iter().any(|(n, _)| *n == name) {
+            self.schemas.push((name, T::schema()));
+        }
+    }
+
+    pub fn docs(&self) -> &[RouteDoc] {
+        &self.docs
+    }
+
+    pub fn schemas(&self) -> &[(String, RefOr<Schema>)] {
+        &self.schemas
+    }
+
+    /// The OpenAPI document of every route added so far.
+    pub fn document(&self) -> utoipa::openapi::OpenApi {
+        openapi::document(&self.docs, &self.schemas)
+    }
+
+    /// The complete router: every route, `/api/openapi.json`, the JSON 404 fallback, CORS and the
+    /// body limit.
+    pub fn into_router(self) -> Router {
+        let doc = Arc::new(self.document());
+        self.router
+            .route(OPENAPI_PATH, axum::routing::get(openapi::serve).with_state(doc))
+            .fallback(not_found)
+            .layer(middleware::from_fn(preflight_and_cors))
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+    }
+}
+
+/// A `Registry` view whose routes share one feature state.
+pub struct Scope<'r, S> {
+    reg: &'r mut Registry,
+    state: S,
+}
+
+impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
+    /// Add `handler` for `method path`. Admin routes get the Basic-auth check here; other auth kinds
+    /// are enforced by the handler's extractors and only documented.
+    #[allow(clippy::too_many_arguments)] // each is one column of the route table; a builder would hide that
+    pub fn route<H, T>(
+        &mut self,
+        method: Method,
+        path: &str,
+        group: &'static str,
+        auth: Auth,
+        summary: &'static str,
+        body: BodyDoc,
+        handler: H,
+    ) where
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        let filter = match method {
+            Method::POST => MethodFilter::POST,
+            Method::PUT => MethodFilter::PUT,
+            Method::DELETE => MethodFilter::DELETE,
+            Method::PATCH => MethodFilter::PATCH,
+            Method::OPTIONS => MethodFilter::OPTIONS,
+            Method::HEAD => MethodFilter::HEAD,
+            _ => MethodFilter::GET,
+        };
+        let mut mr = on(filter, handler);
+        if auth == Auth::Admin {
+            mr = mr.route_layer(middleware::from_fn_with_state(self.reg.admin.clone(), auth::require_admin));
+        }
+        let reg = &mut *self.reg;
+        reg.router = std::mem::take(&mut reg.router).route(path, mr.with_state(self.state.clone()));
+        reg.docs.push(RouteDoc { method, path: path.to_string(), group, auth, summary, body });
+    }
+
+    /// Shorthand for a GET route without a body.
+    pub fn get<H, T>(&mut self, path: &str, group: &'static str, auth: Auth, summary: &'static str, handler: H)
+    where
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        self.route(Method::GET, path, group, auth, summary, BodyDoc::None, handler);
+    }
+
+    /// Shorthand for a POST route.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post<H, T>(
+        &mut self,
+        path: &str,
+        group: &'static str,
+        auth: Auth,
+        summary: &'static str,
+        body: BodyDoc,
+        handler: H,
+    ) where
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        self.route(Method::POST, path, group, auth, summary, body, handler);
+    }
+
+    /// See `Registry::schema`.
+    pub fn schema<T: utoipa::ToSchema>(&mut self) {
+        self.reg.schema::<T>();
+    }
+}
+
+async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::NotFound(format!("no such route: {method} {}", uri.path()))
+}
+
+/// CORS as Owncast does it: preflight `OPTIONS` on the API answers 204 with the allowed methods and
+/// headers; public API answers carry `Access-Control-Allow-Origin: *`.
+async fn preflight_and_cors(req: Request, next: Next) -> Response {
+    let is_api = req.uri().path().starts_with("/api/") || req.uri().path().starts_with("/hls/");
+    if req.method() == Method::OPTIONS && is_api {
+        let mut resp = StatusCode::NO_CONTENT.into_response();
+        let h = resp.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, PUT, DELETE, OPTIONS"));
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static("Content-Type, Authorization, X-Forwarded-User, X-Owncast-CSRF-Protection"),
+        );
+        h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
+        return resp;
+    }
+    let admin = req.uri().path().starts_with("/api/admin/");
+    let mut resp = next.run(req).await;
+    if is_api && !admin && !resp.headers().contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
+        resp.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    }
+    resp
+}

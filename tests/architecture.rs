@@ -1,0 +1,225 @@
+//! The shape of `src/`, checked: the module import graph has no cycles, the bottom layer imports no
+//! feature, chat, metrics and transcode never import each other, and only the composition root
+//! (`daemon`, with `lib.rs`/`main.rs`) knows the daemon's assembled state. `make lint` runs this too.
+//!
+//! The graph is read from the source text: every `crate::<module>` path outside comments in a file of
+//! top-level module A is an edge A → module (files `src/a.rs` and `src/a/**` belong to A).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Modules below every feature: they may import each other (without cycles) but no feature.
+const BOTTOM: &[&str] =
+    &["config", "store", "password", "markdown", "events", "stream", "health", "telemetry", "http", "systemd"];
+/// Features that must talk through the bus or handles only.
+const ISOLATED: &[&str] = &["chat", "metrics", "transcode"];
+/// The composition root.
+const ROOT: &str = "daemon";
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file without comments (line comments, doc comments and block comments).
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_block = 0usize;
+    for line in text.lines() {
+        let mut rest = line;
+        let mut kept = String::new();
+        loop {
+            if in_block > 0 {
+                match rest.find("*/") {
+                    Some(i) => {
+                        in_block -= 1;
+                        rest = &rest[i + 2..];
+                    }
+                    None => break,
+                }
+            } else {
+                let line_comment = rest.find("//");
+                let block = rest.find("/*");
+                match (line_comment, block) {
+                    (Some(l), Some(b)) if b < l => {
+                        kept.push_str(&rest[..b]);
+                        in_block += 1;
+                        rest = &rest[b + 2..];
+                    }
+                    (Some(l), _) => {
+                        kept.push_str(&rest[..l]);
+                        break;
+                    }
+                    (None, Some(b)) => {
+                        kept.push_str(&rest[..b]);
+                        in_block += 1;
+                        rest = &rest[b + 2..];
+                    }
+                    (None, None) => {
+                        kept.push_str(rest);
+                        break;
+                    }
+                }
+            }
+        }
+        out.push_str(&kept);
+        out.push('\n');
+    }
+    out
+}
+
+/// `crate::<name>` references in `code`.
+fn crate_refs(code: &str) -> BTreeSet<String> {
+    let mut refs = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let after = &rest[i + 7..];
+        let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let preceded_by_ident = rest[..i].chars().last().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !name.is_empty() && !preceded_by_ident {
+            refs.insert(name);
+        }
+        rest = after;
+    }
+    refs
+}
+
+/// Top-level module → the top-level modules it references.
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| f.strip_prefix(&src).ok())
+        .filter_map(|rel| rel.components().next())
+        .map(|c| c.as_os_str().to_string_lossy().trim_end_matches(".rs").to_string())
+        .filter(|m| m != "lib" && m != "main")
+        .collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = modules.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
+    for file in &files {
+        let rel = file.strip_prefix(&src).expect("under src");
+        let top = rel.components().next().expect("a component").as_os_str().to_string_lossy();
+        let top = top.trim_end_matches(".rs").to_string();
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        // Unit tests may reach anywhere; only the module's code counts.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for r in crate_refs(&code_only(code)) {
+            if r != top && modules.contains(&r) {
+                graph.entry(top.clone()).or_default().insert(r);
+            }
+        }
+    }
+    graph
+}
+
+/// One cycle of the graph, if there is one.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Active,
+        Done,
+    }
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        marks: &mut BTreeMap<String, Mark>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        marks.insert(node.to_string(), Mark::Active);
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            match marks.get(next).copied().unwrap_or(Mark::New) {
+                Mark::Active => {
+                    let start = path.iter().position(|p| p == next).unwrap_or(0);
+                    let mut cycle = path[start..].to_vec();
+                    cycle.push(next.clone());
+                    return Some(cycle);
+                }
+                Mark::New => {
+                    if let Some(c) = visit(next, graph, marks, path) {
+                        return Some(c);
+                    }
+                }
+                Mark::Done => {}
+            }
+        }
+        path.pop();
+        marks.insert(node.to_string(), Mark::Done);
+        None
+    }
+    let mut marks = BTreeMap::new();
+    for node in graph.keys() {
+        if marks.get(node).copied().unwrap_or(Mark::New) == Mark::New {
+            if let Some(c) = visit(node, graph, &mut marks, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn the_module_graph_has_no_cycles() {
+    let graph = module_graph();
+    assert!(graph.len() > 10, "expected the crate's modules, found {graph:?}");
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("module import cycle: {}\n(graph: {graph:#?})", cycle.join(" → "));
+    }
+}
+
+#[test]
+fn the_bottom_layer_imports_no_feature() {
+    let graph = module_graph();
+    for m in BOTTOM {
+        let deps = graph.get(*m).unwrap_or_else(|| panic!("bottom module {m} is missing"));
+        let features: Vec<&String> = deps.iter().filter(|d| !BOTTOM.contains(&d.as_str())).collect();
+        assert!(features.is_empty(), "{m} is in the bottom layer but imports {features:?}");
+    }
+}
+
+#[test]
+fn chat_metrics_and_transcode_do_not_import_each_other() {
+    let graph = module_graph();
+    for a in ISOLATED {
+        for b in ISOLATED {
+            if a != b {
+                assert!(!graph[*a].contains(*b), "{a} imports {b}: use a bus event or a handle given at construction");
+            }
+        }
+    }
+}
+
+#[test]
+fn only_the_composition_root_assembles_the_daemon() {
+    let graph = module_graph();
+    let importers: Vec<&String> = graph.iter().filter(|(_, deps)| deps.contains(ROOT)).map(|(m, _)| m).collect();
+    assert!(importers.is_empty(), "only lib.rs and main.rs may use the composition root; {importers:?} do");
+    assert!(!graph.contains_key("app"), "the application god object (src/app.rs) is back");
+    // Every feature module is wired by the root.
+    for feature in graph.keys().filter(|m| !BOTTOM.contains(&m.as_str()) && m.as_str() != ROOT) {
+        assert!(graph[ROOT].contains(feature), "the composition root does not wire {feature}");
+    }
+}
+
+#[test]
+fn the_checker_sees_imports_and_ignores_comments() {
+    let code = code_only("use crate::chat::Chat; // crate::metrics\n/* crate::transcode */ let x = crate::http::X;");
+    assert_eq!(crate_refs(&code), BTreeSet::from(["chat".to_string(), "http".to_string()]));
+    let mut g = BTreeMap::new();
+    g.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
+    g.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
+    assert!(find_cycle(&g).is_some());
+    g.insert("b".to_string(), BTreeSet::new());
+    assert!(find_cycle(&g).is_none());
+}
