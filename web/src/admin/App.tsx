@@ -1,5 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { Icon } from '../components/Icon';
 import { ServerConfigContext, useServerConfigLoader } from './forms';
 import { PAGES, navigate, pageHref, usePage, type PageId } from './router';
 import { AccessTokens } from './pages/AccessTokens';
@@ -52,7 +53,9 @@ export function AdminApp() {
             <a href="/" title="Viewer page">
               <img src="/logo" alt="" /> <span>{configCtx.config?.instanceDetails?.name || 'castd'}</span>
             </a>
-            <button type="button" class="icon menu-toggle" aria-label="Menu" onClick={() => setMenuOpen(!menuOpen)}>☰</button>
+            <button type="button" class="icon menu-toggle" aria-label="Menu" onClick={() => setMenuOpen(!menuOpen)}>
+              <Icon name="menu" />
+            </button>
           </div>
           <nav aria-label="Admin">
             {PAGES.map((p) => (

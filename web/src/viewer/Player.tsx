@@ -5,6 +5,7 @@
 import Hls, { type Level } from 'hls.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api';
+import { Icon } from '../components/Icon';
 import { buildCmcdReport, newSessionId, videoState } from '../lib/cmcd';
 import { levelLabel } from '../lib/format';
 import { choosePlaybackEngine } from '../lib/urls';
@@ -178,7 +179,7 @@ export function Player({ active, autoplay }: Props) {
             <span>{failure}</span>
           ) : (
             <button type="button" class="primary" onClick={clickToPlay} id="play-button">
-              ▶ Play
+              <Icon name="play" /> Play
             </button>
           )}
         </div>
