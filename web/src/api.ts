@@ -2,6 +2,11 @@
  * Typed fetch helpers for castd's HTTP API (Owncast-compatible paths).
  * Public calls are plain GETs; chat-user calls carry `?accessToken=`; admin calls rely on the browser's
  * HTTP Basic credentials for this same-origin page (`credentials: 'same-origin'`).
+ *
+ * Every URL the pages fetch, or open a socket to, is built here by `apiUrl` / `chatSocketUrl` from `location.origin`
+ * and a path, never resolved against the document URL: a page opened as `http://admin:password@host/admin/` has the
+ * credentials in its document URL, and `fetch` refuses any URL that carries them ("Request cannot be constructed from a
+ * URL that includes credentials"). `location.origin` is `scheme://host[:port]` and never has a user or password.
  */
 import { withQuery } from './lib/urls';
 
@@ -271,6 +276,49 @@ export interface Webhook {
   lastUsed?: string | null;
 }
 
+// ---------- URLs ----------
+
+/** This page's origin (`scheme://host[:port]`); '' outside a browser or in an opaque-origin (sandboxed) frame. */
+export function pageOrigin(): string {
+  const origin = typeof location !== 'undefined' ? location.origin : '';
+  return origin && origin !== 'null' ? origin : '';
+}
+
+/**
+ * The absolute URL of a path on this server: `origin` + `path`. Any user:password in `origin` is dropped, and
+ * leading slashes of `path` are collapsed so that `//other.host/x` stays on this server. Without an origin (tests,
+ * sandboxed frames) the path itself is returned.
+ */
+export function apiUrl(path: string, origin: string = pageOrigin()): string {
+  const p = `/${path.replace(/^\/+/, '')}`;
+  if (!origin) return p;
+  let base: string;
+  try {
+    const u = new URL(origin);
+    base = `${u.protocol}//${u.host}`;
+  } catch {
+    return p;
+  }
+  return base + p;
+}
+
+/**
+ * The chat websocket URL. `override` is the admin's `socketHostOverride` (e.g. `wss://chat.example.com`,
+ * `https://chat.example.com` or `chat.example.com`); without it the socket goes to this page's origin.
+ */
+export function chatSocketUrl(override: string | undefined, accessToken: string, origin: string = pageOrigin()): string {
+  const o = (override ?? '').trim().replace(/\/+$/, '');
+  const secure = origin ? origin.startsWith('https:') : typeof location !== 'undefined' && location.protocol === 'https:';
+  let base: string;
+  if (/^wss?:\/\//i.test(o)) base = o;
+  else if (/^https?:\/\//i.test(o)) base = o.replace(/^http/i, 'ws');
+  else if (o) base = `${secure ? 'wss' : 'ws'}://${o}`;
+  else base = apiUrl('', origin).replace(/\/$/, '').replace(/^http/i, 'ws');
+  // Never a user:password@ in a socket URL either.
+  base = base.replace(/^(wss?:\/\/)[^/@]*@/i, '$1');
+  return `${base}/ws?accessToken=${encodeURIComponent(accessToken)}`;
+}
+
 // ---------- fetch helpers ----------
 
 export class ApiError extends Error {
@@ -301,13 +349,14 @@ async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(message, res.status);
 }
 
+/** `url` is a path on this server (`/api/...`); `apiUrl` makes it absolute. */
 async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
   const init: RequestInit = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers = { ...init.headers, 'Content-Type': 'application/json' };
   }
-  const res = await fetch(url, init);
+  const res = await fetch(apiUrl(url), init);
   if (!res.ok) throw await errorFrom(res);
   const text = await res.text();
   if (!text) return undefined as T;
@@ -332,7 +381,7 @@ export const postJSON = <T = StatusResponse>(url: string, body: unknown) => requ
 export const api = {
   config: () => getJSON<PublicConfig>('/api/config'),
   status: () => getJSON<PublicStatus>('/api/status'),
-  ping: () => fetch('/api/ping', { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
+  ping: () => fetch(apiUrl('/api/ping'), { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
   emoji: () => getJSON<CustomEmoji[]>('/api/emoji'),
   register: (displayName?: string) =>
     postJSON<RegisterResponse>('/api/chat/register', displayName ? { displayName } : {}),
@@ -345,7 +394,7 @@ export const api = {
     postJSON(withQuery('/api/notifications/register', { accessToken }), { channel, destination }),
   remoteFollow: (account: string) => postJSON<{ redirectUrl?: string } & Partial<StatusResponse>>('/api/remotefollow', { account }),
   cmcd: (report: unknown) =>
-    fetch('/api/metrics/cmcd', {
+    fetch(apiUrl('/api/metrics/cmcd'), {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'Content-Type': 'application/json' },

@@ -1,5 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { apiUrl } from '../api';
 import { Icon } from '../components/Icon';
 import { ServerConfigContext, useServerConfigLoader } from './forms';
 import { PAGES, navigate, pageHref, usePage, type PageId } from './router';
@@ -51,7 +52,7 @@ export function AdminApp() {
         <aside class="admin-nav">
           <div class="admin-brand">
             <a href="/" title="Viewer page">
-              <img src="/logo" alt="" /> <span>{configCtx.config?.instanceDetails?.name || 'castd'}</span>
+              <img src={apiUrl('/logo')} alt="" /> <span>{configCtx.config?.instanceDetails?.name || 'castd'}</span>
             </a>
             <button type="button" class="icon menu-toggle" aria-label="Menu" onClick={() => setMenuOpen(!menuOpen)}>
               <Icon name="menu" />

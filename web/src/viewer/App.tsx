@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { PublicConfig } from '../api';
+import { apiUrl, type PublicConfig } from '../api';
 import { ChatPanel } from '../chat/ChatPanel';
 import { Icon } from '../components/Icon';
 import { Modal } from '../components/Modal';
@@ -26,7 +26,7 @@ function Header({ config }: { config: PublicConfig }) {
   };
   return (
     <header class="site-header">
-      <img class="logo" src={config.logo || '/logo'} alt="" id="server-logo" />
+      <img class="logo" src={config.logo || apiUrl('/logo')} alt="" id="server-logo" />
       <h1 id="server-name">{config.name}</h1>
       <div class="header-buttons">
         {browser?.enabled && pushSupported() && (

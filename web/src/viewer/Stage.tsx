@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { PublicConfig, PublicStatus } from '../api';
+import { apiUrl, type PublicConfig, type PublicStatus } from '../api';
 import { Icon } from '../components/Icon';
 import { Player } from './Player';
 
@@ -8,7 +8,7 @@ export function Offline({ config }: { config: PublicConfig }) {
   const [thumb, setThumb] = useState(true);
   return (
     <div class="offline" data-testid="offline">
-      {thumb && <img class="thumbnail" src="/thumbnail.jpg" alt="" onError={() => setThumb(false)} />}
+      {thumb && <img class="thumbnail" src={apiUrl('/thumbnail.jpg')} alt="" onError={() => setThumb(false)} />}
       <div class="offline-card">
         <h2>The stream is offline</h2>
         <div id="offline-message" class="html-content" dangerouslySetInnerHTML={{ __html: config.offlineMessage || '<p>Check back soon.</p>' }} />

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { admin, type ExternalAction, type SocialHandle } from '../../api';
+import { admin, apiUrl, type ExternalAction, type SocialHandle } from '../../api';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, readDataUrl, useSave, useServerConfig } from '../forms';
 import { RowsEditor } from '../RowsEditor';
 
@@ -21,7 +21,7 @@ function LogoUpload() {
     <div class="config-field" data-setting="logo">
       <label for="logo-input">Logo</label>
       <div class="field-row">
-        <img class="logo-preview" src={`/logo?t=${stamp}`} alt="Current logo" />
+        <img class="logo-preview" src={apiUrl(`/logo?t=${stamp}`)} alt="Current logo" />
         <input id="logo-input" type="file" accept="image/png,image/jpeg,image/gif,image/svg+xml,image/webp" onChange={(e) => void upload(e)} />
       </div>
       <FormStatus state={state} />
