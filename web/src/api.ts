@@ -23,6 +23,12 @@ export interface SocialHandle {
   icon?: string;
 }
 
+/** An entry of `GET /api/socialplatforms` (keyed by platform). */
+export interface SocialPlatform {
+  name: string;
+  icon: string;
+}
+
 export interface ExternalAction {
   url: string;
   html?: string;
@@ -152,6 +158,8 @@ export interface AdminStatus {
   viewerCount?: number;
   overallPeakViewerCount?: number;
   sessionPeakViewerCount?: number;
+  /** Weak-secret and similar configuration warnings (missing on older servers: treat as none). */
+  warnings?: string[];
 }
 
 export interface TimePoint {
@@ -174,6 +182,57 @@ export interface HardwareStats {
   message?: string;
   healthy?: boolean;
   healthPercentage?: number | null;
+}
+
+/** `GET /api/admin/metrics/video`: playback series (seconds, kbps, counts) per metrics window. */
+export interface VideoMetrics {
+  errors?: TimePoint[];
+  qualityVariantChanges?: TimePoint[];
+  highestLatency?: TimePoint[];
+  medianLatency?: TimePoint[];
+  lowestLatency?: TimePoint[];
+  medianSegmentDownloadDuration?: TimePoint[];
+  maximumSegmentDownloadDuration?: TimePoint[];
+  minimumSegmentDownloadDuration?: TimePoint[];
+  minPlayerBitrate?: TimePoint[];
+  medianPlayerBitrate?: TimePoint[];
+  maxPlayerBitrate?: TimePoint[];
+  availableBitrates?: number[];
+  segmentLength?: number;
+  representation?: number | null;
+}
+
+/** A playback client's latest measurements. */
+export interface PlaybackMeasurement {
+  source: string;
+  lastUpdate: string;
+  playerState: string;
+  measurementStatus: string;
+  bandwidthKbps: number;
+  latencySeconds: number;
+  downloadSeconds: number;
+  bitrateKbps: number;
+  errorCount: number;
+  qualityVariantChanges: number;
+}
+
+/** One entry of `GET /api/admin/viewers/playback`. */
+export interface PlaybackClient {
+  clientID: string;
+  viewerID: string;
+  firstSeen: string;
+  userAgent: string;
+  ipAddress: string;
+  playback: PlaybackMeasurement | null;
+}
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warning' | 'error';
+
+/** One entry of `GET /api/admin/logs` and `GET /api/admin/logs/warnings` (both oldest first). */
+export interface LogEntry {
+  message: string;
+  level: LogLevel | string;
+  time: string;
 }
 
 export interface S3Info {
@@ -208,6 +267,8 @@ export interface ServerConfig {
   videoSettings: { videoQualityVariants: OutputVariant[]; latencyLevel: number };
   streamKeys: StreamKey[];
   streamKeyOverridden?: boolean;
+  /** Accepted for Owncast compatibility; castd does not run ffmpeg. */
+  ffmpegPath?: string;
   supportedCodecs: string[];
   videoCodec: string;
   s3: S3Info;
@@ -392,6 +453,8 @@ export const api = {
     postJSON(withQuery('/api/chat/users/setenabled', { accessToken }), { userId, enabled }),
   registerNotification: (accessToken: string, channel: string, destination: string) =>
     postJSON(withQuery('/api/notifications/register', { accessToken }), { channel, destination }),
+  /** Platform key → `{name, icon}` for social handles. */
+  socialPlatforms: () => getJSON<Record<string, SocialPlatform>>('/api/socialplatforms'),
   remoteFollow: (account: string) => postJSON<{ redirectUrl?: string } & Partial<StatusResponse>>('/api/remotefollow', { account }),
   cmcd: (report: unknown) =>
     fetch(apiUrl('/api/metrics/cmcd'), {
@@ -418,4 +481,9 @@ export const admin = {
   serverConfig: () => getJSON<ServerConfig>(`${A}/serverconfig`),
   hardwareStats: () => getJSON<HardwareStats>(`${A}/hardwarestats`),
   encoders: () => getJSON<EncoderInfo[]>(`${A}/encoders`),
+  viewersOverTime: () => getJSON<TimePoint[]>(`${A}/viewersOverTime`),
+  videoMetrics: () => getJSON<VideoMetrics>(`${A}/metrics/video`),
+  playbackClients: () => getJSON<PlaybackClient[]>(`${A}/viewers/playback`),
+  logs: () => getJSON<LogEntry[]>(`${A}/logs`),
+  logWarnings: () => getJSON<LogEntry[]>(`${A}/logs/warnings`),
 };
