@@ -3,6 +3,7 @@ import { formatBitrate, formatDateTime, formatSince } from '../../lib/format';
 import { TimeChart } from '../charts';
 import { LoadError, Section } from '../forms';
 import { usePoll } from '../useAdmin';
+import { WarningBanner, warningsOf } from '../Warnings';
 
 const LATENCY = ['Lowest latency', 'Low latency', 'Balanced', 'Reliable', 'Most reliable'];
 
@@ -33,7 +34,7 @@ function ViewersChart() {
   );
 }
 
-/** Server status from `/api/admin/status`, refreshed every 5 s, and the viewer history. */
+/** Server status from `/api/admin/status`, refreshed every 5 s, with its warnings and the viewer history. */
 export function Overview() {
   const { data: status, error } = usePoll(() => admin.status(), 5000);
 
@@ -46,6 +47,7 @@ export function Overview() {
 
   return (
     <div data-testid="overview">
+      <WarningBanner warnings={warningsOf(status)} />
       {error && <div class="form-error">{error}</div>}
       <div class="stats">
         <div class="stat" id="overview-online">

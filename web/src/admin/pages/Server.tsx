@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { admin, type S3Info } from '../../api';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
+import { StatusWarnings } from '../Warnings';
 
 const emptyS3: S3Info = {
   enabled: false,
@@ -60,6 +61,7 @@ export function Server() {
   const fed = config.federation ?? ({} as Partial<typeof config.federation>);
   return (
     <>
+      <StatusWarnings />
       <Section title="Network" description="Port and address changes apply after castd restarts.">
         <ConfigField name="webserverport" label="Web server port" value={config.webServerPort} kind="number" id="web-port-input" />
         <ConfigField name="webserverip" label="Web server address" value={config.webServerIP} id="web-ip-input" placeholder="0.0.0.0" />
