@@ -8,6 +8,7 @@ import { AccessTokens } from './pages/AccessTokens';
 import { Chat } from './pages/Chat';
 import { General } from './pages/General';
 import { Health } from './pages/Health';
+import { Logs } from './pages/Logs';
 import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
 import { Server } from './pages/Server';
@@ -18,6 +19,7 @@ import { Webhooks } from './pages/Webhooks';
 const VIEWS: Record<PageId, () => JSX.Element> = {
   overview: Overview,
   health: Health,
+  logs: Logs,
   'stream-keys': StreamKeys,
   video: Video,
   general: General,

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 export const PAGES = [
   { id: 'overview', label: 'Overview' },
   { id: 'health', label: 'Health' },
+  { id: 'logs', label: 'Logs' },
   { id: 'stream-keys', label: 'Stream keys' },
   { id: 'video', label: 'Video' },
   { id: 'general', label: 'General' },
