@@ -87,6 +87,12 @@ export function Server() {
       <Section title="Admin password" description="After a change your browser asks for the new password.">
         <ConfigField name="adminpass" label="New admin password" value="" kind="password" id="admin-password-input" reload={false} />
       </Section>
+      <Section title="Updates">
+        <p id="updates-note">
+          Updates are managed by the package manager (apt).
+          {config.instanceDetails?.version ? <> This is castd {config.instanceDetails.version}.</> : null}
+        </p>
+      </Section>
     </>
   );
 }
