@@ -24,6 +24,8 @@ interface Props {
   color?: string;
   /** Fixed y range maximum (e.g. 100 for percentages); otherwise the range is 0 to a little above the data. */
   max?: number;
+  /** Without `max`: the y range reaches at least this high (default 1), e.g. while there is no data. */
+  minTop?: number;
   /** Digits after the decimal point of the values shown (default 1). */
   decimals?: number;
   /** Formats a value for the axis and the latest-value labels (overrides `unit` and `decimals`). */
@@ -32,7 +34,7 @@ interface Props {
   empty?: ComponentChildren;
 }
 
-export function TimeChart({ id, title, points, series, unit = '%', color = '#7c5cff', max, decimals = 1, format, empty }: Props) {
+export function TimeChart({ id, title, points, series, unit = '%', color = '#7c5cff', max, minTop = 1, decimals = 1, format, empty }: Props) {
   const ref = useRef<HTMLDivElement>(null);
   const plotRef = useRef<uPlot | null>(null);
   const lines: ChartSeries[] = series ?? [{ label: title, points, color }];
@@ -44,7 +46,7 @@ export function TimeChart({ id, title, points, series, unit = '%', color = '#7c5
   const data = useMemo(() => alignSeries(lists), lists);
   const hasData = data[0].length > 0;
   // The plot is rebuilt when its shape changes, and only given new data otherwise.
-  const shape = JSON.stringify([lines.map((l) => [l.label, l.color]), unit, decimals, max, Boolean(format)]);
+  const shape = JSON.stringify([lines.map((l) => [l.label, l.color]), unit, decimals, max, minTop, Boolean(format)]);
 
   useEffect(() => {
     const el = ref.current;
@@ -58,7 +60,7 @@ export function TimeChart({ id, title, points, series, unit = '%', color = '#7c5
       cursor: { drag: { x: false, y: false } },
       scales: {
         x: { time: true },
-        y: { range: max !== undefined ? [0, max] : (_u, _min, dataMax) => [0, dataMax > 0 ? dataMax * 1.15 : 1] },
+        y: { range: max !== undefined ? [0, max] : (_u, _min, dataMax) => [0, Math.max(minTop, dataMax > 0 ? dataMax * 1.15 : 0)] },
       },
       axes: [
         axis,

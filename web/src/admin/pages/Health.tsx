@@ -70,6 +70,7 @@ function Playback() {
           title="Latency behind live"
           series={range(m.lowestLatency, m.medianLatency, m.highestLatency, ['Lowest', 'Median', 'Highest'])}
           format={seconds(1)}
+          minTop={5}
           empty={empty}
         />
         <TimeChart
@@ -84,6 +85,7 @@ function Playback() {
           title="Player bandwidth"
           series={range(m.minPlayerBitrate, m.medianPlayerBitrate, m.maxPlayerBitrate, ['Lowest', 'Median', 'Highest'])}
           format={(v) => formatBitrate(v)}
+          minTop={1000}
           empty={empty}
         />
         <TimeChart id="errors" title="Playback errors" points={m.errors} unit="" decimals={0} color={HIGH} empty={empty} />
