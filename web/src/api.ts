@@ -2,6 +2,11 @@
  * Typed fetch helpers for castd's HTTP API (Owncast-compatible paths).
  * Public calls are plain GETs; chat-user calls carry `?accessToken=`; admin calls rely on the browser's
  * HTTP Basic credentials for this same-origin page (`credentials: 'same-origin'`).
+ *
+ * Every URL the pages fetch, or open a socket to, is built here by `apiUrl` / `chatSocketUrl` from `location.origin`
+ * and a path, never resolved against the document URL: a page opened as `http://admin:password@host/admin/` has the
+ * credentials in its document URL, and `fetch` refuses any URL that carries them ("Request cannot be constructed from a
+ * URL that includes credentials"). `location.origin` is `scheme://host[:port]` and never has a user or password.
  */
 import { withQuery } from './lib/urls';
 
@@ -16,6 +21,12 @@ export interface SocialHandle {
   platform: string;
   url: string;
   icon?: string;
+}
+
+/** An entry of `GET /api/socialplatforms` (keyed by platform). */
+export interface SocialPlatform {
+  name: string;
+  icon: string;
 }
 
 export interface ExternalAction {
@@ -147,6 +158,8 @@ export interface AdminStatus {
   viewerCount?: number;
   overallPeakViewerCount?: number;
   sessionPeakViewerCount?: number;
+  /** Weak-secret and similar configuration warnings (missing on older servers: treat as none). */
+  warnings?: string[];
 }
 
 export interface TimePoint {
@@ -169,6 +182,57 @@ export interface HardwareStats {
   message?: string;
   healthy?: boolean;
   healthPercentage?: number | null;
+}
+
+/** `GET /api/admin/metrics/video`: playback series (seconds, kbps, counts) per metrics window. */
+export interface VideoMetrics {
+  errors?: TimePoint[];
+  qualityVariantChanges?: TimePoint[];
+  highestLatency?: TimePoint[];
+  medianLatency?: TimePoint[];
+  lowestLatency?: TimePoint[];
+  medianSegmentDownloadDuration?: TimePoint[];
+  maximumSegmentDownloadDuration?: TimePoint[];
+  minimumSegmentDownloadDuration?: TimePoint[];
+  minPlayerBitrate?: TimePoint[];
+  medianPlayerBitrate?: TimePoint[];
+  maxPlayerBitrate?: TimePoint[];
+  availableBitrates?: number[];
+  segmentLength?: number;
+  representation?: number | null;
+}
+
+/** A playback client's latest measurements. */
+export interface PlaybackMeasurement {
+  source: string;
+  lastUpdate: string;
+  playerState: string;
+  measurementStatus: string;
+  bandwidthKbps: number;
+  latencySeconds: number;
+  downloadSeconds: number;
+  bitrateKbps: number;
+  errorCount: number;
+  qualityVariantChanges: number;
+}
+
+/** One entry of `GET /api/admin/viewers/playback`. */
+export interface PlaybackClient {
+  clientID: string;
+  viewerID: string;
+  firstSeen: string;
+  userAgent: string;
+  ipAddress: string;
+  playback: PlaybackMeasurement | null;
+}
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warning' | 'error';
+
+/** One entry of `GET /api/admin/logs` and `GET /api/admin/logs/warnings` (both oldest first). */
+export interface LogEntry {
+  message: string;
+  level: LogLevel | string;
+  time: string;
 }
 
 export interface S3Info {
@@ -203,6 +267,8 @@ export interface ServerConfig {
   videoSettings: { videoQualityVariants: OutputVariant[]; latencyLevel: number };
   streamKeys: StreamKey[];
   streamKeyOverridden?: boolean;
+  /** Accepted for Owncast compatibility; castd does not run ffmpeg. */
+  ffmpegPath?: string;
   supportedCodecs: string[];
   videoCodec: string;
   s3: S3Info;
@@ -271,6 +337,49 @@ export interface Webhook {
   lastUsed?: string | null;
 }
 
+// ---------- URLs ----------
+
+/** This page's origin (`scheme://host[:port]`); '' outside a browser or in an opaque-origin (sandboxed) frame. */
+export function pageOrigin(): string {
+  const origin = typeof location !== 'undefined' ? location.origin : '';
+  return origin && origin !== 'null' ? origin : '';
+}
+
+/**
+ * The absolute URL of a path on this server: `origin` + `path`. Any user:password in `origin` is dropped, and
+ * leading slashes of `path` are collapsed so that `//other.host/x` stays on this server. Without an origin (tests,
+ * sandboxed frames) the path itself is returned.
+ */
+export function apiUrl(path: string, origin: string = pageOrigin()): string {
+  const p = `/${path.replace(/^\/+/, '')}`;
+  if (!origin) return p;
+  let base: string;
+  try {
+    const u = new URL(origin);
+    base = `${u.protocol}//${u.host}`;
+  } catch {
+    return p;
+  }
+  return base + p;
+}
+
+/**
+ * The chat websocket URL. `override` is the admin's `socketHostOverride` (e.g. `wss://chat.example.com`,
+ * `https://chat.example.com` or `chat.example.com`); without it the socket goes to this page's origin.
+ */
+export function chatSocketUrl(override: string | undefined, accessToken: string, origin: string = pageOrigin()): string {
+  const o = (override ?? '').trim().replace(/\/+$/, '');
+  const secure = origin ? origin.startsWith('https:') : typeof location !== 'undefined' && location.protocol === 'https:';
+  let base: string;
+  if (/^wss?:\/\//i.test(o)) base = o;
+  else if (/^https?:\/\//i.test(o)) base = o.replace(/^http/i, 'ws');
+  else if (o) base = `${secure ? 'wss' : 'ws'}://${o}`;
+  else base = apiUrl('', origin).replace(/\/$/, '').replace(/^http/i, 'ws');
+  // Never a user:password@ in a socket URL either.
+  base = base.replace(/^(wss?:\/\/)[^/@]*@/i, '$1');
+  return `${base}/ws?accessToken=${encodeURIComponent(accessToken)}`;
+}
+
 // ---------- fetch helpers ----------
 
 export class ApiError extends Error {
@@ -301,13 +410,14 @@ async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(message, res.status);
 }
 
+/** `url` is a path on this server (`/api/...`); `apiUrl` makes it absolute. */
 async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
   const init: RequestInit = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers = { ...init.headers, 'Content-Type': 'application/json' };
   }
-  const res = await fetch(url, init);
+  const res = await fetch(apiUrl(url), init);
   if (!res.ok) throw await errorFrom(res);
   const text = await res.text();
   if (!text) return undefined as T;
@@ -332,7 +442,7 @@ export const postJSON = <T = StatusResponse>(url: string, body: unknown) => requ
 export const api = {
   config: () => getJSON<PublicConfig>('/api/config'),
   status: () => getJSON<PublicStatus>('/api/status'),
-  ping: () => fetch('/api/ping', { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
+  ping: () => fetch(apiUrl('/api/ping'), { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
   emoji: () => getJSON<CustomEmoji[]>('/api/emoji'),
   register: (displayName?: string) =>
     postJSON<RegisterResponse>('/api/chat/register', displayName ? { displayName } : {}),
@@ -343,9 +453,11 @@ export const api = {
     postJSON(withQuery('/api/chat/users/setenabled', { accessToken }), { userId, enabled }),
   registerNotification: (accessToken: string, channel: string, destination: string) =>
     postJSON(withQuery('/api/notifications/register', { accessToken }), { channel, destination }),
+  /** Platform key → `{name, icon}` for social handles. */
+  socialPlatforms: () => getJSON<Record<string, SocialPlatform>>('/api/socialplatforms'),
   remoteFollow: (account: string) => postJSON<{ redirectUrl?: string } & Partial<StatusResponse>>('/api/remotefollow', { account }),
   cmcd: (report: unknown) =>
-    fetch('/api/metrics/cmcd', {
+    fetch(apiUrl('/api/metrics/cmcd'), {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'Content-Type': 'application/json' },
@@ -369,4 +481,9 @@ export const admin = {
   serverConfig: () => getJSON<ServerConfig>(`${A}/serverconfig`),
   hardwareStats: () => getJSON<HardwareStats>(`${A}/hardwarestats`),
   encoders: () => getJSON<EncoderInfo[]>(`${A}/encoders`),
+  viewersOverTime: () => getJSON<TimePoint[]>(`${A}/viewersOverTime`),
+  videoMetrics: () => getJSON<VideoMetrics>(`${A}/metrics/video`),
+  playbackClients: () => getJSON<PlaybackClient[]>(`${A}/viewers/playback`),
+  logs: () => getJSON<LogEntry[]>(`${A}/logs`),
+  logWarnings: () => getJSON<LogEntry[]>(`${A}/logs/warnings`),
 };

@@ -1,11 +1,14 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { apiUrl } from '../api';
+import { Icon } from '../components/Icon';
 import { ServerConfigContext, useServerConfigLoader } from './forms';
 import { PAGES, navigate, pageHref, usePage, type PageId } from './router';
 import { AccessTokens } from './pages/AccessTokens';
 import { Chat } from './pages/Chat';
 import { General } from './pages/General';
 import { Health } from './pages/Health';
+import { Logs } from './pages/Logs';
 import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
 import { Server } from './pages/Server';
@@ -16,6 +19,7 @@ import { Webhooks } from './pages/Webhooks';
 const VIEWS: Record<PageId, () => JSX.Element> = {
   overview: Overview,
   health: Health,
+  logs: Logs,
   'stream-keys': StreamKeys,
   video: Video,
   general: General,
@@ -50,9 +54,11 @@ export function AdminApp() {
         <aside class="admin-nav">
           <div class="admin-brand">
             <a href="/" title="Viewer page">
-              <img src="/logo" alt="" /> <span>{configCtx.config?.instanceDetails?.name || 'castd'}</span>
+              <img src={apiUrl('/logo')} alt="" /> <span>{configCtx.config?.instanceDetails?.name || 'castd'}</span>
             </a>
-            <button type="button" class="icon menu-toggle" aria-label="Menu" onClick={() => setMenuOpen(!menuOpen)}>☰</button>
+            <button type="button" class="icon menu-toggle" aria-label="Menu" onClick={() => setMenuOpen(!menuOpen)}>
+              <Icon name="menu" />
+            </button>
           </div>
           <nav aria-label="Admin">
             {PAGES.map((p) => (

@@ -7,6 +7,8 @@ export interface Column<T> {
   label: string;
   type?: 'text' | 'url' | 'checkbox' | 'color';
   placeholder?: string;
+  /** id of a <datalist> offering values for a text column. */
+  list?: string;
 }
 
 interface Props<T> {
@@ -54,6 +56,7 @@ export function RowsEditor<T extends Record<string, unknown>>({ setting, id, row
                         type={(c.type === 'url' ? 'url' : 'text') as 'text' /* preact 11 narrows props per input type */}
                         aria-label={c.label}
                         placeholder={c.placeholder}
+                        list={c.list}
                         value={String(row[c.key] ?? '')}
                         onInput={(e) => update(i, c.key, e.currentTarget.value)}
                       />

@@ -7,6 +7,8 @@ describe('admin routing', () => {
     expect(pageFromPath('/admin')).toBe('overview');
     expect(pageFromPath('/admin/health')).toBe('health');
     expect(pageFromPath('/admin/access-tokens')).toBe('access-tokens');
+    expect(pageFromPath('/admin/logs')).toBe('logs');
+    expect(pageFromPath('/admin/stream-health')).toBe('health');
     expect(pageFromPath('/admin/hardware-info')).toBe('health');
     expect(pageFromPath('/admin/nope')).toBe('overview');
     expect(pageFromPath('/admin/', '#/video')).toBe('video');

@@ -3,7 +3,8 @@ import { useEffect, useState } from 'preact/hooks';
 
 export const PAGES = [
   { id: 'overview', label: 'Overview' },
-  { id: 'health', label: 'Hardware health' },
+  { id: 'health', label: 'Health' },
+  { id: 'logs', label: 'Logs' },
   { id: 'stream-keys', label: 'Stream keys' },
   { id: 'video', label: 'Video' },
   { id: 'general', label: 'General' },
@@ -16,7 +17,13 @@ export const PAGES = [
 
 export type PageId = (typeof PAGES)[number]['id'];
 
-const ALIASES: Record<string, PageId> = { 'hardware-info': 'health', hardware: 'health', 'config-video': 'video' };
+const ALIASES: Record<string, PageId> = {
+  'hardware-info': 'health',
+  hardware: 'health',
+  'stream-health': 'health',
+  playback: 'health',
+  'config-video': 'video',
+};
 
 export function pageFromPath(pathname: string, hash = ''): PageId {
   const fromHash = hash.replace(/^#\/?/, '');

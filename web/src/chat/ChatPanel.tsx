@@ -1,5 +1,6 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { PublicConfig, User } from '../api';
+import { Icon } from '../components/Icon';
 import { Modal } from '../components/Modal';
 import { isModerator } from '../lib/chatState';
 import { ChatMessageView, userColor } from './ChatMessageView';
@@ -130,7 +131,7 @@ export function ChatPanel({ config, readonly }: Props) {
       </div>
       {newBelow && (
         <button type="button" class="chat-new-below" onClick={scrollDown}>
-          New messages ↓
+          New messages <Icon name="arrowDown" />
         </button>
       )}
       {error && <div class="chat-notice error">{error}</div>}
@@ -140,7 +141,7 @@ export function ChatPanel({ config, readonly }: Props) {
           {showEmoji && <EmojiPicker onPick={insert} />}
           <div class="chat-compose-row">
             <button type="button" class="icon" aria-label="Emoji" aria-expanded={showEmoji} onClick={() => setShowEmoji(!showEmoji)} id="chat-emoji-button">
-              🙂
+              <Icon name="smile" />
             </button>
             <input
               id="chat-input"

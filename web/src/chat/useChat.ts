@@ -3,11 +3,10 @@
  * re-registers on ERROR_NEEDS_REGISTRATION, stops on ERROR_USER_DISABLED, and loads history on each connect.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { api } from '../api';
+import { api, chatSocketUrl } from '../api';
 import { backoffDelay } from '../lib/backoff';
 import { applyEvent, emptyChat, mergeHistory, type ChatModel } from '../lib/chatState';
 import { splitFrame } from '../lib/frame';
-import { chatSocketUrl } from '../lib/urls';
 import { clearToken, ensureToken } from './session';
 
 export type ChatStatus = 'connecting' | 'open' | 'closed';
@@ -65,7 +64,7 @@ export function useChat(enabled: boolean, socketHostOverride?: string): ChatHand
       if (stopped) return;
       tokenRef.current = token;
       let reregister = false;
-      const ws = new WebSocket(chatSocketUrl(window.location, socketHostOverride, token));
+      const ws = new WebSocket(chatSocketUrl(socketHostOverride, token));
       wsRef.current = ws;
       ws.onopen = () => {
         attempt = 0;

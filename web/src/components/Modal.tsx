@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect } from 'preact/hooks';
+import { Icon } from './Icon';
 
 interface Props {
   title: string;
@@ -23,7 +24,7 @@ export function Modal({ title, onClose, small, children }: Props) {
         <header>
           <h2>{title}</h2>
           <button type="button" class="icon" aria-label="Close" onClick={onClose}>
-            ✕
+            <Icon name="close" />
           </button>
         </header>
         <div class="modal-body">{children}</div>

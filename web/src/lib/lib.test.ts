@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { splitFrame } from './frame';
 import { buildCmcdReport, videoState } from './cmcd';
 import { backoffDelay } from './backoff';
-import { chatSocketUrl, choosePlaybackEngine, cssVarName, withQuery } from './urls';
+import { choosePlaybackEngine, cssVarName, withQuery } from './urls';
 import { applyEvent, emptyChat, isModerator, mergeHistory } from './chatState';
 import { urlBase64ToUint8Array } from './push';
 import { formatBitrate, parseList } from './format';
@@ -52,12 +52,6 @@ describe('backoffDelay', () => {
 });
 
 describe('urls', () => {
-  it('builds the chat socket URL', () => {
-    expect(chatSocketUrl({ protocol: 'http:', host: 'box:8080' }, '', 'a b')).toBe('ws://box:8080/ws?accessToken=a%20b');
-    expect(chatSocketUrl({ protocol: 'https:', host: 'x' }, undefined, 't')).toBe('wss://x/ws?accessToken=t');
-    expect(chatSocketUrl({ protocol: 'http:', host: 'x' }, 'https://chat.example/', 't')).toBe('wss://chat.example/ws?accessToken=t');
-    expect(chatSocketUrl({ protocol: 'https:', host: 'x' }, 'chat.example', 't')).toBe('wss://chat.example/ws?accessToken=t');
-  });
   it('names CSS variables', () => {
     expect(cssVarName('theme-color-1')).toBe('--theme-color-1');
     expect(cssVarName('--x')).toBe('--x');

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { PublicConfig } from '../api';
+import { apiUrl, type PublicConfig } from '../api';
 import { ChatPanel } from '../chat/ChatPanel';
+import { Icon } from '../components/Icon';
 import { Modal } from '../components/Modal';
 import { FollowForm } from './Follow';
 import { About, ExternalActions } from './Info';
@@ -25,12 +26,12 @@ function Header({ config }: { config: PublicConfig }) {
   };
   return (
     <header class="site-header">
-      <img class="logo" src={config.logo || '/logo'} alt="" id="server-logo" />
+      <img class="logo" src={config.logo || apiUrl('/logo')} alt="" id="server-logo" />
       <h1 id="server-name">{config.name}</h1>
       <div class="header-buttons">
         {browser?.enabled && pushSupported() && (
           <button type="button" id="notify-button" onClick={() => void notify()}>
-            🔔 Notify
+            <Icon name="bell" /> Notify
           </button>
         )}
         {config.federation?.enabled && (
@@ -64,7 +65,9 @@ function NsfwNotice() {
   if (dismissed) return null;
   return (
     <div class="card nsfw-notice" id="nsfw-notice" role="note">
-      <span>⚠ This stream is marked as containing mature content (NSFW).</span>
+      <span>
+        <Icon name="warning" class="warn-icon" /> This stream is marked as containing mature content (NSFW).
+      </span>
       <button
         type="button"
         onClick={() => {

@@ -1,6 +1,8 @@
-import { useState } from 'preact/hooks';
-import type { ExternalAction, PublicConfig } from '../api';
+import { useEffect, useState } from 'preact/hooks';
+import { api, apiUrl, type ExternalAction, type PublicConfig, type SocialHandle, type SocialPlatform } from '../api';
+import { Icon } from '../components/Icon';
 import { Modal } from '../components/Modal';
+import { findPlatform, socialIcon } from '../lib/social';
 
 /** External action buttons: open in a modal (iframe of `url`, or the action's `html`), or a new tab when `openExternally`. */
 export function ExternalActions({ actions }: { actions: ExternalAction[] }) {
@@ -34,6 +36,48 @@ export function ExternalActions({ actions }: { actions: ExternalAction[] }) {
   );
 }
 
+/** `/api/socialplatforms`, loaded once when some handle needs it; null until then (or when it fails). */
+function useSocialPlatforms(needed: boolean): Record<string, SocialPlatform> | null {
+  const [platforms, setPlatforms] = useState<Record<string, SocialPlatform> | null>(null);
+  useEffect(() => {
+    if (!needed) return;
+    let live = true;
+    api.socialPlatforms().then(
+      (p) => live && setPlatforms(p && typeof p === 'object' ? p : {}),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, [needed]);
+  return platforms;
+}
+
+/** A server path is fetched from this page's origin; other URLs are used as they are. */
+const imageSrc = (url: string) => (url.startsWith('/') && !url.startsWith('//') ? apiUrl(url) : url);
+
+/** Social links with the handle's icon, or the icon `/api/socialplatforms` gives its platform, or a generic link icon. */
+function SocialLinks({ handles }: { handles: SocialHandle[] }) {
+  const platforms = useSocialPlatforms(handles.length > 0);
+  if (!handles.length) return null;
+  return (
+    <ul class="social" id="social-handles">
+      {handles.map((s, i) => {
+        const icon = socialIcon(s, platforms);
+        const name = findPlatform(s.platform, platforms)?.name || s.platform;
+        return (
+          <li key={i}>
+            <a href={s.url} target="_blank" rel="noopener noreferrer me" title={name} data-platform={s.platform}>
+              {icon ? <img src={imageSrc(icon)} alt="" width={18} height={18} /> : <Icon name="link" />}
+              {name}
+            </a>
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
 /** About the stream: summary, tags, social handles and the admin's extra page content (rendered HTML). */
 export function About({ config }: { config: PublicConfig }) {
   const tags = config.tags ?? [];
@@ -53,18 +97,7 @@ export function About({ config }: { config: PublicConfig }) {
             ))}
           </ul>
         )}
-        {social.length > 0 && (
-          <ul class="social" id="social-handles">
-            {social.map((s, i) => (
-              <li key={i}>
-                <a href={s.url} target="_blank" rel="noopener noreferrer me" title={s.platform}>
-                  {s.icon && <img src={s.icon} alt="" />}
-                  {s.platform}
-                </a>
-              </li>
-            ))}
-          </ul>
-        )}
+        <SocialLinks handles={social} />
       </section>
       {config.extraPageContent && (
         <section class="card html-content" id="extra-page-content" dangerouslySetInnerHTML={{ __html: config.extraPageContent }} />

@@ -4,7 +4,8 @@
  */
 import Hls, { type Level } from 'hls.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api } from '../api';
+import { api, apiUrl } from '../api';
+import { Icon } from '../components/Icon';
 import { buildCmcdReport, newSessionId, videoState } from '../lib/cmcd';
 import { levelLabel } from '../lib/format';
 import { choosePlaybackEngine } from '../lib/urls';
@@ -96,10 +97,10 @@ export function Player({ active, autoplay }: Props) {
             start();
           }, 4000);
         });
-        hls.loadSource(STREAM_URL);
+        hls.loadSource(apiUrl(STREAM_URL));
         hls.attachMedia(video);
       } else if (engine === 'native') {
-        video.src = STREAM_URL;
+        video.src = apiUrl(STREAM_URL);
         video.addEventListener('loadedmetadata', () => void tryPlay(), { once: true });
       } else {
         setFailure('This browser cannot play HLS video.');
@@ -178,7 +179,7 @@ export function Player({ active, autoplay }: Props) {
             <span>{failure}</span>
           ) : (
             <button type="button" class="primary" onClick={clickToPlay} id="play-button">
-              ▶ Play
+              <Icon name="play" /> Play
             </button>
           )}
         </div>

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import type { PublicConfig, PublicStatus } from '../api';
+import { apiUrl, type PublicConfig, type PublicStatus } from '../api';
+import { Icon } from '../components/Icon';
 import { Player } from './Player';
 
 /** Offline card: the admin's offline message (rendered HTML) over the last thumbnail, when there is one. */
@@ -7,7 +8,7 @@ export function Offline({ config }: { config: PublicConfig }) {
   const [thumb, setThumb] = useState(true);
   return (
     <div class="offline" data-testid="offline">
-      {thumb && <img class="thumbnail" src="/thumbnail.jpg" alt="" onError={() => setThumb(false)} />}
+      {thumb && <img class="thumbnail" src={apiUrl('/thumbnail.jpg')} alt="" onError={() => setThumb(false)} />}
       <div class="offline-card">
         <h2>The stream is offline</h2>
         <div id="offline-message" class="html-content" dangerouslySetInnerHTML={{ __html: config.offlineMessage || '<p>Check back soon.</p>' }} />
@@ -44,7 +45,7 @@ export function StreamBar({ config, status }: { config: PublicConfig; status: Pu
       <h2 id="stream-title">{title}</h2>
       {online && !config.hideViewerCount && typeof status?.viewerCount === 'number' && (
         <span id="viewer-count" class="viewer-count" title="Viewers">
-          👁 {status.viewerCount} {status.viewerCount === 1 ? 'viewer' : 'viewers'}
+          <Icon name="eye" /> {status.viewerCount} {status.viewerCount === 1 ? 'viewer' : 'viewers'}
         </span>
       )}
     </div>

@@ -1,5 +1,5 @@
 /** Browser push: register the service worker, subscribe with the server's VAPID key, and register the subscription. */
-import { api } from '../api';
+import { api, apiUrl } from '../api';
 import { ensureToken } from '../chat/session';
 import { urlBase64ToUint8Array } from '../lib/push';
 
@@ -10,7 +10,7 @@ export async function subscribeToNotifications(publicKey: string): Promise<void>
   if (!pushSupported()) throw new Error('This browser does not support push notifications.');
   const permission = await Notification.requestPermission();
   if (permission !== 'granted') throw new Error('Notifications were not allowed.');
-  await navigator.serviceWorker.register('/serviceworker.js', { scope: '/' });
+  await navigator.serviceWorker.register(apiUrl('/serviceworker.js'), { scope: '/' });
   const registration = await navigator.serviceWorker.ready;
   const subscription =
     (await registration.pushManager.getSubscription()) ??

@@ -1,5 +1,5 @@
 /** Page-level customisation from the public config: custom CSS, appearance variables, custom JavaScript, title. */
-import type { PublicConfig } from '../api';
+import { apiUrl, type PublicConfig } from '../api';
 import { cssVarName } from '../lib/urls';
 
 export function applyCustomisation(config: PublicConfig, opts: { customJavascript: boolean }) {
@@ -20,7 +20,7 @@ export function applyCustomisation(config: PublicConfig, opts: { customJavascrip
   if (opts.customJavascript && !document.getElementById('custom-javascript')) {
     const script = document.createElement('script');
     script.id = 'custom-javascript';
-    script.src = '/customjavascript';
+    script.src = apiUrl('/customjavascript');
     script.async = true;
     document.body.appendChild(script);
   }

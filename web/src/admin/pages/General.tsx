@@ -1,5 +1,6 @@
-import { useState } from 'preact/hooks';
-import { admin, type ExternalAction, type SocialHandle } from '../../api';
+import { useEffect, useState } from 'preact/hooks';
+import { admin, api, apiUrl, type ExternalAction, type SocialHandle, type SocialPlatform } from '../../api';
+import { iconForSave } from '../../lib/social';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, readDataUrl, useSave, useServerConfig } from '../forms';
 import { RowsEditor } from '../RowsEditor';
 
@@ -21,7 +22,7 @@ function LogoUpload() {
     <div class="config-field" data-setting="logo">
       <label for="logo-input">Logo</label>
       <div class="field-row">
-        <img class="logo-preview" src={`/logo?t=${stamp}`} alt="Current logo" />
+        <img class="logo-preview" src={apiUrl(`/logo?t=${stamp}`)} alt="Current logo" />
         <input id="logo-input" type="file" accept="image/png,image/jpeg,image/gif,image/svg+xml,image/webp" onChange={(e) => void upload(e)} />
       </div>
       <FormStatus state={state} />
@@ -30,6 +31,40 @@ function LogoUpload() {
 }
 
 type Pair = { name: string; value: string };
+
+/** Social handles; the platform field suggests the keys of `/api/socialplatforms`, and each handle is saved with its platform's icon. */
+function SocialHandles({ handles }: { handles: SocialHandle[] }) {
+  const [platforms, setPlatforms] = useState<Record<string, SocialPlatform> | null>(null);
+  useEffect(() => {
+    api.socialPlatforms().then(
+      (p) => setPlatforms(p && typeof p === 'object' ? p : null),
+      () => setPlatforms(null),
+    );
+  }, []);
+  return (
+    <>
+      <datalist id="social-platforms">
+        {Object.entries(platforms ?? {}).map(([key, p]) => (
+          <option key={key} value={key}>
+            {p.name}
+          </option>
+        ))}
+      </datalist>
+      <RowsEditor<SocialHandle & Record<string, unknown>>
+        setting="socialhandles"
+        id="social-handles-form"
+        rows={handles as (SocialHandle & Record<string, unknown>)[]}
+        columns={[
+          { key: 'platform', label: 'Platform', placeholder: 'mastodon', list: 'social-platforms' },
+          { key: 'url', label: 'URL', type: 'url', placeholder: 'https://…' },
+        ]}
+        blank={() => ({ platform: '', url: '' })}
+        toValue={(rows) => rows.map((r) => ({ ...r, platform: String(r.platform ?? '').trim(), icon: iconForSave(r, platforms) }))}
+        addLabel="+ Add handle"
+      />
+    </>
+  );
+}
 
 /** General: identity, page content, links, appearance and custom code. */
 export function General() {
@@ -54,17 +89,7 @@ export function General() {
         <ConfigField name="pagecontent" label="Extra page content (Markdown)" value={d.extraPageContent} kind="textarea" id="page-content-input" />
       </Section>
       <Section title="Social handles">
-        <RowsEditor<SocialHandle & Record<string, unknown>>
-          setting="socialhandles"
-          id="social-handles-form"
-          rows={(d.socialHandles ?? []) as (SocialHandle & Record<string, unknown>)[]}
-          columns={[
-            { key: 'platform', label: 'Platform', placeholder: 'mastodon' },
-            { key: 'url', label: 'URL', type: 'url', placeholder: 'https://…' },
-          ]}
-          blank={() => ({ platform: '', url: '' })}
-          addLabel="+ Add handle"
-        />
+        <SocialHandles handles={d.socialHandles ?? []} />
       </Section>
       <Section title="External actions" description="Buttons on the viewer page that open a page in a dialog, or a new tab.">
         <RowsEditor<ExternalAction & Record<string, unknown>>

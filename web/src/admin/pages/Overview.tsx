@@ -1,7 +1,9 @@
-import { useEffect, useState } from 'preact/hooks';
-import { admin, type AdminStatus } from '../../api';
+import { admin } from '../../api';
 import { formatBitrate, formatDateTime, formatSince } from '../../lib/format';
+import { TimeChart } from '../charts';
 import { LoadError, Section } from '../forms';
+import { usePoll } from '../useAdmin';
+import { WarningBanner, warningsOf } from '../Warnings';
 
 const LATENCY = ['Lowest latency', 'Low latency', 'Balanced', 'Reliable', 'Most reliable'];
 
@@ -14,28 +16,27 @@ function Stat({ label, value, id }: { label: string; value: string | number; id?
   );
 }
 
-/** Server status from `/api/admin/status`, refreshed every 5 s. */
+/** Viewer count over time from `/api/admin/viewersOverTime`, refreshed every 30 s. */
+function ViewersChart() {
+  const { data, error } = usePoll(() => admin.viewersOverTime(), 30_000);
+  return (
+    <div class="chart-wide" id="overview-viewers-chart">
+      <TimeChart
+        id="viewers"
+        title="Viewers over time"
+        points={Array.isArray(data) ? data : []}
+        unit=""
+        decimals={0}
+        color="#6fd8e8"
+        empty={error ? `Could not load the viewer history: ${error}` : data ? 'No viewer counts recorded yet.' : 'Loading…'}
+      />
+    </div>
+  );
+}
+
+/** Server status from `/api/admin/status`, refreshed every 5 s, with its warnings and the viewer history. */
 export function Overview() {
-  const [status, setStatus] = useState<AdminStatus | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    let live = true;
-    const load = () =>
-      admin.status().then(
-        (s) => {
-          if (!live) return;
-          setStatus(s);
-          setError(null);
-        },
-        (e: Error) => live && setError(e.message),
-      );
-    void load();
-    const t = setInterval(load, 5000);
-    return () => {
-      live = false;
-      clearInterval(t);
-    };
-  }, []);
+  const { data: status, error } = usePoll(() => admin.status(), 5000);
 
   if (!status) return <LoadError error={error} />;
   const b = status.broadcaster;
@@ -46,6 +47,7 @@ export function Overview() {
 
   return (
     <div data-testid="overview">
+      <WarningBanner warnings={warningsOf(status)} />
       {error && <div class="form-error">{error}</div>}
       <div class="stats">
         <div class="stat" id="overview-online">
@@ -67,6 +69,8 @@ export function Overview() {
           {health.message && <p>{health.message}</p>}
         </div>
       )}
+
+      <ViewersChart />
 
       {status.online && b ? (
         <Section title="Inbound stream">

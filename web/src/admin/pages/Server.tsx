@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { admin, type S3Info } from '../../api';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
+import { StatusWarnings } from '../Warnings';
 
 const emptyS3: S3Info = {
   enabled: false,
@@ -60,6 +61,7 @@ export function Server() {
   const fed = config.federation ?? ({} as Partial<typeof config.federation>);
   return (
     <>
+      <StatusWarnings />
       <Section title="Network" description="Port and address changes apply after castd restarts.">
         <ConfigField name="webserverport" label="Web server port" value={config.webServerPort} kind="number" id="web-port-input" />
         <ConfigField name="webserverip" label="Web server address" value={config.webServerIP} id="web-ip-input" placeholder="0.0.0.0" />
@@ -84,6 +86,12 @@ export function Server() {
       </Section>
       <Section title="Admin password" description="After a change your browser asks for the new password.">
         <ConfigField name="adminpass" label="New admin password" value="" kind="password" id="admin-password-input" reload={false} />
+      </Section>
+      <Section title="Updates">
+        <p id="updates-note">
+          Updates are managed by the package manager (apt).
+          {config.instanceDetails?.version ? <> This is castd {config.instanceDetails.version}.</> : null}
+        </p>
       </Section>
     </>
   );

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { admin, type EncoderInfo, type OutputVariant } from '../../api';
-import { FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
+import { ConfigField, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
 
 const LATENCY = [
   'Lowest latency (1 s segments, least reliable)',
@@ -163,6 +163,16 @@ export function Video() {
       </Section>
       <Section title="Encoder" description="auto picks the best encoder this machine has (hardware first), falling back to software.">
         <Encoder current={config.videoCodec} supported={config.supportedCodecs ?? []} />
+      </Section>
+      <Section title="ffmpeg">
+        <ConfigField
+          name="ffmpegpath"
+          label="ffmpeg path"
+          value={config.ffmpegPath ?? ''}
+          id="ffmpeg-path-input"
+          placeholder="/usr/bin/ffmpeg"
+          help={<span id="ffmpeg-path-note">castd transcodes with libav inside its own worker process; this path is accepted for compatibility with Owncast and is not used.</span>}
+        />
       </Section>
     </>
   );

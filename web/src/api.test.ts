@@ -1,0 +1,73 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { admin, api, apiUrl, chatSocketUrl, pageOrigin } from './api';
+
+const hasUserinfo = (url: string) => {
+  const u = new URL(url);
+  return url.includes('@') || u.username !== '' || u.password !== '';
+};
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+});
+
+describe('apiUrl', () => {
+  it('joins the origin and the path', () => {
+    expect(apiUrl('/api/admin/status', 'http://host:8080')).toBe('http://host:8080/api/admin/status');
+    expect(apiUrl('api/status', 'https://live.example')).toBe('https://live.example/api/status');
+    expect(apiUrl('/api/chat?accessToken=a%20b', 'http://[::1]:8080')).toBe('http://[::1]:8080/api/chat?accessToken=a%20b');
+  });
+
+  it('never carries user:password, even from an origin that has them', () => {
+    for (const origin of ['http://admin:password@host:8080', 'https://admin@host', 'http://a%40b:p%3Aw@host/']) {
+      const url = apiUrl('/api/admin/status', origin);
+      expect(hasUserinfo(url)).toBe(false);
+      expect(new URL(url).host).toBe(new URL(origin).host);
+    }
+  });
+
+  it('stays on this server for paths that look protocol-relative', () => {
+    expect(apiUrl('//evil.example/x', 'http://host')).toBe('http://host/evil.example/x');
+  });
+
+  it('is the bare path without an origin', () => {
+    expect(pageOrigin()).toBe('');
+    expect(apiUrl('/api/status')).toBe('/api/status');
+    expect(apiUrl('/api/status', 'null')).toBe('/api/status');
+  });
+
+  it('uses location.origin of a page opened with credentials, so fetch accepts the URL', async () => {
+    // The admin opened as http://admin:password@host:8080/admin/: the document URL has the credentials ...
+    const page = new URL('http://admin:password@host:8080/admin/health');
+    vi.stubGlobal('location', page);
+    // ... and a path resolved against it keeps them, which fetch refuses.
+    expect(() => new Request(new URL('/api/admin/status', page.href))).toThrow(TypeError);
+
+    expect(pageOrigin()).toBe('http://host:8080');
+    const fetched: string[] = [];
+    vi.stubGlobal('fetch', async (input: RequestInfo | URL) => {
+      const url = String(input);
+      fetched.push(url);
+      new Request(url); // throws for a URL with credentials
+      return new Response('{"online":false}', { status: 200 });
+    });
+    await admin.status();
+    await admin.get('logs', { since: 'x' });
+    await api.ping();
+    expect(fetched).toEqual(['http://host:8080/api/admin/status', 'http://host:8080/api/admin/logs?since=x', 'http://host:8080/api/ping']);
+    for (const url of fetched) expect(hasUserinfo(url)).toBe(false);
+  });
+});
+
+describe('chatSocketUrl', () => {
+  it('goes to this page’s origin', () => {
+    expect(chatSocketUrl('', 'a b', 'http://box:8080')).toBe('ws://box:8080/ws?accessToken=a%20b');
+    expect(chatSocketUrl(undefined, 't', 'https://x')).toBe('wss://x/ws?accessToken=t');
+    expect(chatSocketUrl(undefined, 't', 'http://admin:password@box:8080')).toBe('ws://box:8080/ws?accessToken=t');
+  });
+  it('follows the socket host override', () => {
+    expect(chatSocketUrl('https://chat.example/', 't', 'http://x')).toBe('wss://chat.example/ws?accessToken=t');
+    expect(chatSocketUrl('chat.example', 't', 'https://x')).toBe('wss://chat.example/ws?accessToken=t');
+    expect(chatSocketUrl('chat.example', 't', 'http://x')).toBe('ws://chat.example/ws?accessToken=t');
+    expect(chatSocketUrl('wss://u:p@chat.example', 't', 'http://x')).toBe('wss://chat.example/ws?accessToken=t');
+  });
+});
