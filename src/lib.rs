@@ -19,17 +19,27 @@
 //! - [`http`]: `ApiError`/`StatusResponse`, extractors, admin auth, the route `Registry` and OpenAPI.
 //! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
 //!
-//! **Features** (each owns its state type, its routes and its start function):
-//! - [`tokens`]: integration access tokens and the Bearer check.
-//! - [`webhooks`]: outbound webhooks and their reliable delivery (outbox at shutdown).
-//! - [`hardware`]: encoder discovery (probe in child processes) and CPU/memory/disk/GPU statistics.
-//! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle, thumbnails.
-//! - [`ingest`]: the RTMP server; hands FLV to the transcoder through a `Feeder`.
-//! - [`metrics`]: viewers, playback reports (CMCD, legacy), series, playback health, Prometheus.
-//! - [`hls`]: serving playlists, segments, thumbnail and preview (tells metrics about each request).
+//! **Features** (each owns its state type, its routes and its start function; "uses" lists the
+//! modules besides the bottom layer it may import, and the handles it is given):
+//! - [`tokens`]: integration access tokens and the Bearer check. Uses nothing else.
+//! - [`webhooks`]: outbound webhooks and their reliable delivery (outbox at shutdown). Subscribes to the
+//!   bus; reports deliveries through telemetry.
+//! - [`hardware`]: encoder discovery (probe in child processes; the encoder list is a `watch` it alone
+//!   writes) and CPU/memory/disk/GPU statistics (alerts into the health hub, samples into telemetry).
+//! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle (the only
+//!   writer of the stream state), thumbnails. Given: settings, bus, stream writer, viewer counts,
+//!   health hub, telemetry, the encoder list, the HLS directory. Sees no HTTP types and no tokens.
+//! - [`ingest`]: the RTMP server. Uses `transcode` (hands it FLV and broadcaster details through a
+//!   `Feeder`; the transcoder holds the publisher through the `Broadcast` trait).
+//! - [`metrics`]: viewers (the only writer of the viewer counts), playback reports (CMCD, legacy),
+//!   series, playback health (into the health hub), Prometheus (from telemetry).
+//! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams)
+//!   and `transcode` (the image file names).
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
-//! - [`notifications`]: go-live browser push and Discord messages.
-//! - [`api`]: public config/status, admin status and server configuration, every config setter.
+//!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes.
+//! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
+//! - [`api`]: public config/status, admin status and server configuration, every config setter. Uses
+//!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds).
 //!
 //! **Composition root**: [`daemon`] builds every feature's state, wires the handles, merges the routers
