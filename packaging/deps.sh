@@ -3,7 +3,10 @@
 # apt packages (ffmpeg CLI + libav dev headers, libclang for bindgen, pkg-config,
 # Chromium for the web tests; for the package and packaging/test-deb.sh: lintian, dpkg-dev,
 # systemd (systemd-analyze), man-db (verify checks man: links), curl, python3, binutils;
-# debootstrap + systemd-container for packaging/test-deb-nspawn.sh) and cargo tools.
+# debootstrap + systemd-container for packaging/test-deb-nspawn.sh; for tests/obs.rs: OBS Studio
+# under Xvfb with Mesa's software OpenGL, socat for its network bridge, xdotool/x11-apps/imagemagick
+# for its settings screenshot, and GStreamer with rtmp2sink, rtmpsink (librtmp), x264enc,
+# videotestsrc/audiotestsrc and avenc_aac) and cargo tools.
 # Only what is missing is installed, so a second run is quick.
 set -euo pipefail
 
@@ -15,6 +18,9 @@ APT_PKGS=(
   lintian dpkg-dev fakeroot systemd
   man-db curl python3 binutils adduser
   debootstrap systemd-container
+  obs-studio xvfb libgl1-mesa-dri socat iproute2 util-linux xdotool x11-apps imagemagick
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+  gstreamer1.0-plugins-ugly gstreamer1.0-libav
 )
 if [ "${CASTD_SKIP_APT:-0}" != 1 ]; then
   missing=()
