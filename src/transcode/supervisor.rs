@@ -103,6 +103,11 @@ impl Feeder {
 pub fn start(t: &Arc<Transcoder>, remote: SocketAddr, publisher: Box<dyn Broadcast>) -> Feeder {
     let (tx, rx) = mpsc::channel(FEED_CAPACITY);
     let (details_tx, details_rx) = watch::channel(StreamDetails::default());
+    // The last broadcast's playlists go before the stream is announced, so no player that sees it
+    // online fetches them.
+    if let Err(e) = reset_dir(&t.deps.hls_dir) {
+        error!("cannot prepare {}: {e}", t.deps.hls_dir.display());
+    }
     let now = Utc::now();
     t.deps.stream.update(|st| {
         st.online = true;
@@ -217,9 +222,6 @@ async fn supervise(
     let s = t.deps.settings.get();
     let (seg, list) = s.latency();
     let dir = t.deps.hls_dir.clone();
-    if let Err(e) = reset_dir(&dir) {
-        error!("cannot prepare {}: {e}", dir.display());
-    }
     let chosen = encoders::selected(&t);
     let specs: Vec<_> = s.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
     let cap = nvenc_cap(&chosen).await;
