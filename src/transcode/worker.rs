@@ -229,6 +229,192 @@ pub fn write_master(hls_dir: &Path, entries: &[(u64, u32, u32, String, f64)]) ->
     std::fs::rename(&tmp, hls_dir.join("stream.m3u8"))
 }
 
+/// The input video, as each variant's setup sees it.
+struct Source<'a> {
+    par: &'a codec::Parameters,
+    tb: Rational,
+    fps: f64,
+    width: u32,
+    height: u32,
+}
+
+/// What setting up a variant's video produced.
+struct VideoOpened {
+    path: VideoPath,
+    width: u32,
+    height: u32,
+    fps: f64,
+    kbps: u64,
+    encoder: String,
+}
+
+/// How one variant's video is made: copied, encoded in software (a stage thread), or encoded on a
+/// hardware ladder. `add` puts the variant's video stream into its HLS muxer and opens what it needs.
+trait VariantVideo {
+    fn add(&self, octx: &mut Output, v: &StreamOutputVariant, src: &Source) -> Result<VideoOpened, TranscodeError>;
+}
+
+/// Passthrough: the broadcaster's video, packet for packet.
+struct CopyVideo;
+
+impl VariantVideo for CopyVideo {
+    fn add(&self, octx: &mut Output, v: &StreamOutputVariant, src: &Source) -> Result<VideoOpened, TranscodeError> {
+        let mut ost = octx.add_stream(ff::encoder::find(codec::Id::None))?;
+        ost.set_parameters(src.par.clone());
+        clear_codec_tag(&mut ost);
+        ost.set_time_base(src.tb);
+        Ok(VideoOpened {
+            path: VideoPath::Copy,
+            width: src.width,
+            height: src.height,
+            fps: src.fps,
+            kbps: (bit_rate_of(src.par) / 1000).max(u64::from(v.video_bitrate)),
+            encoder: "copy".to_string(),
+        })
+    }
+}
+
+/// A software encoder (libx264), opened here and moved into its stage thread before the first frame.
+struct SoftwareVideo<'a> {
+    info: &'a hwaccel::EncoderInfo,
+    segment_seconds: u32,
+}
+
+impl VariantVideo for SoftwareVideo<'_> {
+    fn add(&self, octx: &mut Output, v: &StreamOutputVariant, src: &Source) -> Result<VideoOpened, TranscodeError> {
+        let rec = recipe::recipe_for(&self.info.name, v, self.segment_seconds)?;
+        let (w, h) = target_size(v, src.width, src.height);
+        let codec = ff::encoder::find_by_name(&rec.encoder)
+            .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
+        let pix_fmt: ff::format::Pixel =
+            rec.pix_fmt.parse().map_err(|_| TranscodeError::Config(format!("pix_fmt {}", rec.pix_fmt)))?;
+        let mut enc = codec::context::Context::new_with_codec(codec).encoder().video()?;
+        enc.set_width(w);
+        enc.set_height(h);
+        enc.set_format(pix_fmt);
+        enc.set_time_base(Rational(1, rec.framerate as i32));
+        enc.set_frame_rate(Some(Rational(rec.framerate as i32, 1)));
+        let mut opts = Dictionary::new();
+        for (k, val) in &rec.options {
+            opts.set(k, val);
+        }
+        if self.info.kind == EncoderKind::Software {
+            let threads = hwaccel::recipe::x264_threads(w, h, rec.framerate, v.cpu_usage_level);
+            opts.set("threads", &threads.to_string());
+        }
+        let opened = enc.open_as_with(codec, opts)?;
+        let mut ost = octx.add_stream(codec)?;
+        ost.set_parameters(&opened);
+        ost.set_time_base(Rational(1, rec.framerate as i32));
+        let (fps, encoder) = (f64::from(rec.framerate), rec.encoder.clone());
+        let path = VideoPath::Encode(Box::new(VideoEncode {
+            encoder: opened,
+            recipe: rec,
+            width: w,
+            height: h,
+            pix_fmt,
+            source: None,
+        }));
+        Ok(VideoOpened { path, width: w, height: h, fps, kbps: u64::from(recipe::encoder_bitrate(v)), encoder })
+    }
+}
+
+/// A variant of the hardware ladder: output `pos` of the filter graph; its encoder opens on the first
+/// filtered frame.
+struct HardwareVideo<'a> {
+    hw: &'a HwPath,
+    pos: usize,
+}
+
+impl VariantVideo for HardwareVideo<'_> {
+    fn add(&self, octx: &mut Output, v: &StreamOutputVariant, src: &Source) -> Result<VideoOpened, TranscodeError> {
+        let rec =
+            self.hw.ladder.variants.get(self.pos).cloned().ok_or_else(|| TranscodeError::Config("ladder".into()))?;
+        let (tw, th) = target_size(v, src.width, src.height);
+        let w = u32::try_from(rec.width).ok().filter(|w| *w > 0).unwrap_or(tw);
+        let h = u32::try_from(rec.height).ok().filter(|h| *h > 0).unwrap_or(th);
+        let codec = ff::encoder::find_by_name(&rec.encoder)
+            .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
+        // The muxer (MPEG-TS, Annex B in band) only needs the stream's kind and size now.
+        let mut ost = octx.add_stream(codec)?;
+        // SAFETY: the stream's parameters are owned by the output context.
+        unsafe {
+            let p = ost.parameters().as_mut_ptr();
+            (*p).codec_type = ff::ffi::AVMediaType::AVMEDIA_TYPE_VIDEO;
+            (*p).codec_id = ff::ffi::AVCodecID::AV_CODEC_ID_H264;
+            (*p).width = w as i32;
+            (*p).height = h as i32;
+        }
+        ost.set_time_base(Rational(1, rec.framerate as i32));
+        let (fps, kbps, encoder) = (f64::from(rec.framerate), u64::from(rec.bitrate_kbps), rec.encoder.clone());
+        let path = VideoPath::Hw(Box::new(HwEncode {
+            encoder: None,
+            recipe: rec,
+            pos: self.pos,
+            last_pts: None,
+            last_segment: None,
+        }));
+        Ok(VideoOpened { path, width: w, height: h, fps, kbps, encoder })
+    }
+}
+
+/// Whether a variant encodes its audio to AAC (otherwise it copies the broadcaster's).
+fn audio_encoded(v: &StreamOutputVariant) -> bool {
+    !v.audio_passthrough && v.audio_bitrate > 0
+}
+
+/// Add the variant's audio stream (copied, or encoded to AAC from the shared decoder); returns the
+/// path, the output stream index and the audio bitrate in kbps.
+fn add_audio(
+    octx: &mut Output,
+    v: &StreamOutputVariant,
+    par: Option<&codec::Parameters>,
+    tb: Rational,
+    dec: Option<&ff::decoder::Audio>,
+) -> Result<(AudioPath, Option<usize>, u64), TranscodeError> {
+    let Some(p) = par else { return Ok((AudioPath::None, None, 0)) };
+    if !audio_encoded(v) {
+        let mut ost = octx.add_stream(ff::encoder::find(codec::Id::None))?;
+        ost.set_parameters(p.clone());
+        clear_codec_tag(&mut ost);
+        ost.set_time_base(tb);
+        return Ok((AudioPath::Copy, Some(1), (bit_rate_of(p) / 1000).max(128)));
+    }
+    let dec = dec.ok_or_else(|| TranscodeError::Other("no audio decoder".into()))?;
+    let codec = ff::encoder::find(codec::Id::AAC).ok_or_else(|| TranscodeError::EncoderMissing("aac".into()))?;
+    let mut enc = codec::context::Context::new_with_codec(codec).encoder().audio()?;
+    enc.set_rate(dec.rate() as i32);
+    let layout = if dec.channel_layout().is_empty() {
+        ff::ChannelLayout::default(i32::from(dec.channels()))
+    } else {
+        dec.channel_layout()
+    };
+    enc.set_channel_layout(layout);
+    enc.set_format(ff::format::Sample::F32(ff::format::sample::Type::Planar));
+    enc.set_bit_rate(v.audio_bitrate as usize * 1000);
+    enc.set_time_base(Rational(1, dec.rate() as i32));
+    let opened = enc.open_as(codec)?;
+    let mut ost = octx.add_stream(codec)?;
+    ost.set_parameters(&opened);
+    ost.set_time_base(Rational(1, dec.rate() as i32));
+    Ok((AudioPath::Encode(opened), Some(1), u64::from(v.audio_bitrate)))
+}
+
+/// The HLS muxer's options for a variant written to `dir`.
+fn hls_options(cfg: &WorkerConfig, dir: &Path) -> Dictionary<'static> {
+    let mut hls = Dictionary::new();
+    hls.set("hls_time", &cfg.segment_seconds.to_string());
+    hls.set("hls_list_size", &cfg.list_size.to_string());
+    let mut flags = String::from("delete_segments+program_date_time+independent_segments");
+    if cfg.append {
+        flags.push_str("+append_list+discont_start");
+    }
+    hls.set("hls_flags", &flags);
+    let seg = dir.join(format!("stream-{}-%d.ts", cfg.segment_id));
+    hls.set("hls_segment_filename", &seg.to_string_lossy());
+    hls
+}
+
 struct Pipeline {
     cfg: WorkerConfig,
     variants: Vec<Variant>,
@@ -321,8 +507,7 @@ impl Pipeline {
         if sw == 0 || sh == 0 {
             return Err(TranscodeError::Other("could not determine the input video size".into()));
         }
-        let audio_encode = |v: &StreamOutputVariant| !v.audio_passthrough && v.audio_bitrate > 0;
-        let adec = match (&a_par, cfg.variants.iter().any(audio_encode)) {
+        let adec = match (&a_par, cfg.variants.iter().any(audio_encoded)) {
             (Some(p), true) => Some(codec::context::Context::from_parameters(p.clone())?.decoder().audio()?),
             _ => None,
         };
@@ -340,133 +525,23 @@ impl Pipeline {
             if let Some(prev) = previous {
                 std::fs::write(&playlist, prev)?;
             }
-            let (w, h, video, encoder_name, fps, v_kbps) = if v.video_passthrough {
-                let mut ost = octx.add_stream(ff::encoder::find(codec::Id::None))?;
-                ost.set_parameters(v_par.clone());
-                clear_codec_tag(&mut ost);
-                ost.set_time_base(v_tb);
-                let kbps = (bit_rate_of(&v_par) / 1000).max(u64::from(v.video_bitrate));
-                (sw, sh, VideoPath::Copy, "copy".to_string(), src_fps, kbps)
-            } else if let (Some(pos), Some(hw)) = (hw_pos[n], &hw) {
-                let rec =
-                    hw.ladder.variants.get(pos).cloned().ok_or_else(|| TranscodeError::Config("ladder".into()))?;
-                let (tw, th) = target_size(v, sw, sh);
-                let w = u32::try_from(rec.width).ok().filter(|w| *w > 0).unwrap_or(tw);
-                let h = u32::try_from(rec.height).ok().filter(|h| *h > 0).unwrap_or(th);
-                let codec = ff::encoder::find_by_name(&rec.encoder)
-                    .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
-                // The encoder opens on the first filtered frame; the muxer (MPEG-TS, Annex B in band)
-                // only needs the stream's kind and size now.
-                let mut ost = octx.add_stream(codec)?;
-                // SAFETY: the stream's parameters are owned by the output context.
-                unsafe {
-                    let p = ost.parameters().as_mut_ptr();
-                    (*p).codec_type = ff::ffi::AVMediaType::AVMEDIA_TYPE_VIDEO;
-                    (*p).codec_id = ff::ffi::AVCodecID::AV_CODEC_ID_H264;
-                    (*p).width = w as i32;
-                    (*p).height = h as i32;
-                }
-                ost.set_time_base(Rational(1, rec.framerate as i32));
-                let (fps, kbps, name) = (f64::from(rec.framerate), u64::from(rec.bitrate_kbps), rec.encoder.clone());
-                let path = VideoPath::Hw(Box::new(HwEncode {
-                    encoder: None,
-                    recipe: rec,
-                    pos,
-                    last_pts: None,
-                    last_segment: None,
-                }));
-                (w, h, path, name, fps, kbps)
-            } else {
-                let rec = recipe::recipe_for(&infos[n].name, v, cfg.segment_seconds)?;
-                let (w, h) = target_size(v, sw, sh);
-                let codec = ff::encoder::find_by_name(&rec.encoder)
-                    .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
-                let pix_fmt: ff::format::Pixel =
-                    rec.pix_fmt.parse().map_err(|_| TranscodeError::Config(format!("pix_fmt {}", rec.pix_fmt)))?;
-                let mut enc = codec::context::Context::new_with_codec(codec).encoder().video()?;
-                enc.set_width(w);
-                enc.set_height(h);
-                enc.set_format(pix_fmt);
-                enc.set_time_base(Rational(1, rec.framerate as i32));
-                enc.set_frame_rate(Some(Rational(rec.framerate as i32, 1)));
-                let mut opts = Dictionary::new();
-                for (k, val) in &rec.options {
-                    opts.set(k, val);
-                }
-                if infos[n].kind == EncoderKind::Software {
-                    let threads = hwaccel::recipe::x264_threads(w, h, rec.framerate, v.cpu_usage_level);
-                    opts.set("threads", &threads.to_string());
-                }
-                let opened = enc.open_as_with(codec, opts)?;
-                let mut ost = octx.add_stream(codec)?;
-                ost.set_parameters(&opened);
-                ost.set_time_base(Rational(1, rec.framerate as i32));
-                let fps = f64::from(rec.framerate);
-                let kbps = u64::from(recipe::encoder_bitrate(v));
-                let name = rec.encoder.clone();
-                let path = VideoPath::Encode(Box::new(VideoEncode {
-                    encoder: opened,
-                    recipe: rec,
-                    width: w,
-                    height: h,
-                    pix_fmt,
-                    source: None,
-                }));
-                (w, h, path, name, fps, kbps)
+            let source = Source { par: &v_par, tb: v_tb, fps: src_fps, width: sw, height: sh };
+            let setup: Box<dyn VariantVideo + '_> = match (v.video_passthrough, hw_pos[n], &hw) {
+                (true, _, _) => Box::new(CopyVideo),
+                (false, Some(pos), Some(hw)) => Box::new(HardwareVideo { hw, pos }),
+                _ => Box::new(SoftwareVideo { info: &infos[n], segment_seconds: cfg.segment_seconds }),
             };
-            let v_ost = 0;
-            let mut a_kbps = 0u64;
-            let (audio, a_ost) = match (&a_par, audio_encode(v)) {
-                (None, _) => (AudioPath::None, None),
-                (Some(p), false) => {
-                    let mut ost = octx.add_stream(ff::encoder::find(codec::Id::None))?;
-                    ost.set_parameters(p.clone());
-                    clear_codec_tag(&mut ost);
-                    ost.set_time_base(a_tb);
-                    a_kbps = (bit_rate_of(p) / 1000).max(128);
-                    (AudioPath::Copy, Some(1))
-                }
-                (Some(_), true) => {
-                    let dec = adec.as_ref().ok_or_else(|| TranscodeError::Other("no audio decoder".into()))?;
-                    let codec = ff::encoder::find(codec::Id::AAC)
-                        .ok_or_else(|| TranscodeError::EncoderMissing("aac".into()))?;
-                    let mut enc = codec::context::Context::new_with_codec(codec).encoder().audio()?;
-                    enc.set_rate(dec.rate() as i32);
-                    let layout = if dec.channel_layout().is_empty() {
-                        ff::ChannelLayout::default(i32::from(dec.channels()))
-                    } else {
-                        dec.channel_layout()
-                    };
-                    enc.set_channel_layout(layout);
-                    enc.set_format(ff::format::Sample::F32(ff::format::sample::Type::Planar));
-                    enc.set_bit_rate(v.audio_bitrate as usize * 1000);
-                    enc.set_time_base(Rational(1, dec.rate() as i32));
-                    let opened = enc.open_as(codec)?;
-                    let mut ost = octx.add_stream(codec)?;
-                    ost.set_parameters(&opened);
-                    ost.set_time_base(Rational(1, dec.rate() as i32));
-                    a_kbps = u64::from(v.audio_bitrate);
-                    (AudioPath::Encode(opened), Some(1))
-                }
-            };
+            let VideoOpened { path: video, width: w, height: h, fps, kbps: v_kbps, encoder: encoder_name } =
+                setup.add(&mut octx, v, &source)?;
+            let (audio, a_ost, a_kbps) = add_audio(&mut octx, v, a_par.as_ref(), a_tb, adec.as_ref())?;
 
-            let mut hls = Dictionary::new();
-            hls.set("hls_time", &cfg.segment_seconds.to_string());
-            hls.set("hls_list_size", &cfg.list_size.to_string());
-            let mut flags = String::from("delete_segments+program_date_time+independent_segments");
-            if cfg.append {
-                flags.push_str("+append_list+discont_start");
-            }
-            hls.set("hls_flags", &flags);
-            let seg = dir.join(format!("stream-{}-%d.ts", cfg.segment_id));
-            hls.set("hls_segment_filename", &seg.to_string_lossy());
-            octx.write_header_with(hls)?;
+            octx.write_header_with(hls_options(&cfg, &dir))?;
             sizes.push((w, h));
             variants.push(Variant {
                 octx,
                 video,
                 audio,
-                v_ost,
+                v_ost: 0,
                 a_ost,
                 playlist,
                 playlist_mtime: None,
