@@ -165,7 +165,7 @@ impl Daemon {
             vapid_public_key: notifications.public_key().to_string(),
         });
         let notify = NotifyState { notifications, settings, users: chat.clone() };
-        let hls = Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone() });
+        let hls = Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default() });
         Ok(Daemon {
             store,
             bus,
@@ -215,6 +215,7 @@ pub async fn run(
     let dispatcher = crate::webhooks::start(d.webhooks.clone(), &d.bus);
     let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
+    let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -256,8 +257,8 @@ pub async fn run(
         Err(_) => warn!("open requests did not finish within {HTTP_STOP_TIMEOUT:?}"),
         _ => {}
     }
-    for task in [Some(notify_task), Some(chat_task), Some(probe_task), status_task, watchdog_task].into_iter().flatten()
-    {
+    let tasks = [Some(notify_task), Some(chat_task), Some(hls_task), Some(probe_task), status_task, watchdog_task];
+    for task in tasks.into_iter().flatten() {
         task.abort();
     }
     if let Some(s) = sampler {

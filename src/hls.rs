@@ -1,24 +1,36 @@
 //! Serving the stream: `GET /hls/*` (playlists and segments), `/thumbnail.jpg` and `/preview.gif`.
 //!
 //! Owncast's rules: only `.m3u8`, `.ts`, `.m4s` and `.mp4` files are served (anything else is 404);
-//! playlists are `application/x-mpegURL` with no-cache; segments are cacheable (their names are
-//! never reused); CORS is open (the API's CORS layer covers `/hls/`). Paths are checked component by
+//! playlists are `application/x-mpegURL` with no-cache; segments are immutable (their names are never
+//! reused); CORS is open (the API's CORS layer covers `/hls/`). Paths are checked component by
 //! component (letters, digits, `-`, `_`, `.`; no `..`, no empty or hidden parts), so nothing outside
 //! `<data-dir>/hls` can be named. The thumbnail and preview are made by the transcoder
 //! (`transcode::thumbnail`); this module only serves them.
 //!
+//! While live, the live window is served from memory (`LiveFiles`): on every HLS_WRITTEN event from the
+//! transcoder the variant's newly listed segments are loaded, then its playlist, and segments that left
+//! the playlist are dropped, so memory holds exactly the live window and a player never sees a playlist
+//! naming a segment memory does not have. Disk stays the durable copy: anything not in memory (after a
+//! restart, after the stream ends) is read from disk. Every answer has `ETag`, `Last-Modified`, Range
+//! and conditional-request support (`http::files`).
+//!
 //! Every playlist fetch marks the viewer active and every request's CMCD keys are harvested, through
 //! the metrics handle this feature was given.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
+use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, RawQuery, State};
 use axum::http::HeaderMap;
-use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use parking_lot::RwLock;
 
+use crate::events::{Bus, Event};
+use crate::http::files::{respond, FileBody};
 use crate::http::{ApiError, Auth, Registry};
 use crate::metrics::Metrics;
 
@@ -31,11 +43,114 @@ pub struct Hls {
     /// Where the thumbnail and preview are (the data dir).
     pub images_dir: PathBuf,
     pub metrics: Arc<Metrics>,
+    /// The live window in memory.
+    pub live: LiveFiles,
 }
 
+/// The live window held in memory, by path under the HLS directory (`0/stream.m3u8`, `0/x-1.ts`).
+#[derive(Default)]
+pub struct LiveFiles {
+    files: RwLock<HashMap<String, FileBody>>,
+}
+
+impl LiveFiles {
+    pub fn get(&self, rel: &str) -> Option<FileBody> {
+        self.files.read().get(rel).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn clear(&self) {
+        self.files.write().clear();
+    }
+
+    fn load(path: &FsPath, content_type: &'static str, cache: &'static str) -> std::io::Result<FileBody> {
+        let bytes = Bytes::from(std::fs::read(path)?);
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).unwrap_or_else(|_| SystemTime::now());
+        Ok(FileBody::from_content(bytes, modified, content_type, cache))
+    }
+
+    /// Bring variant `n` up to date from disk (blocking I/O): new segments first, then the playlist,
+    /// then drop what the playlist no longer lists.
+    pub fn refresh_variant(&self, hls_dir: &FsPath, n: usize) -> std::io::Result<()> {
+        let dir = hls_dir.join(n.to_string());
+        let playlist_path = dir.join("stream.m3u8");
+        let playlist = Self::load(&playlist_path, PLAYLIST_TYPE, NO_CACHE)?;
+        let text = String::from_utf8_lossy(&playlist.bytes).into_owned();
+        let listed: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .filter_map(|l| FsPath::new(l).file_name().map(|f| f.to_string_lossy().into_owned()))
+            .collect();
+        let prefix = format!("{n}/");
+        let mut loaded = Vec::new();
+        for name in &listed {
+            let key = format!("{prefix}{name}");
+            if self.files.read().contains_key(&key) {
+                continue;
+            }
+            let Some((_, kind)) = safe_relative(&key) else { continue };
+            match Self::load(&dir.join(name), kind, SEGMENT_CACHE) {
+                Ok(f) => loaded.push((key, f)),
+                // A segment the muxer already deleted is served from nowhere; the playlist moves on.
+                Err(e) => tracing::debug!("live window: {key}: {e}"),
+            }
+        }
+        let mut files = self.files.write();
+        files.extend(loaded);
+        files.insert(format!("{prefix}stream.m3u8"), playlist);
+        files.retain(|k, _| {
+            !k.starts_with(&prefix) || k.ends_with(".m3u8") || listed.iter().any(|l| k[prefix.len()..] == **l)
+        });
+        Ok(())
+    }
+
+    /// The master playlist, from disk.
+    pub fn refresh_master(&self, hls_dir: &FsPath) -> std::io::Result<()> {
+        let master = Self::load(&hls_dir.join("stream.m3u8"), PLAYLIST_TYPE, NO_CACHE)?;
+        self.files.write().insert("stream.m3u8".into(), master);
+        Ok(())
+    }
+}
+
+/// Keep the live window in step with the transcoder until the bus closes.
+pub fn start(hls: Arc<Hls>, bus: &Bus) -> tokio::task::JoinHandle<()> {
+    let mut sub = bus.subscribe("hls-live-window");
+    tokio::spawn(async move {
+        while let Some(event) = sub.recv().await {
+            match *event {
+                Event::HlsWritten { variant } => {
+                    let h = hls.clone();
+                    let done = tokio::task::spawn_blocking(move || match variant {
+                        Some(n) => h.live.refresh_variant(&h.hls_dir, n),
+                        None => h.live.refresh_master(&h.hls_dir),
+                    })
+                    .await;
+                    if let Ok(Err(e)) = done {
+                        tracing::warn!("live window: {e}");
+                    }
+                }
+                // A new stream starts from an empty folder; a finished one is served from disk (its
+                // playlists end with ENDLIST there).
+                Event::StreamStarted(_) | Event::StreamStopped(_) => hls.live.clear(),
+                _ => {}
+            }
+        }
+    })
+}
+
+const PLAYLIST_TYPE: &str = "application/x-mpegURL";
+
 const GROUP: &str = "hls";
-/// `Cache-Control` of segments.
-pub const SEGMENT_CACHE: &str = "public, max-age=3600";
+/// `Cache-Control` of segments: their names are never reused.
+pub const SEGMENT_CACHE: &str = "public, max-age=31536000, immutable";
 const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
 
 pub fn routes(reg: &mut Registry, state: Arc<Hls>) {
@@ -82,39 +197,42 @@ async fn hls(
 ) -> Result<Response, ApiError> {
     let not_found = || ApiError::NotFound("no such file".into());
     let (rel, kind) = safe_relative(&path).ok_or_else(not_found)?;
-    let file = hls.hls_dir.join(rel);
-    let bytes = tokio::fs::read(&file).await.map_err(|_| not_found())?;
-    let playlist = kind == "application/x-mpegURL";
+    let playlist = kind == PLAYLIST_TYPE;
+    let file = match hls.live.get(&path) {
+        Some(f) => f,
+        None => {
+            let cache = if playlist { NO_CACHE } else { SEGMENT_CACHE };
+            from_disk(&hls.hls_dir.join(rel), kind, cache).await.ok_or_else(not_found)?
+        }
+    };
     // Owncast marks the viewer active on each playlist fetch; players' CMCD keys on any HLS request
     // are request-mode playback data.
     if playlist {
         crate::metrics::viewers::touch_request(&hls.metrics, peer, &headers);
     }
     crate::metrics::cmcd::harvest_request(&hls.metrics, peer, &headers, query.as_deref());
-    let mut resp = bytes.into_response();
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(if playlist { NO_CACHE } else { SEGMENT_CACHE }));
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    Ok(resp)
+    Ok(respond(&headers, file))
 }
 
-async fn image(hls: &Hls, name: &str, kind: &'static str) -> Result<Response, ApiError> {
-    let bytes = tokio::fs::read(hls.images_dir.join(name))
+async fn from_disk(path: &FsPath, kind: &'static str, cache: &'static str) -> Option<FileBody> {
+    let bytes = tokio::fs::read(path).await.ok()?;
+    let modified = tokio::fs::metadata(path).await.and_then(|m| m.modified()).unwrap_or_else(|_| SystemTime::now());
+    Some(FileBody::from_disk(Bytes::from(bytes), modified, kind, cache))
+}
+
+async fn image(hls: &Hls, headers: &HeaderMap, name: &str, kind: &'static str) -> Result<Response, ApiError> {
+    let file = from_disk(&hls.images_dir.join(name), kind, NO_CACHE)
         .await
-        .map_err(|_| ApiError::NotFound(format!("no {name} yet: the stream has not been live")))?;
-    let mut resp = bytes.into_response();
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_CACHE));
-    Ok(resp)
+        .ok_or_else(|| ApiError::NotFound(format!("no {name} yet: the stream has not been live")))?;
+    Ok(respond(headers, file))
 }
 
-async fn thumbnail_jpg(State(hls): State<Arc<Hls>>) -> Result<Response, ApiError> {
-    image(&hls, THUMBNAIL_FILE, "image/jpeg").await
+async fn thumbnail_jpg(State(hls): State<Arc<Hls>>, headers: HeaderMap) -> Result<Response, ApiError> {
+    image(&hls, &headers, THUMBNAIL_FILE, "image/jpeg").await
 }
 
-async fn preview_gif(State(hls): State<Arc<Hls>>) -> Result<Response, ApiError> {
-    image(&hls, PREVIEW_FILE, "image/gif").await
+async fn preview_gif(State(hls): State<Arc<Hls>>, headers: HeaderMap) -> Result<Response, ApiError> {
+    image(&hls, &headers, PREVIEW_FILE, "image/gif").await
 }
 
 #[cfg(test)]

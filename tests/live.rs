@@ -326,3 +326,80 @@ fn sigterm_while_live_finishes_the_stream_and_exits_cleanly() {
     let _ = ffmpeg.kill();
     let _ = wait_exit(&mut ffmpeg, Duration::from_secs(5));
 }
+
+/// HLS over HTTP: Range (206 with Content-Range), HEAD, ETag + If-None-Match (304), Last-Modified +
+/// If-Modified-Since (304); while live a segment is served from memory (it survives its file being
+/// removed from disk), and after a restart the files on disk are served.
+#[test]
+fn hls_is_served_from_memory_while_live_with_http_caching_semantics() {
+    let _guard = lock();
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    configure(
+        &server,
+        json!([{"name": "low", "videoBitrate": 400, "scaledWidth": 320, "scaledHeight": 180, "framerate": 15, "cpuUsageLevel": 0}]),
+    );
+    let mut ffmpeg = publish(&server, KEY, "640x360", 60);
+    let listed = server
+        .wait_for(Duration::from_secs(40), || {
+            text(&server, "/hls/0/stream.m3u8").map(|p| segments(&p)).filter(|s| s.len() >= 3)
+        })
+        .expect("three segments within 40 s");
+    let name = listed[0].clone();
+    let path = format!("/hls/0/{name}");
+    let full = server.get(&path);
+    assert_eq!(full.status().as_u16(), 200);
+    let h = full.headers().clone();
+    let etag = h["etag"].to_str().unwrap().to_string();
+    assert!(etag.starts_with('"') && etag.ends_with('"'), "strong ETag: {etag}");
+    assert_eq!(h["accept-ranges"], "bytes");
+    assert!(h["cache-control"].to_str().unwrap().contains("immutable"));
+    let last_modified = h["last-modified"].to_str().unwrap().to_string();
+    let body = full.bytes().unwrap();
+    assert!(body.len() > 1000);
+    assert_eq!(h["content-length"].to_str().unwrap(), body.len().to_string());
+
+    let head = server.client.head(server.url(&path)).send().unwrap();
+    assert_eq!(head.status().as_u16(), 200);
+    assert_eq!(head.headers()["content-length"].to_str().unwrap(), body.len().to_string());
+    assert_eq!(head.headers()["etag"].to_str().unwrap(), etag);
+    assert!(head.bytes().unwrap().is_empty(), "HEAD has no body");
+
+    let r = server.client.get(server.url(&path)).header("If-None-Match", &etag).send().unwrap();
+    assert_eq!(r.status().as_u16(), 304);
+    let r = server.client.get(server.url(&path)).header("If-Modified-Since", &last_modified).send().unwrap();
+    assert_eq!(r.status().as_u16(), 304);
+
+    let r = server.client.get(server.url(&path)).header("Range", "bytes=0-187").send().unwrap();
+    assert_eq!(r.status().as_u16(), 206);
+    assert_eq!(r.headers()["content-range"].to_str().unwrap(), format!("bytes 0-187/{}", body.len()));
+    assert_eq!(&r.bytes().unwrap()[..], &body[..188]);
+    let r = server.client.get(server.url(&path)).header("Range", "bytes=-100").send().unwrap();
+    assert_eq!(r.status().as_u16(), 206);
+    assert_eq!(&r.bytes().unwrap()[..], &body[body.len() - 100..]);
+    let r = server.client.get(server.url(&path)).header("Range", format!("bytes={}-", body.len())).send().unwrap();
+    assert_eq!(r.status().as_u16(), 416);
+    assert_eq!(r.headers()["content-range"].to_str().unwrap(), format!("bytes */{}", body.len()));
+
+    // Served from memory: the file can go from disk while the segment is in the live window.
+    std::fs::remove_file(server.data_dir.join("hls").join("0").join(&name)).unwrap();
+    let again = server.get(&path);
+    assert_eq!(again.status().as_u16(), 200, "a live segment is served from memory");
+    assert_eq!(again.bytes().unwrap(), body);
+    // The playlist is in memory too, with its own validator.
+    let pl = server.get("/hls/0/stream.m3u8");
+    assert_eq!(pl.headers()["cache-control"].to_str().unwrap(), "no-cache, no-store, must-revalidate");
+    assert!(pl.headers().contains_key("etag"));
+
+    let _ = ffmpeg.kill();
+    let _ = wait_exit(&mut ffmpeg, Duration::from_secs(5));
+    server.wait_for(Duration::from_secs(30), || (!online(&server)).then_some(())).expect("offline");
+    // After a restart nothing is in memory: what is on disk is served, the deleted file is gone.
+    let server = server.restart();
+    let on_disk = listed[1].clone();
+    let r = server.get(&format!("/hls/0/{on_disk}"));
+    assert_eq!(r.status().as_u16(), 200, "a segment on disk is served after a restart");
+    assert!(r.headers().contains_key("etag"));
+    assert_eq!(server.get(&path).status().as_u16(), 404);
+    let pl = text(&server, "/hls/0/stream.m3u8").expect("the finished playlist");
+    assert!(pl.contains("#EXT-X-ENDLIST"));
+}

@@ -63,6 +63,9 @@ pub enum EventType {
     /// Internal: a chat user changed their colour (`data` is the COLOR_CHANGE chat event).
     #[serde(rename = "COLOR_CHANGE")]
     ColorChange,
+    /// Internal: the transcoder rewrote a variant playlist with a new segment, or the master playlist.
+    #[serde(rename = "HLS_WRITTEN")]
+    HlsWritten,
 }
 
 impl EventType {
@@ -102,6 +105,7 @@ impl EventType {
             EventType::ConfigChanged => "CONFIG_CHANGED",
             EventType::HealthAlert => "HEALTH_ALERT",
             EventType::ColorChange => "COLOR_CHANGE",
+            EventType::HlsWritten => "HLS_WRITTEN",
         }
     }
 
@@ -127,6 +131,11 @@ pub enum Event {
     },
     /// The health message changed.
     HealthAlert(HealthAlert),
+    /// The transcoder wrote a new segment into variant `Some(n)`'s playlist, or (`None`) the master
+    /// playlist.
+    HlsWritten {
+        variant: Option<usize>,
+    },
 }
 
 impl Event {
@@ -138,6 +147,7 @@ impl Event {
             Event::StreamTitleUpdated(_) => EventType::StreamTitleUpdated,
             Event::ConfigChanged { .. } => EventType::ConfigChanged,
             Event::HealthAlert(_) => EventType::HealthAlert,
+            Event::HlsWritten { .. } => EventType::HlsWritten,
         }
     }
 
@@ -148,6 +158,7 @@ impl Event {
             Event::StreamStarted(s) | Event::StreamStopped(s) | Event::StreamTitleUpdated(s) => serde_json::to_value(s),
             Event::ConfigChanged { key } => Ok(serde_json::json!({ "key": key })),
             Event::HealthAlert(h) => serde_json::to_value(h),
+            Event::HlsWritten { variant } => Ok(serde_json::json!({ "variant": variant })),
         };
         v.unwrap_or(serde_json::Value::Null)
     }

@@ -10,6 +10,7 @@
 //! bad input; `JsonBody` turns unreadable JSON into a 400 instead of axum's plain-text rejections.
 
 pub mod auth;
+pub mod files;
 pub mod openapi;
 
 use std::net::{IpAddr, SocketAddr};

@@ -512,9 +512,14 @@ fn on_event(
             });
         }
         WorkerEvent::Segment { .. } | WorkerEvent::Ready => {
-            if matches!(ev, WorkerEvent::Ready) {
-                info!("stream playable: {}", dir.join("stream.m3u8").display());
-            }
+            let variant = match ev {
+                WorkerEvent::Segment { variant } => Some(variant),
+                _ => {
+                    info!("stream playable: {}", dir.join("stream.m3u8").display());
+                    None
+                }
+            };
+            t.deps.bus.publish(Event::HlsWritten { variant });
             if thumbnails.is_none() {
                 *thumbnails =
                     Some(thumbnail::spawn_loop(dir.join(thumb_variant.to_string()), t.deps.images_dir.clone()));
