@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# HLS serving benchmark: castd serving a live segment and its playlist (from memory, while a stream is
+# live) vs nginx serving the very same bytes from disk (sendfile on, workers = cores, no access log),
+# with wrk at 64 and 512 connections, side by side in one run. Prints requests/s, p50/p99 latency,
+# bytes/s and server CPU per 1,000 requests for each.
+#
+# The stream is a pre-encoded 720p H.264 file published with `-c copy` to a passthrough variant, so
+# castd does no transcoding while it is measured.
+#
+# Usage: bench/hls/run.sh [SECONDS_PER_RUN]   (default 8; builds castd with the perf profile first)
+# Installs wrk and nginx-light when missing (nginx's own service is kept from starting: only this
+# script's instance runs, on 127.0.0.1). Output goes to bench/out/hls (git-ignored).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+OUT=$ROOT/bench/out/hls
+DUR=${1:-8}
+WEB_PORT=18480
+RTMP_PORT=19480
+NGINX_PORT=18481
+KEY=bench-hls-key
+PW=bench-admin-pw
+mkdir -p "$OUT"
+if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  # policy-rc.d 101: the package's service must not start (it would listen on port 80).
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends wrk nginx-light
+  $SUDO rm -f /usr/sbin/policy-rc.d
+fi
+for tool in wrk nginx ffmpeg curl; do
+  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
+done
+
+cargo build --profile perf --quiet
+BIN=$ROOT/target/perf/castd
+
+INPUT=$OUT/input-720p.flv
+if [ ! -s "$INPUT" ]; then
+  echo "making the input: 60 s testsrc2 1280x720@30, x264 veryfast 4 Mbit/s, 2 s GOP, AAC"
+  ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 \
+    -f lavfi -i sine=frequency=440:sample_rate=48000 -t 60 \
+    -c:v libx264 -preset veryfast -b:v 4M -maxrate 4M -bufsize 8M -g 60 -pix_fmt yuv420p \
+    -c:a aac -b:a 128k -f flv "$INPUT"
+fi
+
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$OUT/nginx.pid" ] && kill "$(cat "$OUT/nginx.pid")" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+DATA=$(mktemp -d)
+"$BIN" --data-dir "$DATA" --webserverip 127.0.0.1 --webserverport $WEB_PORT --rtmpport $RTMP_PORT \
+  --adminpassword $PW --streamkey $KEY --log-level warn 2>"$OUT/castd.log" &
+CASTD=$!
+PIDS+=("$CASTD")
+BASE=http://127.0.0.1:$WEB_PORT
+for _ in $(seq 50); do curl -sf "$BASE/api/status" >/dev/null && break; sleep 0.2; done
+setc() { curl -sf -u admin:$PW -H 'content-type: application/json' -d "{\"value\":$2}" "$BASE/api/admin/config/$1" >/dev/null; }
+setc video/streamoutputvariants '[{"name":"source","videoPassthrough":true,"audioPassthrough":true}]'
+setc video/streamlatencylevel 4
+
+ffmpeg -hide_banner -loglevel error -re -stream_loop -1 -i "$INPUT" -c copy -f flv \
+  "rtmp://127.0.0.1:$RTMP_PORT/live/$KEY" &
+PIDS+=("$!")
+for _ in $(seq 120); do
+  n=$(curl -sf "$BASE/hls/0/stream.m3u8" 2>/dev/null | grep -c '\.ts$' || true)
+  [ "${n:-0}" -ge 2 ] && break
+  sleep 0.5
+done
+
+mkdir -p "$OUT/www/hls/0"
+cat >"$OUT/nginx.conf" <<EOF
+worker_processes auto;
+pid $OUT/nginx.pid;
+error_log $OUT/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  types { application/x-mpegURL m3u8; video/mp2t ts; }
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    root $OUT/www;
+    location /hls/ { add_header Cache-Control "no-cache"; }
+  }
+}
+EOF
+nginx -c "$OUT/nginx.conf" -p "$OUT"
+
+cpu_ticks() { # utime+stime of the processes given, in clock ticks
+  local t=0
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo $t
+}
+nginx_pids() { pgrep -f "nginx: worker process" | tr '\n' ' '; }
+HZ=$(getconf CLK_TCK)
+
+# wrk against URL with C connections; prints "req/s p50 p99 bytes/s cpu-ms-per-1000-requests"
+measure() {
+  local url=$1 conns=$2 pids=$3 before after out rps p50 p99 bps reqs
+  before=$(cpu_ticks $pids)
+  out=$(wrk -t1 -c"$conns" -d"${DUR}s" --latency "$url")
+  after=$(cpu_ticks $pids)
+  rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  bps=$(echo "$out" | awk '/Transfer\/sec/ {print $2}')
+  p50=$(echo "$out" | awk '$1=="50%" {print $2}')
+  p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+  reqs=$(echo "$out" | awk '/requests in/ {print $1}')
+  local cpu_ms=$(( (after - before) * 1000 / HZ ))
+  local per1k
+  per1k=$(awk -v c="$cpu_ms" -v r="$reqs" 'BEGIN { printf "%.1f", (r > 0 ? c * 1000 / r : 0) }')
+  echo "$rps $p50 $p99 $bps $per1k"
+}
+
+printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' target conns server req/s p50 p99 bytes/s cpu-ms/1k-req
+for conns in 64 512; do
+  for target in segment playlist; do
+    # the newest segment of the live window, and the same bytes for nginx
+    playlist=$(curl -sf "$BASE/hls/0/stream.m3u8")
+    seg=$(echo "$playlist" | grep '\.ts$' | tail -n 1)
+    curl -sf "$BASE/hls/0/$seg" -o "$OUT/www/hls/0/$seg"
+    echo "$playlist" >"$OUT/www/hls/0/stream.m3u8"
+    if [ "$target" = segment ]; then path=/hls/0/$seg; else path=/hls/0/stream.m3u8; fi
+    size=$(stat -c %s "$OUT/www$path")
+    read -r c_rps c_p50 c_p99 c_bps c_cpu <<<"$(measure "$BASE$path" "$conns" "$CASTD")"
+    read -r n_rps n_p50 n_p99 n_bps n_cpu <<<"$(measure "http://127.0.0.1:$NGINX_PORT$path" "$conns" "$(nginx_pids)")"
+    printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' "$target" "$conns" castd "$c_rps" "$c_p50" "$c_p99" "$c_bps" "$c_cpu"
+    printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' "($size B)" "$conns" nginx "$n_rps" "$n_p50" "$n_p99" "$n_bps" "$n_cpu"
+    awk -v a="$c_rps" -v b="$n_rps" 'BEGIN { if (b > 0) printf "          castd/nginx requests/s: %.2fx\n", a / b }'
+  done
+done
+rm -rf "$DATA"
