@@ -408,3 +408,32 @@ fn going_live_sends_push_discord_and_webhooks() {
         "STREAM_STOPPED webhook"
     );
 }
+
+/// A webhook that could not be delivered while castd stopped is kept (webhook_outbox) and delivered
+/// after the next start, unchanged.
+#[test]
+fn webhooks_undelivered_at_shutdown_are_sent_after_the_next_start() {
+    let mut server = Server::start();
+    // Three failures take the retries (0, 1 and 3 s) past the 4 s the shutdown gives delivery tasks.
+    let rx = Receiver::start(&[500, 500, 500]);
+    let r = server.admin_post(
+        "/api/admin/webhooks/create",
+        &json!({"url": format!("{}/hook", rx.url), "events": ["STREAM_TITLE_UPDATED"]}),
+    );
+    assert_eq!(r.status().as_u16(), 200);
+    server.set("streamtitle", json!("Kept across a restart"));
+    rx.wait_for(Duration::from_secs(10), |_| true).expect("a first (failed) attempt");
+    assert_eq!(server.stop(), Some(0));
+    let attempts = rx.all().len();
+    assert!((1..=3).contains(&attempts), "not delivered before the exit: {attempts} attempts");
+    let server = server.restart();
+    rx.wait_for(Duration::from_secs(15), |_| rx.all().len() > 3).expect("delivered after the restart");
+    let body = rx.all()[3].json();
+    assert_eq!(body["type"], "STREAM_TITLE_UPDATED");
+    assert_eq!(body["eventData"]["streamTitle"], "Kept across a restart");
+    // delivered once: nothing is left in the outbox for a third start
+    let server = server.restart();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(rx.all().len(), 4, "the kept delivery is sent once");
+    drop(server);
+}
