@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
+use axum::extract::multipart::MultipartRejection;
 use axum::extract::{Multipart, State};
 use axum::http::Method;
 use axum::Json;
@@ -410,7 +411,14 @@ async fn logo(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<Sta
     Ok(StatusResponse::ok("logo changed"))
 }
 
-async fn favicon(State(server): State<Arc<Server>>, mut form: Multipart) -> Result<Json<StatusResponse>, ApiError> {
+async fn favicon(
+    State(server): State<Arc<Server>>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    // Not a multipart upload at all (no body, another content type): there is no file.
+    let Ok(mut form) = form else {
+        return Err(ApiError::bad("no file provided"));
+    };
     let mut data = None;
     while let Some(field) = form.next_field().await.map_err(|e| ApiError::bad(format!("invalid upload: {e}")))? {
         if field.name() == Some("favicon") {
