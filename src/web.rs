@@ -3,6 +3,7 @@
 //! `cargo build`), the pages answer with a short note saying how to build them.
 
 use axum::extract::Path;
+use axum::http::header::LOCATION;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use rust_embed::RustEmbed;
@@ -19,7 +20,10 @@ const GROUP: &str = "web";
 pub fn routes(reg: &mut Registry) {
     let mut reg = reg.scope(());
     reg.get("/", GROUP, Auth::Public, "Viewer page", || page("index.html"));
-    reg.get("/admin", GROUP, Auth::Public, "Redirect to /admin/", || async { Redirect::permanent("/admin/") });
+    // 301 as Owncast answers (axum's `Redirect::permanent` is a 308).
+    reg.get("/admin", GROUP, Auth::Public, "Redirect (301) to /admin/", || async {
+        (StatusCode::MOVED_PERMANENTLY, [(LOCATION, "/admin/")])
+    });
     reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", || page("admin.html"));
     reg.get("/admin/{*page}", GROUP, Auth::Admin, "Admin dashboard pages", |_: Path<String>| page("admin.html"));
     reg.get("/embed/chat", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {

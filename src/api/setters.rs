@@ -153,9 +153,12 @@ pub static SETTERS: &[Setter] = &[
     setter("disablesearchindexing", "Ask search engines not to index", Boolean, |_, v, s| {
         set(&mut s.disable_search_indexing, validate::boolean(v))
     }),
-    setter("sockethostoverride", "Chat websocket host override (URL or empty)", Str, |_, v, s| {
-        set(&mut s.socket_host_override, validate::url(v, true))
-    }),
+    setter(
+        "sockethostoverride",
+        "Chat websocket host override (ws, wss, http or https URL, or empty)",
+        Str,
+        |_, v, s| set(&mut s.socket_host_override, validate::socket_url(v)),
+    ),
     setter("videoservingendpoint", "Video serving endpoint (URL or empty)", Str, |_, v, s| {
         set(&mut s.video_serving_endpoint, validate::url(v, true))
     }),
@@ -215,14 +218,19 @@ pub static SETTERS: &[Setter] = &[
     setter("federation/blockdomains", "Blocked fediverse domains", StringList, |_, v, s| {
         set(&mut s.federation_blocked_domains, validate::domains(v))
     }),
-    setter("ffmpegpath", "Path of the ffmpeg binary (absolute)", Str, |_, v, s| {
-        let p = validate::string(v, 4096)?;
-        let path = std::path::Path::new(&p);
-        if !path.is_absolute() || !path.is_file() {
-            return Err(ValidationError(format!("'{p}' is not an absolute path to an existing file")));
-        }
-        set(&mut s.ffmpeg_path, Ok(p))
-    }),
+    setter(
+        "ffmpegpath",
+        "Path of the ffmpeg binary (absolute, or empty; castd transcodes in-process)",
+        Str,
+        |_, v, s| {
+            let p = validate::string(v, 4096)?;
+            let path = std::path::Path::new(&p);
+            if !p.is_empty() && (!path.is_absolute() || !path.is_file()) {
+                return Err(ValidationError(format!("'{p}' is not an absolute path to an existing file")));
+            }
+            set(&mut s.ffmpeg_path, Ok(p))
+        },
+    ),
     restart_setter("rtmpserverport", "RTMP port", Integer, |_, v, s| set(&mut s.rtmp_server_port, validate::port(v))),
     restart_setter("rtmpserverbindaddress", "RTMP bind address", Str, |_, v, s| {
         set(&mut s.rtmp_server_bind_address, validate::ip_address(v))

@@ -132,7 +132,7 @@ impl Chat {
     }
 
     pub fn is_banned(&self, ip: IpAddr) -> bool {
-        self.bans.read().contains(&ip)
+        self.bans.read().contains(&moderation::normalize_ip(ip))
     }
 
     pub fn max_connections(&self) -> usize {
@@ -140,6 +140,7 @@ impl Chat {
     }
 
     pub(crate) fn set_banned(&self, ip: IpAddr, banned: bool) {
+        let ip = moderation::normalize_ip(ip);
         if banned {
             self.bans.write().insert(ip);
         } else {
