@@ -108,6 +108,7 @@ fn setter_cases() -> Vec<SetterCase> {
             Some(("/chatSpamProtectionDisabled", json!(true))),
         ),
         ("chat/slurfilterenabled", json!(true), "/chatSlurFilterEnabled", json!(true), None),
+        ("chat/slurfilterwords", json!(["Darn"]), "/chatSlurFilterWords", json!(["darn"]), None),
         (
             "chat/requireauthentication",
             json!(true),

@@ -109,6 +109,7 @@ pub fn server_config_json(server: &Server) -> Value {
         "chatEstablishedUserMode": s.chat_established_user_mode,
         "chatSpamProtectionEnabled": s.chat_spam_protection_enabled,
         "chatSlurFilterEnabled": s.chat_slur_filter_enabled,
+        "chatSlurFilterWords": s.chat_slur_filter_words,
         "chatRequireAuthentication": s.chat_require_authentication,
         "forbiddenUsernames": s.forbidden_usernames,
         "suggestedUsernames": s.suggested_usernames,

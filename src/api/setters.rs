@@ -65,6 +65,22 @@ fn tags(v: &Value) -> Result<Vec<String>, ValidationError> {
     Ok(list)
 }
 
+/// The slur filter's extra words: each one word (no spaces), at most 64 characters, kept lowercase.
+fn slur_words(v: &Value) -> Result<Vec<String>, ValidationError> {
+    let list = validate::string_list(v, 1000)?;
+    let mut out: Vec<String> = Vec::with_capacity(list.len());
+    for w in list {
+        if w.chars().count() > 64 || w.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ValidationError(format!("'{w}' is not a single word of at most 64 characters")));
+        }
+        let w = w.to_lowercase();
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    Ok(out)
+}
+
 fn needs_server_url(s: &Settings, what: &str) -> Result<(), ValidationError> {
     if s.server_url.is_empty() {
         return Err(ValidationError(format!("set the server URL (serverurl) before enabling {what}")));
@@ -138,6 +154,12 @@ pub static SETTERS: &[Setter] = &[
     setter("chat/slurfilterenabled", "Chat slur filter", Boolean, |_, v, s| {
         set(&mut s.chat_slur_filter_enabled, validate::boolean(v))
     }),
+    setter(
+        "chat/slurfilterwords",
+        "Words the chat slur filter masks besides its built-in list (castd)",
+        StringList,
+        |_, v, s| set(&mut s.chat_slur_filter_words, slur_words(v)),
+    ),
     setter("chat/requireauthentication", "Require authentication to chat", Boolean, |_, v, s| {
         set(&mut s.chat_require_authentication, validate::boolean(v))
     }),

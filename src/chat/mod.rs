@@ -10,11 +10,12 @@
 //! chat user's access token.
 //!
 //! Modules: `protocol` (event JSON), `hub` (connections and fan-out, slow-consumer policy), `ws` (one
-//! socket's life), `users`, `messages` (SQLite), `sanitize` (markdown + allow-list), `moderation`,
-//! `emoji`, `api` (routes).
+//! socket's life), `users`, `messages` (SQLite), `sanitize` (markdown + allow-list), `filter` (the
+//! slur filter), `moderation`, `emoji`, `api` (routes).
 
 pub mod api;
 pub mod emoji;
+pub mod filter;
 pub mod hub;
 pub mod integrations;
 pub mod messages;

@@ -168,6 +168,8 @@ pub struct Settings {
     pub chat_established_user_mode: bool,
     pub chat_spam_protection_enabled: bool,
     pub chat_slur_filter_enabled: bool,
+    /// Words the slur filter masks in addition to its built-in list.
+    pub chat_slur_filter_words: Vec<String>,
     pub chat_require_authentication: bool,
     pub forbidden_usernames: Vec<String>,
     pub suggested_usernames: Vec<String>,
@@ -237,6 +239,7 @@ impl Default for Settings {
             chat_established_user_mode: false,
             chat_spam_protection_enabled: true,
             chat_slur_filter_enabled: false,
+            chat_slur_filter_words: Vec::new(),
             chat_require_authentication: false,
             forbidden_usernames: vec!["owncast".into(), "operator".into(), "admin".into(), "system".into()],
             suggested_usernames: Vec::new(),
