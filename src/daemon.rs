@@ -106,7 +106,7 @@ impl Daemon {
         let viewers: Viewers = Arc::default();
         let (stream_writer, stream) = StreamWriter::new();
         let tokens = Tokens::open(store.clone())?;
-        let admin = AdminAuth::new(settings.clone());
+        let admin = AdminAuth::new(settings.clone(), bus.clone());
         let hardware =
             Hardware::new(settings.clone(), stream.clone(), health.clone(), telemetry.clone(), data_dir.clone());
         let metrics = Metrics::open(
@@ -215,6 +215,7 @@ pub async fn run(
     let dispatcher = crate::webhooks::start(d.webhooks.clone(), &d.bus);
     let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
+    let warnings_task = crate::api::warnings::start(d.server.clone());
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -256,8 +257,8 @@ pub async fn run(
         Err(_) => warn!("open requests did not finish within {HTTP_STOP_TIMEOUT:?}"),
         _ => {}
     }
-    for task in [Some(notify_task), Some(chat_task), Some(probe_task), status_task, watchdog_task].into_iter().flatten()
-    {
+    let tasks = [Some(notify_task), Some(chat_task), Some(probe_task), Some(warnings_task)];
+    for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();
     }
     if let Some(s) = sampler {

@@ -9,7 +9,7 @@
 //! **Bottom layer** (imports no feature):
 //! - [`config`]: the typed settings, their defaults and validation.
 //! - [`store`]: the SQLite database (one file, WAL, per-module migrations) and the settings table.
-//! - [`password`], [`markdown`]: password hashing and random tokens; Markdown rendering.
+//! - [`password`], [`markdown`]: password hashing (bcrypt) and random tokens; Markdown rendering.
 //! - [`events`]: the typed events bus (every event name in one enum, typed payloads; chat's wire
 //!   types live in `events::chat`).
 //! - [`stream`]: the stream's runtime state (one writer, the transcoder; readers get a `watch`) and the

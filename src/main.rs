@@ -195,15 +195,22 @@ fn prepare(cli: &Cli) -> Result<(Store, SettingsStore)> {
         if pw.is_empty() {
             bail!("--adminpassword must not be empty");
         }
-        let hash = password::hash(pw)?;
-        settings.update_blocking(|s| s.admin_password_hash = hash)?;
+        let hash = password::hash(pw).context("--adminpassword")?;
+        let weak = password::is_weak(pw);
+        settings.update_blocking(|s| {
+            s.admin_password_hash = hash;
+            s.admin_password_weak = weak;
+        })?;
     }
     if settings.get().admin_password_hash.is_empty() {
         let pw = password::random_token(20);
         let hash = password::hash(&pw)?;
         let file = cli.data_dir.join("initial-admin-password");
         write_secret_file(&file, &format!("{pw}\n"))?;
-        settings.update_blocking(|s| s.admin_password_hash = hash)?;
+        settings.update_blocking(|s| {
+            s.admin_password_hash = hash;
+            s.admin_password_weak = false;
+        })?;
         warn!(
             "generated the admin password {pw} (user: admin); it is also in {} — change it in the admin page",
             file.display()
@@ -248,9 +255,17 @@ async fn shutdown_signal() {
 
 async fn run(cli: Cli) -> Result<()> {
     let (store, settings) = prepare(&cli)?;
-    if let Some(key) = &cli.streamkey {
-        castd::config::validate::stream_key(key).context("--streamkey")?;
-    }
+    // Any non-empty key without control characters, as Owncast takes it; a short one is warned about.
+    let temp_stream_key = match &cli.streamkey {
+        Some(key) => {
+            let key = castd::config::validate::stream_key(key).context("--streamkey")?;
+            if password::is_weak(&key) {
+                warn!("the --streamkey is short (fewer than 8 characters): anyone who guesses it can broadcast here");
+            }
+            Some(key)
+        }
+        None => None,
+    };
     let debug_encoder_fault = cli.debug_encoder_fault.filter(|s| s.is_finite() && *s >= 0.0);
     if let Some(secs) = debug_encoder_fault {
         warn!(
@@ -262,7 +277,7 @@ async fn run(cli: Cli) -> Result<()> {
         data_dir: cli.data_dir.clone(),
         store,
         settings,
-        temp_stream_key: cli.streamkey.clone(),
+        temp_stream_key,
         debug_encoder_fault,
         metrics: MetricsConfig::from_env(),
     };

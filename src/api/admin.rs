@@ -47,6 +47,7 @@ pub fn status_json(server: &Server) -> Value {
         "viewerCount": current,
         "overallPeakViewerCount": overall_max,
         "sessionPeakViewerCount": session_max,
+        "warnings": s.security_warnings(),
     })
 }
 
@@ -85,7 +86,9 @@ pub fn server_config_json(server: &Server) -> Value {
             "appearanceVariables": s.appearance_variables,
             "autoplay": s.autoplay,
         },
-        "adminPassword": mask(&s.admin_password_hash),
+        // The bcrypt hash, which tools check with `bcrypt.compare` (Owncast shows the same). A database
+        // from an earlier castd holds an argon2 hash until the next login or password change.
+        "adminPassword": s.admin_password_hash,
         "streamKeys": s.stream_keys,
         "streamKeyOverridden": server.stream_key_overridden,
         "ffmpegPath": s.ffmpeg_path,

@@ -378,12 +378,22 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     );
 }
 
+/// Any non-empty password, as Owncast takes it (its default is `abc123`); a weak one is saved with
+/// the weak flag, which the security warnings report. bcrypt uses at most 72 bytes, so a longer
+/// password is refused rather than silently cut.
 async fn admin_pass(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
     let body: ValueBody = parse_json(&body)?;
     let pw = validate::string(&value_of(body)?, 256)?;
-    if pw.chars().count() < 8 {
-        return Err(ApiError::bad("the admin password must be at least 8 characters"));
+    if pw.is_empty() {
+        return Err(ApiError::bad("the admin password must not be empty"));
     }
+    if pw.len() > crate::password::MAX_PASSWORD_BYTES {
+        return Err(ApiError::bad(format!(
+            "the admin password may be at most {} bytes long",
+            crate::password::MAX_PASSWORD_BYTES
+        )));
+    }
+    let weak = crate::password::is_weak(&pw);
     let hash = tokio::task::spawn_blocking(move || crate::password::hash(&pw))
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?
@@ -392,6 +402,7 @@ async fn admin_pass(State(server): State<Arc<Server>>, body: Bytes) -> Result<Js
         .settings
         .update::<ApiError, _>(|s| {
             s.admin_password_hash = hash;
+            s.admin_password_weak = weak;
             Ok(())
         })
         .await?;
