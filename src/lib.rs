@@ -18,6 +18,8 @@
 //! - [`telemetry`]: figures features produce for metrics (encoder speed, CPU, chat clients, ...).
 //! - [`http`]: `ApiError`/`StatusResponse`, extractors, admin auth, the route `Registry` and OpenAPI.
 //! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
+//! - [`logs`]: the admin log view, a bounded ring of recent log events filled by a `tracing` layer
+//!   that `main.rs` installs (`/api/admin/logs`, `/api/admin/logs/warnings`).
 //!
 //! **Features** (each owns its state type, its routes and its start function):
 //! - [`tokens`]: integration access tokens and the Bearer check.
@@ -29,8 +31,11 @@
 //! - [`hls`]: serving playlists, segments, thumbnail and preview (tells metrics about each request).
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
 //! - [`notifications`]: go-live browser push and Discord messages.
-//! - [`api`]: public config/status, admin status and server configuration, every config setter.
-//! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds).
+//! - [`api`]: public config/status, admin status and server configuration, every config setter, the
+//!   security warnings (weak admin password, short stream keys) and the update-options routes.
+//! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on.
+//! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
+//! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
 //! **Composition root**: [`daemon`] builds every feature's state, wires the handles, merges the routers
 //! and runs the lifecycle (including the orderly shutdown on SIGTERM).
@@ -45,10 +50,12 @@ pub mod health;
 pub mod hls;
 pub mod http;
 pub mod ingest;
+pub mod logs;
 pub mod markdown;
 pub mod metrics;
 pub mod notifications;
 pub mod password;
+pub mod public_files;
 pub mod store;
 pub mod stream;
 pub mod systemd;
@@ -57,6 +64,7 @@ pub mod tokens;
 pub mod transcode;
 pub mod web;
 pub mod webhooks;
+pub mod yp;
 
 pub use daemon::run;
 

@@ -15,9 +15,11 @@ use tracing::{info, warn};
 
 use castd::config::StreamKey;
 use castd::daemon::{Config, Daemon, Listeners};
+use castd::logs::LogRing;
 use castd::metrics::MetricsConfig;
 use castd::store::settings::SettingsStore;
 use castd::store::Store;
+use castd::yp::YpConfig;
 use castd::{password, systemd};
 
 /// castd: self-hosted live-video streaming with chat, compatible with Owncast's API.
@@ -132,27 +134,31 @@ fn encoders_command(json: bool, only: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-fn init_logging(level: &str) -> Result<()> {
+/// Log to stderr at `level`, and keep the same events in the admin log ring it returns.
+fn init_logging(level: &str) -> Result<LogRing> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter =
         tracing_subscriber::EnvFilter::try_new(level).with_context(|| format!("invalid --log-level '{level}'"))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let ring = LogRing::default();
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
+    let registry = tracing_subscriber::registry().with(filter).with(ring.layer());
     // Under systemd the journal adds its own timestamps and reads the `<N>` priority prefix.
     if systemd::stderr_is_journal() {
         let format = tracing_subscriber::fmt::format().without_time().with_ansi(false).with_target(false);
-        builder.event_format(systemd::JournalPrefix(format)).init();
+        registry.with(stderr.event_format(systemd::JournalPrefix(format))).init();
     } else {
-        builder.init();
+        registry.with(stderr).init();
     }
-    Ok(())
+    Ok(ring)
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
-    init_logging(&cli.log_level)?;
+    let logs = init_logging(&cli.log_level)?;
     if let Some(Command::Encoders { json, only }) = &cli.command {
         encoders_command(*json, only.as_deref())?;
         // A probe that hung is left on its thread; end the process regardless.
@@ -165,7 +171,7 @@ fn main() -> Result<()> {
         std::process::exit(castd::transcode::thumbnail::main(variant_dir, out));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(run(cli))
+    runtime.block_on(run(cli, logs))
 }
 
 /// Write the generated admin password where only the owner can read it.
@@ -253,7 +259,7 @@ async fn shutdown_signal() {
     systemd::stopping();
 }
 
-async fn run(cli: Cli) -> Result<()> {
+async fn run(cli: Cli, logs: LogRing) -> Result<()> {
     let (store, settings) = prepare(&cli)?;
     // Any non-empty key without control characters, as Owncast takes it; a short one is warned about.
     let temp_stream_key = match &cli.streamkey {
@@ -280,6 +286,8 @@ async fn run(cli: Cli) -> Result<()> {
         temp_stream_key,
         debug_encoder_fault,
         metrics: MetricsConfig::from_env(),
+        yp: YpConfig::from_env(),
+        logs,
     };
 
     if let Some(Command::Openapi) = cli.command {

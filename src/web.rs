@@ -1,5 +1,5 @@
 //! The web UI: the Vite build in `web/dist`, embedded into the binary and served at the viewer,
-//! admin and embed paths. `make` builds `web/dist` before cargo; when it is missing (a bare
+//! admin and embed paths, with its assets and the social platform icons (`/img/platformlogos/`). `make` builds `web/dist` before cargo; when it is missing (a bare
 //! `cargo build`), the pages answer with a short note saying how to build them.
 
 use axum::extract::Path;
@@ -43,6 +43,19 @@ pub fn routes(reg: &mut Registry) {
     reg.get("/assets/{*file}", GROUP, Auth::Public, "Web UI assets", |Path(file): Path<String>| async move {
         asset_response(&format!("assets/{file}"), "public, max-age=31536000, immutable").await
     });
+    reg.get(
+        "/img/platformlogos/{file}",
+        GROUP,
+        Auth::Public,
+        "A social platform icon (SVG)",
+        |Path(file): Path<String>| async move {
+            // Only the icons themselves: a plain `<key>.svg` name (a decoded `%2F` cannot reach further).
+            if !file.ends_with(".svg") || file.contains(['/', '\\']) || file.starts_with('.') {
+                return crate::http::ApiError::NotFound(format!("no such icon: {file}")).into_response();
+            }
+            asset_response(&format!("img/platformlogos/{file}"), "public, max-age=86400").await
+        },
+    );
 }
 
 async fn page(name: &'static str) -> Response {

@@ -141,6 +141,8 @@ fn setter_cases() -> Vec<SetterCase> {
             json!("https://live.example.com"),
             Some(("/authentication/indieAuthEnabled", json!(true))),
         ),
+        // a local directory, so enabling the listing below pings nothing outside this machine
+        ("directoryurl", json!("http://127.0.0.1:9"), "/yp/directoryUrl", json!("http://127.0.0.1:9"), None),
         ("directoryenabled", json!(true), "/yp/enabled", json!(true), None),
         ("s3", s3, "/s3", s3_masked, None),
         (
@@ -545,8 +547,9 @@ fn public_endpoints() {
     assert!(status.get("viewerCount").is_none());
     assert!(server.admin_json("/api/admin/status").get("viewerCount").is_some());
 
-    // directory data only when enabled
+    // directory data only when enabled (the directory itself is a local address: no ping leaves)
     assert_eq!(server.get("/api/yp").status().as_u16(), 404);
+    server.set("directoryurl", json!("http://127.0.0.1:9"));
     server.set("serverurl", json!("https://live.example.com"));
     server.set("directoryenabled", json!(true));
     assert_eq!(server.get_json("/api/yp")["name"], json!("castd"));

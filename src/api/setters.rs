@@ -187,6 +187,9 @@ pub static SETTERS: &[Setter] = &[
     setter("serverurl", "Public URL of this server (or empty)", Str, |_, v, s| {
         set(&mut s.server_url, validate::url(v, true))
     }),
+    setter("directoryurl", "Directory (YP) service URL (castd; empty = Owncast's directory)", Str, |_, v, s| {
+        set(&mut s.directory_url, validate::url(v, true))
+    }),
     setter("directoryenabled", "List in the directory", Boolean, |_, v, s| {
         let on = validate::boolean(v)?;
         if on {
