@@ -82,7 +82,8 @@ pub async fn handler(
     if ctx.settings.get().chat_disabled {
         return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response();
     }
-    let ip = crate::http::client_ip(peer, &headers);
+    // Canonical form (IPv4-mapped IPv6 as IPv4), as bans are kept, so a ban finds the open sockets.
+    let ip = super::moderation::normalize_ip(crate::http::client_ip(peer, &headers));
     if ctx.is_banned(ip) {
         return ApiError::Forbidden("forbidden".into()).into_response();
     }
