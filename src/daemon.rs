@@ -30,8 +30,10 @@ use crate::health::HealthHub;
 use crate::hls::Hls;
 use crate::http::{AdminAuth, Registry};
 use crate::ingest::{Ingest, PublisherSlot};
+use crate::logs::LogRing;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
+use crate::public_files::PublicFiles;
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
 use crate::stream::{StreamWriter, Viewers};
@@ -39,6 +41,7 @@ use crate::telemetry::Telemetry;
 use crate::tokens::Tokens;
 use crate::transcode::{TranscodeDeps, Transcoder};
 use crate::webhooks::Webhooks;
+use crate::yp::{Directory, YpConfig};
 
 /// Longest wait for a live stream to finish at shutdown (worker flush + ENDLIST).
 pub const STREAM_STOP_TIMEOUT: Duration = Duration::from_secs(6);
@@ -56,6 +59,8 @@ pub enum DaemonError {
     Notify(#[from] crate::notifications::NotifyError),
     #[error("metrics: {0}")]
     Metrics(#[from] crate::metrics::MetricsError),
+    #[error("directory: {0}")]
+    Yp(#[from] crate::yp::YpError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -70,6 +75,10 @@ pub struct Config {
     /// `--debug-encoder-fault` (test switch).
     pub debug_encoder_fault: Option<f64>,
     pub metrics: MetricsConfig,
+    /// Directory (YP) ping timing.
+    pub yp: YpConfig,
+    /// The admin log ring; `main.rs` installed its layer in the logging setup.
+    pub logs: LogRing,
 }
 
 /// The bound listeners.
@@ -93,20 +102,31 @@ pub struct Daemon {
     pub hls: Arc<Hls>,
     pub tokens: Tokens,
     pub admin: AdminAuth,
+    pub directory: Arc<Directory>,
+    pub public_files: Arc<PublicFiles>,
+    pub logs: LogRing,
 }
 
 impl Daemon {
     /// Build the features (no task is started yet).
     pub fn build(config: Config) -> Result<Daemon, DaemonError> {
-        let Config { data_dir, store, settings, temp_stream_key, debug_encoder_fault, metrics: metrics_config } =
-            config;
+        let Config {
+            data_dir,
+            store,
+            settings,
+            temp_stream_key,
+            debug_encoder_fault,
+            metrics: metrics_config,
+            yp: yp_config,
+            logs,
+        } = config;
         let bus = Bus::default();
         let telemetry = Arc::new(Telemetry::default());
         let health = HealthHub::new(bus.clone());
         let viewers: Viewers = Arc::default();
         let (stream_writer, stream) = StreamWriter::new();
         let tokens = Tokens::open(store.clone())?;
-        let admin = AdminAuth::new(settings.clone());
+        let admin = AdminAuth::new(settings.clone(), bus.clone());
         let hardware =
             Hardware::new(settings.clone(), stream.clone(), health.clone(), telemetry.clone(), data_dir.clone());
         let metrics = Metrics::open(
@@ -152,6 +172,9 @@ impl Daemon {
         });
         let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone())?);
         let notifications = Arc::new(Notifications::open(store.clone())?);
+        let directory =
+            Directory::open(settings.clone(), bus.clone(), stream.clone(), viewers.clone(), store.clone(), yp_config)?;
+        let public_files = PublicFiles::open(data_dir.join("public"))?;
         let server = Arc::new(Server {
             settings: settings.clone(),
             bus: bus.clone(),
@@ -180,6 +203,9 @@ impl Daemon {
             hls,
             tokens,
             admin,
+            directory,
+            public_files,
+            logs,
         })
     }
 
@@ -196,6 +222,9 @@ impl Daemon {
         crate::notifications::routes(&mut reg, self.notify.clone());
         crate::ingest::routes(&mut reg, self.ingest.clone());
         crate::hls::routes(&mut reg, self.hls.clone());
+        crate::yp::routes(&mut reg, self.directory.clone());
+        crate::public_files::routes(&mut reg, self.public_files.clone());
+        crate::logs::routes(&mut reg, self.logs.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -216,6 +245,8 @@ pub async fn run(
     let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
     let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
+    let warnings_task = crate::api::warnings::start(d.server.clone());
+    let yp_task = crate::yp::start(d.directory.clone());
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -257,8 +288,9 @@ pub async fn run(
         Err(_) => warn!("open requests did not finish within {HTTP_STOP_TIMEOUT:?}"),
         _ => {}
     }
-    let tasks = [Some(notify_task), Some(chat_task), Some(hls_task), Some(probe_task), status_task, watchdog_task];
-    for task in tasks.into_iter().flatten() {
+    let tasks =
+        [Some(notify_task), Some(chat_task), Some(hls_task), Some(probe_task), Some(warnings_task), Some(yp_task)];
+    for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();
     }
     if let Some(s) = sampler {

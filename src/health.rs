@@ -1,12 +1,14 @@
 //! Stream health as admin status and hardware stats show it, aggregated from typed inputs.
 //!
-//! Three features report into the one `HealthHub`, each through its own input: hardware (a CPU,
+//! Four features report into the one `HealthHub`, each through its own input: hardware (a CPU,
 //! memory or disk alert raised or cleared), the transcoder (an encoder notice: a fallback after a
 //! fault, or a ladder that could not go entirely on the chosen encoder; cleared when the stream
-//! stops) and metrics (the playback evaluation of each window: percentage, representation, healthy,
-//! and its own message). The hub is the only writer of `Health`: it combines the inputs — the
-//! encoder notice first, then the newest hardware alert, then the playback message — publishes the
-//! result on a `watch` channel, and puts HEALTH_ALERT on the bus when the message changes.
+//! stops), metrics (the playback evaluation of each window: percentage, representation, healthy,
+//! and its own message) and the server's configuration checks (the first security warning, such as
+//! a weak admin password). The hub is the only writer of `Health`: it combines the inputs — the
+//! encoder notice first, then the newest hardware alert, then the playback message, then the
+//! security warning — publishes the result on a `watch` channel, and puts HEALTH_ALERT on the bus
+//! when the message changes.
 
 use std::sync::Arc;
 
@@ -41,6 +43,9 @@ pub enum HealthInput {
     Hardware { metric: &'static str, alert: Option<String> },
     /// The transcoder's notice (`None` clears it; the stream stopping clears it too).
     Encoder(Option<String>),
+    /// The first security warning of the configuration (`None` when there is none); shown only
+    /// when no other input has a message.
+    Security(Option<String>),
 }
 
 #[derive(Default)]
@@ -49,15 +54,19 @@ struct Inputs {
     /// Raised hardware alerts, oldest first.
     hardware: Vec<(&'static str, String)>,
     encoder: Option<String>,
+    security: Option<String>,
 }
 
 impl Inputs {
     fn combine(&self) -> Health {
+        let playback = Some(self.playback.message.clone()).filter(|m| !m.trim().is_empty());
         let message = self
             .encoder
             .clone()
             .or_else(|| self.hardware.last().map(|(_, m)| m.clone()))
-            .unwrap_or_else(|| self.playback.message.clone());
+            .or(playback)
+            .or_else(|| self.security.clone())
+            .unwrap_or_default();
         Health { message, ..self.playback.clone() }
     }
 }
@@ -92,6 +101,10 @@ impl HealthHub {
             HealthInput::Encoder(notice) => {
                 inputs.encoder = notice.filter(|n| !n.trim().is_empty());
                 HealthSource::Encoder
+            }
+            HealthInput::Security(warning) => {
+                inputs.security = warning.filter(|w| !w.trim().is_empty());
+                HealthSource::Security
             }
         };
         let next = inputs.combine();
@@ -155,6 +168,20 @@ mod tests {
             (Hardware, "errors"),
         ];
         assert_eq!(sources, expected.map(|(s, m)| (s, m.to_string())));
+    }
+
+    #[test]
+    fn a_security_warning_shows_only_without_other_messages() {
+        let hub = HealthHub::new(Bus::default());
+        assert_eq!(hub.submit(HealthInput::Security(Some("weak password".into()))).message, "weak password");
+        let playback = Health { message: "errors".into(), ..Health::default() };
+        assert_eq!(hub.submit(HealthInput::Playback(playback)).message, "errors");
+        assert_eq!(hub.submit(HealthInput::Playback(Health::default())).message, "weak password");
+        hub.submit(HealthInput::Hardware { metric: "disk", alert: Some("disk full".into()) });
+        assert_eq!(hub.get().message, "disk full");
+        hub.submit(HealthInput::Hardware { metric: "disk", alert: None });
+        assert_eq!(hub.submit(HealthInput::Security(None)).message, "");
+        assert!(hub.get().healthy, "a warning does not make the stream unhealthy");
     }
 
     #[test]

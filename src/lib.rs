@@ -9,7 +9,7 @@
 //! **Bottom layer** (imports no feature):
 //! - [`config`]: the typed settings, their defaults and validation.
 //! - [`store`]: the SQLite database (one file, WAL, per-module migrations) and the settings table.
-//! - [`password`], [`markdown`]: password hashing and random tokens; Markdown rendering.
+//! - [`password`], [`markdown`]: password hashing (bcrypt) and random tokens; Markdown rendering.
 //! - [`events`]: the typed events bus (every event name in one enum, typed payloads; chat's wire
 //!   types live in `events::chat`).
 //! - [`stream`]: the stream's runtime state (one writer, the transcoder; readers get a `watch`) and the
@@ -18,6 +18,8 @@
 //! - [`telemetry`]: figures features produce for metrics (encoder speed, CPU, chat clients, ...).
 //! - [`http`]: `ApiError`/`StatusResponse`, extractors, admin auth, the route `Registry` and OpenAPI.
 //! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
+//! - [`logs`]: the admin log view, a bounded ring of recent log events filled by a `tracing` layer
+//!   that `main.rs` installs (`/api/admin/logs`, `/api/admin/logs/warnings`).
 //!
 //! **Features** (each owns its state type, its routes and its start function; "uses" lists the
 //! modules besides the bottom layer it may import, and the handles it is given):
@@ -38,9 +40,12 @@
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
 //!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes.
 //! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
-//! - [`api`]: public config/status, admin status and server configuration, every config setter. Uses
+//! - [`api`]: public config/status, admin status and server configuration, every config setter, the
+//!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
 //!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
-//! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds).
+//! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on.
+//! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
+//! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
 //! **Composition root**: [`daemon`] builds every feature's state, wires the handles, merges the routers
 //! and runs the lifecycle (including the orderly shutdown on SIGTERM).
@@ -55,10 +60,12 @@ pub mod health;
 pub mod hls;
 pub mod http;
 pub mod ingest;
+pub mod logs;
 pub mod markdown;
 pub mod metrics;
 pub mod notifications;
 pub mod password;
+pub mod public_files;
 pub mod store;
 pub mod stream;
 pub mod systemd;
@@ -67,6 +74,7 @@ pub mod tokens;
 pub mod transcode;
 pub mod web;
 pub mod webhooks;
+pub mod yp;
 
 pub use daemon::run;
 

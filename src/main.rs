@@ -15,9 +15,11 @@ use tracing::{info, warn};
 
 use castd::config::StreamKey;
 use castd::daemon::{Config, Daemon, Listeners};
+use castd::logs::LogRing;
 use castd::metrics::MetricsConfig;
 use castd::store::settings::SettingsStore;
 use castd::store::Store;
+use castd::yp::YpConfig;
 use castd::{password, systemd};
 
 /// castd: self-hosted live-video streaming with chat, compatible with Owncast's API.
@@ -132,27 +134,31 @@ fn encoders_command(json: bool, only: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-fn init_logging(level: &str) -> Result<()> {
+/// Log to stderr at `level`, and keep the same events in the admin log ring it returns.
+fn init_logging(level: &str) -> Result<LogRing> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter =
         tracing_subscriber::EnvFilter::try_new(level).with_context(|| format!("invalid --log-level '{level}'"))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let ring = LogRing::default();
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
+    let registry = tracing_subscriber::registry().with(filter).with(ring.layer());
     // Under systemd the journal adds its own timestamps and reads the `<N>` priority prefix.
     if systemd::stderr_is_journal() {
         let format = tracing_subscriber::fmt::format().without_time().with_ansi(false).with_target(false);
-        builder.event_format(systemd::JournalPrefix(format)).init();
+        registry.with(stderr.event_format(systemd::JournalPrefix(format))).init();
     } else {
-        builder.init();
+        registry.with(stderr).init();
     }
-    Ok(())
+    Ok(ring)
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
-    init_logging(&cli.log_level)?;
+    let logs = init_logging(&cli.log_level)?;
     if let Some(Command::Encoders { json, only }) = &cli.command {
         encoders_command(*json, only.as_deref())?;
         // A probe that hung is left on its thread; end the process regardless.
@@ -165,7 +171,7 @@ fn main() -> Result<()> {
         std::process::exit(castd::transcode::thumbnail::main(variant_dir, out));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(run(cli))
+    runtime.block_on(run(cli, logs))
 }
 
 /// Write the generated admin password where only the owner can read it.
@@ -195,15 +201,22 @@ fn prepare(cli: &Cli) -> Result<(Store, SettingsStore)> {
         if pw.is_empty() {
             bail!("--adminpassword must not be empty");
         }
-        let hash = password::hash(pw)?;
-        settings.update_blocking(|s| s.admin_password_hash = hash)?;
+        let hash = password::hash(pw).context("--adminpassword")?;
+        let weak = password::is_weak(pw);
+        settings.update_blocking(|s| {
+            s.admin_password_hash = hash;
+            s.admin_password_weak = weak;
+        })?;
     }
     if settings.get().admin_password_hash.is_empty() {
         let pw = password::random_token(20);
         let hash = password::hash(&pw)?;
         let file = cli.data_dir.join("initial-admin-password");
         write_secret_file(&file, &format!("{pw}\n"))?;
-        settings.update_blocking(|s| s.admin_password_hash = hash)?;
+        settings.update_blocking(|s| {
+            s.admin_password_hash = hash;
+            s.admin_password_weak = false;
+        })?;
         warn!(
             "generated the admin password {pw} (user: admin); it is also in {} — change it in the admin page",
             file.display()
@@ -246,11 +259,19 @@ async fn shutdown_signal() {
     systemd::stopping();
 }
 
-async fn run(cli: Cli) -> Result<()> {
+async fn run(cli: Cli, logs: LogRing) -> Result<()> {
     let (store, settings) = prepare(&cli)?;
-    if let Some(key) = &cli.streamkey {
-        castd::config::validate::stream_key(key).context("--streamkey")?;
-    }
+    // Any non-empty key without control characters, as Owncast takes it; a short one is warned about.
+    let temp_stream_key = match &cli.streamkey {
+        Some(key) => {
+            let key = castd::config::validate::stream_key(key).context("--streamkey")?;
+            if password::is_weak(&key) {
+                warn!("the --streamkey is short (fewer than 8 characters): anyone who guesses it can broadcast here");
+            }
+            Some(key)
+        }
+        None => None,
+    };
     let debug_encoder_fault = cli.debug_encoder_fault.filter(|s| s.is_finite() && *s >= 0.0);
     if let Some(secs) = debug_encoder_fault {
         warn!(
@@ -262,9 +283,11 @@ async fn run(cli: Cli) -> Result<()> {
         data_dir: cli.data_dir.clone(),
         store,
         settings,
-        temp_stream_key: cli.streamkey.clone(),
+        temp_stream_key,
         debug_encoder_fault,
         metrics: MetricsConfig::from_env(),
+        yp: YpConfig::from_env(),
+        logs,
     };
 
     if let Some(Command::Openapi) = cli.command {

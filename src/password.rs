@@ -1,27 +1,68 @@
-//! Admin password hashing (argon2id, PHC strings) and random secrets.
+//! Admin password hashing (bcrypt, as Owncast stores it) and random secrets.
+//!
+//! New hashes are bcrypt (`$2a$`, cost [`BCRYPT_COST`]), the format Owncast keeps and tools check
+//! with `bcrypt.compare`. Databases from earlier castd versions hold argon2id PHC strings: `verify`
+//! still accepts those, and `needs_rehash` tells the caller to replace them with bcrypt after the
+//! next successful check. bcrypt uses at most 72 bytes of a password; longer ones are refused
+//! (`hash` fails, `verify` is false) instead of being silently cut, as Go's bcrypt does (a password
+//! of exactly 72 bytes hashes as Go's does, without the C implementations' trailing NUL).
 
-use argon2::password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use argon2::Argon2;
 use rand::distributions::Alphanumeric;
 use rand::Rng;
 
+/// bcrypt cost of new hashes (2^10 rounds: a few tens of milliseconds optimised).
+pub const BCRYPT_COST: u32 = 10;
+/// The longest password bcrypt takes, in bytes.
+pub const MAX_PASSWORD_BYTES: usize = 72;
+/// Passwords shorter than this (in characters) are reported as weak.
+pub const MIN_STRONG_CHARS: usize = 8;
+/// Owncast's well-known default admin password and stream key.
+pub const OWNCAST_DEFAULT: &str = "abc123";
+
 /// Errors from hashing.
 #[derive(Debug, thiserror::Error)]
-#[error("password hashing failed: {0}")]
-pub struct HashError(String);
-
-/// Hash a password into a PHC string.
-pub fn hash(password: &str) -> Result<String, HashError> {
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| HashError(e.to_string()))
+pub enum HashError {
+    #[error("the password is longer than {MAX_PASSWORD_BYTES} bytes, the most bcrypt uses")]
+    TooLong,
+    #[error("password hashing failed: {0}")]
+    Failed(String),
 }
 
-/// Whether `password` matches the PHC string `phc` (false for a malformed hash).
-pub fn verify(password: &str, phc: &str) -> bool {
-    PasswordHash::new(phc).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+/// Hash a password with bcrypt (`$2a$10$...`).
+pub fn hash(password: &str) -> Result<String, HashError> {
+    if password.len() > MAX_PASSWORD_BYTES {
+        return Err(HashError::TooLong);
+    }
+    // Within 72 bytes, the crate's "truncation" only drops the trailing NUL of a 72-byte password.
+    bcrypt::hash_with_result(password, BCRYPT_COST)
+        .map(|parts| parts.format_for_version(bcrypt::Version::TwoA))
+        .map_err(|e| HashError::Failed(e.to_string()))
+}
+
+/// Whether `password` matches `stored`: a bcrypt hash, or an argon2 PHC string from an earlier
+/// version (false for anything malformed).
+pub fn verify(password: &str, stored: &str) -> bool {
+    if is_bcrypt(stored) {
+        return password.len() <= MAX_PASSWORD_BYTES && bcrypt::verify(password, stored).unwrap_or(false);
+    }
+    PasswordHash::new(stored).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+}
+
+/// Whether a stored hash should be replaced by a bcrypt hash once the password is known.
+pub fn needs_rehash(stored: &str) -> bool {
+    !is_bcrypt(stored)
+}
+
+fn is_bcrypt(stored: &str) -> bool {
+    ["$2a$", "$2b$", "$2x$", "$2y$"].iter().any(|p| stored.starts_with(p))
+}
+
+/// Whether a password (or stream key) is weak: shorter than [`MIN_STRONG_CHARS`] or Owncast's
+/// well-known default.
+pub fn is_weak(secret: &str) -> bool {
+    secret.chars().count() < MIN_STRONG_CHARS || secret == OWNCAST_DEFAULT
 }
 
 /// A random alphanumeric string of `len` characters from the OS-seeded thread RNG.
@@ -32,15 +73,43 @@ pub fn random_token(len: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use argon2::password_hash::rand_core::OsRng;
+    use argon2::password_hash::{PasswordHasher, SaltString};
 
     #[test]
     fn hash_and_verify() {
         let h = hash("correct horse").unwrap();
-        assert!(h.starts_with("$argon2"));
+        assert!(h.starts_with("$2a$10$"), "{h}");
         assert!(verify("correct horse", &h));
         assert!(!verify("wrong", &h));
         assert!(!verify("x", "not a hash"));
+        assert!(!needs_rehash(&h));
         assert_eq!(random_token(24).len(), 24);
         assert_ne!(random_token(24), random_token(24));
+    }
+
+    #[test]
+    fn argon2_hashes_of_earlier_versions_still_verify() {
+        let salt = SaltString::generate(&mut OsRng);
+        let old = Argon2::default().hash_password(b"old password", &salt).unwrap().to_string();
+        assert!(verify("old password", &old));
+        assert!(!verify("other", &old));
+        assert!(needs_rehash(&old));
+    }
+
+    #[test]
+    fn long_passwords_are_refused_not_cut() {
+        let long = "x".repeat(73);
+        assert!(matches!(hash(&long), Err(HashError::TooLong)));
+        let h = hash(&"x".repeat(72)).unwrap();
+        assert!(verify(&"x".repeat(72), &h));
+        assert!(!verify(&long, &h));
+    }
+
+    #[test]
+    fn weak_secrets() {
+        assert!(is_weak("abc123"));
+        assert!(is_weak("1234567"));
+        assert!(!is_weak("12345678"));
     }
 }

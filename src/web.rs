@@ -1,8 +1,9 @@
 //! The web UI: the Vite build in `web/dist`, embedded into the binary and served at the viewer,
-//! admin and embed paths. `make` builds `web/dist` before cargo; when it is missing (a bare
+//! admin and embed paths, with its assets and the social platform icons (`/img/platformlogos/`). `make` builds `web/dist` before cargo; when it is missing (a bare
 //! `cargo build`), the pages answer with a short note saying how to build them.
 
 use axum::extract::Path;
+use axum::http::header::LOCATION;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use rust_embed::RustEmbed;
@@ -19,7 +20,10 @@ const GROUP: &str = "web";
 pub fn routes(reg: &mut Registry) {
     let mut reg = reg.scope(());
     reg.get("/", GROUP, Auth::Public, "Viewer page", || page("index.html"));
-    reg.get("/admin", GROUP, Auth::Public, "Redirect to /admin/", || async { Redirect::permanent("/admin/") });
+    // 301 as Owncast answers (axum's `Redirect::permanent` is a 308).
+    reg.get("/admin", GROUP, Auth::Public, "Redirect (301) to /admin/", || async {
+        (StatusCode::MOVED_PERMANENTLY, [(LOCATION, "/admin/")])
+    });
     reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", || page("admin.html"));
     reg.get("/admin/{*page}", GROUP, Auth::Admin, "Admin dashboard pages", |_: Path<String>| page("admin.html"));
     reg.get("/embed/chat", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
@@ -39,6 +43,19 @@ pub fn routes(reg: &mut Registry) {
     reg.get("/assets/{*file}", GROUP, Auth::Public, "Web UI assets", |Path(file): Path<String>| async move {
         asset_response(&format!("assets/{file}"), "public, max-age=31536000, immutable").await
     });
+    reg.get(
+        "/img/platformlogos/{file}",
+        GROUP,
+        Auth::Public,
+        "A social platform icon (SVG)",
+        |Path(file): Path<String>| async move {
+            // Only the icons themselves: a plain `<key>.svg` name (a decoded `%2F` cannot reach further).
+            if !file.ends_with(".svg") || file.contains(['/', '\\']) || file.starts_with('.') {
+                return crate::http::ApiError::NotFound(format!("no such icon: {file}")).into_response();
+            }
+            asset_response(&format!("img/platformlogos/{file}"), "public, max-age=86400").await
+        },
+    );
 }
 
 async fn page(name: &'static str) -> Response {

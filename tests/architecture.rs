@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Modules below every feature: they may import each other (without cycles) but no feature.
 const BOTTOM: &[&str] =
-    &["config", "store", "password", "markdown", "events", "stream", "health", "telemetry", "http", "systemd"];
+    &["config", "store", "password", "markdown", "events", "stream", "health", "telemetry", "http", "systemd", "logs"];
 /// Features that must talk through the bus or handles only.
 const ISOLATED: &[&str] = &["chat", "metrics", "transcode"];
 /// The composition root.

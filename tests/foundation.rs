@@ -108,6 +108,7 @@ fn setter_cases() -> Vec<SetterCase> {
             Some(("/chatSpamProtectionDisabled", json!(true))),
         ),
         ("chat/slurfilterenabled", json!(true), "/chatSlurFilterEnabled", json!(true), None),
+        ("chat/slurfilterwords", json!(["Darn"]), "/chatSlurFilterWords", json!(["darn"]), None),
         (
             "chat/requireauthentication",
             json!(true),
@@ -140,6 +141,8 @@ fn setter_cases() -> Vec<SetterCase> {
             json!("https://live.example.com"),
             Some(("/authentication/indieAuthEnabled", json!(true))),
         ),
+        // a local directory, so enabling the listing below pings nothing outside this machine
+        ("directoryurl", json!("http://127.0.0.1:9"), "/yp/directoryUrl", json!("http://127.0.0.1:9"), None),
         ("directoryenabled", json!(true), "/yp/enabled", json!(true), None),
         ("s3", s3, "/s3", s3_masked, None),
         (
@@ -329,17 +332,19 @@ fn out_of_range_values_are_refused_with_a_message() {
         ("webserverip", json!("not-an-ip"), "not an IP"),
         ("serverurl", json!("ftp://example.com"), "http"),
         ("sockethostoverride", json!("no url"), "not a valid URL"),
+        ("sockethostoverride", json!("ftp://chat.example.com"), "ws, wss, http or https"),
         ("video/streamoutputvariants", json!([]), "at least one"),
         ("video/streamoutputvariants", json!([{"cpuUsageLevel": 7}]), "cpuUsageLevel"),
         ("video/streamoutputvariants", json!([{"framerate": 500}]), "framerate"),
-        ("streamkeys", json!([{"key": "short"}]), "8 to 128"),
+        ("streamkeys", json!([{"key": "  "}]), "must not be empty"),
+        ("streamkeys", json!([{"key": "a\u{0}b"}]), "control characters"),
         ("video/codec", json!("h264_nvenc"), "not available"),
         ("federation/enable", json!(true), "server URL"),
         ("federation/username", json!("has space"), "letters"),
         ("autoplay", json!("sometimes"), "on, off or muted"),
         ("ffmpegpath", json!("relative/ffmpeg"), "absolute"),
         ("socialhandles", json!([{"platform": "x", "url": "javascript:alert(1)"}]), "http"),
-        ("adminpass", json!("short"), "at least 8"),
+        ("adminpass", json!(""), "must not be empty"),
         ("logo", json!("bm90IGFuIGltYWdl"), "must be a PNG"),
         ("logo", json!("!!!"), "base64"),
     ];
@@ -542,8 +547,9 @@ fn public_endpoints() {
     assert!(status.get("viewerCount").is_none());
     assert!(server.admin_json("/api/admin/status").get("viewerCount").is_some());
 
-    // directory data only when enabled
+    // directory data only when enabled (the directory itself is a local address: no ping leaves)
     assert_eq!(server.get("/api/yp").status().as_u16(), 404);
+    server.set("directoryurl", json!("http://127.0.0.1:9"));
     server.set("serverurl", json!("https://live.example.com"));
     server.set("directoryenabled", json!(true));
     assert_eq!(server.get_json("/api/yp")["name"], json!("castd"));

@@ -1,4 +1,6 @@
-//! Admin read routes: server status and the whole server configuration (secrets masked).
+//! Admin read routes: server status (with the security warnings) and the whole server configuration
+//! (secrets masked, the admin password as its bcrypt hash, as Owncast shows it), and the update
+//! routes, which say that castd is updated by the package manager.
 
 use std::sync::Arc;
 
@@ -7,7 +9,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::Server;
-use crate::http::{Auth, Registry};
+use crate::http::{ApiError, Auth, Registry};
 use crate::VERSION;
 
 const GROUP: &str = "admin";
@@ -19,6 +21,37 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     let mut reg = reg.scope(server);
     reg.get("/api/admin/status", GROUP, Auth::Admin, "Server and broadcaster status", status);
     reg.get("/api/admin/serverconfig", GROUP, Auth::Admin, "The whole server configuration", server_config);
+    reg.get(
+        "/api/admin/update/options",
+        GROUP,
+        Auth::Admin,
+        "How castd is updated (the package manager)",
+        update_options,
+    );
+    reg.get(
+        "/api/admin/update/start",
+        GROUP,
+        Auth::Admin,
+        "Refused: castd is updated by the package manager",
+        update_start,
+    );
+}
+
+/// Why the admin page cannot update castd itself.
+pub const UPDATES_BY_PACKAGE_MANAGER: &str =
+    "castd is updated by the system's package manager (apt): run `apt update && apt upgrade` on the server";
+
+async fn update_options() -> Json<Value> {
+    Json(json!({
+        "supportsUpdate": false,
+        "canRestart": false,
+        "packageManager": "apt",
+        "message": UPDATES_BY_PACKAGE_MANAGER,
+    }))
+}
+
+async fn update_start() -> ApiError {
+    ApiError::bad(UPDATES_BY_PACKAGE_MANAGER)
 }
 
 /// Admin status: broadcaster, current broadcast settings, health and viewer peaks.
@@ -47,6 +80,7 @@ pub fn status_json(server: &Server) -> Value {
         "viewerCount": current,
         "overallPeakViewerCount": overall_max,
         "sessionPeakViewerCount": session_max,
+        "warnings": s.security_warnings(),
     })
 }
 
@@ -85,7 +119,9 @@ pub fn server_config_json(server: &Server) -> Value {
             "appearanceVariables": s.appearance_variables,
             "autoplay": s.autoplay,
         },
-        "adminPassword": mask(&s.admin_password_hash),
+        // The bcrypt hash, which tools check with `bcrypt.compare` (Owncast shows the same). A database
+        // from an earlier castd holds an argon2 hash until the next login or password change.
+        "adminPassword": s.admin_password_hash,
         "streamKeys": s.stream_keys,
         "streamKeyOverridden": server.stream_key_overridden,
         "ffmpegPath": s.ffmpeg_path,
@@ -103,12 +139,13 @@ pub fn server_config_json(server: &Server) -> Value {
         },
         "videoCodec": s.video_codec,
         "supportedCodecs": server.available_codecs(),
-        "yp": { "enabled": s.directory_enabled, "instanceUrl": s.server_url },
+        "yp": { "enabled": s.directory_enabled, "instanceUrl": s.server_url, "directoryUrl": s.directory_url() },
         "chatDisabled": s.chat_disabled,
         "chatJoinMessagesEnabled": s.chat_join_messages_enabled,
         "chatEstablishedUserMode": s.chat_established_user_mode,
         "chatSpamProtectionEnabled": s.chat_spam_protection_enabled,
         "chatSlurFilterEnabled": s.chat_slur_filter_enabled,
+        "chatSlurFilterWords": s.chat_slur_filter_words,
         "chatRequireAuthentication": s.chat_require_authentication,
         "forbiddenUsernames": s.forbidden_usernames,
         "suggestedUsernames": s.suggested_usernames,

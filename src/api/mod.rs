@@ -11,6 +11,7 @@ pub mod admin;
 pub mod integrations;
 pub mod public;
 pub mod setters;
+pub mod warnings;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
+use axum::extract::multipart::MultipartRejection;
 use axum::extract::{Multipart, State};
 use axum::http::Method;
 use axum::Json;
@@ -62,6 +63,22 @@ fn tags(v: &Value) -> Result<Vec<String>, ValidationError> {
         return Err(ValidationError("a tag may be at most 64 characters".into()));
     }
     Ok(list)
+}
+
+/// The slur filter's extra words: each one word (no spaces), at most 64 characters, kept lowercase.
+fn slur_words(v: &Value) -> Result<Vec<String>, ValidationError> {
+    let list = validate::string_list(v, 1000)?;
+    let mut out: Vec<String> = Vec::with_capacity(list.len());
+    for w in list {
+        if w.chars().count() > 64 || w.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ValidationError(format!("'{w}' is not a single word of at most 64 characters")));
+        }
+        let w = w.to_lowercase();
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    Ok(out)
 }
 
 fn needs_server_url(s: &Settings, what: &str) -> Result<(), ValidationError> {
@@ -137,6 +154,12 @@ pub static SETTERS: &[Setter] = &[
     setter("chat/slurfilterenabled", "Chat slur filter", Boolean, |_, v, s| {
         set(&mut s.chat_slur_filter_enabled, validate::boolean(v))
     }),
+    setter(
+        "chat/slurfilterwords",
+        "Words the chat slur filter masks besides its built-in list (castd)",
+        StringList,
+        |_, v, s| set(&mut s.chat_slur_filter_words, slur_words(v)),
+    ),
     setter("chat/requireauthentication", "Require authentication to chat", Boolean, |_, v, s| {
         set(&mut s.chat_require_authentication, validate::boolean(v))
     }),
@@ -152,14 +175,20 @@ pub static SETTERS: &[Setter] = &[
     setter("disablesearchindexing", "Ask search engines not to index", Boolean, |_, v, s| {
         set(&mut s.disable_search_indexing, validate::boolean(v))
     }),
-    setter("sockethostoverride", "Chat websocket host override (URL or empty)", Str, |_, v, s| {
-        set(&mut s.socket_host_override, validate::url(v, true))
-    }),
+    setter(
+        "sockethostoverride",
+        "Chat websocket host override (ws, wss, http or https URL, or empty)",
+        Str,
+        |_, v, s| set(&mut s.socket_host_override, validate::socket_url(v)),
+    ),
     setter("videoservingendpoint", "Video serving endpoint (URL or empty)", Str, |_, v, s| {
         set(&mut s.video_serving_endpoint, validate::url(v, true))
     }),
     setter("serverurl", "Public URL of this server (or empty)", Str, |_, v, s| {
         set(&mut s.server_url, validate::url(v, true))
+    }),
+    setter("directoryurl", "Directory (YP) service URL (castd; empty = Owncast's directory)", Str, |_, v, s| {
+        set(&mut s.directory_url, validate::url(v, true))
     }),
     setter("directoryenabled", "List in the directory", Boolean, |_, v, s| {
         let on = validate::boolean(v)?;
@@ -214,14 +243,19 @@ pub static SETTERS: &[Setter] = &[
     setter("federation/blockdomains", "Blocked fediverse domains", StringList, |_, v, s| {
         set(&mut s.federation_blocked_domains, validate::domains(v))
     }),
-    setter("ffmpegpath", "Path of the ffmpeg binary (absolute)", Str, |_, v, s| {
-        let p = validate::string(v, 4096)?;
-        let path = std::path::Path::new(&p);
-        if !path.is_absolute() || !path.is_file() {
-            return Err(ValidationError(format!("'{p}' is not an absolute path to an existing file")));
-        }
-        set(&mut s.ffmpeg_path, Ok(p))
-    }),
+    setter(
+        "ffmpegpath",
+        "Path of the ffmpeg binary (absolute, or empty; castd transcodes in-process)",
+        Str,
+        |_, v, s| {
+            let p = validate::string(v, 4096)?;
+            let path = std::path::Path::new(&p);
+            if !p.is_empty() && (!path.is_absolute() || !path.is_file()) {
+                return Err(ValidationError(format!("'{p}' is not an absolute path to an existing file")));
+            }
+            set(&mut s.ffmpeg_path, Ok(p))
+        },
+    ),
     restart_setter("rtmpserverport", "RTMP port", Integer, |_, v, s| set(&mut s.rtmp_server_port, validate::port(v))),
     restart_setter("rtmpserverbindaddress", "RTMP bind address", Str, |_, v, s| {
         set(&mut s.rtmp_server_bind_address, validate::ip_address(v))
@@ -347,12 +381,22 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     );
 }
 
+/// Any non-empty password, as Owncast takes it (its default is `abc123`); a weak one is saved with
+/// the weak flag, which the security warnings report. bcrypt uses at most 72 bytes, so a longer
+/// password is refused rather than silently cut.
 async fn admin_pass(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
     let body: ValueBody = parse_json(&body)?;
     let pw = validate::string(&value_of(body)?, 256)?;
-    if pw.chars().count() < 8 {
-        return Err(ApiError::bad("the admin password must be at least 8 characters"));
+    if pw.is_empty() {
+        return Err(ApiError::bad("the admin password must not be empty"));
     }
+    if pw.len() > crate::password::MAX_PASSWORD_BYTES {
+        return Err(ApiError::bad(format!(
+            "the admin password may be at most {} bytes long",
+            crate::password::MAX_PASSWORD_BYTES
+        )));
+    }
+    let weak = crate::password::is_weak(&pw);
     let hash = tokio::task::spawn_blocking(move || crate::password::hash(&pw))
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?
@@ -361,6 +405,7 @@ async fn admin_pass(State(server): State<Arc<Server>>, body: Bytes) -> Result<Js
         .settings
         .update::<ApiError, _>(|s| {
             s.admin_password_hash = hash;
+            s.admin_password_weak = weak;
             Ok(())
         })
         .await?;
@@ -410,7 +455,14 @@ async fn logo(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<Sta
     Ok(StatusResponse::ok("logo changed"))
 }
 
-async fn favicon(State(server): State<Arc<Server>>, mut form: Multipart) -> Result<Json<StatusResponse>, ApiError> {
+async fn favicon(
+    State(server): State<Arc<Server>>,
+    form: Result<Multipart, MultipartRejection>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    // Not a multipart upload at all (no body, another content type): there is no file.
+    let Ok(mut form) = form else {
+        return Err(ApiError::bad("no file provided"));
+    };
     let mut data = None;
     while let Some(field) = form.next_field().await.map_err(|e| ApiError::bad(format!("invalid upload: {e}")))? {
         if field.name() == Some("favicon") {

@@ -1,7 +1,8 @@
 //! The chat HTTP routes (registration, history, moderation, users, IP bans, clients, emoji) and the
 //! `ChatUser` / `ChatModerator` extractors that enforce `?accessToken=` auth.
 //!
-//! Token auth failures answer 401 `unauthorized`; unknown users and messages 404; malformed bodies 400.
+//! Token auth failures answer 401 `unauthorized` (a banned address too); unknown users and messages 404,
+//! except `users/delete`, which answers 400 as Owncast does; malformed bodies 400.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -330,15 +331,18 @@ async fn ip_bans(State(ctx): State<Arc<Chat>>) -> Result<Json<Vec<IpBan>>, ApiEr
     Ok(Json(moderation::list_bans(&ctx).await?))
 }
 
+/// Any IPv4 or IPv6 address (an IPv6 address may come in brackets).
 fn parse_ip(v: &str) -> Result<IpAddr, ApiError> {
-    v.trim().parse().map_err(|_| ApiError::bad(format!("'{v}' is not an IP address")))
+    let t = v.trim();
+    let t = t.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(t);
+    t.parse().map_err(|_| ApiError::bad(format!("'{v}' is not an IP address")))
 }
 
 async fn ban_ip(
     State(ctx): State<Arc<Chat>>,
     JsonBody(body): JsonBody<ValueBody>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    let ip = parse_ip(&body.value)?;
+    let ip = moderation::normalize_ip(parse_ip(&body.value)?);
     moderation::ban_ip(&ctx, ip, "banned by the admin").await?;
     Ok(StatusResponse::ok(format!("{ip} is banned")))
 }
@@ -347,7 +351,7 @@ async fn unban_ip(
     State(ctx): State<Arc<Chat>>,
     JsonBody(body): JsonBody<ValueBody>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    let ip = parse_ip(&body.value)?;
+    let ip = moderation::normalize_ip(parse_ip(&body.value)?);
     if !moderation::unban_ip(&ctx, ip).await? {
         return Err(ApiError::NotFound(format!("{ip} is not banned")));
     }
@@ -431,8 +435,12 @@ async fn delete_user(
     if req.user_id.trim().is_empty() {
         return Err(ApiError::bad("userId is required"));
     }
-    moderation::delete_user(&ctx, &req.user_id).await?;
-    Ok(StatusResponse::ok("user deleted"))
+    match moderation::delete_user(&ctx, &req.user_id).await {
+        Ok(()) => Ok(StatusResponse::ok("user deleted")),
+        // Owncast answers an unknown user with 400.
+        Err(ModerationError::UserNotFound) => Err(ApiError::bad(format!("user {} not found", req.user_id))),
+        Err(e) => Err(e.into()),
+    }
 }
 
 async fn list_emoji(State(ctx): State<Arc<Chat>>) -> Json<Vec<emoji::Emoji>> {

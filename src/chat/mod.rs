@@ -10,11 +10,12 @@
 //! chat user's access token.
 //!
 //! Modules: `protocol` (event JSON), `hub` (connections and fan-out, slow-consumer policy), `ws` (one
-//! socket's life), `users`, `messages` (SQLite), `sanitize` (markdown + allow-list), `moderation`,
-//! `emoji`, `api` (routes).
+//! socket's life), `users`, `messages` (SQLite), `sanitize` (markdown + allow-list), `filter` (the
+//! slur filter), `moderation`, `emoji`, `api` (routes).
 
 pub mod api;
 pub mod emoji;
+pub mod filter;
 pub mod hub;
 pub mod integrations;
 pub mod messages;
@@ -132,7 +133,7 @@ impl Chat {
     }
 
     pub fn is_banned(&self, ip: IpAddr) -> bool {
-        self.bans.read().contains(&ip)
+        self.bans.read().contains(&moderation::normalize_ip(ip))
     }
 
     pub fn max_connections(&self) -> usize {
@@ -140,6 +141,7 @@ impl Chat {
     }
 
     pub(crate) fn set_banned(&self, ip: IpAddr, banned: bool) {
+        let ip = moderation::normalize_ip(ip);
         if banned {
             self.bans.write().insert(ip);
         } else {

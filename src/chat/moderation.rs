@@ -5,6 +5,10 @@
 //! Disabling a user hides all their messages, sends ERROR_USER_DISABLED to each of their
 //! connections and closes them `KICK_DELAY` later, announces "**name** has been removed from chat.",
 //! and bans the addresses of those connections (never loopback, so a local proxy is not banned).
+//!
+//! IP bans by the admin take any IPv4 or IPv6 address, loopback included (as Owncast does); addresses
+//! are kept in canonical form (`normalize_ip`: IPv4-mapped IPv6 as IPv4, IPv6 compressed) and checked
+//! the same way, so `::FFFF:203.0.113.9`, `203.0.113.9` and `0:0:0:0:0:0:0:1`/`::1` each name one ban.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -43,11 +47,16 @@ pub struct IpBan {
     pub created_at: DateTime<Utc>,
 }
 
+/// The canonical form of an address: IPv4-mapped IPv6 becomes IPv4.
+pub fn normalize_ip(ip: IpAddr) -> IpAddr {
+    ip.to_canonical()
+}
+
 pub fn load_bans(conn: &mut Connection) -> Result<Vec<IpAddr>, StoreError> {
     let mut stmt = conn.prepare("SELECT ip FROM chat_ip_bans")?;
     let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
     let ips: Vec<String> = rows.collect::<Result<_, _>>()?;
-    Ok(ips.iter().filter_map(|s| s.parse().ok()).collect())
+    Ok(ips.iter().filter_map(|s| s.parse().ok()).map(normalize_ip).collect())
 }
 
 pub async fn list_bans(ctx: &Chat) -> Result<Vec<IpBan>, ModerationError> {
@@ -63,11 +72,9 @@ pub async fn list_bans(ctx: &Chat) -> Result<Vec<IpBan>, ModerationError> {
         .await?)
 }
 
-/// Ban an address and drop its current chat connections. Loopback cannot be banned.
+/// Ban an address (any, loopback included) and drop its current chat connections.
 pub async fn ban_ip(ctx: &Chat, ip: IpAddr, notes: &str) -> Result<(), ModerationError> {
-    if ip.is_loopback() {
-        return Err(ModerationError::Invalid("a loopback address cannot be banned".into()));
-    }
+    let ip = normalize_ip(ip);
     let notes = notes.to_string();
     ctx.store
         .call(move |c| {
@@ -87,6 +94,7 @@ pub async fn ban_ip(ctx: &Chat, ip: IpAddr, notes: &str) -> Result<(), Moderatio
 
 /// Lift a ban; false when the address was not banned.
 pub async fn unban_ip(ctx: &Chat, ip: IpAddr) -> Result<bool, ModerationError> {
+    let ip = normalize_ip(ip);
     let n = ctx.store.call(move |c| Ok(c.execute("DELETE FROM chat_ip_bans WHERE ip = ?1", [ip.to_string()])?)).await?;
     ctx.set_banned(ip, false);
     Ok(n > 0)

@@ -1,7 +1,11 @@
 //! One websocket connection at `/ws?accessToken=`: the pre-upgrade checks, the connection task
 //! (queue → socket with write coalescing, socket → inbound events, keepalive) and the handling of
-//! client events (CHAT, NAME_CHANGE, COLOR_CHANGE) with the size limit, the per-client rate limit
-//! and established-user mode.
+//! client events (CHAT, NAME_CHANGE, COLOR_CHANGE) with the size limit, the per-client rate limit,
+//! established-user mode, "require authentication" and the slur filter.
+//!
+//! Require authentication (`chat/requireauthentication`): while it is on, a user who is not
+//! `authenticated` may read the chat but not send: their CHAT is answered with a CHAT_ACTION saying
+//! so (to that client only, as the other refusals are) and is neither stored nor broadcast.
 //!
 //! Rate limit: a token bucket per connection of `BURST` events refilled at `REFILL_PER_SEC`, which
 //! normal typing never hits. A client that empties it is blocked for `FLOOD_TIMEOUT` (told once with
@@ -25,6 +29,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio::time::Instant;
 
+use super::filter::WordFilter;
 use super::hub::{Client, Out};
 use super::messages::ChatMessage;
 use super::protocol::{self as p, Inbound, User};
@@ -77,7 +82,8 @@ pub async fn handler(
     if ctx.settings.get().chat_disabled {
         return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response();
     }
-    let ip = crate::http::client_ip(peer, &headers);
+    // Canonical form (IPv4-mapped IPv6 as IPv4), as bans are kept, so a ban finds the open sockets.
+    let ip = super::moderation::normalize_ip(crate::http::client_ip(peer, &headers));
     if ctx.is_banned(ip) {
         return ApiError::Forbidden("forbidden".into()).into_response();
     }
@@ -310,18 +316,26 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
 
 async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
     let user = client.user.read().clone();
-    if ctx.settings.get().chat_established_user_mode
-        && !user.is_moderator
-        && Utc::now() - user.created_at < ESTABLISHED_AFTER
-    {
+    let settings = ctx.settings.get();
+    if settings.chat_require_authentication && !user.authenticated {
+        action_to(client, p::MSG_AUTHENTICATION_REQUIRED);
+        return;
+    }
+    if settings.chat_established_user_mode && !user.is_moderator && Utc::now() - user.created_at < ESTABLISHED_AFTER {
         action_to(client, p::MSG_ESTABLISHED_ONLY);
         return;
     }
-    let raw = body;
-    let body = sanitize::render(&raw);
+    let mut raw = body;
+    let mut body = sanitize::render(&raw);
     if sanitize::is_empty(&body) {
         return;
     }
+    if settings.chat_slur_filter_enabled {
+        let filter = WordFilter::new(&settings.chat_slur_filter_words);
+        body = filter.mask_html(&body);
+        raw = filter.mask_text(&raw);
+    }
+    drop(settings);
     let (id, timestamp) = (p::short_id(), Utc::now());
     let event = p::chat(&id, timestamp, &body, &user, true);
     let msg =

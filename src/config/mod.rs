@@ -16,6 +16,8 @@ pub const LATENCY_LEVELS: [(u32, u32); 5] = [(1, 25), (2, 15), (3, 10), (4, 8), 
 pub const DEFAULT_LATENCY_LEVEL: u32 = 2;
 /// Largest chat message, in bytes, that a client may send (Owncast: 2048).
 pub const MAX_SOCKET_PAYLOAD_SIZE: usize = 2048;
+/// Owncast's directory service, used while `directory_url` is empty.
+pub const DEFAULT_DIRECTORY_URL: &str = "https://directory.owncast.online";
 
 /// A stream key and the owner's note about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -143,8 +145,13 @@ pub struct Settings {
     pub disable_search_indexing: bool,
 
     // --- server
-    /// argon2 PHC string of the admin password; never the password itself.
+    /// bcrypt hash of the admin password (Owncast's format; serverconfig shows it); never the
+    /// password itself. Databases of earlier versions hold an argon2 PHC string here until the next
+    /// successful login or password change replaces it.
     pub admin_password_hash: String,
+    /// Whether the admin password was weak (see `password::is_weak`) when it was last set or used to
+    /// log in; the hash alone cannot tell.
+    pub admin_password_weak: bool,
     pub stream_keys: Vec<StreamKey>,
     pub web_server_port: u16,
     pub web_server_ip: String,
@@ -155,6 +162,8 @@ pub struct Settings {
     pub video_serving_endpoint: String,
     pub ffmpeg_path: String,
     pub directory_enabled: bool,
+    /// Base URL of the directory (YP) service; empty = Owncast's [`DEFAULT_DIRECTORY_URL`].
+    pub directory_url: String,
 
     // --- video
     pub video_quality_variants: Vec<StreamOutputVariant>,
@@ -168,6 +177,8 @@ pub struct Settings {
     pub chat_established_user_mode: bool,
     pub chat_spam_protection_enabled: bool,
     pub chat_slur_filter_enabled: bool,
+    /// Words the slur filter masks in addition to its built-in list.
+    pub chat_slur_filter_words: Vec<String>,
     pub chat_require_authentication: bool,
     pub forbidden_usernames: Vec<String>,
     pub suggested_usernames: Vec<String>,
@@ -217,6 +228,7 @@ impl Default for Settings {
             disable_search_indexing: false,
 
             admin_password_hash: String::new(),
+            admin_password_weak: false,
             stream_keys: Vec::new(),
             web_server_port: 8080,
             web_server_ip: "0.0.0.0".into(),
@@ -227,6 +239,7 @@ impl Default for Settings {
             video_serving_endpoint: String::new(),
             ffmpeg_path: String::new(),
             directory_enabled: false,
+            directory_url: String::new(),
 
             video_quality_variants: vec![StreamOutputVariant::default()],
             latency_level: DEFAULT_LATENCY_LEVEL,
@@ -237,6 +250,7 @@ impl Default for Settings {
             chat_established_user_mode: false,
             chat_spam_protection_enabled: true,
             chat_slur_filter_enabled: false,
+            chat_slur_filter_words: Vec::new(),
             chat_require_authentication: false,
             forbidden_usernames: vec!["owncast".into(), "operator".into(), "admin".into(), "system".into()],
             suggested_usernames: Vec::new(),
@@ -269,5 +283,41 @@ impl Settings {
     /// (seconds per segment, playlist size) for the configured latency level, clamped to 0..=4.
     pub fn latency(&self) -> (u32, u32) {
         LATENCY_LEVELS[self.latency_level.min(4) as usize]
+    }
+
+    /// The directory service's base URL (the setting, or Owncast's directory).
+    pub fn directory_url(&self) -> &str {
+        if self.directory_url.is_empty() {
+            DEFAULT_DIRECTORY_URL
+        } else {
+            &self.directory_url
+        }
+    }
+
+    /// Weak secrets castd accepts (as Owncast does) but warns about: a weak admin password, stream
+    /// keys shorter than 8 characters (named by their comment, never by the key).
+    pub fn security_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.admin_password_weak {
+            out.push(
+                "The admin password is weak (fewer than 8 characters, or Owncast's default abc123): \
+                 change it under Server settings."
+                    .to_string(),
+            );
+        }
+        for k in &self.stream_keys {
+            if crate::password::is_weak(&k.key) {
+                let name = if k.comment.trim().is_empty() {
+                    "A stream key without a comment".to_string()
+                } else {
+                    format!("The stream key \"{}\"", k.comment.trim())
+                };
+                out.push(format!(
+                    "{name} is short (fewer than 8 characters): anyone who guesses it can broadcast here. \
+                     Use a longer key."
+                ));
+            }
+        }
+        out
     }
 }

@@ -114,31 +114,57 @@ pub fn typed<T: DeserializeOwned>(v: &Value, what: &str) -> Result<T, Validation
     serde_json::from_value(v.clone()).map_err(|e| ValidationError(format!("invalid {what}: {e}")))
 }
 
-/// Stream keys: at least one, each 8..=128 printable characters without spaces, no duplicates.
+/// Stream keys: at least one, each a valid `stream_key` (stored trimmed), no duplicates. Short keys
+/// are accepted, as Owncast accepts them (its default is `abc123`); `Settings::security_warnings`
+/// reports them.
 pub fn stream_keys(v: &Value) -> Result<Vec<StreamKey>, ValidationError> {
     let keys: Vec<StreamKey> = typed(v, "stream keys (expected [{key, comment}])")?;
     if keys.is_empty() {
         return err("at least one stream key is required");
     }
-    for (i, k) in keys.iter().enumerate() {
-        stream_key(&k.key)?;
-        if keys[..i].iter().any(|o| o.key == k.key) {
+    let mut out: Vec<StreamKey> = Vec::with_capacity(keys.len());
+    for k in keys {
+        let key = stream_key(&k.key)?;
+        if out.iter().any(|o| o.key == key) {
             return err("stream keys must be unique");
         }
+        out.push(StreamKey { key, comment: k.comment });
     }
-    Ok(keys)
+    Ok(out)
 }
 
-/// One stream key: 8..=128 visible ASCII characters, no spaces, `/`, `?` or `&` (they would break RTMP URLs).
-pub fn stream_key(key: &str) -> Result<(), ValidationError> {
-    let len = key.chars().count();
-    if !(8..=128).contains(&len) {
-        return err("a stream key must be 8 to 128 characters long");
+/// Longest stream key, in characters.
+pub const MAX_STREAM_KEY_CHARS: usize = 256;
+
+/// One stream key (also the `--streamkey` flag): any non-empty text once trimmed, at most
+/// `MAX_STREAM_KEY_CHARS` characters, without control characters. Returns the trimmed key.
+pub fn stream_key(key: &str) -> Result<String, ValidationError> {
+    let key = key.trim();
+    if key.is_empty() {
+        return err("a stream key must not be empty");
     }
-    if !key.chars().all(|c| c.is_ascii_graphic() && !matches!(c, '/' | '?' | '&')) {
-        return err("a stream key may only contain visible ASCII characters other than / ? &");
+    if key.chars().count() > MAX_STREAM_KEY_CHARS {
+        return err(format!("a stream key may be at most {MAX_STREAM_KEY_CHARS} characters long"));
     }
-    Ok(())
+    if key.chars().any(char::is_control) {
+        return err("a stream key may not contain control characters");
+    }
+    Ok(key.to_string())
+}
+
+/// The chat websocket host override: empty, or a URL with a host and one of the schemes `ws`,
+/// `wss`, `http` or `https` (stored as given, trimmed).
+pub fn socket_url(v: &Value) -> Result<String, ValidationError> {
+    let s = string(v, 2048)?;
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(String::new());
+    }
+    match url::Url::parse(s) {
+        Ok(u) if matches!(u.scheme(), "ws" | "wss" | "http" | "https") && u.host().is_some() => Ok(s.to_string()),
+        Ok(_) => err(format!("'{s}' must be a ws, wss, http or https URL")),
+        Err(e) => err(format!("'{s}' is not a valid URL: {e}")),
+    }
 }
 
 /// Output variants: 1..=10 of them, each with sane numbers.
@@ -272,10 +298,24 @@ mod tests {
     #[test]
     fn stream_keys_checked() {
         assert!(stream_keys(&json!([{"key": "abcdefgh", "comment": "c"}])).is_ok());
-        assert!(stream_keys(&json!([{"key": "short"}])).is_err());
-        assert!(stream_keys(&json!([{"key": "abcdefgh"}, {"key": "abcdefgh"}])).is_err());
-        assert!(stream_keys(&json!([{"key": "abc def gh"}])).is_err());
+        // Owncast's values: short keys and its default abc123
+        assert_eq!(stream_keys(&json!([{"key": " abc123 "}])).unwrap()[0].key, "abc123");
+        assert!(stream_keys(&json!([{"key": "abc def gh"}])).is_ok());
+        assert!(stream_keys(&json!([{"key": "abcdefgh"}, {"key": " abcdefgh"}])).is_err());
+        assert!(stream_keys(&json!([{"key": "   "}])).is_err());
+        assert!(stream_keys(&json!([{"key": "a\u{7}b"}])).is_err());
+        assert!(stream_keys(&json!([{"key": "x".repeat(257)}])).is_err());
         assert!(stream_keys(&json!([])).is_err());
+    }
+
+    #[test]
+    fn socket_urls() {
+        for ok in ["", "ws://chat.example.com", "wss://chat.example.com:8443/", "http://x.y", "https://x.y"] {
+            assert_eq!(socket_url(&json!(ok)), Ok(ok.to_string()), "{ok}");
+        }
+        for bad in ["no url", "ftp://x.y", "ws://", "javascript:alert(1)"] {
+            assert!(socket_url(&json!(bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -201,6 +201,8 @@ pub enum HealthSource {
     Encoder,
     /// Playback and encoder-speed evaluation of the metrics window.
     Playback,
+    /// A security warning about the configuration (weak admin password, short stream keys).
+    Security,
 }
 
 /// HEALTH_ALERT: the health after the change, and what changed it.

@@ -4,7 +4,12 @@
 //!
 //! A verified admin password is remembered by its SHA-256 (with the hash it verified against), so the
 //! dashboard's polling does not pay for the slow hash on every request; changing the password changes
-//! the hash and so invalidates the cache. A browser `Origin` from another site is refused (403), as
+//! the hash and so invalidates the cache.
+//!
+//! Upgrades: a stored argon2 hash of an earlier version is replaced by a bcrypt hash (Owncast's format)
+//! after the first successful login, and the stored "weak password" flag follows the password that
+//! last logged in; either change is saved to the settings and announced as CONFIG_CHANGED `adminpass`
+//! (so the security warnings are re-evaluated). A browser `Origin` from another site is refused (403), as
 //! Owncast does, so a page elsewhere cannot drive the admin API with cached credentials.
 
 use std::future::Future;
@@ -21,6 +26,7 @@ use parking_lot::RwLock;
 use sha2::{Digest, Sha256};
 
 use super::ApiError;
+use crate::events::{Bus, Event};
 use crate::password;
 use crate::store::settings::SettingsStore;
 
@@ -34,12 +40,13 @@ type Verified = Option<(String, [u8; 32])>;
 #[derive(Clone)]
 pub struct AdminAuth {
     settings: SettingsStore,
+    bus: Bus,
     cache: Arc<RwLock<Verified>>,
 }
 
 impl AdminAuth {
-    pub fn new(settings: SettingsStore) -> Self {
-        Self { settings, cache: Arc::default() }
+    pub fn new(settings: SettingsStore, bus: Bus) -> Self {
+        Self { settings, bus, cache: Arc::default() }
     }
 
     /// Check `password` against the stored admin hash (the slow hash runs off the async threads and
@@ -58,9 +65,58 @@ impl AdminAuth {
         let (pw, h) = (password.to_string(), hash.clone());
         let ok = tokio::task::spawn_blocking(move || password::verify(&pw, &h)).await.unwrap_or(false);
         if ok {
-            *self.cache.write() = Some((hash, digest));
+            *self.cache.write() = Some((hash.clone(), digest));
+            self.after_login(password, &hash).await;
         }
         ok
+    }
+
+    /// After a verified login: re-hash an old argon2 hash with bcrypt and keep the weak flag current.
+    async fn after_login(&self, password: &str, verified_hash: &str) {
+        let weak = password::is_weak(password);
+        let rehash = password::needs_rehash(verified_hash) && password.len() <= password::MAX_PASSWORD_BYTES;
+        if !rehash && weak == self.settings.get().admin_password_weak {
+            return;
+        }
+        let new_hash = if rehash {
+            let pw = password.to_string();
+            match tokio::task::spawn_blocking(move || password::hash(&pw)).await {
+                Ok(Ok(h)) => Some(h),
+                Ok(Err(e)) => {
+                    tracing::warn!("could not re-hash the admin password with bcrypt: {e}");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!("could not re-hash the admin password with bcrypt: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let expected = verified_hash.to_string();
+        let saved = self
+            .settings
+            .update::<crate::store::StoreError, _>(|s| {
+                // Only if the password was not changed meanwhile.
+                if s.admin_password_hash == expected {
+                    if let Some(h) = new_hash {
+                        s.admin_password_hash = h;
+                    }
+                    s.admin_password_weak = weak;
+                }
+                Ok(())
+            })
+            .await;
+        match saved {
+            Ok(()) => {
+                if rehash {
+                    tracing::info!("the admin password hash was upgraded to bcrypt");
+                }
+                self.bus.publish(Event::ConfigChanged { key: "adminpass".into() });
+            }
+            Err(e) => tracing::warn!("could not save the admin password hash: {e}"),
+        }
     }
 }
 

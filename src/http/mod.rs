@@ -8,6 +8,10 @@
 //!
 //! Errors: handlers return `ApiError`, which answers `{"success":false,"message":...}` with a 4xx for
 //! bad input; `JsonBody` turns unreadable JSON into a 400 instead of axum's plain-text rejections.
+//! Every other rejection is made a StatusResponse too: the `json_rejections` middleware rewrites any
+//! plain-text (or empty) 4xx answer — axum's extractor rejections (wrong content type, multipart
+//! errors, missing fields, bad path or query parameters) and 405 — into `{"success":false,
+//! "message":...}`, with 415 and 422 answered as 400, as Owncast answers bad input.
 
 pub mod auth;
 pub mod files;
@@ -276,6 +280,7 @@ impl Registry {
         self.router
             .route(OPENAPI_PATH, axum::routing::get(openapi::serve).with_state(doc))
             .fallback(not_found)
+            .layer(middleware::from_fn(json_rejections))
             .layer(middleware::from_fn(preflight_and_cors))
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
     }
@@ -356,6 +361,34 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
 
 async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
     ApiError::NotFound(format!("no such route: {method} {}", uri.path()))
+}
+
+/// Largest plain-text rejection body read back to become a message.
+const MAX_REJECTION_BODY: usize = 16 * 1024;
+
+/// Rewrite plain-text or empty 4xx answers as StatusResponse JSON (see the module doc).
+async fn json_rejections(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let status = resp.status();
+    if !status.is_client_error() {
+        return resp;
+    }
+    let ctype = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if !(ctype.is_empty() || ctype.starts_with("text/plain")) {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_REJECTION_BODY).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes).trim().to_string();
+    let message =
+        if text.is_empty() { status.canonical_reason().unwrap_or("bad request").to_ascii_lowercase() } else { text };
+    if matches!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE | StatusCode::UNPROCESSABLE_ENTITY) {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let json = serde_json::to_vec(&StatusResponse { success: false, message }).unwrap_or_default();
+    Response::from_parts(parts, axum::body::Body::from(json))
 }
 
 /// CORS as Owncast does it: preflight `OPTIONS` on the API answers 204 with the allowed methods and

@@ -303,9 +303,7 @@ async fn create(
     if let Some(bad) = scopes.iter().find(|s| !SCOPES.contains(&s.as_str())) {
         return Err(ApiError::bad(format!("unknown scope {bad}; valid scopes: {}", SCOPES.join(", "))));
     }
-    let mut scopes = scopes;
-    scopes.sort();
-    scopes.dedup();
+    // Stored and echoed exactly as given (order and all), as Owncast does.
     Ok(Json(tokens.create(name, scopes).await?))
 }
 

@@ -32,8 +32,14 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// Start a receiver; `statuses` are answered in order, then 200.
+    /// Start a receiver; `statuses` are answered in order, then 200 (with the text body `ok`).
     pub fn start(statuses: &[u16]) -> Receiver {
+        Self::start_answering(statuses, "text/plain", "ok")
+    }
+
+    /// Start a receiver that answers every request with `body` of `content_type`.
+    pub fn start_answering(statuses: &[u16], content_type: &str, body: &str) -> Receiver {
+        let answer = Arc::new((content_type.to_string(), body.to_string()));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -42,7 +48,7 @@ impl Receiver {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let (reqs, sts) = (reqs.clone(), sts.clone());
+                let (reqs, sts, answer) = (reqs.clone(), sts.clone(), answer.clone());
                 std::thread::spawn(move || {
                     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
@@ -78,8 +84,11 @@ impl Receiver {
                         }
                         reqs.lock().unwrap().push(Received { method, path, headers, body });
                         let status = sts.lock().unwrap().pop_front().unwrap_or(200);
-                        let resp =
-                            format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\ncontent-type: text/plain\r\n\r\nok");
+                        let (ctype, text) = (&answer.0, &answer.1);
+                        let resp = format!(
+                            "HTTP/1.1 {status} X\r\ncontent-length: {}\r\ncontent-type: {ctype}\r\n\r\n{text}",
+                            text.len()
+                        );
                         let mut w = reader.get_ref();
                         if w.write_all(resp.as_bytes()).is_err() {
                             return;

@@ -1,0 +1,44 @@
+//! Security warnings about weak secrets that castd accepts, as Owncast does, instead of refusing:
+//! a weak admin password and short stream keys (`Settings::security_warnings`).
+//!
+//! Admin status lists them as `warnings`; this task logs each one once at start and again whenever a
+//! change of the admin password or the stream keys brings a warning that was not there before, and
+//! reports the first one to the health hub (`HealthInput::Security`, shown in the admin health
+//! message when nothing more urgent is).
+
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+
+use super::Server;
+use crate::events::Event;
+use crate::health::HealthInput;
+
+/// Settings whose change re-evaluates the warnings (the admin auth publishes `adminpass` too when a
+/// login updates the stored hash or the weak flag).
+const WATCHED: &[&str] = &["adminpass", "streamkeys"];
+
+/// Log the warnings not in `before`, report the first to the health hub; returns the current list.
+fn evaluate(server: &Server, before: &[String]) -> Vec<String> {
+    let now = server.settings.get().security_warnings();
+    for w in now.iter().filter(|w| !before.contains(w)) {
+        tracing::warn!("{w}");
+    }
+    server.health.submit(HealthInput::Security(now.first().cloned()));
+    now
+}
+
+/// Evaluate at start, then after every change of a watched setting.
+pub fn start(server: Arc<Server>) -> JoinHandle<()> {
+    let mut sub = server.bus.subscribe("security-warnings");
+    let mut current = evaluate(&server, &[]);
+    tokio::spawn(async move {
+        while let Some(ev) = sub.recv().await {
+            if let Event::ConfigChanged { key } = &*ev {
+                if WATCHED.contains(&key.as_str()) {
+                    current = evaluate(&server, &current);
+                }
+            }
+        }
+    })
+}
