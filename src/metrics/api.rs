@@ -153,23 +153,37 @@ async fn cmcd_post(
 ) -> Response {
     let ctx = ClientCtx::from_request(peer, &headers);
     let result = async {
-        let declared =
-            headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
-        if declared.is_some_and(|n| n > MAX_CMCD_BODY) {
-            return Err(ApiError::TooLarge);
-        }
-        let bytes = axum::body::to_bytes(body, MAX_CMCD_BODY).await.map_err(|e| {
-            if e.to_string().contains("length limit") {
-                ApiError::TooLarge
-            } else {
-                ApiError::bad(format!("could not read the request body: {e}"))
-            }
-        })?;
+        let bytes = read_capped(body, MAX_CMCD_BODY).await?;
         let reports = parse_body(&bytes, query.as_deref(), &headers)?;
         Ok(record_all(&metrics, &ctx, &reports))
     }
     .await;
     answer(result)
+}
+
+/// Bodies over the cap are still read (and dropped) up to this size before the 413, so the client gets
+/// the answer instead of a reset connection; anything larger is cut off.
+const DRAIN_LIMIT: usize = 1024 * 1024;
+
+/// The body if it is at most `cap` bytes; a larger one is drained (up to `DRAIN_LIMIT`) and refused.
+async fn read_capped(body: Body, cap: usize) -> Result<axum::body::Bytes, ApiError> {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buf = Vec::new();
+    let mut seen = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::bad(format!("could not read the request body: {e}")))?;
+        seen += chunk.len();
+        if seen <= cap {
+            buf.extend_from_slice(&chunk);
+        } else if seen > DRAIN_LIMIT {
+            break;
+        }
+    }
+    if seen > cap {
+        return Err(ApiError::TooLarge);
+    }
+    Ok(buf.into())
 }
 
 /// The reports of a POST body: JSON (one object or an array of objects; any body sent as JSON or
