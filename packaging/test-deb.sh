@@ -15,6 +15,8 @@
 #  7. dpkg -r keeps the data; dpkg --purge removes data, user, conffile, systemd links: nothing left.
 # On any failure it stops castd and purges the package, so the machine is left as it was.
 set -euo pipefail
+# No pipeline may stop reading early (`grep -q`, `head`, `awk '{...; exit}'`): with pipefail the writer's
+# SIGPIPE (exit 141) fails the script, e.g. once `ldconfig -p` prints more than a pipe buffer holds.
 cd "$(dirname "$0")/.."
 
 log() { printf '\n== %s\n' "$*"; }
@@ -36,7 +38,7 @@ declare -A ALLOWED_TAGS=(
 for tool in dpkg dpkg-deb cargo-deb lintian systemd-analyze curl python3 setpriv objdump; do
   command -v "$tool" >/dev/null || fail "$tool is missing (make deps installs it)"
 done
-if dpkg-query -W -f='${Status}' castd 2>/dev/null | grep -q 'installed'; then
+if dpkg-query -W -f='${Status}' castd 2>/dev/null | grep 'installed' >/dev/null; then
   fail "castd is already installed on this machine; purge it first (this test installs and purges it)"
 fi
 BIN=target/release/castd
@@ -93,25 +95,25 @@ RECOMMENDS=$(dpkg-deb -f "$DEB_A" Recommends)
 [ "$(dpkg-deb -f "$DEB_A" Package)" = castd ] || fail "Package is not castd"
 [ "$(dpkg-deb -f "$DEB_A" Version)" = "${VERSION}-1" ] || fail "Version is not ${VERSION}-1"
 dep_names() { tr ',|' '\n\n' | sed 's/(.*//; s/^[[:space:]]*//; s/[[:space:]]*$//' | grep -v '^$'; }
-echo "$DEPENDS" | dep_names | grep -qx adduser || fail "Depends lacks adduser (the postinst creates the user)"
-echo "$RECOMMENDS" | dep_names | grep -qx va-driver-all || fail "Recommends lacks va-driver-all (VA-API drivers)"
+echo "$DEPENDS" | dep_names | grep -x adduser >/dev/null || fail "Depends lacks adduser (the postinst creates the user)"
+echo "$RECOMMENDS" | dep_names | grep -x va-driver-all >/dev/null || fail "Recommends lacks va-driver-all (VA-API drivers)"
 # Every shared library castd links must come from a package in Depends.
 objdump -p "$BIN" | awk '/NEEDED/ {print $2}' >"$WORK/needed"
 [ -s "$WORK/needed" ] || fail "objdump found no NEEDED libraries in $BIN"
 while read -r soname; do
-  libfile=$(ldconfig -p | awk -v s="$soname" '$1 == s {print $NF; exit}')
+  libfile=$(ldconfig -p | awk -v s="$soname" '$1 == s && !found {print $NF; found = 1}')
   [ -n "$libfile" ] || fail "cannot resolve $soname"
-  pkg=$(dpkg -S "$(readlink -f "$libfile")" 2>/dev/null | head -n 1 | cut -d: -f1) ||
-    pkg=$(dpkg -S "$libfile" 2>/dev/null | head -n 1 | cut -d: -f1)
+  pkg=$(dpkg -S "$(readlink -f "$libfile")" 2>/dev/null | awk -F: 'NR == 1 {print $1}') ||
+    pkg=$(dpkg -S "$libfile" 2>/dev/null | awk -F: 'NR == 1 {print $1}')
   [ -n "$pkg" ] || fail "no package owns $libfile ($soname)"
-  if echo "$DEPENDS" | dep_names | grep -qx "$pkg"; then
+  if echo "$DEPENDS" | dep_names | grep -x "$pkg" >/dev/null; then
     echo "  $soname -> $pkg (in Depends)"
     continue
   fi
   # dpkg-shlibdeps leaves out what a listed package already depends on (libc6 -> libgcc-s1).
   via=""
   for d in $(echo "$DEPENDS" | dep_names); do
-    dpkg-query -W -f='${Depends}, ${Pre-Depends}\n' "$d" 2>/dev/null | dep_names | grep -qx "$pkg" && via=$d
+    dpkg-query -W -f='${Depends}, ${Pre-Depends}\n' "$d" 2>/dev/null | dep_names | grep -x "$pkg" >/dev/null && via=$d
   done
   [ -n "$via" ] || fail "$soname comes from $pkg, which Depends neither lists nor implies: $DEPENDS"
   echo "  $soname -> $pkg (implied by $via in Depends)"
@@ -236,7 +238,7 @@ echo "$status" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["
 ADMIN_PW=$(cat /var/lib/castd/initial-admin-password)
 curl -fsS -u "admin:$ADMIN_PW" -H 'Content-Type: application/json' -d '{"value":"Upgrade test station"}' \
   "$BASE/api/admin/config/name" >/dev/null || fail "writing the name setting"
-curl -fsS "$BASE/api/config" | grep -q '"name":"Upgrade test station"' || fail "setting not applied"
+curl -fsS "$BASE/api/config" | grep '"name":"Upgrade test station"' >/dev/null || fail "setting not applied"
 stop_castd
 
 log "upgrade: dpkg -i $(basename "$DEB_B")"
@@ -244,7 +246,7 @@ dpkg -i "$DEB_B" >"$WORK/upgrade.out" 2>&1 || fail "upgrade failed: $(cat "$WORK
 [ "$(dpkg-query -W -f='${Version}' castd)" = "$VERSION_B" ] || fail "not upgraded to $VERSION_B"
 grep -q "CASTD_WEBSERVERPORT=$WEB_PORT" /etc/default/castd || fail "the edited conffile was replaced"
 start_castd
-curl -fsS "$BASE/api/config" | grep -q '"name":"Upgrade test station"' || fail "the setting was lost in the upgrade"
+curl -fsS "$BASE/api/config" | grep '"name":"Upgrade test station"' >/dev/null || fail "the setting was lost in the upgrade"
 curl -fsS -o /dev/null -u "admin:$ADMIN_PW" "$BASE/api/admin/serverconfig" || fail "the admin password was lost"
 echo "  setting and admin password kept"
 stop_castd

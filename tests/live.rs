@@ -344,6 +344,15 @@ fn hls_is_served_from_memory_while_live_with_http_caching_semantics() {
             text(&server, "/hls/0/stream.m3u8").map(|p| segments(&p)).filter(|s| s.len() >= 3)
         })
         .expect("three segments within 40 s");
+    // ffmpeg's onMetaData carries no data rate: the inbound bitrate shown is measured from the bytes
+    // received (the input is x264 at about 1 Mbit/s; anything above 100 kbps proves a measurement).
+    let kbps = server
+        .wait_for(Duration::from_secs(10), || {
+            let d = server.admin_json("/api/admin/status")["broadcaster"]["streamDetails"].clone();
+            d["videoBitrate"].as_u64().filter(|k| *k > 100)
+        })
+        .expect("a measured inbound video bitrate in admin status");
+    assert!(kbps < 20_000, "{kbps} kbps");
     let name = listed[0].clone();
     let path = format!("/hls/0/{name}");
     let full = server.get(&path);
