@@ -107,12 +107,6 @@ impl From<EmojiError> for ApiError {
     }
 }
 
-#[derive(Deserialize)]
-struct TokenQuery {
-    #[serde(rename = "accessToken")]
-    access_token: Option<String>,
-}
-
 /// An enabled chat user from `?accessToken=`, not connecting from a banned address.
 pub struct ChatUser(pub User);
 
@@ -120,7 +114,7 @@ impl FromRequestParts<Arc<Chat>> for ChatUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, ctx: &Arc<Chat>) -> Result<Self, Self::Rejection> {
-        let Ok(Query(q)) = Query::<TokenQuery>::from_request_parts(parts, ctx).await else {
+        let Ok(Query(q)) = Query::<crate::http::auth::TokenQuery>::from_request_parts(parts, ctx).await else {
             return Err(ApiError::UnauthorizedToken);
         };
         let token = q.access_token.filter(|t| !t.is_empty()).ok_or(ApiError::UnauthorizedToken)?;

@@ -83,7 +83,7 @@ pub async fn handler(
         return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response();
     }
     // Canonical form (IPv4-mapped IPv6 as IPv4), as bans are kept, so a ban finds the open sockets.
-    let ip = super::moderation::normalize_ip(crate::http::client_ip(peer, &headers));
+    let ip = crate::http::client_ip(peer, &headers);
     if ctx.is_banned(ip) {
         return ApiError::Forbidden("forbidden".into()).into_response();
     }

@@ -165,6 +165,13 @@ fn same_origin(req: &Request) -> bool {
     }
 }
 
+/// `?accessToken=`: how chat users authenticate on the HTTP routes (Owncast's query parameter).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct TokenQuery {
+    #[serde(rename = "accessToken")]
+    pub access_token: Option<String>,
+}
+
 /// The future `UserTokens::user_id` returns.
 pub type UserLookup<'a> = Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
 

@@ -146,18 +146,22 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))
 }
 
-/// The address of a request: the peer, or the first `X-Forwarded-For` entry when the peer is a
-/// proxy on this machine (loopback).
+/// The address of a request: the peer, or the first `X-Forwarded-For` entry when the peer is a proxy on
+/// this machine (loopback). IPv4-mapped IPv6 addresses are given as IPv4, so one client always has one
+/// address (viewer IDs, bans). The port is never part of it.
 pub fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
-    let ip = peer.ip();
-    if ip.is_loopback() {
-        if let Some(fwd) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
-            if let Some(first) = fwd.split(',').next().and_then(|s| s.trim().parse().ok()) {
-                return first;
-            }
+    let direct = peer.ip().to_canonical();
+    if direct.is_loopback() {
+        let forwarded = headers
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|first| first.trim().parse::<IpAddr>().ok());
+        if let Some(ip) = forwarded {
+            return ip.to_canonical();
         }
     }
-    ip
+    direct
 }
 
 /// The client address of a request (see `client_ip`); `None` without connection info.
@@ -413,4 +417,22 @@ async fn preflight_and_cors(req: Request, next: Next) -> Response {
         resp.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_for_only_from_loopback() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "203.0.113.9, 10.0.0.1".parse().unwrap());
+        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let remote: SocketAddr = "198.51.100.7:5000".parse().unwrap();
+        assert_eq!(client_ip(local, &h).to_string(), "203.0.113.9");
+        assert_eq!(client_ip(remote, &h).to_string(), "198.51.100.7");
+        assert_eq!(client_ip(local, &HeaderMap::new()).to_string(), "127.0.0.1");
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:1".parse().unwrap();
+        assert_eq!(client_ip(mapped, &HeaderMap::new()).to_string(), "127.0.0.1");
+    }
 }

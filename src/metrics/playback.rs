@@ -42,10 +42,10 @@ impl ClientCtx {
         Self { ip, user_agent: user_agent.to_string(), viewer_id }
     }
 
-    /// The client of a request: its IP (see `viewers::client_ip`) and User-Agent.
+    /// The client of a request: its IP (see `http::client_ip`) and User-Agent.
     pub fn from_request(peer: SocketAddr, headers: &HeaderMap) -> Self {
         let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        Self::new(viewers::client_ip(peer, headers), ua)
+        Self::new(crate::http::client_ip(peer, headers), ua)
     }
 }
 

@@ -6,7 +6,7 @@
 //! broadcast; reset when a stream starts more than 5 minutes after the previous one stopped) and
 //! `overall_max` (all-time peak, persisted in this module's `metrics_counters` table), the
 //! viewer-count-over-time series, and the IP rule: `X-Forwarded-For` is trusted only when the direct
-//! peer is loopback (a local reverse proxy). At most `MAX_VIEWERS` are tracked; further new viewers
+//! peer is loopback (a local reverse proxy; `http::client_ip`). At most `MAX_VIEWERS` are tracked; further new viewers
 //! are not counted until others expire, so a flood of fake agents cannot grow memory without bound.
 
 use std::collections::HashMap;
@@ -112,23 +112,6 @@ pub fn viewer_id(ip: &str, user_agent: &str) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The client's IP: the first `X-Forwarded-For` address when the direct peer is loopback (a local
-/// reverse proxy), else the peer's address. The port is never part of it.
-pub fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
-    let direct = peer.ip().to_canonical();
-    if direct.is_loopback() {
-        let forwarded = headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .and_then(|first| first.trim().parse::<IpAddr>().ok());
-        if let Some(ip) = forwarded {
-            return ip.to_canonical();
-        }
-    }
-    direct
-}
-
 /// Seam for the HLS handler (on each `.m3u8` fetch) and `GET /api/ping`: mark the viewer with this
 /// IP and User-Agent active now. Returns the viewer ID.
 pub fn touch(metrics: &Metrics, ip: IpAddr, user_agent: &str) -> String {
@@ -161,7 +144,7 @@ pub fn touch(metrics: &Metrics, ip: IpAddr, user_agent: &str) -> String {
 /// `touch` for a request: its client IP (see `client_ip`) and User-Agent header.
 pub fn touch_request(metrics: &Metrics, peer: SocketAddr, headers: &HeaderMap) -> String {
     let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    touch(metrics, client_ip(peer, headers), ua)
+    touch(metrics, crate::http::client_ip(peer, headers), ua)
 }
 
 /// Store the active count and raise the peaks.
@@ -275,18 +258,5 @@ mod tests {
         assert_eq!(viewer_id("127.0.0.1", "curl/8"), expected);
         assert_eq!(viewer_id("", ""), "d41d8cd98f00b204e9800998ecf8427e");
         assert_ne!(viewer_id("10.0.0.1", "a"), viewer_id("10.0.0.2", "a"));
-    }
-
-    #[test]
-    fn forwarded_for_only_from_loopback() {
-        let mut h = HeaderMap::new();
-        h.insert("x-forwarded-for", "203.0.113.9, 10.0.0.1".parse().unwrap());
-        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
-        let remote: SocketAddr = "198.51.100.7:5000".parse().unwrap();
-        assert_eq!(client_ip(local, &h).to_string(), "203.0.113.9");
-        assert_eq!(client_ip(remote, &h).to_string(), "198.51.100.7");
-        assert_eq!(client_ip(local, &HeaderMap::new()).to_string(), "127.0.0.1");
-        let mapped: SocketAddr = "[::ffff:127.0.0.1]:1".parse().unwrap();
-        assert_eq!(client_ip(mapped, &HeaderMap::new()).to_string(), "127.0.0.1");
     }
 }

@@ -236,16 +236,10 @@ pub fn routes(reg: &mut Registry, state: NotifyState) {
     );
 }
 
-#[derive(serde::Deserialize)]
-struct TokenQuery {
-    #[serde(rename = "accessToken")]
-    access_token: Option<String>,
-}
-
 async fn register_destination(
     State(state): State<NotifyState>,
     ClientIp(ip): ClientIp,
-    Query(q): Query<TokenQuery>,
+    Query(q): Query<crate::http::auth::TokenQuery>,
     JsonBody(req): JsonBody<RegisterDestination>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     let token = q.access_token.unwrap_or_default();
