@@ -34,7 +34,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::events::{Bus, ChatEvent, Event};
-use crate::http::auth::UserLookup;
+use crate::http::auth::{SignIn, SignInResult, UserLookup};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 use crate::stream::StreamWatch;
@@ -42,7 +42,8 @@ use crate::telemetry::Telemetry;
 use crate::tokens::Tokens;
 
 /// Tables of the chat module.
-pub const MIGRATIONS: Migrations = &["CREATE TABLE chat_users (
+pub const MIGRATIONS: Migrations = &[
+    "CREATE TABLE chat_users (
         id TEXT PRIMARY KEY,
         token_hash TEXT NOT NULL UNIQUE,
         display_name TEXT NOT NULL,
@@ -69,7 +70,10 @@ pub const MIGRATIONS: Migrations = &["CREATE TABLE chat_users (
         ip TEXT PRIMARY KEY,
         notes TEXT NOT NULL DEFAULT '',
         created_at TEXT NOT NULL
-    );"];
+    );",
+    "ALTER TABLE chat_users ADD COLUMN auth_provider TEXT;
+    ALTER TABLE chat_users ADD COLUMN auth_identity TEXT;",
+];
 
 /// Errors of the chat module.
 #[derive(Debug, thiserror::Error)]
@@ -166,6 +170,31 @@ impl crate::http::UserTokens for Chat {
                 Ok(Some(u)) if u.is_enabled() => Some(u.id),
                 _ => None,
             }
+        })
+    }
+
+    fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a> {
+        Box::pin(async move {
+            let id = user_id.to_string();
+            let forbidden = self.settings.get().forbidden_usernames.clone();
+            let result = self.store.call(move |c| users::sign_in(c, &id, &sign_in, &forbidden)).await;
+            let (user, old_name) = match result {
+                Ok(Some(found)) => found,
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not record a chat sign-in");
+                    return None;
+                }
+            };
+            self.hub.update_user(&user);
+            let info = protocol::frame(&protocol::connected_user_info(&user));
+            for c in self.hub.of_user(&user.id) {
+                c.send(info.clone());
+            }
+            if user.display_name != old_name {
+                broadcast(self, protocol::name_change(&user, &old_name));
+            }
+            Some(user.display_name)
         })
     }
 }

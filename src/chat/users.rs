@@ -21,7 +21,7 @@ pub const MAX_USER_COLOR: i64 = 7;
 
 /// Columns selected for a user, in the order `from_row` reads them.
 pub const USER_COLS: &str = "u.id, u.display_name, u.display_color, u.created_at, u.previous_names, \
-    u.name_changed_at, u.scopes, u.is_bot, u.authenticated, u.disabled_at";
+    u.name_changed_at, u.scopes, u.is_bot, u.authenticated, u.disabled_at, u.auth_provider";
 
 /// Time format of every stored timestamp (sortable as text).
 pub fn ts(t: DateTime<Utc>) -> String {
@@ -57,6 +57,7 @@ pub fn from_row(row: &Row, at: usize) -> rusqlite::Result<User> {
         is_bot: row.get(at + 7)?,
         authenticated: row.get(at + 8)?,
         disabled_at: opt_ts(row.get(at + 9)?)?,
+        auth_provider: row.get(at + 10)?,
     })
 }
 
@@ -127,6 +128,32 @@ pub fn name_taken_by_authenticated(conn: &Connection, name: &str, except_id: &st
         |r| r.get(0),
     )?;
     Ok(n > 0)
+}
+
+/// Record an external sign-in: the user becomes authenticated with `provider`/`identity`, and takes
+/// the offered display name unless it is reserved or another authenticated user has it. Returns the
+/// updated user and the name they had before, or `None` when there is no such enabled user.
+pub fn sign_in(
+    conn: &Connection,
+    id: &str,
+    sign_in: &crate::http::SignIn,
+    forbidden: &[String],
+) -> Result<Option<(User, String)>, StoreError> {
+    let Some(user) = by_id(conn, id)?.filter(User::is_enabled) else { return Ok(None) };
+    conn.execute(
+        "UPDATE chat_users SET authenticated = 1, auth_provider = ?2, auth_identity = ?3 WHERE id = ?1",
+        params![id, sign_in.provider, sign_in.identity],
+    )?;
+    let offered = sign_in.display_name.as_deref().map(clean_name).unwrap_or_default();
+    if !offered.is_empty()
+        && offered != user.display_name
+        && !is_forbidden(&offered, forbidden)
+        && !name_taken_by_authenticated(conn, &offered, id)?
+    {
+        rename(conn, id, &offered)?;
+    }
+    let updated = by_id(conn, id)?.ok_or_else(|| StoreError::Corrupt("user vanished during sign-in".into()))?;
+    Ok(Some((updated, user.display_name)))
 }
 
 /// Rename a user, remembering the old name.
@@ -249,5 +276,34 @@ mod tests {
         assert!(!is_forbidden("bob", &forbidden));
         assert!(random_name().contains(' '));
         assert_eq!(token_hash("a").len(), 64);
+    }
+
+    #[test]
+    fn sign_in_marks_authenticated_and_takes_a_free_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        store.migrate("chat", crate::chat::MIGRATIONS).unwrap();
+        store
+            .with(|c| {
+                let (a, _) = create(c, "anon", 1)?;
+                let (b, _) = create(c, "other", 2)?;
+                let si = |name: &str| crate::http::SignIn {
+                    provider: "indieauth".into(),
+                    identity: "https://a.example/".into(),
+                    display_name: Some(name.into()),
+                };
+                let (u, old) = sign_in(c, &a.id, &si("Alice"), &[]).unwrap().unwrap();
+                assert!(u.authenticated);
+                assert_eq!(u.auth_provider.as_deref(), Some("indieauth"));
+                assert_eq!((u.display_name.as_str(), old.as_str()), ("Alice", "anon"));
+                // An authenticated user's name is not taken over; a reserved one neither.
+                let (u, _) = sign_in(c, &b.id, &si("alice"), &[]).unwrap().unwrap();
+                assert_eq!(u.display_name, "other");
+                let (u, _) = sign_in(c, &b.id, &si("admin"), &["admin".into()]).unwrap().unwrap();
+                assert_eq!(u.display_name, "other");
+                assert!(sign_in(c, "nobody", &si("x"), &[]).unwrap().is_none());
+                Ok(())
+            })
+            .unwrap();
     }
 }

@@ -22,6 +22,9 @@ pub struct User {
     pub authenticated: bool,
     pub is_moderator: bool,
     pub disabled_at: Option<DateTime<Utc>>,
+    /// How the user signed in (`"indieauth"`, `"fediverse"`), when `authenticated`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_provider: Option<String>,
 }
 
 impl User {

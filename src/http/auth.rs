@@ -175,9 +175,28 @@ pub struct TokenQuery {
 /// The future `UserTokens::user_id` returns.
 pub type UserLookup<'a> = Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
 
-/// Checks a chat user's access token for routes that live outside the chat feature (chat implements
-/// it; the composition root hands it over).
+/// An external sign-in of a chat user (IndieAuth, Fediverse): who vouched for them and as whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignIn {
+    /// `"indieauth"` or `"fediverse"`.
+    pub provider: String,
+    /// The identity proven: the `me` URL (IndieAuth) or `user@host` (Fediverse).
+    pub identity: String,
+    /// A display name to take over (from the profile), if any.
+    pub display_name: Option<String>,
+}
+
+/// The future `UserTokens::sign_in` returns: the user's new display name, or `None` when there is no
+/// such (enabled) user.
+pub type SignInResult<'a> = Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
+
+/// Checks a chat user's access token for routes that live outside the chat feature, and records
+/// external sign-ins (chat implements it; the composition root hands it over).
 pub trait UserTokens: Send + Sync {
     /// The id of the enabled user holding `token`, unless `ip` is banned.
     fn user_id<'a>(&'a self, token: &'a str, ip: Option<IpAddr>) -> UserLookup<'a>;
+    /// Mark `user_id` authenticated (the flag "require authentication" admits), record the provider
+    /// and identity, take over the display name if one is given (unless an authenticated user has
+    /// it), and tell the user's open chat sockets.
+    fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a>;
 }

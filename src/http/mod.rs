@@ -33,7 +33,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use utoipa::openapi::{RefOr, Schema};
 
-pub use auth::{AdminAuth, UserTokens};
+pub use auth::{AdminAuth, SignIn, UserTokens};
 
 /// Where the OpenAPI document is served.
 pub const OPENAPI_PATH: &str = "/api/openapi.json";
