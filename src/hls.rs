@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Path, RawQuery, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use parking_lot::RwLock;
@@ -188,30 +188,36 @@ pub fn safe_relative(path: &str) -> Option<(PathBuf, &'static str)> {
     Some((rel, kind))
 }
 
-async fn hls(
-    State(hls): State<Arc<Hls>>,
-    Path(path): Path<String>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
+/// `GET /hls/{*path}`. Takes the request whole rather than `Path`/`HeaderMap`/`RawQuery` extractors:
+/// those copy the header map and allocate per request, and this is the hottest route castd has.
+async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiError> {
     let not_found = || ApiError::NotFound("no such file".into());
-    let (rel, kind) = safe_relative(&path).ok_or_else(not_found)?;
-    let playlist = kind == PLAYLIST_TYPE;
-    let file = match hls.live.get(&path) {
+    let raw = req.uri().path().strip_prefix("/hls/").unwrap_or_default();
+    let decoded;
+    let path = if raw.contains('%') {
+        decoded = percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|_| not_found())?;
+        &*decoded
+    } else {
+        raw
+    };
+    // The memory window is keyed by the names the transcoder wrote, so a hit needs no path checks.
+    let file = match hls.live.get(path) {
         Some(f) => f,
         None => {
-            let cache = if playlist { NO_CACHE } else { SEGMENT_CACHE };
+            let (rel, kind) = safe_relative(path).ok_or_else(not_found)?;
+            let cache = if kind == PLAYLIST_TYPE { NO_CACHE } else { SEGMENT_CACHE };
             from_disk(&hls.hls_dir.join(rel), kind, cache).await.ok_or_else(not_found)?
         }
     };
+    let headers = req.headers();
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
     // Owncast marks the viewer active on each playlist fetch; players' CMCD keys on any HLS request
     // are request-mode playback data.
-    if playlist {
-        crate::metrics::viewers::touch_request(&hls.metrics, peer, &headers);
+    if file.content_type == PLAYLIST_TYPE {
+        crate::metrics::viewers::mark_request(&hls.metrics, peer, headers);
     }
-    crate::metrics::cmcd::harvest_request(&hls.metrics, peer, &headers, query.as_deref());
-    Ok(respond(&headers, file))
+    crate::metrics::cmcd::harvest_request(&hls.metrics, peer, headers, req.uri().query());
+    Ok(respond(headers, file))
 }
 
 async fn from_disk(path: &FsPath, kind: &'static str, cache: &'static str) -> Option<FileBody> {

@@ -1,13 +1,22 @@
 //! The web UI: the Vite build in `web/dist`, embedded into the binary and served at the viewer,
 //! admin and embed paths, with its assets and the social platform icons (`/img/platformlogos/`). `make` builds `web/dist` before cargo; when it is missing (a bare
 //! `cargo build`), the pages answer with a short note saying how to build them.
+//!
+//! Every file is answered through `http::files` (strong `ETag` from the embedded SHA-256,
+//! `Last-Modified`, 304, Range, HEAD). The build writes brotli and gzip copies next to each text file
+//! (`web/vite.config.ts`); the copy the browser's `Accept-Encoding` allows is sent as it is, with
+//! `Content-Encoding` and `Vary: Accept-Encoding`, so nothing is compressed per request.
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
 use axum::extract::Path;
 use axum::http::header::LOCATION;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use rust_embed::RustEmbed;
+use rust_embed::{EmbeddedFile, RustEmbed};
 
+use crate::http::files::{accepts_encoding, respond, FileBody};
 use crate::http::{Auth, Registry};
 
 #[derive(RustEmbed)]
@@ -19,77 +28,138 @@ const GROUP: &str = "web";
 
 pub fn routes(reg: &mut Registry) {
     let mut reg = reg.scope(());
-    reg.get("/", GROUP, Auth::Public, "Viewer page", || page("index.html"));
+    reg.get("/", GROUP, Auth::Public, "Viewer page", |h: HeaderMap| page(h, "index.html"));
     // 301 as Owncast answers (axum's `Redirect::permanent` is a 308).
     reg.get("/admin", GROUP, Auth::Public, "Redirect (301) to /admin/", || async {
         (StatusCode::MOVED_PERMANENTLY, [(LOCATION, "/admin/")])
     });
-    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", || page("admin.html"));
-    reg.get("/admin/{*page}", GROUP, Auth::Admin, "Admin dashboard pages", |_: Path<String>| page("admin.html"));
+    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", |h: HeaderMap| page(h, "admin.html"));
+    reg.get("/admin/{*page}", GROUP, Auth::Admin, "Admin dashboard pages", |_: Path<String>, h: HeaderMap| {
+        page(h, "admin.html")
+    });
     reg.get("/embed/chat", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
         Redirect::temporary("/embed/chat/readonly")
     });
     reg.get("/embed/chat/", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
         Redirect::temporary("/embed/chat/readonly")
     });
-    reg.get("/embed/chat/readonly", GROUP, Auth::Public, "Read-only chat embed", || page("embed-chat-readonly.html"));
-    reg.get("/embed/chat/readwrite", GROUP, Auth::Public, "Read-write chat embed", || {
-        page("embed-chat-readwrite.html")
+    reg.get("/embed/chat/readonly", GROUP, Auth::Public, "Read-only chat embed", |h: HeaderMap| {
+        page(h, "embed-chat-readonly.html")
     });
-    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", || page("embed-video.html"));
-    reg.get("/serviceworker.js", GROUP, Auth::Public, "Push notification service worker", || {
-        asset_response("serviceworker.js", "no-cache")
+    reg.get("/embed/chat/readwrite", GROUP, Auth::Public, "Read-write chat embed", |h: HeaderMap| {
+        page(h, "embed-chat-readwrite.html")
     });
-    reg.get("/assets/{*file}", GROUP, Auth::Public, "Web UI assets", |Path(file): Path<String>| async move {
-        asset_response(&format!("assets/{file}"), "public, max-age=31536000, immutable").await
+    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", |h: HeaderMap| page(h, "embed-video.html"));
+    reg.get("/serviceworker.js", GROUP, Auth::Public, "Push notification service worker", |h: HeaderMap| async move {
+        asset_response(&h, "serviceworker.js", "no-cache")
+    });
+    reg.get("/assets/{*file}", GROUP, Auth::Public, "Web UI assets", |Path(file): Path<String>, h: HeaderMap| async move {
+        asset_response(&h, &format!("assets/{file}"), IMMUTABLE)
     });
     reg.get(
         "/img/platformlogos/{file}",
         GROUP,
         Auth::Public,
         "A social platform icon (SVG)",
-        |Path(file): Path<String>| async move {
+        |Path(file): Path<String>, h: HeaderMap| async move {
             // Only the icons themselves: a plain `<key>.svg` name (a decoded `%2F` cannot reach further).
             if !file.ends_with(".svg") || file.contains(['/', '\\']) || file.starts_with('.') {
                 return crate::http::ApiError::NotFound(format!("no such icon: {file}")).into_response();
             }
-            asset_response(&format!("img/platformlogos/{file}"), "public, max-age=86400").await
+            asset_response(&h, &format!("img/platformlogos/{file}"), "public, max-age=86400")
         },
     );
 }
 
-async fn page(name: &'static str) -> Response {
-    match Dist::get(name) {
-        Some(file) => {
-            let mut resp = file.data.into_owned().into_response();
-            let h = resp.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            resp
-        }
-        None => (
+/// `Cache-Control` of the hashed asset names Vite writes (a new build has new names).
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+async fn page(headers: HeaderMap, name: &'static str) -> Response {
+    if Dist::get(name).is_none() {
+        return (
             StatusCode::SERVICE_UNAVAILABLE,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
             "castd was built without its web UI: run `make build` (it builds web/dist before cargo).\n",
         )
-            .into_response(),
+            .into_response();
+    }
+    asset_response(&headers, name, "no-cache")
+}
+
+/// The embedded file `path` (or its precompressed copy the request accepts) as a `FileBody` answer.
+fn asset_response(req: &HeaderMap, path: &str, cache: &'static str) -> Response {
+    // rust-embed only knows the files it embedded, so `..` cannot escape the folder.
+    let Some(file) = Dist::get(path) else {
+        return crate::http::ApiError::NotFound(format!("no such file: {path}")).into_response();
+    };
+    let accept = req.get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok());
+    let mut chosen = None;
+    for (coding, ext) in [("br", "br"), ("gzip", "gz")] {
+        if accepts_encoding(accept, coding) {
+            if let Some(copy) = Dist::get(&format!("{path}.{ext}")) {
+                chosen = Some((coding, copy));
+                break;
+            }
+        }
+    }
+    let compressible = chosen.is_some() || Dist::get(&format!("{path}.gz")).is_some();
+    let content_type = mime_for(path);
+    let modified = modified(&file);
+    let body = match chosen {
+        Some((coding, copy)) => file_body(copy, Some(coding), content_type, cache, modified).negotiated(Some(coding)),
+        None if compressible => file_body(file, None, content_type, cache, modified).negotiated(None),
+        None => file_body(file, None, content_type, cache, modified),
+    };
+    respond(req, body)
+}
+
+fn file_body(
+    file: EmbeddedFile,
+    coding: Option<&str>,
+    content_type: &'static str,
+    cache: &'static str,
+    modified: SystemTime,
+) -> FileBody {
+    // A strong validator per representation: the hash of the bytes sent, marked with the coding.
+    let hash: String = file.metadata.sha256_hash()[..12].iter().map(|b| format!("{b:02x}")).collect();
+    let etag = match coding {
+        Some(c) => format!("\"{hash}-{c}\""),
+        None => format!("\"{hash}\""),
+    };
+    let bytes = match file.data {
+        std::borrow::Cow::Borrowed(b) => Bytes::from_static(b),
+        std::borrow::Cow::Owned(v) => Bytes::from(v),
+    };
+    FileBody::new(bytes, etag, modified, content_type, cache)
+}
+
+/// When the embedded file was built (rust-embed records it; the process start otherwise).
+fn modified(file: &EmbeddedFile) -> SystemTime {
+    match file.metadata.last_modified() {
+        Some(secs) => UNIX_EPOCH + Duration::from_secs(secs),
+        None => *STARTED,
     }
 }
 
-async fn asset_response(path: &str, cache: &'static str) -> Response {
-    // rust-embed only knows the files it embedded, so `..` cannot escape the folder.
-    match Dist::get(path) {
-        Some(file) => {
-            let mime = file.metadata.mimetype().to_string();
-            let mut resp = file.data.into_owned().into_response();
-            let h = resp.headers_mut();
-            if let Ok(v) = HeaderValue::from_str(&mime) {
-                h.insert(header::CONTENT_TYPE, v);
-            }
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-            resp
-        }
-        None => crate::http::ApiError::NotFound(format!("no such file: {path}")).into_response(),
+static STARTED: std::sync::LazyLock<SystemTime> = std::sync::LazyLock::new(SystemTime::now);
+
+/// Content types of what the web build contains.
+fn mime_for(path: &str) -> &'static str {
+    match path.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("json" | "map") => "application/json",
+        Some("webmanifest") => "application/manifest+json",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("ico") => "image/x-icon",
+        Some("woff2") => "font/woff2",
+        Some("woff") => "font/woff",
+        Some("txt") => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
     }
 }
 

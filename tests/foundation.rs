@@ -657,3 +657,65 @@ fn help_documents_every_flag() {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
 }
+
+/// The web UI's files: the precompressed copy the request accepts (brotli, then gzip, else identity),
+/// with `Vary`, a strong ETag per representation (304 on revalidation), Range and HEAD.
+#[test]
+fn web_assets_are_precompressed_and_revalidate() {
+    let dist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web/dist");
+    if !dist.join("index.html").exists() {
+        eprintln!("skipped: web/dist is not built (make test builds it first)");
+        return;
+    }
+    let server = Server::start();
+    let index = server.get("/").text().unwrap();
+    let js = index.split('"').find(|s| s.starts_with("/assets/") && s.ends_with(".js")).expect("a script in the page");
+    let on_disk = |suffix: &str| std::fs::read(dist.join(format!("{}{suffix}", &js[1..]))).unwrap();
+    let fetch = |accept: &str, extra: &[(&str, &str)]| {
+        let mut req = server.client.get(server.url(js)).header("accept-encoding", accept);
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        req.send().unwrap()
+    };
+
+    let br = fetch("gzip, deflate, br", &[]);
+    assert_eq!(br.status(), 200);
+    assert_eq!(br.headers()["content-encoding"], "br");
+    assert_eq!(br.headers()["vary"], "Accept-Encoding");
+    assert!(br.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    assert!(br.headers()["cache-control"].to_str().unwrap().contains("immutable"));
+    let br_etag = br.headers()["etag"].to_str().unwrap().to_string();
+    assert_eq!(br.bytes().unwrap().as_ref(), on_disk(".br").as_slice());
+
+    let gz = fetch("gzip", &[]);
+    assert_eq!(gz.headers()["content-encoding"], "gzip");
+    let gz_etag = gz.headers()["etag"].to_str().unwrap().to_string();
+    assert_eq!(gz.bytes().unwrap().as_ref(), on_disk(".gz").as_slice());
+
+    let plain = fetch("identity", &[]);
+    assert!(plain.headers().get("content-encoding").is_none());
+    assert_eq!(plain.headers()["vary"], "Accept-Encoding");
+    let plain_etag = plain.headers()["etag"].to_str().unwrap().to_string();
+    let raw = on_disk("");
+    assert_eq!(plain.bytes().unwrap().as_ref(), raw.as_slice());
+    assert!(br_etag != gz_etag && gz_etag != plain_etag, "one validator per representation");
+
+    assert_eq!(fetch("br", &[("if-none-match", br_etag.as_str())]).status(), 304);
+    assert_eq!(fetch("identity", &[("if-none-match", br_etag.as_str())]).status(), 200);
+    let part = fetch("identity", &[("range", "bytes=0-9")]);
+    assert_eq!(part.status(), 206);
+    assert_eq!(part.headers()["content-range"], format!("bytes 0-9/{}", raw.len()));
+    assert_eq!(part.bytes().unwrap().as_ref(), &raw[..10]);
+    let head = server.client.head(server.url(js)).header("accept-encoding", "br").send().unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.headers()["etag"].to_str().unwrap(), br_etag);
+    assert!(head.bytes().unwrap().is_empty());
+
+    // Pages revalidate too (no-cache + ETag).
+    let page = server.get("/");
+    assert_eq!(page.headers()["cache-control"], "no-cache");
+    let etag = page.headers()["etag"].to_str().unwrap().to_string();
+    let again = server.client.get(server.url("/")).header("if-none-match", etag).send().unwrap();
+    assert_eq!(again.status(), 304);
+}

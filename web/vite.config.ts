@@ -1,5 +1,7 @@
 import { defineConfig, type Connect, type Plugin } from 'vite';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 
 /**
  * Page routes as the castd daemon serves them, mapped to the HTML entry files of this build.
@@ -35,6 +37,39 @@ const castdRoutes: Plugin = {
   },
 };
 
+/**
+ * Precompressed copies of every text asset in `dist/` (`x.js.br`, `x.js.gz`, made once at build time
+ * with the strongest settings): the daemon embeds them and serves the one the browser's
+ * `Accept-Encoding` allows, so it never compresses per request. A copy that would not be smaller is
+ * not written.
+ */
+const COMPRESSIBLE = /\.(js|css|html|svg|json|txt|webmanifest)$/;
+function precompressDir(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) {
+      precompressDir(path);
+      continue;
+    }
+    if (!COMPRESSIBLE.test(name)) continue;
+    const raw = readFileSync(path);
+    const br = brotliCompressSync(raw, {
+      params: { [zlib.BROTLI_PARAM_QUALITY]: zlib.BROTLI_MAX_QUALITY, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.length },
+    });
+    const gz = gzipSync(raw, { level: 9 });
+    if (br.length < raw.length) writeFileSync(`${path}.br`, br);
+    if (gz.length < raw.length) writeFileSync(`${path}.gz`, gz);
+  }
+}
+
+const precompress: Plugin = {
+  name: 'castd-precompress',
+  apply: 'build',
+  closeBundle() {
+    precompressDir(resolve(import.meta.dirname, 'dist'));
+  },
+};
+
 // During development, everything that is not a page or an asset goes to a running daemon.
 const daemon = process.env.CASTD_URL ?? 'http://127.0.0.1:8080';
 const proxy = Object.fromEntries(
@@ -46,7 +81,7 @@ const proxy = Object.fromEntries(
 
 export default defineConfig({
   base: '/',
-  plugins: [castdRoutes],
+  plugins: [castdRoutes, precompress],
   oxc: {
     jsx: { runtime: 'automatic', importSource: 'preact' },
   },

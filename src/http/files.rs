@@ -20,9 +20,47 @@ pub struct FileBody {
     pub modified: SystemTime,
     pub content_type: &'static str,
     pub cache_control: &'static str,
+    /// `etag` and `modified` as header values, made once per file rather than once per request.
+    etag_header: HeaderValue,
+    last_modified: HeaderValue,
+    /// `Content-Encoding` of `bytes` (a precompressed copy), if any.
+    pub encoding: Option<&'static str>,
+    /// Whether the representation was chosen by `Accept-Encoding` (answers carry `Vary`).
+    pub negotiated: bool,
 }
 
 impl FileBody {
+    /// A file with a validator the caller made (quoted, e.g. from a content hash).
+    pub fn new(
+        bytes: Bytes,
+        etag: String,
+        modified: SystemTime,
+        content_type: &'static str,
+        cache_control: &'static str,
+    ) -> Self {
+        let etag_header = HeaderValue::from_str(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"0\""));
+        let last_modified = HeaderValue::from_str(&http_date(modified))
+            .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"));
+        Self {
+            bytes,
+            etag,
+            modified,
+            content_type,
+            cache_control,
+            etag_header,
+            last_modified,
+            encoding: None,
+            negotiated: false,
+        }
+    }
+
+    /// The same file as one of several encodings chosen by `Accept-Encoding` (`None`: identity).
+    pub fn negotiated(mut self, encoding: Option<&'static str>) -> Self {
+        self.encoding = encoding;
+        self.negotiated = true;
+        self
+    }
+
     /// A file whose validator is derived from its content (for files held in memory).
     pub fn from_content(
         bytes: Bytes,
@@ -31,7 +69,7 @@ impl FileBody {
         cache_control: &'static str,
     ) -> Self {
         let etag = content_etag(&bytes);
-        Self { bytes, etag, modified, content_type, cache_control }
+        Self::new(bytes, etag, modified, content_type, cache_control)
     }
 
     /// A file read from disk: the validator is its length and modification time (as nginx does).
@@ -43,7 +81,7 @@ impl FileBody {
     ) -> Self {
         let nanos = modified.duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let etag = format!("\"{:x}-{:x}\"", bytes.len(), nanos);
-        Self { bytes, etag, modified, content_type, cache_control }
+        Self::new(bytes, etag, modified, content_type, cache_control)
     }
 }
 
@@ -66,6 +104,25 @@ pub fn http_date(t: SystemTime) -> String {
 fn parse_http_date(s: &str) -> Option<SystemTime> {
     let t = DateTime::parse_from_rfc2822(s.trim().replace("GMT", "+0000").as_str()).ok()?;
     Some(t.with_timezone(&Utc).into())
+}
+
+/// Whether an `Accept-Encoding` value allows `coding` (listed by name or `*`, without `q=0`).
+pub fn accepts_encoding(accept: Option<&str>, coding: &str) -> bool {
+    let Some(accept) = accept else { return false };
+    let mut star = false;
+    for item in accept.split(',') {
+        let mut parts = item.split(';');
+        let name = parts.next().unwrap_or_default().trim();
+        let zero =
+            parts.any(|p| p.trim().strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)));
+        if name.eq_ignore_ascii_case(coding) {
+            return !zero;
+        }
+        if name == "*" {
+            star = !zero;
+        }
+    }
+    star
 }
 
 /// Whether `If-None-Match` lists `etag` (or `*`); weak comparison, as RFC 9110 asks for this header.
@@ -120,18 +177,23 @@ pub fn byte_range(value: Option<&str>, len: u64) -> Result<Option<(u64, u64)>, U
 
 /// Answer `req` for `file`: 304, 206, 416 or 200, with the validators and caching headers.
 pub fn respond(req: &HeaderMap, file: FileBody) -> Response {
-    let last_modified = http_date(file.modified);
-    let mut headers = HeaderMap::new();
+    let mut headers = HeaderMap::with_capacity(8);
     let set = |h: &mut HeaderMap, k: header::HeaderName, v: &str| {
         if let Ok(v) = HeaderValue::from_str(v) {
             h.insert(k, v);
         }
     };
-    set(&mut headers, header::ETAG, &file.etag);
-    set(&mut headers, header::LAST_MODIFIED, &last_modified);
+    headers.insert(header::ETAG, file.etag_header.clone());
+    headers.insert(header::LAST_MODIFIED, file.last_modified.clone());
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(file.cache_control));
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(file.content_type));
     headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if file.negotiated {
+        headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+    if let Some(encoding) = file.encoding {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding));
+    }
 
     let inm = req.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
     let not_modified = match inm {
@@ -156,7 +218,7 @@ pub fn respond(req: &HeaderMap, file: FileBody) -> Response {
     let if_range_ok = req
         .get(header::IF_RANGE)
         .and_then(|v| v.to_str().ok())
-        .is_none_or(|v| v.trim() == file.etag || v.trim() == last_modified);
+        .is_none_or(|v| v.trim() == file.etag || file.last_modified.to_str().is_ok_and(|lm| v.trim() == lm));
     let range = if if_range_ok { req.get(header::RANGE).and_then(|v| v.to_str().ok()) } else { None };
     match byte_range(range, len) {
         Ok(None) => (StatusCode::OK, headers, Body::from(file.bytes)).into_response(),
@@ -176,6 +238,17 @@ pub fn respond(req: &HeaderMap, file: FileBody) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accept_encoding() {
+        assert!(accepts_encoding(Some("gzip, deflate, br"), "br"));
+        assert!(accepts_encoding(Some("gzip;q=1.0, br;q=0.5"), "br"));
+        assert!(!accepts_encoding(Some("gzip, br;q=0"), "br"));
+        assert!(accepts_encoding(Some("*"), "gzip"));
+        assert!(!accepts_encoding(Some("*, gzip;q=0"), "gzip"));
+        assert!(!accepts_encoding(Some("identity"), "gzip"));
+        assert!(!accepts_encoding(None, "gzip"));
+    }
 
     #[test]
     fn ranges() {

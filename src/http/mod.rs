@@ -8,7 +8,7 @@
 //!
 //! Errors: handlers return `ApiError`, which answers `{"success":false,"message":...}` with a 4xx for
 //! bad input; `JsonBody` turns unreadable JSON into a 400 instead of axum's plain-text rejections.
-//! Every other rejection is made a StatusResponse too: the `json_rejections` middleware rewrites any
+//! Every other rejection is made a StatusResponse too: the `conventions` middleware rewrites any
 //! plain-text (or empty) 4xx answer — axum's extractor rejections (wrong content type, multipart
 //! errors, missing fields, bad path or query parameters) and 405 — into `{"success":false,
 //! "message":...}`, with 415 and 422 answered as 400, as Owncast answers bad input.
@@ -284,8 +284,7 @@ impl Registry {
         self.router
             .route(OPENAPI_PATH, axum::routing::get(openapi::serve).with_state(doc))
             .fallback(not_found)
-            .layer(middleware::from_fn(json_rejections))
-            .layer(middleware::from_fn(preflight_and_cors))
+            .layer(middleware::from_fn(conventions))
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
     }
 }
@@ -370,9 +369,28 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
 /// Largest plain-text rejection body read back to become a message.
 const MAX_REJECTION_BODY: usize = 16 * 1024;
 
-/// Rewrite plain-text or empty 4xx answers as StatusResponse JSON (see the module doc).
-async fn json_rejections(req: Request, next: Next) -> Response {
-    let resp = next.run(req).await;
+/// The conventions every answer follows, in one middleware (one per request, not one per rule):
+/// CORS as Owncast does it (preflight `OPTIONS` on the API answers 204 with the allowed methods and
+/// headers; public API answers carry `Access-Control-Allow-Origin: *`) and JSON rejections.
+async fn conventions(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let is_api = path.starts_with("/api/") || path.starts_with("/hls/");
+    if req.method() == Method::OPTIONS && is_api {
+        return preflight();
+    }
+    let admin = path.starts_with("/api/admin/");
+    let mut resp = next.run(req).await;
+    if resp.status().is_client_error() {
+        resp = json_rejection(resp).await;
+    }
+    if is_api && !admin && !resp.headers().contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
+        resp.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    }
+    resp
+}
+
+/// Rewrite a plain-text or empty 4xx answer as StatusResponse JSON (see the module doc).
+async fn json_rejection(resp: Response) -> Response {
     let status = resp.status();
     if !status.is_client_error() {
         return resp;
@@ -395,27 +413,16 @@ async fn json_rejections(req: Request, next: Next) -> Response {
     Response::from_parts(parts, axum::body::Body::from(json))
 }
 
-/// CORS as Owncast does it: preflight `OPTIONS` on the API answers 204 with the allowed methods and
-/// headers; public API answers carry `Access-Control-Allow-Origin: *`.
-async fn preflight_and_cors(req: Request, next: Next) -> Response {
-    let is_api = req.uri().path().starts_with("/api/") || req.uri().path().starts_with("/hls/");
-    if req.method() == Method::OPTIONS && is_api {
-        let mut resp = StatusCode::NO_CONTENT.into_response();
-        let h = resp.headers_mut();
-        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, PUT, DELETE, OPTIONS"));
-        h.insert(
-            header::ACCESS_CONTROL_ALLOW_HEADERS,
-            HeaderValue::from_static("Content-Type, Authorization, X-Forwarded-User, X-Owncast-CSRF-Protection"),
-        );
-        h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
-        return resp;
-    }
-    let admin = req.uri().path().starts_with("/api/admin/");
-    let mut resp = next.run(req).await;
-    if is_api && !admin && !resp.headers().contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
-        resp.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    }
+fn preflight() -> Response {
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    let h = resp.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, PUT, DELETE, OPTIONS"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("Content-Type, Authorization, X-Forwarded-User, X-Owncast-CSRF-Protection"),
+    );
+    h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
     resp
 }
 

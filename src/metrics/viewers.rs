@@ -8,6 +8,11 @@
 //! viewer-count-over-time series, and the IP rule: `X-Forwarded-For` is trusted only when the direct
 //! peer is loopback (a local reverse proxy; `http::client_ip`). At most `MAX_VIEWERS` are tracked; further new viewers
 //! are not counted until others expire, so a flood of fake agents cannot grow memory without bound.
+//!
+//! `touch` is on the request path of every playlist fetch, so it is cheap: viewers are kept in
+//! `SHARDS` maps keyed by the raw 16-byte digest (the hex ID is made only when a viewer is new), a
+//! touch locks one shard for a lookup and an `Instant` store, and the active count is an atomic kept
+//! in step by inserts and prunes (no lock taken to count).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -60,9 +65,16 @@ pub struct Viewer {
     seen: Instant,
 }
 
+/// Viewer maps; a touch locks only the shard its key falls in.
+const SHARDS: usize = 16;
+
+type Key = [u8; 16];
+
 /// Active viewers and the viewer-count history.
 pub struct Viewers {
-    map: Mutex<HashMap<String, Viewer>>,
+    shards: [Mutex<HashMap<Key, Viewer>>; SHARDS],
+    /// Entries in all shards together.
+    len: AtomicU64,
     over_time: Mutex<Series>,
     /// The overall peak last written to the database.
     saved_overall: AtomicU64,
@@ -73,7 +85,8 @@ pub struct Viewers {
 impl Default for Viewers {
     fn default() -> Self {
         Self {
-            map: Mutex::new(HashMap::new()),
+            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            len: AtomicU64::new(0),
             over_time: Mutex::new(Series::default()),
             saved_overall: AtomicU64::new(0),
             last_stop: Mutex::new(None),
@@ -84,12 +97,18 @@ impl Default for Viewers {
 impl Viewers {
     /// The active viewer `id`, if any.
     pub fn get(&self, id: &str) -> Option<Viewer> {
-        self.map.lock().get(id).cloned()
+        let key = parse_key(id)?;
+        self.shard(&key).lock().get(&key).map(Viewer::now_seen)
+    }
+
+    fn shard(&self, key: &Key) -> &Mutex<HashMap<Key, Viewer>> {
+        &self.shards[usize::from(key[0]) % SHARDS]
     }
 
     /// Every active viewer, oldest first.
     pub fn snapshot(&self) -> Vec<Viewer> {
-        let mut v: Vec<Viewer> = self.map.lock().values().cloned().collect();
+        let mut v: Vec<Viewer> =
+            self.shards.iter().flat_map(|s| s.lock().values().map(Viewer::now_seen).collect::<Vec<_>>()).collect();
         v.sort_by(|a, b| a.first_seen.cmp(&b.first_seen).then_with(|| a.id.cmp(&b.id)));
         v
     }
@@ -100,8 +119,48 @@ impl Viewers {
     }
 
     pub fn count(&self) -> usize {
-        self.map.lock().len()
+        usize::try_from(self.len.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
     }
+}
+
+impl Viewer {
+    /// A copy with `last_seen` brought up to the last touch (touches only store an `Instant`).
+    fn now_seen(&self) -> Viewer {
+        let ago = chrono::Duration::from_std(self.seen.elapsed()).unwrap_or_default();
+        Viewer { last_seen: Utc::now() - ago, ..self.clone() }
+    }
+}
+
+fn parse_key(id: &str) -> Option<Key> {
+    if id.len() != 32 {
+        return None;
+    }
+    let mut key = [0u8; 16];
+    for (i, k) in key.iter_mut().enumerate() {
+        *k = u8::from_str_radix(id.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(key)
+}
+
+fn hex(key: &Key) -> String {
+    use std::fmt::Write;
+    key.iter().fold(String::with_capacity(32), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// md5 of the IP address (as text) followed by the User-Agent, without allocating.
+fn key_of(ip: IpAddr, user_agent: &str) -> Key {
+    use std::io::Write;
+    let mut buf = [0u8; 48]; // the longest IPv6 text is 45 bytes
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    let _ = write!(cursor, "{ip}");
+    let n = usize::try_from(cursor.position()).unwrap_or(0);
+    let mut h = Md5::new();
+    h.update(&buf[..n]);
+    h.update(user_agent.as_bytes());
+    h.finalize().into()
 }
 
 /// Owncast's viewer ID: hex md5 of the IP address followed by the User-Agent.
@@ -109,42 +168,55 @@ pub fn viewer_id(ip: &str, user_agent: &str) -> String {
     let mut h = Md5::new();
     h.update(ip.as_bytes());
     h.update(user_agent.as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&h.finalize().into())
 }
 
 /// Seam for the HLS handler (on each `.m3u8` fetch) and `GET /api/ping`: mark the viewer with this
 /// IP and User-Agent active now. Returns the viewer ID.
 pub fn touch(metrics: &Metrics, ip: IpAddr, user_agent: &str) -> String {
-    let ip = ip.to_string();
-    let id = viewer_id(&ip, user_agent);
-    let count = {
-        let mut map = metrics.viewers.map.lock();
-        let now = Utc::now();
-        if let Some(v) = map.get_mut(&id) {
+    let key = key_of(ip, user_agent);
+    let viewers = &metrics.viewers;
+    {
+        let mut shard = viewers.shard(&key).lock();
+        if let Some(v) = shard.get_mut(&key) {
             v.seen = Instant::now();
-            v.last_seen = now;
-        } else if map.len() < MAX_VIEWERS {
+            return v.id.clone();
+        }
+        if viewers.len.load(Ordering::Relaxed) < MAX_VIEWERS as u64 {
+            let now = Utc::now();
             let v = Viewer {
-                id: id.clone(),
-                ip_address: ip,
+                id: hex(&key),
+                ip_address: ip.to_string(),
                 user_agent: user_agent.to_string(),
                 first_seen: now,
                 last_seen: now,
                 geo: Geo::default(),
                 seen: Instant::now(),
             };
-            map.insert(id.clone(), v);
+            shard.insert(key, v);
+            viewers.len.fetch_add(1, Ordering::Relaxed);
         }
-        map.len() as u64
-    };
-    set_current(metrics, count);
-    id
+    }
+    set_current(metrics, viewers.len.load(Ordering::Relaxed));
+    hex(&key)
 }
 
 /// `touch` for a request: its client IP (see `client_ip`) and User-Agent header.
 pub fn touch_request(metrics: &Metrics, peer: SocketAddr, headers: &HeaderMap) -> String {
     let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
     touch(metrics, crate::http::client_ip(peer, headers), ua)
+}
+
+/// `touch_request` for the playlist path, which needs no ID back: a known viewer costs one shard
+/// lookup and no allocation.
+pub fn mark_request(metrics: &Metrics, peer: SocketAddr, headers: &HeaderMap) {
+    let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let key = key_of(crate::http::client_ip(peer, headers), ua);
+    if let Some(v) = metrics.viewers.shard(&key).lock().get_mut(&key) {
+        v.seen = Instant::now();
+        return;
+    }
+    touch(metrics, crate::http::client_ip(peer, headers), ua);
 }
 
 /// Store the active count and raise the peaks.
@@ -158,12 +230,14 @@ fn set_current(metrics: &Metrics, count: u64) {
 
 /// Drop viewers idle for longer than `idle`; returns how many were dropped.
 pub fn prune(metrics: &Metrics, idle: Duration) -> usize {
-    let (dropped, count) = {
-        let mut map = metrics.viewers.map.lock();
+    let mut dropped = 0;
+    for shard in &metrics.viewers.shards {
+        let mut map = shard.lock();
         let before = map.len();
         map.retain(|_, v| v.seen.elapsed() <= idle);
-        (before - map.len(), map.len() as u64)
-    };
+        dropped += before - map.len();
+    }
+    let count = metrics.viewers.len.fetch_sub(dropped as u64, Ordering::Relaxed) - dropped as u64;
     set_current(metrics, count);
     dropped
 }
@@ -258,5 +332,10 @@ mod tests {
         assert_eq!(viewer_id("127.0.0.1", "curl/8"), expected);
         assert_eq!(viewer_id("", ""), "d41d8cd98f00b204e9800998ecf8427e");
         assert_ne!(viewer_id("10.0.0.1", "a"), viewer_id("10.0.0.2", "a"));
+        let ip: IpAddr = "2001:db8::1".parse().unwrap();
+        assert_eq!(hex(&key_of(ip, "ua")), viewer_id("2001:db8::1", "ua"));
+        assert_eq!(parse_key(&viewer_id("a", "b")).map(|k| hex(&k)), Some(viewer_id("a", "b")));
+        assert_eq!(parse_key("zz"), None);
+        assert_eq!(parse_key(&"g".repeat(32)), None);
     }
 }
