@@ -27,7 +27,10 @@ async fn client(socket: WebSocket, tx: broadcast::Sender<Utf8Bytes>) {
                         break;
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    eprintln!("anchor: a client lagged and lost {n} messages");
+                    continue;
+                }
                 Err(broadcast::error::RecvError::Closed) => break,
             }
         }
@@ -43,7 +46,9 @@ async fn client(socket: WebSocket, tx: broadcast::Sender<Utf8Bytes>) {
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-    let (tx, _) = broadcast::channel::<Utf8Bytes>(1024);
+    // Large enough that no client lags behind the ring at 10,000 clients (a lagging receiver loses
+    // messages, which would make the anchor look faster than it is).
+    let (tx, _) = broadcast::channel::<Utf8Bytes>(1 << 16);
     let app = Router::new().route("/ws", get(ws)).with_state(tx);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("anchor listening on {}", listener.local_addr()?.port());
