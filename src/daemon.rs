@@ -29,6 +29,7 @@ use crate::hardware::Hardware;
 use crate::health::HealthHub;
 use crate::hls::Hls;
 use crate::http::{AdminAuth, Registry};
+use crate::indieauth::{IndieAuth, IndieAuthConfig};
 use crate::ingest::{Ingest, PublisherSlot};
 use crate::logs::LogRing;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
@@ -59,6 +60,8 @@ pub enum DaemonError {
     Notify(#[from] crate::notifications::NotifyError),
     #[error("metrics: {0}")]
     Metrics(#[from] crate::metrics::MetricsError),
+    #[error("indieauth: {0}")]
+    IndieAuth(#[from] crate::indieauth::IndieAuthError),
     #[error("directory: {0}")]
     Yp(#[from] crate::yp::YpError),
     #[error("io: {0}")]
@@ -98,6 +101,7 @@ pub struct Daemon {
     pub ingest: Arc<Ingest>,
     pub webhooks: Arc<Webhooks>,
     pub notify: NotifyState,
+    pub indieauth: Arc<IndieAuth>,
     pub server: Arc<Server>,
     pub hls: Arc<Hls>,
     pub tokens: Tokens,
@@ -187,6 +191,7 @@ impl Daemon {
             stream_key_overridden: temp_stream_key.is_some(),
             vapid_public_key: notifications.public_key().to_string(),
         });
+        let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
         let notify = NotifyState { notifications, settings, users: chat.clone() };
         let hls = Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default() });
         Ok(Daemon {
@@ -199,6 +204,7 @@ impl Daemon {
             ingest,
             webhooks,
             notify,
+            indieauth,
             server,
             hls,
             tokens,
@@ -220,6 +226,7 @@ impl Daemon {
         crate::tokens::routes(&mut reg, self.tokens.clone());
         crate::webhooks::routes(&mut reg, self.webhooks.clone());
         crate::notifications::routes(&mut reg, self.notify.clone());
+        crate::indieauth::routes(&mut reg, self.indieauth.clone());
         crate::ingest::routes(&mut reg, self.ingest.clone());
         crate::hls::routes(&mut reg, self.hls.clone());
         crate::yp::routes(&mut reg, self.directory.clone());
@@ -244,6 +251,7 @@ pub async fn run(
     let dispatcher = crate::webhooks::start(d.webhooks.clone(), &d.bus);
     let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
+    let indieauth_task = crate::indieauth::start(d.indieauth.clone());
     let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
     let warnings_task = crate::api::warnings::start(d.server.clone());
     let yp_task = crate::yp::start(d.directory.clone());
@@ -289,7 +297,7 @@ pub async fn run(
         _ => {}
     }
     let tasks =
-        [Some(notify_task), Some(chat_task), Some(hls_task), Some(probe_task), Some(warnings_task), Some(yp_task)];
+        [Some(notify_task), Some(chat_task), Some(indieauth_task), Some(hls_task), Some(probe_task), Some(warnings_task), Some(yp_task)];
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();
     }

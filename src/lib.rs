@@ -40,6 +40,8 @@
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
 //!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes.
 //! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
+//! - [`indieauth`]: chat sign-in with IndieAuth (client, with a guarded fetcher for discovery) and
+//!   castd as the streamer's IndieAuth server. Given a `UserTokens` handle (token check, sign-in).
 //! - [`api`]: public config/status, admin status and server configuration, every config setter, the
 //!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
 //!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
@@ -59,6 +61,7 @@ pub mod hardware;
 pub mod health;
 pub mod hls;
 pub mod http;
+pub mod indieauth;
 pub mod ingest;
 pub mod logs;
 pub mod markdown;

@@ -25,10 +25,19 @@ use crate::http::{Auth, Registry};
 struct Dist;
 
 const GROUP: &str = "web";
+/// The `Link` header of the viewer page (the paths of the indieauth feature's routes).
+const INDIEAUTH_LINKS: &str =
+    r#"</api/auth/provider/indieauth>; rel="authorization_endpoint", </api/auth/indieauth/callback>; rel="redirect_uri""#;
 
 pub fn routes(reg: &mut Registry) {
     let mut reg = reg.scope(());
-    reg.get("/", GROUP, Auth::Public, "Viewer page", |h: HeaderMap| page(h, "index.html"));
+    reg.get("/", GROUP, Auth::Public, "Viewer page", |h: HeaderMap| async move {
+        let mut resp = page(h, "index.html").await;
+        // IndieAuth discovery: this server's URL is the streamer's identity (its authorization
+        // endpoint), and its own sign-in callback is the redirect URI it uses as a client.
+        resp.headers_mut().insert(header::LINK, axum::http::HeaderValue::from_static(INDIEAUTH_LINKS));
+        resp
+    });
     // 301 as Owncast answers (axum's `Redirect::permanent` is a 308).
     reg.get("/admin", GROUP, Auth::Public, "Redirect (301) to /admin/", || async {
         (StatusCode::MOVED_PERMANENTLY, [(LOCATION, "/admin/")])
