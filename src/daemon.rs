@@ -296,8 +296,15 @@ pub async fn run(
         Err(_) => warn!("open requests did not finish within {HTTP_STOP_TIMEOUT:?}"),
         _ => {}
     }
-    let tasks =
-        [Some(notify_task), Some(chat_task), Some(indieauth_task), Some(hls_task), Some(probe_task), Some(warnings_task), Some(yp_task)];
+    let tasks = [
+        Some(notify_task),
+        Some(chat_task),
+        Some(indieauth_task),
+        Some(hls_task),
+        Some(probe_task),
+        Some(warnings_task),
+        Some(yp_task),
+    ];
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();
     }

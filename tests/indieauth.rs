@@ -36,8 +36,10 @@ fn query(url: &str, key: &str) -> Option<String> {
 
 fn with_query(url: &str, key: &str, value: &str) -> String {
     let mut u = url::Url::parse(url).unwrap();
-    let pairs: Vec<(String, String)> =
-        u.query_pairs().map(|(k, v)| (k.to_string(), if k == key { value.to_string() } else { v.into_owned() })).collect();
+    let pairs: Vec<(String, String)> = u
+        .query_pairs()
+        .map(|(k, v)| (k.to_string(), if k == key { value.to_string() } else { v.into_owned() }))
+        .collect();
     u.query_pairs_mut().clear().extend_pairs(pairs);
     u.to_string()
 }
@@ -227,7 +229,13 @@ fn codes_are_bound_to_the_verifier_used_once_and_expire() {
     let redeem = |code: &str, v: &str| {
         let r = raw()
             .post(a.url("/api/auth/provider/indieauth"))
-            .form(&[("grant_type", "authorization_code"), ("code", code), ("client_id", client_id), ("redirect_uri", redirect_uri), ("code_verifier", v)])
+            .form(&[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("client_id", client_id),
+                ("redirect_uri", redirect_uri),
+                ("code_verifier", v),
+            ])
             .send()
             .unwrap();
         let status = r.status().as_u16();

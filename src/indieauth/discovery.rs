@@ -157,13 +157,10 @@ impl Fetcher {
         let mut url = url;
         for _ in 0..=MAX_REDIRECTS {
             self.check_url(&url).await?;
-            let resp = self
-                .client
-                .get(url.clone())
-                .header(ACCEPT, accept)
-                .send()
-                .await
-                .map_err(|e| Refused::new("discovery_failed", format!("cannot fetch {url}: {}", error_chain(&e))))?;
+            let resp =
+                self.client.get(url.clone()).header(ACCEPT, accept).send().await.map_err(|e| {
+                    Refused::new("discovery_failed", format!("cannot fetch {url}: {}", error_chain(&e)))
+                })?;
             if resp.status().is_redirection() {
                 let next = resp
                     .headers()
@@ -336,13 +333,8 @@ fn parse_attributes(tag: &str) -> Vec<(String, String)> {
 
 /// Every link of a fetched page: `Link` headers first, then the HTML's `<link>` elements.
 pub fn page_links(page: &Fetched) -> Vec<Link> {
-    let mut links: Vec<Link> = page
-        .headers
-        .get_all(LINK)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(parse_link_header)
-        .collect();
+    let mut links: Vec<Link> =
+        page.headers.get_all(LINK).iter().filter_map(|v| v.to_str().ok()).flat_map(parse_link_header).collect();
     let is_html = page
         .headers
         .get(reqwest::header::CONTENT_TYPE)
@@ -379,16 +371,15 @@ pub async fn discover(fetcher: &Fetcher, profile: &Url) -> Result<Endpoints, Ref
         let doc: serde_json::Value = serde_json::from_slice(&meta.body).map_err(|e| {
             Refused::new("discovery_failed", format!("the IndieAuth metadata at {meta_url} is not JSON: {e}"))
         })?;
-        let endpoint = doc
-            .get("authorization_endpoint")
-            .and_then(|v| v.as_str())
-            .and_then(|s| meta.url.join(s).ok())
-            .ok_or_else(|| {
-                Refused::new(
-                    "discovery_failed",
-                    format!("the IndieAuth metadata at {meta_url} names no authorization_endpoint"),
-                )
-            })?;
+        let endpoint =
+            doc.get("authorization_endpoint").and_then(|v| v.as_str()).and_then(|s| meta.url.join(s).ok()).ok_or_else(
+                || {
+                    Refused::new(
+                        "discovery_failed",
+                        format!("the IndieAuth metadata at {meta_url} names no authorization_endpoint"),
+                    )
+                },
+            )?;
         fetcher.check_url(&endpoint).await?;
         let issuer = doc.get("issuer").and_then(|v| v.as_str()).map(str::to_string);
         return Ok(Endpoints { authorization: endpoint, issuer });

@@ -324,7 +324,9 @@ async fn authorize(State(state): State<Arc<IndieAuth>>, Query(req): Query<server
         }
     }
     match state.provider.request(&state.fetcher, &req).await {
-        Ok((id, pending)) => Html(server::approval_page(&id, &pending, &me, &state.settings.get().name)).into_response(),
+        Ok((id, pending)) => {
+            Html(server::approval_page(&id, &pending, &me, &state.settings.get().name)).into_response()
+        }
         Err(e) => e.into_response(),
     }
 }

@@ -157,7 +157,10 @@ impl Provider {
     pub fn decide(&self, id: &str, approve: bool, issuer: &str, code_ttl: Duration) -> Result<Url, Refused> {
         let pending = self.pending.lock().remove(id).filter(|p| p.created.elapsed() < REQUEST_TTL);
         let Some(p) = pending else {
-            return Err(Refused::new("invalid_request", "unknown or expired sign-in request; start again from the app"));
+            return Err(Refused::new(
+                "invalid_request",
+                "unknown or expired sign-in request; start again from the app",
+            ));
         };
         let mut back = p.redirect_uri.clone();
         if approve {
