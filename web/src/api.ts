@@ -453,6 +453,9 @@ export const api = {
     postJSON(withQuery('/api/chat/users/setenabled', { accessToken }), { userId, enabled }),
   registerNotification: (accessToken: string, channel: string, destination: string) =>
     postJSON(withQuery('/api/notifications/register', { accessToken }), { channel, destination }),
+  /** Start an IndieAuth chat sign-in with the user's website; answers where to send the browser. */
+  indieAuthStart: (accessToken: string, authHost: string) =>
+    postJSON<{ redirect: string }>(withQuery('/api/auth/indieauth', { accessToken }), { authHost }),
   /** Platform key → `{name, icon}` for social handles. */
   socialPlatforms: () => getJSON<Record<string, SocialPlatform>>('/api/socialplatforms'),
   remoteFollow: (account: string) => postJSON<{ redirectUrl?: string } & Partial<StatusResponse>>('/api/remotefollow', { account }),

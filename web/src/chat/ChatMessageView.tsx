@@ -11,6 +11,15 @@ interface Props {
   onDisableUser?: (user: User) => void;
 }
 
+/** The signed-in (authenticated) badge after a user's name. */
+export function AuthBadge() {
+  return (
+    <span class="chat-badge auth-badge" title="Signed in" aria-label="signed in">
+      ✓
+    </span>
+  );
+}
+
 function Author({ user }: { user?: User }) {
   if (!user) return null;
   return (
@@ -18,6 +27,7 @@ function Author({ user }: { user?: User }) {
       {isModerator(user) && <span class="chat-badge">MOD</span>}
       {user.isBot && <span class="chat-badge">BOT</span>}
       {user.displayName}
+      {user.authenticated && <AuthBadge />}
     </span>
   );
 }

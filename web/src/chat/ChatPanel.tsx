@@ -3,8 +3,9 @@ import type { PublicConfig, User } from '../api';
 import { Icon } from '../components/Icon';
 import { Modal } from '../components/Modal';
 import { isModerator } from '../lib/chatState';
-import { ChatMessageView, userColor } from './ChatMessageView';
+import { AuthBadge, ChatMessageView, userColor } from './ChatMessageView';
 import { EmojiPicker } from './EmojiPicker';
+import { clearSignInOutcome, SignIn, signInOutcome } from './SignIn';
 import { UserSettings } from './UserSettings';
 import { useChat } from './useChat';
 
@@ -20,6 +21,10 @@ export function ChatPanel({ config, readonly }: Props) {
   const [text, setText] = useState('');
   const [showEmoji, setShowEmoji] = useState(false);
   const [showSettings, setShowSettings] = useState(false);
+  const [showSignIn, setShowSignIn] = useState(false);
+  const [signInNotice, setSignInNotice] = useState(() =>
+    readonly || typeof window === 'undefined' ? null : signInOutcome(window.location.search),
+  );
   const [modError, setModError] = useState<string | null>(null);
   const [newBelow, setNewBelow] = useState(false);
   const listRef = useRef<HTMLDivElement>(null);
@@ -39,6 +44,10 @@ export function ChatPanel({ config, readonly }: Props) {
       setNewBelow(true);
     }
   }, [visible.length]);
+
+  useEffect(() => {
+    if (signInNotice) clearSignInOutcome();
+  }, []);
 
   useEffect(() => {
     if (!modError) return;
@@ -112,9 +121,15 @@ export function ChatPanel({ config, readonly }: Props) {
               {model.me.displayName}
             </span>
             {moderator && <span class="chat-badge">MOD</span>}
+            {model.me.authenticated && <AuthBadge />}
             <button type="button" onClick={() => setShowSettings(true)} disabled={!canSend} id="chat-settings-button">
               Edit
             </button>
+            {!model.me.authenticated && (
+              <button type="button" onClick={() => setShowSignIn(true)} id="chat-signin-button">
+                Sign in
+              </button>
+            )}
           </span>
         )}
       </div>
@@ -136,6 +151,14 @@ export function ChatPanel({ config, readonly }: Props) {
       )}
       {error && <div class="chat-notice error">{error}</div>}
       {modError && <div class="chat-notice error">{modError}</div>}
+      {signInNotice && (
+        <div class={`chat-notice${signInNotice.ok ? '' : ' error'}`} id="chat-signin-notice" role="status">
+          {signInNotice.message}{' '}
+          <button type="button" class="icon" aria-label="Dismiss" onClick={() => setSignInNotice(null)}>
+            ×
+          </button>
+        </div>
+      )}
       {!readonly && (
         <form class="chat-compose" onSubmit={submit}>
           {showEmoji && <EmojiPicker onPick={insert} />}
@@ -158,6 +181,11 @@ export function ChatPanel({ config, readonly }: Props) {
             </button>
           </div>
         </form>
+      )}
+      {showSignIn && (
+        <Modal title="Sign in" small onClose={() => setShowSignIn(false)}>
+          <SignIn indieAuthEnabled={Boolean(config.authentication?.indieAuthEnabled)} />
+        </Modal>
       )}
       {showSettings && model.me && (
         <Modal title="Chat settings" small onClose={() => setShowSettings(false)}>
