@@ -26,7 +26,11 @@ struct Dist;
 
 const GROUP: &str = "web";
 /// The `Link` header of the viewer page (the paths of the indieauth feature's routes).
-const INDIEAUTH_LINKS: &str = r#"</api/auth/provider/indieauth>; rel="authorization_endpoint", </api/auth/indieauth/callback>; rel="redirect_uri""#;
+const INDIEAUTH_LINKS: &str = concat!(
+    r#"</.well-known/oauth-authorization-server>; rel="indieauth-metadata", "#,
+    r#"</api/auth/provider/indieauth>; rel="authorization_endpoint", "#,
+    r#"</api/auth/indieauth/callback>; rel="redirect_uri""#
+);
 
 pub fn routes(reg: &mut Registry) {
     let mut reg = reg.scope(());

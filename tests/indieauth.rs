@@ -93,9 +93,14 @@ fn a_chat_user_on_b_signs_in_with_a_and_may_then_chat_when_authentication_is_req
     a.set("name", json!("Stream A"));
     let b = daemon(&[LOOPBACK]);
     assert_eq!(b.get_json("/api/config")["authentication"]["indieAuthEnabled"], true);
-    // A's viewer page names its authorization endpoint.
+    // A's viewer page names its metadata and authorization endpoint; the metadata names A as issuer.
     let link = a.get("/").headers()["link"].to_str().unwrap().to_string();
     assert!(link.contains(r#"</api/auth/provider/indieauth>; rel="authorization_endpoint""#), "{link}");
+    assert!(link.contains(r#"</.well-known/oauth-authorization-server>; rel="indieauth-metadata""#), "{link}");
+    let meta = a.get_json("/.well-known/oauth-authorization-server");
+    assert_eq!(meta["issuer"], format!("{}/", a.base));
+    assert_eq!(meta["authorization_endpoint"], a.url("/api/auth/provider/indieauth"));
+    assert_eq!(meta["code_challenge_methods_supported"], json!(["S256"]));
 
     let mut viewer = chatclient::join(&b, "viewer");
     let mut anon = chatclient::join(&b, "anon");
@@ -131,6 +136,12 @@ fn a_chat_user_on_b_signs_in_with_a_and_may_then_chat_when_authentication_is_req
     assert_eq!(u["authenticated"], true);
     assert_eq!(u["authProvider"], "indieauth");
     assert_eq!(user(&b, &anon.id)["authenticated"], false);
+
+    // A callback whose `iss` is not the issuer B discovered is refused.
+    let (_, answer) = start(&b, &anon.token, &a.base);
+    let other = decide(&a, answer["redirect"].as_str().unwrap(), "approve");
+    let (status, r) = callback(&with_query(&other, "iss", "https://someone-else.example/"));
+    assert_refused(status, &r, "invalid_issuer", "someone-else.example");
 
     // The same callback again is refused (the state is used once).
     let (status, again) = callback(&back);

@@ -9,6 +9,8 @@
 //! - `GET /api/auth/provider/indieauth` (admin): an authorization request, shown as an approval page;
 //!   `POST /api/auth/provider/indieauth/approve` (admin, form `request`, `decision`) decides it.
 //! - `POST /api/auth/provider/indieauth` (form or JSON): code redemption → `{me, profile}`.
+//! - `GET /.well-known/oauth-authorization-server`: the server's IndieAuth metadata (issuer, endpoint);
+//!   the viewer page links it as `indieauth-metadata`.
 //!
 //! Errors carry the IndieAuth result's `error` and `errorDescription` (and OAuth's
 //! `error_description`), beside the usual `success:false, message`. Everything lives in memory: a
@@ -36,6 +38,10 @@ use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, SignIn,
 use crate::store::settings::SettingsStore;
 
 const GROUP: &str = "indieauth";
+/// Where this server's IndieAuth metadata is served.
+pub const METADATA_PATH: &str = "/.well-known/oauth-authorization-server";
+/// The authorization endpoint of this server (also its code redemption endpoint).
+pub const PROVIDER_PATH: &str = "/api/auth/provider/indieauth";
 
 /// A refused IndieAuth step: the OAuth/IndieAuth `error` code and a readable description.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -211,7 +217,7 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
         callback,
     );
     reg.get(
-        "/api/auth/provider/indieauth",
+        PROVIDER_PATH,
         GROUP,
         Auth::Admin,
         "IndieAuth authorization request (response_type, client_id, redirect_uri, state, code_challenge, code_challenge_method=S256, me): the admin's approval page",
@@ -225,8 +231,15 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
         BodyDoc::None,
         approve,
     );
+    reg.get(
+        METADATA_PATH,
+        GROUP,
+        Auth::Public,
+        "IndieAuth server metadata (issuer, authorization_endpoint, S256); 404 until the server URL is set",
+        metadata,
+    );
     reg.post(
-        "/api/auth/provider/indieauth",
+        PROVIDER_PATH,
         GROUP,
         Auth::Public,
         "IndieAuth code redemption (form or JSON: code, client_id, redirect_uri, code_verifier); answers the IndieAuth result",
@@ -311,6 +324,24 @@ async fn callback(
         Err(e) => format!("/?indieauthError={}", e.error),
     };
     (StatusCode::FOUND, [(header::LOCATION, location)]).into_response()
+}
+
+async fn metadata(State(state): State<Arc<IndieAuth>>) -> Response {
+    let Some(me) = state.me() else {
+        return ApiError::NotFound("IndieAuth is not available until the server URL (serverurl) is set".into())
+            .into_response();
+    };
+    let endpoint = format!("{}{PROVIDER_PATH}", me.trim_end_matches('/'));
+    Json(json!({
+        "issuer": me,
+        "authorization_endpoint": endpoint,
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code"],
+        "code_challenge_methods_supported": ["S256"],
+        "authorization_response_iss_parameter_supported": true,
+        "scopes_supported": [],
+    }))
+    .into_response()
 }
 
 async fn authorize(State(state): State<Arc<IndieAuth>>, Query(req): Query<server::AuthRequest>) -> Response {
