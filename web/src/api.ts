@@ -48,6 +48,8 @@ export interface User {
   nameChangedAt?: string;
   scopes?: string[];
   authProviders?: string[];
+  /** How an authenticated user signed in (`indieauth`, `fediverse`). */
+  authProvider?: string;
   isBot?: boolean;
   authenticated?: boolean;
   isModerator?: boolean;

@@ -120,7 +120,10 @@ export function Users() {
                 <td><UserName user={u} /></td>
                 <td class="nowrap">{formatDateTime(u.createdAt)}</td>
                 <td>{(u.previousNames ?? []).filter((n) => n !== u.displayName).join(', ')}</td>
-                <td>{u.disabledAt ? <span class="bad">disabled</span> : 'enabled'}</td>
+                <td>
+                  {u.disabledAt ? <span class="bad">disabled</span> : 'enabled'}
+                  {u.authenticated && <span class="muted signed-in"> · signed in{u.authProvider ? ` (${u.authProvider})` : ''}</span>}
+                </td>
                 <td class="nowrap"><UserActions user={u} onDone={() => void reload()} /></td>
               </tr>
             ))}
