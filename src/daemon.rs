@@ -269,7 +269,10 @@ pub async fn run(
 
     let router = d.registry().into_router();
     let stop_http = CancellationToken::new();
-    let serve = axum::serve(listeners.web, router.into_make_service_with_connect_info::<SocketAddr>())
+    // Connections send in-memory segments with sendfile (`http::zerocopy`); `tap_io` only makes
+    // axum's connect-info impl apply to the wrapped listener.
+    let web = axum::serve::ListenerExt::tap_io(crate::http::zerocopy::ZeroCopyListener(listeners.web), |_| {});
+    let serve = axum::serve(web, router.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(stop_http.clone().cancelled_owned());
     let http_task = tokio::spawn(async move { serve.await });
     info!("castd is ready");

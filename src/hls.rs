@@ -31,6 +31,7 @@ use parking_lot::RwLock;
 
 use crate::events::{Bus, Event};
 use crate::http::files::{respond, FileBody};
+use crate::http::zerocopy::MappedFile;
 use crate::http::{ApiError, Auth, Registry};
 use crate::metrics::Metrics;
 
@@ -70,8 +71,11 @@ impl LiveFiles {
         self.files.write().clear();
     }
 
+    /// A file of the live window: segments go into sealed memory that the web server can `sendfile`
+    /// from (`http::zerocopy`), playlists onto the heap.
     fn load(path: &FsPath, content_type: &'static str, cache: &'static str) -> std::io::Result<FileBody> {
-        let bytes = Bytes::from(std::fs::read(path)?);
+        let bytes =
+            if content_type == PLAYLIST_TYPE { Bytes::from(std::fs::read(path)?) } else { MappedFile::load(path)? };
         let modified = std::fs::metadata(path).and_then(|m| m.modified()).unwrap_or_else(|_| SystemTime::now());
         Ok(FileBody::from_content(bytes, modified, content_type, cache))
     }

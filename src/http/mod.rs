@@ -16,6 +16,7 @@
 pub mod auth;
 pub mod files;
 pub mod openapi;
+pub mod zerocopy;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
