@@ -188,7 +188,9 @@ impl Daemon {
             vapid_public_key: notifications.public_key().to_string(),
         });
         let notify = NotifyState { notifications, settings, users: chat.clone() };
-        let hls = Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default() });
+        let ll = crate::llhls::LlHls::new(hls_dir.clone());
+        let hls =
+            Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default(), ll });
         Ok(Daemon {
             store,
             bus,
@@ -245,6 +247,7 @@ pub async fn run(
     let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
     let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
+    let llhls_task = crate::llhls::start(d.hls.ll.clone(), &d.bus);
     let warnings_task = crate::api::warnings::start(d.server.clone());
     let yp_task = crate::yp::start(d.directory.clone());
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
@@ -288,8 +291,15 @@ pub async fn run(
         Err(_) => warn!("open requests did not finish within {HTTP_STOP_TIMEOUT:?}"),
         _ => {}
     }
-    let tasks =
-        [Some(notify_task), Some(chat_task), Some(hls_task), Some(probe_task), Some(warnings_task), Some(yp_task)];
+    let tasks = [
+        Some(notify_task),
+        Some(chat_task),
+        Some(hls_task),
+        Some(llhls_task),
+        Some(probe_task),
+        Some(warnings_task),
+        Some(yp_task),
+    ];
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();
     }

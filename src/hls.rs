@@ -14,6 +14,9 @@
 //! restart, after the stream ends) is read from disk. Every answer has `ETag`, `Last-Modified`, Range
 //! and conditional-request support (`http::files`).
 //!
+//! While the stream is live in low-latency mode, `llhls` answers the variant playlists, parts and
+//! segments first (blocking reload); everything it does not hold comes from here.
+//!
 //! Every playlist fetch marks the viewer active and every request's CMCD keys are harvested, through
 //! the metrics handle this feature was given.
 
@@ -45,6 +48,8 @@ pub struct Hls {
     pub metrics: Arc<Metrics>,
     /// The live window in memory.
     pub live: LiveFiles,
+    /// Low-latency HLS (parts, blocking reload) while the stream is live at the LL latency level.
+    pub ll: Arc<crate::llhls::LlHls>,
 }
 
 /// The live window held in memory, by path under the HLS directory (`0/stream.m3u8`, `0/x-1.ts`).
@@ -198,6 +203,13 @@ async fn hls(
     let not_found = || ApiError::NotFound("no such file".into());
     let (rel, kind) = safe_relative(&path).ok_or_else(not_found)?;
     let playlist = kind == PLAYLIST_TYPE;
+    if let Some(answer) = hls.ll.serve(&path, query.as_deref(), &headers).await {
+        if playlist {
+            crate::metrics::viewers::touch_request(&hls.metrics, peer, &headers);
+        }
+        crate::metrics::cmcd::harvest_request(&hls.metrics, peer, &headers, query.as_deref());
+        return answer;
+    }
     let file = match hls.live.get(&path) {
         Some(f) => f,
         None => {

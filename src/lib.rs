@@ -35,6 +35,8 @@
 //!   `Feeder`; the transcoder holds the publisher through the `Broadcast` trait).
 //! - [`metrics`]: viewers (the only writer of the viewer counts), playback reports (CMCD, legacy),
 //!   series, playback health (into the health hub), Prometheus (from telemetry).
+//! - [`llhls`]: low-latency HLS: the CMAF parts in memory (from the transcoder's part events), LL-HLS
+//!   playlists, blocking reload and preload-hinted parts. Uses nothing else; `hls` hands it requests.
 //! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams)
 //!   and `transcode` (the image file names).
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
@@ -60,6 +62,7 @@ pub mod health;
 pub mod hls;
 pub mod http;
 pub mod ingest;
+pub mod llhls;
 pub mod logs;
 pub mod markdown;
 pub mod metrics;
