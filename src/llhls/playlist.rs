@@ -76,7 +76,7 @@ pub fn render(v: &Variant, skip: bool, reports: &[(usize, u64, u32)]) -> String 
             skipped += 1;
         }
     }
-    let first_init = v.segments.iter().skip(skipped).next().map_or(&v.current.init, |s| &s.init);
+    let first_init = v.segments.get(skipped).map_or(&v.current.init, |s| &s.init);
     let _ = writeln!(out, "#EXT-X-MAP:URI=\"{first_init}\"");
     if skipped > 0 {
         let _ = writeln!(out, "#EXT-X-SKIP:SKIPPED-SEGMENTS={skipped}");
