@@ -2,13 +2,53 @@
 // Shared by tests/web/llhls.test.mjs and bench/latency/run.mjs.
 //
 // Three figures per sample:
-// - glass: wall clock now − the wall-clock time at which ffmpeg produced the frame on screen. ffmpeg runs with -re
-//   from `sourceStart` (ms, taken just before it was spawned), so frame t of the source was made at
-//   sourceStart + t; the frame on screen is t = playingDate − PDT(first segment) (PROGRAM-DATE-TIME is the
-//   transcoder's wall clock of each segment's first frame). ffmpeg's start-up delay makes this an overestimate.
+// - glass: wall clock now − the wall-clock time at which the broadcaster's ffmpeg sent the frame on screen.
+//   `publishClocked` runs ffmpeg with -re and -debug_ts and reads, from each "muxer <-" line as it is printed, the
+//   wall clock of every video packet sent: `sourceOffset()` is the smallest (wall − pts), so frame t left the
+//   encoder at sourceOffset + t. The frame on screen is t = playingDate − PDT(first segment) (PROGRAM-DATE-TIME is
+//   the transcoder's wall clock of each segment's first frame; the first segment starts at the first frame, t = 0).
 // - pdt: now − hls.playingDate (the PROGRAM-DATE-TIME of the position on screen; misses the ingest path).
 // - hlsjs: hls.latency (hls.js's own distance to the live edge of the playlist).
-import { waitFor } from './castd.mjs';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { terminate, waitFor } from './castd.mjs';
+
+const FONT = '/usr/share/fonts/truetype/dejavu/DejaVuSansMono-Bold.ttf';
+
+/**
+ * Publish a 640x360 30 fps test pattern (with the wall clock burnt in when the DejaVu font is there) and a tone to
+ * `rtmpUrl`, like castd.mjs's publishTestStream, and track when each video packet left ffmpeg.
+ */
+export function publishClocked(rtmpUrl, { seconds = 60, gop = 30, ffmpeg = process.env.FFMPEG || 'ffmpeg' } = {}) {
+  const clock = existsSync(FONT)
+    ? `,drawtext=fontfile=${FONT}:text='%{localtime\\:%T}':x=20:y=20:fontsize=48:fontcolor=white:box=1:boxcolor=black`
+    : '';
+  const args = [
+    '-hide_banner', '-loglevel', 'info', '-nostdin', '-debug_ts',
+    '-re', '-f', 'lavfi', '-i', `testsrc2=size=640x360:rate=30${clock}`,
+    '-re', '-f', 'lavfi', '-i', 'sine=frequency=440',
+    '-t', String(seconds),
+    '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-g', String(gop), '-pix_fmt', 'yuv420p',
+    '-c:a', 'aac',
+    '-f', 'flv', rtmpUrl,
+  ];
+  const child = spawn(ffmpeg, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let offset = Infinity;
+  const errors = [];
+  createInterface({ input: child.stderr }).on('line', (line) => {
+    const m = line.match(/^muxer <- type:video .*pkt_dts_time:([\d.]+)/);
+    if (m) offset = Math.min(offset, Date.now() - Number(m[1]) * 1000);
+    else if (/error/i.test(line)) errors.push(line);
+  });
+  return {
+    child,
+    /** ms: the wall clock at which the source's t = 0 left ffmpeg (Infinity until a packet was sent). */
+    sourceOffset: () => offset,
+    stderr: () => errors.join('\n'),
+    stop: () => terminate(child, 5000),
+  };
+}
 
 /** The PROGRAM-DATE-TIME (ms) of media sequence 0 of variant 0, once it is listed. */
 export async function firstSegmentDate(castd, { timeoutMs = 30_000 } = {}) {
@@ -45,7 +85,7 @@ export async function startPlayback(page, { timeoutMs = 60_000 } = {}) {
 }
 
 /** Sample the latency every `intervalMs` for `seconds`. */
-export async function sampleLatency(page, { sourceStart, firstPdt, seconds, intervalMs = 500 }) {
+export async function sampleLatency(page, { sourceOffset, firstPdt, seconds, intervalMs = 500 }) {
   const samples = [];
   const end = Date.now() + seconds * 1000;
   while (Date.now() < end) {
@@ -64,7 +104,7 @@ export async function sampleLatency(page, { sourceStart, firstPdt, seconds, inte
       };
     });
     if (s.playing !== null && !s.paused) {
-      const frameMadeAt = sourceStart + (s.playing - firstPdt);
+      const frameMadeAt = sourceOffset() + (s.playing - firstPdt);
       samples.push({ ...s, glass: (s.now - frameMadeAt) / 1000, pdt: (s.now - s.playing) / 1000 });
     }
     await new Promise((r) => setTimeout(r, intervalMs));

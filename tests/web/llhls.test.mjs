@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { collectErrors, launchBrowser, newContext } from './browser.mjs';
-import { Castd, publishTestStream, waitFor } from './castd.mjs';
-import { firstSegmentDate, sampleLatency, startPlayback, summary } from './latency.mjs';
+import { Castd, waitFor } from './castd.mjs';
+import { firstSegmentDate, publishClocked, sampleLatency, startPlayback, summary } from './latency.mjs';
 
 const STREAM_KEY = 'e2e-llhls-key-1';
 let castd;
@@ -30,8 +30,7 @@ test('the viewer page plays LL-HLS with hls.js in low-latency mode, under 3 s be
   await castd.setConfig('video/streamlatencylevel', 0);
   await castd.setConfig('streamkeys', [{ key: STREAM_KEY, comment: 'e2e' }]);
 
-  const sourceStart = Date.now();
-  publisher = publishTestStream(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 90 });
+  publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 90 });
   const diag = () => `\nffmpeg: ${publisher.stderr().trim() || '(no output)'}\ncastd log (tail):\n${castd.log.slice(-25).join('\n')}`;
   let firstPdt;
   try {
@@ -60,7 +59,7 @@ test('the viewer page plays LL-HLS with hls.js in low-latency mode, under 3 s be
   }
   // Let hls.js settle on its target latency, then measure.
   await new Promise((r) => setTimeout(r, 4000));
-  const samples = await sampleLatency(page, { sourceStart, firstPdt, seconds: 10 });
+  const samples = await sampleLatency(page, { sourceOffset: publisher.sourceOffset, firstPdt, seconds: 10 });
   const s = summary(samples);
   t.diagnostic(
     `${s.n} samples: glass-to-glass p50 ${s.glass.p50.toFixed(2)} s p95 ${s.glass.p95.toFixed(2)} s; ` +
