@@ -74,6 +74,8 @@ pub struct Config {
     pub temp_stream_key: Option<String>,
     /// `--debug-encoder-fault` (test switch).
     pub debug_encoder_fault: Option<f64>,
+    /// `--llhls-part-ms`: LL-HLS part length.
+    pub llhls_part_ms: u32,
     pub metrics: MetricsConfig,
     /// Directory (YP) ping timing.
     pub yp: YpConfig,
@@ -116,6 +118,7 @@ impl Daemon {
             settings,
             temp_stream_key,
             debug_encoder_fault,
+            llhls_part_ms,
             metrics: metrics_config,
             yp: yp_config,
             logs,
@@ -162,6 +165,7 @@ impl Daemon {
             hls_dir: hls_dir.clone(),
             images_dir: data_dir.clone(),
             debug_encoder_fault,
+            llhls_part_ms,
         });
         let ingest = Arc::new(Ingest {
             settings: settings.clone(),

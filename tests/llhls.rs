@@ -217,7 +217,8 @@ fn ll_hls_parts_playlists_blocking_reload_and_delta_updates() {
     // Nine seconds of segments, so a delta update has something to skip.
     let p = server
         .wait_for(Duration::from_secs(25), || {
-            let p = parse(&text("/hls/0/stream.m3u8"));
+            let r = get("/hls/0/stream.m3u8");
+            let p = parse(&r.text().ok().filter(|t| t.starts_with("#EXTM3U"))?);
             (p.segments.len() >= 9).then_some(p)
         })
         .unwrap_or_else(|| panic!("fewer than 9 segments; log:\n{}", server.log_text()));
@@ -326,4 +327,32 @@ fn ll_hls_parts_playlists_blocking_reload_and_delta_updates() {
         })
         .unwrap_or_else(|| panic!("no ENDLIST; log:\n{}", server.log_text()));
     assert!(ended.contains("#EXT-X-MAP:URI=\"init-") && ended.contains(".m4s"), "{ended}");
+}
+
+#[test]
+fn part_length_is_configurable() {
+    let server = Server::start_with_args(&["--streamkey", KEY, "--llhls-part-ms", "200"]);
+    server.set(
+        "video/streamoutputvariants",
+        json!([{"scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 200, "framerate": 30, "cpuUsageLevel": 0}]),
+    );
+    server.set("video/streamlatencylevel", json!(0));
+    let mut ff = publish(&server, KEY, "320x180", 20);
+    let p = server
+        .wait_for(Duration::from_secs(20), || {
+            let r = server.get("/hls/0/stream.m3u8");
+            if !r.status().is_success() {
+                return None;
+            }
+            let p = parse(&r.text().ok()?);
+            (p.segments.len() >= 2).then_some(p)
+        })
+        .unwrap_or_else(|| panic!("no LL playlist; log:\n{}", server.log_text()));
+    assert!((p.part_target - 0.2).abs() < 1e-9, "PART-TARGET=0.200");
+    assert!((p.part_hold_back - 0.6).abs() < 1e-9, "PART-HOLD-BACK=0.600");
+    // 30 fps: six frames a part, five parts a one-second segment (the grammar checked each <= 0.2 s).
+    let seg = &p.segments[p.segments.len() - 1];
+    assert_eq!(seg.parts.len(), 5, "{seg:?}");
+    let _ = ff.kill();
+    let _ = wait_exit(&mut ff, Duration::from_secs(5));
 }

@@ -88,6 +88,8 @@ pub struct TranscodeDeps {
     /// encoder fail this many media seconds after its first frame, so the fallback path runs for real
     /// without a faulty driver. Never set in production.
     pub debug_encoder_fault: Option<f64>,
+    /// LL-HLS part length in milliseconds (`--llhls-part-ms`).
+    pub llhls_part_ms: u32,
 }
 
 /// The transcode feature's state (see the module doc).

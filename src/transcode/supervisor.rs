@@ -247,7 +247,7 @@ async fn supervise(
         append: false,
         segment_id: new_segment_id(),
         low_latency: s.low_latency_hls(),
-        part_ms: std::env::var("CASTD_LLHLS_PART_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+        part_ms: t.deps.llhls_part_ms,
     };
     let variant_count = cfg.variants.len();
     let thumb_variant = highest_variant(&cfg.variants);
