@@ -256,6 +256,15 @@ fn ll_hls_parts_playlists_blocking_reload_and_delta_updates() {
     assert!(r.bytes().unwrap().len() > 100);
     eprintln!("hinted part answered in {:?}", t0.elapsed());
 
+    // Playlist fetches count the viewer; CMCD keys on a part request are playback data (as for TS).
+    let viewers = server.get_json("/api/status")["viewerCount"].as_u64().unwrap_or(0);
+    assert!(viewers >= 1, "LL playlist fetches count the viewer");
+    let cmcd = "CMCD=br%3D600%2Cot%3Dv%2Csid%3D%22ll-session%22%2Cbl%3D900";
+    let listed = q.current.parts.first().or_else(|| q.segments.last().and_then(|s| s.parts.last())).expect("a part");
+    assert_eq!(get(&format!("/hls/0/{}?{cmcd}", listed.uri)).status().as_u16(), 200);
+    let playback = server.admin_json("/api/admin/viewers/playback");
+    assert!(!playback.as_array().is_none_or(|a| a.is_empty()), "CMCD from a part request: {playback}");
+
     // 400s: too far ahead, a part without a segment, not a number.
     let now = parse(&text("/hls/0/stream.m3u8"));
     let ahead = now.current.msn + 3;
