@@ -37,8 +37,8 @@
 //!   series, playback health (into the health hub), Prometheus (from telemetry).
 //! - [`llhls`]: low-latency HLS: the CMAF parts in memory (from the transcoder's part events), LL-HLS
 //!   playlists, blocking reload and preload-hinted parts. Uses nothing else; `hls` hands it requests.
-//! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams)
-//!   and `transcode` (the image file names).
+//! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams),
+//!   `transcode` (the image file names) and `llhls` (asked first while a variant is live in LL mode).
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
 //!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes.
 //! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
