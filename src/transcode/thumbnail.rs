@@ -138,10 +138,11 @@ pub fn generate(variant_dir: &Path, out_dir: &Path) -> Result<(), ThumbnailError
     let frames = frames?;
     let first = frames.first().ok_or(ThumbnailError::NoFrame)?;
     let jpeg = encode_jpeg(first)?;
-    write_atomic(&out_dir.join(THUMBNAIL_FILE), &jpeg)?;
+    // The preview first: once the thumbnail exists, so does the preview.
     let tmp = out_dir.join(".preview.gif.tmp");
     encode_gif(&frames, &tmp)?;
     std::fs::rename(&tmp, out_dir.join(PREVIEW_FILE))?;
+    write_atomic(&out_dir.join(THUMBNAIL_FILE), &jpeg)?;
     Ok(())
 }
 
