@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what castd needs to build and test on Debian 12, idempotently:
 # apt packages (ffmpeg CLI + libav dev headers, libclang for bindgen, pkg-config,
-# Chromium for the web tests; for the package and packaging/test-deb.sh: lintian, dpkg-dev,
+# Chromium for the web tests (DejaVu: the clock burnt into bench/latency's test pattern); for the package and packaging/test-deb.sh: lintian, dpkg-dev,
 # systemd (systemd-analyze), man-db (verify checks man: links), curl, python3, binutils;
 # debootstrap + systemd-container for packaging/test-deb-nspawn.sh; for tests/obs.rs: OBS Studio
 # under Xvfb with Mesa's software OpenGL, socat for its network bridge, xdotool/x11-apps/imagemagick
@@ -14,7 +14,7 @@ APT_PKGS=(
   pkg-config clang libclang-dev
   ffmpeg libavcodec-dev libavformat-dev libavutil-dev libavfilter-dev libavdevice-dev
   libswscale-dev libswresample-dev
-  chromium fonts-noto-color-emoji
+  chromium fonts-noto-color-emoji fonts-dejavu-core
   lintian dpkg-dev fakeroot systemd
   man-db curl python3 binutils adduser
   debootstrap systemd-container

@@ -77,6 +77,8 @@ pub struct Config {
     pub temp_stream_key: Option<String>,
     /// `--debug-encoder-fault` (test switch).
     pub debug_encoder_fault: Option<f64>,
+    /// `--llhls-part-ms`: LL-HLS part length.
+    pub llhls_part_ms: u32,
     pub metrics: MetricsConfig,
     /// Directory (YP) ping timing.
     pub yp: YpConfig,
@@ -120,6 +122,7 @@ impl Daemon {
             settings,
             temp_stream_key,
             debug_encoder_fault,
+            llhls_part_ms,
             metrics: metrics_config,
             yp: yp_config,
             logs,
@@ -166,6 +169,7 @@ impl Daemon {
             hls_dir: hls_dir.clone(),
             images_dir: data_dir.clone(),
             debug_encoder_fault,
+            llhls_part_ms,
         });
         let ingest = Arc::new(Ingest {
             settings: settings.clone(),
@@ -193,7 +197,9 @@ impl Daemon {
         });
         let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
         let notify = NotifyState { notifications, settings, users: chat.clone() };
-        let hls = Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default() });
+        let ll = crate::llhls::LlHls::new(hls_dir.clone());
+        let hls =
+            Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default(), ll });
         Ok(Daemon {
             store,
             bus,
@@ -253,6 +259,7 @@ pub async fn run(
     let chat_task = crate::chat::start(&d.chat);
     let indieauth_task = crate::indieauth::start(d.indieauth.clone());
     let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
+    let llhls_task = crate::llhls::start(d.hls.ll.clone(), &d.bus);
     let warnings_task = crate::api::warnings::start(d.server.clone());
     let yp_task = crate::yp::start(d.directory.clone());
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
@@ -304,6 +311,7 @@ pub async fn run(
         Some(chat_task),
         Some(indieauth_task),
         Some(hls_task),
+        Some(llhls_task),
         Some(probe_task),
         Some(warnings_task),
         Some(yp_task),

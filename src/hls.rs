@@ -14,6 +14,9 @@
 //! restart, after the stream ends) is read from disk. Every answer has `ETag`, `Last-Modified`, Range
 //! and conditional-request support (`http::files`).
 //!
+//! While the stream is live in low-latency mode, `llhls` answers the variant playlists, parts and
+//! segments first (blocking reload); everything it does not hold comes from here.
+//!
 //! Every playlist fetch marks the viewer active and every request's CMCD keys are harvested, through
 //! the metrics handle this feature was given.
 
@@ -46,6 +49,8 @@ pub struct Hls {
     pub metrics: Arc<Metrics>,
     /// The live window in memory.
     pub live: LiveFiles,
+    /// Low-latency HLS (parts, blocking reload) while the stream is live at the LL latency level.
+    pub ll: Arc<crate::llhls::LlHls>,
 }
 
 /// The live window held in memory, by path under the HLS directory (`0/stream.m3u8`, `0/x-1.ts`).
@@ -196,7 +201,8 @@ pub fn safe_relative(path: &str) -> Option<(PathBuf, &'static str)> {
 /// those copy the header map and allocate per request, and this is the hottest route castd has.
 async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiError> {
     let not_found = || ApiError::NotFound("no such file".into());
-    let raw = req.uri().path().strip_prefix("/hls/").unwrap_or_default();
+    let (req, _) = req.into_parts(); // the body is not `Sync`; nothing here reads it
+    let raw = req.uri.path().strip_prefix("/hls/").unwrap_or_default();
     let decoded;
     let path = if raw.contains('%') {
         decoded = percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|_| not_found())?;
@@ -204,6 +210,20 @@ async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiE
     } else {
         raw
     };
+    let headers = &req.headers;
+    let peer = req.extensions.get::<ConnectInfo<SocketAddr>>().map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
+    // Owncast marks the viewer active on each playlist fetch; players' CMCD keys on any HLS request
+    // are request-mode playback data.
+    let bookkeeping = |playlist: bool| {
+        if playlist {
+            crate::metrics::viewers::mark_request(&hls.metrics, peer, headers);
+        }
+        crate::metrics::cmcd::harvest_request(&hls.metrics, peer, headers, req.uri.query());
+    };
+    if let Some(answer) = hls.ll.serve(path, req.uri.query(), headers).await {
+        bookkeeping(path.ends_with(".m3u8"));
+        return answer;
+    }
     // The memory window is keyed by the names the transcoder wrote, so a hit needs no path checks.
     let file = match hls.live.get(path) {
         Some(f) => f,
@@ -213,14 +233,7 @@ async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiE
             from_disk(&hls.hls_dir.join(rel), kind, cache).await.ok_or_else(not_found)?
         }
     };
-    let headers = req.headers();
-    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
-    // Owncast marks the viewer active on each playlist fetch; players' CMCD keys on any HLS request
-    // are request-mode playback data.
-    if file.content_type == PLAYLIST_TYPE {
-        crate::metrics::viewers::mark_request(&hls.metrics, peer, headers);
-    }
-    crate::metrics::cmcd::harvest_request(&hls.metrics, peer, headers, req.uri().query());
+    bookkeeping(file.content_type == PLAYLIST_TYPE);
     Ok(respond(headers, file))
 }
 

@@ -35,8 +35,10 @@
 //!   `Feeder`; the transcoder holds the publisher through the `Broadcast` trait).
 //! - [`metrics`]: viewers (the only writer of the viewer counts), playback reports (CMCD, legacy),
 //!   series, playback health (into the health hub), Prometheus (from telemetry).
-//! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams)
-//!   and `transcode` (the image file names).
+//! - [`llhls`]: low-latency HLS: the CMAF parts in memory (from the transcoder's part events), LL-HLS
+//!   playlists, blocking reload and preload-hinted parts. Uses nothing else; `hls` hands it requests.
+//! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams),
+//!   `transcode` (the image file names) and `llhls` (asked first while a variant is live in LL mode).
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
 //!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes.
 //! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
@@ -63,6 +65,7 @@ pub mod hls;
 pub mod http;
 pub mod indieauth;
 pub mod ingest;
+pub mod llhls;
 pub mod logs;
 pub mod markdown;
 pub mod metrics;

@@ -68,6 +68,11 @@ struct Cli {
     /// hardware encoder failure, so the fallback to libx264 can be exercised without a GPU.
     #[arg(long = "debug-encoder-fault", env = "CASTD_DEBUG_ENCODER_FAULT", value_name = "SECONDS", hide = true)]
     debug_encoder_fault: Option<f64>,
+
+    /// Length of an LL-HLS part in milliseconds (200-500), at latency level 0 (low-latency HLS).
+    #[arg(long = "llhls-part-ms", env = "CASTD_LLHLS_PART_MS", value_name = "MS", default_value_t = 334,
+          value_parser = clap::value_parser!(u32).range(200..=500))]
+    llhls_part_ms: u32,
 }
 
 #[derive(Subcommand, Debug)]
@@ -285,6 +290,7 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
         settings,
         temp_stream_key,
         debug_encoder_fault,
+        llhls_part_ms: cli.llhls_part_ms,
         metrics: MetricsConfig::from_env(),
         yp: YpConfig::from_env(),
         logs,

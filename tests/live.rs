@@ -40,9 +40,18 @@ fn configure(server: &Server, variants: Value) {
     server.set("video/streamlatencylevel", json!(0));
 }
 
-/// ffprobe's (codec, width, height) of the first video stream of a segment fetched over HTTP.
+/// ffprobe's (codec, width, height) of the first video stream of a segment fetched over HTTP (after its
+/// playlist's `EXT-X-MAP` init segment, for fMP4 segments: level 0 is LL-HLS).
 fn probe_segment(server: &Server, path: &str) -> (String, u64, u64) {
-    let bytes = server.get(path).bytes().expect("segment body");
+    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+    let playlist = text(server, &format!("{dir}/stream.m3u8")).unwrap_or_default();
+    let init = playlist
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\""))
+        .and_then(|rest| rest.split('"').next())
+        .map(|name| server.get(&format!("{dir}/{name}")).bytes().expect("init segment").to_vec());
+    let mut bytes = init.unwrap_or_default();
+    bytes.extend_from_slice(&server.get(path).bytes().expect("segment body"));
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), &bytes).unwrap();
     let out = Command::new("ffprobe")

@@ -12,6 +12,9 @@ use utoipa::ToSchema;
 
 /// Owncast's latency levels: (seconds per segment, playlist size) for levels 0..=4.
 pub const LATENCY_LEVELS: [(u32, u32); 5] = [(1, 25), (2, 15), (3, 10), (4, 8), (5, 5)];
+/// The latency level served as low-latency HLS (CMAF parts, blocking reload); the others are classic
+/// MPEG-TS HLS as in Owncast.
+pub const LOW_LATENCY_HLS_LEVEL: u32 = 0;
 /// The default latency level (Owncast: 2).
 pub const DEFAULT_LATENCY_LEVEL: u32 = 2;
 /// Largest chat message, in bytes, that a client may send (Owncast: 2048).
@@ -283,6 +286,11 @@ impl Settings {
     /// (seconds per segment, playlist size) for the configured latency level, clamped to 0..=4.
     pub fn latency(&self) -> (u32, u32) {
         LATENCY_LEVELS[self.latency_level.min(4) as usize]
+    }
+
+    /// Whether the configured latency level is served as LL-HLS (`LOW_LATENCY_HLS_LEVEL`).
+    pub fn low_latency_hls(&self) -> bool {
+        self.latency_level == LOW_LATENCY_HLS_LEVEL
     }
 
     /// The directory service's base URL (the setting, or Owncast's directory).

@@ -136,6 +136,40 @@ pub enum Event {
     HlsWritten {
         variant: Option<usize>,
     },
+    /// The transcoder wrote a low-latency (CMAF) part (kind `HLS_WRITTEN`).
+    HlsPart(HlsPart),
+}
+
+/// A CMAF part the transcoder wrote into `<hls_dir>/<variant>/` (LL-HLS): its file, its place
+/// (media sequence number and part index) and what the LL-HLS playlist says about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HlsPart {
+    pub variant: usize,
+    /// The variant's init segment (`EXT-X-MAP`), a file in the same folder.
+    pub init: String,
+    pub msn: u64,
+    pub part: u32,
+    /// The part's file name.
+    pub name: String,
+    /// Seconds.
+    pub duration: f64,
+    /// The part starts with a keyframe.
+    pub independent: bool,
+    /// Wall-clock time of the segment's start (ms since the Unix epoch): `EXT-X-PROGRAM-DATE-TIME`.
+    pub pdt_ms: i64,
+    /// Set when this part is the last of segment `msn`: the whole segment's file name.
+    pub segment: Option<String>,
+    /// The whole segment's duration (seconds) when `segment` is set.
+    pub segment_duration: f64,
+    /// `PART-TARGET`, seconds.
+    pub part_target: f64,
+    /// `EXT-X-TARGETDURATION`, seconds.
+    pub target_duration: u32,
+    /// Full segments the playlist keeps.
+    pub list_size: u32,
+    /// The part file name pattern's prefix for this run (`part-<id>-`), so later names can be predicted.
+    pub prefix: String,
 }
 
 impl Event {
@@ -147,7 +181,7 @@ impl Event {
             Event::StreamTitleUpdated(_) => EventType::StreamTitleUpdated,
             Event::ConfigChanged { .. } => EventType::ConfigChanged,
             Event::HealthAlert(_) => EventType::HealthAlert,
-            Event::HlsWritten { .. } => EventType::HlsWritten,
+            Event::HlsWritten { .. } | Event::HlsPart(_) => EventType::HlsWritten,
         }
     }
 
@@ -159,6 +193,7 @@ impl Event {
             Event::ConfigChanged { key } => Ok(serde_json::json!({ "key": key })),
             Event::HealthAlert(h) => serde_json::to_value(h),
             Event::HlsWritten { variant } => Ok(serde_json::json!({ "variant": variant })),
+            Event::HlsPart(p) => serde_json::to_value(p),
         };
         v.unwrap_or(serde_json::Value::Null)
     }

@@ -8,6 +8,7 @@
 //!
 //! - `recipe`: which encoder and which options per variant (an adapter over `hwaccel::recipe`).
 //! - `worker`: the libav pipeline (demux once, decode once, scale and encode per variant, HLS mux).
+//! - `cmaf`: the CMAF (fMP4) packager of LL-HLS: init segment, parts, segments, reported per part.
 //! - `scale`: fast area downscaling for the exact 2:1 and 3:2 ladder steps (the rest is libswscale).
 //! - `stage`: the software ladder's encoding stages (a thread per variant: scale, encode, pass the picture on).
 //! - `hw`: the worker's hardware path (device, hardware decode or one upload, libavfilter ladder).
@@ -21,6 +22,7 @@
 //! hub, telemetry, the encoder list and the HLS directory; it sees no HTTP types and no tokens.
 //! Supervisors run on its task tracker, so shutdown can wait for every stream to finish cleanly.
 
+pub mod cmaf;
 pub mod encoders;
 pub mod flv;
 pub mod hw;
@@ -86,6 +88,8 @@ pub struct TranscodeDeps {
     /// encoder fail this many media seconds after its first frame, so the fallback path runs for real
     /// without a faulty driver. Never set in production.
     pub debug_encoder_fault: Option<f64>,
+    /// LL-HLS part length in milliseconds (`--llhls-part-ms`).
+    pub llhls_part_ms: u32,
 }
 
 /// The transcode feature's state (see the module doc).
@@ -148,9 +152,24 @@ pub struct WorkerConfig {
     pub append: bool,
     /// Part of every segment file name, new for each worker run so restarts never overwrite.
     pub segment_id: String,
+    /// Low-latency HLS: CMAF parts (`cmaf`) instead of the HLS muxer's MPEG-TS segments.
+    #[serde(default)]
+    pub low_latency: bool,
+    /// LL-HLS part length in milliseconds (0: `cmaf::DEFAULT_PART_SECONDS`).
+    #[serde(default)]
+    pub part_ms: u32,
 }
 
 impl WorkerConfig {
+    /// The LL-HLS part target in seconds (200–500 ms; the default when unset).
+    pub fn part_seconds(&self) -> f64 {
+        if self.part_ms == 0 {
+            cmaf::DEFAULT_PART_SECONDS
+        } else {
+            f64::from(self.part_ms.clamp(200, 500)) / 1000.0
+        }
+    }
+
     /// The encoder of variant `n`: `encoders[n]` when planned, else `copy` for passthrough and `encoder`.
     pub fn encoder_of(&self, n: usize) -> Result<EncoderInfo, TranscodeError> {
         if let Some(e) = self.encoders.get(n) {
@@ -178,6 +197,8 @@ pub enum WorkerEvent {
     Segment {
         variant: usize,
     },
+    /// An LL-HLS part was written (low-latency mode).
+    Part(crate::events::HlsPart),
     /// Every variant has a segment and the master playlist is written: the stream is playable.
     Ready,
     Error {

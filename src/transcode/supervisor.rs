@@ -246,6 +246,8 @@ async fn supervise(
         debug_encoder_fault: t.deps.debug_encoder_fault,
         append: false,
         segment_id: new_segment_id(),
+        low_latency: s.low_latency_hls(),
+        part_ms: t.deps.llhls_part_ms,
     };
     let variant_count = cfg.variants.len();
     let thumb_variant = highest_variant(&cfg.variants);
@@ -525,6 +527,7 @@ fn on_event(
                     Some(thumbnail::spawn_loop(dir.join(thumb_variant.to_string()), t.deps.images_dir.clone()));
             }
         }
+        WorkerEvent::Part(part) => t.deps.bus.publish(Event::HlsPart(part)),
         WorkerEvent::Error { message } => error!("transcode worker: {message}"),
         WorkerEvent::EncoderFailed { encoder, hardware, message } => {
             error!(hardware, "transcode worker: encoder {encoder} failed: {message}")

@@ -107,18 +107,42 @@ pub fn newest_segment(variant_dir: &Path) -> Option<PathBuf> {
     Some(variant_dir.join(name))
 }
 
+/// The `EXT-X-MAP` init segment named in `variant_dir/stream.m3u8`, if any (fMP4 playlists).
+pub fn init_segment(variant_dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(variant_dir.join("stream.m3u8")).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\""))?;
+    let name = Path::new(line.split('"').next()?).file_name()?;
+    Some(variant_dir.join(name))
+}
+
 /// Make both images from the newest segment in `variant_dir`, into `out_dir`.
 pub fn generate(variant_dir: &Path, out_dir: &Path) -> Result<(), ThumbnailError> {
     ff::init()?;
     ff::util::log::set_level(ff::util::log::Level::Error);
     let seg = newest_segment(variant_dir).ok_or(ThumbnailError::NoSegment)?;
-    let frames = decode_first_second(&seg)?;
+    // An fMP4 segment (LL-HLS) decodes after its init segment: both into one temp file.
+    let joined = match init_segment(variant_dir) {
+        Some(init) => {
+            let mut bytes = std::fs::read(init)?;
+            bytes.extend_from_slice(&std::fs::read(&seg)?);
+            let tmp = out_dir.join(".thumbnail-source.mp4");
+            std::fs::write(&tmp, bytes)?;
+            Some(tmp)
+        }
+        None => None,
+    };
+    let frames = decode_first_second(joined.as_deref().unwrap_or(&seg));
+    if let Some(tmp) = joined {
+        let _ = std::fs::remove_file(tmp);
+    }
+    let frames = frames?;
     let first = frames.first().ok_or(ThumbnailError::NoFrame)?;
     let jpeg = encode_jpeg(first)?;
-    write_atomic(&out_dir.join(THUMBNAIL_FILE), &jpeg)?;
+    // The preview first: once the thumbnail exists, so does the preview.
     let tmp = out_dir.join(".preview.gif.tmp");
     encode_gif(&frames, &tmp)?;
     std::fs::rename(&tmp, out_dir.join(PREVIEW_FILE))?;
+    write_atomic(&out_dir.join(THUMBNAIL_FILE), &jpeg)?;
     Ok(())
 }
 

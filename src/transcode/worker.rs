@@ -28,6 +28,7 @@ use ffmpeg_next as ff;
 
 use hwaccel::{EncoderKind, InputSpec};
 
+use super::cmaf::{Cmaf, CmafSettings};
 use super::hw::HwPath;
 use super::recipe::{self, EncoderRecipe};
 use super::stage::{Encoded, Ladder, Plan, VideoEncode};
@@ -109,8 +110,47 @@ enum AudioPath {
     Encode(ff::encoder::Audio),
 }
 
+/// Where a variant's packets go: libavformat's HLS muxer (MPEG-TS segments), or the CMAF packager
+/// (LL-HLS parts).
+enum Sink {
+    Hls(Output),
+    Cmaf(Box<Cmaf>),
+}
+
+impl Sink {
+    fn output(&mut self) -> &mut Output {
+        match self {
+            Sink::Hls(o) => o,
+            Sink::Cmaf(c) => c.octx(),
+        }
+    }
+
+    fn write_video(&mut self, pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
+        match self {
+            Sink::Hls(o) => write_hls(o, pkt, from_tb, ost),
+            Sink::Cmaf(c) => c.write_video(pkt, from_tb, ost),
+        }
+    }
+
+    fn write_audio(&mut self, pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
+        match self {
+            Sink::Hls(o) => write_hls(o, pkt, from_tb, ost),
+            Sink::Cmaf(c) => c.write_audio(pkt, from_tb, ost),
+        }
+    }
+}
+
+fn write_hls(octx: &mut Output, mut pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
+    let tb = octx.stream(ost).map(|s| s.time_base()).unwrap_or(from_tb);
+    pkt.rescale_ts(from_tb, tb);
+    pkt.set_stream(ost);
+    pkt.set_position(-1);
+    pkt.write_interleaved(octx)?;
+    Ok(())
+}
+
 struct Variant {
-    octx: Output,
+    sink: Sink,
     video: VideoPath,
     audio: AudioPath,
     v_ost: usize,
@@ -518,13 +558,28 @@ impl Pipeline {
             let dir = cfg.hls_dir.join(n.to_string());
             std::fs::create_dir_all(&dir)?;
             let playlist = dir.join("stream.m3u8");
-            // ffmpeg-next opens (and truncates) the output URL; the HLS muxer's append_list must
-            // still find the previous playlist, so put it back before the header is written.
-            let previous = if cfg.append { std::fs::read(&playlist).ok() } else { None };
-            let mut octx = ff::format::output_as(&playlist, "hls")?;
-            if let Some(prev) = previous {
-                std::fs::write(&playlist, prev)?;
-            }
+            let mut sink = if cfg.low_latency {
+                let mut c = Cmaf::new(CmafSettings {
+                    variant: n,
+                    dir: dir.clone(),
+                    id: cfg.segment_id.clone(),
+                    part_seconds: cfg.part_seconds(),
+                    segment_seconds: cfg.segment_seconds,
+                    list_size: cfg.list_size,
+                })?;
+                c.set_frame_rate(f64::from(v.framerate));
+                Sink::Cmaf(Box::new(c))
+            } else {
+                // ffmpeg-next opens (and truncates) the output URL; the HLS muxer's append_list must
+                // still find the previous playlist, so put it back before the header is written.
+                let previous = if cfg.append { std::fs::read(&playlist).ok() } else { None };
+                let octx = ff::format::output_as(&playlist, "hls")?;
+                if let Some(prev) = previous {
+                    std::fs::write(&playlist, prev)?;
+                }
+                Sink::Hls(octx)
+            };
+            let octx = sink.output();
             let source = Source { par: &v_par, tb: v_tb, fps: src_fps, width: sw, height: sh };
             let setup: Box<dyn VariantVideo + '_> = match (v.video_passthrough, hw_pos[n], &hw) {
                 (true, _, _) => Box::new(CopyVideo),
@@ -532,13 +587,19 @@ impl Pipeline {
                 _ => Box::new(SoftwareVideo { info: &infos[n], segment_seconds: cfg.segment_seconds }),
             };
             let VideoOpened { path: video, width: w, height: h, fps, kbps: v_kbps, encoder: encoder_name } =
-                setup.add(&mut octx, v, &source)?;
-            let (audio, a_ost, a_kbps) = add_audio(&mut octx, v, a_par.as_ref(), a_tb, adec.as_ref())?;
+                setup.add(octx, v, &source)?;
+            let (audio, a_ost, a_kbps) = add_audio(octx, v, a_par.as_ref(), a_tb, adec.as_ref())?;
 
-            octx.write_header_with(hls_options(&cfg, &dir))?;
+            match &mut sink {
+                // The CMAF packager writes its header on the first keyframe.
+                Sink::Cmaf(c) => c.set_frame_rate(fps),
+                Sink::Hls(o) => {
+                    o.write_header_with(hls_options(&cfg, &dir))?;
+                }
+            }
             sizes.push((w, h));
             variants.push(Variant {
-                octx,
+                sink,
                 video,
                 audio,
                 v_ost: 0,
@@ -623,18 +684,14 @@ impl Pipeline {
         if idx == self.v_index {
             for n in 0..self.variants.len() {
                 if matches!(self.variants[n].video, VideoPath::Copy) {
-                    let mut p = packet.clone();
+                    let p = packet.clone();
                     let v = &mut self.variants[n];
                     v.frames += 1;
                     if let Some(pts) = p.pts() {
                         v.media_time = pts as f64 * f64::from(self.v_tb);
                     }
-                    let tb = v.octx.stream(v.v_ost).map(|s| s.time_base()).unwrap_or(self.v_tb);
-                    p.rescale_ts(self.v_tb, tb);
-                    p.set_stream(v.v_ost);
-                    p.set_position(-1);
                     let key = p.is_key();
-                    p.write_interleaved(&mut v.octx)?;
+                    v.sink.write_video(p, self.v_tb, v.v_ost)?;
                     self.after_video_write(n, key)?;
                 }
             }
@@ -648,12 +705,7 @@ impl Pipeline {
             for n in 0..self.variants.len() {
                 let v = &mut self.variants[n];
                 if let (AudioPath::Copy, Some(a_ost)) = (&v.audio, v.a_ost) {
-                    let mut p = packet.clone();
-                    let tb = v.octx.stream(a_ost).map(|s| s.time_base()).unwrap_or(self.a_tb);
-                    p.rescale_ts(self.a_tb, tb);
-                    p.set_stream(a_ost);
-                    p.set_position(-1);
-                    p.write_interleaved(&mut v.octx)?;
+                    v.sink.write_audio(packet.clone(), self.a_tb, a_ost)?;
                 }
             }
             if self.adec.is_some() {
@@ -805,16 +857,13 @@ impl Pipeline {
     }
 
     /// Write an encoded video packet (time base `enc_tb`) to variant `i`'s muxer.
-    fn mux_video(&mut self, i: usize, mut pkt: Packet, enc_tb: Rational) -> Result<(), TranscodeError> {
+    fn mux_video(&mut self, i: usize, pkt: Packet, enc_tb: Rational) -> Result<(), TranscodeError> {
         let v = &mut self.variants[i];
         if v.codecs.is_none() && pkt.is_key() {
             v.codecs = pkt.data().and_then(codec_from_annexb);
         }
-        let tb = v.octx.stream(v.v_ost).map(|s| s.time_base()).unwrap_or(enc_tb);
-        pkt.set_stream(v.v_ost);
-        pkt.rescale_ts(enc_tb, tb);
         let key = pkt.is_key();
-        pkt.write_interleaved(&mut v.octx)?;
+        v.sink.write_video(pkt, enc_tb, v.v_ost)?;
         self.after_video_write(i, key)
     }
 
@@ -851,10 +900,7 @@ impl Pipeline {
                 enc.send_frame(&decoded)?;
                 let mut pkt = Packet::empty();
                 while enc.receive_packet(&mut pkt).is_ok() {
-                    let tb = v.octx.stream(a_ost).map(|s| s.time_base()).unwrap_or(Rational(1, rate));
-                    pkt.set_stream(a_ost);
-                    pkt.rescale_ts(Rational(1, rate), tb);
-                    pkt.write_interleaved(&mut v.octx)?;
+                    v.sink.write_audio(std::mem::replace(&mut pkt, Packet::empty()), Rational(1, rate), a_ost)?;
                 }
             }
         }
@@ -863,17 +909,29 @@ impl Pipeline {
     /// After a video packet: notice new segments (the playlist is rewritten) and write the master
     /// playlist once every variant has one.
     fn after_video_write(&mut self, i: usize, key: bool) -> Result<(), TranscodeError> {
-        if self.master_written && !key {
+        if self.master_written && !key && matches!(self.variants[i].sink, Sink::Hls(_)) {
             return Ok(());
         }
         let v = &mut self.variants[i];
-        let mtime = std::fs::metadata(&v.playlist).and_then(|m| m.modified()).ok();
-        let listed =
-            v.has_segment || std::fs::read_to_string(&v.playlist).map(|t| t.contains("#EXTINF")).unwrap_or(false);
-        if mtime.is_some() && mtime != v.playlist_mtime && listed {
-            v.playlist_mtime = mtime;
-            v.has_segment = true;
-            emit(&WorkerEvent::Segment { variant: i });
+        if let Sink::Cmaf(c) = &mut v.sink {
+            let segment = c.reports.iter().any(|r| r.segment.is_some());
+            for r in c.reports.drain(..) {
+                emit(&WorkerEvent::Part(r));
+            }
+            v.has_segment = c.has_part;
+            if segment {
+                // The plain playlist on disk (thumbnails, the live window's durable copy).
+                emit(&WorkerEvent::Segment { variant: i });
+            }
+        } else {
+            let mtime = std::fs::metadata(&v.playlist).and_then(|m| m.modified()).ok();
+            let listed =
+                v.has_segment || std::fs::read_to_string(&v.playlist).map(|t| t.contains("#EXTINF")).unwrap_or(false);
+            if mtime.is_some() && mtime != v.playlist_mtime && listed {
+                v.playlist_mtime = mtime;
+                v.has_segment = true;
+                emit(&WorkerEvent::Segment { variant: i });
+            }
         }
         if !self.master_written && self.variants.iter().all(|v| v.has_segment) {
             let entries: Vec<_> = self
@@ -948,13 +1006,14 @@ impl Pipeline {
                 let rate = enc.rate() as i32;
                 let mut pkt = Packet::empty();
                 while enc.receive_packet(&mut pkt).is_ok() {
-                    let tb = v.octx.stream(a_ost).map(|s| s.time_base()).unwrap_or(Rational(1, rate));
-                    pkt.set_stream(a_ost);
-                    pkt.rescale_ts(Rational(1, rate), tb);
-                    pkt.write_interleaved(&mut v.octx)?;
+                    v.sink.write_audio(std::mem::replace(&mut pkt, Packet::empty()), Rational(1, rate), a_ost)?;
                 }
             }
-            v.octx.write_trailer()?;
+            match &mut v.sink {
+                Sink::Hls(o) => o.write_trailer()?,
+                Sink::Cmaf(c) => c.finish()?,
+            }
+            self.after_video_write(i, true)?;
         }
         let total = self.start.elapsed().as_secs_f64();
         tracing::info!(seconds = total, "input ended; playlists finalised");

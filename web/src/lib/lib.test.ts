@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { splitFrame } from './frame';
 import { buildCmcdReport, videoState } from './cmcd';
 import { backoffDelay } from './backoff';
-import { choosePlaybackEngine, cssVarName, withQuery } from './urls';
+import { choosePlaybackEngine, cssVarName, isLowLatency, withQuery } from './urls';
 import { applyEvent, emptyChat, isModerator, mergeHistory } from './chatState';
 import { urlBase64ToUint8Array } from './push';
 import { formatBitrate, parseList } from './format';
@@ -64,6 +64,12 @@ describe('urls', () => {
     expect(choosePlaybackEngine(true, true)).toBe('hlsjs');
     expect(choosePlaybackEngine(true, false)).toBe('native');
     expect(choosePlaybackEngine(false, false)).toBe('none');
+  });
+  it('recognises low-latency playlists', () => {
+    expect(isLowLatency({ partList: [{}], canBlockReload: true })).toBe(true);
+    expect(isLowLatency({ partList: null, canBlockReload: true })).toBe(true);
+    expect(isLowLatency({ partList: null, canBlockReload: false })).toBe(false);
+    expect(isLowLatency({})).toBe(false);
   });
 });
 

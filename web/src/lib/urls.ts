@@ -25,3 +25,8 @@ export function withQuery(path: string, params: Record<string, string | number |
     .join('&');
   return q ? `${path}${path.includes('?') ? '&' : '?'}${q}` : path;
 }
+
+/** Whether a loaded media playlist is LL-HLS (it lists parts, or the server holds playlist reloads). */
+export function isLowLatency(details: { partList?: unknown[] | null; canBlockReload?: boolean }): boolean {
+  return (details.partList?.length ?? 0) > 0 || details.canBlockReload === true;
+}

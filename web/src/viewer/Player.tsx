@@ -8,10 +8,14 @@ import { api, apiUrl } from '../api';
 import { Icon } from '../components/Icon';
 import { buildCmcdReport, newSessionId, videoState } from '../lib/cmcd';
 import { levelLabel } from '../lib/format';
-import { choosePlaybackEngine } from '../lib/urls';
+import { choosePlaybackEngine, isLowLatency } from '../lib/urls';
 
 export const STREAM_URL = '/hls/stream.m3u8';
 const REPORT_INTERVAL_MS = 10_000;
+/** Largest playback rate hls.js may use to get back to the target latency of a low-latency stream. */
+const LL_CATCH_UP_RATE = 1.5;
+/** Seconds beyond PART-HOLD-BACK after which hls.js seeks back to the live edge of a low-latency stream. */
+const LL_MAX_BEHIND_TARGET = 1.5;
 
 interface Props {
   /** Start playback when true; tear the player down when false. */
@@ -74,8 +78,21 @@ export function Player({ active, autoplay }: Props) {
           cmcd: { sessionId: sid, contentId: 'live', useHeaders: false },
           liveDurationInfinity: true,
           backBufferLength: 30,
+          // LL-HLS (castd's lowest latency level): parts, blocking reload and preload hints.
+          lowLatencyMode: true,
         });
         hlsRef.current = hls;
+        // Diagnostics (and the browser tests): the player's hls.js instance.
+        (window as unknown as { castdHls?: Hls }).castdHls = hls;
+        hls.on(Hls.Events.LEVEL_LOADED, (_e, data) => {
+          // A low-latency playlist: stay at PART-HOLD-BACK behind live, catching up by playing faster
+          // rather than stalling when it drifts.
+          // Further behind than that (a late press on play, a stall), jump back to the live edge.
+          if (isLowLatency(data.details)) {
+            hls.config.maxLiveSyncPlaybackRate = LL_CATCH_UP_RATE;
+            hls.config.liveMaxLatencyDuration = (data.details.partHoldBack || 1) + LL_MAX_BEHIND_TARGET;
+          }
+        });
         hls.on(Hls.Events.MANIFEST_PARSED, (_e, data) => {
           setLevels(data.levels);
           void tryPlay();
@@ -129,6 +146,7 @@ export function Player({ active, autoplay }: Props) {
       video.removeEventListener('playing', onPlay);
       hlsRef.current?.destroy();
       hlsRef.current = null;
+      delete (window as unknown as { castdHls?: Hls }).castdHls;
       video.removeAttribute('src');
       video.load();
       setLevels([]);

@@ -1,0 +1,62 @@
+// Glass-to-glass latency of castd in Debian's chromium, per latency level: LL-HLS (level 0) and classic HLS
+// (levels 1-4), side by side. For each level: a fresh castd, one 360p30 libx264 variant, ffmpeg publishing a
+// clocked test pattern in real time (tests/web/latency.mjs: the wall clock of every packet ffmpeg sends, and the
+// clock burnt into the picture), the viewer page playing through hls.js; after a warm-up, the latency is sampled
+// every 500 ms for SECONDS. Prints p50/p95 of glass-to-glass, of now − PROGRAM-DATE-TIME and of hls.latency.
+//   node bench/latency/run.mjs [SECONDS] [LEVELS]   e.g. node bench/latency/run.mjs 60 0,1,2,3,4
+import { launchBrowser, newContext } from '../../tests/web/browser.mjs';
+import { Castd } from '../../tests/web/castd.mjs';
+import { firstSegmentDate, publishClocked, sampleLatency, startPlayback, summary } from '../../tests/web/latency.mjs';
+
+const SECONDS = Number(process.argv[2] || 60);
+const LEVELS = (process.argv[3] || '0,1,2,3,4').split(',').map(Number);
+const SEGMENT = [1, 2, 3, 4, 5];
+const KEY = 'bench-latency-key';
+
+const browser = await launchBrowser();
+const rows = [];
+for (const level of LEVELS) {
+  const castd = await Castd.start();
+  let publisher;
+  try {
+    await castd.setConfig('video/streamoutputvariants', [
+      { name: '360p', audioPassthrough: true, videoBitrate: 800, scaledWidth: 640, scaledHeight: 360, framerate: 30, cpuUsageLevel: 0 },
+    ]);
+    await castd.setConfig('video/streamlatencylevel', level);
+    await castd.setConfig('streamkeys', [{ key: KEY, comment: 'bench' }]);
+    // A keyframe a second, as castd's encoders cut them anyway; the broadcaster's GOP only matters for passthrough.
+    publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${KEY}`, { seconds: SECONDS + 90 });
+    const firstPdt = await firstSegmentDate(castd, { timeoutMs: 60_000 });
+    const ctx = await newContext(browser);
+    const page = await ctx.newPage();
+    await page.goto(castd.url('/'));
+    await startPlayback(page, { timeoutMs: 90_000 });
+    // Warm-up: hls.js settles on its target latency (LL: PART-HOLD-BACK; classic: three target durations).
+    await new Promise((r) => setTimeout(r, Math.max(5, 2 * SEGMENT[level]) * 1000));
+    const samples = await sampleLatency(page, { sourceOffset: publisher.sourceOffset, firstPdt, seconds: SECONDS });
+    const s = summary(samples);
+    const stalls = samples.filter((x, i) => i > 0 && x.playing === samples[i - 1].playing).length;
+    rows.push({ level, mode: level === 0 ? 'LL-HLS (CMAF parts)' : 'classic HLS (MPEG-TS)', segment: SEGMENT[level], ...s, stalls });
+    await ctx.close();
+  } catch (e) {
+    console.error(`level ${level}: ${e.message}\n${castd.log.slice(-15).join('\n')}`);
+  } finally {
+    await publisher?.stop();
+    await castd.stop();
+  }
+}
+await browser.close();
+
+const f = (x) => (Number.isFinite(x) ? x.toFixed(2) : '-');
+console.log(`\nglass-to-glass latency, ${SECONDS} s per level, samples every 500 ms (seconds)`);
+console.log('| level | mode | segment | samples | glass p50 | glass p95 | PDT p50 | PDT p95 | hls.latency p50 | hls.latency p95 | frozen samples |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+for (const r of rows) {
+  console.log(
+    `| ${r.level} | ${r.mode} | ${r.segment} s | ${r.n} | ${f(r.glass.p50)} | ${f(r.glass.p95)} | ${f(r.pdt.p50)} | ${f(r.pdt.p95)} | ${f(r.hlsjs.p50)} | ${f(r.hlsjs.p95)} | ${r.stalls} |`,
+  );
+}
+const ll = rows.find((r) => r.level === 0);
+if (ll) {
+  console.log(`\ntarget: LL-HLS glass p50 <= 2.0 s (${f(ll.glass.p50)}), p95 <= 3.0 s (${f(ll.glass.p95)}): ${ll.glass.p50 <= 2 && ll.glass.p95 <= 3 ? 'met' : 'NOT met'}`);
+}

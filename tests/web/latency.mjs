@@ -1,0 +1,127 @@
+// Live latency as a viewer sees it, measured in the viewer page (hls.js) while ffmpeg publishes in real time.
+// Shared by tests/web/llhls.test.mjs and bench/latency/run.mjs.
+//
+// Three figures per sample:
+// - glass: wall clock now − the wall-clock time at which the broadcaster's ffmpeg sent the frame on screen.
+//   `publishClocked` runs ffmpeg with -re and -debug_ts and reads, from each "muxer <-" line as it is printed, the
+//   wall clock of every video packet sent: `sourceOffset()` is the smallest (wall − pts), so frame t left the
+//   encoder at sourceOffset + t. The frame on screen is t = playingDate − PDT(first segment) (PROGRAM-DATE-TIME is
+//   the transcoder's wall clock of each segment's first frame; the first segment starts at the first frame, t = 0).
+// - pdt: now − hls.playingDate (the PROGRAM-DATE-TIME of the position on screen; misses the ingest path).
+// - hlsjs: hls.latency (hls.js's own distance to the live edge of the playlist).
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { terminate, waitFor } from './castd.mjs';
+
+const FONT = '/usr/share/fonts/truetype/dejavu/DejaVuSansMono-Bold.ttf';
+
+/**
+ * Publish a 640x360 30 fps test pattern (with the wall clock burnt in when the DejaVu font is there) and a tone to
+ * `rtmpUrl`, like castd.mjs's publishTestStream, and track when each video packet left ffmpeg.
+ */
+export function publishClocked(rtmpUrl, { seconds = 60, gop = 30, ffmpeg = process.env.FFMPEG || 'ffmpeg' } = {}) {
+  const clock = existsSync(FONT)
+    ? `,drawtext=fontfile=${FONT}:text='%{localtime\\:%T}':x=20:y=20:fontsize=48:fontcolor=white:box=1:boxcolor=black`
+    : '';
+  const args = [
+    '-hide_banner', '-loglevel', 'info', '-nostdin', '-debug_ts',
+    '-re', '-f', 'lavfi', '-i', `testsrc2=size=640x360:rate=30${clock}`,
+    '-re', '-f', 'lavfi', '-i', 'sine=frequency=440',
+    '-t', String(seconds),
+    '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-g', String(gop), '-pix_fmt', 'yuv420p',
+    '-c:a', 'aac',
+    '-f', 'flv', rtmpUrl,
+  ];
+  const child = spawn(ffmpeg, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let offset = Infinity;
+  const errors = [];
+  createInterface({ input: child.stderr }).on('line', (line) => {
+    const m = line.match(/^muxer <- type:video .*pkt_dts_time:([\d.]+)/);
+    if (m) offset = Math.min(offset, Date.now() - Number(m[1]) * 1000);
+    else if (/error/i.test(line)) errors.push(line);
+  });
+  return {
+    child,
+    /** ms: the wall clock at which the source's t = 0 left ffmpeg (Infinity until a packet was sent). */
+    sourceOffset: () => offset,
+    stderr: () => errors.join('\n'),
+    stop: () => terminate(child, 5000),
+  };
+}
+
+/** The PROGRAM-DATE-TIME (ms) of media sequence 0 of variant 0, once it is listed. */
+export async function firstSegmentDate(castd, { timeoutMs = 30_000 } = {}) {
+  let date = null;
+  await waitFor(
+    async () => {
+      const res = await castd.fetch('/hls/0/stream.m3u8');
+      if (res.status !== 200) return false;
+      const text = await res.text();
+      if (!/#EXT-X-MEDIA-SEQUENCE:0\b/.test(text)) throw new Error(`segment 0 left the playlist before it was read:\n${text}`);
+      const m = text.match(/#EXT-X-PROGRAM-DATE-TIME:(\S+)/);
+      if (!m) return false;
+      date = Date.parse(m[1]);
+      return Number.isFinite(date);
+    },
+    { timeoutMs, intervalMs: 100, message: 'the first PROGRAM-DATE-TIME in /hls/0/stream.m3u8' },
+  );
+  return date;
+}
+
+/** Press play if asked, and wait until the page's hls.js plays. */
+export async function startPlayback(page, { timeoutMs = 60_000 } = {}) {
+  const playButton = page.locator('#play-button');
+  await waitFor(
+    async () => {
+      if (await playButton.isVisible()) await playButton.click({ timeout: 2000 }).catch(() => undefined);
+      return page.evaluate(() => {
+        const v = document.querySelector('video#player');
+        return Boolean(window.castdHls && v && !v.paused && v.currentTime > 0 && window.castdHls.playingDate);
+      });
+    },
+    { timeoutMs, intervalMs: 250, message: 'the viewer page to play through hls.js' },
+  );
+}
+
+/** Sample the latency every `intervalMs` for `seconds`. */
+export async function sampleLatency(page, { sourceOffset, firstPdt, seconds, intervalMs = 500 }) {
+  const samples = [];
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end) {
+    const s = await page.evaluate(() => {
+      const hls = window.castdHls;
+      const v = document.querySelector('video#player');
+      const d = hls?.playingDate;
+      return {
+        now: Date.now(),
+        playing: d ? d.getTime() : null,
+        hlsjs: hls ? hls.latency : null,
+        lowLatencyMode: hls ? hls.config.lowLatencyMode : null,
+        catchUpRate: hls ? hls.config.maxLiveSyncPlaybackRate : null,
+        paused: v ? v.paused : true,
+        rate: v ? v.playbackRate : 1,
+      };
+    });
+    if (s.playing !== null && !s.paused) {
+      const frameMadeAt = sourceOffset() + (s.playing - firstPdt);
+      samples.push({ ...s, glass: (s.now - frameMadeAt) / 1000, pdt: (s.now - s.playing) / 1000 });
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  return samples;
+}
+
+/** The q-quantile (0..1) of numbers (nearest rank). */
+export function quantile(values, q) {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  return v[Math.min(v.length - 1, Math.max(0, Math.ceil(q * v.length) - 1))];
+}
+
+/** p50/p95 of each figure. */
+export function summary(samples) {
+  const pick = (k) => samples.map((s) => s[k]);
+  const row = (k) => ({ p50: quantile(pick(k), 0.5), p95: quantile(pick(k), 0.95) });
+  return { n: samples.length, glass: row('glass'), pdt: row('pdt'), hlsjs: row('hlsjs') };
+}
