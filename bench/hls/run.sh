@@ -7,6 +7,9 @@
 # The stream is a pre-encoded 720p H.264 file published with `-c copy` to a passthrough variant, so
 # castd does no transcoding while it is measured.
 #
+# Each figure is the median of ROUNDS (default 3) runs, castd and nginx alternating, so a burst of other
+# load on the machine cannot favour one of them.
+#
 # Usage: bench/hls/run.sh [SECONDS_PER_RUN]   (default 8; builds castd with the perf profile first)
 # Installs wrk and nginx-light when missing (nginx's own service is kept from starting: only this
 # script's instance runs, on 127.0.0.1). Output goes to bench/out/hls (git-ignored).
@@ -15,6 +18,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=$ROOT/bench/out/hls
 DUR=${1:-8}
+ROUNDS=${ROUNDS:-3}
 WEB_PORT=18480
 RTMP_PORT=19480
 NGINX_PORT=18481
@@ -120,6 +124,19 @@ measure() {
   echo "$rps $p50 $p99 $bps $per1k"
 }
 
+# The median of each column over several "rps p50 p99 bytes/s cpu" lines (wrk's units normalised:
+# latencies in ms, bytes/s in MB).
+medians() {
+  printf '%s\n' "$@" | awk '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    function mb(v) { if (v ~ /GB$/) return v * 1024; if (v ~ /MB$/) return v + 0; if (v ~ /KB$/) return v / 1024; return v / 1048576 }
+    { n++; r[n] = $1; a[n] = ms($2); b[n] = ms($3); c[n] = mb($4); d[n] = $5 }
+    function med(x,   i, j, t, y) { for (i = 1; i <= n; i++) y[i] = x[i]
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (y[j] < y[i]) { t = y[i]; y[i] = y[j]; y[j] = t }
+      return y[int((n + 1) / 2)] }
+    END { printf "%.0f %.2fms %.2fms %.0fMB %.1f\n", med(r), med(a), med(b), med(c), med(d) }'
+}
+
 printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' target conns server req/s p50 p99 bytes/s cpu-ms/1k-req
 for conns in 64 512; do
   for target in segment playlist; do
@@ -130,8 +147,13 @@ for conns in 64 512; do
     echo "$playlist" >"$OUT/www/hls/0/stream.m3u8"
     if [ "$target" = segment ]; then path=/hls/0/$seg; else path=/hls/0/stream.m3u8; fi
     size=$(stat -c %s "$OUT/www$path")
-    read -r c_rps c_p50 c_p99 c_bps c_cpu <<<"$(measure "$BASE$path" "$conns" "$CASTD")"
-    read -r n_rps n_p50 n_p99 n_bps n_cpu <<<"$(measure "http://127.0.0.1:$NGINX_PORT$path" "$conns" "$(nginx_pids)")"
+    c_runs=(); n_runs=()
+    for _ in $(seq "$ROUNDS"); do
+      c_runs+=("$(measure "$BASE$path" "$conns" "$CASTD")")
+      n_runs+=("$(measure "http://127.0.0.1:$NGINX_PORT$path" "$conns" "$(nginx_pids)")")
+    done
+    read -r c_rps c_p50 c_p99 c_bps c_cpu <<<"$(medians "${c_runs[@]}")"
+    read -r n_rps n_p50 n_p99 n_bps n_cpu <<<"$(medians "${n_runs[@]}")"
     printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' "$target" "$conns" castd "$c_rps" "$c_p50" "$c_p99" "$c_bps" "$c_cpu"
     printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' "($size B)" "$conns" nginx "$n_rps" "$n_p50" "$n_p99" "$n_bps" "$n_cpu"
     awk -v a="$c_rps" -v b="$n_rps" 'BEGIN { if (b > 0) printf "          castd/nginx requests/s: %.2fx\n", a / b }'

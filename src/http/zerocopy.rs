@@ -186,6 +186,28 @@ impl ZeroCopyStream {
     }
 }
 
+impl ZeroCopyStream {
+    fn poll_send_more(&self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let sock = self.inner.as_raw_fd();
+        loop {
+            ready!(self.inner.poll_write_ready(cx))?;
+            let sent = self.inner.try_io(Interest::WRITABLE, || {
+                // SAFETY: `msg` points at `bufs` (IoSlice is ABI-compatible with iovec) for the call.
+                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+                msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+                msg.msg_iovlen = bufs.len() as _;
+                let n = unsafe { libc::sendmsg(sock, &msg, libc::MSG_MORE | libc::MSG_NOSIGNAL) };
+                usize::try_from(n).map_err(|_| io::Error::last_os_error())
+            });
+            match sent {
+                Ok(n) => return Poll::Ready(Ok(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
 impl AsyncRead for ZeroCopyStream {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_read(cx, buf)
@@ -212,7 +234,9 @@ impl AsyncWrite for ZeroCopyStream {
                 let Some((fd, offset)) = lookup(&bufs[0]) else { return Poll::Ready(Ok(0)) };
                 self.poll_sendfile(cx, fd, offset, bufs[0].len())
             }
-            Some(n) => Pin::new(&mut self.inner).poll_write_vectored(cx, &bufs[..n]),
+            // What precedes a mapped body (the response head) goes with MSG_MORE, so the kernel
+            // sends it in the same packets as the body (nginx's `tcp_nopush` with sendfile).
+            Some(n) => self.poll_send_more(cx, &bufs[..n]),
             None => Pin::new(&mut self.inner).poll_write_vectored(cx, bufs),
         }
     }
