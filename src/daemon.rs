@@ -34,6 +34,7 @@ use crate::logs::LogRing;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
+use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
 use crate::stream::{StreamWriter, Viewers};
@@ -105,6 +106,7 @@ pub struct Daemon {
     pub directory: Arc<Directory>,
     pub public_files: Arc<PublicFiles>,
     pub logs: LogRing,
+    pub storage: Arc<Storage>,
 }
 
 impl Daemon {
@@ -180,15 +182,29 @@ impl Daemon {
             bus: bus.clone(),
             stream: stream.clone(),
             viewers,
-            health,
+            health: health.clone(),
             encoders: hardware.encoders(),
             tokens: tokens.clone(),
             data_dir: data_dir.clone(),
             stream_key_overridden: temp_stream_key.is_some(),
             vapid_public_key: notifications.public_key().to_string(),
         });
+        let storage = Storage::new(StorageDeps {
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream.clone(),
+            health: health.clone(),
+            telemetry: telemetry.clone(),
+            hls_dir: hls_dir.clone(),
+        });
         let notify = NotifyState { notifications, settings, users: chat.clone() };
-        let hls = Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default() });
+        let hls = Arc::new(Hls {
+            hls_dir,
+            images_dir: data_dir,
+            metrics: metrics.clone(),
+            live: Default::default(),
+            remote: Some(storage.clone()),
+        });
         Ok(Daemon {
             store,
             bus,
@@ -206,6 +222,7 @@ impl Daemon {
             directory,
             public_files,
             logs,
+            storage,
         })
     }
 
@@ -225,6 +242,7 @@ impl Daemon {
         crate::yp::routes(&mut reg, self.directory.clone());
         crate::public_files::routes(&mut reg, self.public_files.clone());
         crate::logs::routes(&mut reg, self.logs.clone());
+        crate::storage::routes(&mut reg, self.storage.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -245,6 +263,7 @@ pub async fn run(
     let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
     let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
+    let storage_task = crate::storage::start(d.storage.clone());
     let warnings_task = crate::api::warnings::start(d.server.clone());
     let yp_task = crate::yp::start(d.directory.clone());
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
@@ -288,8 +307,15 @@ pub async fn run(
         Err(_) => warn!("open requests did not finish within {HTTP_STOP_TIMEOUT:?}"),
         _ => {}
     }
-    let tasks =
-        [Some(notify_task), Some(chat_task), Some(hls_task), Some(probe_task), Some(warnings_task), Some(yp_task)];
+    let tasks = [
+        Some(notify_task),
+        Some(chat_task),
+        Some(hls_task),
+        Some(probe_task),
+        Some(warnings_task),
+        Some(yp_task),
+        Some(storage_task),
+    ];
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();
     }

@@ -45,6 +45,15 @@ pub struct Hls {
     pub metrics: Arc<Metrics>,
     /// The live window in memory.
     pub live: LiveFiles,
+    /// Playlists served instead of the local ones when present (object storage: segment URIs on the
+    /// bucket or CDN).
+    pub remote: Option<Arc<dyn PlaylistOverride>>,
+}
+
+/// A source of variant playlists that point elsewhere (object storage); asked before the live window.
+/// `None` serves the local playlist (storage off, behind or failing).
+pub trait PlaylistOverride: Send + Sync {
+    fn playlist(&self, rel: &str) -> Option<FileBody>;
 }
 
 /// The live window held in memory, by path under the HLS directory (`0/stream.m3u8`, `0/x-1.ts`).
@@ -198,7 +207,8 @@ async fn hls(
     let not_found = || ApiError::NotFound("no such file".into());
     let (rel, kind) = safe_relative(&path).ok_or_else(not_found)?;
     let playlist = kind == PLAYLIST_TYPE;
-    let file = match hls.live.get(&path) {
+    let remote = if playlist { hls.remote.as_ref().and_then(|r| r.playlist(&path)) } else { None };
+    let file = match remote.or_else(|| hls.live.get(&path)) {
         Some(f) => f,
         None => {
             let cache = if playlist { NO_CACHE } else { SEGMENT_CACHE };
