@@ -470,11 +470,7 @@ pub fn start(storage: Arc<Storage>) -> tokio::task::JoinHandle<()> {
         }
         while let Some(event) = sub.recv().await {
             match &*event {
-                Event::HlsWritten { variant } => {
-                    if storage.target().is_some() {
-                        storage.tick(*variant, Instant::now());
-                    }
-                }
+                Event::HlsWritten { variant } if storage.target().is_some() => storage.tick(*variant, Instant::now()),
                 Event::StreamStarted(_) => storage.served.write().clear(),
                 Event::StreamStopped(_) => storage.tick_all(),
                 Event::ConfigChanged { key } if key == "s3" || key == "videoservingendpoint" => {
