@@ -239,8 +239,8 @@ impl Storage {
         }
     }
 
-    /// Remove everything under `<prefix>hls/` (leftovers of earlier runs).
-    async fn clean_leftovers(&self, target: &Target) {
+    /// Remove everything under `<prefix>hls/` (leftovers of earlier runs); true when done.
+    async fn clean_leftovers(&self, target: &Target) -> bool {
         let under = playlist::key(&target.prefix, "");
         let result = async {
             let keys = target.client.list(&under).await?;
@@ -257,13 +257,37 @@ impl Storage {
                     self.telemetry.storage_deleted(n as u64);
                 }
                 self.notice("clean-up", None);
+                true
             }
             Err(e) => {
-                tracing::warn!("storage: leftovers under {under} not removed: {e}");
+                if self.notice("clean-up", Some(e.to_string())) {
+                    tracing::warn!("storage: leftovers under {under} not removed yet: {e}");
+                }
                 self.telemetry.storage_failure();
-                self.notice("clean-up", Some(e.to_string()));
+                false
             }
         }
+    }
+
+    /// Remove leftovers while no stream is live, retrying with back-off (5 s doubling to 5 min) while
+    /// the store fails; given up (and its notice cleared) when a stream starts or the settings change.
+    fn spawn_clean_up(self: &Arc<Self>, target: Arc<Target>) {
+        let storage = self.clone();
+        tokio::spawn(async move {
+            let mut delay = Duration::from_secs(5);
+            loop {
+                let current = storage.target().is_some_and(|t| t.generation == target.generation);
+                if storage.stream.borrow().online || !current {
+                    storage.notice("clean-up", None);
+                    return;
+                }
+                if storage.clean_leftovers(&target).await {
+                    return;
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(300));
+            }
+        });
     }
 
     /// Upload one file (`rel` under the HLS dir) with retries. `Ok(None)`: the file is gone (it left
@@ -464,21 +488,19 @@ pub fn start(storage: Arc<Storage>) -> tokio::task::JoinHandle<()> {
     let mut sub = storage.bus.subscribe("storage");
     tokio::spawn(async move {
         if let Some(t) = storage.target() {
-            if !storage.stream.borrow().online {
-                storage.clean_leftovers(&t).await;
-            }
+            storage.spawn_clean_up(t);
         }
         while let Some(event) = sub.recv().await {
             match &*event {
                 Event::HlsWritten { variant } if storage.target().is_some() => storage.tick(*variant, Instant::now()),
-                Event::StreamStarted(_) => storage.served.write().clear(),
+                Event::StreamStarted(_) => {
+                    storage.served.write().clear();
+                    storage.newest.write().clear();
+                }
                 Event::StreamStopped(_) => storage.tick_all(),
                 Event::ConfigChanged { key } if key == "s3" || key == "videoservingendpoint" => {
                     if let Some(t) = storage.reload() {
-                        if !storage.stream.borrow().online {
-                            let s = storage.clone();
-                            tokio::spawn(async move { s.clean_leftovers(&t).await });
-                        }
+                        storage.spawn_clean_up(t);
                     }
                 }
                 _ => {}
