@@ -107,6 +107,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let start = Instant::now();
     let mut next = start;
+    let mut written = 0u64;
     for i in 0..segments {
         for (v, (_, kbps)) in LADDER.iter().enumerate() {
             let len = (kbps * 1000 * multiplier * seg_secs / 8) as usize;
@@ -118,6 +119,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 chunk.copy_from_slice(&seed.to_le_bytes()[..chunk.len()]);
             }
             body[0] = 0x47;
+            written += len as u64;
             let vdir = hls_dir.join(v.to_string());
             write_atomic(&vdir.join(format!("stream-bench-{i}.ts")), &body)?;
             let first = (i + 1).saturating_sub(LIST_SIZE);
@@ -143,9 +145,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     lat.sort_by(f64::total_cmp);
     let expected_segments = segments * LADDER.len() as u64;
     let achieved_mbps = totals.bytes as f64 * 8.0 / elapsed / 1e6;
+    let written_mbps = written as f64 * 8.0 / elapsed / 1e6;
     println!("segments written {expected_segments}, segment uploads {} (latency samples), all uploads {}, failures {}, deletes {}", lat.len(), totals.uploads, totals.failures, totals.deletes);
     println!(
-        "throughput: needed {needed_mbps:.1} Mbit/s | uploaded {achieved_mbps:.1} Mbit/s ({:.1} MB in {elapsed:.1} s)",
+        "throughput over {elapsed:.1} s: needed {needed_mbps:.1} Mbit/s | written {written_mbps:.1} Mbit/s ({:.1} MB of segments) | uploaded {achieved_mbps:.1} Mbit/s ({:.1} MB, playlists included)",
+        written as f64 / 1e6,
         totals.bytes as f64 / 1e6
     );
     println!(
