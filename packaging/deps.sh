@@ -38,4 +38,7 @@ fi
 # cargo tools used by `make deb` and CI
 if [ "${CASTD_SKIP_CARGO_TOOLS:-0}" != 1 ]; then
   command -v cargo-deb >/dev/null 2>&1 || cargo install --locked cargo-deb
+  # s3s-fs: the S3 server (SigV4-checking, over a local folder) that tests/storage.rs, tests/web/storage.test.mjs and
+  # bench/storage run against; about 12 min to build on 2 cores (CARGO_BUILD_JOBS=1).
+  command -v s3s-fs >/dev/null 2>&1 || cargo install s3s-fs@0.14.1 --features binary --locked
 fi

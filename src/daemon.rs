@@ -35,6 +35,7 @@ use crate::logs::LogRing;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
+use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
 use crate::stream::{StreamWriter, Viewers};
@@ -111,6 +112,7 @@ pub struct Daemon {
     pub directory: Arc<Directory>,
     pub public_files: Arc<PublicFiles>,
     pub logs: LogRing,
+    pub storage: Arc<Storage>,
 }
 
 impl Daemon {
@@ -188,7 +190,7 @@ impl Daemon {
             bus: bus.clone(),
             stream: stream.clone(),
             viewers,
-            health,
+            health: health.clone(),
             encoders: hardware.encoders(),
             tokens: tokens.clone(),
             data_dir: data_dir.clone(),
@@ -196,10 +198,24 @@ impl Daemon {
             vapid_public_key: notifications.public_key().to_string(),
         });
         let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
+        let storage = Storage::new(StorageDeps {
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream.clone(),
+            health: health.clone(),
+            telemetry: telemetry.clone(),
+            hls_dir: hls_dir.clone(),
+        });
         let notify = NotifyState { notifications, settings, users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
-        let hls =
-            Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default(), ll });
+        let hls = Arc::new(Hls {
+            hls_dir,
+            images_dir: data_dir,
+            metrics: metrics.clone(),
+            live: Default::default(),
+            ll,
+            remote: Some(storage.clone()),
+        });
         Ok(Daemon {
             store,
             bus,
@@ -218,6 +234,7 @@ impl Daemon {
             directory,
             public_files,
             logs,
+            storage,
         })
     }
 
@@ -238,6 +255,7 @@ impl Daemon {
         crate::yp::routes(&mut reg, self.directory.clone());
         crate::public_files::routes(&mut reg, self.public_files.clone());
         crate::logs::routes(&mut reg, self.logs.clone());
+        crate::storage::routes(&mut reg, self.storage.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -260,6 +278,7 @@ pub async fn run(
     let indieauth_task = crate::indieauth::start(d.indieauth.clone());
     let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
     let llhls_task = crate::llhls::start(d.hls.ll.clone(), &d.bus);
+    let storage_task = crate::storage::start(d.storage.clone());
     let warnings_task = crate::api::warnings::start(d.server.clone());
     let yp_task = crate::yp::start(d.directory.clone());
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
@@ -315,6 +334,7 @@ pub async fn run(
         Some(probe_task),
         Some(warnings_task),
         Some(yp_task),
+        Some(storage_task),
     ];
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();

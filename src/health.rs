@@ -1,13 +1,13 @@
 //! Stream health as admin status and hardware stats show it, aggregated from typed inputs.
 //!
-//! Four features report into the one `HealthHub`, each through its own input: hardware (a CPU,
+//! Five features report into the one `HealthHub`, each through its own input: hardware (a CPU,
 //! memory or disk alert raised or cleared), the transcoder (an encoder notice: a fallback after a
 //! fault, or a ladder that could not go entirely on the chosen encoder; cleared when the stream
 //! stops), metrics (the playback evaluation of each window: percentage, representation, healthy,
 //! and its own message) and the server's configuration checks (the first security warning, such as
-//! a weak admin password). The hub is the only writer of `Health`: it combines the inputs — the
-//! encoder notice first, then the newest hardware alert, then the playback message, then the
-//! security warning — publishes the result on a `watch` channel, and puts HEALTH_ALERT on the bus
+//! a weak admin password), object storage (uploads failing or behind). The hub is the only writer of
+//! `Health`: it combines the inputs — the encoder notice first, then the storage notice (viewers are
+//! affected at once), then the newest hardware alert, then the playback message, then the security warning — publishes the result on a `watch` channel, and puts HEALTH_ALERT on the bus
 //! when the message changes.
 
 use std::sync::Arc;
@@ -46,6 +46,8 @@ pub enum HealthInput {
     /// The first security warning of the configuration (`None` when there is none); shown only
     /// when no other input has a message.
     Security(Option<String>),
+    /// Object storage's notice (uploads failing or behind; `None` once they keep up again).
+    Storage(Option<String>),
 }
 
 #[derive(Default)]
@@ -55,6 +57,7 @@ struct Inputs {
     hardware: Vec<(&'static str, String)>,
     encoder: Option<String>,
     security: Option<String>,
+    storage: Option<String>,
 }
 
 impl Inputs {
@@ -63,6 +66,7 @@ impl Inputs {
         let message = self
             .encoder
             .clone()
+            .or_else(|| self.storage.clone())
             .or_else(|| self.hardware.last().map(|(_, m)| m.clone()))
             .or(playback)
             .or_else(|| self.security.clone())
@@ -101,6 +105,10 @@ impl HealthHub {
             HealthInput::Encoder(notice) => {
                 inputs.encoder = notice.filter(|n| !n.trim().is_empty());
                 HealthSource::Encoder
+            }
+            HealthInput::Storage(notice) => {
+                inputs.storage = notice.filter(|n| !n.trim().is_empty());
+                HealthSource::Storage
             }
             HealthInput::Security(warning) => {
                 inputs.security = warning.filter(|w| !w.trim().is_empty());
@@ -182,6 +190,16 @@ mod tests {
         hub.submit(HealthInput::Hardware { metric: "disk", alert: None });
         assert_eq!(hub.submit(HealthInput::Security(None)).message, "");
         assert!(hub.get().healthy, "a warning does not make the stream unhealthy");
+    }
+
+    #[test]
+    fn a_storage_notice_comes_after_the_encoder_and_before_hardware() {
+        let hub = HealthHub::new(Bus::default());
+        hub.submit(HealthInput::Hardware { metric: "disk", alert: Some("disk full".into()) });
+        assert_eq!(hub.submit(HealthInput::Storage(Some("storage failing".into()))).message, "storage failing");
+        assert_eq!(hub.submit(HealthInput::Encoder(Some("fell back".into()))).message, "fell back");
+        hub.submit(HealthInput::Encoder(None));
+        assert_eq!(hub.submit(HealthInput::Storage(None)).message, "disk full");
     }
 
     #[test]

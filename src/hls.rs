@@ -51,6 +51,15 @@ pub struct Hls {
     pub live: LiveFiles,
     /// Low-latency HLS (parts, blocking reload) while the stream is live at the LL latency level.
     pub ll: Arc<crate::llhls::LlHls>,
+    /// Playlists served instead of the local ones when present (object storage: segment URIs on the
+    /// bucket or CDN).
+    pub remote: Option<Arc<dyn PlaylistOverride>>,
+}
+
+/// A source of variant playlists that point elsewhere (object storage); asked before the live window.
+/// `None` serves the local playlist (storage off, behind or failing).
+pub trait PlaylistOverride: Send + Sync {
+    fn playlist(&self, rel: &str) -> Option<FileBody>;
 }
 
 /// The live window held in memory, by path under the HLS directory (`0/stream.m3u8`, `0/x-1.ts`).
@@ -225,7 +234,8 @@ async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiE
         return answer;
     }
     // The memory window is keyed by the names the transcoder wrote, so a hit needs no path checks.
-    let file = match hls.live.get(path) {
+    let remote = if path.ends_with(".m3u8") { hls.remote.as_ref().and_then(|r| r.playlist(path)) } else { None };
+    let file = match remote.or_else(|| hls.live.get(path)) {
         Some(f) => f,
         None => {
             let (rel, kind) = safe_relative(path).ok_or_else(not_found)?;

@@ -47,6 +47,10 @@
 //! - [`api`]: public config/status, admin status and server configuration, every config setter, the
 //!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
 //!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
+//! - [`storage`]: object storage (S3-compatible): uploads of segments and playlists, deletes of expired
+//!   segments and leftovers, the admin "Test connection" route. Subscribes to the bus; uses `hls` (gives
+//!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
+//!   hub and telemetry.
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on.
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
@@ -72,6 +76,7 @@ pub mod metrics;
 pub mod notifications;
 pub mod password;
 pub mod public_files;
+pub mod storage;
 pub mod store;
 pub mod stream;
 pub mod systemd;

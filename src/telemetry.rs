@@ -2,7 +2,8 @@
 //! and health inputs, so that producers never import metrics (nor metrics them).
 //!
 //! Writers: hardware (CPU and GPU samples), ingest (the broadcaster's measured bitrate), transcode
-//! (each variant's encoder, fps and speed), chat (connected clients), webhooks (delivery results).
+//! (each variant's encoder, fps and speed), chat (connected clients), webhooks (delivery results),
+//! storage (object uploads, failures, bytes, queue depth, upload latencies).
 //! Reader: metrics. Every method is cheap and callable from any thread; nothing here blocks for long.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -30,6 +31,33 @@ pub struct Telemetry {
     chat_clients: AtomicU64,
     webhooks_delivered: AtomicU64,
     webhooks_failed: AtomicU64,
+    storage: StorageFigures,
+}
+
+/// Object storage figures (running totals, the queue depth now, latencies not yet read).
+#[derive(Debug, Default)]
+struct StorageFigures {
+    uploads: AtomicU64,
+    failures: AtomicU64,
+    bytes: AtomicU64,
+    deletes: AtomicU64,
+    queue_depth: AtomicU64,
+    /// Segment-ready-to-object-visible seconds since the last `take_storage_latencies`; bounded: when
+    /// nobody reads, the oldest samples are dropped.
+    latencies: Mutex<VecDeque<f64>>,
+}
+
+/// Most latency samples kept between two reads.
+const STORAGE_LATENCY_SAMPLES: usize = 4096;
+
+/// A snapshot of the storage totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageTotals {
+    pub uploads: u64,
+    pub failures: u64,
+    pub bytes: u64,
+    pub deletes: u64,
+    pub queue_depth: u64,
 }
 
 impl Telemetry {
@@ -133,6 +161,54 @@ impl Telemetry {
     /// Running totals `(delivered, failed)`.
     pub fn webhook_totals(&self) -> (u64, u64) {
         (self.webhooks_delivered.load(Ordering::Relaxed), self.webhooks_failed.load(Ordering::Relaxed))
+    }
+}
+
+impl Telemetry {
+    /// One object uploaded (`bytes` long); `latency`: seconds from the file being ready to the object
+    /// being visible in the store, for segments.
+    pub fn storage_upload(&self, bytes: u64, latency: Option<f64>) {
+        let f = &self.storage;
+        f.uploads.fetch_add(1, Ordering::Relaxed);
+        f.bytes.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(l) = latency.filter(|l| l.is_finite() && *l >= 0.0) {
+            let mut q = f.latencies.lock();
+            if q.len() >= STORAGE_LATENCY_SAMPLES {
+                q.pop_front();
+            }
+            q.push_back(l);
+        }
+    }
+
+    /// One storage request failed (after its retries).
+    pub fn storage_failure(&self) {
+        self.storage.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `n` objects deleted from the store.
+    pub fn storage_deleted(&self, n: u64) {
+        self.storage.deletes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Objects waiting for upload now.
+    pub fn set_storage_queue(&self, n: u64) {
+        self.storage.queue_depth.store(n, Ordering::Relaxed);
+    }
+
+    pub fn storage_totals(&self) -> StorageTotals {
+        let f = &self.storage;
+        StorageTotals {
+            uploads: f.uploads.load(Ordering::Relaxed),
+            failures: f.failures.load(Ordering::Relaxed),
+            bytes: f.bytes.load(Ordering::Relaxed),
+            deletes: f.deletes.load(Ordering::Relaxed),
+            queue_depth: f.queue_depth.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The upload latencies recorded since the last call.
+    pub fn take_storage_latencies(&self) -> Vec<f64> {
+        self.storage.latencies.lock().drain(..).collect()
     }
 }
 

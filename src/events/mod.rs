@@ -238,6 +238,8 @@ pub enum HealthSource {
     Playback,
     /// A security warning about the configuration (weak admin password, short stream keys).
     Security,
+    /// Object storage uploads failing or falling behind (or recovered).
+    Storage,
 }
 
 /// HEALTH_ALERT: the health after the change, and what changed it.

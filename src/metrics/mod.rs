@@ -131,6 +131,8 @@ pub struct Metrics {
     encoders_in_use: Mutex<std::collections::HashMap<usize, String>>,
     /// Webhook delivery totals already counted (delivered, failed).
     webhooks_seen: Mutex<(u64, u64)>,
+    /// The storage totals already added to the Prometheus counters.
+    storage_seen: Mutex<crate::telemetry::StorageTotals>,
 }
 
 impl Metrics {
@@ -151,6 +153,7 @@ impl Metrics {
             telemetry: deps.telemetry,
             encoders_in_use: Mutex::new(std::collections::HashMap::new()),
             webhooks_seen: Mutex::new((0, 0)),
+            storage_seen: Mutex::default(),
         };
         viewers::load(&m)?;
         Ok(Arc::new(m))
@@ -199,6 +202,18 @@ impl Metrics {
         self.prom.webhook_deliveries.inc_by(delivered.saturating_sub(seen.0));
         self.prom.webhook_failures.inc_by(failed.saturating_sub(seen.1));
         *seen = (delivered.max(seen.0), failed.max(seen.1));
+        drop(seen);
+        let st = t.storage_totals();
+        let mut seen = self.storage_seen.lock();
+        self.prom.storage_uploads.inc_by(st.uploads.saturating_sub(seen.uploads));
+        self.prom.storage_failures.inc_by(st.failures.saturating_sub(seen.failures));
+        self.prom.storage_bytes.inc_by(st.bytes.saturating_sub(seen.bytes));
+        self.prom.storage_deletes.inc_by(st.deletes.saturating_sub(seen.deletes));
+        *seen = st;
+        self.prom.storage_queue_depth.set(i64::try_from(st.queue_depth).unwrap_or(i64::MAX));
+        for l in t.take_storage_latencies() {
+            self.prom.storage_latency.observe(l);
+        }
     }
 
     /// Chat users ever registered.

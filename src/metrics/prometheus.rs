@@ -11,6 +11,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// The content type of the exposition.
@@ -41,7 +42,16 @@ pub struct Prom {
     pub webhook_failures: Counter,
     pub gpu_utilization: Family<Labels, FloatGauge>,
     pub playback_clients: Gauge,
+    pub storage_uploads: Counter,
+    pub storage_failures: Counter,
+    pub storage_bytes: Counter,
+    pub storage_deletes: Counter,
+    pub storage_queue_depth: Gauge,
+    pub storage_latency: Histogram,
 }
+
+/// Bucket bounds (seconds) of the storage upload latency histogram.
+const STORAGE_LATENCY_BUCKETS: [f64; 12] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
 
 impl Default for Prom {
     fn default() -> Self {
@@ -70,6 +80,12 @@ impl Prom {
             webhook_failures: Counter::default(),
             gpu_utilization: Family::default(),
             playback_clients: Gauge::default(),
+            storage_uploads: Counter::default(),
+            storage_failures: Counter::default(),
+            storage_bytes: Counter::default(),
+            storage_deletes: Counter::default(),
+            storage_queue_depth: Gauge::default(),
+            storage_latency: Histogram::new(STORAGE_LATENCY_BUCKETS),
         };
         r.register("owncast_instance_active_viewer_count", "Number of active viewers", p.active_viewers.clone());
         r.register(
@@ -115,6 +131,20 @@ impl Prom {
         r.register("castd_webhook_failures", "Webhook deliveries that failed", p.webhook_failures.clone());
         r.register("castd_gpu_utilization_percent", "GPU utilization in percent, per GPU", p.gpu_utilization.clone());
         r.register("castd_playback_clients", "Playback clients with a live session", p.playback_clients.clone());
+        r.register("castd_storage_uploads", "Objects uploaded to object storage", p.storage_uploads.clone());
+        r.register(
+            "castd_storage_failures",
+            "Object storage requests that failed after their retries",
+            p.storage_failures.clone(),
+        );
+        r.register("castd_storage_uploaded_bytes", "Bytes uploaded to object storage", p.storage_bytes.clone());
+        r.register("castd_storage_deletes", "Objects deleted from object storage", p.storage_deletes.clone());
+        r.register("castd_storage_queue_depth", "Objects waiting for upload", p.storage_queue_depth.clone());
+        r.register(
+            "castd_storage_upload_latency_seconds",
+            "Seconds from a segment being ready on disk to the object being visible in storage",
+            p.storage_latency.clone(),
+        );
         Prom { registry: r, ..p }
     }
 

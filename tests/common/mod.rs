@@ -5,6 +5,7 @@
 pub mod chatclient;
 pub mod media;
 pub mod receiver;
+pub mod s3;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

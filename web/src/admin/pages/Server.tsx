@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { admin, type S3Info } from '../../api';
-import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
+import { admin, type S3Info, type StatusResponse } from '../../api';
+import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig, type SaveState } from '../forms';
 import { StatusWarnings } from '../Warnings';
 
 const emptyS3: S3Info = {
@@ -31,6 +31,18 @@ function S3Form({ initial }: { initial: S3Info }) {
     e.preventDefault();
     if (await run(() => admin.setConfig('s3', v))) void reload();
   };
+  // "Test connection": PUT, GET and DELETE a probe object with the settings in the form (a masked
+  // secret is the saved one); the storage's own error message on failure.
+  const [test, setTest] = useState<SaveState>({ kind: 'idle' });
+  const testConnection = async () => {
+    setTest({ kind: 'saving' });
+    try {
+      const r = await admin.post<StatusResponse>('storage/test', v);
+      setTest({ kind: 'ok', message: r?.message || 'Connected.' });
+    } catch (e) {
+      setTest({ kind: 'error', message: (e as Error).message || 'Request failed' });
+    }
+  };
   return (
     <form onSubmit={save} class="stack grid-2" id="s3-form">
       <label class="toggle span-2">
@@ -48,8 +60,14 @@ function S3Form({ initial }: { initial: S3Info }) {
         <input type="checkbox" checked={v.forcePathStyle} onChange={(e) => setV({ ...v, forcePathStyle: e.currentTarget.checked })} />
         <span>Force path-style URLs</span>
       </label>
-      <div class="span-2"><button type="submit" class="primary">Save storage settings</button></div>
+      <div class="span-2">
+        <button type="submit" class="primary">Save storage settings</button>{' '}
+        <button type="button" id="s3-test" onClick={() => void testConnection()} disabled={test.kind === 'saving'}>
+          {test.kind === 'saving' ? 'Testing…' : 'Test connection'}
+        </button>
+      </div>
       <div class="span-2"><FormStatus state={state} /></div>
+      <div class="span-2" id="s3-test-status"><FormStatus state={test} /></div>
     </form>
   );
 }

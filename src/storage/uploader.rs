@@ -1,0 +1,510 @@
+//! The uploader: keeps the bucket in step with `<data-dir>/hls` while storage is enabled.
+//!
+//! On HLS_WRITTEN for a variant, that variant's task (one per variant, one for the master playlist)
+//! reads the playlist, uploads the segments it names that are not in the bucket yet (in the shared
+//! pool of `UPLOAD_CONCURRENCY`, each request with a timeout, retried with back-off while the file
+//! still exists), then the playlist itself (segments first, so a player never sees a missing segment),
+//! then batch-deletes the segments that have been out of the window for a whole revision (one revision
+//! of grace for players and CDNs holding the previous playlist). Each task holds at most one waiting
+//! revision (a `watch`: a newer one replaces it), so a slow store makes the uploader skip revisions,
+//! never queue them; the segments waiting in the pool are the queue depth.
+//!
+//! The bucket copy of each playlist keeps relative URIs (it plays from the bucket or a CDN on its
+//! own); the copy castd serves at `/hls/<n>/stream.m3u8` names the segments by absolute URL (the
+//! `videoServingEndpoint` when set, else the bucket's URL), and is served only while it is no more than
+//! `2 × target duration` behind the local playlist; otherwise (store slow or failing) viewers get the
+//! local playlist and segments.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::body::Bytes;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use super::client::{ClientError, PutMeta, S3Client};
+use super::playlist;
+use crate::config::Settings;
+use crate::events::{Bus, Event};
+use crate::health::{HealthHub, HealthInput};
+use crate::hls::PlaylistOverride;
+use crate::http::files::FileBody;
+use crate::store::settings::SettingsStore;
+use crate::stream::StreamWatch;
+use crate::telemetry::Telemetry;
+
+/// Uploads in flight at once, all variants together.
+pub const UPLOAD_CONCURRENCY: usize = 8;
+/// Tries per object (the first and the retries).
+const ATTEMPTS: u32 = 4;
+/// The first retry's delay; doubled for each further one.
+const BACKOFF: Duration = Duration::from_millis(250);
+
+const PLAYLIST_TYPE: &str = "application/x-mpegURL";
+const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
+const SEGMENT_CACHE: &str = "public, max-age=31536000, immutable";
+
+/// What the storage feature is given.
+pub struct StorageDeps {
+    pub settings: SettingsStore,
+    pub bus: Bus,
+    pub stream: StreamWatch,
+    pub health: Arc<HealthHub>,
+    pub telemetry: Arc<Telemetry>,
+    /// `<data-dir>/hls`.
+    pub hls_dir: PathBuf,
+}
+
+/// Where uploads go, built from the settings; replaced (with a new generation) when they change.
+pub struct Target {
+    client: S3Client,
+    /// The normalised `pathPrefix` (`""` or `a/b/`).
+    prefix: String,
+    /// The `videoServingEndpoint`, without a trailing `/` (empty: the bucket's own URL).
+    serving: String,
+    generation: u64,
+}
+
+impl Target {
+    /// The public URL of the folder holding `rel`'s variant (ends with `/`).
+    fn public_folder(&self, variant: usize) -> String {
+        let key = playlist::key(&self.prefix, &format!("{variant}/"));
+        if self.serving.is_empty() {
+            self.client.object_url(&key)
+        } else {
+            format!("{}/{key}", self.serving)
+        }
+    }
+}
+
+/// A playlist castd serves instead of the local one.
+struct Served {
+    body: FileBody,
+    /// When the revision it reflects was written.
+    revision: Instant,
+    /// Twice the target duration: how far behind the newest revision it may be.
+    max_lag: Duration,
+}
+
+/// The storage feature's state (see the module docs); share as `Arc<Storage>`.
+pub struct Storage {
+    settings: SettingsStore,
+    bus: Bus,
+    stream: StreamWatch,
+    health: Arc<HealthHub>,
+    telemetry: Arc<Telemetry>,
+    hls_dir: PathBuf,
+    http: reqwest::Client,
+    target: RwLock<Option<Arc<Target>>>,
+    generation: AtomicU64,
+    /// Served playlists by path under the HLS directory (`0/stream.m3u8`).
+    served: RwLock<HashMap<String, Served>>,
+    /// The newest local revision of each variant playlist (set on HLS_WRITTEN).
+    newest: RwLock<HashMap<String, Instant>>,
+    pool: Arc<Semaphore>,
+    queued: AtomicU64,
+    /// Per task (`master`, `variant 0`, ...): its last error while it persists.
+    failing: Mutex<BTreeMap<String, String>>,
+    workers: Mutex<HashMap<Option<usize>, watch::Sender<Instant>>>,
+}
+
+impl Storage {
+    pub fn new(deps: StorageDeps) -> Arc<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .pool_max_idle_per_host(UPLOAD_CONCURRENCY)
+            .build()
+            .unwrap_or_default();
+        let storage = Arc::new(Self {
+            settings: deps.settings,
+            bus: deps.bus,
+            stream: deps.stream,
+            health: deps.health,
+            telemetry: deps.telemetry,
+            hls_dir: deps.hls_dir,
+            http,
+            target: RwLock::new(None),
+            generation: AtomicU64::new(0),
+            served: RwLock::default(),
+            newest: RwLock::default(),
+            pool: Arc::new(Semaphore::new(UPLOAD_CONCURRENCY)),
+            queued: AtomicU64::new(0),
+            failing: Mutex::default(),
+            workers: Mutex::default(),
+        });
+        storage.reload();
+        storage
+    }
+
+    pub fn settings(&self) -> Arc<Settings> {
+        self.settings.get()
+    }
+
+    /// The HTTP client requests go through (shared connection pool).
+    pub fn http(&self) -> reqwest::Client {
+        self.http.clone()
+    }
+
+    fn target(&self) -> Option<Arc<Target>> {
+        self.target.read().clone()
+    }
+
+    /// Build the target from the settings (none when storage is disabled or the settings are unusable).
+    fn reload(&self) -> Option<Arc<Target>> {
+        let s = self.settings.get();
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let target = if s.s3.enabled {
+            match S3Client::new(&s.s3, self.http.clone()) {
+                Ok(client) => Some(Arc::new(Target {
+                    client,
+                    prefix: playlist::normalise_prefix(&s.s3.path_prefix),
+                    serving: s.video_serving_endpoint.trim().trim_end_matches('/').to_string(),
+                    generation,
+                })),
+                Err(e) => {
+                    tracing::warn!("storage: {e}");
+                    self.notice("settings", Some(e.to_string()));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        self.served.write().clear();
+        self.failing.lock().clear();
+        self.submit_health();
+        *self.target.write() = target.clone();
+        target
+    }
+
+    /// Record (`Some`) or clear a task's error, and update the health notice; true when it changed.
+    fn notice(&self, task: &str, error: Option<String>) -> bool {
+        let changed = {
+            let mut f = self.failing.lock();
+            match error {
+                Some(e) => f.insert(task.to_string(), e.clone()).as_ref() != Some(&e),
+                None => f.remove(task).is_some(),
+            }
+        };
+        if changed {
+            self.submit_health();
+        }
+        changed
+    }
+
+    fn submit_health(&self) {
+        let first = self.failing.lock().iter().next().map(|(task, e)| (task.clone(), e.clone()));
+        let message = first.map(|(task, e)| {
+            format!("Object storage is failing ({task}: {e}); video is served from castd until it recovers")
+        });
+        self.health.submit(HealthInput::Storage(message));
+    }
+
+    fn set_queue(&self, delta: i64) {
+        let n = if delta >= 0 {
+            self.queued.fetch_add(delta as u64, Ordering::Relaxed) + delta as u64
+        } else {
+            let d = delta.unsigned_abs();
+            self.queued.fetch_sub(d, Ordering::Relaxed).saturating_sub(d)
+        };
+        self.telemetry.set_storage_queue(n);
+    }
+
+    /// Wake the task of `variant` (creating it) with a revision written at `at`.
+    fn tick(self: &Arc<Self>, variant: Option<usize>, at: Instant) {
+        if let Some(n) = variant {
+            self.newest.write().insert(format!("{n}/stream.m3u8"), at);
+        }
+        let mut workers = self.workers.lock();
+        if let Some(tx) = workers.get(&variant) {
+            tx.send_replace(at);
+            return;
+        }
+        let (tx, rx) = watch::channel(at);
+        tx.send_replace(at);
+        workers.insert(variant, tx);
+        tokio::spawn(worker(self.clone(), variant, rx));
+    }
+
+    /// Wake every task that exists (the stream ended: upload the final playlists).
+    fn tick_all(self: &Arc<Self>) {
+        let variants: Vec<Option<usize>> = self.workers.lock().keys().copied().collect();
+        let now = Instant::now();
+        for v in variants {
+            self.tick(v, now);
+        }
+    }
+
+    /// Remove everything under `<prefix>hls/` (leftovers of earlier runs); true when done.
+    async fn clean_leftovers(&self, target: &Target) -> bool {
+        let under = playlist::key(&target.prefix, "");
+        let result = async {
+            let keys = target.client.list(&under).await?;
+            if keys.is_empty() {
+                return Ok::<usize, ClientError>(0);
+            }
+            target.client.delete_batch(&keys).await
+        }
+        .await;
+        match result {
+            Ok(n) => {
+                if n > 0 {
+                    tracing::info!("storage: removed {n} leftover objects under {under}");
+                    self.telemetry.storage_deleted(n as u64);
+                }
+                self.notice("clean-up", None);
+                true
+            }
+            Err(e) => {
+                if self.notice("clean-up", Some(e.to_string())) {
+                    tracing::warn!("storage: leftovers under {under} not removed yet: {e}");
+                }
+                self.telemetry.storage_failure();
+                false
+            }
+        }
+    }
+
+    /// Remove leftovers while no stream is live, retrying with back-off (5 s doubling to 5 min) while
+    /// the store fails; given up (and its notice cleared) when a stream starts or the settings change.
+    fn spawn_clean_up(self: &Arc<Self>, target: Arc<Target>) {
+        let storage = self.clone();
+        tokio::spawn(async move {
+            let mut delay = Duration::from_secs(5);
+            loop {
+                let current = storage.target().is_some_and(|t| t.generation == target.generation);
+                if storage.stream.borrow().online || !current {
+                    storage.notice("clean-up", None);
+                    return;
+                }
+                if storage.clean_leftovers(&target).await {
+                    return;
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(300));
+            }
+        });
+    }
+
+    /// Upload one file (`rel` under the HLS dir) with retries. `Ok(None)`: the file is gone (it left
+    /// the window before it could be uploaded); `Ok(Some(bytes))` when uploaded.
+    async fn upload(&self, target: &Target, rel: &str, meta: &PutMeta<'_>) -> Result<Option<u64>, ClientError> {
+        let path = self.hls_dir.join(rel);
+        let key = playlist::key(&target.prefix, rel);
+        let mut attempt = 0;
+        loop {
+            let Ok(bytes) = tokio::fs::read(&path).await else { return Ok(None) };
+            let ready = tokio::fs::metadata(&path).await.and_then(|m| m.modified()).ok();
+            let len = bytes.len() as u64;
+            let result = target.client.put(&key, Bytes::from(bytes), meta).await;
+            attempt += 1;
+            match result {
+                Ok(()) => {
+                    let latency = (meta.cache_control == SEGMENT_CACHE)
+                        .then(|| ready.and_then(|t| SystemTime::now().duration_since(t).ok()))
+                        .flatten()
+                        .map(|d| d.as_secs_f64());
+                    self.telemetry.storage_upload(len, latency);
+                    return Ok(Some(len));
+                }
+                Err(e) if attempt < ATTEMPTS && e.retryable() => {
+                    tracing::debug!("storage: {key}: {e}; retrying");
+                    tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
+                }
+                Err(e) => {
+                    self.telemetry.storage_failure();
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Bring the master playlist up to date.
+    async fn sync_master(&self, target: &Target) -> Result<(), ClientError> {
+        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: NO_CACHE };
+        self.upload(target, "stream.m3u8", &meta).await.map(drop)
+    }
+
+    /// Bring variant `n` up to date (see the module doc); `revision`: when the playlist was written.
+    async fn sync_variant(
+        self: &Arc<Self>,
+        target: &Arc<Target>,
+        n: usize,
+        state: &mut VariantState,
+        revision: Instant,
+    ) -> Result<(), ClientError> {
+        let rel = format!("{n}/stream.m3u8");
+        let Ok(text) = tokio::fs::read_to_string(self.hls_dir.join(&rel)).await else { return Ok(()) };
+        let listed = playlist::segments(&text);
+        let missing: Vec<String> = listed.iter().filter(|s| !state.uploaded.contains(*s)).cloned().collect();
+        self.set_queue(missing.len() as i64);
+        let mut uploads = JoinSet::new();
+        for name in missing {
+            let (me, target, pool) = (self.clone(), target.clone(), self.pool.clone());
+            uploads.spawn(async move {
+                let _permit = pool.acquire_owned().await;
+                let meta = PutMeta { content_type: content_type(&name), cache_control: SEGMENT_CACHE };
+                let r = me.upload(&target, &format!("{n}/{name}"), &meta).await;
+                me.set_queue(-1);
+                (name, r)
+            });
+        }
+        let mut first_error = None;
+        let mut complete = true;
+        while let Some(joined) = uploads.join_next().await {
+            match joined {
+                Ok((name, Ok(Some(_)))) => {
+                    state.uploaded.insert(name);
+                }
+                Ok((_, Ok(None))) => complete = false,
+                Ok((_, Err(e))) => {
+                    complete = false;
+                    first_error.get_or_insert(e);
+                }
+                Err(e) => {
+                    complete = false;
+                    tracing::warn!("storage: an upload task failed: {e}");
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            self.served.write().remove(&rel);
+            return Err(e);
+        }
+        if !complete {
+            // A listed segment vanished before its upload: this revision is already old; the next
+            // one (being written) is uploaded instead.
+            return Ok(());
+        }
+        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: NO_CACHE };
+        if let Err(e) = self.upload(target, &rel, &meta).await {
+            self.served.write().remove(&rel);
+            return Err(e);
+        }
+        let served = playlist::rewrite(&text, &target.public_folder(n));
+        let max_lag = Duration::from_secs_f64(playlist::target_duration(&text).unwrap_or(2.0).clamp(1.0, 30.0) * 2.0);
+        let body = FileBody::from_content(Bytes::from(served), SystemTime::now(), PLAYLIST_TYPE, NO_CACHE);
+        // Only a still-current generation may publish what it uploaded.
+        if self.target().is_some_and(|t| t.generation == target.generation) {
+            self.served.write().insert(rel, Served { body, revision, max_lag });
+        }
+        // Segments out of this revision and of the previous one leave the bucket.
+        let expired: Vec<String> =
+            state.uploaded.iter().filter(|s| !listed.contains(s) && !state.previous.contains(s)).cloned().collect();
+        if !expired.is_empty() {
+            let keys: Vec<String> =
+                expired.iter().map(|s| playlist::key(&target.prefix, &format!("{n}/{s}"))).collect();
+            match target.client.delete_batch(&keys).await {
+                Ok(deleted) => {
+                    self.telemetry.storage_deleted(deleted as u64);
+                    for s in &expired {
+                        state.uploaded.remove(s);
+                    }
+                }
+                Err(e) => {
+                    // Kept in `uploaded`: the next revision tries again.
+                    self.telemetry.storage_failure();
+                    tracing::warn!("storage: deleting {} expired segments: {e}", keys.len());
+                }
+            }
+        }
+        state.previous = listed;
+        Ok(())
+    }
+}
+
+impl PlaylistOverride for Storage {
+    fn playlist(&self, rel: &str) -> Option<FileBody> {
+        let served = self.served.read();
+        let s = served.get(rel)?;
+        let newest = self.newest.read().get(rel).copied().unwrap_or(s.revision);
+        (newest.saturating_duration_since(s.revision) <= s.max_lag).then(|| s.body.clone())
+    }
+}
+
+/// What a variant's task knows of the bucket.
+#[derive(Default)]
+struct VariantState {
+    generation: u64,
+    /// Segment file names in the bucket.
+    uploaded: HashSet<String>,
+    /// The previous revision's segments (one revision of grace before deletion).
+    previous: Vec<String>,
+}
+
+fn content_type(name: &str) -> &'static str {
+    match name.rsplit_once('.').map(|(_, e)| e) {
+        Some("ts") => "video/mp2t",
+        Some("m4s") => "video/iso.segment",
+        Some("mp4") => "video/mp4",
+        Some("m3u8") => PLAYLIST_TYPE,
+        _ => "application/octet-stream",
+    }
+}
+
+/// One variant's (or the master playlist's, `None`) task: sync on each revision until the bus ends.
+async fn worker(storage: Arc<Storage>, variant: Option<usize>, mut rx: watch::Receiver<Instant>) {
+    let name = variant.map_or_else(|| "master playlist".to_string(), |n| format!("variant {n}"));
+    let mut state = VariantState::default();
+    loop {
+        let revision = *rx.borrow_and_update();
+        if let Some(target) = storage.target() {
+            if state.generation != target.generation {
+                state = VariantState { generation: target.generation, ..VariantState::default() };
+            }
+            let result = match variant {
+                Some(n) => storage.sync_variant(&target, n, &mut state, revision).await,
+                None => storage.sync_master(&target).await,
+            };
+            // Logged when the state changes, not on every revision of a long outage.
+            match result {
+                Ok(()) => {
+                    if storage.notice(&name, None) {
+                        tracing::info!("storage: {name}: uploads work again");
+                    }
+                }
+                Err(e) => {
+                    if storage.notice(&name, Some(e.to_string())) {
+                        tracing::warn!("storage: {name}: {e}");
+                    } else {
+                        tracing::debug!("storage: {name}: {e}");
+                    }
+                }
+            }
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Follow the bus: revisions to upload, stream start and stop, settings changes; remove leftovers at
+/// start-up.
+pub fn start(storage: Arc<Storage>) -> tokio::task::JoinHandle<()> {
+    let mut sub = storage.bus.subscribe("storage");
+    tokio::spawn(async move {
+        if let Some(t) = storage.target() {
+            storage.spawn_clean_up(t);
+        }
+        while let Some(event) = sub.recv().await {
+            match &*event {
+                Event::HlsWritten { variant } if storage.target().is_some() => storage.tick(*variant, Instant::now()),
+                Event::StreamStarted(_) => {
+                    storage.served.write().clear();
+                    storage.newest.write().clear();
+                }
+                Event::StreamStopped(_) => storage.tick_all(),
+                Event::ConfigChanged { key } if key == "s3" || key == "videoservingendpoint" => {
+                    if let Some(t) = storage.reload() {
+                        storage.spawn_clean_up(t);
+                    }
+                }
+                _ => {}
+            }
+        }
+    })
+}
