@@ -116,7 +116,7 @@ fn a_live_stream_is_offloaded_and_survives_the_store_failing() {
         "video/streamoutputvariants",
         json!([{"name": "low", "scaledWidth": 320, "videoBitrate": 300, "framerate": 15, "cpuUsageLevel": 0}]),
     );
-    server.set("video/streamlatencylevel", json!(0));
+    server.set("video/streamlatencylevel", json!(1));
     server.set("s3", s3_settings(&s3, SECRET_KEY));
     server
         .wait_for(Duration::from_secs(10), || public.list(&client, PREFIX).is_empty().then_some(()))
