@@ -25,6 +25,7 @@ use tracing::{info, warn};
 use crate::api::Server;
 use crate::chat::{Chat, ChatDeps};
 use crate::events::Bus;
+use crate::federation::{Federation, FederationConfig};
 use crate::hardware::Hardware;
 use crate::health::HealthHub;
 use crate::hls::Hls;
@@ -59,6 +60,8 @@ pub enum DaemonError {
     Notify(#[from] crate::notifications::NotifyError),
     #[error("metrics: {0}")]
     Metrics(#[from] crate::metrics::MetricsError),
+    #[error("federation: {0}")]
+    Federation(#[from] crate::federation::FedError),
     #[error("directory: {0}")]
     Yp(#[from] crate::yp::YpError),
     #[error("io: {0}")]
@@ -79,6 +82,8 @@ pub struct Config {
     pub yp: YpConfig,
     /// The admin log ring; `main.rs` installed its layer in the logging setup.
     pub logs: LogRing,
+    /// Federation switches and timings.
+    pub federation: FederationConfig,
 }
 
 /// The bound listeners.
@@ -105,6 +110,7 @@ pub struct Daemon {
     pub directory: Arc<Directory>,
     pub public_files: Arc<PublicFiles>,
     pub logs: LogRing,
+    pub federation: Arc<Federation>,
 }
 
 impl Daemon {
@@ -119,6 +125,7 @@ impl Daemon {
             metrics: metrics_config,
             yp: yp_config,
             logs,
+            federation: federation_config,
         } = config;
         let bus = Bus::default();
         let telemetry = Arc::new(Telemetry::default());
@@ -187,6 +194,8 @@ impl Daemon {
             stream_key_overridden: temp_stream_key.is_some(),
             vapid_public_key: notifications.public_key().to_string(),
         });
+        let federation =
+            Federation::open(store.clone(), settings.clone(), bus.clone(), chat.clone(), federation_config)?;
         let notify = NotifyState { notifications, settings, users: chat.clone() };
         let hls = Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default() });
         Ok(Daemon {
@@ -206,6 +215,7 @@ impl Daemon {
             directory,
             public_files,
             logs,
+            federation,
         })
     }
 
@@ -220,6 +230,7 @@ impl Daemon {
         crate::tokens::routes(&mut reg, self.tokens.clone());
         crate::webhooks::routes(&mut reg, self.webhooks.clone());
         crate::notifications::routes(&mut reg, self.notify.clone());
+        crate::federation::routes(&mut reg, self.federation.clone());
         crate::ingest::routes(&mut reg, self.ingest.clone());
         crate::hls::routes(&mut reg, self.hls.clone());
         crate::yp::routes(&mut reg, self.directory.clone());
@@ -243,6 +254,7 @@ pub async fn run(
 
     let dispatcher = crate::webhooks::start(d.webhooks.clone(), &d.bus);
     let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
+    let federation_tasks = crate::federation::start(d.federation.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
     let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
     let warnings_task = crate::api::warnings::start(d.server.clone());
@@ -293,6 +305,7 @@ pub async fn run(
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();
     }
+    federation_tasks.stop();
     if let Some(s) = sampler {
         s.stop();
     }

@@ -40,6 +40,9 @@
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
 //!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes.
 //! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
+//! - [`federation`]: ActivityPub: the actor, discovery, the signed inbox, followers, the persistent
+//!   delivery queue, the go-live post, federated servers, Fediverse chat sign-in. Subscribes to the
+//!   bus (go-live), publishes engagement as chat events; given a `UserTokens` handle.
 //! - [`api`]: public config/status, admin status and server configuration, every config setter, the
 //!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
 //!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
@@ -55,6 +58,7 @@ pub mod chat;
 pub mod config;
 pub mod daemon;
 pub mod events;
+pub mod federation;
 pub mod hardware;
 pub mod health;
 pub mod hls;
