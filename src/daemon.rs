@@ -182,6 +182,8 @@ impl Daemon {
         let directory =
             Directory::open(settings.clone(), bus.clone(), stream.clone(), viewers.clone(), store.clone(), yp_config)?;
         let public_files = PublicFiles::open(data_dir.join("public"))?;
+        let federation =
+            Federation::open(store.clone(), settings.clone(), bus.clone(), chat.clone(), federation_config)?;
         let server = Arc::new(Server {
             settings: settings.clone(),
             bus: bus.clone(),
@@ -193,9 +195,8 @@ impl Daemon {
             data_dir: data_dir.clone(),
             stream_key_overridden: temp_stream_key.is_some(),
             vapid_public_key: notifications.public_key().to_string(),
+            follower_count: federation.follower_count.clone(),
         });
-        let federation =
-            Federation::open(store.clone(), settings.clone(), bus.clone(), chat.clone(), federation_config)?;
         let notify = NotifyState { notifications, settings, users: chat.clone() };
         let hls = Arc::new(Hls { hls_dir, images_dir: data_dir, metrics: metrics.clone(), live: Default::default() });
         Ok(Daemon {

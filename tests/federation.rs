@@ -155,6 +155,7 @@ fn two_servers_federate_and_go_live() {
     assert_eq!(f["total"], 1, "{f}");
     assert_eq!(f["results"][0]["link"], actor_iri(&b));
     assert_eq!(a.get_json("/api/followers")["total"], 1);
+    assert_eq!(a.get_json("/api/config")["federation"]["followerCount"], 1);
     assert!(actions(&a).iter().any(|x| x["type"] == "FOLLOW" && x["actorIRI"] == actor_iri(&b)));
 
     // A goes live: B receives the signed go-live Note and shows A online with its title

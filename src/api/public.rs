@@ -78,7 +78,7 @@ pub fn config_json(server: &Server) -> Value {
         "federation": {
             "enabled": s.federation_enabled,
             "account": federation_account(&s),
-            "followerCount": 0,
+            "followerCount": server.follower_count.load(std::sync::atomic::Ordering::Relaxed),
             "hideFollowersTab": s.federation_hide_followers,
         },
         "maxSocketPayloadSize": crate::config::MAX_SOCKET_PAYLOAD_SIZE,

@@ -360,6 +360,7 @@ async fn approve_follower(
             };
             inbox::engagement(&fed, &actor, "Follow", "followed this stream");
         }
+        fed.recount().await;
         Ok(StatusResponse::ok("follower approved"))
     } else {
         let i = iri.clone();
@@ -367,6 +368,7 @@ async fn approve_follower(
         if let Some(local) = &local {
             inbox::answer_follow(&fed, local, &iri, &inbox, &follow_iri, false).await?;
         }
+        fed.recount().await;
         Ok(StatusResponse::ok("follower denied"))
     }
 }
@@ -380,6 +382,7 @@ async fn remove_follower(
     if !fed.store.call(move |c| data::remove_follower(c, &i)).await? {
         return Err(ApiError::NotFound(format!("no follower {iri}")));
     }
+    fed.recount().await;
     Ok(StatusResponse::ok("follower removed"))
 }
 

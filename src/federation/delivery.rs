@@ -39,11 +39,19 @@ struct Host {
     until_ms: i64,
 }
 
+/// Rows being sent, and rows finished since the current scan began (a scan may have read them before
+/// they were finished; they must not be sent twice).
+#[derive(Default)]
+struct Tracking {
+    in_flight: HashSet<i64>,
+    done: HashSet<i64>,
+}
+
 /// The queue's runtime state (the rows themselves are in the database).
 #[derive(Default)]
 pub struct Queue {
     wake: Notify,
-    in_flight: Mutex<HashSet<i64>>,
+    tracking: Mutex<Tracking>,
     hosts: Mutex<HashMap<String, Host>>,
     /// Deliveries accepted by the remote inbox since start.
     pub delivered: AtomicU64,
@@ -85,6 +93,7 @@ pub async fn run(fed: Arc<Federation>) {
     loop {
         let mut cursor = 0;
         let mut waiting_for_host = false;
+        fed.queue.tracking.lock().done.clear();
         'scan: loop {
             let now = now_ms();
             let rows = match fed.store.call(move |c| data::due(c, now, SCAN_BATCH, cursor)).await {
@@ -97,8 +106,11 @@ pub async fn run(fed: Arc<Federation>) {
             let Some(last) = rows.last() else { break };
             cursor = last.id;
             for row in rows {
-                if fed.queue.in_flight.lock().contains(&row.id) {
-                    continue;
+                {
+                    let t = fed.queue.tracking.lock();
+                    if t.in_flight.contains(&row.id) || t.done.contains(&row.id) {
+                        continue;
+                    }
                 }
                 let host = host_of(&row.inbox);
                 {
@@ -113,7 +125,7 @@ pub async fn run(fed: Arc<Federation>) {
                     }
                     let Ok(permit) = workers.clone().try_acquire_owned() else { break 'scan };
                     h.in_flight += 1;
-                    fed.queue.in_flight.lock().insert(row.id);
+                    fed.queue.tracking.lock().in_flight.insert(row.id);
                     let fed = fed.clone();
                     tokio::spawn(async move {
                         attempt(&fed, row, &host).await;
@@ -193,7 +205,11 @@ async fn attempt(fed: &Federation, row: Queued, host: &str) {
     if let Err(e) = db {
         tracing::error!("cannot update the federation delivery queue: {e}");
     }
-    fed.queue.in_flight.lock().remove(&id);
+    {
+        let mut t = fed.queue.tracking.lock();
+        t.in_flight.remove(&id);
+        t.done.insert(id);
+    }
     let mut hosts = fed.queue.hosts.lock();
     if let Some(h) = hosts.get_mut(host) {
         h.in_flight = h.in_flight.saturating_sub(1);

@@ -130,6 +130,7 @@ pub async fn post_inbox(
         None => fed.client.fetch_actor(&actor_iri, signer).await.map_err(|e| unauthorized(e.to_string()))?,
     };
     handle(&fed, &local, &actor, &activity).await?;
+    fed.recount().await;
     Ok((StatusCode::ACCEPTED, axum::Json(json!({"success": true, "message": "accepted"}))).into_response())
 }
 
@@ -153,6 +154,7 @@ async fn deleted_actor(
     let iri = actor_iri.to_string();
     let removed = fed.store.call(move |c| data::remove_follower(c, &iri)).await?;
     tracing::info!(actor = actor_iri, removed, local = %local.actor, "a deleted actor stopped following");
+    fed.recount().await;
     Ok((StatusCode::ACCEPTED, axum::Json(json!({"success": true, "message": "accepted"}))).into_response())
 }
 

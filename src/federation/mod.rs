@@ -27,6 +27,7 @@ pub mod servers;
 pub mod signatures;
 pub mod signin;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -161,6 +162,9 @@ pub struct Federation {
     pub client: client::Client,
     pub queue: delivery::Queue,
     pub codes: signin::Codes,
+    /// The number of approved followers, kept current for `/api/config` (a handle the composition
+    /// root shares with the public API).
+    pub follower_count: Arc<AtomicU64>,
 }
 
 impl Federation {
@@ -174,7 +178,9 @@ impl Federation {
     ) -> Result<Arc<Self>, FedError> {
         store.migrate("federation", data::MIGRATIONS)?;
         let client = client::Client::new(&config)?;
+        let count = store.with(|c| data::followers(c, data::FollowerState::Approved, 0, 0))?.0;
         Ok(Arc::new(Self {
+            follower_count: Arc::new(AtomicU64::new(count.max(0) as u64)),
             keys: keys::Keys::new(store.clone()),
             queue: delivery::Queue::default(),
             codes: signin::Codes::default(),
@@ -185,6 +191,14 @@ impl Federation {
             client,
             config,
         }))
+    }
+
+    /// Recount the approved followers after a change.
+    pub async fn recount(&self) {
+        match self.store.call(|c| data::followers(c, data::FollowerState::Approved, 0, 0)).await {
+            Ok((n, _)) => self.follower_count.store(n.max(0) as u64, Ordering::Relaxed),
+            Err(e) => tracing::warn!("cannot count followers: {e}"),
+        }
     }
 
     /// Whether federation is on (and has a server URL).
