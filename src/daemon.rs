@@ -25,6 +25,7 @@ use tracing::{info, warn};
 use crate::api::Server;
 use crate::chat::{Chat, ChatDeps};
 use crate::events::Bus;
+use crate::federation::{Federation, FederationConfig};
 use crate::hardware::Hardware;
 use crate::health::HealthHub;
 use crate::hls::Hls;
@@ -63,6 +64,8 @@ pub enum DaemonError {
     Metrics(#[from] crate::metrics::MetricsError),
     #[error("indieauth: {0}")]
     IndieAuth(#[from] crate::indieauth::IndieAuthError),
+    #[error("federation: {0}")]
+    Federation(#[from] crate::federation::FedError),
     #[error("directory: {0}")]
     Yp(#[from] crate::yp::YpError),
     #[error("io: {0}")]
@@ -85,6 +88,8 @@ pub struct Config {
     pub yp: YpConfig,
     /// The admin log ring; `main.rs` installed its layer in the logging setup.
     pub logs: LogRing,
+    /// Federation switches and timings.
+    pub federation: FederationConfig,
 }
 
 /// The bound listeners.
@@ -113,6 +118,7 @@ pub struct Daemon {
     pub public_files: Arc<PublicFiles>,
     pub logs: LogRing,
     pub storage: Arc<Storage>,
+    pub federation: Arc<Federation>,
 }
 
 impl Daemon {
@@ -128,6 +134,7 @@ impl Daemon {
             metrics: metrics_config,
             yp: yp_config,
             logs,
+            federation: federation_config,
         } = config;
         let bus = Bus::default();
         let telemetry = Arc::new(Telemetry::default());
@@ -185,6 +192,8 @@ impl Daemon {
         let directory =
             Directory::open(settings.clone(), bus.clone(), stream.clone(), viewers.clone(), store.clone(), yp_config)?;
         let public_files = PublicFiles::open(data_dir.join("public"))?;
+        let federation =
+            Federation::open(store.clone(), settings.clone(), bus.clone(), chat.clone(), federation_config)?;
         let server = Arc::new(Server {
             settings: settings.clone(),
             bus: bus.clone(),
@@ -196,6 +205,7 @@ impl Daemon {
             data_dir: data_dir.clone(),
             stream_key_overridden: temp_stream_key.is_some(),
             vapid_public_key: notifications.public_key().to_string(),
+            follower_count: federation.follower_count.clone(),
         });
         let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
         let storage = Storage::new(StorageDeps {
@@ -235,6 +245,7 @@ impl Daemon {
             public_files,
             logs,
             storage,
+            federation,
         })
     }
 
@@ -250,6 +261,7 @@ impl Daemon {
         crate::webhooks::routes(&mut reg, self.webhooks.clone());
         crate::notifications::routes(&mut reg, self.notify.clone());
         crate::indieauth::routes(&mut reg, self.indieauth.clone());
+        crate::federation::routes(&mut reg, self.federation.clone());
         crate::ingest::routes(&mut reg, self.ingest.clone());
         crate::hls::routes(&mut reg, self.hls.clone());
         crate::yp::routes(&mut reg, self.directory.clone());
@@ -274,6 +286,7 @@ pub async fn run(
 
     let dispatcher = crate::webhooks::start(d.webhooks.clone(), &d.bus);
     let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
+    let federation_tasks = crate::federation::start(d.federation.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
     let indieauth_task = crate::indieauth::start(d.indieauth.clone());
     let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
@@ -339,6 +352,7 @@ pub async fn run(
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();
     }
+    federation_tasks.stop();
     if let Some(s) = sampler {
         s.stop();
     }

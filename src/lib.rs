@@ -44,6 +44,9 @@
 //! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
 //! - [`indieauth`]: chat sign-in with IndieAuth (client, with a guarded fetcher for discovery) and
 //!   castd as the streamer's IndieAuth server. Given a `UserTokens` handle (token check, sign-in).
+//! - [`federation`]: ActivityPub: the actor, discovery, the signed inbox, followers, the persistent
+//!   delivery queue, the go-live post, federated servers, Fediverse chat sign-in. Subscribes to the
+//!   bus (go-live), publishes engagement as chat events; given a `UserTokens` handle.
 //! - [`api`]: public config/status, admin status and server configuration, every config setter, the
 //!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
 //!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
@@ -63,6 +66,7 @@ pub mod chat;
 pub mod config;
 pub mod daemon;
 pub mod events;
+pub mod federation;
 pub mod hardware;
 pub mod health;
 pub mod hls;

@@ -15,6 +15,7 @@ use tracing::{info, warn};
 
 use castd::config::StreamKey;
 use castd::daemon::{Config, Daemon, Listeners};
+use castd::federation::FederationConfig;
 use castd::logs::LogRing;
 use castd::metrics::MetricsConfig;
 use castd::store::settings::SettingsStore;
@@ -63,6 +64,11 @@ struct Cli {
     /// Log level: error, warn, info, debug or trace (or a tracing filter such as castd=debug).
     #[arg(long = "log-level", env = "CASTD_LOG_LEVEL", default_value = "info", value_name = "LEVEL")]
     log_level: String,
+
+    /// Development switch: let federation use plain `http://` URLs on loopback hosts (127.0.0.1,
+    /// ::1, localhost), e.g. two local servers federating without TLS. Everything else needs https.
+    #[arg(long = "federation-allow-http-loopback", env = "CASTD_FEDERATION_ALLOW_HTTP_LOOPBACK")]
+    federation_allow_http_loopback: bool,
 
     /// Test/debug switch, hidden: make the transcode worker's encoder fail SECONDS into each stream, as a
     /// hardware encoder failure, so the fallback to libx264 can be exercised without a GPU.
@@ -294,6 +300,7 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
         metrics: MetricsConfig::from_env(),
         yp: YpConfig::from_env(),
         logs,
+        federation: FederationConfig::from_env(cli.federation_allow_http_loopback),
     };
 
     if let Some(Command::Openapi) = cli.command {

@@ -41,6 +41,8 @@ pub struct Server {
     pub stream_key_overridden: bool,
     /// The browser-push public key (`/api/config`).
     pub vapid_public_key: String,
+    /// Approved fediverse followers (`federation.followerCount` of `/api/config`), kept by federation.
+    pub follower_count: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Server {

@@ -36,9 +36,15 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     reg.get("/robots.txt", GROUP, Auth::Public, "robots.txt", robots);
 }
 
-/// `user@host` for the fediverse account, when a server URL gives the host.
+/// `user@host` for the fediverse account, when a server URL gives the host (with the port when the URL
+/// names a non-default one, as WebFinger and the actor use it).
 pub fn federation_account(s: &Settings) -> String {
-    let host = url::Url::parse(&s.server_url).ok().and_then(|u| u.host_str().map(str::to_string));
+    let host = url::Url::parse(&s.server_url).ok().and_then(|u| {
+        u.host_str().map(|h| match u.port() {
+            Some(p) => format!("{h}:{p}"),
+            None => h.to_string(),
+        })
+    });
     match host {
         Some(h) => format!("{}@{h}", s.federation_username),
         None => s.federation_username.clone(),
@@ -72,7 +78,7 @@ pub fn config_json(server: &Server) -> Value {
         "federation": {
             "enabled": s.federation_enabled,
             "account": federation_account(&s),
-            "followerCount": 0,
+            "followerCount": server.follower_count.load(std::sync::atomic::Ordering::Relaxed),
             "hideFollowersTab": s.federation_hide_followers,
         },
         "maxSocketPayloadSize": crate::config::MAX_SOCKET_PAYLOAD_SIZE,

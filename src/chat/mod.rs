@@ -219,15 +219,20 @@ pub fn raise_nofile_limit() -> u64 {
     cur
 }
 
-/// Owncast's chat action when a stream starts: "Stay tuned, the stream is **starting**!"
+/// Owncast's chat action when a stream starts: "Stay tuned, the stream is **starting**!"; and the
+/// fediverse engagement events federation publishes, relayed to the room (they are already on the bus).
 pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
     let mut sub = ctx.bus.subscribe("chat-stream-start");
     let ctx = ctx.clone();
     tokio::spawn(async move {
         while let Some(event) = sub.recv().await {
-            if matches!(*event, Event::StreamStarted(_)) {
-                let body = sanitize::render("Stay tuned, the stream is **starting**!");
-                broadcast(&ctx, protocol::chat_action(&body));
+            match &*event {
+                Event::StreamStarted(_) => {
+                    let body = sanitize::render("Stay tuned, the stream is **starting**!");
+                    broadcast(&ctx, protocol::chat_action(&body));
+                }
+                Event::Chat(c) if c.is_fediverse() => ctx.hub.broadcast(protocol::frame(c)),
+                _ => {}
             }
         }
     })

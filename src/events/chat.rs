@@ -100,6 +100,19 @@ pub struct ActionEvent {
     pub body: String,
 }
 
+/// FEDIVERSE_ENGAGEMENT_FOLLOW / _LIKE / _REPOST: `{id,timestamp,type,body,image,link,title}` (Owncast's
+/// shape: `title` is the account name, `link` its profile, `image` its avatar). Federation publishes
+/// it; chat sends it to the room.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FediverseEngagementEvent {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    pub body: String,
+    pub image: Option<String>,
+    pub link: String,
+    pub title: String,
+}
+
 /// A chat event; serialises with its `type` as Owncast's clients expect.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "type")]
@@ -120,9 +133,20 @@ pub enum ChatEvent {
     System(SystemEvent),
     #[serde(rename = "CHAT_ACTION")]
     Action(ActionEvent),
+    #[serde(rename = "FEDIVERSE_ENGAGEMENT_FOLLOW")]
+    FediverseFollow(FediverseEngagementEvent),
+    #[serde(rename = "FEDIVERSE_ENGAGEMENT_LIKE")]
+    FediverseLike(FediverseEngagementEvent),
+    #[serde(rename = "FEDIVERSE_ENGAGEMENT_REPOST")]
+    FediverseRepost(FediverseEngagementEvent),
 }
 
 impl ChatEvent {
+    /// A fediverse engagement, which federation publishes and chat only relays to the room.
+    pub fn is_fediverse(&self) -> bool {
+        matches!(self, ChatEvent::FediverseFollow(_) | ChatEvent::FediverseLike(_) | ChatEvent::FediverseRepost(_))
+    }
+
     pub fn kind(&self) -> EventType {
         match self {
             ChatEvent::Message(_) => EventType::Chat,
@@ -133,6 +157,9 @@ impl ChatEvent {
             ChatEvent::VisibilityUpdate(_) => EventType::VisibilityUpdate,
             ChatEvent::System(_) => EventType::System,
             ChatEvent::Action(_) => EventType::ChatAction,
+            ChatEvent::FediverseFollow(_) => EventType::FediverseEngagementFollow,
+            ChatEvent::FediverseLike(_) => EventType::FediverseEngagementLike,
+            ChatEvent::FediverseRepost(_) => EventType::FediverseEngagementRepost,
         }
     }
 }

@@ -66,6 +66,12 @@ pub enum EventType {
     /// Internal: the transcoder rewrote a variant playlist with a new segment, or the master playlist.
     #[serde(rename = "HLS_WRITTEN")]
     HlsWritten,
+    /// Internal (chat only): a fediverse account liked a post of this server.
+    #[serde(rename = "FEDIVERSE_ENGAGEMENT_LIKE")]
+    FediverseEngagementLike,
+    /// Internal (chat only): a fediverse account boosted (announced) a post of this server.
+    #[serde(rename = "FEDIVERSE_ENGAGEMENT_REPOST")]
+    FediverseEngagementRepost,
 }
 
 impl EventType {
@@ -106,6 +112,8 @@ impl EventType {
             EventType::HealthAlert => "HEALTH_ALERT",
             EventType::ColorChange => "COLOR_CHANGE",
             EventType::HlsWritten => "HLS_WRITTEN",
+            EventType::FediverseEngagementLike => "FEDIVERSE_ENGAGEMENT_LIKE",
+            EventType::FediverseEngagementRepost => "FEDIVERSE_ENGAGEMENT_REPOST",
         }
     }
 

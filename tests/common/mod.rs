@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod chatclient;
+pub mod fedactor;
 pub mod media;
 pub mod receiver;
 pub mod s3;

@@ -479,6 +479,7 @@ export const admin = {
   get: <T>(path: string, params?: Record<string, string | number | boolean | undefined>) =>
     getJSON<T>(withQuery(`${A}/${path}`, params ?? {})),
   post: <T = StatusResponse>(path: string, body: unknown) => postJSON<T>(`${A}/${path}`, body),
+  del: <T = StatusResponse>(path: string) => request<T>('DELETE', `${A}/${path}`),
   /** Every setting is `POST /api/admin/config/<name>` with `{value}`. */
   setConfig: (name: string, value: unknown) => postJSON(`${A}/config/${name}`, { value }),
 

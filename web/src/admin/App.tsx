@@ -6,6 +6,7 @@ import { ServerConfigContext, useServerConfigLoader } from './forms';
 import { PAGES, navigate, pageHref, usePage, type PageId } from './router';
 import { AccessTokens } from './pages/AccessTokens';
 import { Chat } from './pages/Chat';
+import { Federation } from './pages/Federation';
 import { General } from './pages/General';
 import { Health } from './pages/Health';
 import { Logs } from './pages/Logs';
@@ -27,6 +28,7 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   'access-tokens': AccessTokens,
   webhooks: Webhooks,
   notifications: Notifications,
+  federation: Federation,
   server: Server,
 };
 

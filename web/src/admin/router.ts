@@ -12,6 +12,7 @@ export const PAGES = [
   { id: 'access-tokens', label: 'Access tokens' },
   { id: 'webhooks', label: 'Webhooks' },
   { id: 'notifications', label: 'Notifications' },
+  { id: 'federation', label: 'Federation' },
   { id: 'server', label: 'Server' },
 ] as const;
 

@@ -1,0 +1,524 @@
+//! Federation's routes: the discovery documents, the actor and its collections, the inbox, the
+//! public follower list, federated servers, remote follow and Fediverse sign-in, and the admin
+//! follower, activity, server and post routes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::actor::{self, ap_json, wants_activitypub, PAGE_SIZE};
+use super::data::{self, FollowerState};
+use super::{discovery, inbox, servers, signin, Federation, HttpError};
+use crate::http::auth::TokenQuery;
+use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, ValueDoc};
+
+const GROUP: &str = "federation";
+
+/// `{actorIRI, approved}`: approve (true) or deny (false) a follower.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct ApproveFollower {
+    #[serde(rename = "actorIRI")]
+    pub actor_iri: String,
+    pub approved: bool,
+}
+
+/// `{actorIRI}`: the follower to remove.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct RemoveFollower {
+    #[serde(rename = "actorIRI")]
+    pub actor_iri: String,
+}
+
+/// `{url}`: the server to follow.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct AddFederatedServer {
+    /// The server's base URL.
+    #[schema(format = "uri")]
+    pub url: String,
+}
+
+/// `{account}`: a Fediverse account, `user@host` or `@user@host`.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct FediverseAccount {
+    pub account: String,
+}
+
+/// `{code}`: the one-time code the account received.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct FediverseCode {
+    pub code: String,
+}
+
+/// A paged list of followers: `{total, results}`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct FollowerPage {
+    pub total: i64,
+    pub results: Vec<data::Follower>,
+}
+
+/// `{servers}`: the federated server list.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct FederatedServers {
+    pub servers: Vec<data::Server>,
+}
+
+pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
+    let mut reg = reg.scope(fed);
+    for_schemas(&mut reg);
+    let p = Auth::Public;
+    reg.get("/.well-known/webfinger", GROUP, p, "WebFinger (?resource=acct:user@host)", discovery::webfinger);
+    reg.get("/.well-known/host-meta", GROUP, p, "host-meta (XRD)", discovery::host_meta);
+    reg.get("/.well-known/nodeinfo", GROUP, p, "NodeInfo index", discovery::nodeinfo_index);
+    reg.get("/.well-known/x-nodeinfo2", GROUP, p, "x-nodeinfo2", discovery::x_nodeinfo2);
+    reg.get("/nodeinfo/2.0", GROUP, p, "NodeInfo 2.0", discovery::nodeinfo);
+    reg.get("/api/v1/instance", GROUP, p, "Mastodon-style instance information", discovery::instance);
+    reg.get("/federation/user/{username}", GROUP, p, "The ActivityPub actor", get_actor);
+    reg.post(
+        "/federation/user/{username}/inbox",
+        GROUP,
+        p,
+        "The actor's inbox (HTTP-signed activities; 202)",
+        BodyDoc::None,
+        inbox::post_inbox,
+    );
+    reg.get("/federation/user/{username}/outbox", GROUP, p, "The actor's outbox (?page=)", get_outbox);
+    reg.get("/federation/user/{username}/followers", GROUP, p, "The actor's followers (?page=)", get_followers);
+    reg.get("/federation/user/{username}/following", GROUP, p, "Not served (404)", get_following);
+    reg.get("/federation/{id}", GROUP, p, "One ActivityPub object", get_object);
+    reg.get("/api/followers", GROUP, p, "Fediverse followers (offset, limit)", public_followers);
+    reg.get("/api/federation/servers", GROUP, p, "Federated servers", list_servers);
+    reg.post(
+        "/api/remotefollow",
+        GROUP,
+        p,
+        "The URL that follows this server from a Fediverse account",
+        BodyDoc::Schema("FediverseAccount"),
+        remote_follow,
+    );
+    reg.post(
+        "/api/auth/fediverse",
+        GROUP,
+        Auth::User,
+        "Send a one-time sign-in code to a Fediverse account",
+        BodyDoc::Schema("FediverseAccount"),
+        fediverse_request,
+    );
+    reg.post(
+        "/api/auth/fediverse/verify",
+        GROUP,
+        p,
+        "Verify a Fediverse sign-in code (403 when wrong or expired)",
+        BodyDoc::Schema("FediverseCode"),
+        fediverse_verify,
+    );
+    let a = Auth::Admin;
+    reg.get("/api/admin/followers", GROUP, a, "Approved followers (offset, limit)", |s, q| {
+        followers(s, q, FollowerState::Approved)
+    });
+    reg.get("/api/admin/followers/pending", GROUP, a, "Followers waiting for approval (offset, limit)", |s, q| {
+        followers(s, q, FollowerState::Pending)
+    });
+    reg.get("/api/admin/followers/blocked", GROUP, a, "Denied followers (offset, limit)", |s, q| {
+        followers(s, q, FollowerState::Blocked)
+    });
+    reg.post(
+        "/api/admin/followers/approve",
+        GROUP,
+        a,
+        "Approve or deny a follower",
+        BodyDoc::Schema("ApproveFollower"),
+        approve_follower,
+    );
+    reg.post(
+        "/api/admin/followers/remove",
+        GROUP,
+        a,
+        "Remove a follower",
+        BodyDoc::Schema("RemoveFollower"),
+        remove_follower,
+    );
+    reg.get("/api/admin/federation/actions", GROUP, a, "Federation activity (offset, limit)", actions);
+    reg.get("/api/admin/federation/servers", GROUP, a, "Federated servers", list_servers);
+    reg.post(
+        "/api/admin/federation/servers",
+        GROUP,
+        a,
+        "Follow another server (add a federated server)",
+        BodyDoc::Schema("AddFederatedServer"),
+        add_server,
+    );
+    reg.route(
+        Method::DELETE,
+        "/api/admin/federation/servers/{id}",
+        GROUP,
+        a,
+        "Stop following a federated server",
+        BodyDoc::None,
+        delete_server,
+    );
+    reg.post(
+        "/api/admin/federation/send",
+        GROUP,
+        a,
+        "Post a note to the followers",
+        BodyDoc::Value(ValueDoc::String),
+        send_post,
+    );
+}
+
+fn for_schemas(reg: &mut crate::http::Scope<'_, Arc<Federation>>) {
+    reg.schema::<ApproveFollower>();
+    reg.schema::<RemoveFollower>();
+    reg.schema::<AddFederatedServer>();
+    reg.schema::<FediverseAccount>();
+    reg.schema::<FediverseCode>();
+    reg.schema::<data::Follower>();
+    reg.schema::<FollowerPage>();
+    reg.schema::<data::Server>();
+    reg.schema::<FederatedServers>();
+    reg.schema::<data::Activity>();
+}
+
+fn parse_i64(q: &HashMap<String, String>, key: &str, default: i64, max: i64) -> Result<i64, ApiError> {
+    match q.get(key).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        None => Ok(default),
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) if n >= 0 => Ok(n.min(max)),
+            _ => Err(ApiError::bad(format!("{key} must be a non-negative integer"))),
+        },
+    }
+}
+
+fn check_user(fed: &Federation, username: &str) -> Result<super::Local, HttpError> {
+    let local = fed.active()?;
+    if username != local.username {
+        return Err(ApiError::NotFound(format!("no such user {username}")).into());
+    }
+    Ok(local)
+}
+
+async fn get_actor(
+    State(fed): State<Arc<Federation>>,
+    Path(username): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    let local = check_user(&fed, &username)?;
+    if !wants_activitypub(&headers) {
+        return Ok(actor::to_web_page());
+    }
+    Ok(ap_json(actor::actor_document(&fed, &local).await?))
+}
+
+fn page_of(q: &HashMap<String, String>) -> Result<Option<i64>, ApiError> {
+    match q.get("page").map(|s| s.trim()) {
+        None => Ok(None),
+        Some("true") | Some("") => Ok(Some(1)),
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) if (1..=1_000_000).contains(&n) => Ok(Some(n)),
+            _ => Err(ApiError::bad("page must be a positive integer")),
+        },
+    }
+}
+
+async fn get_outbox(
+    State(fed): State<Arc<Federation>>,
+    Path(username): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    let local = check_user(&fed, &username)?;
+    if !wants_activitypub(&headers) {
+        return Ok(actor::to_web_page());
+    }
+    let page = page_of(&q)?;
+    let offset = (page.unwrap_or(1) - 1) * PAGE_SIZE;
+    let (total, items) = fed
+        .store
+        .call(move |c| {
+            let total = data::outbox_count(c)?;
+            let items = if page.is_some() { data::outbox_page(c, offset, PAGE_SIZE)? } else { Vec::new() };
+            Ok((total, items))
+        })
+        .await
+        .map_err(ApiError::from)?;
+    Ok(ap_json(actor::collection(&local.outbox, total, page, items)))
+}
+
+async fn get_followers(
+    State(fed): State<Arc<Federation>>,
+    Path(username): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    let local = check_user(&fed, &username)?;
+    if !wants_activitypub(&headers) {
+        return Ok(actor::to_web_page());
+    }
+    let page = page_of(&q)?;
+    let hidden = fed.settings.get().federation_hide_followers;
+    let offset = (page.unwrap_or(1) - 1) * PAGE_SIZE;
+    let (total, items) = fed
+        .store
+        .call(move |c| {
+            let (total, _) = data::followers(c, FollowerState::Approved, 0, 0)?;
+            let items = if page.is_some() && !hidden { data::follower_iris(c, offset, PAGE_SIZE)? } else { Vec::new() };
+            Ok((total, items))
+        })
+        .await
+        .map_err(ApiError::from)?;
+    Ok(ap_json(actor::collection(&local.followers, total, page, items.into_iter().map(Value::String).collect())))
+}
+
+async fn get_following(
+    State(fed): State<Arc<Federation>>,
+    Path(username): Path<String>,
+) -> Result<Response, HttpError> {
+    check_user(&fed, &username)?;
+    Ok(actor::not_found())
+}
+
+async fn get_object(
+    State(fed): State<Arc<Federation>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    let local = fed.active()?;
+    if !wants_activitypub(&headers) {
+        return Ok(actor::to_web_page());
+    }
+    let iri = format!("{}/federation/{id}", local.base);
+    let found = fed.store.call(move |c| data::outbox_get(c, &iri)).await.map_err(ApiError::from)?;
+    match found {
+        Some((mut v, true)) => {
+            if let Some(o) = v.as_object_mut() {
+                o.entry("@context").or_insert(json!(super::AS_CONTEXT));
+            }
+            Ok(ap_json(v))
+        }
+        _ => Ok(actor::not_found()),
+    }
+}
+
+async fn followers(
+    State(fed): State<Arc<Federation>>,
+    Query(q): Query<HashMap<String, String>>,
+    state: FollowerState,
+) -> Result<Json<FollowerPage>, ApiError> {
+    let offset = parse_i64(&q, "offset", 0, i64::MAX / 2)?;
+    let limit = parse_i64(&q, "limit", 50, 1000)?;
+    let (total, results) = fed.store.call(move |c| data::followers(c, state, offset, limit)).await?;
+    Ok(Json(FollowerPage { total, results }))
+}
+
+async fn public_followers(
+    State(fed): State<Arc<Federation>>,
+    q: Query<HashMap<String, String>>,
+) -> Result<Json<FollowerPage>, ApiError> {
+    followers(State(fed), q, FollowerState::Approved).await
+}
+
+async fn approve_follower(
+    State(fed): State<Arc<Federation>>,
+    JsonBody(req): JsonBody<ApproveFollower>,
+) -> Result<Json<StatusResponse>, HttpError> {
+    let iri = req.actor_iri.trim().to_string();
+    let i = iri.clone();
+    let Some((follow_iri, inbox, was_approved)) =
+        fed.store.call(move |c| data::follower_follow(c, &i)).await.map_err(ApiError::from)?
+    else {
+        return Err(ApiError::NotFound(format!("no follower {iri}")).into());
+    };
+    let local = fed.local();
+    if req.approved {
+        let i = iri.clone();
+        fed.store.call(move |c| data::approve(c, &i)).await.map_err(ApiError::from)?;
+        if let Some(local) = &local {
+            inbox::answer_follow(&fed, local, &iri, &inbox, &follow_iri, true).await?;
+        }
+        if !was_approved {
+            let actor = super::client::RemoteActor { iri: iri.clone(), url: iri.clone(), ..Default::default() };
+            let a = iri.clone();
+            let row = fed
+                .store
+                .call(move |c| data::followers(c, FollowerState::Approved, 0, i64::MAX))
+                .await
+                .ok()
+                .and_then(|(_, rows)| rows.into_iter().find(|f| f.link == a));
+            let actor = match row {
+                Some(f) => super::client::RemoteActor {
+                    name: f.name,
+                    username: f.username.split('@').next().unwrap_or_default().to_string(),
+                    image: f.image,
+                    ..actor
+                },
+                None => actor,
+            };
+            inbox::engagement(&fed, &actor, "Follow", "followed this stream");
+        }
+        fed.recount().await;
+        Ok(StatusResponse::ok("follower approved"))
+    } else {
+        let i = iri.clone();
+        fed.store.call(move |c| data::block(c, &i)).await.map_err(ApiError::from)?;
+        if let Some(local) = &local {
+            inbox::answer_follow(&fed, local, &iri, &inbox, &follow_iri, false).await?;
+        }
+        fed.recount().await;
+        Ok(StatusResponse::ok("follower denied"))
+    }
+}
+
+async fn remove_follower(
+    State(fed): State<Arc<Federation>>,
+    JsonBody(req): JsonBody<RemoveFollower>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let iri = req.actor_iri.trim().to_string();
+    let i = iri.clone();
+    if !fed.store.call(move |c| data::remove_follower(c, &i)).await? {
+        return Err(ApiError::NotFound(format!("no follower {iri}")));
+    }
+    fed.recount().await;
+    Ok(StatusResponse::ok("follower removed"))
+}
+
+async fn actions(
+    State(fed): State<Arc<Federation>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let offset = parse_i64(&q, "offset", 0, i64::MAX / 2)?;
+    let limit = parse_i64(&q, "limit", 50, 1000)?;
+    let (total, results) = fed.store.call(move |c| data::activities(c, offset, limit)).await?;
+    Ok(Json(json!({ "total": total, "results": results })))
+}
+
+async fn list_servers(State(fed): State<Arc<Federation>>) -> Result<Json<FederatedServers>, ApiError> {
+    let servers = fed.store.call(|c| data::servers(c)).await?;
+    Ok(Json(FederatedServers { servers }))
+}
+
+async fn add_server(
+    State(fed): State<Arc<Federation>>,
+    JsonBody(req): JsonBody<AddFederatedServer>,
+) -> Result<Json<Value>, HttpError> {
+    let local = fed.active()?;
+    if req.url.trim().is_empty() {
+        return Err(ApiError::bad("url is required").into());
+    }
+    let id = servers::add(&fed, &local, &req.url).await?;
+    Ok(Json(json!({ "success": true, "message": "following the server", "id": id })))
+}
+
+async fn delete_server(
+    State(fed): State<Arc<Federation>>,
+    Path(id): Path<String>,
+) -> Result<Json<StatusResponse>, HttpError> {
+    let id: i64 = id.trim().parse().map_err(|_| ApiError::bad("the id must be an integer"))?;
+    let local = fed.local().ok_or_else(|| ApiError::bad("the server URL is not set"))?;
+    if !servers::remove(&fed, &local, id).await? {
+        return Err(ApiError::NotFound(format!("no federated server {id}")).into());
+    }
+    Ok(StatusResponse::ok("stopped following the server"))
+}
+
+#[derive(serde::Deserialize)]
+struct SendBody {
+    value: Option<String>,
+}
+
+async fn send_post(
+    State(fed): State<Arc<Federation>>,
+    JsonBody(req): JsonBody<SendBody>,
+) -> Result<Json<StatusResponse>, HttpError> {
+    let local = fed.active()?;
+    let text = req.value.unwrap_or_default();
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(ApiError::bad("the post is empty").into());
+    }
+    if text.len() > 5000 {
+        return Err(ApiError::bad("the post is longer than 5000 characters").into());
+    }
+    let html = crate::markdown::to_html(text);
+    let s = fed.settings.get();
+    let audience = if s.federation_private { actor::Audience::Followers } else { actor::Audience::Public };
+    actor::post_note(&fed, &local, html, &[], audience).await?;
+    Ok(StatusResponse::ok("sent"))
+}
+
+async fn remote_follow(
+    State(fed): State<Arc<Federation>>,
+    JsonBody(req): JsonBody<FediverseAccount>,
+) -> Result<Json<Value>, HttpError> {
+    let local = fed.active()?;
+    let account = req.account.trim().trim_start_matches('@').to_string();
+    let Some((_, host)) = account.split_once('@').filter(|(u, h)| !u.is_empty() && !h.is_empty()) else {
+        return Err(ApiError::bad("the account must be of the form user@host").into());
+    };
+    let host_url = url::Url::parse(&format!("http://{host}/")).map_err(|_| ApiError::bad("invalid host"))?;
+    let scheme = match host_url.host() {
+        Some(h) if fed.config.allow_http_loopback && super::client::is_loopback_host(&h) => "http",
+        _ => "https",
+    };
+    let q: String = url::form_urlencoded::byte_serialize(format!("acct:{account}").as_bytes()).collect();
+    let jrd = fed.client.get_plain_json(&format!("{scheme}://{host}/.well-known/webfinger?resource={q}")).await?;
+    let template = jrd
+        .get("links")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|l| l.get("rel").and_then(Value::as_str) == Some("http://ostatus.org/schema/1.0/subscribe"))
+        .and_then(|l| l.get("template").and_then(Value::as_str))
+        .ok_or_else(|| ApiError::bad(format!("{account} does not offer remote follow")))?;
+    let actor: String = url::form_urlencoded::byte_serialize(local.actor.as_bytes()).collect();
+    Ok(Json(json!({ "redirectUrl": template.replace("{uri}", &actor) })))
+}
+
+async fn fediverse_request(
+    State(fed): State<Arc<Federation>>,
+    ClientIp(ip): ClientIp,
+    Query(q): Query<TokenQuery>,
+    JsonBody(req): JsonBody<FediverseAccount>,
+) -> Result<Json<StatusResponse>, HttpError> {
+    let token = q.access_token.unwrap_or_default();
+    let user = match token.is_empty() {
+        true => None,
+        false => fed.users.user_id(&token, ip).await,
+    };
+    let Some(user) = user else {
+        return Err(ApiError::UnauthorizedToken.into());
+    };
+    let local = fed.active()?;
+    if req.account.trim().is_empty() {
+        return Err(ApiError::bad("account is required").into());
+    }
+    let who = signin::request(&fed, &local, &user, &req.account).await?;
+    Ok(StatusResponse::ok(format!("a code was sent to {who}")))
+}
+
+async fn fediverse_verify(
+    State(fed): State<Arc<Federation>>,
+    ClientIp(ip): ClientIp,
+    Query(q): Query<TokenQuery>,
+    JsonBody(req): JsonBody<FediverseCode>,
+) -> Result<Response, HttpError> {
+    fed.active()?;
+    let user = match q.access_token.filter(|t| !t.is_empty()) {
+        Some(t) => Some(fed.users.user_id(&t, ip).await.ok_or(ApiError::UnauthorizedToken)?),
+        None => None,
+    };
+    match signin::verify(&fed, &req.code, user.as_deref()).await {
+        Ok(account) => Ok(StatusResponse::ok(format!("signed in as {account}")).into_response()),
+        Err(e) => {
+            let why = match e {
+                signin::VerifyError::Expired => "the code has expired",
+                signin::VerifyError::Invalid => "the code is not valid",
+            };
+            Err(ApiError::Forbidden(why.into()).into())
+        }
+    }
+}

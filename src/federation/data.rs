@@ -1,0 +1,505 @@
+//! The federation tables and their queries: the key pair, followers (with their approval state),
+//! the outbox (posts sent), the activity list (engagement received), federated servers, and the
+//! outbound delivery queue. Plain functions over a connection, run through `Store::call`.
+
+use chrono::Utc;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::client::RemoteActor;
+use crate::store::{Migrations, StoreError};
+
+pub const MIGRATIONS: Migrations = &["CREATE TABLE federation_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE federation_followers (
+        iri TEXT PRIMARY KEY,
+        inbox TEXT NOT NULL,
+        shared_inbox TEXT NOT NULL,
+        name TEXT NOT NULL,
+        username TEXT NOT NULL,
+        image TEXT NOT NULL,
+        link TEXT NOT NULL,
+        follow_iri TEXT NOT NULL,
+        approved INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        approved_at TEXT,
+        disabled_at TEXT
+    );
+    CREATE TABLE federation_outbox (
+        iri TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        object TEXT NOT NULL,
+        public INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE federation_activity (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        iri TEXT NOT NULL,
+        actor_iri TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        timestamp TEXT NOT NULL
+    );
+    CREATE TABLE federation_servers (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        url TEXT NOT NULL,
+        actor_iri TEXT NOT NULL UNIQUE,
+        inbox TEXT NOT NULL,
+        follow_iri TEXT NOT NULL,
+        name TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        is_online INTEGER NOT NULL DEFAULT 0,
+        stream_title TEXT NOT NULL DEFAULT '',
+        last_seen_online TEXT,
+        last_status_update TEXT,
+        added_at TEXT NOT NULL,
+        followed_at TEXT
+    );
+    CREATE TABLE federation_deliveries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        inbox TEXT NOT NULL,
+        body TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        last_error TEXT
+    );
+    CREATE INDEX federation_deliveries_due ON federation_deliveries (next_at);"];
+
+/// Most follower rows kept (a flood of follows cannot grow the table without bound).
+pub const MAX_FOLLOWERS: i64 = 1_000_000;
+/// Most activity-list rows kept; the oldest are dropped.
+pub const MAX_ACTIVITY: i64 = 10_000;
+/// Most queued deliveries; beyond it new deliveries are refused (and logged).
+pub const MAX_QUEUED: i64 = 1_000_000;
+
+fn now() -> String {
+    Utc::now().to_rfc3339()
+}
+
+/// A follower as the API shows it (`link` is the actor IRI, which approve/remove take).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Follower {
+    pub link: String,
+    pub name: String,
+    pub username: String,
+    pub image: String,
+    pub timestamp: String,
+    pub disabled_at: Option<String>,
+}
+
+/// Which followers to list.
+#[derive(Debug, Clone, Copy)]
+pub enum FollowerState {
+    Approved,
+    Pending,
+    Blocked,
+}
+
+impl FollowerState {
+    fn clause(self) -> &'static str {
+        match self {
+            FollowerState::Approved => "approved = 1 AND disabled_at IS NULL",
+            FollowerState::Pending => "approved = 0 AND disabled_at IS NULL",
+            FollowerState::Blocked => "disabled_at IS NOT NULL",
+        }
+    }
+}
+
+/// Record a follow. Returns the approval state the follower had before (`None` if new), or `Err`
+/// when the follower was blocked by the admin (the follow is ignored).
+pub fn upsert_follower(
+    c: &Connection,
+    actor: &RemoteActor,
+    follow_iri: &str,
+    approved: bool,
+) -> Result<Result<Option<bool>, ()>, StoreError> {
+    let before: Option<(bool, Option<String>)> = c
+        .query_row("SELECT approved, disabled_at FROM federation_followers WHERE iri = ?1", [&actor.iri], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    match before {
+        Some((_, Some(_))) => Ok(Err(())),
+        Some((was, None)) => {
+            c.execute(
+                "UPDATE federation_followers SET inbox = ?2, shared_inbox = ?3, name = ?4, username = ?5, image = ?6,
+                 link = ?7, follow_iri = ?8, approved = MAX(approved, ?9) WHERE iri = ?1",
+                params![
+                    actor.iri,
+                    actor.inbox,
+                    actor.shared_inbox,
+                    actor.name,
+                    actor.account(),
+                    actor.image,
+                    actor.url,
+                    follow_iri,
+                    approved
+                ],
+            )?;
+            Ok(Ok(Some(was)))
+        }
+        None => {
+            let n: i64 = c.query_row("SELECT COUNT(*) FROM federation_followers", [], |r| r.get(0))?;
+            if n >= MAX_FOLLOWERS {
+                return Err(StoreError::Corrupt("too many followers".into()));
+            }
+            let t = now();
+            c.execute(
+                "INSERT INTO federation_followers
+                 (iri, inbox, shared_inbox, name, username, image, link, follow_iri, approved, created_at, approved_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, CASE WHEN ?9 THEN ?10 END)",
+                params![
+                    actor.iri,
+                    actor.inbox,
+                    actor.shared_inbox,
+                    actor.name,
+                    actor.account(),
+                    actor.image,
+                    actor.url,
+                    follow_iri,
+                    approved,
+                    t
+                ],
+            )?;
+            Ok(Ok(None))
+        }
+    }
+}
+
+/// The follow activity IRI and inbox of a follower, if there is one.
+pub fn follower_follow(c: &Connection, iri: &str) -> Result<Option<(String, String, bool)>, StoreError> {
+    Ok(c.query_row(
+        "SELECT follow_iri, inbox, approved FROM federation_followers WHERE iri = ?1 AND disabled_at IS NULL",
+        [iri],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .optional()?)
+}
+
+/// Approve a pending follower; false if there is none.
+pub fn approve(c: &Connection, iri: &str) -> Result<bool, StoreError> {
+    Ok(c.execute(
+        "UPDATE federation_followers SET approved = 1, approved_at = ?2 WHERE iri = ?1 AND disabled_at IS NULL",
+        params![iri, now()],
+    )? > 0)
+}
+
+/// Deny (block) a follower; false if there is none.
+pub fn block(c: &Connection, iri: &str) -> Result<bool, StoreError> {
+    Ok(c.execute("UPDATE federation_followers SET approved = 0, disabled_at = ?2 WHERE iri = ?1", params![iri, now()])?
+        > 0)
+}
+
+/// Remove a follower; false if there was none.
+pub fn remove_follower(c: &Connection, iri: &str) -> Result<bool, StoreError> {
+    Ok(c.execute("DELETE FROM federation_followers WHERE iri = ?1", [iri])? > 0)
+}
+
+/// Refresh a follower's profile after an Update.
+pub fn update_profile(c: &Connection, a: &RemoteActor) -> Result<bool, StoreError> {
+    Ok(c.execute(
+        "UPDATE federation_followers SET name = ?2, image = ?3, link = ?4, inbox = ?5, shared_inbox = ?6 WHERE iri = ?1",
+        params![a.iri, a.name, a.image, a.url, a.inbox, a.shared_inbox],
+    )? > 0)
+}
+
+/// A page of followers, newest first.
+pub fn followers(
+    c: &Connection,
+    state: FollowerState,
+    offset: i64,
+    limit: i64,
+) -> Result<(i64, Vec<Follower>), StoreError> {
+    let where_ = state.clause();
+    let total: i64 =
+        c.query_row(&format!("SELECT COUNT(*) FROM federation_followers WHERE {where_}"), [], |r| r.get(0))?;
+    let mut stmt = c.prepare(&format!(
+        "SELECT iri, name, username, image, COALESCE(approved_at, created_at), disabled_at FROM federation_followers
+         WHERE {where_} ORDER BY created_at DESC, iri LIMIT ?1 OFFSET ?2"
+    ))?;
+    let rows = stmt
+        .query_map([limit, offset], |r| {
+            Ok(Follower {
+                link: r.get(0)?,
+                name: r.get(1)?,
+                username: r.get(2)?,
+                image: r.get(3)?,
+                timestamp: r.get(4)?,
+                disabled_at: r.get(5)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok((total, rows))
+}
+
+/// The IRIs of approved followers (for the followers collection), newest first.
+pub fn follower_iris(c: &Connection, offset: i64, limit: i64) -> Result<Vec<String>, StoreError> {
+    let mut stmt = c.prepare(
+        "SELECT iri FROM federation_followers WHERE approved = 1 AND disabled_at IS NULL
+         ORDER BY created_at DESC, iri LIMIT ?1 OFFSET ?2",
+    )?;
+    let rows = stmt.query_map([limit, offset], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+/// The distinct (shared) inboxes of approved followers.
+pub fn follower_inboxes(c: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut stmt = c.prepare(
+        "SELECT DISTINCT shared_inbox FROM federation_followers WHERE approved = 1 AND disabled_at IS NULL ORDER BY 1",
+    )?;
+    let rows = stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+/// Log an activity received (the admin activity list).
+pub fn add_activity(c: &Connection, iri: &str, actor: &str, kind: &str) -> Result<(), StoreError> {
+    c.execute(
+        "INSERT INTO federation_activity (iri, actor_iri, kind, timestamp) VALUES (?1, ?2, ?3, ?4)",
+        params![iri, actor, kind, now()],
+    )?;
+    c.execute(
+        "DELETE FROM federation_activity WHERE id <= (SELECT MAX(id) FROM federation_activity) - ?1",
+        [MAX_ACTIVITY],
+    )?;
+    Ok(())
+}
+
+/// Drop a logged activity (its Undo arrived).
+pub fn remove_activity(c: &Connection, iri: &str, actor: &str) -> Result<usize, StoreError> {
+    Ok(c.execute("DELETE FROM federation_activity WHERE iri = ?1 AND actor_iri = ?2", [iri, actor])?)
+}
+
+/// One entry of the activity list.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Activity {
+    pub timestamp: String,
+    pub iri: String,
+    #[serde(rename = "actorIRI")]
+    pub actor_iri: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// A page of the activity list, newest first.
+pub fn activities(c: &Connection, offset: i64, limit: i64) -> Result<(i64, Vec<Activity>), StoreError> {
+    let total: i64 = c.query_row("SELECT COUNT(*) FROM federation_activity", [], |r| r.get(0))?;
+    let mut stmt = c.prepare(
+        "SELECT timestamp, iri, actor_iri, kind FROM federation_activity ORDER BY id DESC LIMIT ?1 OFFSET ?2",
+    )?;
+    let rows = stmt
+        .query_map([limit, offset], |r| {
+            Ok(Activity { timestamp: r.get(0)?, iri: r.get(1)?, actor_iri: r.get(2)?, kind: r.get(3)? })
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok((total, rows))
+}
+
+/// Keep a sent object (a Create activity or its Note) so it can be served and paged.
+pub fn outbox_insert(c: &Connection, iri: &str, kind: &str, object: &Value, public: bool) -> Result<(), StoreError> {
+    c.execute(
+        "INSERT OR REPLACE INTO federation_outbox (iri, kind, object, public, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![iri, kind, object.to_string(), public, now()],
+    )?;
+    Ok(())
+}
+
+/// A stored object by IRI: `(object, public)`.
+pub fn outbox_get(c: &Connection, iri: &str) -> Result<Option<(Value, bool)>, StoreError> {
+    let row: Option<(String, bool)> = c
+        .query_row("SELECT object, public FROM federation_outbox WHERE iri = ?1", [iri], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(row.and_then(|(s, p)| serde_json::from_str(&s).ok().map(|v| (v, p))))
+}
+
+/// How many public posts (Create activities) there are.
+pub fn outbox_count(c: &Connection) -> Result<i64, StoreError> {
+    Ok(c.query_row("SELECT COUNT(*) FROM federation_outbox WHERE kind = 'Create' AND public = 1", [], |r| r.get(0))?)
+}
+
+/// A page of public posts, newest first.
+pub fn outbox_page(c: &Connection, offset: i64, limit: i64) -> Result<Vec<Value>, StoreError> {
+    let mut stmt = c.prepare(
+        "SELECT object FROM federation_outbox WHERE kind = 'Create' AND public = 1
+         ORDER BY created_at DESC, iri LIMIT ?1 OFFSET ?2",
+    )?;
+    let rows: Vec<String> = stmt.query_map([limit, offset], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    Ok(rows.into_iter().filter_map(|s| serde_json::from_str(&s).ok()).collect())
+}
+
+/// A federated server as the API shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Server {
+    pub id: i64,
+    pub name: String,
+    pub url: String,
+    #[serde(rename = "actorIRI")]
+    pub actor_iri: String,
+    pub is_online: bool,
+    pub stream_title: String,
+    pub stream_description: String,
+    pub tags: Vec<String>,
+    pub last_seen_online: Option<String>,
+    pub last_status_update: Option<String>,
+    pub added_at: String,
+    pub followed_at: Option<String>,
+    #[serde(skip)]
+    pub inbox: String,
+    #[serde(skip)]
+    pub follow_iri: String,
+}
+
+const SERVER_COLUMNS: &str = "id, name, url, actor_iri, is_online, stream_title, summary, tags, last_seen_online,
+    last_status_update, added_at, followed_at, inbox, follow_iri";
+
+fn server_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Server> {
+    let tags: String = r.get(7)?;
+    Ok(Server {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        url: r.get(2)?,
+        actor_iri: r.get(3)?,
+        is_online: r.get(4)?,
+        stream_title: r.get(5)?,
+        stream_description: r.get(6)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        last_seen_online: r.get(8)?,
+        last_status_update: r.get(9)?,
+        added_at: r.get(10)?,
+        followed_at: r.get(11)?,
+        inbox: r.get(12)?,
+        follow_iri: r.get(13)?,
+    })
+}
+
+/// Every federated server, in the order added.
+pub fn servers(c: &Connection) -> Result<Vec<Server>, StoreError> {
+    let mut stmt = c.prepare(&format!("SELECT {SERVER_COLUMNS} FROM federation_servers ORDER BY id"))?;
+    let rows = stmt.query_map([], server_row)?.collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+/// A federated server by id or by actor IRI.
+pub fn server_by(c: &Connection, id: Option<i64>, actor: Option<&str>) -> Result<Option<Server>, StoreError> {
+    Ok(c.query_row(
+        &format!("SELECT {SERVER_COLUMNS} FROM federation_servers WHERE id = ?1 OR actor_iri = ?2"),
+        params![id, actor],
+        server_row,
+    )
+    .optional()?)
+}
+
+/// Add (or refresh) a federated server; returns its id.
+#[allow(clippy::too_many_arguments)]
+pub fn add_server(
+    c: &Connection,
+    url: &str,
+    actor: &str,
+    inbox: &str,
+    follow_iri: &str,
+    name: &str,
+    summary: &str,
+    tags: &[String],
+) -> Result<i64, StoreError> {
+    let tags = serde_json::to_string(tags).unwrap_or_else(|_| "[]".into());
+    c.execute(
+        "INSERT INTO federation_servers (url, actor_iri, inbox, follow_iri, name, summary, tags, added_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (actor_iri) DO UPDATE SET url = ?1, inbox = ?3, follow_iri = ?4, name = ?5, summary = ?6, tags = ?7",
+        params![url, actor, inbox, follow_iri, name, summary, tags, now()],
+    )?;
+    Ok(c.query_row("SELECT id FROM federation_servers WHERE actor_iri = ?1", [actor], |r| r.get(0))?)
+}
+
+/// The server accepted our follow.
+pub fn server_followed(c: &Connection, actor: &str) -> Result<bool, StoreError> {
+    Ok(c.execute("UPDATE federation_servers SET followed_at = ?2 WHERE actor_iri = ?1", params![actor, now()])? > 0)
+}
+
+/// The server's stream status changed (`title` `None` keeps the title).
+pub fn server_status(c: &Connection, actor: &str, online: bool, title: Option<&str>) -> Result<bool, StoreError> {
+    let t = now();
+    Ok(c.execute(
+        "UPDATE federation_servers SET is_online = ?2, stream_title = COALESCE(?3, stream_title),
+         last_status_update = ?4, last_seen_online = CASE WHEN ?2 THEN ?4 ELSE last_seen_online END
+         WHERE actor_iri = ?1",
+        params![actor, online, title, t],
+    )? > 0)
+}
+
+/// Remove a federated server; returns it.
+pub fn remove_server(c: &Connection, id: i64) -> Result<Option<Server>, StoreError> {
+    let s = server_by(c, Some(id), None)?;
+    c.execute("DELETE FROM federation_servers WHERE id = ?1", [id])?;
+    Ok(s)
+}
+
+/// One queued delivery.
+#[derive(Debug, Clone)]
+pub struct Queued {
+    pub id: i64,
+    pub inbox: String,
+    pub body: String,
+    pub attempts: u32,
+}
+
+/// Queue `body` for each inbox; returns how many were queued.
+pub fn enqueue(c: &mut Connection, inboxes: &[String], body: &str, now_ms: i64) -> Result<usize, StoreError> {
+    let queued: i64 = c.query_row("SELECT COUNT(*) FROM federation_deliveries", [], |r| r.get(0))?;
+    if queued + inboxes.len() as i64 > MAX_QUEUED {
+        return Err(StoreError::Corrupt("the federation delivery queue is full".into()));
+    }
+    let tx = c.transaction()?;
+    {
+        let mut stmt =
+            tx.prepare("INSERT INTO federation_deliveries (inbox, body, next_at, created_at) VALUES (?1, ?2, ?3, ?4)")?;
+        let t = now();
+        for inbox in inboxes {
+            stmt.execute(params![inbox, body, now_ms, t])?;
+        }
+    }
+    tx.commit()?;
+    Ok(inboxes.len())
+}
+
+/// Deliveries due at `now_ms`, oldest first, skipping `exclude` (in flight).
+pub fn due(c: &Connection, now_ms: i64, limit: i64, after_id: i64) -> Result<Vec<Queued>, StoreError> {
+    let mut stmt = c.prepare(
+        "SELECT id, inbox, body, attempts FROM federation_deliveries WHERE next_at <= ?1 AND id > ?3
+         ORDER BY id LIMIT ?2",
+    )?;
+    let rows = stmt
+        .query_map(params![now_ms, limit, after_id], |r| {
+            Ok(Queued { id: r.get(0)?, inbox: r.get(1)?, body: r.get(2)?, attempts: r.get(3)? })
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+/// When the next delivery is due (unix ms), if any is queued.
+pub fn next_due(c: &Connection) -> Result<Option<i64>, StoreError> {
+    Ok(c.query_row("SELECT MIN(next_at) FROM federation_deliveries", [], |r| r.get(0))?)
+}
+
+/// Delivered or given up.
+pub fn finish(c: &Connection, id: i64) -> Result<(), StoreError> {
+    c.execute("DELETE FROM federation_deliveries WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+/// Try again at `next_at`.
+pub fn retry(c: &Connection, id: i64, attempts: u32, next_at: i64, error: &str) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE federation_deliveries SET attempts = ?2, next_at = ?3, last_error = ?4 WHERE id = ?1",
+        params![id, attempts, next_at, error],
+    )?;
+    Ok(())
+}
+
+/// How many deliveries are queued.
+pub fn queued(c: &Connection) -> Result<i64, StoreError> {
+    Ok(c.query_row("SELECT COUNT(*) FROM federation_deliveries", [], |r| r.get(0))?)
+}

@@ -1,0 +1,299 @@
+//! Federation: castd as an ActivityPub server. The streamer is one `Service` actor
+//! (`/federation/user/<username>`) that Fediverse accounts follow; followers get a signed go-live
+//! `Note` when the stream starts; likes, boosts and follows become chat events and webhooks; other
+//! Owncast-compatible servers can be followed ("federated servers") and their go-live posts mark them
+//! online; chat users can prove a Fediverse identity with a one-time code sent by direct message.
+//!
+//! Modules: `keys` (the RSA key pair), `signatures` (HTTP Signatures), `client` (outbound requests,
+//! the URL policy and the remote key cache), `data` (the tables), `delivery` (the persistent outbound
+//! queue), `discovery` (WebFinger, host-meta, NodeInfo, `/api/v1/instance`), `actor` (actor, outbox,
+//! followers, objects), `inbox` (inbound activities), `servers` (federated servers), `signin`
+//! (Fediverse chat sign-in), `api` (admin and public routes).
+//!
+//! Every federation route answers 405 while federation is disabled. Federation needs `serverurl`:
+//! its host is the account's domain. Outbound requests go only to `https://` URLs, or, with the
+//! `--federation-allow-http-loopback` development switch, also to `http://` URLs whose host is a
+//! loopback address (so two local daemons can federate without TLS).
+
+pub mod actor;
+pub mod api;
+pub mod client;
+pub mod data;
+pub mod delivery;
+pub mod discovery;
+pub mod inbox;
+pub mod keys;
+pub mod servers;
+pub mod signatures;
+pub mod signin;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use crate::events::{Bus, Event};
+use crate::http::{ApiError, StatusResponse, UserTokens};
+use crate::store::settings::SettingsStore;
+use crate::store::{Store, StoreError};
+
+/// The ActivityStreams public collection.
+pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+/// The JSON-LD context of every document served.
+pub const AS_CONTEXT: &str = "https://www.w3.org/ns/activitystreams";
+/// Content type of ActivityPub documents.
+pub const AP_CONTENT_TYPE: &str = "application/activity+json";
+
+/// Errors of the federation module.
+#[derive(Debug, thiserror::Error)]
+pub enum FedError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("key: {0}")]
+    Key(String),
+    #[error("{0}")]
+    Remote(String),
+    #[error("{0}")]
+    Policy(String),
+}
+
+impl From<rusqlite::Error> for FedError {
+    fn from(e: rusqlite::Error) -> Self {
+        FedError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// Timings and switches of federation, from the command line and (hidden, for tests and benchmarks)
+/// the environment.
+#[derive(Debug, Clone)]
+pub struct FederationConfig {
+    /// `--federation-allow-http-loopback`: allow `http://` URLs on loopback hosts (development).
+    pub allow_http_loopback: bool,
+    /// Time limit of one delivery attempt (`CASTD_FEDERATION_DELIVERY_TIMEOUT_MS`, default 10 s).
+    pub delivery_timeout: Duration,
+    /// First retry delay; doubles per attempt (`CASTD_FEDERATION_RETRY_BASE_MS`, default 30 s).
+    pub retry_base: Duration,
+    /// Attempts before a delivery is given up.
+    pub max_attempts: u32,
+    /// Deliveries in flight at once.
+    pub workers: usize,
+    /// Deliveries in flight to one host at once.
+    pub per_host: usize,
+    /// Lifetime of a Fediverse sign-in code (`CASTD_FEDIVERSE_CODE_TTL_SECS`, default 10 min).
+    pub code_ttl: Duration,
+}
+
+impl FederationConfig {
+    pub fn from_env(allow_http_loopback: bool) -> Self {
+        let ms = |name: &str, default: u64| {
+            Duration::from_millis(std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default))
+        };
+        Self {
+            allow_http_loopback,
+            delivery_timeout: ms("CASTD_FEDERATION_DELIVERY_TIMEOUT_MS", 10_000),
+            retry_base: ms("CASTD_FEDERATION_RETRY_BASE_MS", 30_000),
+            max_attempts: 12,
+            workers: 64,
+            per_host: 16,
+            code_ttl: Duration::from_secs(
+                std::env::var("CASTD_FEDIVERSE_CODE_TTL_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(600),
+            ),
+        }
+    }
+}
+
+/// The URLs of the local actor, from the settings.
+#[derive(Debug, Clone)]
+pub struct Local {
+    /// The server URL without a trailing slash.
+    pub base: String,
+    /// `host[:port]` of the server URL: the account's domain.
+    pub host: String,
+    pub username: String,
+    pub actor: String,
+    pub inbox: String,
+    pub outbox: String,
+    pub followers: String,
+    pub key_id: String,
+}
+
+impl Local {
+    fn new(server_url: &str, username: &str) -> Option<Local> {
+        let base = server_url.trim_end_matches('/').to_string();
+        let u = url::Url::parse(&base).ok()?;
+        u.host_str()?;
+        let host = signatures::authority(&u);
+        let actor = format!("{base}/federation/user/{username}");
+        Some(Local {
+            host,
+            username: username.to_string(),
+            inbox: format!("{actor}/inbox"),
+            outbox: format!("{actor}/outbox"),
+            followers: format!("{actor}/followers"),
+            key_id: format!("{actor}#main-key"),
+            actor,
+            base,
+        })
+    }
+
+    /// The account, `user@host`.
+    pub fn account(&self) -> String {
+        format!("{}@{}", self.username, self.host)
+    }
+
+    /// A new object IRI under `/federation/`.
+    pub fn new_iri(&self) -> String {
+        format!("{}/federation/{}", self.base, crate::password::random_token(24))
+    }
+}
+
+/// The federation feature's state.
+pub struct Federation {
+    pub store: Store,
+    pub settings: SettingsStore,
+    pub bus: Bus,
+    /// Checks chat access tokens and records Fediverse sign-ins.
+    pub users: Arc<dyn UserTokens>,
+    pub config: FederationConfig,
+    pub keys: keys::Keys,
+    pub client: client::Client,
+    pub queue: delivery::Queue,
+    pub codes: signin::Codes,
+    /// The number of approved followers, kept current for `/api/config` (a handle the composition
+    /// root shares with the public API).
+    pub follower_count: Arc<AtomicU64>,
+}
+
+impl Federation {
+    /// Open the tables (the key pair is made on first use).
+    pub fn open(
+        store: Store,
+        settings: SettingsStore,
+        bus: Bus,
+        users: Arc<dyn UserTokens>,
+        config: FederationConfig,
+    ) -> Result<Arc<Self>, FedError> {
+        store.migrate("federation", data::MIGRATIONS)?;
+        let client = client::Client::new(&config)?;
+        let count = store.with(|c| data::followers(c, data::FollowerState::Approved, 0, 0))?.0;
+        Ok(Arc::new(Self {
+            follower_count: Arc::new(AtomicU64::new(count.max(0) as u64)),
+            keys: keys::Keys::new(store.clone()),
+            queue: delivery::Queue::default(),
+            codes: signin::Codes::default(),
+            store,
+            settings,
+            bus,
+            users,
+            client,
+            config,
+        }))
+    }
+
+    /// Recount the approved followers after a change.
+    pub async fn recount(&self) {
+        match self.store.call(|c| data::followers(c, data::FollowerState::Approved, 0, 0)).await {
+            Ok((n, _)) => self.follower_count.store(n.max(0) as u64, Ordering::Relaxed),
+            Err(e) => tracing::warn!("cannot count followers: {e}"),
+        }
+    }
+
+    /// Whether federation is on (and has a server URL).
+    pub fn enabled(&self) -> bool {
+        let s = self.settings.get();
+        s.federation_enabled && !s.server_url.is_empty()
+    }
+
+    /// The local actor's URLs, when a server URL is set.
+    pub fn local(&self) -> Option<Local> {
+        let s = self.settings.get();
+        if s.server_url.is_empty() {
+            return None;
+        }
+        Local::new(&s.server_url, &s.federation_username)
+    }
+
+    /// `local()` for routes: 405 while federation is off, 404 without a server URL.
+    pub fn active(&self) -> Result<Local, HttpError> {
+        if !self.settings.get().federation_enabled {
+            return Err(HttpError::Disabled);
+        }
+        self.local().ok_or_else(|| HttpError::Api(ApiError::NotFound("the server URL is not set".into())))
+    }
+}
+
+/// A route's error: an `ApiError`, or 405 while federation is disabled, or 501 (WebFinger for a
+/// foreign host).
+#[derive(Debug)]
+pub enum HttpError {
+    Api(ApiError),
+    Disabled,
+    NotImplemented(String),
+}
+
+impl From<ApiError> for HttpError {
+    fn from(e: ApiError) -> Self {
+        HttpError::Api(e)
+    }
+}
+
+impl From<StoreError> for HttpError {
+    fn from(e: StoreError) -> Self {
+        HttpError::Api(ApiError::from(e))
+    }
+}
+
+impl From<FedError> for HttpError {
+    fn from(e: FedError) -> Self {
+        match e {
+            FedError::Remote(m) | FedError::Policy(m) => HttpError::Api(ApiError::BadRequest(m)),
+            other => HttpError::Api(ApiError::Internal(other.to_string())),
+        }
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        let (status, message) = match self {
+            HttpError::Api(e) => return e.into_response(),
+            HttpError::Disabled => (StatusCode::METHOD_NOT_ALLOWED, "federation is not enabled".to_string()),
+            HttpError::NotImplemented(m) => (StatusCode::NOT_IMPLEMENTED, m),
+        };
+        (status, Json(StatusResponse { success: false, message })).into_response()
+    }
+}
+
+/// The running federation tasks.
+pub struct Tasks {
+    delivery: tokio::task::JoinHandle<()>,
+    go_live: tokio::task::JoinHandle<()>,
+}
+
+impl Tasks {
+    /// Stop the tasks (undelivered activities stay in the queue table for the next start).
+    pub fn stop(self) {
+        self.delivery.abort();
+        self.go_live.abort();
+    }
+}
+
+/// Start the delivery workers and the go-live post on `Event::StreamStarted`.
+pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
+    let delivery = tokio::spawn(delivery::run(fed.clone()));
+    let mut sub = bus.subscribe("federation");
+    let go_live = tokio::spawn(async move {
+        while let Some(event) = sub.recv().await {
+            if matches!(*event, Event::StreamStarted(_)) && fed.enabled() {
+                if let Err(e) = actor::send_go_live(&fed).await {
+                    tracing::warn!("could not send the go-live post to followers: {e}");
+                }
+            }
+        }
+    });
+    Tasks { delivery, go_live }
+}
+
+pub use api::routes;

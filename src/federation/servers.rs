@@ -1,0 +1,90 @@
+//! Federated servers: other Owncast-compatible servers this one follows. Adding one by URL reads its
+//! `/api/config` (name, summary, tags, fediverse account), resolves the account through WebFinger,
+//! and sends a signed Follow to its actor; its Accept sets `followedAt`; its go-live posts (Create)
+//! mark it online, and its `/api/status` then gives the stream title.
+
+use serde_json::{json, Value};
+
+use super::client::RemoteActor;
+use super::{data, delivery, FedError, Federation, Local, AS_CONTEXT};
+
+/// Follow the server at `url`; returns its id.
+pub async fn add(fed: &Federation, local: &Local, url: &str) -> Result<i64, FedError> {
+    let base = url.trim().trim_end_matches('/').to_string();
+    fed.client.check_url(&base)?;
+    let config = fed.client.get_plain_json(&format!("{base}/api/config")).await?;
+    let account = config.pointer("/federation/account").and_then(Value::as_str).unwrap_or_default();
+    let enabled = config.pointer("/federation/enabled").and_then(Value::as_bool).unwrap_or(false);
+    if !enabled || !account.contains('@') {
+        return Err(FedError::Remote(format!("{base} does not have federation enabled")));
+    }
+    let actor_iri = fed.client.webfinger(account).await?;
+    let kp = fed.keys.get().await?;
+    let actor = fed.client.fetch_actor(&actor_iri, Some((&kp, &local.key_id))).await?;
+    if actor.iri == local.actor {
+        return Err(FedError::Policy("a server cannot follow itself".into()));
+    }
+    let text = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    let tags: Vec<String> = config
+        .get("tags")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let follow_iri = local.new_iri();
+    let (name, summary) = (text("name"), text("summary"));
+    let (b, a, f) = (base.clone(), actor.clone(), follow_iri.clone());
+    let id = fed.store.call(move |c| data::add_server(c, &b, &a.iri, &a.inbox, &f, &name, &summary, &tags)).await?;
+    let follow = json!({
+        "@context": AS_CONTEXT,
+        "id": follow_iri,
+        "type": "Follow",
+        "actor": local.actor,
+        "object": actor.iri,
+    });
+    delivery::enqueue(fed, vec![actor.inbox.clone()], &follow).await?;
+    tracing::info!(server = %base, actor = %actor.iri, "following a federated server");
+    Ok(id)
+}
+
+/// Stop following server `id` (an Undo of the Follow) and forget it; false if there is none.
+pub async fn remove(fed: &Federation, local: &Local, id: i64) -> Result<bool, FedError> {
+    let Some(server) = fed.store.call(move |c| data::remove_server(c, id)).await? else {
+        return Ok(false);
+    };
+    let undo = json!({
+        "@context": AS_CONTEXT,
+        "id": local.new_iri(),
+        "type": "Undo",
+        "actor": local.actor,
+        "object": { "id": server.follow_iri, "type": "Follow", "actor": local.actor, "object": server.actor_iri },
+    });
+    delivery::enqueue(fed, vec![server.inbox], &undo).await?;
+    Ok(true)
+}
+
+/// A Create from `actor`: if it is a federated server, it went live.
+pub async fn went_live(fed: &Federation, actor: &RemoteActor) -> Result<(), FedError> {
+    let a = actor.iri.clone();
+    let Some(server) = fed.store.call(move |c| data::server_by(c, None, Some(&a))).await? else {
+        return Ok(());
+    };
+    let a = actor.iri.clone();
+    fed.store.call(move |c| data::server_status(c, &a, true, None)).await?;
+    tracing::info!(server = %server.url, "a federated server went live");
+    // The title comes from the server's status, off the inbox request.
+    let status_url = format!("{}/api/status", server.url);
+    if let Ok(u) = fed.client.check_url(&status_url) {
+        let client_status = fed.client.get_plain_json(u.as_str());
+        let store = fed.store.clone();
+        let a = actor.iri.clone();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(10), client_status).await;
+        if let Ok(Ok(v)) = status {
+            let online = v.get("online").and_then(Value::as_bool).unwrap_or(true);
+            let title = v.get("streamTitle").and_then(Value::as_str).map(str::to_string);
+            if let Err(e) = store.call(move |c| data::server_status(c, &a, online, title.as_deref())).await {
+                tracing::warn!("cannot record a federated server's status: {e}");
+            }
+        }
+    }
+    Ok(())
+}
