@@ -71,3 +71,26 @@ describe('chatSocketUrl', () => {
     expect(chatSocketUrl('wss://u:p@chat.example', 't', 'http://x')).toBe('wss://chat.example/ws?accessToken=t');
   });
 });
+
+describe('Fediverse sign-in helpers', () => {
+  it('post the account and the code with the chat token, and surface {success:false,message}', async () => {
+    const calls: { url: string; body: unknown }[] = [];
+    const answers = [
+      new Response('{"success":true,"message":"a code was sent to alice@example.com"}', { status: 200 }),
+      new Response('{"success":false,"message":"the code is not valid"}', { status: 403 }),
+    ];
+    vi.stubGlobal('fetch', async (input: RequestInfo | URL, init?: RequestInit) => {
+      calls.push({ url: String(input), body: JSON.parse(String(init?.body)) });
+      return answers.shift()!;
+    });
+    expect(await api.fediverseSignInStart('t o', 'alice@example.com')).toEqual({
+      success: true,
+      message: 'a code was sent to alice@example.com',
+    });
+    await expect(api.fediverseSignInVerify('t o', '123456')).rejects.toMatchObject({ status: 403, message: 'the code is not valid' });
+    expect(calls).toEqual([
+      { url: '/api/auth/fediverse?accessToken=t%20o', body: { account: 'alice@example.com' } },
+      { url: '/api/auth/fediverse/verify?accessToken=t%20o', body: { code: '123456' } },
+    ]);
+  });
+});

@@ -458,6 +458,12 @@ export const api = {
   /** Start an IndieAuth chat sign-in with the user's website; answers where to send the browser. */
   indieAuthStart: (accessToken: string, authHost: string) =>
     postJSON<{ redirect: string }>(withQuery('/api/auth/indieauth', { accessToken }), { authHost }),
+  /** Fediverse chat sign-in, step 1: castd sends a one-time code by direct message to `account` (`user@host`). */
+  fediverseSignInStart: (accessToken: string, account: string) =>
+    postJSON<StatusResponse>(withQuery('/api/auth/fediverse', { accessToken }), { account }),
+  /** Fediverse chat sign-in, step 2: the code the account received; signs this chat user in (403 when wrong or expired). */
+  fediverseSignInVerify: (accessToken: string, code: string) =>
+    postJSON<StatusResponse>(withQuery('/api/auth/fediverse/verify', { accessToken }), { code }),
   /** Platform key → `{name, icon}` for social handles. */
   socialPlatforms: () => getJSON<Record<string, SocialPlatform>>('/api/socialplatforms'),
   remoteFollow: (account: string) => postJSON<{ redirectUrl?: string } & Partial<StatusResponse>>('/api/remotefollow', { account }),

@@ -184,7 +184,14 @@ export function ChatPanel({ config, readonly }: Props) {
       )}
       {showSignIn && (
         <Modal title="Sign in" small onClose={() => setShowSignIn(false)}>
-          <SignIn indieAuthEnabled={Boolean(config.authentication?.indieAuthEnabled)} />
+          <SignIn
+            indieAuthEnabled={Boolean(config.authentication?.indieAuthEnabled)}
+            fediverseEnabled={Boolean(config.federation?.enabled)}
+            onSignedIn={(message) => {
+              setShowSignIn(false);
+              setSignInNotice({ ok: true, message });
+            }}
+          />
         </Modal>
       )}
       {showSettings && model.me && (
