@@ -10,8 +10,9 @@
 //! While live, the live window is served from memory (`LiveFiles`): on every HLS_WRITTEN event from the
 //! transcoder the variant's newly listed segments are loaded, then its playlist, and segments that left
 //! the playlist are dropped, so memory holds exactly the live window and a player never sees a playlist
-//! naming a segment memory does not have. Disk stays the durable copy: anything not in memory (after a
-//! restart, after the stream ends) is read from disk. Every answer has `ETag`, `Last-Modified`, Range
+//! naming a segment memory does not have. Segments are held in sealed memfds (`http::zerocopy`), so
+//! the web server sends them with `sendfile` instead of copying them into each socket. Disk stays the
+//! durable copy: anything not in memory (after a restart, after the stream ends) is read from disk. Every answer has `ETag`, `Last-Modified`, Range
 //! and conditional-request support (`http::files`).
 //!
 //! While the stream is live in low-latency mode, `llhls` answers the variant playlists, parts and
