@@ -146,17 +146,37 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
     drop(settings);
 
     let (mut sink, mut stream) = socket.split();
-    let mut limiter = RateLimiter::new(Instant::now());
+    // Reading runs in its own task, so the writer below never polls the socket's read side after each
+    // frame it sends (with one message going to thousands of sockets, that re-poll was a measurable
+    // share of the fan-out). The reader ends on close, error, or no frame for `READ_DEADLINE`.
+    let mut reader = {
+        let (ctx, client) = (ctx.clone(), client.clone());
+        tokio::spawn(async move {
+            let mut limiter = RateLimiter::new(Instant::now());
+            loop {
+                match tokio::time::timeout(READ_DEADLINE, stream.next()).await {
+                    Ok(Some(Ok(Message::Text(text)))) => {
+                        handle_inbound(&ctx, &client, &mut limiter, text.as_str()).await;
+                    }
+                    Ok(Some(Ok(Message::Close(_)) | Err(_)) | None) | Err(_) => break,
+                    Ok(Some(Ok(_))) => {}
+                }
+            }
+        })
+    };
     let mut ping = tokio::time::interval_at(Instant::now() + PING_EVERY, PING_EVERY);
-    let deadline = tokio::time::sleep(READ_DEADLINE);
-    tokio::pin!(deadline);
     // One waiter registration for the connection's life, not one per loop turn.
     let killed = client.kill.notified();
     tokio::pin!(killed);
+    let mut reader_done = false;
     loop {
         tokio::select! {
             biased;
             _ = &mut killed => break,
+            _ = &mut reader => {
+                reader_done = true;
+                break;
+            }
             out = rx.recv() => {
                 let Some(out) = out else { break };
                 let (frame, close) = coalesce(out, &mut rx);
@@ -170,22 +190,11 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
                     break;
                 }
             }
-            msg = stream.next() => {
-                match msg {
-                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
-                    Some(Ok(Message::Text(text))) => {
-                        deadline.as_mut().reset(Instant::now() + READ_DEADLINE);
-                        handle_inbound(&ctx, &client, &mut limiter, text.as_str()).await;
-                    }
-                    Some(Ok(_)) => deadline.as_mut().reset(Instant::now() + READ_DEADLINE),
-                }
-            }
             _ = ping.tick() => {
                 if !send_bounded(&mut sink, Message::Ping(Default::default())).await {
                     break;
                 }
             }
-            _ = &mut deadline => break,
         }
     }
     if ctx.hub.remove(&client) {
@@ -193,6 +202,11 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
     }
     ctx.telemetry.set_chat_clients(ctx.hub.len() as u64);
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+    // A message being handled (stored, then broadcast) is let finish; a peer that never answers the
+    // close is not waited for.
+    if !reader_done && tokio::time::timeout(Duration::from_secs(1), &mut reader).await.is_err() {
+        reader.abort();
+    }
 }
 
 /// Send `msg` within `WRITE_TIMEOUT`; false when it failed or timed out. Nearly every send completes
