@@ -1,14 +1,16 @@
 //! The connection hub: who is connected, fan-out of events, presence (join/part) per user.
 //!
-//! Every connection has a bounded outbound queue of `CLIENT_QUEUE` frames. A broadcast serializes
-//! the event once into a shared `Utf8Bytes` and `try_send`s it to each queue, so it never waits on a
-//! socket and costs a reference count per client. The connection task drains its queue and writes
+//! A broadcast serializes the event once into a shared `Utf8Bytes` and puts it in the room's ring
+//! (a tokio broadcast channel of `CLIENT_QUEUE` frames), so it never waits on a socket and costs one
+//! send whatever the number of clients. Frames for one client (its user info, errors, actions) go
+//! through that client's own small queue (`DIRECT_QUEUE`). The connection task drains both and writes
 //! everything pending as one frame (events separated by `\n`, as Owncast's hub does), so a client that
 //! falls behind catches up in few writes.
 //!
-//! Slow-consumer policy: a client whose queue is full when an event is broadcast is disconnected (it
-//! can reconnect and reload the history). Memory per client is therefore bounded by `CLIENT_QUEUE`
-//! shared frames plus the socket buffers, and one stuck client never delays the room.
+//! Slow-consumer policy: a client that falls `CLIENT_QUEUE` room frames behind (the ring overwrote
+//! frames it had not sent yet), or whose own queue is full, is disconnected (it can reconnect and
+//! reload the history). Memory is therefore bounded by one shared ring plus a small queue and the
+//! socket buffers per client, and one stuck client never delays the room.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -19,13 +21,21 @@ use axum::extract::ws::Utf8Bytes;
 use chrono::{DateTime, Utc};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{broadcast, mpsc, Notify};
 use tokio::task::JoinHandle;
 
 use super::protocol::User;
 
-/// Frames queued per client before it counts as a slow consumer and is disconnected.
+/// Room frames a client may fall behind before it counts as a slow consumer and is disconnected.
 pub const CLIENT_QUEUE: usize = 256;
+/// Frames for one client only that may wait before it is disconnected.
+pub const DIRECT_QUEUE: usize = 32;
+
+/// What a connection task reads: the room's frames and its own.
+pub struct Queues {
+    pub room: broadcast::Receiver<Utf8Bytes>,
+    pub direct: mpsc::Receiver<Out>,
+}
 
 /// What a connection task is asked to do.
 #[derive(Debug)]
@@ -93,6 +103,7 @@ struct Presence {
 /// The set of connections.
 pub struct Hub {
     clients: RwLock<HashMap<u64, Arc<Client>>>,
+    room: broadcast::Sender<Utf8Bytes>,
     presence: Mutex<HashMap<String, Presence>>,
     next_id: AtomicU64,
     /// Clients dropped by the slow-consumer policy since start.
@@ -103,6 +114,7 @@ impl Default for Hub {
     fn default() -> Self {
         Self {
             clients: RwLock::new(HashMap::new()),
+            room: broadcast::channel(CLIENT_QUEUE).0,
             presence: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             slow_dropped: AtomicU64::new(0),
@@ -121,8 +133,8 @@ impl Hub {
 
     /// Register a connection. Returns the client, its queue, and whether this is a fresh join (the
     /// user had no other connection and no pending part timer).
-    pub fn add(&self, user: User, ip: IpAddr, user_agent: String) -> (Arc<Client>, mpsc::Receiver<Out>, bool) {
-        let (tx, rx) = mpsc::channel(CLIENT_QUEUE);
+    pub fn add(&self, user: User, ip: IpAddr, user_agent: String) -> (Arc<Client>, Queues, bool) {
+        let (tx, rx) = mpsc::channel(DIRECT_QUEUE);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let client = Arc::new(Client {
             id,
@@ -145,8 +157,12 @@ impl Hub {
             p.connections += 1;
             fresh
         };
-        self.clients.write().insert(id, client.clone());
-        (client, rx, fresh)
+        let room = {
+            let mut clients = self.clients.write();
+            clients.insert(id, client.clone());
+            self.room.subscribe()
+        };
+        (client, Queues { room, direct: rx }, fresh)
     }
 
     /// Unregister a connection; returns true when it was the user's last one.
@@ -185,15 +201,17 @@ impl Hub {
         }
     }
 
-    /// Send a frame to every connection; slow consumers are dropped (see the module docs).
+    /// Send a frame to every connection; slow consumers are dropped by their own connection task
+    /// when they find they lagged (see the module docs).
     pub fn broadcast(&self, frame: Utf8Bytes) {
-        let clients = self.clients.read();
-        for c in clients.values() {
-            if !c.send(frame.clone()) && !c.tx.is_closed() {
-                self.slow_dropped.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(client = c.id, "chat client too slow; disconnecting it");
-            }
-        }
+        // An error only means nobody is connected.
+        let _ = self.room.send(frame);
+    }
+
+    /// Count a client dropped for lagging behind the room.
+    pub fn lagged(&self, client: &Client) {
+        self.slow_dropped.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(client = client.id, "chat client too slow; disconnecting it");
     }
 
     /// Ask every connection to flush and close with a close frame (shutdown).

@@ -27,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::filter::WordFilter;
@@ -126,7 +127,7 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
         Lookup::Disabled(u) => return refuse(socket, Some(p::error(p::ERROR_USER_DISABLED, Some(&u)))).await,
         Lookup::Ok(u) => u,
     };
-    let (client, mut rx, fresh) = ctx.hub.add(user.clone(), ip, ua);
+    let (client, mut queues, fresh) = ctx.hub.add(user.clone(), ip, ua);
     ctx.telemetry.set_chat_clients(ctx.hub.len() as u64);
     client.send(p::frame(&p::connected_user_info(&user)));
     let settings = ctx.settings.get();
@@ -177,9 +178,9 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
                 reader_done = true;
                 break;
             }
-            out = rx.recv() => {
+            out = queues.direct.recv() => {
                 let Some(out) = out else { break };
-                let (frame, close) = coalesce(out, &mut rx);
+                let (frame, close) = coalesce(out, &mut queues.direct);
                 if let Some(frame) = frame {
                     if !send_bounded(&mut sink, Message::Text(frame)).await {
                         break;
@@ -187,6 +188,24 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
                 }
                 if close {
                     send_bounded(&mut sink, Message::Close(None)).await;
+                    break;
+                }
+            }
+            room = queues.room.recv() => {
+                let first = match room {
+                    Ok(frame) => frame,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        ctx.hub.lagged(&client);
+                        break;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                let (frame, lagged) = coalesce_room(first, &mut queues.room);
+                if !send_bounded(&mut sink, Message::Text(frame)).await {
+                    break;
+                }
+                if lagged {
+                    ctx.hub.lagged(&client);
                     break;
                 }
             }
@@ -223,6 +242,38 @@ where
     matches!(tokio::time::timeout(WRITE_TIMEOUT, send).await, Ok(Ok(())))
 }
 
+/// `first` and whatever else the room has queued for this client (up to `MAX_BATCH`) as one frame;
+/// the flag says the client lagged behind the ring meanwhile.
+fn coalesce_room(first: Utf8Bytes, rx: &mut broadcast::Receiver<Utf8Bytes>) -> (Utf8Bytes, bool) {
+    let mut more: Vec<Utf8Bytes> = Vec::new();
+    let mut lagged = false;
+    while more.len() + 1 < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(f) => more.push(f),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                lagged = true;
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    (join_frames(first, &more), lagged)
+}
+
+fn join_frames(first: Utf8Bytes, more: &[Utf8Bytes]) -> Utf8Bytes {
+    if more.is_empty() {
+        return first;
+    }
+    let len = first.len() + more.iter().map(|f| f.len() + 1).sum::<usize>();
+    let mut joined = String::with_capacity(len);
+    joined.push_str(first.as_str());
+    for f in more {
+        joined.push('\n');
+        joined.push_str(f.as_str());
+    }
+    Utf8Bytes::from(joined)
+}
+
 /// Take `first` and whatever else is queued (up to `MAX_BATCH`) as one frame; the flag says a close
 /// was requested.
 fn coalesce(first: Out, rx: &mut tokio::sync::mpsc::Receiver<Out>) -> (Option<Utf8Bytes>, bool) {
@@ -242,17 +293,7 @@ fn coalesce(first: Out, rx: &mut tokio::sync::mpsc::Receiver<Out>) -> (Option<Ut
             Err(_) => break,
         }
     }
-    if more.is_empty() {
-        return (Some(first), close);
-    }
-    let len = first.len() + more.iter().map(|f| f.len() + 1).sum::<usize>();
-    let mut joined = String::with_capacity(len);
-    joined.push_str(first.as_str());
-    for f in &more {
-        joined.push('\n');
-        joined.push_str(f.as_str());
-    }
-    (Some(Utf8Bytes::from(joined)), close)
+    (Some(join_frames(first, &more)), close)
 }
 
 fn schedule_part(ctx: &Arc<Chat>, client: &Arc<Client>) {
