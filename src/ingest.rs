@@ -154,7 +154,8 @@ impl Drop for PublisherGuard {
 
 pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     let mut reg = reg.scope(ingest);
-    reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound RTMP broadcaster", disconnect);
+    reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound RTMP broadcaster", disconnect)
+        .error(400, "No broadcaster is connected (Owncast's answer)");
 }
 
 async fn disconnect(State(ingest): State<Arc<Ingest>>) -> Result<Json<StatusResponse>, ApiError> {

@@ -199,8 +199,12 @@ pub enum BodyDoc {
     Schema(&'static str),
     /// `{"value": ...}` wrapping the given value shape.
     Value(ValueDoc),
+    /// A JSON body written out as a JSON Schema (for bodies with constraints a derive cannot state).
+    Json(&'static str),
     /// A multipart form upload.
     Multipart,
+    /// A multipart form upload of one file in the named field.
+    MultipartFile(&'static str),
 }
 
 /// Shape of the `value` of a setter (or of a query parameter).
@@ -252,6 +256,8 @@ pub struct RouteDoc {
     pub auth: Auth,
     pub summary: &'static str,
     pub body: BodyDoc,
+    /// Whether the body may be left out (it is required unless the route says so).
+    pub body_optional: bool,
     /// The success answer (`StatusResponse` for every mutating route unless it says otherwise).
     pub response: ResponseDoc,
     /// Error statuses besides those the route's shape implies (see `openapi::error_statuses`), each
@@ -292,6 +298,12 @@ impl RouteMut<'_> {
         if !self.doc.errors.iter().any(|(s, _)| *s == status) {
             self.doc.errors.push((status, when));
         }
+        self
+    }
+
+    /// The request body may be left out.
+    pub fn optional_body(self) -> Self {
+        self.doc.body_optional = true;
         self
     }
 
@@ -338,6 +350,7 @@ impl Registry {
             auth: Auth::Public,
             summary: "This OpenAPI document",
             body: BodyDoc::None,
+            body_optional: false,
             response: ResponseDoc::JsonSchema(r#"{"type":"object","required":["openapi","info","paths"]}"#),
             errors: Vec::new(),
             query: Vec::new(),
@@ -428,6 +441,7 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
             auth,
             summary,
             body,
+            body_optional: false,
             response,
             errors: Vec::new(),
             query: Vec::new(),

@@ -192,6 +192,7 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
     let body = match doc.body {
         BodyDoc::None => None,
         BodyDoc::Schema(name) => Some(("application/json", RefOr::Ref(Ref::from_schema_name(name)))),
+        BodyDoc::Json(text) => Some(("application/json", written_schema(text))),
         BodyDoc::Value(v) => Some((
             "application/json",
             RefOr::T(Schema::Object(
@@ -206,12 +207,27 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
             "multipart/form-data",
             RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::Object).build())),
         )),
+        BodyDoc::MultipartFile(field) => Some((
+            "multipart/form-data",
+            RefOr::T(Schema::Object(
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .property(
+                        field,
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .content_media_type("application/octet-stream"),
+                    )
+                    .required(field)
+                    .build(),
+            )),
+        )),
     };
     if let Some((ctype, schema)) = body {
         op = op.request_body(Some(
             RequestBodyBuilder::new()
                 .content(ctype, ContentBuilder::new().schema(Some(schema)).build())
-                .required(Some(Required::True))
+                .required(Some(if doc.body_optional { Required::False } else { Required::True }))
                 .build(),
         ));
     }
