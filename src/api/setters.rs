@@ -108,7 +108,7 @@ const SLUR_WORDS: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"str
 const DOMAINS: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^\\s*([A-Za-z0-9-]*\\.[A-Za-z0-9.-]*)?\\s*$"}}"#;
 const URL_OR_EMPTY: &str = concat!(r#"{"type":"string","maxLength":2048,"pattern":"^("#, url_re!(), r#")?$"}"#);
 const SOCKET_URL: &str =
-    r#"{"type":"string","maxLength":2048,"pattern":"^((wss?|https?)://[A-Za-z0-9]+([.-][A-Za-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*)?$"}"#;
+    r#"{"type":"string","maxLength":2048,"pattern":"^((wss?|https?)://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*)?$"}"#;
 const PORT: &str = r#"{"type":"integer","minimum":1,"maximum":65535}"#;
 const IP: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"}"#;
 const AUTOPLAY: &str = r#"{"anyOf":[{"type":"boolean"},{"type":"string","enum":["on","off","muted"]}]}"#;

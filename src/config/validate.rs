@@ -47,7 +47,7 @@ pub fn boolean(v: &Value) -> Result<bool, ValidationError> {
 /// A whole number in `lo..=hi` (`2.0` is one, as JSON Schema counts it).
 pub fn integer(v: &Value, lo: i64, hi: i64) -> Result<i64, ValidationError> {
     let whole = v.as_i64().or_else(|| {
-        v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64)
+        v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_991.0).map(|f| f as i64)
     });
     match whole {
         Some(n) if (lo..=hi).contains(&n) => Ok(n),

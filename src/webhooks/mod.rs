@@ -469,7 +469,7 @@ async fn delete(
     JsonBody(body): JsonBody<DeleteBody>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     let id = body.id.ok_or_else(|| ApiError::bad("id is required"))?;
-    if id.fract() != 0.0 || id.abs() > 9.0e15 {
+    if id.fract() != 0.0 || id.abs() > 9_007_199_254_740_991.0 {
         return Err(ApiError::bad("id must be a whole number"));
     }
     // The range check makes the conversion exact.
