@@ -530,7 +530,8 @@ fn huge_client_counts_saturate_instead_of_overflowing() {
             .expect("CMCD answered");
         assert_ok(r, br);
     }
-    let r = server.client.post(server.url("/api/admin/webhooks/delete")).basic_auth("admin", Some(&server.admin_password));
+    let r =
+        server.client.post(server.url("/api/admin/webhooks/delete")).basic_auth("admin", Some(&server.admin_password));
     let r = r.json(&json!({ "id": 12.0 })).send().unwrap();
     assert_eq!(r.status(), 404, "a whole-number float id is read as the id");
 }

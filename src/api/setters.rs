@@ -107,8 +107,7 @@ const NAME_LIST: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"stri
 const SLUR_WORDS: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^\\s*[^\\s\\x00-\\x1f\\x7f-\\x9f]{0,64}\\s*$"}}"#;
 const DOMAINS: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^\\s*([A-Za-z0-9-]*\\.[A-Za-z0-9.-]*)?\\s*$"}}"#;
 const URL_OR_EMPTY: &str = concat!(r#"{"type":"string","maxLength":2048,"pattern":"^("#, url_re!(), r#")?$"}"#);
-const SOCKET_URL: &str =
-    r#"{"type":"string","maxLength":2048,"pattern":"^((wss?|https?)://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*)?$"}"#;
+const SOCKET_URL: &str = r#"{"type":"string","maxLength":2048,"pattern":"^((wss?|https?)://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*)?$"}"#;
 const PORT: &str = r#"{"type":"integer","minimum":1,"maximum":65535}"#;
 const IP: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"}"#;
 const AUTOPLAY: &str = r#"{"anyOf":[{"type":"boolean"},{"type":"string","enum":["on","off","muted"]}]}"#;
@@ -159,9 +158,15 @@ const DISCORD: &str = concat!(
 
 /// Every plain setter, by path under `/api/admin/config/`.
 pub static SETTERS: &[Setter] = &[
-    setter("name", "Server name", JsonSchema(r#"{"type":"string","maxLength":255}"#), |_, v, s| set(&mut s.name, validate::string(v, 255))),
-    setter("serversummary", "Server summary", JsonSchema(TEXT_4000), |_, v, s| set(&mut s.summary, validate::string(v, 4000))),
-    setter("streamtitle", "Stream title", JsonSchema(r#"{"type":"string","maxLength":255}"#), |_, v, s| set(&mut s.stream_title, validate::string(v, 255))),
+    setter("name", "Server name", JsonSchema(r#"{"type":"string","maxLength":255}"#), |_, v, s| {
+        set(&mut s.name, validate::string(v, 255))
+    }),
+    setter("serversummary", "Server summary", JsonSchema(TEXT_4000), |_, v, s| {
+        set(&mut s.summary, validate::string(v, 4000))
+    }),
+    setter("streamtitle", "Stream title", JsonSchema(r#"{"type":"string","maxLength":255}"#), |_, v, s| {
+        set(&mut s.stream_title, validate::string(v, 255))
+    }),
     setter("welcomemessage", "Chat welcome message", JsonSchema(TEXT_4000), |_, v, s| {
         set(&mut s.welcome_message, validate::string(v, 4000))
     }),
@@ -173,7 +178,9 @@ pub static SETTERS: &[Setter] = &[
     }),
     setter("tags", "Tags", JsonSchema(TAGS), |_, v, s| set(&mut s.tags, tags(v))),
     setter("nsfw", "Mark the stream as NSFW", Boolean, |_, v, s| set(&mut s.nsfw, validate::boolean(v))),
-    setter("customstyles", "Custom CSS", JsonSchema(LONG_TEXT_SCHEMA), |_, v, s| set(&mut s.custom_styles, validate::string(v, LONG_TEXT))),
+    setter("customstyles", "Custom CSS", JsonSchema(LONG_TEXT_SCHEMA), |_, v, s| {
+        set(&mut s.custom_styles, validate::string(v, LONG_TEXT))
+    }),
     setter("customjavascript", "Custom JavaScript", JsonSchema(LONG_TEXT_SCHEMA), |_, v, s| {
         set(&mut s.custom_javascript, validate::string(v, LONG_TEXT))
     }),
@@ -192,10 +199,15 @@ pub static SETTERS: &[Setter] = &[
     setter("video/streamoutputvariants", "Output quality variants", JsonSchema(VARIANTS), |_, v, s| {
         set(&mut s.video_quality_variants, validate::variants(v))
     }),
-    setter("video/streamlatencylevel", "Latency level 0 (lowest) to 4", JsonSchema(r#"{"type":"integer","minimum":0,"maximum":4}"#), |_, v, s| {
-        // The range check makes the narrowing exact.
-        set(&mut s.latency_level, validate::integer(v, 0, 4).map(|n| n as u32))
-    }),
+    setter(
+        "video/streamlatencylevel",
+        "Latency level 0 (lowest) to 4",
+        JsonSchema(r#"{"type":"integer","minimum":0,"maximum":4}"#),
+        |_, v, s| {
+            // The range check makes the narrowing exact.
+            set(&mut s.latency_level, validate::integer(v, 0, 4).map(|n| n as u32))
+        },
+    ),
     setter("video/codec", "Video encoder: auto or an available encoder name", JsonSchema(CODEC), |server, v, s| {
         let wanted = validate::string(v, 64)?;
         let available = server.available_codecs();
@@ -254,9 +266,12 @@ pub static SETTERS: &[Setter] = &[
     setter("serverurl", "Public URL of this server (or empty)", JsonSchema(URL_OR_EMPTY), |_, v, s| {
         set(&mut s.server_url, validate::url(v, true))
     }),
-    setter("directoryurl", "Directory (YP) service URL (castd; empty = Owncast's directory)", JsonSchema(URL_OR_EMPTY), |_, v, s| {
-        set(&mut s.directory_url, validate::url(v, true))
-    }),
+    setter(
+        "directoryurl",
+        "Directory (YP) service URL (castd; empty = Owncast's directory)",
+        JsonSchema(URL_OR_EMPTY),
+        |_, v, s| set(&mut s.directory_url, validate::url(v, true)),
+    ),
     setter("directoryenabled", "List in the directory (400 until serverurl is set)", Boolean, |_, v, s| {
         let on = validate::boolean(v)?;
         if on {
@@ -293,9 +308,12 @@ pub static SETTERS: &[Setter] = &[
     setter("federation/private", "Approve followers by hand", Boolean, |_, v, s| {
         set(&mut s.federation_private, validate::boolean(v))
     }),
-    setter("federation/username", "Fediverse user name", JsonSchema(r#"{"type":"string","pattern":"^[A-Za-z0-9_]{1,30}$"}"#), |_, v, s| {
-        set(&mut s.federation_username, validate::federation_username(v))
-    }),
+    setter(
+        "federation/username",
+        "Fediverse user name",
+        JsonSchema(r#"{"type":"string","pattern":"^[A-Za-z0-9_]{1,30}$"}"#),
+        |_, v, s| set(&mut s.federation_username, validate::federation_username(v)),
+    ),
     setter("federation/livemessage", "Fediverse go-live message", JsonSchema(TEXT_500), |_, v, s| {
         set(&mut s.federation_go_live_message, validate::string(v, 500))
     }),
@@ -324,11 +342,15 @@ pub static SETTERS: &[Setter] = &[
             set(&mut s.ffmpeg_path, Ok(p))
         },
     ),
-    restart_setter("rtmpserverport", "RTMP port", JsonSchema(PORT), |_, v, s| set(&mut s.rtmp_server_port, validate::port(v))),
+    restart_setter("rtmpserverport", "RTMP port", JsonSchema(PORT), |_, v, s| {
+        set(&mut s.rtmp_server_port, validate::port(v))
+    }),
     restart_setter("rtmpserverbindaddress", "RTMP bind address", JsonSchema(IP), |_, v, s| {
         set(&mut s.rtmp_server_bind_address, validate::ip_address(v))
     }),
-    restart_setter("webserverport", "Web port", JsonSchema(PORT), |_, v, s| set(&mut s.web_server_port, validate::port(v))),
+    restart_setter("webserverport", "Web port", JsonSchema(PORT), |_, v, s| {
+        set(&mut s.web_server_port, validate::port(v))
+    }),
     restart_setter("webserverip", "Web bind address", JsonSchema(IP), |_, v, s| {
         set(&mut s.web_server_ip, validate::ip_address(v))
     }),

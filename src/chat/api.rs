@@ -32,7 +32,6 @@ const GROUP: &str = "chat";
 /// Documented as IPv4 (a pattern: schema tools do not combine formats); IPv6 is taken as well.
 const IP_SCHEMA: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"}"#;
 
-
 pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     use Auth::{Admin, Moderator, Public, User as U};
     let mut reg = reg.scope(chat);

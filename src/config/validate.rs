@@ -46,9 +46,9 @@ pub fn boolean(v: &Value) -> Result<bool, ValidationError> {
 
 /// A whole number in `lo..=hi` (`2.0` is one, as JSON Schema counts it).
 pub fn integer(v: &Value, lo: i64, hi: i64) -> Result<i64, ValidationError> {
-    let whole = v.as_i64().or_else(|| {
-        v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_991.0).map(|f| f as i64)
-    });
+    let whole = v
+        .as_i64()
+        .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_991.0).map(|f| f as i64));
     match whole {
         Some(n) if (lo..=hi).contains(&n) => Ok(n),
         Some(n) => err(format!("value {n} is out of range ({lo} to {hi})")),
@@ -306,7 +306,10 @@ mod tests {
         // Owncast's values: short keys and its default abc123
         assert_eq!(stream_keys(&json!([{"key": " abc123 "}])).unwrap()[0].key, "abc123");
         assert!(stream_keys(&json!([{"key": "abc def gh"}])).is_ok());
-        assert!(stream_keys(&json!([{"key": "abcdefgh"}, {"key": " abcdefgh"}])).is_err());
+        // A repeated key (once trimmed) is dropped, the first kept.
+        let keys =
+            stream_keys(&json!([{"key": "abcdefgh", "comment": "a"}, {"key": " abcdefgh", "comment": "b"}])).unwrap();
+        assert_eq!(keys, vec![StreamKey { key: "abcdefgh".into(), comment: "a".into() }]);
         assert!(stream_keys(&json!([{"key": "   "}])).is_err());
         assert!(stream_keys(&json!([{"key": "a\u{7}b"}])).is_err());
         assert!(stream_keys(&json!([{"key": "x".repeat(257)}])).is_err());

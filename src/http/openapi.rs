@@ -121,7 +121,9 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
     let ok = ResponseBuilder::new().description("Success");
     let ok = match doc.response {
         ResponseDoc::Any => Some(ok),
-        ResponseDoc::Json(name) => Some(ok.content("application/json", json_content(Ref::from_schema_name(name).into()))),
+        ResponseDoc::Json(name) => {
+            Some(ok.content("application/json", json_content(Ref::from_schema_name(name).into())))
+        }
         ResponseDoc::JsonList(name) => Some(ok.content(
             "application/json",
             json_content(RefOr::T(Schema::Array(ArrayBuilder::new().items(Ref::from_schema_name(name)).build()))),
@@ -214,9 +216,7 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
                     .schema_type(Type::Object)
                     .property(
                         field,
-                        ObjectBuilder::new()
-                            .schema_type(Type::String)
-                            .content_media_type("application/octet-stream"),
+                        ObjectBuilder::new().schema_type(Type::String).content_media_type("application/octet-stream"),
                     )
                     .required(field)
                     .build(),
@@ -267,7 +267,10 @@ mod tests {
 
     #[test]
     fn path_parameters_are_found_and_written_the_openapi_way() {
-        assert_eq!(path_params("/a/{id}/b/{*rest}"), ("/a/{id}/b/{rest}".to_string(), vec!["id".into(), "rest".into()]));
+        assert_eq!(
+            path_params("/a/{id}/b/{*rest}"),
+            ("/a/{id}/b/{rest}".to_string(), vec!["id".into(), "rest".into()])
+        );
         assert_eq!(path_params("/plain"), ("/plain".to_string(), vec![]));
     }
 }

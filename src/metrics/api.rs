@@ -26,7 +26,8 @@ use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, Stat
 
 /// The documented `?CMCD=` query: a dictionary of the numeric keys (the collector also takes the
 /// other keys, the CMCD-* headers and bodies; this is the form a schema can state exactly).
-const CMCD_QUERY_SCHEMA: &str = r#"{"type":"string","pattern":"^(bl|br|d|dl|mtp|rtp|tb)=[0-9]{1,6}(,(bl|br|d|dl|mtp|rtp|tb)=[0-9]{1,6})*$"}"#;
+const CMCD_QUERY_SCHEMA: &str =
+    r#"{"type":"string","pattern":"^(bl|br|d|dl|mtp|rtp|tb)=[0-9]{1,6}(,(bl|br|d|dl|mtp|rtp|tb)=[0-9]{1,6})*$"}"#;
 
 /// Largest CMCD request body read (64 KiB).
 pub const MAX_CMCD_BODY: usize = 64 * 1024;
@@ -36,8 +37,11 @@ pub fn routes(reg: &mut Registry, metrics: Arc<Metrics>) {
     reg.schema::<LegacyPlaybackReport>();
     reg.get("/api/ping", "public", Auth::Public, "Mark this viewer as watching", ping);
     for path in ["/api/metrics/cmcd", "/metrics/cmcd"] {
-        reg.get(path, "metrics", Auth::Public, "CMCD report in the ?CMCD= query or CMCD-* headers", cmcd_get)
-            .query("CMCD", true, ValueDoc::Json(CMCD_QUERY_SCHEMA));
+        reg.get(path, "metrics", Auth::Public, "CMCD report in the ?CMCD= query or CMCD-* headers", cmcd_get).query(
+            "CMCD",
+            true,
+            ValueDoc::Json(CMCD_QUERY_SCHEMA),
+        );
         reg.post(
             path,
             "metrics",

@@ -291,7 +291,9 @@ pub fn routes(reg: &mut Registry, tokens: Tokens) {
         GROUP,
         Auth::Admin,
         "Delete an access token {token}",
-        BodyDoc::Json(r#"{"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1}}}"#),
+        BodyDoc::Json(
+            r#"{"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1}}}"#,
+        ),
         delete,
     )
     .error(404, "No such token");
