@@ -93,6 +93,7 @@ fn chat_works(server: &Server, name: &str) {
 }
 
 #[test]
+#[ignore = "not yet run to completion (run with --ignored, as root)"]
 fn a_full_hls_directory_pauses_the_stream_and_nothing_else() {
     if !is_root() {
         println!("fulldisk: skipped: mounting the tmpfs for the HLS directory needs root (CI runs as root)");
