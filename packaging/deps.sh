@@ -2,7 +2,7 @@
 # Installs what castd needs to build and test on Debian 12, idempotently:
 # apt packages (ffmpeg CLI + libav dev headers, libclang for bindgen, pkg-config,
 # Chromium for the web tests (DejaVu: the clock burnt into bench/latency's test pattern); for the package and packaging/test-deb.sh: lintian, dpkg-dev,
-# systemd (systemd-analyze), man-db (verify checks man: links), curl, python3, binutils;
+# systemd (systemd-analyze), man-db (verify checks man: links), curl, python3 (+ venv for schemathesis), binutils;
 # debootstrap + systemd-container for packaging/test-deb-nspawn.sh; for tests/obs.rs: OBS Studio
 # under Xvfb with Mesa's software OpenGL, socat for its network bridge, xdotool/x11-apps/imagemagick
 # for its settings screenshot, and GStreamer with rtmp2sink, rtmpsink (librtmp), x264enc,
@@ -16,7 +16,7 @@ APT_PKGS=(
   libswscale-dev libswresample-dev
   chromium fonts-noto-color-emoji fonts-dejavu-core
   lintian dpkg-dev fakeroot systemd
-  man-db curl python3 binutils adduser
+  man-db curl python3 python3-venv binutils adduser
   debootstrap systemd-container
   obs-studio xvfb libgl1-mesa-dri socat iproute2 util-linux xdotool x11-apps imagemagick
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
@@ -41,4 +41,15 @@ if [ "${CASTD_SKIP_CARGO_TOOLS:-0}" != 1 ]; then
   # s3s-fs: the S3 server (SigV4-checking, over a local folder) that tests/storage.rs, tests/web/storage.test.mjs and
   # bench/storage run against; about 12 min to build on 2 cores (CARGO_BUILD_JOBS=1).
   command -v s3s-fs >/dev/null 2>&1 || cargo install s3s-fs@0.14.1 --features binary --locked
+fi
+
+# schemathesis (tests/schemathesis/run.sh, part of `make test`), pinned, in its own venv.
+SCHEMATHESIS_VERSION=4.32.5
+CASTD_VENV="${CASTD_VENV:-/opt/castd-venv}"
+if [ "${CASTD_SKIP_PIP:-0}" != 1 ]; then
+  if ! "$CASTD_VENV/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    echo "deps: installing schemathesis $SCHEMATHESIS_VERSION into $CASTD_VENV"
+    python3 -m venv "$CASTD_VENV"
+    "$CASTD_VENV/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
 fi

@@ -36,7 +36,7 @@ use parking_lot::RwLock;
 use crate::events::{Bus, Event};
 use crate::http::files::{respond, FileBody};
 use crate::http::zerocopy::MappedFile;
-use crate::http::{ApiError, Auth, Registry};
+use crate::http::{ApiError, Auth, Registry, ResponseDoc};
 use crate::metrics::Metrics;
 
 pub use crate::transcode::thumbnail::{PREVIEW_FILE, THUMBNAIL_FILE};
@@ -175,8 +175,12 @@ const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
 pub fn routes(reg: &mut Registry, state: Arc<Hls>) {
     let mut reg = reg.scope(state);
     reg.get("/hls/{*path}", GROUP, Auth::Public, "HLS playlists and segments", hls);
-    reg.get("/thumbnail.jpg", GROUP, Auth::Public, "The stream's latest thumbnail (JPEG)", thumbnail_jpg);
-    reg.get("/preview.gif", GROUP, Auth::Public, "The stream's animated preview (GIF)", preview_gif);
+    reg.get("/thumbnail.jpg", GROUP, Auth::Public, "The stream's latest thumbnail (JPEG)", thumbnail_jpg)
+        .answers(ResponseDoc::Content("image/jpeg"))
+        .error(404, "The stream has not been live yet");
+    reg.get("/preview.gif", GROUP, Auth::Public, "The stream's animated preview (GIF)", preview_gif)
+        .answers(ResponseDoc::Content("image/gif"))
+        .error(404, "The stream has not been live yet");
 }
 
 /// The file under `<data-dir>/hls` that `path` names, if it is a servable name.

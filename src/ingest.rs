@@ -62,6 +62,32 @@ pub enum IngestError {
     Timeout(&'static str),
     #[error("rejected: {0}")]
     Rejected(String),
+    #[error("malformed RTMP: {0}")]
+    Malformed(String),
+}
+
+/// Feed `bytes` to the RTMP session. rml_rtmp's chunk parser can panic on malformed chunks (an
+/// arithmetic underflow found by `tests/fuzz.rs`); that is caught here and ends this connection only.
+pub fn session_input(session: &mut ServerSession, bytes: &[u8]) -> Result<Vec<ServerSessionResult>, IngestError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.handle_input(bytes))) {
+        Ok(r) => Ok(r?),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(IngestError::Malformed(format!("the chunk parser failed: {what}")))
+        }
+    }
+}
+
+/// The handshake step of `bytes`, with the parser's panics caught as for `session_input`.
+pub fn handshake_input(hs: &mut Handshake, bytes: &[u8]) -> Result<HandshakeProcessResult, IngestError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hs.process_bytes(bytes))) {
+        Ok(r) => Ok(r?),
+        Err(_) => Err(IngestError::Malformed("the handshake parser failed".into())),
+    }
 }
 
 impl From<rml_rtmp::handshake::HandshakeError> for IngestError {
@@ -154,7 +180,8 @@ impl Drop for PublisherGuard {
 
 pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     let mut reg = reg.scope(ingest);
-    reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound RTMP broadcaster", disconnect);
+    reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound RTMP broadcaster", disconnect)
+        .error(400, "No broadcaster is connected (Owncast's answer)");
 }
 
 async fn disconnect(State(ingest): State<Arc<Ingest>>) -> Result<Json<StatusResponse>, ApiError> {
@@ -227,7 +254,7 @@ async fn handshake(sock: &mut TcpStream) -> Result<Vec<u8>, IngestError> {
         if n == 0 {
             return Err(IngestError::Io(std::io::ErrorKind::UnexpectedEof.into()));
         }
-        match hs.process_bytes(&buf[..n])? {
+        match handshake_input(&mut hs, &buf[..n])? {
             HandshakeProcessResult::InProgress { response_bytes } => sock.write_all(&response_bytes).await?,
             HandshakeProcessResult::Completed { response_bytes, remaining_bytes } => {
                 sock.write_all(&response_bytes).await?;
@@ -323,7 +350,7 @@ impl Conn {
         if bytes.is_empty() {
             return Ok(());
         }
-        let results = self.session.handle_input(bytes)?;
+        let results = session_input(&mut self.session, bytes)?;
         self.results(results).await
     }
 

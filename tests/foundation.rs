@@ -276,6 +276,8 @@ fn wrong_value(schema: &Value, doc: &Value) -> Value {
         Some("integer") | Some("number") => json!("many"),
         Some("array") => json!({"not": "a list"}),
         Some("object") => json!(["not", "an", "object"]),
+        // A choice of shapes (autoplay: a boolean or on/off/muted): a number is none of them.
+        None if schema.get("anyOf").is_some() => json!(12345),
         other => panic!("unexpected schema type {other:?} in {schema}"),
     }
 }

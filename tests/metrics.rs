@@ -512,3 +512,26 @@ fn prometheus_text_parses_and_needs_admin_auth() {
     assert!(!text.contains("castd_encode_speed{"), "{text}");
     assert!(scrape.docs.contains_key("owncast_instance_active_viewer_count"));
 }
+
+/// Found by schemathesis: a client's huge counts saturate (a debug build panicked on the overflow,
+/// dropping the connection), and a later CMCD rendition change on the same client still counts.
+#[test]
+fn huge_client_counts_saturate_instead_of_overflowing() {
+    let server = Server::start();
+    let huge = json!({ "errors": 0.0, "qualityVariantChanges": 4.2710951303677824e18 });
+    assert_ok(post_from(&server, "/api/metrics/playback", "203.0.113.77", &huge), "legacy report");
+    assert_ok(post_from(&server, "/api/metrics/playback", "203.0.113.77", &huge), "second legacy report");
+    for br in ["br=3000", "br=0"] {
+        let r = server
+            .client
+            .get(server.url(&format!("/api/metrics/cmcd?CMCD={}", url_encode(br))))
+            .header("X-Forwarded-For", "203.0.113.77")
+            .send()
+            .expect("CMCD answered");
+        assert_ok(r, br);
+    }
+    let r =
+        server.client.post(server.url("/api/admin/webhooks/delete")).basic_auth("admin", Some(&server.admin_password));
+    let r = r.json(&json!({ "id": 12.0 })).send().unwrap();
+    assert_eq!(r.status(), 404, "a whole-number float id is read as the id");
+}

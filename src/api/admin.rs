@@ -34,7 +34,8 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
         Auth::Admin,
         "Refused: castd is updated by the package manager",
         update_start,
-    );
+    )
+    .error(400, "Always: castd is updated by the package manager (Owncast's answer when it cannot update)");
 }
 
 /// Why the admin page cannot update castd itself.

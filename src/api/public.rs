@@ -26,7 +26,8 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     let mut reg = reg.scope(server);
     reg.get("/api/config", GROUP, Auth::Public, "Public configuration for the web page", config);
     reg.get("/api/status", GROUP, Auth::Public, "Public stream status", status);
-    reg.get("/api/yp", GROUP, Auth::Public, "Directory (YP) data; 404 unless the directory is enabled", yp);
+    reg.get("/api/yp", GROUP, Auth::Public, "Directory (YP) data; 404 unless the directory is enabled", yp)
+        .error(404, "The directory is not enabled");
     reg.get("/api/socialplatforms", GROUP, Auth::Public, "Known social platforms and their icons", social_platforms);
     reg.get("/api/video/variants", GROUP, Auth::Public, "Names and indexes of the quality variants", variants);
     reg.get("/logo", GROUP, Auth::Public, "The logo image", logo);

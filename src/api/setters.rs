@@ -88,48 +88,127 @@ fn needs_server_url(s: &Settings, what: &str) -> Result<(), ValidationError> {
     Ok(())
 }
 
-use ValueDoc::{Boolean, Integer, Schema, SchemaList, String as Str, StringList, StringMap};
+use ValueDoc::{Boolean, Json as JsonSchema, Schema, String as Str, StringMap};
+
+/// An http(s) URL that `validate::url` takes (a regular expression, without anchors).
+/// The last host label starts with a letter (a name ending in a number would be read as IPv4).
+macro_rules! url_re {
+    () => {
+        r"https?://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*"
+    };
+}
+
+// The documented value of each setter: the constraints its validation applies (see `validate`).
+const TEXT_500: &str = r#"{"type":"string","maxLength":500}"#;
+const TEXT_4000: &str = r#"{"type":"string","maxLength":4000}"#;
+const LONG_TEXT_SCHEMA: &str = r#"{"type":"string","maxLength":200000}"#;
+const TAGS: &str = r#"{"type":"array","maxItems":50,"items":{"type":"string","maxLength":64}}"#;
+const NAME_LIST: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"string"}}"#;
+const SLUR_WORDS: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^\\s*[^\\s\\x00-\\x1f\\x7f-\\x9f]{0,64}\\s*$"}}"#;
+const DOMAINS: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^\\s*([A-Za-z0-9-]*\\.[A-Za-z0-9.-]*)?\\s*$"}}"#;
+const URL_OR_EMPTY: &str = concat!(r#"{"type":"string","maxLength":2048,"pattern":"^("#, url_re!(), r#")?$"}"#);
+const SOCKET_URL: &str = r#"{"type":"string","maxLength":2048,"pattern":"^((wss?|https?)://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*)?$"}"#;
+const PORT: &str = r#"{"type":"integer","minimum":1,"maximum":65535}"#;
+const IP: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"}"#;
+const AUTOPLAY: &str = r#"{"anyOf":[{"type":"boolean"},{"type":"string","enum":["on","off","muted"]}]}"#;
+const CODEC: &str = r#"{"type":"string","pattern":"^[A-Za-z0-9_]{1,64}$"}"#;
+const STREAM_KEYS: &str = r#"{"type":"array","minItems":1,"items":{"type":"object","required":["key"],"properties":{
+  "key":{"type":"string","maxLength":256,"pattern":"^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"},
+  "comment":{"type":"string"}}}}"#;
+const VARIANTS: &str = r#"{"type":"array","minItems":1,"maxItems":10,"items":{"type":"object","properties":{
+  "name":{"type":"string"},"videoPassthrough":{"type":"boolean"},"audioPassthrough":{"type":"boolean"},
+  "videoBitrate":{"type":"integer","minimum":0,"maximum":100000},
+  "audioBitrate":{"type":"integer","minimum":0,"maximum":1000},
+  "scaledWidth":{"type":"integer","minimum":0,"maximum":7680,"multipleOf":2},
+  "scaledHeight":{"type":"integer","minimum":0,"maximum":4320,"multipleOf":2},
+  "framerate":{"type":"integer","minimum":0,"maximum":120},
+  "cpuUsageLevel":{"type":"integer","minimum":0,"maximum":4}}}}"#;
+const SOCIAL_HANDLES: &str = concat!(
+    r#"{"type":"array","items":{"type":"object","required":["platform","url"],"properties":{
+  "platform":{"type":"string","pattern":"\\S"},"icon":{"type":"string"},
+  "url":{"type":"string","pattern":"^"#,
+    url_re!(),
+    r#"$"}}}}"#
+);
+const EXTERNAL_ACTIONS: &str = concat!(
+    r#"{"type":"array","items":{"type":"object","required":["title"],"properties":{
+  "title":{"type":"string","pattern":"\\S"},"url":{"type":"string"},"html":{"type":"string"},
+  "description":{"type":"string"},"icon":{"type":"string"},"color":{"type":"string"},"openExternally":{"type":"boolean"}},
+  "anyOf":[{"required":["url"],"properties":{"url":{"pattern":"^"#,
+    url_re!(),
+    r#"$"}}},
+    {"required":["html"],"properties":{"html":{"pattern":"\\S"},"url":{"pattern":"^\\s*$"}}}]}}"#
+);
+const S3: &str = concat!(
+    r#"{"type":"object","properties":{"enabled":{"type":"boolean"},"endpoint":{"type":"string"},
+  "accessKey":{"type":"string"},"secret":{"type":"string"},"bucket":{"type":"string"},"region":{"type":"string"},
+  "acl":{"type":"string"},"pathPrefix":{"type":"string"},"forcePathStyle":{"type":"boolean"}},
+  "anyOf":[{"properties":{"enabled":{"const":false}}},
+    {"required":["endpoint","bucket","accessKey","secret"],"properties":{"endpoint":{"pattern":"^"#,
+    url_re!(),
+    r#"$"},
+      "bucket":{"pattern":"\\S"},"accessKey":{"minLength":1},"secret":{"minLength":1}}}]}"#
+);
+const DISCORD: &str = concat!(
+    r#"{"type":"object","properties":{"enabled":{"type":"boolean"},"goLiveMessage":{"type":"string"},
+  "webhook":{"type":"string","pattern":"^("#,
+    url_re!(),
+    r#")?$"}}}"#
+);
 
 /// Every plain setter, by path under `/api/admin/config/`.
 pub static SETTERS: &[Setter] = &[
-    setter("name", "Server name", Str, |_, v, s| set(&mut s.name, validate::string(v, 255))),
-    setter("serversummary", "Server summary", Str, |_, v, s| set(&mut s.summary, validate::string(v, 4000))),
-    setter("streamtitle", "Stream title", Str, |_, v, s| set(&mut s.stream_title, validate::string(v, 255))),
-    setter("welcomemessage", "Chat welcome message", Str, |_, v, s| {
+    setter("name", "Server name", JsonSchema(r#"{"type":"string","maxLength":255}"#), |_, v, s| {
+        set(&mut s.name, validate::string(v, 255))
+    }),
+    setter("serversummary", "Server summary", JsonSchema(TEXT_4000), |_, v, s| {
+        set(&mut s.summary, validate::string(v, 4000))
+    }),
+    setter("streamtitle", "Stream title", JsonSchema(r#"{"type":"string","maxLength":255}"#), |_, v, s| {
+        set(&mut s.stream_title, validate::string(v, 255))
+    }),
+    setter("welcomemessage", "Chat welcome message", JsonSchema(TEXT_4000), |_, v, s| {
         set(&mut s.welcome_message, validate::string(v, 4000))
     }),
-    setter("offlinemessage", "Offline message (markdown)", Str, |_, v, s| {
+    setter("offlinemessage", "Offline message (markdown)", JsonSchema(TEXT_4000), |_, v, s| {
         set(&mut s.offline_message, validate::string(v, 4000))
     }),
-    setter("pagecontent", "Extra page content (markdown)", Str, |_, v, s| {
+    setter("pagecontent", "Extra page content (markdown)", JsonSchema(LONG_TEXT_SCHEMA), |_, v, s| {
         set(&mut s.extra_page_content, validate::string(v, LONG_TEXT))
     }),
-    setter("tags", "Tags", StringList, |_, v, s| set(&mut s.tags, tags(v))),
+    setter("tags", "Tags", JsonSchema(TAGS), |_, v, s| set(&mut s.tags, tags(v))),
     setter("nsfw", "Mark the stream as NSFW", Boolean, |_, v, s| set(&mut s.nsfw, validate::boolean(v))),
-    setter("customstyles", "Custom CSS", Str, |_, v, s| set(&mut s.custom_styles, validate::string(v, LONG_TEXT))),
-    setter("customjavascript", "Custom JavaScript", Str, |_, v, s| {
+    setter("customstyles", "Custom CSS", JsonSchema(LONG_TEXT_SCHEMA), |_, v, s| {
+        set(&mut s.custom_styles, validate::string(v, LONG_TEXT))
+    }),
+    setter("customjavascript", "Custom JavaScript", JsonSchema(LONG_TEXT_SCHEMA), |_, v, s| {
         set(&mut s.custom_javascript, validate::string(v, LONG_TEXT))
     }),
     setter("appearance", "Appearance variables", StringMap, |_, v, s| {
         set(&mut s.appearance_variables, validate::typed(v, "appearance variables (expected an object of strings)"))
     }),
-    setter("socialhandles", "Social handles", SchemaList("SocialHandle"), |_, v, s| {
+    setter("socialhandles", "Social handles", JsonSchema(SOCIAL_HANDLES), |_, v, s| {
         set(&mut s.social_handles, validate::social_handles(v))
     }),
-    setter("externalactions", "External actions", SchemaList("ExternalAction"), |_, v, s| {
+    setter("externalactions", "External actions", JsonSchema(EXTERNAL_ACTIONS), |_, v, s| {
         set(&mut s.external_actions, validate::external_actions(v))
     }),
-    setter("streamkeys", "Stream keys", SchemaList("StreamKey"), |_, v, s| {
+    setter("streamkeys", "Stream keys", JsonSchema(STREAM_KEYS), |_, v, s| {
         set(&mut s.stream_keys, validate::stream_keys(v))
     }),
-    setter("video/streamoutputvariants", "Output quality variants", SchemaList("StreamOutputVariant"), |_, v, s| {
+    setter("video/streamoutputvariants", "Output quality variants", JsonSchema(VARIANTS), |_, v, s| {
         set(&mut s.video_quality_variants, validate::variants(v))
     }),
-    setter("video/streamlatencylevel", "Latency level 0 (lowest) to 4", Integer, |_, v, s| {
-        // The range check makes the narrowing exact.
-        set(&mut s.latency_level, validate::integer(v, 0, 4).map(|n| n as u32))
-    }),
-    setter("video/codec", "Video encoder: auto or an available encoder name", Str, |server, v, s| {
+    setter(
+        "video/streamlatencylevel",
+        "Latency level 0 (lowest) to 4",
+        JsonSchema(r#"{"type":"integer","minimum":0,"maximum":4}"#),
+        |_, v, s| {
+            // The range check makes the narrowing exact.
+            set(&mut s.latency_level, validate::integer(v, 0, 4).map(|n| n as u32))
+        },
+    ),
+    setter("video/codec", "Video encoder: auto or an available encoder name", JsonSchema(CODEC), |server, v, s| {
         let wanted = validate::string(v, 64)?;
         let available = server.available_codecs();
         if wanted != "auto" && !available.contains(&wanted) {
@@ -157,16 +236,16 @@ pub static SETTERS: &[Setter] = &[
     setter(
         "chat/slurfilterwords",
         "Words the chat slur filter masks besides its built-in list (castd)",
-        StringList,
+        JsonSchema(SLUR_WORDS),
         |_, v, s| set(&mut s.chat_slur_filter_words, slur_words(v)),
     ),
     setter("chat/requireauthentication", "Require authentication to chat", Boolean, |_, v, s| {
         set(&mut s.chat_require_authentication, validate::boolean(v))
     }),
-    setter("chat/forbiddenusernames", "Forbidden chat names", StringList, |_, v, s| {
+    setter("chat/forbiddenusernames", "Forbidden chat names", JsonSchema(NAME_LIST), |_, v, s| {
         set(&mut s.forbidden_usernames, validate::string_list(v, 1000))
     }),
-    setter("chat/suggestedusernames", "Suggested chat names", StringList, |_, v, s| {
+    setter("chat/suggestedusernames", "Suggested chat names", JsonSchema(NAME_LIST), |_, v, s| {
         set(&mut s.suggested_usernames, validate::string_list(v, 1000))
     }),
     setter("hideviewercount", "Hide the viewer count", Boolean, |_, v, s| {
@@ -178,26 +257,29 @@ pub static SETTERS: &[Setter] = &[
     setter(
         "sockethostoverride",
         "Chat websocket host override (ws, wss, http or https URL, or empty)",
-        Str,
+        JsonSchema(SOCKET_URL),
         |_, v, s| set(&mut s.socket_host_override, validate::socket_url(v)),
     ),
-    setter("videoservingendpoint", "Video serving endpoint (URL or empty)", Str, |_, v, s| {
+    setter("videoservingendpoint", "Video serving endpoint (URL or empty)", JsonSchema(URL_OR_EMPTY), |_, v, s| {
         set(&mut s.video_serving_endpoint, validate::url(v, true))
     }),
-    setter("serverurl", "Public URL of this server (or empty)", Str, |_, v, s| {
+    setter("serverurl", "Public URL of this server (or empty)", JsonSchema(URL_OR_EMPTY), |_, v, s| {
         set(&mut s.server_url, validate::url(v, true))
     }),
-    setter("directoryurl", "Directory (YP) service URL (castd; empty = Owncast's directory)", Str, |_, v, s| {
-        set(&mut s.directory_url, validate::url(v, true))
-    }),
-    setter("directoryenabled", "List in the directory", Boolean, |_, v, s| {
+    setter(
+        "directoryurl",
+        "Directory (YP) service URL (castd; empty = Owncast's directory)",
+        JsonSchema(URL_OR_EMPTY),
+        |_, v, s| set(&mut s.directory_url, validate::url(v, true)),
+    ),
+    setter("directoryenabled", "List in the directory (400 until serverurl is set)", Boolean, |_, v, s| {
         let on = validate::boolean(v)?;
         if on {
             needs_server_url(s, "the directory")?;
         }
         set(&mut s.directory_enabled, Ok(on))
     }),
-    setter("s3", "Object storage settings", Schema("S3Info"), |_, v, s| {
+    setter("s3", "Object storage settings", JsonSchema(S3), |_, v, s| {
         let mut next = validate::s3(v)?;
         if next.secret == MASKED {
             next.secret = s.s3.secret.clone();
@@ -208,14 +290,15 @@ pub static SETTERS: &[Setter] = &[
         let n: BrowserNotification = validate::typed(v, "browser notification settings")?;
         set(&mut s.browser_notifications, Ok(n))
     }),
-    setter("notifications/discord", "Discord go-live notification", Schema("DiscordNotification"), |_, v, s| {
+    setter("notifications/discord", "Discord go-live notification", JsonSchema(DISCORD), |_, v, s| {
         let mut n: DiscordNotification = validate::typed(v, "discord notification settings")?;
-        if n.enabled || !n.webhook.is_empty() {
+        // Enabled without a webhook sends nothing (accepted, as a half-filled form is).
+        if !n.webhook.trim().is_empty() {
             n.webhook = validate::url(&Value::String(n.webhook.clone()), false)?;
         }
         set(&mut s.discord_notifications, Ok(n))
     }),
-    setter("federation/enable", "Enable federation", Boolean, |_, v, s| {
+    setter("federation/enable", "Enable federation (400 until serverurl is set)", Boolean, |_, v, s| {
         let on = validate::boolean(v)?;
         if on {
             needs_server_url(s, "federation")?;
@@ -225,10 +308,13 @@ pub static SETTERS: &[Setter] = &[
     setter("federation/private", "Approve followers by hand", Boolean, |_, v, s| {
         set(&mut s.federation_private, validate::boolean(v))
     }),
-    setter("federation/username", "Fediverse user name", Str, |_, v, s| {
-        set(&mut s.federation_username, validate::federation_username(v))
-    }),
-    setter("federation/livemessage", "Fediverse go-live message", Str, |_, v, s| {
+    setter(
+        "federation/username",
+        "Fediverse user name",
+        JsonSchema(r#"{"type":"string","pattern":"^[A-Za-z0-9_]{1,30}$"}"#),
+        |_, v, s| set(&mut s.federation_username, validate::federation_username(v)),
+    ),
+    setter("federation/livemessage", "Fediverse go-live message", JsonSchema(TEXT_500), |_, v, s| {
         set(&mut s.federation_go_live_message, validate::string(v, 500))
     }),
     setter("federation/showengagement", "Show fediverse engagement in chat", Boolean, |_, v, s| {
@@ -240,13 +326,13 @@ pub static SETTERS: &[Setter] = &[
     setter("federation/hidefollowers", "Hide the followers tab", Boolean, |_, v, s| {
         set(&mut s.federation_hide_followers, validate::boolean(v))
     }),
-    setter("federation/blockdomains", "Blocked fediverse domains", StringList, |_, v, s| {
+    setter("federation/blockdomains", "Blocked fediverse domains", JsonSchema(DOMAINS), |_, v, s| {
         set(&mut s.federation_blocked_domains, validate::domains(v))
     }),
     setter(
         "ffmpegpath",
         "Path of the ffmpeg binary (absolute, or empty; castd transcodes in-process)",
-        Str,
+        JsonSchema(r#"{"type":"string","maxLength":4096,"pattern":"^(/.*)?$"}"#),
         |_, v, s| {
             let p = validate::string(v, 4096)?;
             let path = std::path::Path::new(&p);
@@ -256,15 +342,19 @@ pub static SETTERS: &[Setter] = &[
             set(&mut s.ffmpeg_path, Ok(p))
         },
     ),
-    restart_setter("rtmpserverport", "RTMP port", Integer, |_, v, s| set(&mut s.rtmp_server_port, validate::port(v))),
-    restart_setter("rtmpserverbindaddress", "RTMP bind address", Str, |_, v, s| {
+    restart_setter("rtmpserverport", "RTMP port", JsonSchema(PORT), |_, v, s| {
+        set(&mut s.rtmp_server_port, validate::port(v))
+    }),
+    restart_setter("rtmpserverbindaddress", "RTMP bind address", JsonSchema(IP), |_, v, s| {
         set(&mut s.rtmp_server_bind_address, validate::ip_address(v))
     }),
-    restart_setter("webserverport", "Web port", Integer, |_, v, s| set(&mut s.web_server_port, validate::port(v))),
-    restart_setter("webserverip", "Web bind address", Str, |_, v, s| {
+    restart_setter("webserverport", "Web port", JsonSchema(PORT), |_, v, s| {
+        set(&mut s.web_server_port, validate::port(v))
+    }),
+    restart_setter("webserverip", "Web bind address", JsonSchema(IP), |_, v, s| {
         set(&mut s.web_server_ip, validate::ip_address(v))
     }),
-    setter("autoplay", "Autoplay: on, off or muted", Str, |_, v, s| {
+    setter("autoplay", "Autoplay: on, off or muted (or a boolean)", JsonSchema(AUTOPLAY), |_, v, s| {
         let mode = match v {
             Value::Bool(true) => "on".to_string(),
             Value::Bool(false) => "off".to_string(),
@@ -278,7 +368,7 @@ pub static SETTERS: &[Setter] = &[
     setter("schedule/enabled", "Show the schedule", Boolean, |_, v, s| {
         set(&mut s.schedule_enabled, validate::boolean(v))
     }),
-    setter("schedule/remindermessage", "Schedule reminder message", Str, |_, v, s| {
+    setter("schedule/remindermessage", "Schedule reminder message", JsonSchema(TEXT_500), |_, v, s| {
         set(&mut s.schedule_reminder_message, validate::string(v, 500))
     }),
 ];
@@ -353,7 +443,8 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
             move |State(server): State<Arc<Server>>, body: Bytes| apply_setter(server, setter, body),
         );
     }
-    reg.post("/api/admin/config/adminpass", GROUP, Auth::Admin, "Admin password", BodyDoc::Value(Str), admin_pass);
+    let password = JsonSchema(r#"{"type":"string","minLength":1,"maxLength":72}"#);
+    reg.post("/api/admin/config/adminpass", GROUP, Auth::Admin, "Admin password", BodyDoc::Value(password), admin_pass);
     reg.post(
         "/api/admin/config/logo",
         GROUP,
@@ -367,7 +458,7 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
         GROUP,
         Auth::Admin,
         "Favicon (PNG or ICO upload)",
-        BodyDoc::Multipart,
+        BodyDoc::MultipartFile("favicon"),
         favicon,
     );
     reg.route(

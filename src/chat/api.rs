@@ -14,7 +14,7 @@ use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use axum::Json;
 use rand::seq::SliceRandom;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::emoji::{self, EmojiError};
@@ -28,6 +28,10 @@ use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusR
 
 const GROUP: &str = "chat";
 
+/// An IP address as the ban routes take it (IPv6 may also come in brackets).
+/// Documented as IPv4 (a pattern: schema tools do not combine formats); IPv6 is taken as well.
+const IP_SCHEMA: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"}"#;
+
 pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     use Auth::{Admin, Moderator, Public, User as U};
     let mut reg = reg.scope(chat);
@@ -38,12 +42,18 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     reg.schema::<UserIdRequest>();
     reg.schema::<EmojiUploadRequest>();
     reg.schema::<EmojiDeleteRequest>();
-    reg.get("/ws", GROUP, Public, "Chat websocket (`?accessToken=`)", super::ws::handler);
+    reg.get("/ws", GROUP, Public, "Chat websocket (`?accessToken=`)", super::ws::handler)
+        .error(400, "Not a websocket handshake")
+        .error(403, "The client's address is banned");
     let register = BodyDoc::Schema("RegisterRequest");
-    reg.post("/api/chat/register", GROUP, Public, "Register a chat user", register, register_user);
+    reg.post("/api/chat/register", GROUP, Public, "Register a chat user", register, register_user)
+        .optional_body()
+        .returns::<RegisterResponse>()
+        .error(403, "The client's address is banned");
     reg.get("/api/chat", GROUP, U, "Chat history", history);
     let vis = BodyDoc::Schema("MessageVisibilityRequest");
-    reg.post("/api/chat/messagevisibility", GROUP, Moderator, "Hide or show messages", vis, mod_visibility);
+    reg.post("/api/chat/messagevisibility", GROUP, Moderator, "Hide or show messages", vis, mod_visibility)
+        .error(404, "None of the messages exists");
     reg.post(
         "/api/chat/updatemessagevisibility",
         GROUP,
@@ -51,7 +61,8 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
         "Hide or show messages (legacy)",
         vis,
         mod_visibility,
-    );
+    )
+    .error(404, "None of the messages exists");
     let enabled = BodyDoc::Schema("SetUserEnabledRequest");
     reg.post("/api/chat/users/setenabled", GROUP, Moderator, "Enable or disable a user", enabled, mod_set_enabled);
     reg.get("/api/moderation/chat/user/{userId}", GROUP, Moderator, "Details of a chat user", user_details);
@@ -59,7 +70,8 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     reg.get("/img/emoji/{file}", GROUP, Public, "A custom emoji image", emoji::serve);
 
     reg.get("/api/admin/chat/messages", GROUP, Admin, "All chat messages, hidden ones included", admin_messages);
-    reg.post("/api/admin/chat/messagevisibility", GROUP, Admin, "Hide or show messages", vis, admin_visibility);
+    reg.post("/api/admin/chat/messagevisibility", GROUP, Admin, "Hide or show messages", vis, admin_visibility)
+        .error(404, "None of the messages exists");
     reg.post(
         "/api/admin/chat/updatemessagevisibility",
         GROUP,
@@ -67,16 +79,20 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
         "Hide or show messages (legacy)",
         vis,
         admin_visibility,
-    );
-    reg.post("/api/admin/chat/users/setenabled", GROUP, Admin, "Enable or disable a user", enabled, admin_set_enabled);
+    )
+    .error(404, "None of the messages exists");
+    reg.post("/api/admin/chat/users/setenabled", GROUP, Admin, "Enable or disable a user", enabled, admin_set_enabled)
+        .error(404, "No such user");
     reg.get("/api/admin/chat/users/disabled", GROUP, Admin, "Disabled users", disabled_users);
     let setmod = BodyDoc::Schema("SetModeratorRequest");
-    reg.post("/api/admin/chat/users/setmoderator", GROUP, Admin, "Grant or revoke moderator", setmod, set_moderator);
+    reg.post("/api/admin/chat/users/setmoderator", GROUP, Admin, "Grant or revoke moderator", setmod, set_moderator)
+        .error(404, "No such user");
     reg.get("/api/admin/chat/users/moderators", GROUP, Admin, "Moderators", moderators);
     reg.get("/api/admin/chat/users/ipbans", GROUP, Admin, "Banned IP addresses", ip_bans);
-    let ip = BodyDoc::Value(ValueDoc::String);
+    let ip = BodyDoc::Value(ValueDoc::Json(IP_SCHEMA));
     reg.post("/api/admin/chat/users/ipbans/create", GROUP, Admin, "Ban an IP address", ip, ban_ip);
-    reg.post("/api/admin/chat/users/ipbans/remove", GROUP, Admin, "Lift an IP ban", ip, unban_ip);
+    reg.post("/api/admin/chat/users/ipbans/remove", GROUP, Admin, "Lift an IP ban", ip, unban_ip)
+        .error(404, "The address is not banned");
     reg.get("/api/admin/chat/clients", GROUP, Admin, "Connected chat clients", clients);
     reg.get("/api/admin/users", GROUP, Admin, "Chat users (offset, limit, search, status, sort)", list_users);
     let uid = BodyDoc::Schema("UserIdRequest");
@@ -84,7 +100,8 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     let up = BodyDoc::Schema("EmojiUploadRequest");
     reg.post("/api/admin/emoji/upload", GROUP, Admin, "Upload a custom emoji", up, upload_emoji);
     let del = BodyDoc::Schema("EmojiDeleteRequest");
-    reg.post("/api/admin/emoji/delete", GROUP, Admin, "Delete a custom emoji", del, delete_emoji);
+    reg.post("/api/admin/emoji/delete", GROUP, Admin, "Delete a custom emoji", del, delete_emoji)
+        .error(404, "No such emoji");
 }
 
 impl From<ModerationError> for ApiError {
@@ -155,6 +172,7 @@ pub struct RegisterRequest {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageVisibilityRequest {
+    #[schema(min_items = 1)]
     pub id_array: Vec<String>,
     pub visible: bool,
 }
@@ -181,6 +199,7 @@ pub struct UserIdRequest {
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct EmojiUploadRequest {
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
     /// Base64 image data (a `data:` URL prefix is accepted).
     pub data: String,
@@ -188,6 +207,7 @@ pub struct EmojiUploadRequest {
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct EmojiDeleteRequest {
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
 }
 
@@ -201,7 +221,7 @@ async fn register_user(
     ClientIp(ip): ClientIp,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RegisterResponse>, ApiError> {
     if ip.is_some_and(|ip| ctx.is_banned(ip)) {
         return Err(ApiError::Forbidden("forbidden".into()));
     }
@@ -229,12 +249,22 @@ async fn register_user(
     };
     let color = users::random_color();
     let (user, token) = ctx.store.call(move |c| users::create(c, &name, color)).await?;
-    Ok(Json(json!({
-        "id": user.id,
-        "accessToken": token,
-        "displayName": user.display_name,
-        "displayColor": user.display_color,
-    })))
+    Ok(Json(RegisterResponse {
+        id: user.id,
+        access_token: token,
+        display_name: user.display_name,
+        display_color: user.display_color,
+    }))
+}
+
+/// A new chat user and the token it authenticates with.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterResponse {
+    pub id: String,
+    pub access_token: String,
+    pub display_name: String,
+    pub display_color: i64,
 }
 
 async fn history(State(ctx): State<Arc<Chat>>, ChatUser(user): ChatUser) -> Result<Json<Vec<ChatMessage>>, ApiError> {

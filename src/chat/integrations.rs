@@ -67,7 +67,8 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
         "Hide or show messages",
         BodyDoc::Schema("MessageVisibilityRequest"),
         visibility,
-    );
+    )
+    .error(404, "None of the messages exists");
     reg.get("/api/integrations/chat", GROUP, I(HAS_ADMIN_ACCESS), "Chat history", history);
     reg.get("/api/integrations/clients", GROUP, I(HAS_ADMIN_ACCESS), "Connected chat clients", clients);
     reg.get(

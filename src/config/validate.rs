@@ -44,9 +44,12 @@ pub fn boolean(v: &Value) -> Result<bool, ValidationError> {
     v.as_bool().map_or_else(|| err(format!("value must be a boolean, not {}", kind_of(v))), Ok)
 }
 
-/// A whole number in `lo..=hi`.
+/// A whole number in `lo..=hi` (`2.0` is one, as JSON Schema counts it).
 pub fn integer(v: &Value, lo: i64, hi: i64) -> Result<i64, ValidationError> {
-    match v.as_i64() {
+    let whole = v
+        .as_i64()
+        .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_991.0).map(|f| f as i64));
+    match whole {
         Some(n) if (lo..=hi).contains(&n) => Ok(n),
         Some(n) => err(format!("value {n} is out of range ({lo} to {hi})")),
         None if v.is_number() => err("value must be a whole number"),
@@ -114,7 +117,7 @@ pub fn typed<T: DeserializeOwned>(v: &Value, what: &str) -> Result<T, Validation
     serde_json::from_value(v.clone()).map_err(|e| ValidationError(format!("invalid {what}: {e}")))
 }
 
-/// Stream keys: at least one, each a valid `stream_key` (stored trimmed), no duplicates. Short keys
+/// Stream keys: at least one, each a valid `stream_key` (stored trimmed), repeats dropped. Short keys
 /// are accepted, as Owncast accepts them (its default is `abc123`); `Settings::security_warnings`
 /// reports them.
 pub fn stream_keys(v: &Value) -> Result<Vec<StreamKey>, ValidationError> {
@@ -125,10 +128,10 @@ pub fn stream_keys(v: &Value) -> Result<Vec<StreamKey>, ValidationError> {
     let mut out: Vec<StreamKey> = Vec::with_capacity(keys.len());
     for k in keys {
         let key = stream_key(&k.key)?;
-        if out.iter().any(|o| o.key == key) {
-            return err("stream keys must be unique");
+        // A repeated key adds nothing: the first one (and its comment) is kept.
+        if !out.iter().any(|o| o.key == key) {
+            out.push(StreamKey { key, comment: k.comment });
         }
-        out.push(StreamKey { key, comment: k.comment });
     }
     Ok(out)
 }
@@ -275,6 +278,8 @@ mod tests {
         assert!(port(&json!(70000)).is_err());
         assert!(port(&json!("8080")).is_err());
         assert!(integer(&json!(1.5), 0, 4).is_err());
+        assert_eq!(integer(&json!(2.0), 0, 4), Ok(2));
+        assert!(integer(&json!(1e300), 0, 4).is_err());
     }
 
     #[test]
@@ -301,7 +306,10 @@ mod tests {
         // Owncast's values: short keys and its default abc123
         assert_eq!(stream_keys(&json!([{"key": " abc123 "}])).unwrap()[0].key, "abc123");
         assert!(stream_keys(&json!([{"key": "abc def gh"}])).is_ok());
-        assert!(stream_keys(&json!([{"key": "abcdefgh"}, {"key": " abcdefgh"}])).is_err());
+        // A repeated key (once trimmed) is dropped, the first kept.
+        let keys =
+            stream_keys(&json!([{"key": "abcdefgh", "comment": "a"}, {"key": " abcdefgh", "comment": "b"}])).unwrap();
+        assert_eq!(keys, vec![StreamKey { key: "abcdefgh".into(), comment: "a".into() }]);
         assert!(stream_keys(&json!([{"key": "   "}])).is_err());
         assert!(stream_keys(&json!([{"key": "a\u{7}b"}])).is_err());
         assert!(stream_keys(&json!([{"key": "x".repeat(257)}])).is_err());

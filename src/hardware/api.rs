@@ -7,9 +7,15 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::{encoders, Hardware};
-use crate::http::{Auth, BodyDoc, Registry};
+use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
 
 const GROUP: &str = "admin";
+
+/// `encoders_json` as a schema.
+const ENCODERS_SCHEMA: &str = r#"{"type":"object","required":["encoders","videoCodec","selected"],"properties":{
+  "encoders":{"type":"array","items":{"type":"object","required":["name","available"],
+    "properties":{"name":{"type":"string"},"available":{"type":"boolean"}}}},
+  "videoCodec":{"type":"string"},"selected":{"type":"string"}}}"#;
 
 pub fn routes(reg: &mut Registry, hw: Arc<Hardware>) {
     let mut reg = reg.scope(hw);
@@ -20,7 +26,8 @@ pub fn routes(reg: &mut Registry, hw: Arc<Hardware>) {
         "CPU, memory, disk (and GPU) utilization series with the health overview",
         hardware_stats,
     );
-    reg.get("/api/admin/encoders", GROUP, Auth::Admin, "Video encoders found on this server", list_encoders);
+    reg.get("/api/admin/encoders", GROUP, Auth::Admin, "Video encoders found on this server", list_encoders)
+        .answers(ResponseDoc::JsonSchema(ENCODERS_SCHEMA));
     reg.post(
         "/api/admin/encoders/probe",
         GROUP,
@@ -28,7 +35,8 @@ pub fn routes(reg: &mut Registry, hw: Arc<Hardware>) {
         "Probe the video encoders again and answer the new list",
         BodyDoc::None,
         probe_encoders,
-    );
+    )
+    .answers(ResponseDoc::JsonSchema(ENCODERS_SCHEMA));
 }
 
 /// `{cpu, memory, disk, gpu?, message, healthPercentage, representation, healthy}`.

@@ -200,11 +200,15 @@ pub enum BodyDoc {
     Schema(&'static str),
     /// `{"value": ...}` wrapping the given value shape.
     Value(ValueDoc),
+    /// A JSON body written out as a JSON Schema (for bodies with constraints a derive cannot state).
+    Json(&'static str),
     /// A multipart form upload.
     Multipart,
+    /// A multipart form upload of one file in the named field.
+    MultipartFile(&'static str),
 }
 
-/// Shape of the `value` of a setter.
+/// Shape of the `value` of a setter (or of a query parameter).
 #[derive(Debug, Clone, Copy)]
 pub enum ValueDoc {
     String,
@@ -214,6 +218,34 @@ pub enum ValueDoc {
     StringMap,
     Schema(&'static str),
     SchemaList(&'static str),
+    /// A JSON Schema written out, for values with real constraints (`maxLength`, `enum`, ranges,
+    /// patterns). `tests` in `openapi` check that every one parses.
+    Json(&'static str),
+}
+
+/// The success answer of a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseDoc {
+    /// 200 without a described body (pages, redirects to files).
+    Any,
+    /// 200 with a JSON body of the named schema.
+    Json(&'static str),
+    /// 200 with a JSON array of the named schema.
+    JsonList(&'static str),
+    /// 200 with a JSON body written out as a JSON Schema.
+    JsonSchema(&'static str),
+    /// 200 with a body of this content type (files, images, text).
+    Content(&'static str),
+    /// 204 without a body.
+    NoContent,
+}
+
+/// One documented query parameter.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamDoc {
+    pub name: &'static str,
+    pub required: bool,
+    pub schema: ValueDoc,
 }
 
 /// One documented route.
@@ -225,6 +257,77 @@ pub struct RouteDoc {
     pub auth: Auth,
     pub summary: &'static str,
     pub body: BodyDoc,
+    /// Whether the body may be left out (it is required unless the route says so).
+    pub body_optional: bool,
+    /// The success answer (`StatusResponse` for every mutating route unless it says otherwise).
+    pub response: ResponseDoc,
+    /// Error statuses besides those the route's shape implies (see `openapi::error_statuses`), each
+    /// answered with a `StatusResponse`, with when it happens.
+    pub errors: Vec<(u16, &'static str)>,
+    pub query: Vec<ParamDoc>,
+}
+
+/// The documentation of a route just added: say what it answers besides the defaults.
+pub struct RouteMut<'r> {
+    doc: &'r mut RouteDoc,
+    schemas: &'r mut Vec<(String, RefOr<Schema>)>,
+}
+
+impl RouteMut<'_> {
+    /// A 200 JSON body of type `T` (its schema is registered).
+    pub fn returns<T: utoipa::ToSchema>(self) -> Self {
+        add_schema::<T>(self.schemas);
+        self.doc.response = ResponseDoc::Json(leak_name::<T>());
+        self
+    }
+
+    /// A 200 JSON array of `T`.
+    pub fn returns_list<T: utoipa::ToSchema>(self) -> Self {
+        add_schema::<T>(self.schemas);
+        self.doc.response = ResponseDoc::JsonList(leak_name::<T>());
+        self
+    }
+
+    /// Any other success answer (a content type, 204, a written-out schema).
+    pub fn answers(self, response: ResponseDoc) -> Self {
+        self.doc.response = response;
+        self
+    }
+
+    /// An error status the route answers (with a StatusResponse) besides the implied ones.
+    pub fn error(self, status: u16, when: &'static str) -> Self {
+        if !self.doc.errors.iter().any(|(s, _)| *s == status) {
+            self.doc.errors.push((status, when));
+        }
+        self
+    }
+
+    /// The request body may be left out.
+    pub fn optional_body(self) -> Self {
+        self.doc.body_optional = true;
+        self
+    }
+
+    /// A query parameter.
+    pub fn query(self, name: &'static str, required: bool, schema: ValueDoc) -> Self {
+        self.doc.query.push(ParamDoc { name, required, schema });
+        self
+    }
+}
+
+fn add_schema<T: utoipa::ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    let name = T::name().to_string();
+    if !schemas.iter().any(|(n, _)| *n == name) {
+        schemas.push((name, T::schema()));
+    }
+}
+
+/// `ToSchema::name` is a `Cow`; the document needs `&'static str` names (a handful, once at start).
+fn leak_name<T: utoipa::ToSchema>() -> &'static str {
+    match T::name() {
+        std::borrow::Cow::Borrowed(s) => s,
+        std::borrow::Cow::Owned(s) => Box::leak(s.into_boxed_str()),
+    }
 }
 
 /// Builds the router and records every route (and the schemas the routes name) for the OpenAPI
@@ -248,6 +351,10 @@ impl Registry {
             auth: Auth::Public,
             summary: "This OpenAPI document",
             body: BodyDoc::None,
+            body_optional: false,
+            response: ResponseDoc::JsonSchema(r#"{"type":"object","required":["openapi","info","paths"]}"#),
+            errors: Vec::new(),
+            query: Vec::new(),
         });
         reg
     }
@@ -259,10 +366,7 @@ impl Registry {
 
     /// Record a request or response schema under its type name for the OpenAPI components.
     pub fn schema<T: utoipa::ToSchema>(&mut self) {
-        let name = T::name().to_string();
-        if !self.schemas.iter().any(|(n, _)| *n == name) {
-            self.schemas.push((name, T::schema()));
-        }
+        add_schema::<T>(&mut self.schemas);
     }
 
     pub fn docs(&self) -> &[RouteDoc] {
@@ -309,7 +413,8 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
         summary: &'static str,
         body: BodyDoc,
         handler: H,
-    ) where
+    ) -> RouteMut<'_>
+    where
         H: Handler<T, S>,
         T: 'static,
     {
@@ -328,16 +433,38 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
         }
         let reg = &mut *self.reg;
         reg.router = std::mem::take(&mut reg.router).route(path, mr.with_state(self.state.clone()));
-        reg.docs.push(RouteDoc { method, path: path.to_string(), group, auth, summary, body });
+        let response = if method == Method::GET { ResponseDoc::Any } else { ResponseDoc::Json("StatusResponse") };
+        reg.docs.push(RouteDoc {
+            method,
+            path: path.to_string(),
+            group,
+            auth,
+            summary,
+            body,
+            body_optional: false,
+            response,
+            errors: Vec::new(),
+            query: Vec::new(),
+        });
+        let Registry { docs, schemas, .. } = reg;
+        let n = docs.len() - 1;
+        RouteMut { doc: &mut docs[n], schemas }
     }
 
     /// Shorthand for a GET route without a body.
-    pub fn get<H, T>(&mut self, path: &str, group: &'static str, auth: Auth, summary: &'static str, handler: H)
+    pub fn get<H, T>(
+        &mut self,
+        path: &str,
+        group: &'static str,
+        auth: Auth,
+        summary: &'static str,
+        handler: H,
+    ) -> RouteMut<'_>
     where
         H: Handler<T, S>,
         T: 'static,
     {
-        self.route(Method::GET, path, group, auth, summary, BodyDoc::None, handler);
+        self.route(Method::GET, path, group, auth, summary, BodyDoc::None, handler)
     }
 
     /// Shorthand for a POST route.
@@ -350,11 +477,12 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
         summary: &'static str,
         body: BodyDoc,
         handler: H,
-    ) where
+    ) -> RouteMut<'_>
+    where
         H: Handler<T, S>,
         T: 'static,
     {
-        self.route(Method::POST, path, group, auth, summary, body, handler);
+        self.route(Method::POST, path, group, auth, summary, body, handler)
     }
 
     /// See `Registry::schema`.

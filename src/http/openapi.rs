@@ -15,7 +15,10 @@ use utoipa::openapi::{
     PathItem, PathsBuilder, Ref, RefOr, ResponseBuilder, ResponsesBuilder, Schema, Type,
 };
 
-use super::{Auth, BodyDoc, RouteDoc, ValueDoc};
+use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+use utoipa::openapi::Required;
+
+use super::{Auth, BodyDoc, ResponseDoc, RouteDoc, ValueDoc};
 
 pub(super) async fn serve(State(doc): State<Arc<OpenApi>>) -> Json<OpenApi> {
     Json((*doc).clone())
@@ -38,7 +41,67 @@ fn value_schema(v: ValueDoc) -> RefOr<Schema> {
         ValueDoc::SchemaList(name) => {
             RefOr::T(Schema::Array(ArrayBuilder::new().items(RefOr::Ref(Ref::from_schema_name(name))).build()))
         }
+        ValueDoc::Json(text) => written_schema(text),
     }
+}
+
+/// A schema written out as JSON text in a route table. They are constants of the source, checked by
+/// `tests::every_written_schema_parses`; one that does not parse is logged and documented as "any".
+fn written_schema(text: &str) -> RefOr<Schema> {
+    serde_json::from_str(text).unwrap_or_else(|e| {
+        tracing::error!(%e, text, "a documented schema does not parse");
+        RefOr::T(Schema::Object(ObjectBuilder::new().build()))
+    })
+}
+
+/// The path parameters of an axum path (`{name}`, `{*rest}`), and the path as OpenAPI writes it.
+pub fn path_params(path: &str) -> (String, Vec<String>) {
+    let mut names = Vec::new();
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else { break };
+        let name = rest[open + 1..open + close].trim_start_matches('*');
+        out.push('{');
+        out.push_str(name);
+        out.push('}');
+        names.push(name.to_string());
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    (out, names)
+}
+
+/// Every error status a route can answer: those its shape implies (bad input for a body, query or
+/// path parameter; 413 for a body; 401 for authenticated routes; 404 for a path naming something)
+/// and those it declares.
+pub fn error_statuses(doc: &RouteDoc) -> Vec<(u16, &'static str)> {
+    let has_params = doc.path.contains('{');
+    let mut out: Vec<(u16, &'static str)> = Vec::new();
+    if !matches!(doc.body, BodyDoc::None) || has_params || !doc.query.is_empty() {
+        out.push((400, "Bad input"));
+    }
+    if doc.auth != Auth::Public {
+        out.push((401, "Missing or invalid credentials"));
+    }
+    if has_params {
+        out.push((404, "Nothing by that name"));
+    }
+    if !matches!(doc.body, BodyDoc::None) {
+        out.push((413, "Request body too large"));
+    }
+    for (status, when) in &doc.errors {
+        if !out.iter().any(|(s, _)| s == status) {
+            out.push((*status, when));
+        }
+    }
+    out.sort_by_key(|(s, _)| *s);
+    out
+}
+
+fn json_content(schema: RefOr<Schema>) -> utoipa::openapi::Content {
+    ContentBuilder::new().schema(Some(schema)).build()
 }
 
 fn http_method(m: &axum::http::Method) -> HttpMethod {
@@ -54,14 +117,31 @@ fn http_method(m: &axum::http::Method) -> HttpMethod {
 }
 
 fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
-    let mut responses = ResponsesBuilder::new().response("200", ResponseBuilder::new().description("Success"));
-    if doc.method != axum::http::Method::GET || matches!(doc.body, BodyDoc::Value(_) | BodyDoc::Schema(_)) {
+    let mut responses = ResponsesBuilder::new();
+    let ok = ResponseBuilder::new().description("Success");
+    let ok = match doc.response {
+        ResponseDoc::Any => Some(ok),
+        ResponseDoc::Json(name) => {
+            Some(ok.content("application/json", json_content(Ref::from_schema_name(name).into())))
+        }
+        ResponseDoc::JsonList(name) => Some(ok.content(
+            "application/json",
+            json_content(RefOr::T(Schema::Array(ArrayBuilder::new().items(Ref::from_schema_name(name)).build()))),
+        )),
+        ResponseDoc::JsonSchema(text) => Some(ok.content("application/json", json_content(written_schema(text)))),
+        ResponseDoc::Content(ctype) => Some(ok.content(ctype, ContentBuilder::new().build())),
+        ResponseDoc::NoContent => None,
+    };
+    responses = match ok {
+        Some(ok) => responses.response("200", ok),
+        None => responses.response("204", ResponseBuilder::new().description("Done")),
+    };
+    for (status, when) in error_statuses(doc) {
         responses = responses.response(
-            "400",
-            ResponseBuilder::new().description("Bad input").content(
-                "application/json",
-                ContentBuilder::new().schema(Some(Ref::from_schema_name("StatusResponse"))).build(),
-            ),
+            status.to_string(),
+            ResponseBuilder::new()
+                .description(when)
+                .content("application/json", json_content(Ref::from_schema_name("StatusResponse").into())),
         );
     }
     let (security, auth_note) = match doc.auth {
@@ -71,13 +151,42 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
         Auth::Moderator => (None, " Requires a moderator's `?accessToken=`.".to_string()),
         Auth::Integration(scope) => (Some(SecurityRequirement::new("bearer", [scope])), format!(" Scope {scope}.")),
     };
-    if security.is_some() {
-        responses = responses.response("401", ResponseBuilder::new().description("Missing or invalid credentials"));
+    let mut params = Vec::new();
+    for name in path_params(&doc.path).1 {
+        params.push(
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).build()))
+                .build(),
+        );
+    }
+    if matches!(doc.auth, Auth::User | Auth::Moderator) {
+        params.push(
+            ParameterBuilder::new()
+                .name("accessToken")
+                .parameter_in(ParameterIn::Query)
+                .required(Required::True)
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String).build()))
+                .build(),
+        );
+    }
+    for q in &doc.query {
+        params.push(
+            ParameterBuilder::new()
+                .name(q.name)
+                .parameter_in(ParameterIn::Query)
+                .required(if q.required { Required::True } else { Required::False })
+                .schema(Some(value_schema(q.schema)))
+                .build(),
+        );
     }
     let mut op = OperationBuilder::new()
         .summary(Some(doc.summary))
         .description(Some(format!("{}{}", doc.summary, auth_note)))
         .tag(doc.group)
+        .parameters(Some(params))
         .responses(responses.build());
     if let Some(sec) = security {
         op = op.security(sec);
@@ -85,18 +194,41 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
     let body = match doc.body {
         BodyDoc::None => None,
         BodyDoc::Schema(name) => Some(("application/json", RefOr::Ref(Ref::from_schema_name(name)))),
+        BodyDoc::Json(text) => Some(("application/json", written_schema(text))),
         BodyDoc::Value(v) => Some((
             "application/json",
-            RefOr::T(Schema::Object(ObjectBuilder::new().property("value", value_schema(v)).required("value").build())),
+            RefOr::T(Schema::Object(
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .property("value", value_schema(v))
+                    .required("value")
+                    .build(),
+            )),
         )),
         BodyDoc::Multipart => Some((
             "multipart/form-data",
             RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::Object).build())),
         )),
+        BodyDoc::MultipartFile(field) => Some((
+            "multipart/form-data",
+            RefOr::T(Schema::Object(
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .property(
+                        field,
+                        ObjectBuilder::new().schema_type(Type::String).content_media_type("application/octet-stream"),
+                    )
+                    .required(field)
+                    .build(),
+            )),
+        )),
     };
     if let Some((ctype, schema)) = body {
         op = op.request_body(Some(
-            RequestBodyBuilder::new().content(ctype, ContentBuilder::new().schema(Some(schema)).build()).build(),
+            RequestBodyBuilder::new()
+                .content(ctype, ContentBuilder::new().schema(Some(schema)).build())
+                .required(Some(if doc.body_optional { Required::False } else { Required::True }))
+                .build(),
         ));
     }
     op.build()
@@ -106,7 +238,7 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
 pub fn document(routes: &[RouteDoc], schemas: &[(String, RefOr<Schema>)]) -> OpenApi {
     let mut paths = PathsBuilder::new();
     for r in routes {
-        paths = paths.path(r.path.clone(), PathItem::new(http_method(&r.method), operation(r)));
+        paths = paths.path(path_params(&r.path).0, PathItem::new(http_method(&r.method), operation(r)));
     }
     let mut components = ComponentsBuilder::new();
     for (name, schema) in schemas {
@@ -127,4 +259,18 @@ pub fn document(routes: &[RouteDoc], schemas: &[(String, RefOr<Schema>)]) -> Ope
         .paths(paths.build())
         .components(Some(components))
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_parameters_are_found_and_written_the_openapi_way() {
+        assert_eq!(
+            path_params("/a/{id}/b/{*rest}"),
+            ("/a/{id}/b/{rest}".to_string(), vec!["id".into(), "rest".into()])
+        );
+        assert_eq!(path_params("/plain"), ("/plain".to_string(), vec![]));
+    }
 }

@@ -22,7 +22,12 @@ use super::cmcd::{self, Report};
 use super::playback::{self, ClientCtx, LegacyValues, Source};
 use super::viewers;
 use super::Metrics;
-use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
+use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
+
+/// The documented `?CMCD=` query: a dictionary of the numeric keys (the collector also takes the
+/// other keys, the CMCD-* headers and bodies; this is the form a schema can state exactly).
+const CMCD_QUERY_SCHEMA: &str =
+    r#"{"type":"string","pattern":"^(bl|br|d|dl|mtp|rtp|tb)=[0-9]{1,6}(,(bl|br|d|dl|mtp|rtp|tb)=[0-9]{1,6})*$"}"#;
 
 /// Largest CMCD request body read (64 KiB).
 pub const MAX_CMCD_BODY: usize = 64 * 1024;
@@ -32,7 +37,11 @@ pub fn routes(reg: &mut Registry, metrics: Arc<Metrics>) {
     reg.schema::<LegacyPlaybackReport>();
     reg.get("/api/ping", "public", Auth::Public, "Mark this viewer as watching", ping);
     for path in ["/api/metrics/cmcd", "/metrics/cmcd"] {
-        reg.get(path, "metrics", Auth::Public, "CMCD report in the ?CMCD= query or CMCD-* headers", cmcd_get);
+        reg.get(path, "metrics", Auth::Public, "CMCD report in the ?CMCD= query or CMCD-* headers", cmcd_get).query(
+            "CMCD",
+            true,
+            ValueDoc::Json(CMCD_QUERY_SCHEMA),
+        );
         reg.post(
             path,
             "metrics",
@@ -40,8 +49,11 @@ pub fn routes(reg: &mut Registry, metrics: Arc<Metrics>) {
             "CMCD report(s): a JSON object or array, text/cmcd lines, or ?CMCD= / CMCD-* headers",
             BodyDoc::None,
             cmcd_post,
-        );
-        reg.route(Method::OPTIONS, path, "metrics", Auth::Public, "CORS preflight", BodyDoc::None, cmcd_options);
+        )
+        .query("CMCD", true, ValueDoc::Json(CMCD_QUERY_SCHEMA))
+        .error(413, "Body over 64 KiB");
+        reg.route(Method::OPTIONS, path, "metrics", Auth::Public, "CORS preflight", BodyDoc::None, cmcd_options)
+            .answers(ResponseDoc::NoContent);
     }
     reg.post(
         "/api/metrics/playback",
@@ -72,7 +84,8 @@ pub fn routes(reg: &mut Registry, metrics: Arc<Metrics>) {
             "Prometheus metrics",
             BodyDoc::None,
             prometheus,
-        );
+        )
+        .answers(ResponseDoc::Content(super::prometheus::CONTENT_TYPE));
     }
     reg.route(
         Method::OPTIONS,
@@ -82,7 +95,8 @@ pub fn routes(reg: &mut Registry, metrics: Arc<Metrics>) {
         "CORS preflight of the Prometheus endpoint (204, no credentials needed)",
         BodyDoc::None,
         prometheus,
-    );
+    )
+    .answers(ResponseDoc::NoContent);
 }
 
 async fn ping(
@@ -235,16 +249,19 @@ fn parse_body(bytes: &[u8], query: Option<&str>, headers: &HeaderMap) -> Result<
 #[serde(rename_all = "camelCase")]
 pub struct LegacyPlaybackReport {
     /// Measured throughput, kbps.
+    #[schema(minimum = 0)]
     pub bandwidth: Option<f64>,
     /// Seconds behind the live edge.
+    #[schema(minimum = 0)]
     pub latency: Option<f64>,
     /// Errors since the previous report (required).
-    #[schema(required = true)]
+    #[schema(required = true, nullable = false, minimum = 0)]
     pub errors: Option<f64>,
     /// Seconds the most recent segment took to download.
+    #[schema(minimum = 0)]
     pub download_duration: Option<f64>,
     /// Variant switches since the previous report (required).
-    #[schema(required = true)]
+    #[schema(required = true, nullable = false, minimum = 0)]
     pub quality_variant_changes: Option<f64>,
 }
 

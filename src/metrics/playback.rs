@@ -275,13 +275,13 @@ pub fn record_cmcd(metrics: &Metrics, ctx: &ClientCtx, report: &Report, source: 
         }
         if let (Some(br), true) = (report.bitrate_kbps, video_object) {
             if s.bitrate_kbps.is_some_and(|prev| (prev - br).abs() >= 1.0) {
-                s.quality_variant_changes += 1;
+                s.quality_variant_changes = s.quality_variant_changes.saturating_add(1);
                 w.quality_changes += 1.0;
             }
             s.bitrate_kbps = Some(br);
         }
         if report.is_error() {
-            s.error_count += 1;
+            s.error_count = s.error_count.saturating_add(1);
             w.errors += 1.0;
         }
     });
@@ -319,8 +319,9 @@ pub fn record_legacy(metrics: &Metrics, ctx: &ClientCtx, v: &LegacyValues) -> St
             w.download = Some(d);
             s.self_reporting = true;
         }
-        s.error_count += v.errors.round() as u64;
-        s.quality_variant_changes += v.quality_variant_changes.round() as u64;
+        // Counts come from clients: a huge one saturates instead of overflowing.
+        s.error_count = s.error_count.saturating_add(v.errors.round() as u64);
+        s.quality_variant_changes = s.quality_variant_changes.saturating_add(v.quality_variant_changes.round() as u64);
         w.errors += v.errors;
         w.quality_changes += v.quality_variant_changes;
     });

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
+use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse};
 use crate::store::{Migrations, Store, StoreError};
 
 pub const CAN_SEND_SYSTEM_MESSAGES: &str = "CAN_SEND_SYSTEM_MESSAGES";
@@ -262,6 +262,13 @@ struct DeleteBody {
 
 const GROUP: &str = "admin";
 
+/// An `AccessToken` as JSON.
+const ACCESS_TOKEN_SCHEMA: &str = r#"{"type":"object","required":["id","accessToken","displayName","type","scopes","createdAt"],
+  "properties":{"id":{"type":"string"},"accessToken":{"type":"string"},"displayName":{"type":"string"},
+  "type":{"type":"string"},"scopes":{"type":"array","items":{"type":"string"}},"displayColor":{"type":"integer"},
+  "isBot":{"type":"boolean"},"createdAt":{"type":"string","format":"date-time"},
+  "lastUsedAt":{"type":["string","null"],"format":"date-time"}}}"#;
+
 pub fn routes(reg: &mut Registry, tokens: Tokens) {
     let mut reg = reg.scope(tokens);
     reg.get("/api/admin/accesstokens", GROUP, Auth::Admin, "List access tokens", list);
@@ -270,17 +277,26 @@ pub fn routes(reg: &mut Registry, tokens: Tokens) {
         GROUP,
         Auth::Admin,
         "Create an access token {name, scopes}",
-        BodyDoc::Schema("StatusResponse"),
+        BodyDoc::Json(
+            r#"{"type":"object","required":["name","scopes"],"properties":{
+              "name":{"type":"string","maxLength":64,"pattern":"\\S"},
+              "scopes":{"type":"array","minItems":1,"items":{"type":"string",
+                "enum":["CAN_SEND_SYSTEM_MESSAGES","CAN_SEND_MESSAGES","HAS_ADMIN_ACCESS"]}}}}"#,
+        ),
         create,
-    );
+    )
+    .answers(ResponseDoc::JsonSchema(ACCESS_TOKEN_SCHEMA));
     reg.post(
         "/api/admin/accesstokens/delete",
         GROUP,
         Auth::Admin,
         "Delete an access token {token}",
-        BodyDoc::Schema("StatusResponse"),
+        BodyDoc::Json(
+            r#"{"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1}}}"#,
+        ),
         delete,
-    );
+    )
+    .error(404, "No such token");
 }
 
 async fn list(State(tokens): State<Tokens>) -> Result<Json<Vec<AccessToken>>, ApiError> {

@@ -18,6 +18,11 @@
 //!   passthrough (the broadcaster's own video), so viewers keep watching (`encoders::report_fallback`:
 //!   health notice, log, stream state). More than `MAX_RESTARTS` restarts within `RESTART_WINDOW`
 //!   drops the broadcaster.
+//! - Full disk: a worker that failed while the HLS directory has no room (`has_room`) is not counted
+//!   as a failure: the oldest segments are deleted (`prune_oldest`), health says so (`hls` alert), and
+//!   the worker is started again every `DISK_FULL_RETRY` for as long as the broadcaster stays; once a
+//!   worker starts with room again the alert is cleared. Chat, the API and the database are elsewhere
+//!   and carry on.
 //! - Encoders: at stream start the selected encoder (`encoders::selected`) is planned per
 //!   variant with `hwaccel::plan_sessions` (NVENC's session cap from NVML, when there is a driver).
 //! - End: when the broadcaster leaves, the worker's stdin is closed so it finalises the playlists
@@ -63,6 +68,10 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_RESTARTS: usize = 5;
 pub const RESTART_WINDOW: Duration = Duration::from_secs(120);
 pub const HW_FAILURES_BEFORE_FALLBACK: u32 = 2;
+/// How often a worker is tried again while the HLS directory is full.
+pub const DISK_FULL_RETRY: Duration = Duration::from_secs(1);
+/// Free room the HLS directory must have to count as not full (one segment of a modest ladder).
+const HLS_PROBE_BYTES: usize = 256 * 1024;
 /// How long a finishing worker may take to finalise its playlists.
 pub const FINISH_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -258,7 +267,13 @@ async fn supervise(
     let mut encoder_failure: Option<EncoderFailure>;
     let mut thumbnails: Option<tokio::task::JoinHandle<()>> = None;
 
+    let mut disk_full = false;
     loop {
+        if disk_full && has_room(&dir, 4 * HLS_PROBE_BYTES) {
+            disk_full = false;
+            info!("the HLS directory has room again; the stream resumes");
+            t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
+        }
         let mut worker = match spawn_worker(&cfg) {
             Ok(w) => w,
             Err(e) => {
@@ -295,6 +310,22 @@ async fn supervise(
             Outcome::Failed(why) => {
                 let _ = worker.child.start_kill();
                 let status = worker.child.wait().await;
+                if !has_room(&dir, HLS_PROBE_BYTES) {
+                    let freed = prune_oldest(&dir);
+                    warn!(freed, "the HLS directory {} is full ({why}); old segments deleted, retrying", dir.display());
+                    if !disk_full {
+                        let alert = format!(
+                            "the video directory ({}) is full; the stream pauses until there is room",
+                            dir.display()
+                        );
+                        t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: Some(alert) });
+                    }
+                    disk_full = true;
+                    tokio::time::sleep(DISK_FULL_RETRY).await;
+                    cfg.append = true;
+                    cfg.segment_id = new_segment_id();
+                    continue;
+                }
                 warn!(pid = worker.pid, ?status, "transcode worker failed ({why}); restarting it");
                 let now = Instant::now();
                 restarts.push_back(now);
@@ -346,6 +377,7 @@ async fn supervise(
     });
     t.deps.telemetry.clear_stream();
     t.deps.health.submit(HealthInput::Encoder(None));
+    t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
     publish_stream_event(&t, Event::StreamStopped);
     info!("stream offline");
     drop(guard);
@@ -403,11 +435,57 @@ fn pass_through(t: &Transcoder, cfg: &mut WorkerConfig, from: &str, reason: &str
     encoders::report_fallback(t, from, "copy", reason, names);
 }
 
+/// Empty `dir` (creating it if needed). The directory itself stays: it may be a mount point (a
+/// tmpfs for the segments).
 fn reset_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)?;
+    std::fs::create_dir_all(dir)?;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
     }
-    std::fs::create_dir_all(dir)
+    Ok(())
+}
+
+/// Whether the filesystem of `dir` has room for `bytes` more: a probe file that size can be written.
+/// Only "no space" counts as no room (the stream is paused for it); other errors are the worker's.
+/// The alert is raised below one segment's room and cleared above four (no flapping).
+pub fn has_room(dir: &Path, bytes: usize) -> bool {
+    use std::io::Write as _;
+    let probe = dir.join(".space-probe");
+    let chunk = [0u8; 64 * 1024];
+    let written = std::fs::File::create(&probe).and_then(|mut f| {
+        for _ in 0..bytes.div_ceil(chunk.len()) {
+            f.write_all(&chunk)?;
+        }
+        f.sync_data()
+    });
+    let _ = std::fs::remove_file(&probe);
+    !matches!(written, Err(e) if e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(28))
+}
+
+/// Delete the older half of the media segments under `dir` (every variant), oldest first by
+/// modification time; playlists and init segments stay. Returns how many files were deleted.
+pub fn prune_oldest(dir: &Path) -> usize {
+    let mut segments: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "ts" || e == "m4s") {
+                let modified = entry.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+                segments.push((modified, path));
+            }
+        }
+    }
+    segments.sort();
+    let n = segments.len().div_ceil(2);
+    segments.iter().take(n).filter(|(_, p)| std::fs::remove_file(p).is_ok()).count()
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -37,7 +37,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, Event, EventType};
-use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
+use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse};
 use crate::store::{Migrations, Store, StoreError};
 use crate::telemetry::Telemetry;
 
@@ -392,10 +392,19 @@ struct CreateBody {
 
 #[derive(Deserialize)]
 struct DeleteBody {
-    id: Option<i64>,
+    /// Owncast's clients send a JSON number; `2.0` is taken as 2 (JSON Schema counts it an integer).
+    id: Option<f64>,
 }
 
 const GROUP: &str = "admin";
+
+/// A new webhook: an http(s) URL and at least one of the webhook event types.
+const CREATE_SCHEMA: &str = r#"{"type":"object","required":["url","events"],"properties":{
+  "url":{"type":"string","pattern":"^https?://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"},
+  "secret":{"type":["string","null"]},
+  "events":{"type":"array","minItems":1,"items":{"type":"string","enum":["CHAT","USER_JOINED","USER_PARTED",
+    "NAME_CHANGE","FEDIVERSE_ENGAGEMENT_FOLLOW","VISIBILITY-UPDATE","PING","PONG","STREAM_STARTED",
+    "STREAM_STOPPED","STREAM_TITLE_UPDATED","SYSTEM","CHAT_ACTION"]}}}}"#;
 
 pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
     let mut reg = reg.scope(hooks);
@@ -405,10 +414,23 @@ pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
         GROUP,
         Auth::Admin,
         "Create a webhook {url, events, secret?}",
-        BodyDoc::Schema("StatusResponse"),
+        BodyDoc::Json(CREATE_SCHEMA),
         create,
-    );
-    reg.post("/api/admin/webhooks/delete", GROUP, Auth::Admin, "Delete a webhook {id}", BodyDoc::None, delete);
+    )
+    .answers(ResponseDoc::JsonSchema(
+        r#"{"type":"object","required":["id","url","events","timestamp"],"properties":{"id":{"type":"integer"},
+          "url":{"type":"string"},"events":{"type":"array","items":{"type":"string"}},
+          "timestamp":{"type":"string","format":"date-time"},"lastUsed":{"type":["string","null"]}}}"#,
+    ));
+    reg.post(
+        "/api/admin/webhooks/delete",
+        GROUP,
+        Auth::Admin,
+        "Delete a webhook {id}",
+        BodyDoc::Json(r#"{"type":"object","required":["id"],"properties":{"id":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}}}"#),
+        delete,
+    )
+    .error(404, "No such webhook");
 }
 
 async fn list(State(hooks): State<Arc<Webhooks>>) -> Result<Json<Vec<Webhook>>, ApiError> {
@@ -447,6 +469,11 @@ async fn delete(
     JsonBody(body): JsonBody<DeleteBody>,
 ) -> Result<Json<StatusResponse>, ApiError> {
     let id = body.id.ok_or_else(|| ApiError::bad("id is required"))?;
+    if id.fract() != 0.0 || id.abs() > 9_007_199_254_740_991.0 {
+        return Err(ApiError::bad("id must be a whole number"));
+    }
+    // The range check makes the conversion exact.
+    let id = id as i64;
     if hooks.remove(id).await? {
         Ok(StatusResponse::ok(format!("deleted webhook {id}")))
     } else {
