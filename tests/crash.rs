@@ -107,7 +107,9 @@ fn kill_9_during_chat_and_setter_traffic_loses_nothing_acknowledged() {
     let seed: u64 = std::env::var("CASTD_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let acked_messages: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (mut last_title, mut last_name): (Option<(usize, u64)>, Option<(usize, u64)>) = (None, None);
+    // (round, value counter) of the last acknowledged change of each setting.
+    let mut last_title: Option<(usize, u64)> = None;
+    let mut last_name: Option<(usize, u64)> = None;
     let mut admin_password = String::new();
     let started = Instant::now();
     let mut kills_mid_traffic = 0;
