@@ -15,7 +15,7 @@ use super::actor::{self, ap_json, wants_activitypub, PAGE_SIZE};
 use super::data::{self, FollowerState};
 use super::{discovery, inbox, servers, signin, Federation, HttpError};
 use crate::http::auth::TokenQuery;
-use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, ValueDoc};
+use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
 
 const GROUP: &str = "federation";
 
@@ -71,25 +71,58 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
     let mut reg = reg.scope(fed);
     for_schemas(&mut reg);
     let p = Auth::Public;
-    reg.get("/.well-known/webfinger", GROUP, p, "WebFinger (?resource=acct:user@host)", discovery::webfinger);
-    reg.get("/.well-known/host-meta", GROUP, p, "host-meta (XRD)", discovery::host_meta);
-    reg.get("/.well-known/nodeinfo", GROUP, p, "NodeInfo index", discovery::nodeinfo_index);
-    reg.get("/.well-known/x-nodeinfo2", GROUP, p, "x-nodeinfo2", discovery::x_nodeinfo2);
-    reg.get("/nodeinfo/2.0", GROUP, p, "NodeInfo 2.0", discovery::nodeinfo);
-    reg.get("/api/v1/instance", GROUP, p, "Mastodon-style instance information", discovery::instance);
-    reg.get("/federation/user/{username}", GROUP, p, "The ActivityPub actor", get_actor);
+    // Every route that needs federation answers 405 while it is disabled, and 404 (no such user or
+    // object, or no server URL yet) — see `Federation::active`.
+    const OFF: &str = "Federation is not enabled";
+    const NO_URL: &str = "The server URL is not set (or no such user or object)";
+    reg.get("/.well-known/webfinger", GROUP, p, "WebFinger (?resource=acct:user@host)", discovery::webfinger)
+        .query("resource", false, ValueDoc::String)
+        .error(400, "No resource, or not acct:user@host")
+        .error(404, NO_URL)
+        .error(405, OFF)
+        .error(501, "The resource names another host");
+    reg.get("/.well-known/host-meta", GROUP, p, "host-meta (XRD)", discovery::host_meta)
+        .answers(ResponseDoc::Content("application/xrd+xml"))
+        .error(404, NO_URL)
+        .error(405, OFF);
+    reg.get("/.well-known/nodeinfo", GROUP, p, "NodeInfo index", discovery::nodeinfo_index)
+        .error(404, NO_URL)
+        .error(405, OFF);
+    reg.get("/.well-known/x-nodeinfo2", GROUP, p, "x-nodeinfo2", discovery::x_nodeinfo2)
+        .error(404, NO_URL)
+        .error(405, OFF);
+    reg.get("/nodeinfo/2.0", GROUP, p, "NodeInfo 2.0", discovery::nodeinfo).error(404, NO_URL).error(405, OFF);
+    reg.get("/api/v1/instance", GROUP, p, "Mastodon-style instance information", discovery::instance)
+        .error(404, NO_URL)
+        .error(405, OFF);
+    reg.get(
+        "/federation/user/{username}",
+        GROUP,
+        p,
+        "The ActivityPub actor (a browser, whose Accept names no JSON type, is redirected to /)",
+        get_actor,
+    )
+    .error(405, OFF);
     reg.post(
         "/federation/user/{username}/inbox",
         GROUP,
         p,
         "The actor's inbox (HTTP-signed activities; 202)",
-        BodyDoc::None,
+        BodyDoc::Json(r#"{"type":"object","description":"An ActivityStreams activity"}"#),
         inbox::post_inbox,
-    );
-    reg.get("/federation/user/{username}/outbox", GROUP, p, "The actor's outbox (?page=)", get_outbox);
-    reg.get("/federation/user/{username}/followers", GROUP, p, "The actor's followers (?page=)", get_followers);
-    reg.get("/federation/user/{username}/following", GROUP, p, "Not served (404)", get_following);
-    reg.get("/federation/{id}", GROUP, p, "One ActivityPub object", get_object);
+    )
+    .error(202, "Accepted (the answer to every activity taken)")
+    .error(401, "No valid HTTP signature")
+    .error(403, "The signature does not verify, or the sender is blocked")
+    .error(405, OFF);
+    reg.get("/federation/user/{username}/outbox", GROUP, p, "The actor's outbox (?page=)", get_outbox)
+        .query("page", false, ValueDoc::Json(PAGE))
+        .error(405, OFF);
+    reg.get("/federation/user/{username}/followers", GROUP, p, "The actor's followers (?page=)", get_followers)
+        .query("page", false, ValueDoc::Json(PAGE))
+        .error(405, OFF);
+    reg.get("/federation/user/{username}/following", GROUP, p, "Not served (404)", get_following).error(405, OFF);
+    reg.get("/federation/{id}", GROUP, p, "One ActivityPub object", get_object).error(405, OFF);
     reg.get("/api/followers", GROUP, p, "Fediverse followers (offset, limit)", public_followers);
     reg.get("/api/federation/servers", GROUP, p, "Federated servers", list_servers);
     reg.post(
@@ -99,7 +132,9 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         "The URL that follows this server from a Fediverse account",
         BodyDoc::Schema("FediverseAccount"),
         remote_follow,
-    );
+    )
+    .error(404, NO_URL)
+    .error(405, OFF);
     reg.post(
         "/api/auth/fediverse",
         GROUP,
@@ -107,7 +142,9 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         "Send a one-time sign-in code to a Fediverse account",
         BodyDoc::Schema("FediverseAccount"),
         fediverse_request,
-    );
+    )
+    .error(404, NO_URL)
+    .error(405, OFF);
     reg.post(
         "/api/auth/fediverse/verify",
         GROUP,
@@ -115,7 +152,11 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         "Verify a Fediverse sign-in code (403 when wrong or expired)",
         BodyDoc::Schema("FediverseCode"),
         fediverse_verify,
-    );
+    )
+    .error(401, "The ?accessToken= given is not a chat user's")
+    .error(403, "The code is wrong or has expired")
+    .error(404, NO_URL)
+    .error(405, OFF);
     let a = Auth::Admin;
     reg.get("/api/admin/followers", GROUP, a, "Approved followers (offset, limit)", |s, q| {
         followers(s, q, FollowerState::Approved)
@@ -133,7 +174,8 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         "Approve or deny a follower",
         BodyDoc::Schema("ApproveFollower"),
         approve_follower,
-    );
+    )
+    .error(404, "No follower with that actorIRI");
     reg.post(
         "/api/admin/followers/remove",
         GROUP,
@@ -141,7 +183,8 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         "Remove a follower",
         BodyDoc::Schema("RemoveFollower"),
         remove_follower,
-    );
+    )
+    .error(404, "No follower with that actorIRI");
     reg.get("/api/admin/federation/actions", GROUP, a, "Federation activity (offset, limit)", actions);
     reg.get("/api/admin/federation/servers", GROUP, a, "Federated servers", list_servers);
     reg.post(
@@ -151,13 +194,15 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         "Follow another server (add a federated server)",
         BodyDoc::Schema("AddFederatedServer"),
         add_server,
-    );
+    )
+    .error(404, NO_URL)
+    .error(405, OFF);
     reg.route(
         Method::DELETE,
         "/api/admin/federation/servers/{id}",
         GROUP,
         a,
-        "Stop following a federated server",
+        "Stop following a federated server (400 until the server URL is set)",
         BodyDoc::None,
         delete_server,
     );
@@ -168,8 +213,14 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         "Post a note to the followers",
         BodyDoc::Value(ValueDoc::String),
         send_post,
-    );
+    )
+    .error(404, NO_URL)
+    .error(405, OFF);
 }
+
+/// `?page=` of the actor's collections: a page number, or `true` (or empty) for the first page.
+const PAGE: &str =
+    r#"{"anyOf":[{"type":"integer","minimum":1,"maximum":1000000},{"type":"string","enum":["true",""]}]}"#;
 
 fn for_schemas(reg: &mut crate::http::Scope<'_, Arc<Federation>>) {
     reg.schema::<ApproveFollower>();

@@ -202,6 +202,8 @@ pub enum BodyDoc {
     Value(ValueDoc),
     /// A JSON body written out as a JSON Schema (for bodies with constraints a derive cannot state).
     Json(&'static str),
+    /// An `application/x-www-form-urlencoded` form, its fields written out as a JSON Schema.
+    Form(&'static str),
     /// A multipart form upload.
     Multipart,
     /// A multipart form upload of one file in the named field.
@@ -238,6 +240,8 @@ pub enum ResponseDoc {
     Content(&'static str),
     /// 204 without a body.
     NoContent,
+    /// A redirect (this 3xx status, a `Location` and no body), with where it goes.
+    Redirect(u16, &'static str),
 }
 
 /// One documented query parameter.

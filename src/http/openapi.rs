@@ -130,11 +130,14 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
         )),
         ResponseDoc::JsonSchema(text) => Some(ok.content("application/json", json_content(written_schema(text)))),
         ResponseDoc::Content(ctype) => Some(ok.content(ctype, ContentBuilder::new().build())),
-        ResponseDoc::NoContent => None,
+        ResponseDoc::NoContent | ResponseDoc::Redirect(..) => None,
     };
-    responses = match ok {
-        Some(ok) => responses.response("200", ok),
-        None => responses.response("204", ResponseBuilder::new().description("Done")),
+    responses = match (ok, doc.response) {
+        (Some(ok), _) => responses.response("200", ok),
+        (None, ResponseDoc::Redirect(status, to)) => {
+            responses.response(status.to_string(), ResponseBuilder::new().description(to))
+        }
+        (None, _) => responses.response("204", ResponseBuilder::new().description("Done")),
     };
     for (status, when) in error_statuses(doc) {
         responses = responses.response(
@@ -195,6 +198,7 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
         BodyDoc::None => None,
         BodyDoc::Schema(name) => Some(("application/json", RefOr::Ref(Ref::from_schema_name(name)))),
         BodyDoc::Json(text) => Some(("application/json", written_schema(text))),
+        BodyDoc::Form(text) => Some(("application/x-www-form-urlencoded", written_schema(text))),
         BodyDoc::Value(v) => Some((
             "application/json",
             RefOr::T(Schema::Object(

@@ -34,7 +34,7 @@ use axum::Json;
 use serde_json::json;
 
 use crate::http::auth::TokenQuery;
-use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, SignIn, UserTokens};
+use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, SignIn, UserTokens};
 use crate::store::settings::SettingsStore;
 
 const GROUP: &str = "indieauth";
@@ -208,7 +208,8 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
         "Start a chat sign-in with IndieAuth {authHost}; answers {redirect}, the URL to send the browser to",
         BodyDoc::Schema("StartIndieAuth"),
         start_flow,
-    );
+    )
+    .error(400, "The server URL is not set, or the website cannot be used to sign in");
     reg.get(
         client::CALLBACK_PATH,
         GROUP,
@@ -222,22 +223,29 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
         Auth::Admin,
         "IndieAuth authorization request (response_type, client_id, redirect_uri, state, code_challenge, code_challenge_method=S256, me): the admin's approval page",
         authorize,
-    );
+    )
+    .answers(ResponseDoc::Content("text/html"))
+    .error(400, "The server URL is not set, or the request is not a valid IndieAuth authorization request");
     reg.post(
         "/api/auth/provider/indieauth/approve",
         GROUP,
         Auth::Admin,
         "Approve or deny an authorization request (form: request, decision=approve|deny); redirects (303) to the client",
-        BodyDoc::None,
+        BodyDoc::Form(
+            r#"{"type":"object","required":["request","decision"],"properties":{"request":{"type":"string","description":"The id of the pending request (from the approval page)"},"decision":{"type":"string","enum":["approve","deny"]}}}"#,
+        ),
         approve,
-    );
+    )
+    .answers(ResponseDoc::Redirect(303, "Back to the client's redirect_uri"))
+    .error(400, "No such pending request, or no decision");
     reg.get(
         METADATA_PATH,
         GROUP,
         Auth::Public,
         "IndieAuth server metadata (issuer, authorization_endpoint, S256); 404 until the server URL is set",
         metadata,
-    );
+    )
+    .error(404, "The server URL is not set");
     reg.post(
         PROVIDER_PATH,
         GROUP,
@@ -245,7 +253,9 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
         "IndieAuth code redemption (form or JSON: code, client_id, redirect_uri, code_verifier); answers the IndieAuth result",
         BodyDoc::Schema("Redeem"),
         redeem,
-    );
+    )
+    .returns::<IndieAuthResult>()
+    .error(400, "The code is not one this server issued for that client, redirect_uri and verifier");
 }
 
 /// Prune expired flows, requests and codes every minute.

@@ -58,7 +58,8 @@ pub fn routes(reg: &mut Registry, state: Arc<Storage>) {
          {value: S3Info}; fields left out, and a masked or empty secret, are the saved ones)",
         BodyDoc::Schema("S3Info"),
         test_connection,
-    );
+    )
+    .optional_body();
 }
 
 /// `MASKED` of the admin configuration: a secret made of `*` only is the saved one shown masked.
