@@ -157,7 +157,9 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
             loop {
                 match tokio::time::timeout(READ_DEADLINE, stream.next()).await {
                     Ok(Some(Ok(Message::Text(text)))) => {
-                        handle_inbound(&ctx, &client, &mut limiter, text.as_str()).await;
+                        // Boxed: the handler's state is large and only needed while a frame is
+                        // handled, so an idle connection's task stays small.
+                        Box::pin(handle_inbound(&ctx, &client, &mut limiter, text.as_str())).await;
                     }
                     Ok(Some(Ok(Message::Close(_)) | Err(_)) | None) | Err(_) => break,
                     Ok(Some(Ok(_))) => {}
