@@ -148,9 +148,14 @@ fn short_stream_keys_are_accepted_trimmed_and_warned_about_by_comment() {
     // Owncast's default key, and its comment-less warning
     s.set("streamkeys", json!([{"key": "abc123"}]));
     assert!(status_warnings(&s)[0].contains("without a comment"));
-    for bad in [json!([{"key": "   "}]), json!([{"key": "a\u{7}b"}]), json!([{"key": "same"}, {"key": "same "}])] {
+    for bad in [json!([{"key": "   "}]), json!([{"key": "a\u{7}b"}])] {
         rejection(s.admin_post("/api/admin/config/streamkeys", &json!({ "value": bad })), 400);
     }
+    // A key listed twice (after trimming) is kept once, not refused: Owncast stores whatever it is given.
+    s.set("streamkeys", json!([{"key": "same1234", "comment": "a"}, {"key": "same1234 ", "comment": "b"}]));
+    let keys = s.admin_json("/api/admin/serverconfig")["streamKeys"].clone();
+    assert_eq!(keys.as_array().map(Vec::len), Some(1), "{keys}");
+    assert_eq!(keys[0]["key"], json!("same1234"));
 }
 
 #[test]
