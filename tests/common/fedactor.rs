@@ -5,21 +5,21 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
+
+use super::receiver::{read_request, Received};
 use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
 use rsa::pkcs8::{DecodePublicKey, EncodePublicKey, LineEnding};
 use rsa::signature::{SignatureEncoding, Signer, Verifier};
 use rsa::{RsaPrivateKey, RsaPublicKey};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-
-use super::receiver::Received;
 
 pub struct FedActor {
     /// `http://127.0.0.1:PORT`
@@ -71,36 +71,7 @@ impl FedActor {
                 std::thread::spawn(move || {
                     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    loop {
-                        let mut line = String::new();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let mut parts = line.split_whitespace();
-                        let (method, path) =
-                            (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-                        let mut headers = Vec::new();
-                        let mut len = 0usize;
-                        loop {
-                            let mut h = String::new();
-                            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                                return;
-                            }
-                            let h = h.trim_end();
-                            if h.is_empty() {
-                                break;
-                            }
-                            if let Some((k, v)) = h.split_once(':') {
-                                if k.eq_ignore_ascii_case("content-length") {
-                                    len = v.trim().parse().unwrap_or(0);
-                                }
-                                headers.push((k.trim().to_string(), v.trim().to_string()));
-                            }
-                        }
-                        let mut body = vec![0; len];
-                        if reader.read_exact(&mut body).is_err() {
-                            return;
-                        }
+                    while let Some(Received { method, path, headers, body }) = read_request(&mut reader) {
                         let actor_iri = format!("{base}/users/{user}");
                         let (status, ctype, text) = if method == "POST" && path == format!("/users/{user}/inbox") {
                             let st = if *down.lock().unwrap() {

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -52,36 +52,7 @@ impl Receiver {
                 std::thread::spawn(move || {
                     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    loop {
-                        let mut line = String::new();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let mut parts = line.split_whitespace();
-                        let (method, path) =
-                            (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-                        let mut headers = Vec::new();
-                        let mut len = 0usize;
-                        loop {
-                            let mut h = String::new();
-                            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                                return;
-                            }
-                            let h = h.trim_end();
-                            if h.is_empty() {
-                                break;
-                            }
-                            if let Some((k, v)) = h.split_once(':') {
-                                if k.eq_ignore_ascii_case("content-length") {
-                                    len = v.trim().parse().unwrap_or(0);
-                                }
-                                headers.push((k.trim().to_string(), v.trim().to_string()));
-                            }
-                        }
-                        let mut body = vec![0; len];
-                        if reader.read_exact(&mut body).is_err() {
-                            return;
-                        }
+                    while let Some(Received { method, path, headers, body }) = read_request(&mut reader) {
                         reqs.lock().unwrap().push(Received { method, path, headers, body });
                         let status = sts.lock().unwrap().pop_front().unwrap_or(200);
                         let (ctype, text) = (&answer.0, &answer.1);
@@ -117,4 +88,36 @@ impl Receiver {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// Read one HTTP/1.1 request (request line, headers, `Content-Length` body) from a keep-alive
+/// connection; `None` when the peer closed it or sent something unreadable.
+pub fn read_request(reader: &mut impl BufRead) -> Option<Received> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
+    let mut headers = Vec::new();
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).ok()?;
+    Some(Received { method, path, headers, body })
 }
