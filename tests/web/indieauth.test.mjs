@@ -98,7 +98,9 @@ test('refusals are readable messages in the chat panel', { timeout: 120_000 }, a
   const notice = page.locator('#chat-signin-notice');
   await notice.waitFor({ timeout: 20_000 });
   assert.match(await notice.textContent(), /Sign-in failed: Your website vouched for a different address/);
-  assert.ok(await page.locator('#chat-signin-button').isVisible(), 'still offered "Sign in"');
+  // The page has just come back from A: the user menu appears once chat has reconnected.
+  await page.locator('#chat-signin-button').waitFor({ state: 'visible', timeout: 20_000 });
+  assert.equal(await page.locator('.chat-me .auth-badge').count(), 0, 'not signed in after a refusal');
 
   // Denied by A's admin.
   await signIn(page, a.base);
