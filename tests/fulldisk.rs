@@ -74,15 +74,10 @@ fn health(server: &Server) -> String {
     server.admin_json("/api/admin/status")["health"].to_string()
 }
 
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
+fn wait_for(server: &Server, what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    if server.wait_for(timeout, || f().then_some(())).is_none() {
+        panic!("timed out waiting for {what}; castd's log:\n{}", server.log_text());
     }
-    panic!("timed out waiting for {what}");
 }
 
 fn chat_works(server: &Server, name: &str) {
@@ -93,7 +88,6 @@ fn chat_works(server: &Server, name: &str) {
 }
 
 #[test]
-#[ignore = "not yet run to completion (run with --ignored, as root)"]
 fn a_full_hls_directory_pauses_the_stream_and_nothing_else() {
     if !is_root() {
         println!("fulldisk: skipped: mounting the tmpfs for the HLS directory needs root (CI runs as root)");
@@ -109,12 +103,14 @@ fn a_full_hls_directory_pauses_the_stream_and_nothing_else() {
     let started = Instant::now();
     let server = Server::start_in(&data, &["--streamkey", KEY]);
     let mut ff = publish(&server, KEY, "320x180", 60);
-    wait_for("the first segments", Duration::from_secs(30), || segments(&hls).len() >= 2);
+    wait_for(&server, "the first segments", Duration::from_secs(30), || segments(&hls).len() >= 2);
 
     // Fill the tmpfs.
     let filler = hls.join("filler");
     fill(&filler);
-    wait_for("health to report the full HLS directory", Duration::from_secs(30), || health(&server).contains("full"));
+    wait_for(&server, "health to report the full HLS directory", Duration::from_secs(30), || {
+        health(&server).contains("full")
+    });
     assert!(server.log_text().contains("old segments deleted"), "no segments were pruned");
     assert!(server.get("/api/status").status().is_success(), "the daemon answers");
     chat_works(&server, "diskfull");
@@ -124,10 +120,10 @@ fn a_full_hls_directory_pauses_the_stream_and_nothing_else() {
     // Room again: the stream resumes with new segments and the alert clears.
     std::fs::remove_file(&filler).unwrap();
     let freed_at = SystemTime::now();
-    wait_for("new segments after the space returned", Duration::from_secs(30), || {
+    wait_for(&server, "new segments after the space returned", Duration::from_secs(30), || {
         segments(&hls).iter().any(|(_, m)| *m > freed_at)
     });
-    wait_for("the health alert to clear", Duration::from_secs(30), || !health(&server).contains("full"));
+    wait_for(&server, "the health alert to clear", Duration::from_secs(30), || !health(&server).contains("full"));
     assert_eq!(server.get_json("/api/status")["online"], true, "the broadcaster was kept");
     chat_works(&server, "diskback");
     assert_eq!(

@@ -271,8 +271,7 @@ async fn supervise(
     loop {
         if disk_full && has_room(&dir, 4 * HLS_PROBE_BYTES) {
             disk_full = false;
-            info!("the HLS directory has room again; the stream resumes");
-            t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
+            room_again(&t);
         }
         let mut worker = match spawn_worker(&cfg) {
             Ok(w) => w,
@@ -300,6 +299,7 @@ async fn supervise(
             &mut encoder_failure,
             &dir,
             thumb_variant,
+            &mut disk_full,
         )
         .await;
         match outcome {
@@ -467,6 +467,27 @@ pub fn has_room(dir: &Path, bytes: usize) -> bool {
     !matches!(written, Err(e) if e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(28))
 }
 
+/// Bytes an unprivileged writer may still write on the filesystem of `dir` (None if it cannot be told).
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `path` is a NUL-terminated string and `st` is a writable statvfs that the call fills.
+    let rc = unsafe { libc::statvfs(path.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// The HLS directory has room again: the alert clears.
+fn room_again(t: &Transcoder) {
+    info!("the HLS directory has room again; the stream resumes");
+    t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
+}
+
 /// Delete the older half of the media segments under `dir` (every variant), oldest first by
 /// modification time; playlists and init segments stay. Returns how many files were deleted.
 pub fn prune_oldest(dir: &Path) -> usize {
@@ -500,6 +521,7 @@ async fn run_worker(
     encoder_failure: &mut Option<EncoderFailure>,
     dir: &Path,
     thumb_variant: usize,
+    disk_full: &mut bool,
 ) -> Outcome {
     let mut header_written = false;
     let mut last_input = Instant::now();
@@ -558,6 +580,18 @@ async fn run_worker(
                 on_event(t, ev, thumbnails, dir, thumb_variant);
             }
             _ = tick.tick() => {
+                // The worker's muxer does not fail on a full disk (it loses the writes), so the
+                // supervisor watches the room itself.
+                match free_bytes(dir) {
+                    Some(free) if free < HLS_PROBE_BYTES as u64 => {
+                        return Outcome::Failed(format!("{free} bytes left in the HLS directory"));
+                    }
+                    Some(free) if *disk_full && free >= 4 * HLS_PROBE_BYTES as u64 => {
+                        *disk_full = false;
+                        room_again(t);
+                    }
+                    _ => {}
+                }
                 if header_written && last_input.elapsed() < Duration::from_secs(5) && last_output.elapsed() > STALL_TIMEOUT {
                     return Outcome::Failed(format!("the worker stalled (no progress for {STALL_TIMEOUT:?})"));
                 }
