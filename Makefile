@@ -25,6 +25,7 @@ test: web
 	$(CARGO) build --locked --all-targets
 	$(CARGO) test --locked --workspace -- --test-threads=2
 	./tests/schemathesis/run.sh
+	CASTD_FUZZ_SECS=$${CASTD_FUZZ_SECS:-30} ./fuzz/run.sh
 	cd web && npm test
 	./tests/web/run.sh
 	@if [ -n "$$CI" ] || [ "$${CASTD_TEST_DEB:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb; fi
