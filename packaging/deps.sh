@@ -39,8 +39,9 @@ fi
 if [ "${CASTD_SKIP_CARGO_TOOLS:-0}" != 1 ]; then
   command -v cargo-deb >/dev/null 2>&1 || cargo install --locked cargo-deb
   # s3s-fs: the S3 server (SigV4-checking, over a local folder) that tests/storage.rs, tests/web/storage.test.mjs and
-  # bench/storage run against; about 12 min to build on 2 cores (CARGO_BUILD_JOBS=1).
-  command -v s3s-fs >/dev/null 2>&1 || cargo install s3s-fs@0.14.1 --features binary --locked
+  # bench/storage run against. Built unoptimised (--debug): the tests need it correct, not fast, and the
+  # optimised build took about 12 min on 2 cores.
+  command -v s3s-fs >/dev/null 2>&1 || cargo install --debug s3s-fs@0.14.1 --features binary --locked
 fi
 
 # schemathesis (tests/schemathesis/run.sh, part of `make test`), pinned, in its own venv.
