@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use crate::events::{Bus, Event, HealthAlert, HealthSource};
 
 /// Stream health as admin status and hardware stats report it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     pub healthy: bool,

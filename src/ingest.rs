@@ -181,6 +181,7 @@ impl Drop for PublisherGuard {
 pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     let mut reg = reg.scope(ingest);
     reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound RTMP broadcaster", disconnect)
+        .returns::<StatusResponse>()
         .error(400, "No broadcaster is connected (Owncast's answer)");
 }
 

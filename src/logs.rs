@@ -167,8 +167,9 @@ const GROUP: &str = "admin";
 pub fn routes(reg: &mut Registry, ring: LogRing) {
     let mut reg = reg.scope(ring);
     reg.schema::<LogEntry>();
-    reg.get("/api/admin/logs", GROUP, Auth::Admin, "Recent log entries, oldest first", all);
-    reg.get("/api/admin/logs/warnings", GROUP, Auth::Admin, "Recent warnings and errors, oldest first", warnings);
+    reg.get("/api/admin/logs", GROUP, Auth::Admin, "Recent log entries, oldest first", all).returns_list::<LogEntry>();
+    reg.get("/api/admin/logs/warnings", GROUP, Auth::Admin, "Recent warnings and errors, oldest first", warnings)
+        .returns_list::<LogEntry>();
 }
 
 async fn all(State(ring): State<LogRing>) -> Json<Vec<LogEntry>> {

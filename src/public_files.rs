@@ -16,7 +16,7 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
-use crate::http::{ApiError, Auth, Registry};
+use crate::http::{ApiError, Auth, Registry, ResponseDoc};
 
 /// The public files feature's state.
 pub struct PublicFiles {
@@ -66,7 +66,9 @@ const GROUP: &str = "public";
 
 pub fn routes(reg: &mut Registry, files: Arc<PublicFiles>) {
     let mut reg = reg.scope(files);
-    reg.get("/public/{*path}", GROUP, Auth::Public, "A file from the data dir's public folder", serve);
+    reg.get("/public/{*path}", GROUP, Auth::Public, "A file from the data dir's public folder", serve)
+        // The owner's files: each one's own media type.
+        .answers(ResponseDoc::Content("*/*"));
 }
 
 async fn serve(State(files): State<Arc<PublicFiles>>, UrlPath(rel): UrlPath<String>) -> Response {

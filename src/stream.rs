@@ -17,7 +17,7 @@ use crate::config::Settings;
 use crate::events::{StreamEvent, StreamEventStatus};
 
 /// Details of the connected broadcaster, as admin status reports them.
-#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Serialize, Default, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Broadcaster {
     pub remote_addr: String,
@@ -26,7 +26,7 @@ pub struct Broadcaster {
 }
 
 /// What the broadcaster sends (from onMetaData and the codec headers).
-#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Serialize, Default, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StreamDetails {
     pub width: u32,
@@ -40,7 +40,7 @@ pub struct StreamDetails {
 }
 
 /// Progress of one variant, as the worker reports it about once a second.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VariantProgress {
     pub variant: usize,

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use rust_embed::{EmbeddedFile, RustEmbed};
 
 use crate::http::files::{accepts_encoding, respond, FileBody};
-use crate::http::{Auth, Registry};
+use crate::http::{Auth, Registry, ResponseDoc};
 
 #[derive(RustEmbed)]
 #[folder = "web/dist"]
@@ -40,34 +40,46 @@ pub fn routes(reg: &mut Registry) {
         // endpoint), and its own sign-in callback is the redirect URI it uses as a client.
         resp.headers_mut().insert(header::LINK, axum::http::HeaderValue::from_static(INDIEAUTH_LINKS));
         resp
-    });
+    })
+    .answers(HTML);
     // 301 as Owncast answers (axum's `Redirect::permanent` is a 308).
     reg.get("/admin", GROUP, Auth::Public, "Redirect (301) to /admin/", || async {
         (StatusCode::MOVED_PERMANENTLY, [(LOCATION, "/admin/")])
-    });
-    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", |h: HeaderMap| page(h, "admin.html"));
+    })
+    .answers(ResponseDoc::Redirect(301, "To /admin/"));
+    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", |h: HeaderMap| page(h, "admin.html")).answers(HTML);
     reg.get("/admin/{*page}", GROUP, Auth::Admin, "Admin dashboard pages", |_: Path<String>, h: HeaderMap| {
         page(h, "admin.html")
-    });
+    })
+    .answers(HTML);
+    let to_readonly = ResponseDoc::Redirect(307, "To /embed/chat/readonly");
     reg.get("/embed/chat", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
         Redirect::temporary("/embed/chat/readonly")
-    });
+    })
+    .answers(to_readonly);
     reg.get("/embed/chat/", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
         Redirect::temporary("/embed/chat/readonly")
-    });
+    })
+    .answers(to_readonly);
     reg.get("/embed/chat/readonly", GROUP, Auth::Public, "Read-only chat embed", |h: HeaderMap| {
         page(h, "embed-chat-readonly.html")
-    });
+    })
+    .answers(HTML);
     reg.get("/embed/chat/readwrite", GROUP, Auth::Public, "Read-write chat embed", |h: HeaderMap| {
         page(h, "embed-chat-readwrite.html")
-    });
-    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", |h: HeaderMap| page(h, "embed-video.html"));
+    })
+    .answers(HTML);
+    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", |h: HeaderMap| page(h, "embed-video.html"))
+        .answers(HTML);
     reg.get("/serviceworker.js", GROUP, Auth::Public, "Push notification service worker", |h: HeaderMap| async move {
         asset_response(&h, "serviceworker.js", "no-cache")
-    });
+    })
+    .answers(ResponseDoc::Content("text/javascript"));
+    // Scripts, styles, fonts and images of the build: each file's own media type.
     reg.get("/assets/{*file}", GROUP, Auth::Public, "Web UI assets", |Path(file): Path<String>, h: HeaderMap| async move {
         asset_response(&h, &format!("assets/{file}"), IMMUTABLE)
-    });
+    })
+    .answers(ResponseDoc::Content("*/*"));
     reg.get(
         "/img/platformlogos/{file}",
         GROUP,
@@ -80,8 +92,12 @@ pub fn routes(reg: &mut Registry) {
             }
             asset_response(&h, &format!("img/platformlogos/{file}"), "public, max-age=86400")
         },
-    );
+    )
+    .answers(ResponseDoc::Content("image/svg+xml"));
 }
+
+/// The pages' answer.
+const HTML: ResponseDoc = ResponseDoc::Content("text/html");
 
 /// `Cache-Control` of the hashed asset names Vite writes (a new build has new names).
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";

@@ -245,7 +245,8 @@ const GROUP: &str = "admin";
 
 pub fn routes(reg: &mut Registry, dir: Arc<Directory>) {
     let mut reg = reg.scope(dir);
-    reg.get("/api/admin/yp/reset", GROUP, Auth::Admin, "Reset the directory registration", reset);
+    reg.get("/api/admin/yp/reset", GROUP, Auth::Admin, "Reset the directory registration", reset)
+        .returns::<StatusResponse>();
 }
 
 async fn reset(State(dir): State<Arc<Directory>>) -> Result<Json<StatusResponse>, ApiError> {

@@ -479,6 +479,25 @@ fn openapi_lists_every_route_the_router_serves() {
         );
         assert!(status < 500, "{method} {path} answered {status} without a body: {text}");
     }
+    // every success answer that is JSON (any `application/*json` media type) says its shape: a schema
+    // from the Rust type that builds the body, never an untyped `json!` body
+    let mut untyped = Vec::new();
+    for (method, path, op) in &routes {
+        for (status, resp) in op["responses"].as_object().expect("responses") {
+            if !status.starts_with('2') {
+                continue;
+            }
+            for (ctype, content) in resp["content"].as_object().into_iter().flatten() {
+                let essence = ctype.split(';').next().unwrap_or_default().trim();
+                let json = essence.starts_with("application/") && essence.ends_with("json");
+                let schema = &content["schema"];
+                if json && schema.as_object().is_none_or(|o| o.is_empty()) {
+                    untyped.push(format!("{method} {path} {status} {ctype}"));
+                }
+            }
+        }
+    }
+    assert!(untyped.is_empty(), "JSON success answers without a schema: {untyped:?}");
     // the control: a route that is not documented is not served
     let r = server.get("/api/definitely/not/a/route");
     assert_eq!(r.status().as_u16(), 404);

@@ -28,7 +28,8 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
         BodyDoc::Value(ValueDoc::String),
         stream_title,
     );
-    reg.get("/api/integrations/status", GROUP, Auth::Integration(HAS_ADMIN_ACCESS), "Server status", status);
+    reg.get("/api/integrations/status", GROUP, Auth::Integration(HAS_ADMIN_ACCESS), "Server status", status)
+        .returns::<super::admin::AdminStatus>();
 }
 
 #[derive(Deserialize)]
@@ -47,7 +48,10 @@ async fn stream_title(
     super::setters::apply_named(&server, "streamtitle", value).await
 }
 
-async fn status(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+async fn status(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+) -> Result<Json<super::admin::AdminStatus>, ApiError> {
     authorize(&server.tokens, &headers, HAS_ADMIN_ACCESS).await?;
-    Ok(Json(super::admin::status_json(&server)))
+    Ok(Json(super::admin::admin_status(&server)))
 }

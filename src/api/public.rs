@@ -8,12 +8,15 @@ use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::Utc;
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::Server;
-use crate::config::Settings;
-use crate::http::{ApiError, Auth, Registry};
+use crate::config::{ExternalAction, Settings, SocialHandle};
+use crate::http::{ApiError, Auth, Registry, ResponseDoc};
 use crate::markdown;
 use crate::VERSION;
 
@@ -24,17 +27,24 @@ const DEFAULT_LOGO: &[u8] = include_bytes!("../../packaging/logo.svg");
 
 pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     let mut reg = reg.scope(server);
-    reg.get("/api/config", GROUP, Auth::Public, "Public configuration for the web page", config);
-    reg.get("/api/status", GROUP, Auth::Public, "Public stream status", status);
+    reg.get("/api/config", GROUP, Auth::Public, "Public configuration for the web page", config)
+        .returns::<PublicConfig>();
+    reg.get("/api/status", GROUP, Auth::Public, "Public stream status", status).returns::<PublicStatus>();
     reg.get("/api/yp", GROUP, Auth::Public, "Directory (YP) data; 404 unless the directory is enabled", yp)
+        .returns::<DirectoryInfo>()
         .error(404, "The directory is not enabled");
-    reg.get("/api/socialplatforms", GROUP, Auth::Public, "Known social platforms and their icons", social_platforms);
-    reg.get("/api/video/variants", GROUP, Auth::Public, "Names and indexes of the quality variants", variants);
-    reg.get("/logo", GROUP, Auth::Public, "The logo image", logo);
-    reg.get("/logo/external", GROUP, Auth::Public, "The logo for other sites", logo);
-    reg.get("/favicon.ico", GROUP, Auth::Public, "The favicon", favicon);
-    reg.get("/customjavascript", GROUP, Auth::Public, "The owner's custom JavaScript", custom_javascript);
-    reg.get("/robots.txt", GROUP, Auth::Public, "robots.txt", robots);
+    reg.get("/api/socialplatforms", GROUP, Auth::Public, "Known social platforms and their icons", social_platforms)
+        .returns::<SocialPlatforms>();
+    reg.get("/api/video/variants", GROUP, Auth::Public, "Names and indexes of the quality variants", variants)
+        .returns_list::<VariantName>();
+    // The logo and favicon are the owner's upload (PNG, JPEG, GIF, WebP, ICO or SVG) or the built-in SVG.
+    reg.get("/logo", GROUP, Auth::Public, "The logo image", logo).answers(ResponseDoc::Content("image/*"));
+    reg.get("/logo/external", GROUP, Auth::Public, "The logo for other sites", logo)
+        .answers(ResponseDoc::Content("image/*"));
+    reg.get("/favicon.ico", GROUP, Auth::Public, "The favicon", favicon).answers(ResponseDoc::Content("image/*"));
+    reg.get("/customjavascript", GROUP, Auth::Public, "The owner's custom JavaScript", custom_javascript)
+        .answers(ResponseDoc::Content("text/javascript"));
+    reg.get("/robots.txt", GROUP, Auth::Public, "robots.txt", robots).answers(ResponseDoc::Content("text/plain"));
 }
 
 /// `user@host` for the fediverse account, when a server URL gives the host (with the port when the URL
@@ -52,102 +62,213 @@ pub fn federation_account(s: &Settings) -> String {
     }
 }
 
+/// `GET /api/config`: the interface spec's fields plus Owncast's.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicConfig {
+    pub name: String,
+    pub summary: String,
+    pub stream_title: String,
+    /// The offline message, rendered from Markdown to HTML.
+    pub offline_message: String,
+    /// Always `/logo`.
+    pub logo: &'static str,
+    pub version: &'static str,
+    pub tags: Vec<String>,
+    pub nsfw: bool,
+    pub custom_styles: String,
+    /// The extra page content, rendered from Markdown to HTML.
+    pub extra_page_content: String,
+    pub socket_host_override: String,
+    pub appearance_variables: BTreeMap<String, String>,
+    pub social_handles: Vec<SocialHandle>,
+    pub external_actions: Vec<ExternalAction>,
+    pub notifications: PublicNotifications,
+    pub federation: PublicFederation,
+    pub max_socket_payload_size: usize,
+    pub hide_viewer_count: bool,
+    pub chat_disabled: bool,
+    pub chat_require_authentication: bool,
+    pub chat_spam_protection_disabled: bool,
+    /// `off`, `on` or `muted`.
+    pub autoplay: String,
+    pub authentication: PublicAuthentication,
+}
+
+/// `notifications` of `/api/config`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PublicNotifications {
+    pub browser: PublicBrowserNotifications,
+}
+
+/// `notifications.browser` of `/api/config`: whether browser push is on and the VAPID public key.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicBrowserNotifications {
+    pub enabled: bool,
+    pub public_key: String,
+}
+
+/// `federation` of `/api/config`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicFederation {
+    pub enabled: bool,
+    /// `user@host` (just the user while no server URL is set).
+    pub account: String,
+    pub follower_count: u64,
+    pub hide_followers_tab: bool,
+}
+
+/// `authentication` of `/api/config`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicAuthentication {
+    pub indie_auth_enabled: bool,
+}
+
 /// Public configuration: the interface spec's fields plus Owncast's.
-pub fn config_json(server: &Server) -> Value {
+pub fn public_config(server: &Server) -> PublicConfig {
     let s = server.settings.get();
-    json!({
-        "name": s.name,
-        "summary": s.summary,
-        "streamTitle": s.stream_title,
-        "offlineMessage": markdown::to_html(&s.offline_message),
-        "logo": "/logo",
-        "version": VERSION,
-        "tags": s.tags,
-        "nsfw": s.nsfw,
-        "customStyles": s.custom_styles,
-        "extraPageContent": markdown::to_html(&s.extra_page_content),
-        "socketHostOverride": s.socket_host_override,
-        "appearanceVariables": s.appearance_variables,
-        "socialHandles": s.social_handles,
-        "externalActions": s.external_actions,
-        "notifications": {
-            "browser": {
-                "enabled": s.browser_notifications.enabled,
-                "publicKey": server.vapid_public_key.clone(),
-            }
+    PublicConfig {
+        name: s.name.clone(),
+        summary: s.summary.clone(),
+        stream_title: s.stream_title.clone(),
+        offline_message: markdown::to_html(&s.offline_message),
+        logo: "/logo",
+        version: VERSION,
+        tags: s.tags.clone(),
+        nsfw: s.nsfw,
+        custom_styles: s.custom_styles.clone(),
+        extra_page_content: markdown::to_html(&s.extra_page_content),
+        socket_host_override: s.socket_host_override.clone(),
+        appearance_variables: s.appearance_variables.clone(),
+        social_handles: s.social_handles.clone(),
+        external_actions: s.external_actions.clone(),
+        notifications: PublicNotifications {
+            browser: PublicBrowserNotifications {
+                enabled: s.browser_notifications.enabled,
+                public_key: server.vapid_public_key.clone(),
+            },
         },
-        "federation": {
-            "enabled": s.federation_enabled,
-            "account": federation_account(&s),
-            "followerCount": server.follower_count.load(std::sync::atomic::Ordering::Relaxed),
-            "hideFollowersTab": s.federation_hide_followers,
+        federation: PublicFederation {
+            enabled: s.federation_enabled,
+            account: federation_account(&s),
+            follower_count: server.follower_count.load(std::sync::atomic::Ordering::Relaxed),
+            hide_followers_tab: s.federation_hide_followers,
         },
-        "maxSocketPayloadSize": crate::config::MAX_SOCKET_PAYLOAD_SIZE,
-        "hideViewerCount": s.hide_viewer_count,
-        "chatDisabled": s.chat_disabled,
-        "chatRequireAuthentication": s.chat_require_authentication,
-        "chatSpamProtectionDisabled": !s.chat_spam_protection_enabled,
-        "autoplay": s.autoplay,
-        "authentication": { "indieAuthEnabled": !s.server_url.is_empty() },
-    })
+        max_socket_payload_size: crate::config::MAX_SOCKET_PAYLOAD_SIZE,
+        hide_viewer_count: s.hide_viewer_count,
+        chat_disabled: s.chat_disabled,
+        chat_require_authentication: s.chat_require_authentication,
+        chat_spam_protection_disabled: !s.chat_spam_protection_enabled,
+        autoplay: s.autoplay.clone(),
+        authentication: PublicAuthentication { indie_auth_enabled: !s.server_url.is_empty() },
+    }
 }
 
 async fn config(State(server): State<Arc<Server>>) -> Response {
-    no_cache(Json(config_json(&server)).into_response())
+    no_cache(Json(public_config(&server)).into_response())
+}
+
+/// `GET /api/status`: the viewer counts are left out when the owner hides them.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicStatus {
+    pub online: bool,
+    pub server_time: DateTime<Utc>,
+    pub last_connect_time: Option<DateTime<Utc>>,
+    pub last_disconnect_time: Option<DateTime<Utc>>,
+    pub version_number: &'static str,
+    pub stream_title: String,
+    pub name: String,
+    pub description: String,
+    /// Always `/logo`.
+    pub logo: &'static str,
+    pub tags: Vec<String>,
+    pub social: Vec<SocialHandle>,
+    pub nsfw: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub viewer_count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub session_max_viewer_count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub overall_max_viewer_count: Option<u64>,
 }
 
 /// Public status; the viewer counts are left out when the owner hides them.
-pub fn status_json(server: &Server) -> Value {
+pub fn public_status(server: &Server) -> PublicStatus {
     let s = server.settings.get();
     let st = server.stream.borrow().clone();
     let (current, session_max, overall_max) = server.viewers.get();
-    let mut v = json!({
-        "online": st.online,
-        "serverTime": Utc::now(),
-        "lastConnectTime": st.last_connect_time,
-        "lastDisconnectTime": st.last_disconnect_time,
-        "versionNumber": VERSION,
-        "streamTitle": s.stream_title,
-        "name": s.name,
-        "description": s.summary,
-        "logo": "/logo",
-        "tags": s.tags,
-        "social": s.social_handles,
-        "nsfw": s.nsfw,
-    });
-    if !s.hide_viewer_count {
-        v["viewerCount"] = json!(current);
-        v["sessionMaxViewerCount"] = json!(session_max);
-        v["overallMaxViewerCount"] = json!(overall_max);
+    let shown = |n: u64| (!s.hide_viewer_count).then_some(n);
+    PublicStatus {
+        online: st.online,
+        server_time: Utc::now(),
+        last_connect_time: st.last_connect_time,
+        last_disconnect_time: st.last_disconnect_time,
+        version_number: VERSION,
+        stream_title: s.stream_title.clone(),
+        name: s.name.clone(),
+        description: s.summary.clone(),
+        logo: "/logo",
+        tags: s.tags.clone(),
+        social: s.social_handles.clone(),
+        nsfw: s.nsfw,
+        viewer_count: shown(current),
+        session_max_viewer_count: shown(session_max),
+        overall_max_viewer_count: shown(overall_max),
     }
-    v
 }
 
 async fn status(State(server): State<Arc<Server>>) -> Response {
-    no_cache(Json(status_json(&server)).into_response())
+    no_cache(Json(public_status(&server)).into_response())
 }
 
-async fn yp(State(server): State<Arc<Server>>) -> Result<Json<Value>, ApiError> {
+/// `GET /api/yp`: what the directory shows about this server.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DirectoryInfo {
+    pub name: String,
+    pub description: String,
+    pub stream_title: String,
+    /// Always `/logo`.
+    pub logo: &'static str,
+    pub nsfw: bool,
+    pub tags: Vec<String>,
+    pub online: bool,
+    /// 0 while the owner hides the viewer count.
+    pub viewer_count: u64,
+    pub overall_max_viewer_count: u64,
+    pub session_max_viewer_count: u64,
+    pub last_connect_time: Option<DateTime<Utc>>,
+    pub social: Vec<SocialHandle>,
+}
+
+async fn yp(State(server): State<Arc<Server>>) -> Result<Json<DirectoryInfo>, ApiError> {
     let s = server.settings.get();
     if !s.directory_enabled {
         return Err(ApiError::NotFound("the directory is not enabled".into()));
     }
     let st = server.stream.borrow().clone();
     let (current, session_max, overall_max) = server.viewers.get();
-    Ok(Json(json!({
-        "name": s.name,
-        "description": s.summary,
-        "streamTitle": s.stream_title,
-        "logo": "/logo",
-        "nsfw": s.nsfw,
-        "tags": s.tags,
-        "online": st.online,
-        "viewerCount": if s.hide_viewer_count { 0 } else { current },
-        "overallMaxViewerCount": overall_max,
-        "sessionMaxViewerCount": session_max,
-        "lastConnectTime": st.last_connect_time,
-        "social": s.social_handles,
-    })))
+    Ok(Json(DirectoryInfo {
+        name: s.name.clone(),
+        description: s.summary.clone(),
+        stream_title: s.stream_title.clone(),
+        logo: "/logo",
+        nsfw: s.nsfw,
+        tags: s.tags.clone(),
+        online: st.online,
+        viewer_count: if s.hide_viewer_count { 0 } else { current },
+        overall_max_viewer_count: overall_max,
+        session_max_viewer_count: session_max,
+        last_connect_time: st.last_connect_time,
+        social: s.social_handles.clone(),
+    }))
 }
 
 /// Platforms the admin can pick for social handles (Owncast's list, icons served by the web UI).
@@ -178,28 +299,48 @@ const SOCIAL_PLATFORMS: &[(&str, &str)] = &[
     ("rss", "RSS"),
 ];
 
-async fn social_platforms() -> Json<Value> {
-    let map: serde_json::Map<String, Value> = SOCIAL_PLATFORMS
-        .iter()
-        .map(|(key, name)| {
-            ((*key).to_string(), json!({ "name": name, "icon": format!("/img/platformlogos/{key}.svg") }))
-        })
-        .collect();
-    Json(Value::Object(map))
+/// A social platform of `GET /api/socialplatforms` (keyed by its id there).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SocialPlatform {
+    pub name: &'static str,
+    /// `/img/platformlogos/<id>.svg`.
+    pub icon: String,
 }
 
-async fn variants(State(server): State<Arc<Server>>) -> Json<Value> {
+/// `GET /api/socialplatforms`: the platforms by id.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(transparent)]
+pub struct SocialPlatforms(BTreeMap<&'static str, SocialPlatform>);
+
+async fn social_platforms() -> Json<SocialPlatforms> {
+    Json(SocialPlatforms(
+        SOCIAL_PLATFORMS
+            .iter()
+            .map(|(key, name)| (*key, SocialPlatform { name, icon: format!("/img/platformlogos/{key}.svg") }))
+            .collect(),
+    ))
+}
+
+/// One quality variant of `GET /api/video/variants`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VariantName {
+    pub index: usize,
+    /// The variant's name, or a label made from its size or bitrate.
+    pub name: String,
+}
+
+async fn variants(State(server): State<Arc<Server>>) -> Json<Vec<VariantName>> {
     let s = server.settings.get();
-    let list: Vec<Value> = s
-        .video_quality_variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let name = if v.name.is_empty() { variant_label(v) } else { v.name.clone() };
-            json!({ "index": i, "name": name })
-        })
-        .collect();
-    Json(Value::Array(list))
+    Json(
+        s.video_quality_variants
+            .iter()
+            .enumerate()
+            .map(|(index, v)| {
+                let name = if v.name.is_empty() { variant_label(v) } else { v.name.clone() };
+                VariantName { index, name }
+            })
+            .collect(),
+    )
 }
 
 /// A readable label for an unnamed variant (`720p`, `1200 kbps`).

@@ -13,9 +13,10 @@ use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use axum::Json;
+use chrono::{DateTime, Utc};
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::emoji::{self, EmojiError};
 use super::hub::ClientInfo;
@@ -24,7 +25,7 @@ use super::moderation::{self, IpBan, ModerationError};
 use super::protocol::User;
 use super::users::{self, StatusFilter};
 use super::Chat;
-use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, ValueDoc};
+use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
 
 const GROUP: &str = "chat";
 
@@ -43,6 +44,7 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     reg.schema::<EmojiUploadRequest>();
     reg.schema::<EmojiDeleteRequest>();
     reg.get("/ws", GROUP, Public, "Chat websocket (`?accessToken=`)", super::ws::handler)
+        .answers(ResponseDoc::Upgrade("Switching to the chat websocket (Owncast's chat protocol)"))
         .error(400, "Not a websocket handshake")
         .error(403, "The client's address is banned");
     let register = BodyDoc::Schema("RegisterRequest");
@@ -50,7 +52,7 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
         .optional_body()
         .returns::<RegisterResponse>()
         .error(403, "The client's address is banned");
-    reg.get("/api/chat", GROUP, U, "Chat history", history);
+    reg.get("/api/chat", GROUP, U, "Chat history", history).returns_list::<ChatMessage>();
     let vis = BodyDoc::Schema("MessageVisibilityRequest");
     reg.post("/api/chat/messagevisibility", GROUP, Moderator, "Hide or show messages", vis, mod_visibility)
         .error(404, "None of the messages exists");
@@ -65,11 +67,14 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     .error(404, "None of the messages exists");
     let enabled = BodyDoc::Schema("SetUserEnabledRequest");
     reg.post("/api/chat/users/setenabled", GROUP, Moderator, "Enable or disable a user", enabled, mod_set_enabled);
-    reg.get("/api/moderation/chat/user/{userId}", GROUP, Moderator, "Details of a chat user", user_details);
-    reg.get("/api/emoji", GROUP, Public, "Custom emoji", list_emoji);
-    reg.get("/img/emoji/{file}", GROUP, Public, "A custom emoji image", emoji::serve);
+    reg.get("/api/moderation/chat/user/{userId}", GROUP, Moderator, "Details of a chat user", user_details)
+        .returns::<UserDetails>();
+    reg.get("/api/emoji", GROUP, Public, "Custom emoji", list_emoji).returns_list::<emoji::Emoji>();
+    reg.get("/img/emoji/{file}", GROUP, Public, "A custom emoji image", emoji::serve)
+        .answers(ResponseDoc::Content("image/*"));
 
-    reg.get("/api/admin/chat/messages", GROUP, Admin, "All chat messages, hidden ones included", admin_messages);
+    reg.get("/api/admin/chat/messages", GROUP, Admin, "All chat messages, hidden ones included", admin_messages)
+        .returns_list::<ChatMessage>();
     reg.post("/api/admin/chat/messagevisibility", GROUP, Admin, "Hide or show messages", vis, admin_visibility)
         .error(404, "None of the messages exists");
     reg.post(
@@ -83,18 +88,19 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     .error(404, "None of the messages exists");
     reg.post("/api/admin/chat/users/setenabled", GROUP, Admin, "Enable or disable a user", enabled, admin_set_enabled)
         .error(404, "No such user");
-    reg.get("/api/admin/chat/users/disabled", GROUP, Admin, "Disabled users", disabled_users);
+    reg.get("/api/admin/chat/users/disabled", GROUP, Admin, "Disabled users", disabled_users).returns_list::<User>();
     let setmod = BodyDoc::Schema("SetModeratorRequest");
     reg.post("/api/admin/chat/users/setmoderator", GROUP, Admin, "Grant or revoke moderator", setmod, set_moderator)
         .error(404, "No such user");
-    reg.get("/api/admin/chat/users/moderators", GROUP, Admin, "Moderators", moderators);
-    reg.get("/api/admin/chat/users/ipbans", GROUP, Admin, "Banned IP addresses", ip_bans);
+    reg.get("/api/admin/chat/users/moderators", GROUP, Admin, "Moderators", moderators).returns_list::<User>();
+    reg.get("/api/admin/chat/users/ipbans", GROUP, Admin, "Banned IP addresses", ip_bans).returns_list::<IpBan>();
     let ip = BodyDoc::Value(ValueDoc::Json(IP_SCHEMA));
     reg.post("/api/admin/chat/users/ipbans/create", GROUP, Admin, "Ban an IP address", ip, ban_ip);
     reg.post("/api/admin/chat/users/ipbans/remove", GROUP, Admin, "Lift an IP ban", ip, unban_ip)
         .error(404, "The address is not banned");
-    reg.get("/api/admin/chat/clients", GROUP, Admin, "Connected chat clients", clients);
-    reg.get("/api/admin/users", GROUP, Admin, "Chat users (offset, limit, search, status, sort)", list_users);
+    reg.get("/api/admin/chat/clients", GROUP, Admin, "Connected chat clients", clients).returns_list::<ChatClient>();
+    reg.get("/api/admin/users", GROUP, Admin, "Chat users (offset, limit, search, status, sort)", list_users)
+        .returns::<UserPage>();
     let uid = BodyDoc::Schema("UserIdRequest");
     reg.post("/api/admin/users/delete", GROUP, Admin, "Delete a chat user", uid, delete_user);
     let up = BodyDoc::Schema("EmojiUploadRequest");
@@ -180,6 +186,8 @@ pub struct MessageVisibilityRequest {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetUserEnabledRequest {
+    /// Refused (400) when empty or blank.
+    #[schema(pattern = r"\S")]
     pub user_id: String,
     pub enabled: bool,
 }
@@ -187,6 +195,8 @@ pub struct SetUserEnabledRequest {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetModeratorRequest {
+    /// Refused (400) when empty or blank.
+    #[schema(pattern = r"\S")]
     pub user_id: String,
     pub is_moderator: bool,
 }
@@ -194,6 +204,8 @@ pub struct SetModeratorRequest {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserIdRequest {
+    /// Refused (400) when empty or blank.
+    #[schema(pattern = r"\S")]
     pub user_id: String,
 }
 
@@ -382,20 +394,73 @@ async fn unban_ip(
     Ok(StatusResponse::ok(format!("{ip} is no longer banned")))
 }
 
-async fn clients(State(ctx): State<Arc<Chat>>) -> Json<Vec<ClientInfo>> {
-    Json(ctx.hub.infos(None))
+/// A connected chat client as the admin and integrations APIs list it (the hub's `ClientInfo`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatClient {
+    pub id: u64,
+    pub connected_at: DateTime<Utc>,
+    pub user: User,
+    /// Where the client connects from, when known.
+    pub geo: Option<Value>,
+    pub user_agent: String,
+    pub message_count: u64,
+    pub ip_address: String,
+}
+
+impl From<ClientInfo> for ChatClient {
+    fn from(c: ClientInfo) -> Self {
+        let ClientInfo { id, connected_at, user, geo, user_agent, message_count, ip_address } = c;
+        Self { id, connected_at, user, geo, user_agent, message_count, ip_address }
+    }
+}
+
+/// The connected clients (of one user, or all).
+pub(crate) fn chat_clients(ctx: &Chat, user_id: Option<&str>) -> Vec<ChatClient> {
+    ctx.hub.infos(user_id).into_iter().map(ChatClient::from).collect()
+}
+
+async fn clients(State(ctx): State<Arc<Chat>>) -> Json<Vec<ChatClient>> {
+    Json(chat_clients(&ctx, None))
+}
+
+/// `{user, connectedClients, messages}`: a chat user's details for moderators and integrations.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserDetails {
+    pub user: User,
+    pub connected_clients: Vec<UserClient>,
+    pub messages: Vec<ChatMessage>,
+}
+
+/// One connection of the user in `UserDetails`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserClient {
+    pub id: u64,
+    pub message_count: u64,
+    pub user_agent: String,
+    pub connected_at: DateTime<Utc>,
+    pub geo: Option<Value>,
+}
+
+/// `{total, results}`: a page of chat users.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UserPage {
+    pub total: u64,
+    pub results: Vec<User>,
 }
 
 async fn user_details(
     State(ctx): State<Arc<Chat>>,
     _m: ChatModerator,
     Path(user_id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    user_details_json(&ctx, user_id).await.map(Json)
+) -> Result<Json<UserDetails>, ApiError> {
+    user_details_of(&ctx, user_id).await.map(Json)
 }
 
 /// `{user, connectedClients, messages}` for the moderator and integrations user-details routes.
-pub(crate) async fn user_details_json(ctx: &Chat, user_id: String) -> Result<Value, ApiError> {
+pub(crate) async fn user_details_of(ctx: &Chat, user_id: String) -> Result<UserDetails, ApiError> {
     let id = user_id.clone();
     let (user, msgs) = ctx
         .store
@@ -405,21 +470,19 @@ pub(crate) async fn user_details_json(ctx: &Chat, user_id: String) -> Result<Val
         })
         .await?
         .ok_or_else(|| ApiError::NotFound("user not found".into()))?;
-    let clients: Vec<Value> = ctx
+    let connected_clients = ctx
         .hub
         .infos(Some(&user_id))
         .into_iter()
-        .map(|c| {
-            json!({
-                "id": c.id,
-                "messageCount": c.message_count,
-                "userAgent": c.user_agent,
-                "connectedAt": c.connected_at,
-                "geo": c.geo,
-            })
+        .map(|c| UserClient {
+            id: c.id,
+            message_count: c.message_count,
+            user_agent: c.user_agent,
+            connected_at: c.connected_at,
+            geo: c.geo,
         })
         .collect();
-    Ok(json!({ "user": user, "connectedClients": clients, "messages": msgs }))
+    Ok(UserDetails { user, connected_clients, messages: msgs })
 }
 
 fn parse_u64(q: &HashMap<String, String>, key: &str, default: u64) -> Result<u64, ApiError> {
@@ -432,7 +495,7 @@ fn parse_u64(q: &HashMap<String, String>, key: &str, default: u64) -> Result<u64
 async fn list_users(
     State(ctx): State<Arc<Chat>>,
     Query(q): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserPage>, ApiError> {
     let offset = parse_u64(&q, "offset", 0)?;
     let limit = parse_u64(&q, "limit", 50)?.min(1000);
     let status = match q.get("status").map(|s| s.trim().to_ascii_lowercase()).as_deref() {
@@ -449,7 +512,7 @@ async fn list_users(
     let search = q.get("search").cloned();
     let (total, results) =
         ctx.store.call(move |c| users::list(c, offset, limit, search.as_deref(), status, newest_first)).await?;
-    Ok(Json(json!({ "total": total, "results": results })))
+    Ok(Json(UserPage { total, results }))
 }
 
 async fn delete_user(

@@ -38,7 +38,7 @@ pub enum EmojiError {
 }
 
 /// One emoji as `GET /api/emoji` lists it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Emoji {
     pub name: String,
     pub url: String,

@@ -14,10 +14,9 @@ use axum::Json;
 use chrono::Utc;
 use rusqlite::params;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::api::MessageVisibilityRequest;
-use super::hub::ClientInfo;
+use super::api::{ChatClient, UserDetails};
 use super::messages::{self, ChatMessage};
 use super::protocol::{self as p, User};
 use super::Chat;
@@ -69,15 +68,18 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
         visibility,
     )
     .error(404, "None of the messages exists");
-    reg.get("/api/integrations/chat", GROUP, I(HAS_ADMIN_ACCESS), "Chat history", history);
-    reg.get("/api/integrations/clients", GROUP, I(HAS_ADMIN_ACCESS), "Connected chat clients", clients);
+    reg.get("/api/integrations/chat", GROUP, I(HAS_ADMIN_ACCESS), "Chat history", history)
+        .returns_list::<ChatMessage>();
+    reg.get("/api/integrations/clients", GROUP, I(HAS_ADMIN_ACCESS), "Connected chat clients", clients)
+        .returns_list::<ChatClient>();
     reg.get(
         "/api/integrations/moderation/chat/user/{userId}",
         GROUP,
         I(HAS_ADMIN_ACCESS),
         "Details of a chat user",
         user_details,
-    );
+    )
+    .returns::<UserDetails>();
 }
 
 /// `{body}`: the payload of the send, action and system routes.
@@ -214,16 +216,16 @@ async fn history(State(ctx): State<Arc<Chat>>, headers: HeaderMap) -> Result<Jso
     Ok(Json(ctx.store.call(|c| messages::full_history(c)).await?))
 }
 
-async fn clients(State(ctx): State<Arc<Chat>>, headers: HeaderMap) -> Result<Json<Vec<ClientInfo>>, ApiError> {
+async fn clients(State(ctx): State<Arc<Chat>>, headers: HeaderMap) -> Result<Json<Vec<ChatClient>>, ApiError> {
     authorize(&ctx.tokens, &headers, HAS_ADMIN_ACCESS).await?;
-    Ok(Json(ctx.hub.infos(None)))
+    Ok(Json(super::api::chat_clients(&ctx, None)))
 }
 
 async fn user_details(
     State(ctx): State<Arc<Chat>>,
     headers: HeaderMap,
     Path(user_id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UserDetails>, ApiError> {
     authorize(&ctx.tokens, &headers, HAS_ADMIN_ACCESS).await?;
-    super::api::user_details_json(&ctx, user_id).await.map(Json)
+    super::api::user_details_of(&ctx, user_id).await.map(Json)
 }

@@ -19,7 +19,7 @@ pub const PUBLIC_BACKLOG: u32 = 50;
 pub const ADMIN_BACKLOG: u32 = 5000;
 
 /// A stored message, serialized as Owncast's ChatMessage.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatMessage {
     pub id: String,
@@ -28,9 +28,11 @@ pub struct ChatMessage {
     pub kind: String,
     pub body: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub user: Option<User>,
     pub visible: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub hidden_at: Option<DateTime<Utc>>,
 }
 

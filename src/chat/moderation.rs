@@ -39,7 +39,7 @@ pub enum ModerationError {
 }
 
 /// An IP ban as the admin API lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IpBan {
     pub ip_address: String,

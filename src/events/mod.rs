@@ -26,7 +26,7 @@ pub use chat::ChatEvent;
 
 /// Every kind of event castd publishes. The first thirteen are Owncast's webhook event types (their
 /// wire names are the webhook `type`s); the rest are internal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum EventType {
     #[serde(rename = "CHAT")]
     Chat,

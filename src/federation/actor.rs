@@ -8,7 +8,9 @@
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use super::client::RemoteActor;
 use super::{data, delivery, FedError, Federation, Local, AP_CONTENT_TYPE, AS_CONTEXT, PUBLIC};
@@ -26,7 +28,7 @@ pub fn wants_activitypub(headers: &HeaderMap) -> bool {
 }
 
 /// An ActivityPub JSON answer.
-pub fn ap_json(v: Value) -> Response {
+pub fn ap_json(v: impl Serialize) -> Response {
     let mut resp = axum::Json(v).into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(AP_CONTENT_TYPE));
     resp
@@ -42,35 +44,116 @@ pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-fn hashtags(local: &Local, tags: &[String]) -> Vec<Value> {
+/// A tag of the actor or of a Note: a `Hashtag`, or a `Mention` of an account.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Tag {
+    /// `Hashtag` or `Mention`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub href: String,
+    pub name: String,
+}
+
+fn hashtags(local: &Local, tags: &[String]) -> Vec<Tag> {
     tags.iter()
         .filter(|t| !t.trim().is_empty())
         .map(|t| {
             let t = t.trim().trim_start_matches('#');
-            json!({ "type": "Hashtag", "href": format!("{}/tags/{}", local.base, escape(t)), "name": format!("#{t}") })
+            Tag { kind: "Hashtag", href: format!("{}/tags/{}", local.base, escape(t)), name: format!("#{t}") }
         })
         .collect()
 }
 
+/// The ActivityPub actor of the stream (`GET /federation/user/{username}`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActorDocument {
+    /// The JSON-LD context: ActivityStreams, the security vocabulary and the extension terms.
+    #[serde(rename = "@context")]
+    pub context: Value,
+    pub id: String,
+    /// Always `Service`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub preferred_username: String,
+    pub name: String,
+    /// The server summary as HTML.
+    pub summary: String,
+    pub url: String,
+    pub inbox: String,
+    pub outbox: String,
+    pub followers: String,
+    pub following: String,
+    pub endpoints: ActorEndpoints,
+    pub manually_approves_followers: bool,
+    pub discoverable: bool,
+    pub icon: ActorImage,
+    pub image: ActorImage,
+    pub tag: Vec<Tag>,
+    pub attachment: Vec<PropertyValue>,
+    pub public_key: ActorPublicKey,
+}
+
+/// `endpoints` of the actor.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActorEndpoints {
+    pub shared_inbox: String,
+}
+
+/// An `Image` of the actor (its icon and header: the logo).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActorImage {
+    /// Always `Image`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub media_type: &'static str,
+    pub url: String,
+}
+
+/// A `PropertyValue` of the actor's profile fields (the stream and the social handles, as HTML links).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PropertyValue {
+    /// Always `PropertyValue`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub name: String,
+    pub value: String,
+}
+
+/// The actor's `publicKey` (for HTTP signatures).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActorPublicKey {
+    pub id: String,
+    pub owner: String,
+    pub public_key_pem: String,
+}
+
+fn profile_link(name: String, href: &str) -> PropertyValue {
+    PropertyValue {
+        kind: "PropertyValue",
+        name,
+        value: format!(
+            "<a href=\"{0}\" rel=\"me nofollow noopener noreferrer\" target=\"_blank\">{0}</a>",
+            escape(href)
+        ),
+    }
+}
+
 /// The actor document.
-pub async fn actor_document(fed: &Federation, local: &Local) -> Result<Value, FedError> {
+pub async fn actor_document(fed: &Federation, local: &Local) -> Result<ActorDocument, FedError> {
     let s = fed.settings.get();
     let kp = fed.keys.get().await?;
     let logo = format!("{}/logo/external", local.base);
-    let mut attachment = vec![json!({
-        "type": "PropertyValue",
-        "name": "Stream",
-        "value": format!("<a href=\"{0}\" rel=\"me nofollow noopener noreferrer\" target=\"_blank\">{0}</a>", escape(&local.base)),
-    })];
+    let mut attachment = vec![profile_link("Stream".into(), &local.base)];
     for h in &s.social_handles {
-        attachment.push(json!({
-            "type": "PropertyValue",
-            "name": escape(&h.platform),
-            "value": format!("<a href=\"{0}\" rel=\"me nofollow noopener noreferrer\" target=\"_blank\">{0}</a>", escape(&h.url)),
-        }));
+        attachment.push(profile_link(escape(&h.platform), &h.url));
     }
-    Ok(json!({
-        "@context": [AS_CONTEXT, "https://w3id.org/security/v1", {
+    let image = || ActorImage { kind: "Image", media_type: "image/png", url: logo.clone() };
+    Ok(ActorDocument {
+        context: json!([AS_CONTEXT, "https://w3id.org/security/v1", {
             "manuallyApprovesFollowers": "as:manuallyApprovesFollowers",
             "toot": "http://joinmastodon.org/ns#",
             "discoverable": "toot:discoverable",
@@ -78,57 +161,97 @@ pub async fn actor_document(fed: &Federation, local: &Local) -> Result<Value, Fe
             "schema": "http://schema.org#",
             "value": "schema:value",
             "Hashtag": "as:Hashtag"
-        }],
-        "id": local.actor,
-        "type": "Service",
-        "preferredUsername": local.username,
-        "name": s.name,
-        "summary": crate::markdown::to_html(&s.summary),
-        "url": local.base,
-        "inbox": local.inbox,
-        "outbox": local.outbox,
-        "followers": local.followers,
-        "following": format!("{}/following", local.actor),
-        "endpoints": { "sharedInbox": local.inbox },
-        "manuallyApprovesFollowers": s.federation_private,
-        "discoverable": true,
-        "icon": { "type": "Image", "mediaType": "image/png", "url": logo },
-        "image": { "type": "Image", "mediaType": "image/png", "url": logo },
-        "tag": hashtags(local, &s.tags),
-        "attachment": attachment,
-        "publicKey": { "id": local.key_id, "owner": local.actor, "publicKeyPem": kp.public_pem },
-    }))
+        }]),
+        id: local.actor.clone(),
+        kind: "Service",
+        preferred_username: local.username.clone(),
+        name: s.name.clone(),
+        summary: crate::markdown::to_html(&s.summary),
+        url: local.base.clone(),
+        inbox: local.inbox.clone(),
+        outbox: local.outbox.clone(),
+        followers: local.followers.clone(),
+        following: format!("{}/following", local.actor),
+        endpoints: ActorEndpoints { shared_inbox: local.inbox.clone() },
+        manually_approves_followers: s.federation_private,
+        discoverable: true,
+        icon: image(),
+        image: image(),
+        tag: hashtags(local, &s.tags),
+        attachment,
+        public_key: ActorPublicKey {
+            id: local.key_id.clone(),
+            owner: local.actor.clone(),
+            public_key_pem: kp.public_pem.clone(),
+        },
+    })
+}
+
+/// An `OrderedCollection` (the outbox, the followers) or one `OrderedCollectionPage` of it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Collection {
+    /// The ActivityStreams context.
+    #[serde(rename = "@context")]
+    pub context: &'static str,
+    pub id: String,
+    /// `OrderedCollection` or `OrderedCollectionPage`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub total_items: i64,
+    /// The first page (the collection only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub first: Option<String>,
+    /// The collection a page belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub part_of: Option<String>,
+    /// The page's activities (the outbox) or actor IRIs (the followers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub ordered_items: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub next: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub prev: Option<String>,
 }
 
 /// A paged collection: the collection itself without `page`, page `n` (1-based) with it.
-pub fn collection(id: &str, total: i64, page: Option<i64>, items: Vec<Value>) -> Value {
+pub fn collection(id: &str, total: i64, page: Option<i64>, items: Vec<Value>) -> Collection {
     match page {
-        None => json!({
-            "@context": AS_CONTEXT,
-            "id": id,
-            "type": "OrderedCollection",
-            "totalItems": total,
-            "first": format!("{id}?page=1"),
-        }),
-        Some(n) => {
-            let mut v = json!({
-                "@context": AS_CONTEXT,
-                "id": format!("{id}?page={n}"),
-                "type": "OrderedCollectionPage",
-                "partOf": id,
-                "totalItems": total,
-                "orderedItems": items,
-            });
-            if n * PAGE_SIZE < total {
-                v["next"] = json!(format!("{id}?page={}", n + 1));
-            }
-            if n > 1 {
-                v["prev"] = json!(format!("{id}?page={}", n - 1));
-            }
-            v
-        }
+        None => Collection {
+            context: AS_CONTEXT,
+            id: id.to_string(),
+            kind: "OrderedCollection",
+            total_items: total,
+            first: Some(format!("{id}?page=1")),
+            part_of: None,
+            ordered_items: None,
+            next: None,
+            prev: None,
+        },
+        Some(n) => Collection {
+            context: AS_CONTEXT,
+            id: format!("{id}?page={n}"),
+            kind: "OrderedCollectionPage",
+            total_items: total,
+            first: None,
+            part_of: Some(id.to_string()),
+            ordered_items: Some(items),
+            next: (n * PAGE_SIZE < total).then(|| format!("{id}?page={}", n + 1)),
+            prev: (n > 1).then(|| format!("{id}?page={}", n - 1)),
+        },
     }
 }
+
+/// A stored ActivityPub object of the outbox (`GET /federation/{id}`): free-form JSON-LD.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = Object)]
+pub struct StoredObject(pub Value);
 
 /// Who a Note is for.
 pub enum Audience {
@@ -156,7 +279,7 @@ pub async fn post_note(
         Audience::Public => (json!([PUBLIC]), json!([local.followers])),
         Audience::Followers => (json!([local.followers]), json!([])),
         Audience::Direct(a) => {
-            tag.push(json!({ "type": "Mention", "href": a.iri, "name": format!("@{}", a.account()) }));
+            tag.push(Tag { kind: "Mention", href: a.iri.clone(), name: format!("@{}", a.account()) });
             (json!([a.iri]), json!([]))
         }
     };

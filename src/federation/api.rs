@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::actor::{self, ap_json, wants_activitypub, PAGE_SIZE};
 use super::data::{self, FollowerState};
-use super::{discovery, inbox, servers, signin, Federation, HttpError};
+use super::{discovery, inbox, servers, signin, Federation, HttpError, AP_CONTENT_TYPE};
 use crate::http::auth::TokenQuery;
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
 
@@ -61,6 +61,16 @@ pub struct FollowerPage {
     pub results: Vec<data::Follower>,
 }
 
+/// `{total, results}`: a page of federation activity.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ActivityPage {
+    pub total: i64,
+    pub results: Vec<data::Activity>,
+}
+
+/// Where a browser is sent by the ActivityPub routes (its `Accept` names no JSON type).
+const TO_WEB_PAGE: &str = "A browser (no JSON type in Accept) is redirected to the web page";
+
 /// `{servers}`: the federated server list.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct FederatedServers {
@@ -77,6 +87,7 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
     const NO_URL: &str = "The server URL is not set (or no such user or object)";
     reg.get("/.well-known/webfinger", GROUP, p, "WebFinger (?resource=acct:user@host)", discovery::webfinger)
         .query("resource", false, ValueDoc::String)
+        .returns_as::<discovery::Webfinger>(discovery::JRD_CONTENT_TYPE)
         .error(400, "No resource, or not acct:user@host")
         .error(404, NO_URL)
         .error(405, OFF)
@@ -86,13 +97,19 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         .error(404, NO_URL)
         .error(405, OFF);
     reg.get("/.well-known/nodeinfo", GROUP, p, "NodeInfo index", discovery::nodeinfo_index)
+        .returns::<discovery::NodeInfoIndex>()
         .error(404, NO_URL)
         .error(405, OFF);
     reg.get("/.well-known/x-nodeinfo2", GROUP, p, "x-nodeinfo2", discovery::x_nodeinfo2)
+        .returns::<discovery::XNodeInfo2>()
         .error(404, NO_URL)
         .error(405, OFF);
-    reg.get("/nodeinfo/2.0", GROUP, p, "NodeInfo 2.0", discovery::nodeinfo).error(404, NO_URL).error(405, OFF);
+    reg.get("/nodeinfo/2.0", GROUP, p, "NodeInfo 2.0", discovery::nodeinfo)
+        .returns_as::<discovery::NodeInfo>(discovery::NODEINFO_CONTENT_TYPE)
+        .error(404, NO_URL)
+        .error(405, OFF);
     reg.get("/api/v1/instance", GROUP, p, "Mastodon-style instance information", discovery::instance)
+        .returns::<discovery::Instance>()
         .error(404, NO_URL)
         .error(405, OFF);
     reg.get(
@@ -102,6 +119,8 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         "The ActivityPub actor (a browser, whose Accept names no JSON type, is redirected to /)",
         get_actor,
     )
+    .returns_as::<actor::ActorDocument>(AP_CONTENT_TYPE)
+    .redirects(307, TO_WEB_PAGE)
     .error(405, OFF);
     reg.post(
         "/federation/user/{username}/inbox",
@@ -117,14 +136,23 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
     .error(405, OFF);
     reg.get("/federation/user/{username}/outbox", GROUP, p, "The actor's outbox (?page=)", get_outbox)
         .query("page", false, ValueDoc::Json(PAGE))
+        .returns_as::<actor::Collection>(AP_CONTENT_TYPE)
+        .redirects(307, TO_WEB_PAGE)
         .error(405, OFF);
     reg.get("/federation/user/{username}/followers", GROUP, p, "The actor's followers (?page=)", get_followers)
         .query("page", false, ValueDoc::Json(PAGE))
+        .returns_as::<actor::Collection>(AP_CONTENT_TYPE)
+        .redirects(307, TO_WEB_PAGE)
         .error(405, OFF);
+    // Never a success (the registry still lists a bodiless 200): 404 for every user.
     reg.get("/federation/user/{username}/following", GROUP, p, "Not served (404)", get_following).error(405, OFF);
-    reg.get("/federation/{id}", GROUP, p, "One ActivityPub object", get_object).error(405, OFF);
-    reg.get("/api/followers", GROUP, p, "Fediverse followers (offset, limit)", public_followers);
-    reg.get("/api/federation/servers", GROUP, p, "Federated servers", list_servers);
+    reg.get("/federation/{id}", GROUP, p, "One ActivityPub object", get_object)
+        .returns_as::<actor::StoredObject>(AP_CONTENT_TYPE)
+        .redirects(307, TO_WEB_PAGE)
+        .error(405, OFF);
+    reg.get("/api/followers", GROUP, p, "Fediverse followers (offset, limit)", public_followers)
+        .returns::<FollowerPage>();
+    reg.get("/api/federation/servers", GROUP, p, "Federated servers", list_servers).returns::<FederatedServers>();
     reg.post(
         "/api/remotefollow",
         GROUP,
@@ -160,13 +188,16 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
     let a = Auth::Admin;
     reg.get("/api/admin/followers", GROUP, a, "Approved followers (offset, limit)", |s, q| {
         followers(s, q, FollowerState::Approved)
-    });
+    })
+    .returns::<FollowerPage>();
     reg.get("/api/admin/followers/pending", GROUP, a, "Followers waiting for approval (offset, limit)", |s, q| {
         followers(s, q, FollowerState::Pending)
-    });
+    })
+    .returns::<FollowerPage>();
     reg.get("/api/admin/followers/blocked", GROUP, a, "Denied followers (offset, limit)", |s, q| {
         followers(s, q, FollowerState::Blocked)
-    });
+    })
+    .returns::<FollowerPage>();
     reg.post(
         "/api/admin/followers/approve",
         GROUP,
@@ -185,8 +216,9 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         remove_follower,
     )
     .error(404, "No follower with that actorIRI");
-    reg.get("/api/admin/federation/actions", GROUP, a, "Federation activity (offset, limit)", actions);
-    reg.get("/api/admin/federation/servers", GROUP, a, "Federated servers", list_servers);
+    reg.get("/api/admin/federation/actions", GROUP, a, "Federation activity (offset, limit)", actions)
+        .returns::<ActivityPage>();
+    reg.get("/api/admin/federation/servers", GROUP, a, "Federated servers", list_servers).returns::<FederatedServers>();
     reg.post(
         "/api/admin/federation/servers",
         GROUP,
@@ -349,7 +381,7 @@ async fn get_object(
             if let Some(o) = v.as_object_mut() {
                 o.entry("@context").or_insert(json!(super::AS_CONTEXT));
             }
-            Ok(ap_json(v))
+            Ok(ap_json(actor::StoredObject(v)))
         }
         _ => Ok(actor::not_found()),
     }
@@ -440,11 +472,11 @@ async fn remove_follower(
 async fn actions(
     State(fed): State<Arc<Federation>>,
     Query(q): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ActivityPage>, ApiError> {
     let offset = parse_i64(&q, "offset", 0, i64::MAX / 2)?;
     let limit = parse_i64(&q, "limit", 50, 1000)?;
     let (total, results) = fed.store.call(move |c| data::activities(c, offset, limit)).await?;
-    Ok(Json(json!({ "total": total, "results": results })))
+    Ok(Json(ActivityPage { total, results }))
 }
 
 async fn list_servers(State(fed): State<Arc<Federation>>) -> Result<Json<FederatedServers>, ApiError> {

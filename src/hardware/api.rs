@@ -4,8 +4,11 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
+use super::stats::{GpuSeries, Points};
 use super::{encoders, Hardware};
 use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
 
@@ -25,7 +28,8 @@ pub fn routes(reg: &mut Registry, hw: Arc<Hardware>) {
         Auth::Admin,
         "CPU, memory, disk (and GPU) utilization series with the health overview",
         hardware_stats,
-    );
+    )
+    .returns::<HardwareStats>();
     reg.get("/api/admin/encoders", GROUP, Auth::Admin, "Video encoders found on this server", list_encoders)
         .answers(ResponseDoc::JsonSchema(ENCODERS_SCHEMA));
     reg.post(
@@ -39,27 +43,40 @@ pub fn routes(reg: &mut Registry, hw: Arc<Hardware>) {
     .answers(ResponseDoc::JsonSchema(ENCODERS_SCHEMA));
 }
 
-/// `{cpu, memory, disk, gpu?, message, healthPercentage, representation, healthy}`.
-pub fn hardware_stats_json(hw: &Hardware) -> Value {
-    let health = hw.health.get();
-    let series = hw.stats.read();
-    let mut out = json!({
-        "cpu": series.cpu,
-        "memory": series.memory,
-        "disk": series.disk,
-        "message": health.message,
-        "healthPercentage": health.health_percentage,
-        "representation": health.representation,
-        "healthy": health.healthy,
-    });
-    if !series.gpu.is_empty() {
-        out["gpu"] = json!(series.gpu);
-    }
-    out
+/// `GET /api/admin/hardwarestats`: the utilization series (percentages) with the health overview.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HardwareStats {
+    pub cpu: Points,
+    pub memory: Points,
+    pub disk: Points,
+    /// One entry per GPU; left out when NVML finds none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpu: Vec<GpuSeries>,
+    pub message: String,
+    pub health_percentage: u32,
+    pub representation: u32,
+    pub healthy: bool,
 }
 
-async fn hardware_stats(State(hw): State<Arc<Hardware>>) -> Json<Value> {
-    Json(hardware_stats_json(&hw))
+/// The hardware series and the health overview.
+pub fn hardware_stats_of(hw: &Hardware) -> HardwareStats {
+    let health = hw.health.get();
+    let series = hw.stats.read().clone();
+    HardwareStats {
+        cpu: series.cpu,
+        memory: series.memory,
+        disk: series.disk,
+        gpu: series.gpu,
+        message: health.message,
+        health_percentage: health.health_percentage,
+        representation: health.representation,
+        healthy: health.healthy,
+    }
+}
+
+async fn hardware_stats(State(hw): State<Arc<Hardware>>) -> Json<HardwareStats> {
+    Json(hardware_stats_of(&hw))
 }
 
 /// `{encoders: [{name, kind, available, device, reason}], videoCodec, selected, inUse, probedAt}`.

@@ -32,16 +32,18 @@ pub const CPU_ALERT: f64 = 85.0;
 pub const MEMORY_ALERT: f64 = 85.0;
 pub const DISK_ALERT: f64 = 90.0;
 
-/// One point of a series, Owncast's `{time, value}`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// One point of a series, Owncast's `{time, value}` (a percentage).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(as = UtilizationPoint)]
 pub struct Point {
     pub time: DateTime<Utc>,
     pub value: f64,
 }
 
 /// A capped series.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 #[serde(transparent)]
+#[schema(value_type = Vec<Point>)]
 pub struct Points(VecDeque<Point>);
 
 impl Points {
@@ -68,7 +70,7 @@ impl Points {
 }
 
 /// One GPU's series.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct GpuSeries {
     pub index: u32,
     pub name: String,

@@ -234,14 +234,19 @@ pub enum ResponseDoc {
     Json(&'static str),
     /// 200 with a JSON array of the named schema.
     JsonList(&'static str),
+    /// 200 with a JSON body of the named schema (second) served as another JSON media type (first),
+    /// such as `application/activity+json` or `application/jrd+json`.
+    JsonAs(&'static str, &'static str),
     /// 200 with a JSON body written out as a JSON Schema.
     JsonSchema(&'static str),
-    /// 200 with a body of this content type (files, images, text).
+    /// 200 with a body of this content type (files, images, text), documented as a string.
     Content(&'static str),
     /// 204 without a body.
     NoContent,
     /// A redirect (this 3xx status, a `Location` and no body), with where it goes.
     Redirect(u16, &'static str),
+    /// 101 Switching Protocols: a websocket handshake, with what the socket carries.
+    Upgrade(&'static str),
 }
 
 /// One documented query parameter.
@@ -268,6 +273,9 @@ pub struct RouteDoc {
     /// Error statuses besides those the route's shape implies (see `openapi::error_statuses`), each
     /// answered with a `StatusResponse`, with when it happens.
     pub errors: Vec<(u16, &'static str)>,
+    /// Redirects answered besides the success answer (status, where to), e.g. a browser sent to a
+    /// page where a client asking for JSON gets the document.
+    pub redirects: Vec<(u16, &'static str)>,
     pub query: Vec<ParamDoc>,
 }
 
@@ -289,6 +297,21 @@ impl RouteMut<'_> {
     pub fn returns_list<T: utoipa::ToSchema>(self) -> Self {
         add_schema::<T>(self.schemas);
         self.doc.response = ResponseDoc::JsonList(leak_name::<T>());
+        self
+    }
+
+    /// A 200 JSON body of type `T` served with the JSON media type `content_type`.
+    pub fn returns_as<T: utoipa::ToSchema>(self, content_type: &'static str) -> Self {
+        add_schema::<T>(self.schemas);
+        self.doc.response = ResponseDoc::JsonAs(content_type, leak_name::<T>());
+        self
+    }
+
+    /// A redirect the route answers besides its success answer (for instance to a browser).
+    pub fn redirects(self, status: u16, to: &'static str) -> Self {
+        if !self.doc.redirects.iter().any(|(s, _)| *s == status) {
+            self.doc.redirects.push((status, to));
+        }
         self
     }
 
@@ -319,10 +342,15 @@ impl RouteMut<'_> {
     }
 }
 
+/// Record `T`'s schema and, recursively, those of the types its fields name (`ToSchema::schemas`), so
+/// every `$ref` of the document resolves.
 fn add_schema<T: utoipa::ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-    let name = T::name().to_string();
-    if !schemas.iter().any(|(n, _)| *n == name) {
-        schemas.push((name, T::schema()));
+    let mut found = vec![(T::name().to_string(), T::schema())];
+    T::schemas(&mut found);
+    for (name, schema) in found {
+        if !schemas.iter().any(|(n, _)| *n == name) {
+            schemas.push((name, schema));
+        }
     }
 }
 
@@ -358,6 +386,7 @@ impl Registry {
             body_optional: false,
             response: ResponseDoc::JsonSchema(r#"{"type":"object","required":["openapi","info","paths"]}"#),
             errors: Vec::new(),
+            redirects: Vec::new(),
             query: Vec::new(),
         });
         reg
@@ -448,6 +477,7 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
             body_optional: false,
             response,
             errors: Vec::new(),
+            redirects: Vec::new(),
             query: Vec::new(),
         });
         let Registry { docs, schemas, .. } = reg;

@@ -128,17 +128,26 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
             "application/json",
             json_content(RefOr::T(Schema::Array(ArrayBuilder::new().items(Ref::from_schema_name(name)).build()))),
         )),
+        ResponseDoc::JsonAs(ctype, name) => Some(ok.content(ctype, json_content(Ref::from_schema_name(name).into()))),
         ResponseDoc::JsonSchema(text) => Some(ok.content("application/json", json_content(written_schema(text)))),
-        ResponseDoc::Content(ctype) => Some(ok.content(ctype, ContentBuilder::new().build())),
-        ResponseDoc::NoContent | ResponseDoc::Redirect(..) => None,
+        // Files, pages and text: the body is a string of that media type.
+        ResponseDoc::Content(ctype) => Some(ok.content(
+            ctype,
+            json_content(RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::String).build()))),
+        )),
+        ResponseDoc::NoContent | ResponseDoc::Redirect(..) | ResponseDoc::Upgrade(..) => None,
     };
     responses = match (ok, doc.response) {
         (Some(ok), _) => responses.response("200", ok),
         (None, ResponseDoc::Redirect(status, to)) => {
             responses.response(status.to_string(), ResponseBuilder::new().description(to))
         }
+        (None, ResponseDoc::Upgrade(what)) => responses.response("101", ResponseBuilder::new().description(what)),
         (None, _) => responses.response("204", ResponseBuilder::new().description("Done")),
     };
+    for (status, to) in &doc.redirects {
+        responses = responses.response(status.to_string(), ResponseBuilder::new().description(*to));
+    }
     for (status, when) in error_statuses(doc) {
         responses = responses.response(
             status.to_string(),

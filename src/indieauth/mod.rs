@@ -216,7 +216,9 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
         Auth::Public,
         "IndieAuth redirect target (code, state, iss): signs the chat user in and redirects to the viewer page (JSON IndieAuth result with Accept: application/json)",
         callback,
-    );
+    )
+    .returns::<IndieAuthResult>()
+    .redirects(302, "A browser is sent to the viewer page (?indieauth=signedin or ?indieauthError=<error>)");
     reg.get(
         PROVIDER_PATH,
         GROUP,
@@ -245,6 +247,7 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
         "IndieAuth server metadata (issuer, authorization_endpoint, S256); 404 until the server URL is set",
         metadata,
     )
+    .returns::<IndieAuthMetadata>()
     .error(404, "The server URL is not set");
     reg.post(
         PROVIDER_PATH,
@@ -336,21 +339,35 @@ async fn callback(
     (StatusCode::FOUND, [(header::LOCATION, location)]).into_response()
 }
 
+/// The IndieAuth server metadata (RFC 8414 fields IndieAuth uses).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct IndieAuthMetadata {
+    /// The server URL.
+    pub issuer: String,
+    pub authorization_endpoint: String,
+    pub response_types_supported: Vec<&'static str>,
+    pub grant_types_supported: Vec<&'static str>,
+    pub code_challenge_methods_supported: Vec<&'static str>,
+    pub authorization_response_iss_parameter_supported: bool,
+    /// None: castd grants identity only.
+    pub scopes_supported: Vec<&'static str>,
+}
+
 async fn metadata(State(state): State<Arc<IndieAuth>>) -> Response {
     let Some(me) = state.me() else {
         return ApiError::NotFound("IndieAuth is not available until the server URL (serverurl) is set".into())
             .into_response();
     };
     let endpoint = format!("{}{PROVIDER_PATH}", me.trim_end_matches('/'));
-    Json(json!({
-        "issuer": me,
-        "authorization_endpoint": endpoint,
-        "response_types_supported": ["code"],
-        "grant_types_supported": ["authorization_code"],
-        "code_challenge_methods_supported": ["S256"],
-        "authorization_response_iss_parameter_supported": true,
-        "scopes_supported": [],
-    }))
+    Json(IndieAuthMetadata {
+        issuer: me.to_string(),
+        authorization_endpoint: endpoint,
+        response_types_supported: vec!["code"],
+        grant_types_supported: vec!["authorization_code"],
+        code_challenge_methods_supported: vec!["S256"],
+        authorization_response_iss_parameter_supported: true,
+        scopes_supported: Vec::new(),
+    })
     .into_response()
 }
 

@@ -15,11 +15,12 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::cmcd::{self, Report};
 use super::playback::{self, ClientCtx, LegacyValues, Source};
+use super::series::{Point, VideoSeries};
 use super::viewers;
 use super::Metrics;
 use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
@@ -37,11 +38,9 @@ pub fn routes(reg: &mut Registry, metrics: Arc<Metrics>) {
     reg.schema::<LegacyPlaybackReport>();
     reg.get("/api/ping", "public", Auth::Public, "Mark this viewer as watching", ping);
     for path in ["/api/metrics/cmcd", "/metrics/cmcd"] {
-        reg.get(path, "metrics", Auth::Public, "CMCD report in the ?CMCD= query or CMCD-* headers", cmcd_get).query(
-            "CMCD",
-            true,
-            ValueDoc::Json(CMCD_QUERY_SCHEMA),
-        );
+        reg.get(path, "metrics", Auth::Public, "CMCD report in the ?CMCD= query or CMCD-* headers", cmcd_get)
+            .query("CMCD", true, ValueDoc::Json(CMCD_QUERY_SCHEMA))
+            .returns::<StatusResponse>();
         reg.post(
             path,
             "metrics",
@@ -63,16 +62,20 @@ pub fn routes(reg: &mut Registry, metrics: Arc<Metrics>) {
         BodyDoc::Schema("LegacyPlaybackReport"),
         legacy,
     );
-    reg.get("/api/admin/viewers", "admin", Auth::Admin, "Active viewers", admin_viewers);
+    reg.get("/api/admin/viewers", "admin", Auth::Admin, "Active viewers", admin_viewers)
+        .returns_list::<viewers::Viewer>();
     reg.get(
         "/api/admin/viewersOverTime",
         "admin",
         Auth::Admin,
         "Viewer count over time (?windowStart=&windowEnd=, unix seconds or RFC 3339)",
         viewers_over_time,
-    );
-    reg.get("/api/admin/viewers/playback", "admin", Auth::Admin, "Playback clients and their measurements", clients);
-    reg.get("/api/admin/metrics/video", "admin", Auth::Admin, "Playback metrics time series", video_metrics);
+    )
+    .returns_list::<Point>();
+    reg.get("/api/admin/viewers/playback", "admin", Auth::Admin, "Playback clients and their measurements", clients)
+        .returns_list::<playback::ClientEntry>();
+    reg.get("/api/admin/metrics/video", "admin", Auth::Admin, "Playback metrics time series", video_metrics)
+        .returns::<VideoMetrics>();
     // Owncast's five operations; like Owncast's admin middleware, the OPTIONS preflight answers 204
     // without credentials (the API's CORS layer does that before any route runs).
     for method in [Method::GET, Method::POST, Method::PUT, Method::DELETE] {
@@ -320,32 +323,49 @@ fn parse_time(name: &str, v: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiE
 async fn viewers_over_time(
     State(metrics): State<Arc<Metrics>>,
     query: Result<Query<Window>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Vec<Point>>, ApiError> {
     let Query(w) = query.map_err(|e| ApiError::bad(e.body_text()))?;
     let start = parse_time("windowStart", w.window_start.as_deref())?;
     let end = parse_time("windowEnd", w.window_end.as_deref())?;
-    Ok(Json(json!(metrics.viewers.over_time(start, end))))
+    Ok(Json(metrics.viewers.over_time(start, end)))
 }
 
 async fn clients(State(metrics): State<Arc<Metrics>>) -> Json<Vec<playback::ClientEntry>> {
     Json(playback::clients(&metrics))
 }
 
-/// The series, plus the variants' bitrates, the segment length and the representation.
-pub fn video_metrics_json(metrics: &Metrics) -> Value {
-    let s = metrics.settings.get();
-    let series = metrics.series.lock().clone();
-    let mut v = serde_json::to_value(&series).unwrap_or_else(|_| json!({}));
-    let bitrates: Vec<u32> =
-        s.video_quality_variants.iter().map(|v| if v.video_bitrate == 0 { 1200 } else { v.video_bitrate }).collect();
-    v["availableBitrates"] = json!(bitrates);
-    v["segmentLength"] = json!(s.latency().0);
-    v["representation"] = json!(metrics.health.get().representation);
-    v
+/// `GET /api/admin/metrics/video`: the playback series, plus the variants' bitrates, the segment
+/// length and the health representation.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VideoMetrics {
+    #[serde(flatten)]
+    pub series: VideoSeries,
+    /// kbps of each variant (1200 where the setting is 0, Owncast's default).
+    pub available_bitrates: Vec<u32>,
+    /// Seconds per segment.
+    pub segment_length: u32,
+    pub representation: u32,
 }
 
-async fn video_metrics(State(metrics): State<Arc<Metrics>>) -> Json<Value> {
-    Json(video_metrics_json(&metrics))
+/// The series, plus the variants' bitrates, the segment length and the representation.
+pub fn video_metrics_of(metrics: &Metrics) -> VideoMetrics {
+    let s = metrics.settings.get();
+    let series = metrics.series.lock().clone();
+    VideoMetrics {
+        series,
+        available_bitrates: s
+            .video_quality_variants
+            .iter()
+            .map(|v| if v.video_bitrate == 0 { 1200 } else { v.video_bitrate })
+            .collect(),
+        segment_length: s.latency().0,
+        representation: metrics.health.get().representation,
+    }
+}
+
+async fn video_metrics(State(metrics): State<Arc<Metrics>>) -> Json<VideoMetrics> {
+    Json(video_metrics_of(&metrics))
 }
 
 async fn prometheus(State(metrics): State<Arc<Metrics>>) -> Result<Response, ApiError> {

@@ -50,7 +50,7 @@ impl ClientCtx {
 }
 
 /// Where a client's playback figures come from (`playback.source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// Server-side timing of the client's segment downloads.
@@ -149,7 +149,7 @@ pub struct Playback {
 }
 
 /// The `playback` object of a client entry.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlaybackJson {
     pub source: Source,
@@ -165,7 +165,7 @@ pub struct PlaybackJson {
 }
 
 /// One entry of `GET /api/admin/viewers/playback`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientEntry {
     #[serde(rename = "clientID")]

@@ -14,7 +14,7 @@ use serde::Serialize;
 pub const SERIES_CAPACITY: usize = 1200;
 
 /// One sample.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Point {
     pub time: DateTime<Utc>,
     pub value: f64,
@@ -74,7 +74,7 @@ impl Series {
 }
 
 /// The playback series of `GET /api/admin/metrics/video` (field names are the wire names).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VideoSeries {
     pub errors: SeriesJson,
@@ -91,7 +91,8 @@ pub struct VideoSeries {
 }
 
 /// A `Series` that serializes as its array of points.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, utoipa::ToSchema)]
+#[schema(value_type = Vec<Point>)]
 pub struct SeriesJson(pub Series);
 
 impl Serialize for SeriesJson {

@@ -42,7 +42,7 @@ pub const MIGRATIONS: Migrations =
 const OVERALL_MAX: &str = "overall_max_viewer_count";
 
 /// Where a viewer is. castd ships no GeoIP database, so the fields are empty strings.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Geo {
     pub country_code: String,
@@ -51,7 +51,7 @@ pub struct Geo {
 }
 
 /// An active viewer (the JSON shape of Owncast's `GET /api/admin/viewers` entries).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Viewer {
     #[serde(rename = "clientID")]

@@ -64,7 +64,7 @@ impl From<TokenError> for ApiError {
 }
 
 /// An access token as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AccessToken {
     pub id: String,
@@ -271,7 +271,7 @@ const ACCESS_TOKEN_SCHEMA: &str = r#"{"type":"object","required":["id","accessTo
 
 pub fn routes(reg: &mut Registry, tokens: Tokens) {
     let mut reg = reg.scope(tokens);
-    reg.get("/api/admin/accesstokens", GROUP, Auth::Admin, "List access tokens", list);
+    reg.get("/api/admin/accesstokens", GROUP, Auth::Admin, "List access tokens", list).returns_list::<AccessToken>();
     reg.post(
         "/api/admin/accesstokens/create",
         GROUP,

@@ -82,7 +82,7 @@ impl From<WebhookError> for ApiError {
 }
 
 /// A webhook as the API shows it (the secret is never shown).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Webhook {
     pub id: i64,
@@ -408,7 +408,7 @@ const CREATE_SCHEMA: &str = r#"{"type":"object","required":["url","events"],"pro
 
 pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
     let mut reg = reg.scope(hooks);
-    reg.get("/api/admin/webhooks", GROUP, Auth::Admin, "List webhooks", list);
+    reg.get("/api/admin/webhooks", GROUP, Auth::Admin, "List webhooks", list).returns_list::<Webhook>();
     reg.post(
         "/api/admin/webhooks/create",
         GROUP,
