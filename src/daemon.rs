@@ -13,7 +13,6 @@
 //! stays within systemd's stop timeout.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -306,12 +305,12 @@ pub async fn run(
     let stop_ingest = CancellationToken::new();
     let rtmp_task = tokio::spawn(crate::ingest::serve(d.ingest.clone(), listeners.rtmp, stop_ingest.clone()));
 
-    let router = d.registry().into_router();
+    let web = d.registry().into_service();
     let stop_http = CancellationToken::new();
-    // Connections send in-memory segments with sendfile (`http::zerocopy`); `tap_io` only makes
-    // axum's connect-info impl apply to the wrapped listener.
-    let web = axum::serve::ListenerExt::tap_io(crate::http::zerocopy::ZeroCopyListener(listeners.web), |_| {});
-    let serve = axum::serve(web, router.into_make_service_with_connect_info::<SocketAddr>())
+    // Connections send in-memory segments with sendfile (`http::zerocopy`); the HLS requests take the
+    // fast lane (`http::lanes`).
+    let listener = crate::http::zerocopy::ZeroCopyListener(listeners.web);
+    let serve = axum::serve(listener, web.into_make_service())
         .with_graceful_shutdown(stop_http.clone().cancelled_owned());
     let http_task = tokio::spawn(async move { serve.await });
     info!("castd is ready");

@@ -30,12 +30,13 @@ use std::time::SystemTime;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use parking_lot::RwLock;
 
 use crate::events::{Bus, Event};
 use crate::http::files::{respond, FileBody};
 use crate::http::zerocopy::MappedFile;
+use crate::http::lanes::{Lane, LaneFuture};
 use crate::http::{ApiError, Auth, Registry, ResponseDoc};
 use crate::metrics::Metrics;
 
@@ -66,11 +67,11 @@ pub trait PlaylistOverride: Send + Sync {
 /// The live window held in memory, by path under the HLS directory (`0/stream.m3u8`, `0/x-1.ts`).
 #[derive(Default)]
 pub struct LiveFiles {
-    files: RwLock<HashMap<String, FileBody>>,
+    files: RwLock<HashMap<String, Arc<FileBody>>>,
 }
 
 impl LiveFiles {
-    pub fn get(&self, rel: &str) -> Option<FileBody> {
+    pub fn get(&self, rel: &str) -> Option<Arc<FileBody>> {
         self.files.read().get(rel).cloned()
     }
 
@@ -117,14 +118,14 @@ impl LiveFiles {
             }
             let Some((_, kind)) = safe_relative(&key) else { continue };
             match Self::load(&dir.join(name), kind, SEGMENT_CACHE) {
-                Ok(f) => loaded.push((key, f)),
+                Ok(f) => loaded.push((key, Arc::new(f))),
                 // A segment the muxer already deleted is served from nowhere; the playlist moves on.
                 Err(e) => tracing::debug!("live window: {key}: {e}"),
             }
         }
         let mut files = self.files.write();
         files.extend(loaded);
-        files.insert(format!("{prefix}stream.m3u8"), playlist);
+        files.insert(format!("{prefix}stream.m3u8"), Arc::new(playlist));
         files.retain(|k, _| {
             !k.starts_with(&prefix) || k.ends_with(".m3u8") || listed.iter().any(|l| k[prefix.len()..] == **l)
         });
@@ -134,7 +135,7 @@ impl LiveFiles {
     /// The master playlist, from disk.
     pub fn refresh_master(&self, hls_dir: &FsPath) -> std::io::Result<()> {
         let master = Self::load(&hls_dir.join("stream.m3u8"), PLAYLIST_TYPE, NO_CACHE)?;
-        self.files.write().insert("stream.m3u8".into(), master);
+        self.files.write().insert("stream.m3u8".into(), Arc::new(master));
         Ok(())
     }
 }
@@ -173,8 +174,13 @@ pub const SEGMENT_CACHE: &str = "public, max-age=31536000, immutable";
 const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
 
 pub fn routes(reg: &mut Registry, state: Arc<Hls>) {
+    // Every viewer fetches a playlist and a segment every few seconds: these skip the router.
+    reg.lane("/hls/", Arc::new(HlsLane(state.clone())));
     let mut reg = reg.scope(state);
-    reg.get("/hls/{*path}", GROUP, Auth::Public, "HLS playlists and segments", hls);
+    // Playlists (application/x-mpegURL) and segments (video/mp2t, video/iso.segment, video/mp4).
+    reg.get("/hls/{*path}", GROUP, Auth::Public, "HLS playlists and segments", hls)
+        .answers(ResponseDoc::Content("*/*"))
+        .error(404, "No such playlist or segment");
     reg.get("/thumbnail.jpg", GROUP, Auth::Public, "The stream's latest thumbnail (JPEG)", thumbnail_jpg)
         .answers(ResponseDoc::Content("image/jpeg"))
         .error(404, "The stream has not been live yet");
@@ -211,9 +217,26 @@ pub fn safe_relative(path: &str) -> Option<(PathBuf, &'static str)> {
     Some((rel, kind))
 }
 
-/// `GET /hls/{*path}`. Takes the request whole rather than `Path`/`HeaderMap`/`RawQuery` extractors:
-/// those copy the header map and allocate per request, and this is the hottest route castd has.
+/// `GET /hls/{*path}` through the router (other methods than GET and HEAD, tests on the bare router).
 async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiError> {
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
+    serve(&hls, req, peer).await
+}
+
+/// The same, as the web server's fast lane for `/hls/` (`http::lanes`).
+struct HlsLane(Arc<Hls>);
+
+impl Lane for HlsLane {
+    fn serve(&self, req: Request, peer: SocketAddr) -> LaneFuture {
+        let hls = self.0.clone();
+        Box::pin(async move { serve(&hls, req, peer).await.unwrap_or_else(IntoResponse::into_response) })
+    }
+}
+
+/// Answer an HLS request. Takes the request whole rather than `Path`/`HeaderMap`/`RawQuery`
+/// extractors: those copy the header map and allocate per request, and this is the hottest route
+/// castd has.
+async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, ApiError> {
     let not_found = || ApiError::NotFound("no such file".into());
     let (req, _) = req.into_parts(); // the body is not `Sync`; nothing here reads it
     let raw = req.uri.path().strip_prefix("/hls/").unwrap_or_default();
@@ -225,7 +248,6 @@ async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiE
         raw
     };
     let headers = &req.headers;
-    let peer = req.extensions.get::<ConnectInfo<SocketAddr>>().map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
     // Owncast marks the viewer active on each playlist fetch; players' CMCD keys on any HLS request
     // are request-mode playback data.
     let bookkeeping = |playlist: bool| {
@@ -240,16 +262,16 @@ async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiE
     }
     // The memory window is keyed by the names the transcoder wrote, so a hit needs no path checks.
     let remote = if path.ends_with(".m3u8") { hls.remote.as_ref().and_then(|r| r.playlist(path)) } else { None };
-    let file = match remote.or_else(|| hls.live.get(path)) {
+    let file = match remote.map(Arc::new).or_else(|| hls.live.get(path)) {
         Some(f) => f,
         None => {
             let (rel, kind) = safe_relative(path).ok_or_else(not_found)?;
             let cache = if kind == PLAYLIST_TYPE { NO_CACHE } else { SEGMENT_CACHE };
-            from_disk(&hls.hls_dir.join(rel), kind, cache).await.ok_or_else(not_found)?
+            Arc::new(from_disk(&hls.hls_dir.join(rel), kind, cache).await.ok_or_else(not_found)?)
         }
     };
     bookkeeping(file.content_type == PLAYLIST_TYPE);
-    Ok(respond(headers, file))
+    Ok(respond(headers, &file))
 }
 
 async fn from_disk(path: &FsPath, kind: &'static str, cache: &'static str) -> Option<FileBody> {
@@ -262,7 +284,7 @@ async fn image(hls: &Hls, headers: &HeaderMap, name: &str, kind: &'static str) -
     let file = from_disk(&hls.images_dir.join(name), kind, NO_CACHE)
         .await
         .ok_or_else(|| ApiError::NotFound(format!("no {name} yet: the stream has not been live")))?;
-    Ok(respond(headers, file))
+    Ok(respond(headers, &file))
 }
 
 async fn thumbnail_jpg(State(hls): State<Arc<Hls>>, headers: HeaderMap) -> Result<Response, ApiError> {

@@ -138,7 +138,7 @@ fn asset_response(req: &HeaderMap, path: &str, cache: &'static str) -> Response 
         None if compressible => file_body(file, None, content_type, cache, modified).negotiated(None),
         None => file_body(file, None, content_type, cache, modified),
     };
-    respond(req, body)
+    respond(req, &body)
 }
 
 fn file_body(

@@ -11,6 +11,7 @@
 # load on the machine cannot favour one of them.
 #
 # Usage: bench/hls/run.sh [SECONDS_PER_RUN]   (default 8; builds castd with the perf profile first)
+# CONNS="64" TARGETS="playlist" ROUNDS=1 limit a run to some of the cases.
 # Installs wrk and nginx-light when missing (nginx's own service is kept from starting: only this
 # script's instance runs, on 127.0.0.1). Output goes to bench/out/hls (git-ignored).
 set -euo pipefail
@@ -113,6 +114,12 @@ measure() {
   before=$(cpu_ticks $pids)
   out=$(wrk -t1 -c"$conns" -d"${DUR}s" --latency "$url")
   after=$(cpu_ticks $pids)
+  bad=$(echo "$out" | awk '/Non-2xx or 3xx responses/ {print $NF}')
+  errs=$(echo "$out" | awk '/Socket errors/ {print}')
+  if [ -n "$bad" ] || [ -n "$errs" ]; then
+    echo "$url: ${bad:-0} non-2xx answers ${errs}" >&2
+    exit 1
+  fi
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   bps=$(echo "$out" | awk '/Transfer\/sec/ {print $2}')
   p50=$(echo "$out" | awk '$1=="50%" {print $2}')
@@ -138,17 +145,18 @@ medians() {
 }
 
 printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' target conns server req/s p50 p99 bytes/s cpu-ms/1k-req
-for conns in 64 512; do
-  for target in segment playlist; do
-    # the newest segment of the live window, and the same bytes for nginx
-    playlist=$(curl -sf "$BASE/hls/0/stream.m3u8")
-    seg=$(echo "$playlist" | grep '\.ts$' | tail -n 1)
-    curl -sf "$BASE/hls/0/$seg" -o "$OUT/www/hls/0/$seg"
-    echo "$playlist" >"$OUT/www/hls/0/stream.m3u8"
-    if [ "$target" = segment ]; then path=/hls/0/$seg; else path=/hls/0/stream.m3u8; fi
-    size=$(stat -c %s "$OUT/www$path")
+for conns in ${CONNS:-64 512}; do
+  for target in ${TARGETS:-segment playlist}; do
     c_runs=(); n_runs=()
     for _ in $(seq "$ROUNDS"); do
+      # the newest segment of the live window (picked anew each round, so it is still in the window
+      # when castd is measured), and the same bytes for nginx
+      playlist=$(curl -sf "$BASE/hls/0/stream.m3u8")
+      seg=$(echo "$playlist" | grep '\.ts$' | tail -n 1)
+      curl -sf "$BASE/hls/0/$seg" -o "$OUT/www/hls/0/$seg"
+      echo "$playlist" >"$OUT/www/hls/0/stream.m3u8"
+      if [ "$target" = segment ]; then path=/hls/0/$seg; else path=/hls/0/stream.m3u8; fi
+      size=$(stat -c %s "$OUT/www$path")
       c_runs+=("$(measure "$BASE$path" "$conns" "$CASTD")")
       n_runs+=("$(measure "http://127.0.0.1:$NGINX_PORT$path" "$conns" "$(nginx_pids)")")
     done

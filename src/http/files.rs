@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 
 /// A file ready to serve.
@@ -175,8 +175,9 @@ pub fn byte_range(value: Option<&str>, len: u64) -> Result<Option<(u64, u64)>, U
     Ok(Some(range))
 }
 
-/// Answer `req` for `file`: 304, 206, 416 or 200, with the validators and caching headers.
-pub fn respond(req: &HeaderMap, file: FileBody) -> Response {
+/// Answer `req` for `file`: 304, 206, 416 or 200, with the validators and caching headers. The body
+/// shares the file's bytes.
+pub fn respond(req: &HeaderMap, file: &FileBody) -> Response {
     let mut headers = HeaderMap::with_capacity(8);
     let set = |h: &mut HeaderMap, k: header::HeaderName, v: &str| {
         if let Ok(v) = HeaderValue::from_str(v) {
@@ -210,7 +211,7 @@ pub fn respond(req: &HeaderMap, file: FileBody) -> Response {
     };
     if not_modified {
         headers.remove(header::CONTENT_TYPE);
-        return (StatusCode::NOT_MODIFIED, headers).into_response();
+        return answer(StatusCode::NOT_MODIFIED, headers, Body::empty());
     }
 
     let len = file.bytes.len() as u64;
@@ -221,18 +222,26 @@ pub fn respond(req: &HeaderMap, file: FileBody) -> Response {
         .is_none_or(|v| v.trim() == file.etag || file.last_modified.to_str().is_ok_and(|lm| v.trim() == lm));
     let range = if if_range_ok { req.get(header::RANGE).and_then(|v| v.to_str().ok()) } else { None };
     match byte_range(range, len) {
-        Ok(None) => (StatusCode::OK, headers, Body::from(file.bytes)).into_response(),
+        Ok(None) => answer(StatusCode::OK, headers, Body::from(file.bytes.clone())),
         Ok(Some((a, b))) => {
             set(&mut headers, header::CONTENT_RANGE, &format!("bytes {a}-{b}/{len}"));
             let part = file.bytes.slice(a as usize..=b as usize);
-            (StatusCode::PARTIAL_CONTENT, headers, Body::from(part)).into_response()
+            answer(StatusCode::PARTIAL_CONTENT, headers, Body::from(part))
         }
         Err(Unsatisfiable) => {
             set(&mut headers, header::CONTENT_RANGE, &format!("bytes */{len}"));
             headers.remove(header::CONTENT_TYPE);
-            (StatusCode::RANGE_NOT_SATISFIABLE, headers).into_response()
+            answer(StatusCode::RANGE_NOT_SATISFIABLE, headers, Body::empty())
         }
     }
+}
+
+/// A response made of its parts (the header map is moved in, not merged into a new one).
+fn answer(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    *resp.headers_mut() = headers;
+    resp
 }
 
 #[cfg(test)]
@@ -283,21 +292,21 @@ mod tests {
         let t = UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
         let file = FileBody::from_content(Bytes::from_static(b"0123456789"), t, "video/mp2t", "max-age=1");
         let mut req = HeaderMap::new();
-        assert_eq!(respond(&req, file.clone()).status(), StatusCode::OK);
+        assert_eq!(respond(&req, &file).status(), StatusCode::OK);
         req.insert(header::IF_NONE_MATCH, HeaderValue::from_str(&file.etag).unwrap());
-        assert_eq!(respond(&req, file.clone()).status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(respond(&req, &file).status(), StatusCode::NOT_MODIFIED);
         let mut req = HeaderMap::new();
         req.insert(header::IF_MODIFIED_SINCE, HeaderValue::from_static("Tue, 14 Nov 2023 22:13:20 GMT"));
-        assert_eq!(respond(&req, file.clone()).status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(respond(&req, &file).status(), StatusCode::NOT_MODIFIED);
         let mut req = HeaderMap::new();
         req.insert(header::RANGE, HeaderValue::from_static("bytes=2-4"));
-        let r = respond(&req, file.clone());
+        let r = respond(&req, &file);
         assert_eq!(r.status(), StatusCode::PARTIAL_CONTENT);
         assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes 2-4/10");
         req.insert(header::IF_RANGE, HeaderValue::from_static("\"other\""));
-        assert_eq!(respond(&req, file.clone()).status(), StatusCode::OK);
+        assert_eq!(respond(&req, &file).status(), StatusCode::OK);
         let mut req = HeaderMap::new();
         req.insert(header::RANGE, HeaderValue::from_static("bytes=20-"));
-        assert_eq!(respond(&req, file).status(), StatusCode::RANGE_NOT_SATISFIABLE);
+        assert_eq!(respond(&req, &file).status(), StatusCode::RANGE_NOT_SATISFIABLE);
     }
 }

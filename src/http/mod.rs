@@ -4,7 +4,8 @@
 //!
 //! This is the bottom layer of the web server: it imports no feature module. Features add their routes
 //! through `Registry::scope(state)`, each with its own narrow state; `Registry::into_router` adds the
-//! fallback, CORS and the body limit and produces the one `Router` the composition root serves.
+//! fallback, CORS and the body limit and produces the one `Router`; `Registry::into_service` adds the
+//! fast lanes (`lanes`) to it, which is what the composition root serves.
 //!
 //! Errors: handlers return `ApiError`, which answers `{"success":false,"message":...}` with a 4xx for
 //! bad input; `JsonBody` turns unreadable JSON into a 400 instead of axum's plain-text rejections.
@@ -15,6 +16,7 @@
 
 pub mod auth;
 pub mod files;
+pub mod lanes;
 pub mod openapi;
 pub mod zerocopy;
 
@@ -369,11 +371,13 @@ pub struct Registry {
     router: Router,
     docs: Vec<RouteDoc>,
     schemas: Vec<(String, RefOr<Schema>)>,
+    lanes: Vec<(&'static str, Arc<dyn lanes::Lane>)>,
 }
 
 impl Registry {
     pub fn new(admin: AdminAuth) -> Self {
-        let mut reg = Self { admin, router: Router::new(), docs: Vec::new(), schemas: Vec::new() };
+        let mut reg =
+            Self { admin, router: Router::new(), docs: Vec::new(), schemas: Vec::new(), lanes: Vec::new() };
         reg.schema::<StatusResponse>();
         // Served by `into_router`; documented from the start so every document lists it.
         reg.docs.push(RouteDoc {
@@ -397,6 +401,12 @@ impl Registry {
         Scope { reg: self, state }
     }
 
+    /// Serve `GET`/`HEAD` under `prefix` with `lane`, ahead of the router (see `lanes`). The route the
+    /// lane speeds up must be registered too, and answer the same.
+    pub fn lane(&mut self, prefix: &'static str, lane: Arc<dyn lanes::Lane>) {
+        self.lanes.push((prefix, lane));
+    }
+
     /// Record a request or response schema under its type name for the OpenAPI components.
     pub fn schema<T: utoipa::ToSchema>(&mut self) {
         add_schema::<T>(&mut self.schemas);
@@ -418,12 +428,25 @@ impl Registry {
     /// The complete router: every route, `/api/openapi.json`, the JSON 404 fallback, CORS and the
     /// body limit.
     pub fn into_router(self) -> Router {
+        self.into_service_parts().0
+    }
+
+    /// The router with the fast lanes: what the web server serves.
+    pub fn into_service(self) -> lanes::WebService {
+        let (router, lanes) = self.into_service_parts();
+        lanes::WebService::new(router, lanes)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn into_service_parts(self) -> (Router, Vec<(&'static str, Arc<dyn lanes::Lane>)>) {
         let doc = Arc::new(self.document());
-        self.router
+        let router = self
+            .router
             .route(OPENAPI_PATH, axum::routing::get(openapi::serve).with_state(doc))
             .fallback(not_found)
             .layer(middleware::from_fn(conventions))
-            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+        (router, self.lanes)
     }
 }
 

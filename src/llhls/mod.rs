@@ -342,7 +342,7 @@ impl LlHls {
             playlist::render(v, d.skip, &reports)
         };
         let file = FileBody::from_content(Bytes::from(text), SystemTime::now(), PLAYLIST_TYPE, NO_CACHE);
-        Ok(respond(headers, file))
+        Ok(respond(headers, &file))
     }
 
     /// A part, segment or init segment from memory; the preload-hinted part once it is written.
@@ -355,7 +355,7 @@ impl LlHls {
                 let vars = self.variants.read();
                 let v = vars.get(&n)?;
                 if let Some(f) = v.find(name) {
-                    return Some(respond(headers, f));
+                    return Some(respond(headers, &f));
                 }
                 if v.hint_name().as_deref() != Some(name) {
                     return None;
