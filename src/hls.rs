@@ -10,7 +10,7 @@
 //! While live, the live window is served from memory (`LiveFiles`): on every HLS_WRITTEN event from the
 //! transcoder the variant's newly listed segments are loaded, then its playlist, and segments that left
 //! the playlist are dropped, so memory holds exactly the live window and a player never sees a playlist
-//! naming a segment memory does not have. Segments are held in sealed memfds (`http::zerocopy`), so
+//! naming a segment memory does not have. Segments are the segment files mapped (`http::zerocopy`), so
 //! the web server sends them with `sendfile` instead of copying them into each socket. Disk stays the
 //! durable copy: anything not in memory (after a restart, after the stream ends) is read from disk. Every answer has `ETag`, `Last-Modified`, Range
 //! and conditional-request support (`http::files`).
@@ -87,7 +87,7 @@ impl LiveFiles {
         self.files.write().clear();
     }
 
-    /// A file of the live window: segments go into sealed memory that the web server can `sendfile`
+    /// A file of the live window: segments are mapped from their files, which the web server can `sendfile`
     /// from (`http::zerocopy`), playlists onto the heap.
     fn load(path: &FsPath, content_type: &'static str, cache: &'static str) -> std::io::Result<FileBody> {
         let bytes =

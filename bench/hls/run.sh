@@ -112,7 +112,7 @@ HZ=$(getconf CLK_TCK)
 measure() {
   local url=$1 conns=$2 pids=$3 before after out rps p50 p99 bps reqs
   before=$(cpu_ticks $pids)
-  out=$(wrk -t1 -c"$conns" -d"${DUR}s" --latency "$url")
+  out=$(wrk -t1 -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url")
   after=$(cpu_ticks $pids)
   bad=$(echo "$out" | awk '/Non-2xx or 3xx responses/ {print $NF}')
   errs=$(echo "$out" | awk '/Socket errors/ {print}')

@@ -1,22 +1,28 @@
 //! Zero-copy sending of files held in memory: what lets castd serve live segments with nginx's
 //! `sendfile` economy while keeping them in memory.
 //!
-//! A segment loaded with [`MappedFile::load`] lives in a sealed `memfd` (anonymous memory the kernel
-//! can hand to `sendfile`), mapped read-only into the process and exposed as ordinary `Bytes`, so the
-//! rest of the server (ETag, Range, HEAD, tests) sees no difference. Every live mapping is listed in a
-//! process-wide table of address ranges. The web server's connections are [`ZeroCopyStream`]s: when
-//! hyper writes a buffer that lies inside a listed mapping, the stream asks the kernel to
-//! `sendfile` those bytes from the memfd instead of copying them through `write` (half the CPU time
-//! of serving a 2 MB segment was that copy). Anything else is written as usual.
+//! A segment loaded with [`MappedFile::load`] is the segment file itself mapped read-only into the
+//! process (its pages are the page cache's: held in memory once, by the kernel, with no copy on the
+//! heap) and exposed as ordinary `Bytes`, so the rest of the server (ETag, Range, HEAD, tests) sees no
+//! difference. Every live mapping is listed in a process-wide table of address ranges with the open
+//! file. The web server's connections are [`ZeroCopyStream`]s: when hyper writes a buffer that lies
+//! inside a listed mapping, the stream asks the kernel to `sendfile` those bytes from the file
+//! instead of copying them through `write` (half the CPU time of serving a 2 MB segment was that
+//! copy). Anything else is written as usual. (An earlier version copied each segment into a sealed
+//! memfd; `sendfile` from shmem's 4 KiB pages cost a fifth more CPU per segment than from the
+//! filesystem's page cache, which nginx sends from.)
 //!
 //! Safety argument: a buffer hyper passes to `poll_write*` is borrowed from a `Bytes` it holds, so the
 //! mapping it points into is alive for the duration of the call; a mapping is removed from the table
-//! before it is unmapped (`Drop`), so a listed range always belongs to a live mapping, and the memfd
-//! is sealed against writes, so what `sendfile` sends is exactly what the `Bytes` shows.
+//! before it is unmapped (`Drop`), so a listed range always belongs to a live mapping. The file's
+//! content does not change while it is mapped: castd writes each segment once, under a name never
+//! reused, and only ever deletes segments (an unlinked file stays readable while mapped). Someone
+//! truncating a live segment in the data directory by hand would make reads of the mapping fault,
+//! as for any program that maps files.
 
 use std::collections::BTreeMap;
 use std::io::{self, IoSlice};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,12 +34,12 @@ use parking_lot::RwLock;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Live mappings by start address: (length, memfd).
+/// Live mappings by start address: (length, file).
 static REGIONS: RwLock<BTreeMap<usize, (usize, RawFd)>> = RwLock::new(BTreeMap::new());
 /// Number of entries in `REGIONS`, read without the lock (no mapping: nothing to look up).
 static REGION_COUNT: AtomicUsize = AtomicUsize::new(0);
 
-/// The memfd and the mapping `(fd, offset)` of a buffer that lies wholly inside a live mapping.
+/// The file and the mapping `(fd, offset)` of a buffer that lies wholly inside a live mapping.
 fn lookup(buf: &[u8]) -> Option<(RawFd, usize)> {
     if buf.is_empty() || REGION_COUNT.load(Ordering::Relaxed) == 0 {
         return None;
@@ -45,14 +51,14 @@ fn lookup(buf: &[u8]) -> Option<(RawFd, usize)> {
     (offset + buf.len() <= len).then_some((fd, offset))
 }
 
-/// A file's bytes in a sealed memfd, mapped read-only (see the module doc).
+/// A file mapped read-only (see the module doc).
 pub struct MappedFile {
     ptr: *mut libc::c_void,
     len: usize,
     fd: OwnedFd,
 }
 
-// SAFETY: the mapping is read-only and never changes (the memfd is sealed); sharing it between
+// SAFETY: the mapping is read-only and its file is not rewritten (module doc); sharing it between
 // threads is sharing immutable memory.
 unsafe impl Send for MappedFile {}
 unsafe impl Sync for MappedFile {}
@@ -75,43 +81,25 @@ impl Drop for MappedFile {
 }
 
 impl MappedFile {
-    /// Read `path` into a new sealed memfd and map it. Empty files come back as plain empty `Bytes`.
+    /// Map `path` read-only. Empty files come back as plain empty `Bytes`.
     pub fn load(path: &Path) -> io::Result<Bytes> {
-        let data = std::fs::read(path)?;
-        if data.is_empty() {
+        let file = std::fs::File::open(path)?;
+        let len = usize::try_from(file.metadata()?.len()).map_err(|_| io::Error::other("file too large"))?;
+        if len == 0 {
             return Ok(Bytes::new());
         }
-        Self::from_vec(&data).map(Bytes::from_owner)
-    }
-
-    fn from_vec(data: &[u8]) -> io::Result<MappedFile> {
-        let name = c"castd-segment";
-        // SAFETY: plain syscalls on a descriptor this function owns; results are checked.
-        unsafe {
-            let raw = libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING);
-            if raw < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let fd = OwnedFd::from_raw_fd(raw);
-            let mut file = std::fs::File::from(fd);
-            io::Write::write_all(&mut file, data)?;
-            let fd = OwnedFd::from(file);
-            let seals = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
-            if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let len = data.len();
-            let ptr = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), 0);
-            if ptr == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            REGIONS.write().insert(ptr as usize, (len, fd.as_raw_fd()));
-            REGION_COUNT.fetch_add(1, Ordering::Relaxed);
-            Ok(MappedFile { ptr, len, fd })
+        let fd = OwnedFd::from(file);
+        // SAFETY: a read-only shared mapping of a descriptor this function owns, checked for failure.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
         }
+        REGIONS.write().insert(ptr as usize, (len, fd.as_raw_fd()));
+        REGION_COUNT.fetch_add(1, Ordering::Relaxed);
+        Ok(Bytes::from_owner(MappedFile { ptr, len, fd }))
     }
 
-    /// The memfd (for tests).
+    /// The mapped file's descriptor (for tests).
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
@@ -169,7 +157,7 @@ impl ZeroCopyStream {
             ready!(self.inner.poll_write_ready(cx))?;
             let sent = self.inner.try_io(Interest::WRITABLE, || {
                 let mut off = libc::off_t::try_from(offset).map_err(|_| io::Error::other("offset too large"))?;
-                // SAFETY: both descriptors are open (the socket is ours, the memfd belongs to a live
+                // SAFETY: both descriptors are open (the socket is ours, the file belongs to a live
                 // mapping, see the module doc); `off` is a valid out-parameter.
                 let n = unsafe { libc::sendfile(sock, fd, &mut off, len) };
                 usize::try_from(n).map_err(|_| io::Error::last_os_error())
