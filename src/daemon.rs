@@ -310,8 +310,8 @@ pub async fn run(
     // Connections send in-memory segments with sendfile (`http::zerocopy`); the HLS requests take the
     // fast lane (`http::lanes`).
     let listener = crate::http::zerocopy::ZeroCopyListener(listeners.web);
-    let serve = axum::serve(listener, web.into_make_service())
-        .with_graceful_shutdown(stop_http.clone().cancelled_owned());
+    let serve =
+        axum::serve(listener, web.into_make_service()).with_graceful_shutdown(stop_http.clone().cancelled_owned());
     let http_task = tokio::spawn(async move { serve.await });
     info!("castd is ready");
     // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.

@@ -35,8 +35,8 @@ use parking_lot::RwLock;
 
 use crate::events::{Bus, Event};
 use crate::http::files::{respond, FileBody};
-use crate::http::zerocopy::MappedFile;
 use crate::http::lanes::{Lane, LaneFuture};
+use crate::http::zerocopy::MappedFile;
 use crate::http::{ApiError, Auth, Registry, ResponseDoc};
 use crate::metrics::Metrics;
 

@@ -376,8 +376,7 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(admin: AdminAuth) -> Self {
-        let mut reg =
-            Self { admin, router: Router::new(), docs: Vec::new(), schemas: Vec::new(), lanes: Vec::new() };
+        let mut reg = Self { admin, router: Router::new(), docs: Vec::new(), schemas: Vec::new(), lanes: Vec::new() };
         reg.schema::<StatusResponse>();
         // Served by `into_router`; documented from the start so every document lists it.
         reg.docs.push(RouteDoc {
