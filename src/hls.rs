@@ -87,8 +87,8 @@ impl LiveFiles {
         self.files.write().clear();
     }
 
-    /// A file of the live window: segments are mapped from their files, which the web server can `sendfile`
-    /// from (`http::zerocopy`), playlists onto the heap.
+    /// A file of the live window: segments are mapped from their files, which the web server can
+    /// `sendfile` from (`http::zerocopy`), playlists onto the heap.
     fn load(path: &FsPath, content_type: &'static str, cache: &'static str) -> std::io::Result<FileBody> {
         let bytes =
             if content_type == PLAYLIST_TYPE { Bytes::from(std::fs::read(path)?) } else { MappedFile::load(path)? };
@@ -217,7 +217,7 @@ pub fn safe_relative(path: &str) -> Option<(PathBuf, &'static str)> {
     Some((rel, kind))
 }
 
-/// `GET /hls/{*path}` through the router (other methods than GET and HEAD, tests on the bare router).
+/// `GET /hls/{*path}` as the bare router serves it; the daemon's connections take the fast lane (`HlsLane`).
 async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiError> {
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
     serve(&hls, req, peer).await

@@ -349,5 +349,6 @@ pub async fn send_go_live(fed: &Federation) -> Result<Value, FedError> {
 
 /// 404 as an ActivityPub route answers it.
 pub fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, axum::Json(json!({"success": false, "message": "not found"}))).into_response()
+    let body = crate::http::StatusResponse { success: false, message: "not found".into() };
+    (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
 }

@@ -161,6 +161,7 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         BodyDoc::Schema("FediverseAccount"),
         remote_follow,
     )
+    .returns::<RemoteFollow>()
     .error(404, NO_URL)
     .error(405, OFF);
     reg.post(
@@ -227,6 +228,7 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         BodyDoc::Schema("AddFederatedServer"),
         add_server,
     )
+    .returns::<ServerAdded>()
     .error(404, NO_URL)
     .error(405, OFF);
     reg.route(
@@ -484,16 +486,31 @@ async fn list_servers(State(fed): State<Arc<Federation>>) -> Result<Json<Federat
     Ok(Json(FederatedServers { servers }))
 }
 
+/// The answer to adding a federated server: a `StatusResponse` with the new entry's id.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ServerAdded {
+    pub success: bool,
+    pub message: String,
+    pub id: i64,
+}
+
+/// Where to send the browser to follow this server from a Fediverse account.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteFollow {
+    pub redirect_url: String,
+}
+
 async fn add_server(
     State(fed): State<Arc<Federation>>,
     JsonBody(req): JsonBody<AddFederatedServer>,
-) -> Result<Json<Value>, HttpError> {
+) -> Result<Json<ServerAdded>, HttpError> {
     let local = fed.active()?;
     if req.url.trim().is_empty() {
         return Err(ApiError::bad("url is required").into());
     }
     let id = servers::add(&fed, &local, &req.url).await?;
-    Ok(Json(json!({ "success": true, "message": "following the server", "id": id })))
+    Ok(Json(ServerAdded { success: true, message: "following the server".into(), id }))
 }
 
 async fn delete_server(
@@ -536,7 +553,7 @@ async fn send_post(
 async fn remote_follow(
     State(fed): State<Arc<Federation>>,
     JsonBody(req): JsonBody<FediverseAccount>,
-) -> Result<Json<Value>, HttpError> {
+) -> Result<Json<RemoteFollow>, HttpError> {
     let local = fed.active()?;
     let account = req.account.trim().trim_start_matches('@').to_string();
     let Some((_, host)) = account.split_once('@').filter(|(u, h)| !u.is_empty() && !h.is_empty()) else {
@@ -558,7 +575,7 @@ async fn remote_follow(
         .and_then(|l| l.get("template").and_then(Value::as_str))
         .ok_or_else(|| ApiError::bad(format!("{account} does not offer remote follow")))?;
     let actor: String = url::form_urlencoded::byte_serialize(local.actor.as_bytes()).collect();
-    Ok(Json(json!({ "redirectUrl": template.replace("{uri}", &actor) })))
+    Ok(Json(RemoteFollow { redirect_url: template.replace("{uri}", &actor) }))
 }
 
 async fn fediverse_request(

@@ -131,7 +131,7 @@ pub async fn post_inbox(
     };
     handle(&fed, &local, &actor, &activity).await?;
     fed.recount().await;
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"success": true, "message": "accepted"}))).into_response())
+    Ok((StatusCode::ACCEPTED, crate::http::StatusResponse::ok("accepted")).into_response())
 }
 
 async fn deleted_actor(
@@ -155,7 +155,7 @@ async fn deleted_actor(
     let removed = fed.store.call(move |c| data::remove_follower(c, &iri)).await?;
     tracing::info!(actor = actor_iri, removed, local = %local.actor, "a deleted actor stopped following");
     fed.recount().await;
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"success": true, "message": "accepted"}))).into_response())
+    Ok((StatusCode::ACCEPTED, crate::http::StatusResponse::ok("accepted")).into_response())
 }
 
 /// Act on a verified activity from `actor`.

@@ -18,11 +18,13 @@
 //!   passthrough (the broadcaster's own video), so viewers keep watching (`encoders::report_fallback`:
 //!   health notice, log, stream state). More than `MAX_RESTARTS` restarts within `RESTART_WINDOW`
 //!   drops the broadcaster.
-//! - Full disk: a worker that failed while the HLS directory has no room (`has_room`) is not counted
-//!   as a failure: the oldest segments are deleted (`prune_oldest`), health says so (`hls` alert), and
-//!   the worker is started again every `DISK_FULL_RETRY` for as long as the broadcaster stays; once a
-//!   worker starts with room again the alert is cleared. Chat, the API and the database are elsewhere
-//!   and carry on.
+//! - Full disk: the supervisor checks the HLS directory's free space every second (`free_bytes`; the
+//!   worker's muxer loses writes to a full disk without failing) and restarts the worker when less
+//!   than one segment's room is left. A worker that failed while the HLS directory has no room
+//!   (`has_room`) is not counted as a failure: the oldest segments are deleted (`prune_oldest`),
+//!   health says so (`hls` alert), and the worker is started again every `DISK_FULL_RETRY` for as
+//!   long as the broadcaster stays; once a worker starts, or the running one finds, room again the
+//!   alert is cleared. Chat, the API and the database are elsewhere and carry on.
 //! - Encoders: at stream start the selected encoder (`encoders::selected`) is planned per
 //!   variant with `hwaccel::plan_sessions` (NVENC's session cap from NVML, when there is a driver).
 //! - End: when the broadcaster leaves, the worker's stdin is closed so it finalises the playlists
