@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse};
+use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
 use crate::store::{Migrations, Store, StoreError};
 
 pub const CAN_SEND_SYSTEM_MESSAGES: &str = "CAN_SEND_SYSTEM_MESSAGES";
@@ -263,12 +263,6 @@ struct DeleteBody {
 const GROUP: &str = "admin";
 
 /// An `AccessToken` as JSON.
-const ACCESS_TOKEN_SCHEMA: &str = r#"{"type":"object","required":["id","accessToken","displayName","type","scopes","createdAt"],
-  "properties":{"id":{"type":"string"},"accessToken":{"type":"string"},"displayName":{"type":"string"},
-  "type":{"type":"string"},"scopes":{"type":"array","items":{"type":"string"}},"displayColor":{"type":"integer"},
-  "isBot":{"type":"boolean"},"createdAt":{"type":"string","format":"date-time"},
-  "lastUsedAt":{"type":["string","null"],"format":"date-time"}}}"#;
-
 pub fn routes(reg: &mut Registry, tokens: Tokens) {
     let mut reg = reg.scope(tokens);
     reg.get("/api/admin/accesstokens", GROUP, Auth::Admin, "List access tokens", list).returns_list::<AccessToken>();
@@ -285,7 +279,7 @@ pub fn routes(reg: &mut Registry, tokens: Tokens) {
         ),
         create,
     )
-    .answers(ResponseDoc::JsonSchema(ACCESS_TOKEN_SCHEMA));
+    .returns::<AccessToken>();
     reg.post(
         "/api/admin/accesstokens/delete",
         GROUP,

@@ -37,7 +37,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, Event, EventType};
-use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse};
+use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
 use crate::store::{Migrations, Store, StoreError};
 use crate::telemetry::Telemetry;
 
@@ -417,11 +417,7 @@ pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
         BodyDoc::Json(CREATE_SCHEMA),
         create,
     )
-    .answers(ResponseDoc::JsonSchema(
-        r#"{"type":"object","required":["id","url","events","timestamp"],"properties":{"id":{"type":"integer"},
-          "url":{"type":"string"},"events":{"type":"array","items":{"type":"string"}},
-          "timestamp":{"type":"string","format":"date-time"},"lastUsed":{"type":["string","null"]}}}"#,
-    ));
+    .returns::<Webhook>();
     reg.post(
         "/api/admin/webhooks/delete",
         GROUP,
