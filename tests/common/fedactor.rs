@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
-use super::receiver::{read_request, Received};
+use super::receiver::{read_request, write_response, Received};
 use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
 use rsa::pkcs8::{DecodePublicKey, EncodePublicKey, LineEnding};
 use rsa::signature::{SignatureEncoding, Signer, Verifier};
@@ -113,12 +113,7 @@ impl FedActor {
                         } else {
                             (404, "text/plain", String::new())
                         };
-                        let resp = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-length: {}\r\ncontent-type: {ctype}\r\n\r\n{text}",
-                            text.len()
-                        );
-                        let mut w = reader.get_ref();
-                        if w.write_all(resp.as_bytes()).is_err() {
+                        if !write_response(reader.get_ref(), status, ctype, &text) {
                             return;
                         }
                     }

@@ -55,13 +55,7 @@ impl Receiver {
                     while let Some(Received { method, path, headers, body }) = read_request(&mut reader) {
                         reqs.lock().unwrap().push(Received { method, path, headers, body });
                         let status = sts.lock().unwrap().pop_front().unwrap_or(200);
-                        let (ctype, text) = (&answer.0, &answer.1);
-                        let resp = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-length: {}\r\ncontent-type: {ctype}\r\n\r\n{text}",
-                            text.len()
-                        );
-                        let mut w = reader.get_ref();
-                        if w.write_all(resp.as_bytes()).is_err() {
+                        if !write_response(reader.get_ref(), status, &answer.0, &answer.1) {
                             return;
                         }
                     }
@@ -88,6 +82,12 @@ impl Receiver {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// Answer one request on a keep-alive connection; false when the peer is gone.
+pub fn write_response(mut w: impl Write, status: u16, ctype: &str, text: &str) -> bool {
+    let resp = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\ncontent-type: {ctype}\r\n\r\n{text}", text.len());
+    w.write_all(resp.as_bytes()).is_ok()
 }
 
 /// Read one HTTP/1.1 request (request line, headers, `Content-Length` body) from a keep-alive
