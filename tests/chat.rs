@@ -311,3 +311,73 @@ fn welcome_message_and_user_parted() {
     assert_eq!(parted["user"]["id"], leave.id.as_str());
     assert!(started.elapsed() >= Duration::from_secs(8), "parted only after the grace period");
 }
+
+/// The slow-consumer policy end to end: a client that stops reading is disconnected once its socket
+/// is full and frames pile up behind it, while a client that reads gets every message, whole and in
+/// order; the room never waits for the stuck one.
+#[test]
+fn a_client_that_stops_reading_is_dropped_and_the_room_gets_everything() {
+    let s = Server::start();
+    let r = s.admin_post(
+        "/api/admin/accesstokens/create",
+        &json!({ "name": "announcer", "scopes": ["CAN_SEND_SYSTEM_MESSAGES"] }),
+    );
+    let token = r.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
+    let _stuck = join(&s, "stuck"); // joined, then never read again
+    let mut reader = join(&s, "reader");
+    let clients = |s: &Server| -> Vec<String> {
+        s.admin_json("/api/admin/chat/clients")
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["user"]["displayName"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(clients(&s).len(), 2);
+
+    // The reader reads in its own thread until it has every numbered message.
+    const MAX_MESSAGES: usize = 4000;
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<usize>();
+    let reading = std::thread::spawn(move || {
+        let mut got: Vec<usize> = Vec::new();
+        let mut expected_total = None;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline && expected_total.is_none_or(|n| got.len() < n) {
+            if let Ok(n) = done_rx.try_recv() {
+                expected_total = Some(n);
+            }
+            for e in read_events(&mut reader.ws, Duration::from_millis(200)).expect("the reader stays connected") {
+                if e["type"] == "SYSTEM" {
+                    let body = e["body"].as_str().unwrap();
+                    let n = body.split("msg-").nth(1).and_then(|r| r.split('-').next()).unwrap().parse().unwrap();
+                    got.push(n);
+                }
+            }
+        }
+        got
+    });
+
+    let client = reqwest::blocking::Client::new();
+    let filler = "x".repeat(7000);
+    let mut sent = 0;
+    let mut dropped = false;
+    while sent < MAX_MESSAGES && !dropped {
+        let r = client
+            .post(s.url("/api/integrations/chat/system"))
+            .bearer_auth(&token)
+            .json(&json!({ "body": format!("msg-{sent}-{filler}") }))
+            .send()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "the room never waits for a stuck client");
+        sent += 1;
+        if sent % 50 == 0 {
+            dropped = !clients(&s).contains(&"stuck".to_string());
+        }
+    }
+    eprintln!("stuck client dropped after {sent} messages");
+    assert!(dropped, "the stuck client was disconnected after {sent} messages of 7 KB");
+    assert_eq!(clients(&s), vec!["reader".to_string()]);
+    done_tx.send(sent).unwrap();
+    let got = reading.join().unwrap();
+    assert_eq!(got, (0..sent).collect::<Vec<_>>(), "the reader got every message once, in order");
+}

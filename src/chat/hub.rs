@@ -1,49 +1,44 @@
 //! The connection hub: who is connected, fan-out of events, presence (join/part) per user.
 //!
-//! A broadcast serializes the event once into a shared `Utf8Bytes` and puts it in the room's ring
-//! (a tokio broadcast channel of `CLIENT_QUEUE` frames), so it never waits on a socket and costs one
-//! send whatever the number of clients. Frames for one client (its user info, errors, actions) go
-//! through that client's own small queue (`DIRECT_QUEUE`). The connection task drains both and writes
-//! everything pending as one frame (events separated by `\n`, as Owncast's hub does), so a client that
-//! falls behind catches up in few writes.
+//! A broadcast serializes the event once, encodes it once as a websocket frame (server frames are not
+//! masked, so it is the same bytes for every client) and puts it in the room's ring (a tokio broadcast
+//! channel of `RING` frames), so the caller never waits on a socket and pays one send whatever the
+//! number of clients. The clients are split into shards, one per core; each shard has a fan-out
+//! thread that takes the frames from the ring and offers them to each of its clients' [`Writer`]s,
+//! which write them to the socket directly (see `socket`): delivering a message wakes no per-client
+//! task. Frames that arrived while a fan-out thread was writing go out together, one write per
+//! client, so a busy room costs fewer writes per frame. Frames for one client (its user info, errors,
+//! actions) go to its writer directly as well. Threads rather than tasks, so the shards really write
+//! in parallel and a long fan-out never holds up the runtime's workers.
 //!
-//! Slow-consumer policy: a client that falls `CLIENT_QUEUE` room frames behind (the ring overwrote
-//! frames it had not sent yet), or whose own queue is full, is disconnected (it can reconnect and
-//! reload the history). Memory is therefore bounded by one shared ring plus a small queue and the
-//! socket buffers per client, and one stuck client never delays the room.
+//! Slow-consumer policy: a client whose socket stays full until `socket::MAX_QUEUED` writes are queued
+//! for it is disconnected (it can reconnect and reload the history); so is every client of a shard
+//! whose fan-out thread fell `RING` frames behind the room (the box cannot write frames as fast as the
+//! room makes them). Memory is therefore bounded by one shared ring plus, per client, its socket
+//! buffers and at most `MAX_QUEUED` shared frames, and one stuck client never delays the room.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 
 use axum::extract::ws::Utf8Bytes;
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
-use tokio::sync::{broadcast, mpsc, Notify};
+use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use super::protocol::User;
+use super::socket::{text_frame, Offer, Writer};
 
-/// Room frames a client may fall behind before it counts as a slow consumer and is disconnected.
-pub const CLIENT_QUEUE: usize = 256;
-/// Frames for one client only that may wait before it is disconnected.
-pub const DIRECT_QUEUE: usize = 32;
-
-/// What a connection task reads: the room's frames and its own.
-pub struct Queues {
-    pub room: broadcast::Receiver<Utf8Bytes>,
-    pub direct: mpsc::Receiver<Out>,
-}
-
-/// What a connection task is asked to do.
-#[derive(Debug)]
-pub enum Out {
-    Frame(Utf8Bytes),
-    /// Flush what is queued, then close the socket.
-    Close,
-}
+/// Frames the room's ring holds: how far a shard's fan-out task may fall behind.
+pub const RING: usize = 4096;
+/// Most room frames a fan-out thread writes to a client in one go.
+const MAX_BATCH: usize = 64;
+/// Most shards (fan-out threads), whatever the number of cores.
+const MAX_SHARDS: usize = 8;
 
 /// One connected websocket.
 pub struct Client {
@@ -55,29 +50,20 @@ pub struct Client {
     pub message_count: AtomicU64,
     /// The user as this connection knows it (updated on name/colour/moderator changes).
     pub user: RwLock<User>,
-    tx: mpsc::Sender<Out>,
-    /// Signalled to drop the connection at once (slow consumer, ban).
-    pub kill: Notify,
+    /// The socket's writer, shared with the connection task and the fan-out.
+    pub writer: Arc<Writer>,
 }
 
 impl Client {
-    /// Queue a frame for this client only; a full queue drops the client.
+    /// Send a frame to this client only; false when the client is gone (or was just dropped as a slow
+    /// consumer).
     pub fn send(&self, frame: Utf8Bytes) -> bool {
-        match self.tx.try_send(Out::Frame(frame)) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                self.kill.notify_one();
-                false
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        }
+        matches!(self.writer.offer(text_frame(frame.as_bytes())), Offer::Sent | Offer::Queued)
     }
 
-    /// Ask the connection to flush and close.
+    /// Ask the connection to flush what is queued and close with a close frame.
     pub fn close(&self) {
-        if self.tx.try_send(Out::Close).is_err() {
-            self.kill.notify_one();
-        }
+        self.writer.finish();
     }
 }
 
@@ -100,24 +86,36 @@ struct Presence {
     part_timer: Option<JoinHandle<()>>,
 }
 
+/// One shard's clients (their writers): `incoming` is filled by `Hub::add` and merged by the shard's
+/// fan-out thread, which owns the list it writes to.
+#[derive(Default)]
+struct Shard {
+    incoming: Mutex<Vec<Arc<Writer>>>,
+}
+
 /// The set of connections.
 pub struct Hub {
     clients: RwLock<HashMap<u64, Arc<Client>>>,
-    room: broadcast::Sender<Utf8Bytes>,
+    room: broadcast::Sender<Bytes>,
+    shards: Box<[Arc<Shard>]>,
+    fan_out_started: Once,
     presence: Mutex<HashMap<String, Presence>>,
     next_id: AtomicU64,
     /// Clients dropped by the slow-consumer policy since start.
-    pub slow_dropped: AtomicU64,
+    pub slow_dropped: Arc<AtomicU64>,
 }
 
 impl Default for Hub {
     fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Self {
             clients: RwLock::new(HashMap::new()),
-            room: broadcast::channel(CLIENT_QUEUE).0,
+            room: broadcast::channel(RING).0,
+            shards: (0..cores.clamp(1, MAX_SHARDS)).map(|_| Arc::new(Shard::default())).collect(),
+            fan_out_started: Once::new(),
             presence: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            slow_dropped: AtomicU64::new(0),
+            slow_dropped: Arc::new(AtomicU64::new(0)),
         }
     }
 }
@@ -131,10 +129,32 @@ impl Hub {
         self.len() == 0
     }
 
-    /// Register a connection. Returns the client, its queue, and whether this is a fresh join (the
-    /// user had no other connection and no pending part timer).
-    pub fn add(&self, user: User, ip: IpAddr, user_agent: String) -> (Arc<Client>, Queues, bool) {
-        let (tx, rx) = mpsc::channel(DIRECT_QUEUE);
+    /// Register a connection whose socket writes through `writer`, after sending it `first` (so that
+    /// frame comes before any room frame). Returns the client and whether this is a fresh join (the
+    /// user had no other connection and no pending part timer). The first call starts the fan-out
+    /// threads.
+    pub fn add(
+        &self,
+        user: User,
+        ip: IpAddr,
+        user_agent: String,
+        writer: Arc<Writer>,
+        first: Utf8Bytes,
+    ) -> (Arc<Client>, bool) {
+        self.fan_out_started.call_once(|| {
+            for (n, shard) in self.shards.iter().enumerate() {
+                let task = {
+                    let (shard, room, slow) = (shard.clone(), self.room.subscribe(), self.slow_dropped.clone());
+                    move || fan_out(&shard, room, &slow)
+                };
+                if let Err(e) = std::thread::Builder::new().name(format!("castd-chat-{n}")).spawn(task) {
+                    // The thread's receiver went with the failed spawn; tokio's blocking pool gets a new one.
+                    tracing::warn!("could not start a chat fan-out thread ({e}); using tokio's blocking pool");
+                    let (shard, room, slow) = (shard.clone(), self.room.subscribe(), self.slow_dropped.clone());
+                    tokio::task::spawn_blocking(move || fan_out(&shard, room, &slow));
+                }
+            }
+        });
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let client = Arc::new(Client {
             id,
@@ -144,9 +164,9 @@ impl Hub {
             connected_at: Utc::now(),
             message_count: AtomicU64::new(0),
             user: RwLock::new(user),
-            tx,
-            kill: Notify::new(),
+            writer,
         });
+        client.send(first);
         let fresh = {
             let mut presence = self.presence.lock();
             let p = presence.entry(client.user_id.clone()).or_default();
@@ -157,12 +177,16 @@ impl Hub {
             p.connections += 1;
             fresh
         };
-        let room = {
-            let mut clients = self.clients.write();
-            clients.insert(id, client.clone());
-            self.room.subscribe()
-        };
-        (client, Queues { room, direct: rx }, fresh)
+        self.clients.write().insert(id, client.clone());
+        let shard = &self.shards[(id % self.shards.len() as u64) as usize];
+        let mut incoming = shard.incoming.lock();
+        // Without broadcasts nothing merges the list; forget closed connections as it grows.
+        if incoming.len() >= 1024 && incoming.len().is_power_of_two() {
+            incoming.retain(|w| !w.is_closed());
+        }
+        incoming.push(client.writer.clone());
+        drop(incoming);
+        (client, fresh)
     }
 
     /// Unregister a connection; returns true when it was the user's last one.
@@ -201,17 +225,10 @@ impl Hub {
         }
     }
 
-    /// Send a frame to every connection; slow consumers are dropped by their own connection task
-    /// when they find they lagged (see the module docs).
+    /// Send a frame to every connection (see the module docs).
     pub fn broadcast(&self, frame: Utf8Bytes) {
-        // An error only means nobody is connected.
-        let _ = self.room.send(frame);
-    }
-
-    /// Count a client dropped for lagging behind the room.
-    pub fn lagged(&self, client: &Client) {
-        self.slow_dropped.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(client = client.id, "chat client too slow; disconnecting it");
+        // An error only means nobody is connected (no fan-out task yet).
+        let _ = self.room.send(text_frame(frame.as_bytes()));
     }
 
     /// Ask every connection to flush and close with a close frame (shutdown).
@@ -261,5 +278,68 @@ impl Hub {
             .collect();
         v.sort_by_key(|c| c.id);
         v
+    }
+}
+
+/// A shard's fan-out thread: the room's frames to every client of the shard, in ring order. Frames
+/// that arrived while it was writing the previous ones go out together (one write per client), so
+/// the busier the room, the fewer writes per frame. It ends when the hub is dropped.
+fn fan_out(shard: &Shard, mut room: broadcast::Receiver<Bytes>, slow_dropped: &AtomicU64) {
+    let mut clients: Vec<Arc<Writer>> = Vec::new();
+    let mut batch: Vec<Bytes> = Vec::new();
+    loop {
+        let mut next = room.blocking_recv();
+        loop {
+            match next {
+                Ok(frame) => batch.push(frame),
+                Err(broadcast::error::RecvError::Closed) if batch.is_empty() => return,
+                Err(broadcast::error::RecvError::Closed) => break,
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    clients.append(&mut shard.incoming.lock());
+                    tracing::warn!(
+                        missed,
+                        clients = clients.len(),
+                        "chat fan-out fell behind the room; disconnecting its clients"
+                    );
+                    for w in clients.drain(..) {
+                        if !w.is_closed() {
+                            slow_dropped.fetch_add(1, Ordering::Relaxed);
+                            w.kill();
+                        }
+                    }
+                    batch.clear();
+                    break;
+                }
+            }
+            if batch.len() == MAX_BATCH {
+                break;
+            }
+            next = match room.try_recv() {
+                Ok(frame) => Ok(frame),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => Err(broadcast::error::RecvError::Lagged(n)),
+                Err(broadcast::error::TryRecvError::Closed) => Err(broadcast::error::RecvError::Closed),
+                Err(broadcast::error::TryRecvError::Empty) => break,
+            };
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        clients.append(&mut shard.incoming.lock());
+        let frame = if batch.len() == 1 { batch.pop().unwrap_or_default() } else { Bytes::from(batch.concat()) };
+        batch.clear();
+        let mut i = 0;
+        while i < clients.len() {
+            match clients[i].offer(frame.clone()) {
+                Offer::Sent | Offer::Queued => i += 1,
+                Offer::Closed => {
+                    clients.swap_remove(i);
+                }
+                Offer::Slow => {
+                    slow_dropped.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!("a chat client was too slow; disconnected it");
+                    clients.swap_remove(i);
+                }
+            }
+        }
     }
 }

@@ -9,9 +9,10 @@
 //! sent to the sockets. Chat implements `http::UserTokens` for routes of other features that accept a
 //! chat user's access token.
 //!
-//! Modules: `protocol` (event JSON), `hub` (connections and fan-out, slow-consumer policy), `ws` (one
-//! socket's life), `users`, `messages` (SQLite), `sanitize` (markdown + allow-list), `filter` (the
-//! slur filter), `moderation`, `emoji`, `api` (routes).
+//! Modules: `protocol` (event JSON), `hub` (connections and fan-out, slow-consumer policy), `socket`
+//! (the websocket's upgrade and writer), `ws` (one socket's life), `users`, `messages` (SQLite),
+//! `sanitize` (markdown + allow-list), `filter` (the slur filter), `moderation`, `emoji`, `api`
+//! (routes).
 
 pub mod api;
 pub mod emoji;
@@ -22,6 +23,7 @@ pub mod messages;
 pub mod moderation;
 pub mod protocol;
 pub mod sanitize;
+pub mod socket;
 pub mod users;
 pub mod ws;
 

@@ -1,6 +1,7 @@
 //! One websocket connection at `/ws?accessToken=`: the pre-upgrade checks, the connection task
-//! (queue → socket with write coalescing, socket → inbound events, keepalive) and the handling of
-//! client events (CHAT, NAME_CHANGE, COLOR_CHANGE) with the size limit, the per-client rate limit,
+//! (socket → inbound events, draining the writer's queue when the socket was full, keepalive; the
+//! room's frames are written by the hub's fan-out, see `hub` and `socket`) and the handling of client
+//! events (CHAT, NAME_CHANGE, COLOR_CHANGE) with the size limit, the per-client rate limit,
 //! established-user mode, "require authentication" and the slur filter.
 //!
 //! Require authentication (`chat/requireauthentication`): while it is on, a user who is not
@@ -19,21 +20,21 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde::Deserialize;
-use tokio::sync::broadcast;
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
 
 use super::filter::WordFilter;
-use super::hub::{Client, Out};
+use super::hub::Client;
 use super::messages::ChatMessage;
 use super::protocol::{self as p, Inbound, User};
+use super::socket::{self, Offer, Socket, Upgrade, Writer};
 use super::Chat;
 use super::{action_to, broadcast, sanitize, users};
 use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
@@ -56,8 +57,8 @@ pub const ESTABLISHED_AFTER: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
 const PING_EVERY: Duration = Duration::from_secs(54);
 const READ_DEADLINE: Duration = Duration::from_secs(60);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Most events coalesced into one frame.
-const MAX_BATCH: usize = 64;
+/// How long a closing connection may take to write what it still has queued.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Deserialize)]
 pub struct WsQuery {
@@ -78,7 +79,7 @@ pub async fn handler(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Query(q): Query<WsQuery>,
-    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    ws: Result<Upgrade, ApiError>,
 ) -> Response {
     if ctx.settings.get().chat_disabled {
         return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response();
@@ -105,31 +106,42 @@ pub async fn handler(
         },
     };
     let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    ws.max_message_size(2 * MAX_SOCKET_PAYLOAD_SIZE)
-        .max_frame_size(2 * MAX_SOCKET_PAYLOAD_SIZE)
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(2 * MAX_SOCKET_PAYLOAD_SIZE))
+        .max_frame_size(Some(2 * MAX_SOCKET_PAYLOAD_SIZE))
         .read_buffer_size(4096)
-        .write_buffer_size(0)
-        .on_upgrade(move |socket| run(ctx, socket, lookup, ip, ua))
+        .write_buffer_size(0);
+    ws.on_upgrade(config, move |socket, writer| run(ctx, socket, writer, lookup, ip, ua))
 }
 
 /// Send one event and close (registration and disabled errors).
-async fn refuse(mut socket: WebSocket, event: Option<serde_json::Value>) {
+async fn refuse(writer: Arc<Writer>, event: Option<serde_json::Value>) {
     if let Some(ev) = event {
-        let _ = tokio::time::timeout(WRITE_TIMEOUT, socket.send(Message::Text(p::frame(&ev)))).await;
+        writer.offer(socket::text_frame(p::frame(&ev).as_bytes()));
     }
-    let _ = tokio::time::timeout(WRITE_TIMEOUT, socket.send(Message::Close(None))).await;
+    close(&writer, false).await;
 }
 
-async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: String) {
+/// Close the connection: a close frame unless the peer's close was already answered, what is still
+/// queued written within `CLOSE_TIMEOUT`, then the socket's write side dropped.
+async fn close(writer: &Writer, peer_closed: bool) {
+    if !peer_closed {
+        writer.finish();
+    }
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, writer.drain()).await;
+    writer.kill();
+}
+
+async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lookup, ip: IpAddr, ua: String) {
     let user = match lookup {
-        Lookup::NoToken => return refuse(socket, None).await,
-        Lookup::Unknown => return refuse(socket, Some(p::error(p::ERROR_NEEDS_REGISTRATION, None))).await,
-        Lookup::Disabled(u) => return refuse(socket, Some(p::error(p::ERROR_USER_DISABLED, Some(&u)))).await,
+        Lookup::NoToken => return refuse(writer, None).await,
+        Lookup::Unknown => return refuse(writer, Some(p::error(p::ERROR_NEEDS_REGISTRATION, None))).await,
+        Lookup::Disabled(u) => return refuse(writer, Some(p::error(p::ERROR_USER_DISABLED, Some(&u)))).await,
         Lookup::Ok(u) => u,
     };
-    let (client, mut queues, fresh) = ctx.hub.add(user.clone(), ip, ua);
+    let info = p::frame(&p::connected_user_info(&user));
+    let (client, fresh) = ctx.hub.add(user.clone(), ip, ua, writer.clone(), info);
     ctx.telemetry.set_chat_clients(ctx.hub.len() as u64);
-    client.send(p::frame(&p::connected_user_info(&user)));
     let settings = ctx.settings.get();
     if fresh && settings.chat_join_messages_enabled && ctx.stream.borrow().online {
         broadcast(&ctx, p::user_joined(&user));
@@ -146,73 +158,45 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
     }
     drop(settings);
 
-    let (mut sink, mut stream) = socket.split();
-    // Reading runs in its own task, so the writer below never polls the socket's read side after each
-    // frame it sends (with one message going to thousands of sockets, that re-poll was a measurable
-    // share of the fan-out). The reader ends on close, error, or no frame for `READ_DEADLINE`.
-    let mut reader = {
-        let (ctx, client) = (ctx.clone(), client.clone());
-        tokio::spawn(async move {
-            let mut limiter = RateLimiter::new(Instant::now());
-            loop {
-                match tokio::time::timeout(READ_DEADLINE, stream.next()).await {
-                    Ok(Some(Ok(Message::Text(text)))) => {
-                        // Boxed: the handler's state is large and only needed while a frame is
-                        // handled, so an idle connection's task stays small.
-                        Box::pin(handle_inbound(&ctx, &client, &mut limiter, text.as_str())).await;
-                    }
-                    Ok(Some(Ok(Message::Close(_)) | Err(_)) | None) | Err(_) => break,
-                    Ok(Some(Ok(_))) => {}
-                }
-            }
-        })
-    };
+    // This task wakes for what the client sends, for a full socket (the writer queued frames), for a
+    // close or kill, and for the keepalive ping; the room's frames are written by the fan-out.
+    let mut limiter = RateLimiter::new(Instant::now());
     let mut ping = tokio::time::interval_at(Instant::now() + PING_EVERY, PING_EVERY);
-    // One waiter registration for the connection's life, not one per loop turn.
-    let killed = client.kill.notified();
-    tokio::pin!(killed);
-    let mut reader_done = false;
+    let read_deadline = tokio::time::sleep(READ_DEADLINE);
+    tokio::pin!(read_deadline);
+    let mut peer_closed = false;
     loop {
         tokio::select! {
             biased;
-            _ = &mut killed => break,
-            _ = &mut reader => {
-                reader_done = true;
-                break;
+            _ = writer.wake.notified() => {
+                if !matches!(tokio::time::timeout(WRITE_TIMEOUT, writer.drain()).await, Ok(Ok(()))) {
+                    break;
+                }
+                if writer.finished() {
+                    break;
+                }
             }
-            out = queues.direct.recv() => {
-                let Some(out) = out else { break };
-                let (frame, close) = coalesce(out, &mut queues.direct);
-                if let Some(frame) = frame {
-                    if !send_bounded(&mut sink, Message::Text(frame)).await {
-                        break;
+            msg = socket.next() => match msg {
+                Some(Ok(msg)) => {
+                    read_deadline.as_mut().reset(Instant::now() + READ_DEADLINE);
+                    match msg {
+                        Message::Text(text) => {
+                            // Boxed: the handler's state is large and only needed while a frame is
+                            // handled, so an idle connection's task stays small.
+                            Box::pin(handle_inbound(&ctx, &client, &mut limiter, text.as_str())).await;
+                        }
+                        Message::Close(_) => {
+                            peer_closed = true;
+                            break;
+                        }
+                        _ => {}
                     }
                 }
-                if close {
-                    send_bounded(&mut sink, Message::Close(None)).await;
-                    break;
-                }
-            }
-            room = queues.room.recv() => {
-                let first = match room {
-                    Ok(frame) => frame,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        ctx.hub.lagged(&client);
-                        break;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => break,
-                };
-                let (frame, lagged) = coalesce_room(first, &mut queues.room);
-                if !send_bounded(&mut sink, Message::Text(frame)).await {
-                    break;
-                }
-                if lagged {
-                    ctx.hub.lagged(&client);
-                    break;
-                }
-            }
+                Some(Err(_)) | None => break,
+            },
+            _ = &mut read_deadline => break,
             _ = ping.tick() => {
-                if !send_bounded(&mut sink, Message::Ping(Default::default())).await {
+                if matches!(writer.offer(socket::PING), Offer::Slow | Offer::Closed) {
                     break;
                 }
             }
@@ -222,80 +206,7 @@ async fn run(ctx: Arc<Chat>, socket: WebSocket, lookup: Lookup, ip: IpAddr, ua: 
         schedule_part(&ctx, &client);
     }
     ctx.telemetry.set_chat_clients(ctx.hub.len() as u64);
-    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
-    // A message being handled (stored, then broadcast) is let finish; a peer that never answers the
-    // close is not waited for.
-    if !reader_done && tokio::time::timeout(Duration::from_secs(1), &mut reader).await.is_err() {
-        reader.abort();
-    }
-}
-
-/// Send `msg` within `WRITE_TIMEOUT`; false when it failed or timed out. Nearly every send completes
-/// on its first poll (the socket buffer has room), so the timer is armed only for one that does not:
-/// a timer per frame per client is measurable when one message goes to 10,000 sockets.
-async fn send_bounded<S>(sink: &mut S, msg: Message) -> bool
-where
-    S: futures_util::Sink<Message> + Unpin,
-{
-    let mut send = std::pin::pin!(sink.send(msg));
-    if let std::task::Poll::Ready(result) = futures_util::poll!(send.as_mut()) {
-        return result.is_ok();
-    }
-    matches!(tokio::time::timeout(WRITE_TIMEOUT, send).await, Ok(Ok(())))
-}
-
-/// `first` and whatever else the room has queued for this client (up to `MAX_BATCH`) as one frame;
-/// the flag says the client lagged behind the ring meanwhile.
-fn coalesce_room(first: Utf8Bytes, rx: &mut broadcast::Receiver<Utf8Bytes>) -> (Utf8Bytes, bool) {
-    let mut more: Vec<Utf8Bytes> = Vec::new();
-    let mut lagged = false;
-    while more.len() + 1 < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(f) => more.push(f),
-            Err(broadcast::error::TryRecvError::Lagged(_)) => {
-                lagged = true;
-                break;
-            }
-            Err(_) => break,
-        }
-    }
-    (join_frames(first, &more), lagged)
-}
-
-fn join_frames(first: Utf8Bytes, more: &[Utf8Bytes]) -> Utf8Bytes {
-    if more.is_empty() {
-        return first;
-    }
-    let len = first.len() + more.iter().map(|f| f.len() + 1).sum::<usize>();
-    let mut joined = String::with_capacity(len);
-    joined.push_str(first.as_str());
-    for f in more {
-        joined.push('\n');
-        joined.push_str(f.as_str());
-    }
-    Utf8Bytes::from(joined)
-}
-
-/// Take `first` and whatever else is queued (up to `MAX_BATCH`) as one frame; the flag says a close
-/// was requested.
-fn coalesce(first: Out, rx: &mut tokio::sync::mpsc::Receiver<Out>) -> (Option<Utf8Bytes>, bool) {
-    let first = match first {
-        Out::Frame(f) => f,
-        Out::Close => return (None, true),
-    };
-    let mut more: Vec<Utf8Bytes> = Vec::new();
-    let mut close = false;
-    while more.len() + 1 < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(Out::Frame(f)) => more.push(f),
-            Ok(Out::Close) => {
-                close = true;
-                break;
-            }
-            Err(_) => break,
-        }
-    }
-    (Some(join_frames(first, &more)), close)
+    close(&writer, peer_closed).await;
 }
 
 fn schedule_part(ctx: &Arc<Chat>, client: &Arc<Client>) {
@@ -418,6 +329,7 @@ async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
     }
     client.message_count.fetch_add(1, Ordering::Relaxed);
     ctx.hub.broadcast(p::frame(&event));
+
     // Owncast's CHAT webhook payload also carries the unrendered text and the connection id.
     let mut data = event;
     if let ChatEvent::Message(m) = &mut data {

@@ -152,6 +152,11 @@ pub struct ZeroCopyStream {
 }
 
 impl ZeroCopyStream {
+    /// The TCP stream (the chat websocket takes it over after the upgrade).
+    pub fn into_inner(self) -> TcpStream {
+        self.inner
+    }
+
     fn poll_sendfile(&self, cx: &mut Context<'_>, fd: RawFd, offset: usize, len: usize) -> Poll<io::Result<usize>> {
         let sock = self.inner.as_raw_fd();
         loop {
