@@ -11,7 +11,8 @@
 # load on the machine cannot favour one of them.
 #
 # Usage: bench/hls/run.sh [SECONDS_PER_RUN]   (default 8; builds castd with the perf profile first)
-# CONNS="64" TARGETS="playlist" ROUNDS=1 limit a run to some of the cases.
+# CONNS="64" TARGETS="playlist" ROUNDS=1 limit a run to some of the cases; WRK_THREADS (default 1) sets
+# wrk's threads (the wrk-cpu column shows when one thread is the bottleneck).
 # Installs wrk and nginx-light when missing (nginx's own service is kept from starting: only this
 # script's instance runs, on 127.0.0.1). Output goes to bench/out/hls (git-ignored).
 set -euo pipefail
@@ -108,11 +109,14 @@ cpu_ticks() { # utime+stime of the processes given, in clock ticks
 nginx_pids() { pgrep -f "nginx: worker process" | tr '\n' ' '; }
 HZ=$(getconf CLK_TCK)
 
-# wrk against URL with C connections; prints "req/s p50 p99 bytes/s cpu-ms-per-1000-requests"
+# wrk against URL with C connections; prints "req/s p50 p99 bytes/s cpu-ms-per-1000-requests wrk-cpu%"
+# (wrk's own CPU, 100% = one core: a case where wrk is near 100% for both servers is bound by the load
+# generator, not by the server).
 measure() {
-  local url=$1 conns=$2 pids=$3 before after out rps p50 p99 bps reqs
+  local url=$1 conns=$2 pids=$3 before after out rps p50 p99 bps reqs wrkcpu
+  local TIMEFORMAT='wrk-cpu %U %S %R'
   before=$(cpu_ticks $pids)
-  out=$(wrk -t1 -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url")
+  out=$( { time wrk -t"${WRK_THREADS:-1}" -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url"; } 2>&1 )
   after=$(cpu_ticks $pids)
   bad=$(echo "$out" | awk '/Non-2xx or 3xx responses/ {print $NF}')
   errs=$(echo "$out" | awk '/Socket errors/ {print}')
@@ -128,23 +132,24 @@ measure() {
   local cpu_ms=$(( (after - before) * 1000 / HZ ))
   local per1k
   per1k=$(awk -v c="$cpu_ms" -v r="$reqs" 'BEGIN { printf "%.1f", (r > 0 ? c * 1000 / r : 0) }')
-  echo "$rps $p50 $p99 $bps $per1k"
+  wrkcpu=$(echo "$out" | awk '/^wrk-cpu/ { printf "%.0f", ($4 > 0 ? ($2 + $3) * 100 / $4 : 0) }')
+  echo "$rps $p50 $p99 $bps $per1k $wrkcpu"
 }
 
-# The median of each column over several "rps p50 p99 bytes/s cpu" lines (wrk's units normalised:
+# The median of each column over several "rps p50 p99 bytes/s cpu wrk-cpu" lines (wrk's units normalised:
 # latencies in ms, bytes/s in MB).
 medians() {
   printf '%s\n' "$@" | awk '
     function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
     function mb(v) { if (v ~ /GB$/) return v * 1024; if (v ~ /MB$/) return v + 0; if (v ~ /KB$/) return v / 1024; return v / 1048576 }
-    { n++; r[n] = $1; a[n] = ms($2); b[n] = ms($3); c[n] = mb($4); d[n] = $5 }
+    { n++; r[n] = $1; a[n] = ms($2); b[n] = ms($3); c[n] = mb($4); d[n] = $5; e[n] = $6 }
     function med(x,   i, j, t, y) { for (i = 1; i <= n; i++) y[i] = x[i]
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (y[j] < y[i]) { t = y[i]; y[i] = y[j]; y[j] = t }
       return y[int((n + 1) / 2)] }
-    END { printf "%.0f %.2fms %.2fms %.0fMB %.1f\n", med(r), med(a), med(b), med(c), med(d) }'
+    END { printf "%.0f %.2fms %.2fms %.0fMB %.1f %.0f%%\n", med(r), med(a), med(b), med(c), med(d), med(e) }'
 }
 
-printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' target conns server req/s p50 p99 bytes/s cpu-ms/1k-req
+printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s %8s\n' target conns server req/s p50 p99 bytes/s cpu-ms/1k-req wrk-cpu
 for conns in ${CONNS:-64 512}; do
   for target in ${TARGETS:-segment playlist}; do
     c_runs=(); n_runs=()
@@ -160,10 +165,10 @@ for conns in ${CONNS:-64 512}; do
       c_runs+=("$(measure "$BASE$path" "$conns" "$CASTD")")
       n_runs+=("$(measure "http://127.0.0.1:$NGINX_PORT$path" "$conns" "$(nginx_pids)")")
     done
-    read -r c_rps c_p50 c_p99 c_bps c_cpu <<<"$(medians "${c_runs[@]}")"
-    read -r n_rps n_p50 n_p99 n_bps n_cpu <<<"$(medians "${n_runs[@]}")"
-    printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' "$target" "$conns" castd "$c_rps" "$c_p50" "$c_p99" "$c_bps" "$c_cpu"
-    printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s\n' "($size B)" "$conns" nginx "$n_rps" "$n_p50" "$n_p99" "$n_bps" "$n_cpu"
+    read -r c_rps c_p50 c_p99 c_bps c_cpu c_wrk <<<"$(medians "${c_runs[@]}")"
+    read -r n_rps n_p50 n_p99 n_bps n_cpu n_wrk <<<"$(medians "${n_runs[@]}")"
+    printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s %8s\n' "$target" "$conns" castd "$c_rps" "$c_p50" "$c_p99" "$c_bps" "$c_cpu" "$c_wrk"
+    printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s %8s\n' "($size B)" "$conns" nginx "$n_rps" "$n_p50" "$n_p99" "$n_bps" "$n_cpu" "$n_wrk"
     awk -v a="$c_rps" -v b="$n_rps" 'BEGIN { if (b > 0) printf "          castd/nginx requests/s: %.2fx\n", a / b }'
   done
 done
