@@ -33,7 +33,7 @@ use tokio::task::JoinHandle;
 use super::protocol::User;
 use super::socket::{text_frame, Offer, Writer};
 
-/// Frames the room's ring holds: how far a shard's fan-out task may fall behind.
+/// Frames the room's ring holds: how far a shard's fan-out thread may fall behind.
 pub const RING: usize = 4096;
 /// Most room frames a fan-out thread writes to a client in one go.
 const MAX_BATCH: usize = 64;
@@ -58,7 +58,7 @@ impl Client {
     /// Send a frame to this client only; false when the client is gone (or was just dropped as a slow
     /// consumer).
     pub fn send(&self, frame: Utf8Bytes) -> bool {
-        matches!(self.writer.offer(text_frame(frame.as_bytes())), Offer::Sent | Offer::Queued)
+        matches!(self.writer.offer(&text_frame(frame.as_bytes())), Offer::Sent | Offer::Queued)
     }
 
     /// Ask the connection to flush what is queued and close with a close frame.
@@ -227,7 +227,7 @@ impl Hub {
 
     /// Send a frame to every connection (see the module docs).
     pub fn broadcast(&self, frame: Utf8Bytes) {
-        // An error only means nobody is connected (no fan-out task yet).
+        // An error only means nobody is connected (no fan-out thread yet).
         let _ = self.room.send(text_frame(frame.as_bytes()));
     }
 
@@ -329,7 +329,7 @@ fn fan_out(shard: &Shard, mut room: broadcast::Receiver<Bytes>, slow_dropped: &A
         batch.clear();
         let mut i = 0;
         while i < clients.len() {
-            match clients[i].offer(frame.clone()) {
+            match clients[i].offer(&frame) {
                 Offer::Sent | Offer::Queued => i += 1,
                 Offer::Closed => {
                     clients.swap_remove(i);

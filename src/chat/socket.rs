@@ -3,7 +3,7 @@
 //!
 //! Why castd does not write through tungstenite's sink: one chat message goes to every socket, and
 //! server frames are not masked, so the encoded frame is the same bytes for every client. The hub
-//! encodes it once and its fan-out task hands it to each connection's writer, which writes it to the
+//! encodes it once and its fan-out threads hand it to each connection's writer, which writes it to the
 //! socket at once (a non-blocking write, no task woken, no per-client framing or queue). Only when a
 //! socket's buffer is full is the rest queued; the connection's own task is then woken to drain the
 //! queue as the socket becomes writable. Reading still goes through tungstenite (masking,
@@ -151,8 +151,11 @@ impl State {
         self.drainer.take()
     }
 
-    /// See [`Writer::offer`]; the caller wakes the connection task unless the frame was sent.
-    fn offer(&mut self, frame: Bytes) -> Offer {
+    /// See [`Writer::offer`]; the caller wakes the connection task unless the frame was sent. The
+    /// frame is borrowed and only cloned when it must wait: one broadcast frame is offered to every
+    /// client from several threads, and a clone per client would bounce its reference count between
+    /// them.
+    fn offer(&mut self, frame: &Bytes) -> Offer {
         let Some(io) = self.io.as_mut() else { return Offer::Closed };
         if !self.queue.is_empty() {
             if self.queue.len() >= MAX_QUEUED {
@@ -161,7 +164,7 @@ impl State {
                 }
                 return Offer::Slow;
             }
-            self.queue.push_back(frame);
+            self.queue.push_back(frame.clone());
             return Offer::Queued;
         }
         let mut written = 0;
@@ -199,7 +202,7 @@ impl Writer {
 
     /// Send `frame` (one or more whole frames): at once when nothing is queued and the socket takes it,
     /// else behind the queue. A full queue closes the connection (slow consumer).
-    pub fn offer(&self, frame: Bytes) -> Offer {
+    pub fn offer(&self, frame: &Bytes) -> Offer {
         let mut st = self.state.lock();
         if st.closing {
             return Offer::Closed;
@@ -256,7 +259,7 @@ impl Writer {
                 return;
             }
             st.closing = true;
-            st.offer(CLOSE);
+            st.offer(&CLOSE);
         }
         self.wake.notify_one();
     }
@@ -278,6 +281,12 @@ impl Writer {
 
     pub fn is_closed(&self) -> bool {
         self.state.lock().io.is_none()
+    }
+
+    /// Whether writes go straight to the TCP socket's descriptor (the daemon's listener) rather than
+    /// through a split stream.
+    pub fn is_direct(&self) -> bool {
+        matches!(self.state.lock().io, Some(Sink::Tcp { .. }))
     }
 }
 
@@ -311,7 +320,7 @@ impl AsyncWrite for Io {
     /// tungstenite writes whole frames (pong and close replies) from its buffer; each call is taken
     /// whole, so a frame is never split around one from the fan-out.
     fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        match self.writer.offer(Bytes::copy_from_slice(buf)) {
+        match self.writer.offer(&Bytes::copy_from_slice(buf)) {
             Offer::Sent | Offer::Queued => Poll::Ready(Ok(buf.len())),
             Offer::Slow | Offer::Closed => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
         }
@@ -487,7 +496,7 @@ mod tests {
         };
         let mut queued = 0;
         for f in frames {
-            match writer.offer(f) {
+            match writer.offer(&f) {
                 Offer::Sent => {}
                 Offer::Queued => queued += 1,
                 other => panic!("unexpected {other:?}"),
@@ -495,7 +504,7 @@ mod tests {
         }
         assert!(queued > 0, "4 MB without a reader fills the socket buffer");
         writer.finish();
-        assert_eq!(writer.offer(text_frame(b"late")), Offer::Closed, "nothing goes after the close frame");
+        assert_eq!(writer.offer(&text_frame(b"late")), Offer::Closed, "nothing goes after the close frame");
         let mut got = Vec::new();
         client.read_to_end(&mut got).await.unwrap_or_default();
         drainer.await.unwrap();
@@ -524,7 +533,7 @@ mod tests {
         let frame = text_frame(&[b'x'; 4_000]);
         let mut outcome = Offer::Sent;
         while outcome == Offer::Sent {
-            outcome = writer.offer(frame.clone());
+            outcome = writer.offer(&frame);
         }
         assert_eq!(outcome, Offer::Queued, "the socket buffer filled up");
         // The connection task waits in `drain` for a socket that never drains ...
@@ -535,14 +544,14 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!drain.is_finished());
         for _ in 0..MAX_QUEUED * 2 {
-            outcome = writer.offer(frame.clone());
+            outcome = writer.offer(&frame);
             if outcome == Offer::Slow {
                 break;
             }
         }
         assert_eq!(outcome, Offer::Slow);
         assert!(writer.is_closed());
-        assert_eq!(writer.offer(frame), Offer::Closed);
+        assert_eq!(writer.offer(&frame), Offer::Closed);
         // ... and is let go at once when the connection is dropped as a slow consumer.
         let drained = tokio::time::timeout(Duration::from_secs(1), drain).await.expect("drain ends").unwrap();
         assert!(drained.is_err());
@@ -552,7 +561,7 @@ mod tests {
     async fn kill_ends_a_waiting_drain() {
         let (server, _client) = pair().await;
         let writer = std::sync::Arc::new(Writer::new(Sink::tcp(server.into_split().1)));
-        while writer.offer(text_frame(&[b'y'; 8_000])) == Offer::Sent {}
+        while writer.offer(&text_frame(&[b'y'; 8_000])) == Offer::Sent {}
         let drain = tokio::spawn({
             let writer = writer.clone();
             async move { writer.drain().await }
@@ -561,5 +570,51 @@ mod tests {
         writer.kill();
         let drained = tokio::time::timeout(Duration::from_secs(1), drain).await.expect("drain ends").unwrap();
         assert!(drained.is_err());
+    }
+
+    /// Served by the daemon's own listener, an upgrade takes the TCP socket itself (the direct path
+    /// the fan-out relies on), talks websocket both ways, and a request that is no upgrade gets a
+    /// `StatusResponse` 400.
+    #[tokio::test]
+    async fn the_daemons_listener_gives_an_upgrade_its_tcp_socket() {
+        use axum::response::IntoResponse;
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<bool>(1);
+        let handler = move |up: Result<Upgrade, ApiError>| {
+            let tx = tx.clone();
+            async move {
+                let up = match up {
+                    Ok(up) => up,
+                    Err(e) => return e.into_response(),
+                };
+                up.on_upgrade(WebSocketConfig::default(), move |mut socket, writer| async move {
+                    let _ = tx.send(writer.is_direct()).await;
+                    writer.offer(&text_frame(b"hello"));
+                    if let Some(Ok(Message::Text(t))) = socket.next().await {
+                        writer.offer(&text_frame(format!("echo {t}").as_bytes()));
+                    }
+                    writer.finish();
+                    let _ = writer.drain().await;
+                })
+            }
+        };
+        let app = axum::Router::new().route("/ws", axum::routing::get(handler));
+        tokio::spawn(async move { axum::serve(crate::http::zerocopy::ZeroCopyListener(listener), app).await });
+
+        let plain = reqwest::get(format!("http://{addr}/ws")).await.unwrap();
+        assert_eq!(plain.status().as_u16(), 400);
+        let body: serde_json::Value = plain.json().await.unwrap();
+        assert_eq!(body["success"], false);
+
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await.unwrap();
+        assert_eq!(rx.recv().await, Some(true), "the upgrade writes to the TCP socket directly");
+        assert_eq!(ws.next().await.unwrap().unwrap(), Message::text("hello"));
+        ws.send(Message::text("me")).await.unwrap();
+        assert_eq!(ws.next().await.unwrap().unwrap(), Message::text("echo me"));
+        assert!(matches!(ws.next().await, Some(Ok(Message::Close(_)))), "the close frame ends it");
     }
 }

@@ -117,7 +117,7 @@ pub async fn handler(
 /// Send one event and close (registration and disabled errors).
 async fn refuse(writer: Arc<Writer>, event: Option<serde_json::Value>) {
     if let Some(ev) = event {
-        writer.offer(socket::text_frame(p::frame(&ev).as_bytes()));
+        writer.offer(&socket::text_frame(p::frame(&ev).as_bytes()));
     }
     close(&writer, false).await;
 }
@@ -196,7 +196,7 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
             },
             _ = &mut read_deadline => break,
             _ = ping.tick() => {
-                if matches!(writer.offer(socket::PING), Offer::Slow | Offer::Closed) {
+                if matches!(writer.offer(&socket::PING), Offer::Slow | Offer::Closed) {
                     break;
                 }
             }
