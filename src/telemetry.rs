@@ -2,7 +2,7 @@
 //! and health inputs, so that producers never import metrics (nor metrics them).
 //!
 //! Writers: hardware (CPU and GPU samples), ingest (the broadcaster's measured bitrate), transcode
-//! (each variant's encoder, fps and speed), chat (connected clients), webhooks (delivery results),
+//! (each variant's encoder, fps and speed), chat (connected clients, slow clients dropped), webhooks (delivery results),
 //! storage (object uploads, failures, bytes, queue depth, upload latencies).
 //! Reader: metrics. Every method is cheap and callable from any thread; nothing here blocks for long.
 
@@ -29,6 +29,7 @@ pub struct Telemetry {
     /// Per variant: (sum of speeds, samples) since the last `take_speeds`.
     speeds: Mutex<BTreeMap<usize, (f64, u32)>>,
     chat_clients: AtomicU64,
+    chat_slow_dropped: AtomicU64,
     webhooks_delivered: AtomicU64,
     webhooks_failed: AtomicU64,
     storage: StorageFigures,
@@ -150,6 +151,15 @@ impl Telemetry {
 
     pub fn chat_clients(&self) -> u64 {
         self.chat_clients.load(Ordering::Relaxed)
+    }
+
+    /// The running total of chat clients dropped by the slow-consumer policy (never goes down).
+    pub fn set_chat_slow_dropped(&self, total: u64) {
+        self.chat_slow_dropped.fetch_max(total, Ordering::Relaxed);
+    }
+
+    pub fn chat_slow_dropped(&self) -> u64 {
+        self.chat_slow_dropped.load(Ordering::Relaxed)
     }
 
     /// One webhook delivery finished (delivered, or given up).

@@ -377,6 +377,11 @@ fn a_client_that_stops_reading_is_dropped_and_the_room_gets_everything() {
     eprintln!("stuck client dropped after {sent} messages");
     assert!(dropped, "the stuck client was disconnected after {sent} messages of 7 KB");
     assert_eq!(clients(&s), vec!["reader".to_string()]);
+    let metrics = s.admin_get("/api/admin/prometheus").text().unwrap();
+    assert!(
+        metrics.lines().any(|l| l == "castd_chat_slow_clients_dropped_total 1"),
+        "the drop is counted once in Prometheus:\n{metrics}"
+    );
     done_tx.send(sent).unwrap();
     let got = reading.join().unwrap();
     assert_eq!(got, (0..sent).collect::<Vec<_>>(), "the reader got every message once, in order");

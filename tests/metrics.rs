@@ -502,6 +502,7 @@ fn prometheus_text_parses_and_needs_admin_auth() {
         "castd_ingest_bitrate_kbps",
         "castd_webhook_deliveries_total",
         "castd_webhook_failures_total",
+        "castd_chat_slow_clients_dropped_total",
     ] {
         assert_eq!(value(name), 0.0, "{name}");
     }

@@ -66,7 +66,8 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     )
     .error(404, "None of the messages exists");
     let enabled = BodyDoc::Schema("SetUserEnabledRequest");
-    reg.post("/api/chat/users/setenabled", GROUP, Moderator, "Enable or disable a user", enabled, mod_set_enabled);
+    reg.post("/api/chat/users/setenabled", GROUP, Moderator, "Enable or disable a user", enabled, mod_set_enabled)
+        .error(404, "No such user");
     reg.get("/api/moderation/chat/user/{userId}", GROUP, Moderator, "Details of a chat user", user_details)
         .returns::<UserDetails>();
     reg.get("/api/emoji", GROUP, Public, "Custom emoji", list_emoji).returns_list::<emoji::Emoji>();

@@ -343,3 +343,92 @@ fn fan_out(shard: &Shard, mut room: broadcast::Receiver<Bytes>, slow_dropped: &A
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::socket::Sink;
+    use std::io;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use std::time::{Duration, Instant};
+
+    /// A socket that takes every write whole and records each one.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl tokio::io::AsyncWrite for Recorder {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+            self.0.lock().push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn client(shard: &Shard) -> (Arc<Writer>, Recorder) {
+        let rec = Recorder::default();
+        let writer = Arc::new(Writer::new(Sink::Other(Box::new(rec.clone()))));
+        shard.incoming.lock().push(writer.clone());
+        (writer, rec)
+    }
+
+    fn frame(i: usize) -> Bytes {
+        text_frame(format!("frame {i}").as_bytes())
+    }
+
+    #[test]
+    fn frames_waiting_in_the_ring_go_out_together_at_most_max_batch_at_a_time() {
+        let (tx, room) = broadcast::channel(RING);
+        let shard = Shard::default();
+        let (_writer, rec) = client(&shard);
+        let n = MAX_BATCH + 6;
+        for i in 0..n {
+            tx.send(frame(i)).unwrap();
+        }
+        drop(tx);
+        let slow = AtomicU64::new(0);
+        fan_out(&shard, room, &slow);
+        let writes = rec.0.lock().clone();
+        let expected = |r: std::ops::Range<usize>| r.flat_map(|i| frame(i).to_vec()).collect::<Vec<u8>>();
+        assert_eq!(writes.len(), 2, "{n} waiting frames take two writes");
+        assert_eq!(writes[0], expected(0..MAX_BATCH), "the first write is the first MAX_BATCH frames, in order");
+        assert_eq!(writes[1], expected(MAX_BATCH..n));
+        assert_eq!(slow.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_shard_that_falls_behind_the_ring_drops_its_clients_and_goes_on_serving() {
+        let (tx, room) = broadcast::channel(4);
+        let shard = Arc::new(Shard::default());
+        let (behind, behind_rec) = client(&shard);
+        for i in 0..10 {
+            tx.send(frame(i)).unwrap();
+        }
+        let slow = Arc::new(AtomicU64::new(0));
+        let thread = std::thread::spawn({
+            let (shard, slow) = (shard.clone(), slow.clone());
+            move || fan_out(&shard, room, &slow)
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !behind.is_closed() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(behind.is_closed(), "the lagging shard's client is disconnected");
+        assert_eq!(slow.load(Ordering::Relaxed), 1, "and counted as a slow consumer");
+        assert!(behind_rec.0.lock().is_empty(), "it gets nothing of a room it cannot follow");
+
+        let (later, later_rec) = client(&shard);
+        tx.send(frame(99)).unwrap();
+        drop(tx);
+        thread.join().unwrap();
+        assert!(!later.is_closed());
+        let got: Vec<u8> = later_rec.0.lock().concat();
+        assert!(got.ends_with(&frame(99)), "a client that joins later gets the room's next frames");
+        assert_eq!(slow.load(Ordering::Relaxed), 1);
+    }
+}

@@ -131,6 +131,8 @@ pub struct Metrics {
     encoders_in_use: Mutex<std::collections::HashMap<usize, String>>,
     /// Webhook delivery totals already counted (delivered, failed).
     webhooks_seen: Mutex<(u64, u64)>,
+    /// The slow chat clients dropped that are already counted.
+    chat_slow_seen: Mutex<u64>,
     /// The storage totals already added to the Prometheus counters.
     storage_seen: Mutex<crate::telemetry::StorageTotals>,
 }
@@ -153,6 +155,7 @@ impl Metrics {
             telemetry: deps.telemetry,
             encoders_in_use: Mutex::new(std::collections::HashMap::new()),
             webhooks_seen: Mutex::new((0, 0)),
+            chat_slow_seen: Mutex::new(0),
             storage_seen: Mutex::default(),
         };
         viewers::load(&m)?;
@@ -197,6 +200,11 @@ impl Metrics {
             self.prom.gpu_utilization.get_or_create(&vec![("gpu".to_string(), gpu)]).set(pct);
         }
         self.prom.chat_clients.set(i64::try_from(t.chat_clients()).unwrap_or(i64::MAX));
+        let slow = t.chat_slow_dropped();
+        let mut seen = self.chat_slow_seen.lock();
+        self.prom.chat_slow_dropped.inc_by(slow.saturating_sub(*seen));
+        *seen = slow.max(*seen);
+        drop(seen);
         let (delivered, failed) = t.webhook_totals();
         let mut seen = self.webhooks_seen.lock();
         self.prom.webhook_deliveries.inc_by(delivered.saturating_sub(seen.0));

@@ -30,6 +30,7 @@ pub struct Prom {
     pub chat_users_total: Gauge,
     pub chat_messages_current: Gauge,
     pub chat_messages_total: Gauge,
+    pub chat_slow_dropped: Counter,
     pub playback_errors: Gauge,
     pub cpu_usage: FloatGauge,
     /// Owncast's older name of `cpu_usage`.
@@ -69,6 +70,7 @@ impl Prom {
             chat_users_total: Gauge::default(),
             chat_messages_current: Gauge::default(),
             chat_messages_total: Gauge::default(),
+            chat_slow_dropped: Counter::default(),
             playback_errors: Gauge::default(),
             cpu_usage: FloatGauge::default(),
             cpu_use_pct: FloatGauge::default(),
@@ -126,6 +128,11 @@ impl Prom {
             "castd_ingest_bitrate_kbps",
             "Inbound bitrate from the broadcaster, kbps",
             p.ingest_bitrate_kbps.clone(),
+        );
+        r.register(
+            "castd_chat_slow_clients_dropped",
+            "Chat clients disconnected because they did not read what the room sent",
+            p.chat_slow_dropped.clone(),
         );
         r.register("castd_webhook_deliveries", "Webhook deliveries that succeeded", p.webhook_deliveries.clone());
         r.register("castd_webhook_failures", "Webhook deliveries that failed", p.webhook_failures.clone());
