@@ -1,6 +1,6 @@
 //! Federation (ActivityPub) end to end, on loopback only: two real castd daemons federating with each
-//! other (B follows A, A goes live with an ffmpeg publish, B sees A online), and a small test actor
-//! with its own RSA key sending signed (and badly signed) activities.
+//! other (B follows A, A goes live with an ffmpeg publish, B sees A online, then offline), and a small
+//! test actor with its own RSA key sending signed (and badly signed) activities.
 
 mod common;
 
@@ -139,7 +139,7 @@ fn discovery_and_actor_documents() {
 #[test]
 fn two_servers_federate_and_go_live() {
     let a = federating(&[]);
-    let b = federating(&[]);
+    let b = federating(&[("CASTD_FEDERATION_STATUS_POLL_MS", "500")]);
     a.set("streamtitle", json!("Federated test stream"));
     let r = b.admin_post("/api/admin/federation/servers", &json!({ "url": a.base }));
     assert!(r.status().is_success(), "add server: {} {}", r.status(), r.text().unwrap_or_default());
@@ -168,6 +168,13 @@ fn two_servers_federate_and_go_live() {
     assert_eq!(list["servers"][0]["streamTitle"], "Federated test stream");
     assert!(list["servers"][0]["lastSeenOnline"].is_string());
     wait_exit(&mut ff, Duration::from_secs(30));
+    // Owncast posts nothing when a stream ends: B's status poll sees A offline
+    let offline = b.wait_for(Duration::from_secs(15), || {
+        let list = b.get_json("/api/federation/servers");
+        (list["servers"][0]["isOnline"] == false).then_some(list)
+    });
+    let list = offline.expect("B shows A offline once its stream ended");
+    assert!(list["servers"][0]["lastSeenOnline"].is_string(), "{list}");
     let outbox = ap_get(&a, "/federation/user/streamer/outbox?page=1");
     assert_eq!(outbox["totalItems"], 1);
     let note = &outbox["orderedItems"][0]["object"];

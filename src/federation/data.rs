@@ -107,65 +107,75 @@ impl FollowerState {
     }
 }
 
-/// Record a follow. Returns the approval state the follower had before (`None` if new), or `Err`
-/// when the follower was blocked by the admin (the follow is ignored).
+/// What recording a follow did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Followed {
+    /// A new follower.
+    New,
+    /// A follower that followed before (its profile and follow IRI are refreshed); whether it was
+    /// approved then.
+    Again { was_approved: bool },
+    /// The admin blocked this follower: the follow is ignored.
+    Blocked,
+    /// `MAX_FOLLOWERS` are recorded already: the follow is not recorded.
+    Full,
+}
+
+/// Record a follow (approved, or waiting for the admin's approval). An approval is never taken back
+/// by a later follow.
 pub fn upsert_follower(
     c: &Connection,
     actor: &RemoteActor,
     follow_iri: &str,
     approved: bool,
-) -> Result<Result<Option<bool>, ()>, StoreError> {
+) -> Result<Followed, StoreError> {
+    upsert_follower_within(c, actor, follow_iri, approved, MAX_FOLLOWERS)
+}
+
+fn upsert_follower_within(
+    c: &Connection,
+    actor: &RemoteActor,
+    follow_iri: &str,
+    approved: bool,
+    max_followers: i64,
+) -> Result<Followed, StoreError> {
     let before: Option<(bool, Option<String>)> = c
         .query_row("SELECT approved, disabled_at FROM federation_followers WHERE iri = ?1", [&actor.iri], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .optional()?;
-    match before {
-        Some((_, Some(_))) => Ok(Err(())),
-        Some((was, None)) => {
-            c.execute(
-                "UPDATE federation_followers SET inbox = ?2, shared_inbox = ?3, name = ?4, username = ?5, image = ?6,
-                 link = ?7, follow_iri = ?8, approved = MAX(approved, ?9) WHERE iri = ?1",
-                params![
-                    actor.iri,
-                    actor.inbox,
-                    actor.shared_inbox,
-                    actor.name,
-                    actor.account(),
-                    actor.image,
-                    actor.url,
-                    follow_iri,
-                    approved
-                ],
-            )?;
-            Ok(Ok(Some(was)))
-        }
+    let outcome = match before {
+        Some((_, Some(_))) => return Ok(Followed::Blocked),
+        Some((was_approved, None)) => Followed::Again { was_approved },
         None => {
             let n: i64 = c.query_row("SELECT COUNT(*) FROM federation_followers", [], |r| r.get(0))?;
-            if n >= MAX_FOLLOWERS {
-                return Err(StoreError::Corrupt("too many followers".into()));
+            if n >= max_followers {
+                return Ok(Followed::Full);
             }
-            let t = now();
-            c.execute(
-                "INSERT INTO federation_followers
-                 (iri, inbox, shared_inbox, name, username, image, link, follow_iri, approved, created_at, approved_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, CASE WHEN ?9 THEN ?10 END)",
-                params![
-                    actor.iri,
-                    actor.inbox,
-                    actor.shared_inbox,
-                    actor.name,
-                    actor.account(),
-                    actor.image,
-                    actor.url,
-                    follow_iri,
-                    approved,
-                    t
-                ],
-            )?;
-            Ok(Ok(None))
+            Followed::New
         }
-    }
+    };
+    c.execute(
+        "INSERT INTO federation_followers
+         (iri, inbox, shared_inbox, name, username, image, link, follow_iri, approved, created_at, approved_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, CASE WHEN ?9 THEN ?10 END)
+         ON CONFLICT (iri) DO UPDATE SET inbox = ?2, shared_inbox = ?3, name = ?4, username = ?5, image = ?6,
+         link = ?7, follow_iri = ?8, approved = MAX(approved, ?9),
+         approved_at = COALESCE(approved_at, CASE WHEN ?9 THEN ?10 END)",
+        params![
+            actor.iri,
+            actor.inbox,
+            actor.shared_inbox,
+            actor.name,
+            actor.account(),
+            actor.image,
+            actor.url,
+            follow_iri,
+            approved,
+            now()
+        ],
+    )?;
+    Ok(outcome)
 }
 
 /// The follow activity IRI and inbox of a follower, if there is one.
@@ -502,4 +512,78 @@ pub fn retry(c: &Connection, id: i64, attempts: u32, next_at: i64, error: &str) 
 /// How many deliveries are queued.
 pub fn queued(c: &Connection) -> Result<i64, StoreError> {
     Ok(c.query_row("SELECT COUNT(*) FROM federation_deliveries", [], |r| r.get(0))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        for m in MIGRATIONS {
+            c.execute_batch(m).unwrap();
+        }
+        c
+    }
+
+    fn actor(n: u32) -> RemoteActor {
+        RemoteActor {
+            iri: format!("http://127.0.0.1:1/users/a{n}"),
+            inbox: format!("http://127.0.0.1:1/users/a{n}/inbox"),
+            shared_inbox: "http://127.0.0.1:1/inbox".into(),
+            name: format!("A {n}"),
+            username: format!("a{n}"),
+            image: String::new(),
+            url: format!("http://127.0.0.1:1/@a{n}"),
+        }
+    }
+
+    fn row(c: &Connection, iri: &str) -> (bool, Option<String>, String, String) {
+        c.query_row(
+            "SELECT approved, approved_at, follow_iri, name FROM federation_followers WHERE iri = ?1",
+            [iri],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_follow_is_recorded_refreshed_never_unapproved_and_ignored_once_blocked() {
+        let c = db();
+        let mut a = actor(1);
+        assert_eq!(upsert_follower(&c, &a, "f1", false).unwrap(), Followed::New);
+        let (approved, approved_at, follow, _) = row(&c, &a.iri);
+        assert!(!approved && approved_at.is_none() && follow == "f1", "pending until approved");
+
+        // Following again once public: approved now, with the time of approval.
+        a.name = "Renamed".into();
+        assert_eq!(upsert_follower(&c, &a, "f2", true).unwrap(), Followed::Again { was_approved: false });
+        let (approved, approved_at, follow, name) = row(&c, &a.iri);
+        assert!(approved && approved_at.is_some());
+        assert_eq!((follow.as_str(), name.as_str()), ("f2", "Renamed"), "the follow and profile are refreshed");
+
+        // A later follow in private mode does not take the approval back.
+        assert_eq!(upsert_follower(&c, &a, "f3", false).unwrap(), Followed::Again { was_approved: true });
+        assert!(row(&c, &a.iri).0);
+
+        assert!(block(&c, &a.iri).unwrap());
+        assert_eq!(upsert_follower(&c, &a, "f4", true).unwrap(), Followed::Blocked);
+        let (approved, _, follow, _) = row(&c, &a.iri);
+        assert!(!approved && follow == "f3", "a blocked follower's follow changes nothing");
+    }
+
+    #[test]
+    fn past_the_limit_a_new_follower_is_not_recorded_but_known_ones_still_are() {
+        let c = db();
+        for n in 0..3 {
+            assert_eq!(upsert_follower_within(&c, &actor(n), "f", true, 3).unwrap(), Followed::New);
+        }
+        assert_eq!(upsert_follower_within(&c, &actor(9), "f", true, 3).unwrap(), Followed::Full);
+        let n: i64 = c.query_row("SELECT COUNT(*) FROM federation_followers", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(
+            upsert_follower_within(&c, &actor(1), "g", true, 3).unwrap(),
+            Followed::Again { was_approved: true }
+        );
+    }
 }

@@ -280,10 +280,21 @@ async fn follow(
 ) -> Result<(), FedError> {
     let approved = !fed.settings.get().federation_private;
     let (a, f) = (actor.clone(), iri.to_string());
-    let before = fed.store.call(move |c| data::upsert_follower(c, &a, &f, approved)).await?;
-    let Ok(before) = before else {
-        tracing::info!(actor = %actor.iri, "a blocked follower tried to follow again; ignored");
-        return Ok(());
+    let before = match fed.store.call(move |c| data::upsert_follower(c, &a, &f, approved)).await? {
+        data::Followed::New => None,
+        data::Followed::Again { was_approved } => Some(was_approved),
+        data::Followed::Blocked => {
+            tracing::info!(actor = %actor.iri, "a blocked follower tried to follow again; ignored");
+            return Ok(());
+        }
+        data::Followed::Full => {
+            tracing::warn!(
+                actor = %actor.iri,
+                max = data::MAX_FOLLOWERS,
+                "a follow was rejected: this server has as many followers as it keeps"
+            );
+            return answer_follow(fed, local, &actor.iri, &actor.inbox, iri, false).await;
+        }
     };
     let now_approved = approved || before == Some(true);
     log_activity(fed, iri, &actor.iri, "FOLLOW").await?;

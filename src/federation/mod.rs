@@ -84,6 +84,9 @@ pub struct FederationConfig {
     pub per_host: usize,
     /// Lifetime of a Fediverse sign-in code (`CASTD_FEDIVERSE_CODE_TTL_SECS`, default 10 min).
     pub code_ttl: Duration,
+    /// How often the federated servers shown online are asked whether they still are
+    /// (`CASTD_FEDERATION_STATUS_POLL_MS`, default 60 s).
+    pub status_poll: Duration,
 }
 
 impl FederationConfig {
@@ -101,6 +104,7 @@ impl FederationConfig {
             code_ttl: Duration::from_secs(
                 std::env::var("CASTD_FEDIVERSE_CODE_TTL_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(600),
             ),
+            status_poll: ms("CASTD_FEDERATION_STATUS_POLL_MS", 60_000).max(Duration::from_millis(100)),
         }
     }
 }
@@ -270,6 +274,7 @@ impl IntoResponse for HttpError {
 pub struct Tasks {
     delivery: tokio::task::JoinHandle<()>,
     go_live: tokio::task::JoinHandle<()>,
+    status: tokio::task::JoinHandle<()>,
 }
 
 impl Tasks {
@@ -277,12 +282,15 @@ impl Tasks {
     pub fn stop(self) {
         self.delivery.abort();
         self.go_live.abort();
+        self.status.abort();
     }
 }
 
-/// Start the delivery workers and the go-live post on `Event::StreamStarted`.
+/// Start the delivery workers, the go-live post on `Event::StreamStarted` and the federated servers'
+/// status poll.
 pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
     let delivery = tokio::spawn(delivery::run(fed.clone()));
+    let status = tokio::spawn(servers::watch(fed.clone()));
     let mut sub = bus.subscribe("federation");
     let go_live = tokio::spawn(async move {
         while let Some(event) = sub.recv().await {
@@ -293,7 +301,7 @@ pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
             }
         }
     });
-    Tasks { delivery, go_live }
+    Tasks { delivery, go_live, status }
 }
 
 pub use api::routes;

@@ -1,7 +1,12 @@
 //! Federated servers: other Owncast-compatible servers this one follows. Adding one by URL reads its
 //! `/api/config` (name, summary, tags, fediverse account), resolves the account through WebFinger,
 //! and sends a signed Follow to its actor; its Accept sets `followedAt`; its go-live posts (Create)
-//! mark it online, and its `/api/status` then gives the stream title.
+//! mark it online, and its `/api/status` then gives the stream title. Owncast sends nothing when a
+//! stream ends, so [`watch`] polls the `/api/status` of the servers shown online: one that is no
+//! longer online, or does not answer, is shown offline.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -71,20 +76,63 @@ pub async fn went_live(fed: &Federation, actor: &RemoteActor) -> Result<(), FedE
     let a = actor.iri.clone();
     fed.store.call(move |c| data::server_status(c, &a, true, None)).await?;
     tracing::info!(server = %server.url, "a federated server went live");
-    // The title comes from the server's status, off the inbox request.
-    let status_url = format!("{}/api/status", server.url);
-    if let Ok(u) = fed.client.check_url(&status_url) {
-        let client_status = fed.client.get_plain_json(u.as_str());
-        let store = fed.store.clone();
+    // The title comes from the server's status. A server that just posted is live even when its
+    // status does not answer.
+    if let Some((online, title)) = status(fed, &server.url).await {
         let a = actor.iri.clone();
-        let status = tokio::time::timeout(std::time::Duration::from_secs(10), client_status).await;
-        if let Ok(Ok(v)) = status {
-            let online = v.get("online").and_then(Value::as_bool).unwrap_or(true);
-            let title = v.get("streamTitle").and_then(Value::as_str).map(str::to_string);
-            if let Err(e) = store.call(move |c| data::server_status(c, &a, online, title.as_deref())).await {
-                tracing::warn!("cannot record a federated server's status: {e}");
-            }
-        }
+        fed.store.call(move |c| data::server_status(c, &a, online, title.as_deref())).await?;
     }
     Ok(())
+}
+
+/// Longest wait for a federated server's `/api/status`.
+const STATUS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether the server at `base` is live, and its stream title; `None` when it does not answer.
+async fn status(fed: &Federation, base: &str) -> Option<(bool, Option<String>)> {
+    let url = fed.client.check_url(&format!("{base}/api/status")).ok()?;
+    let v = tokio::time::timeout(STATUS_TIMEOUT, fed.client.get_plain_json(url.as_str())).await.ok()?.ok()?;
+    let online = v.get("online").and_then(Value::as_bool)?;
+    let title = v.get("streamTitle").and_then(Value::as_str).map(str::to_string);
+    Some((online, title))
+}
+
+/// Every `config.status_poll`, ask each server shown online whether it still is; a server that says
+/// it is not, or does not answer, is shown offline. Runs until aborted.
+pub async fn watch(fed: Arc<Federation>) {
+    let mut tick = tokio::time::interval(fed.config.status_poll);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if !fed.enabled() {
+            continue;
+        }
+        let servers = match fed.store.call(|c| data::servers(c)).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot read the federated servers: {e}");
+                continue;
+            }
+        };
+        let online = servers.into_iter().filter(|s| s.is_online);
+        let checks = online.map(|s| {
+            let fed = fed.clone();
+            async move {
+                let (live, title) = status(&fed, &s.url).await.unwrap_or((false, None));
+                if live {
+                    // Still live: only a changed title is news.
+                    if title.as_deref().is_none_or(|t| t == s.stream_title) {
+                        return;
+                    }
+                } else {
+                    tracing::info!(server = %s.url, "a federated server is no longer live");
+                }
+                let a = s.actor_iri.clone();
+                if let Err(e) = fed.store.call(move |c| data::server_status(c, &a, live, title.as_deref())).await {
+                    tracing::warn!("cannot record a federated server's status: {e}");
+                }
+            }
+        });
+        futures_util::future::join_all(checks).await;
+    }
 }
