@@ -2,9 +2,10 @@
 //! `/api/config` (name, summary, tags, fediverse account), resolves the account through WebFinger,
 //! and sends a signed Follow to its actor; its Accept sets `followedAt`; its go-live posts (Create)
 //! mark it online, and its `/api/status` then gives the stream title. Owncast sends nothing when a
-//! stream ends, so [`watch`] polls the `/api/status` of the servers shown online: one that is no
-//! longer online, or does not answer, is shown offline.
+//! stream ends, so [`watch`] polls the `/api/status` of the servers shown online: one that says it is
+//! no longer online, or has not answered `MISSES_OFFLINE` polls in a row, is shown offline.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,11 +98,31 @@ async fn status(fed: &Federation, base: &str) -> Option<(bool, Option<String>)> 
     Some((online, title))
 }
 
-/// Every `config.status_poll`, ask each server shown online whether it still is; a server that says
-/// it is not, or does not answer, is shown offline. Runs until aborted.
+/// Polls in a row a server shown online may not answer before it is shown offline (one network
+/// blip does not end a stream).
+const MISSES_OFFLINE: u32 = 3;
+
+/// What to record of a server shown online with `title`, given its answer to a poll (`None`: no
+/// answer) and the polls in a row it has not answered (updated): `None` when nothing changed.
+fn verdict(answer: Option<(bool, Option<String>)>, missed: &mut u32, title: &str) -> Option<(bool, Option<String>)> {
+    let Some((live, new_title)) = answer else {
+        *missed += 1;
+        return (*missed >= MISSES_OFFLINE).then_some((false, None));
+    };
+    *missed = 0;
+    if live && new_title.as_deref().is_none_or(|t| t == title) {
+        return None;
+    }
+    Some((live, new_title))
+}
+
+/// Every `config.status_poll`, ask each server shown online whether it still is (see the module doc).
+/// Runs until aborted.
 pub async fn watch(fed: Arc<Federation>) {
     let mut tick = tokio::time::interval(fed.config.status_poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Polls in a row each server shown online has not answered.
+    let mut misses: HashMap<i64, u32> = HashMap::new();
     loop {
         tick.tick().await;
         if !fed.enabled() {
@@ -114,25 +135,44 @@ pub async fn watch(fed: Arc<Federation>) {
                 continue;
             }
         };
-        let online = servers.into_iter().filter(|s| s.is_online);
-        let checks = online.map(|s| {
-            let fed = fed.clone();
-            async move {
-                let (live, title) = status(&fed, &s.url).await.unwrap_or((false, None));
-                if live {
-                    // Still live: only a changed title is news.
-                    if title.as_deref().is_none_or(|t| t == s.stream_title) {
-                        return;
-                    }
-                } else {
-                    tracing::info!(server = %s.url, "a federated server is no longer live");
-                }
-                let a = s.actor_iri.clone();
-                if let Err(e) = fed.store.call(move |c| data::server_status(c, &a, live, title.as_deref())).await {
-                    tracing::warn!("cannot record a federated server's status: {e}");
-                }
+        let online: Vec<data::Server> = servers.into_iter().filter(|s| s.is_online).collect();
+        misses.retain(|id, _| online.iter().any(|s| s.id == *id));
+        let answers = futures_util::future::join_all(online.iter().map(|s| status(&fed, &s.url))).await;
+        for (s, answer) in online.into_iter().zip(answers) {
+            let missed = misses.entry(s.id).or_default();
+            let Some((live, title)) = verdict(answer, missed, &s.stream_title) else { continue };
+            if !live {
+                tracing::info!(server = %s.url, "a federated server is no longer live (or stopped answering)");
             }
-        });
-        futures_util::future::join_all(checks).await;
+            let a = s.actor_iri.clone();
+            if let Err(e) = fed.store.call(move |c| data::server_status(c, &a, live, title.as_deref())).await {
+                tracing::warn!("cannot record a federated server's status: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_is_shown_offline_when_it_says_so_or_stops_answering_for_a_while() {
+        let mut missed = 0;
+        assert_eq!(verdict(Some((true, Some("Show".into()))), &mut missed, "Show"), None, "nothing new");
+        assert_eq!(
+            verdict(Some((true, Some("New title".into()))), &mut missed, "Show"),
+            Some((true, Some("New title".into())))
+        );
+        assert_eq!(verdict(Some((false, None)), &mut missed, "Show"), Some((false, None)), "offline at once");
+        for _ in 1..MISSES_OFFLINE {
+            assert_eq!(verdict(None, &mut missed, "Show"), None, "a blip does not end a stream");
+        }
+        assert_eq!(verdict(Some((true, None)), &mut missed, "Show"), None);
+        assert_eq!(missed, 0, "an answer resets the count");
+        for _ in 1..MISSES_OFFLINE {
+            assert_eq!(verdict(None, &mut missed, "Show"), None);
+        }
+        assert_eq!(verdict(None, &mut missed, "Show"), Some((false, None)), "{MISSES_OFFLINE} misses in a row");
     }
 }
