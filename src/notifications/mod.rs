@@ -50,6 +50,8 @@ pub enum NotifyError {
     Key(String),
     #[error("{0}")]
     Invalid(String),
+    #[error("this server already keeps the most push subscriptions it takes ({MAX_DESTINATIONS})")]
+    Full,
 }
 
 impl From<rusqlite::Error> for NotifyError {
@@ -114,19 +116,11 @@ impl Notifications {
         let _ = sub; // parsed only to validate the keys and endpoint
         let (ch, dest) = (channel.to_string(), destination.to_string());
         let now = chrono::Utc::now().to_rfc3339();
-        self.store
-            .call(move |c| {
-                let n: i64 = c.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0))?;
-                if n >= MAX_DESTINATIONS {
-                    return Err(StoreError::Corrupt("too many notification destinations".into()));
-                }
-                c.execute(
-                    "INSERT OR IGNORE INTO notification_destinations (channel, destination, created_at) VALUES (?1, ?2, ?3)",
-                    rusqlite::params![ch, dest, now],
-                )?;
-                Ok(())
-            })
-            .await?;
+        let saved = self.store.call(move |c| save_destination(c, &ch, &dest, &now, MAX_DESTINATIONS)).await?;
+        if !saved {
+            tracing::warn!(max = MAX_DESTINATIONS, "a push subscription was refused: the table is full");
+            return Err(NotifyError::Full);
+        }
         Ok(())
     }
 
@@ -253,9 +247,38 @@ async fn register_destination(
     }
     state.notifications.register(&channel, &destination).await.map_err(|e| match e {
         NotifyError::Invalid(m) => ApiError::BadRequest(m),
+        NotifyError::Full => ApiError::BadRequest(NotifyError::Full.to_string()),
         other => ApiError::Internal(other.to_string()),
     })?;
     Ok(StatusResponse::ok("registered"))
+}
+
+/// Save a destination unless `max` others are saved already (saving one again is a no-op that
+/// succeeds); false when it was refused.
+fn save_destination(
+    c: &rusqlite::Connection,
+    channel: &str,
+    destination: &str,
+    now: &str,
+    max: i64,
+) -> Result<bool, StoreError> {
+    let known: bool = c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM notification_destinations WHERE channel = ?1 AND destination = ?2)",
+        [channel, destination],
+        |r| r.get(0),
+    )?;
+    if known {
+        return Ok(true);
+    }
+    let n: i64 = c.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0))?;
+    if n >= max {
+        return Ok(false);
+    }
+    c.execute(
+        "INSERT OR IGNORE INTO notification_destinations (channel, destination, created_at) VALUES (?1, ?2, ?3)",
+        [channel, destination, now],
+    )?;
+    Ok(true)
 }
 
 /// Send the go-live notifications whenever the stream starts.
@@ -305,6 +328,22 @@ mod tests {
         assert_eq!(a, b);
         // an uncompressed P-256 point is 65 bytes
         assert_eq!(base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&a).unwrap().len(), 65);
+    }
+
+    #[test]
+    fn a_full_table_refuses_new_destinations_but_not_known_ones() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        for m in MIGRATIONS {
+            c.execute_batch(m).unwrap();
+        }
+        let count = |c: &rusqlite::Connection| -> i64 {
+            c.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0)).unwrap()
+        };
+        assert!(save_destination(&c, BROWSER_PUSH, "a", "t", 2).unwrap());
+        assert!(save_destination(&c, BROWSER_PUSH, "b", "t", 2).unwrap());
+        assert!(!save_destination(&c, BROWSER_PUSH, "c", "t", 2).unwrap(), "full");
+        assert!(save_destination(&c, BROWSER_PUSH, "a", "t", 2).unwrap(), "a known one is still fine");
+        assert_eq!(count(&c), 2);
     }
 
     #[tokio::test]
