@@ -38,8 +38,10 @@ impl Series {
         Self { points: VecDeque::with_capacity(cap.min(64)), cap: cap.max(1) }
     }
 
-    /// Append a point, dropping the oldest when full.
+    /// Append a point, dropping the oldest when full. Values are kept finite (JSON has no infinity,
+    /// and sums of client-reported counts can overflow): infinities saturate, NaN is 0.
     pub fn push(&mut self, time: DateTime<Utc>, value: f64) {
+        let value = if value.is_nan() { 0.0 } else { value.clamp(f64::MIN, f64::MAX) };
         if self.points.len() >= self.cap {
             self.points.pop_front();
         }
@@ -158,7 +160,7 @@ pub fn min_median_max(values: &[f64]) -> Option<(f64, f64, f64)> {
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    let median = if n % 2 == 1 { v[n / 2] } else { v[n / 2 - 1] / 2.0 + v[n / 2] / 2.0 }; // no overflow
     Some((v[0], median, v[n - 1]))
 }
 
@@ -180,6 +182,16 @@ mod tests {
     }
 
     #[test]
+    fn points_stay_finite() {
+        let mut s = Series::default();
+        for v in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MAX + f64::MAX] {
+            s.push(Utc::now(), v);
+        }
+        let v: Vec<f64> = s.to_vec().iter().map(|p| p.value).collect();
+        assert_eq!(v, vec![f64::MAX, f64::MIN, 0.0, f64::MAX]);
+    }
+
+    #[test]
     fn default_capacity_is_ten_hours_of_30s_windows() {
         const { assert!(SERIES_CAPACITY * 30 >= 10 * 3600) };
         let mut s = Series::default();
@@ -195,5 +207,6 @@ mod tests {
         assert_eq!(min_median_max(&[3.0, 1.0, 2.0]), Some((1.0, 2.0, 3.0)));
         assert_eq!(min_median_max(&[4.0, 1.0, 2.0, 3.0]), Some((1.0, 2.5, 4.0)));
         assert_eq!(min_median_max(&[f64::NAN, 5.0]), Some((5.0, 5.0, 5.0)));
+        assert_eq!(min_median_max(&[f64::MAX, f64::MAX]), Some((f64::MAX, f64::MAX, f64::MAX)));
     }
 }
