@@ -518,12 +518,17 @@ pub fn queued(c: &Connection) -> Result<i64, StoreError> {
 mod tests {
     use super::*;
 
-    fn db() -> Connection {
-        let c = Connection::open_in_memory().unwrap();
-        for m in MIGRATIONS {
-            c.execute_batch(m).unwrap();
-        }
-        c
+    /// Run `f` on a fresh database with this module's migrations.
+    fn with_db(f: impl FnOnce(&Connection)) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        store.migrate("federation", MIGRATIONS).unwrap();
+        store
+            .with(|c| {
+                f(c);
+                Ok(())
+            })
+            .unwrap();
     }
 
     fn actor(n: u32) -> RemoteActor {
@@ -549,41 +554,43 @@ mod tests {
 
     #[test]
     fn a_follow_is_recorded_refreshed_never_unapproved_and_ignored_once_blocked() {
-        let c = db();
-        let mut a = actor(1);
-        assert_eq!(upsert_follower(&c, &a, "f1", false).unwrap(), Followed::New);
-        let (approved, approved_at, follow, _) = row(&c, &a.iri);
-        assert!(!approved && approved_at.is_none() && follow == "f1", "pending until approved");
+        with_db(|c| {
+            let mut a = actor(1);
+            assert_eq!(upsert_follower(c, &a, "f1", false).unwrap(), Followed::New);
+            let (approved, approved_at, follow, _) = row(c, &a.iri);
+            assert!(!approved && approved_at.is_none() && follow == "f1", "pending until approved");
 
-        // Following again once public: approved now, with the time of approval.
-        a.name = "Renamed".into();
-        assert_eq!(upsert_follower(&c, &a, "f2", true).unwrap(), Followed::Again { was_approved: false });
-        let (approved, approved_at, follow, name) = row(&c, &a.iri);
-        assert!(approved && approved_at.is_some());
-        assert_eq!((follow.as_str(), name.as_str()), ("f2", "Renamed"), "the follow and profile are refreshed");
+            // Following again once public: approved now, with the time of approval.
+            a.name = "Renamed".into();
+            assert_eq!(upsert_follower(c, &a, "f2", true).unwrap(), Followed::Again { was_approved: false });
+            let (approved, approved_at, follow, name) = row(c, &a.iri);
+            assert!(approved && approved_at.is_some());
+            assert_eq!((follow.as_str(), name.as_str()), ("f2", "Renamed"), "the follow and profile are refreshed");
 
-        // A later follow in private mode does not take the approval back.
-        assert_eq!(upsert_follower(&c, &a, "f3", false).unwrap(), Followed::Again { was_approved: true });
-        assert!(row(&c, &a.iri).0);
+            // A later follow in private mode does not take the approval back.
+            assert_eq!(upsert_follower(c, &a, "f3", false).unwrap(), Followed::Again { was_approved: true });
+            assert!(row(c, &a.iri).0);
 
-        assert!(block(&c, &a.iri).unwrap());
-        assert_eq!(upsert_follower(&c, &a, "f4", true).unwrap(), Followed::Blocked);
-        let (approved, _, follow, _) = row(&c, &a.iri);
-        assert!(!approved && follow == "f3", "a blocked follower's follow changes nothing");
+            assert!(block(c, &a.iri).unwrap());
+            assert_eq!(upsert_follower(c, &a, "f4", true).unwrap(), Followed::Blocked);
+            let (approved, _, follow, _) = row(c, &a.iri);
+            assert!(!approved && follow == "f3", "a blocked follower's follow changes nothing");
+        });
     }
 
     #[test]
     fn past_the_limit_a_new_follower_is_not_recorded_but_known_ones_still_are() {
-        let c = db();
-        for n in 0..3 {
-            assert_eq!(upsert_follower_within(&c, &actor(n), "f", true, 3).unwrap(), Followed::New);
-        }
-        assert_eq!(upsert_follower_within(&c, &actor(9), "f", true, 3).unwrap(), Followed::Full);
-        let n: i64 = c.query_row("SELECT COUNT(*) FROM federation_followers", [], |r| r.get(0)).unwrap();
-        assert_eq!(n, 3);
-        assert_eq!(
-            upsert_follower_within(&c, &actor(1), "g", true, 3).unwrap(),
-            Followed::Again { was_approved: true }
-        );
+        with_db(|c| {
+            for n in 0..3 {
+                assert_eq!(upsert_follower_within(c, &actor(n), "f", true, 3).unwrap(), Followed::New);
+            }
+            assert_eq!(upsert_follower_within(c, &actor(9), "f", true, 3).unwrap(), Followed::Full);
+            let n: i64 = c.query_row("SELECT COUNT(*) FROM federation_followers", [], |r| r.get(0)).unwrap();
+            assert_eq!(n, 3);
+            assert_eq!(
+                upsert_follower_within(c, &actor(1), "g", true, 3).unwrap(),
+                Followed::Again { was_approved: true }
+            );
+        });
     }
 }

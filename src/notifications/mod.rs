@@ -332,18 +332,22 @@ mod tests {
 
     #[test]
     fn a_full_table_refuses_new_destinations_but_not_known_ones() {
-        let c = rusqlite::Connection::open_in_memory().unwrap();
-        for m in MIGRATIONS {
-            c.execute_batch(m).unwrap();
-        }
-        let count = |c: &rusqlite::Connection| -> i64 {
-            c.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0)).unwrap()
-        };
-        assert!(save_destination(&c, BROWSER_PUSH, "a", "t", 2).unwrap());
-        assert!(save_destination(&c, BROWSER_PUSH, "b", "t", 2).unwrap());
-        assert!(!save_destination(&c, BROWSER_PUSH, "c", "t", 2).unwrap(), "full");
-        assert!(save_destination(&c, BROWSER_PUSH, "a", "t", 2).unwrap(), "a known one is still fine");
-        assert_eq!(count(&c), 2);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("n.db")).unwrap();
+        store.migrate("notifications", MIGRATIONS).unwrap();
+        store
+            .with(|c| {
+                let count = |c: &rusqlite::Connection| -> i64 {
+                    c.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0)).unwrap()
+                };
+                assert!(save_destination(c, BROWSER_PUSH, "a", "t", 2)?);
+                assert!(save_destination(c, BROWSER_PUSH, "b", "t", 2)?);
+                assert!(!save_destination(c, BROWSER_PUSH, "c", "t", 2)?, "full");
+                assert!(save_destination(c, BROWSER_PUSH, "a", "t", 2)?, "a known one is still fine");
+                assert_eq!(count(c), 2);
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[tokio::test]
