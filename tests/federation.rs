@@ -340,6 +340,36 @@ fn inbox_verifies_signatures_and_handles_activities() {
     assert_eq!(followers(&a, "")["total"], 0);
 }
 
+/// The admin's denial of a pending follow answers the follower with a Reject of that follow and
+/// blocks it: a later follow from it is ignored.
+#[test]
+fn a_denied_follow_gets_a_reject_and_later_follows_are_ignored() {
+    let a = federating(&[]);
+    a.set("federation/private", json!(true));
+    let alice = FedActor::start("alice");
+    let follow_id = format!("{}/follows/1", alice.base);
+    let follow = json!({"id": follow_id, "type": "Follow", "actor": alice.iri(), "object": actor_iri(&a)});
+    assert_eq!(alice.send(&inbox(&a), &follow), 202);
+    assert_eq!(followers(&a, "/pending")["total"], 1);
+    let r = a.admin_post("/api/admin/followers/approve", &json!({"actorIRI": alice.iri(), "approved": false}));
+    assert!(r.status().is_success());
+    let reject = alice.wait_for(Duration::from_secs(15), |v| v["type"] == "Reject").expect("a Reject");
+    let v = reject.json();
+    assert_eq!(v["actor"], actor_iri(&a));
+    assert_eq!(v["object"]["id"], follow_id.as_str(), "it rejects that follow");
+    assert_eq!(followers(&a, "/pending")["total"], 0);
+    assert_eq!(followers(&a, "/blocked")["total"], 1);
+
+    let again = json!({"id": format!("{}/follows/2", alice.base), "type": "Follow", "actor": alice.iri(), "object": actor_iri(&a)});
+    a.set("federation/private", json!(false));
+    assert_eq!(alice.send(&inbox(&a), &again), 202);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(followers(&a, "")["total"], 0, "a blocked follower stays out");
+    let answers =
+        alice.received().iter().filter(|r| matches!(r.json()["type"].as_str(), Some("Accept" | "Reject"))).count();
+    assert_eq!(answers, 1, "the ignored follow gets no answer");
+}
+
 #[test]
 fn deliveries_retry_and_survive_a_restart() {
     let a = federating(&[]);
