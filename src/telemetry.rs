@@ -153,12 +153,13 @@ impl Telemetry {
         self.chat_clients.load(Ordering::Relaxed)
     }
 
-    /// The running total of chat clients dropped by the slow-consumer policy (never goes down).
-    pub fn set_chat_slow_dropped(&self, total: u64) {
-        self.chat_slow_dropped.fetch_max(total, Ordering::Relaxed);
+    /// `n` chat clients were dropped by the slow-consumer policy.
+    pub fn chat_slow_dropped(&self, n: u64) {
+        self.chat_slow_dropped.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub fn chat_slow_dropped(&self) -> u64 {
+    /// Chat clients dropped by the slow-consumer policy since start.
+    pub fn chat_slow_dropped_total(&self) -> u64 {
         self.chat_slow_dropped.load(Ordering::Relaxed)
     }
 

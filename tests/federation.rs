@@ -164,8 +164,14 @@ fn two_servers_federate_and_go_live() {
         let list = b.get_json("/api/federation/servers");
         (list["servers"][0]["isOnline"] == true).then_some(list)
     });
-    let list = online.expect("B shows A online");
-    assert_eq!(list["servers"][0]["streamTitle"], "Federated test stream");
+    online.expect("B shows A online");
+    // the title is fetched from A's status right after, off the inbox request
+    let titled = b.wait_for(Duration::from_secs(10), || {
+        let list = b.get_json("/api/federation/servers");
+        (list["servers"][0]["streamTitle"] == "Federated test stream").then_some(list)
+    });
+    let list = titled.expect("B shows A's stream title");
+    assert_eq!(list["servers"][0]["isOnline"], true);
     assert!(list["servers"][0]["lastSeenOnline"].is_string());
     wait_exit(&mut ff, Duration::from_secs(30));
     // Owncast posts nothing when a stream ends: B's status poll sees A offline

@@ -32,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use super::protocol::User;
 use super::socket::{text_frame, Offer, Writer};
+use crate::telemetry::Telemetry;
 
 /// Frames the room's ring holds: how far a shard's fan-out thread may fall behind.
 pub const RING: usize = 4096;
@@ -101,12 +102,12 @@ pub struct Hub {
     fan_out_started: Once,
     presence: Mutex<HashMap<String, Presence>>,
     next_id: AtomicU64,
-    /// Clients dropped by the slow-consumer policy since start.
-    pub slow_dropped: Arc<AtomicU64>,
+    /// Where the fan-out counts the clients it drops as slow consumers.
+    telemetry: Arc<Telemetry>,
 }
 
-impl Default for Hub {
-    fn default() -> Self {
+impl Hub {
+    pub fn new(telemetry: Arc<Telemetry>) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Self {
             clients: RwLock::new(HashMap::new()),
@@ -115,12 +116,10 @@ impl Default for Hub {
             fan_out_started: Once::new(),
             presence: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            slow_dropped: Arc::new(AtomicU64::new(0)),
+            telemetry,
         }
     }
-}
 
-impl Hub {
     pub fn len(&self) -> usize {
         self.clients.read().len()
     }
@@ -144,14 +143,14 @@ impl Hub {
         self.fan_out_started.call_once(|| {
             for (n, shard) in self.shards.iter().enumerate() {
                 let task = {
-                    let (shard, room, slow) = (shard.clone(), self.room.subscribe(), self.slow_dropped.clone());
-                    move || fan_out(&shard, room, &slow)
+                    let (shard, room, telemetry) = (shard.clone(), self.room.subscribe(), self.telemetry.clone());
+                    move || fan_out(&shard, room, &telemetry)
                 };
                 if let Err(e) = std::thread::Builder::new().name(format!("castd-chat-{n}")).spawn(task) {
                     // The thread's receiver went with the failed spawn; tokio's blocking pool gets a new one.
                     tracing::warn!("could not start a chat fan-out thread ({e}); using tokio's blocking pool");
-                    let (shard, room, slow) = (shard.clone(), self.room.subscribe(), self.slow_dropped.clone());
-                    tokio::task::spawn_blocking(move || fan_out(&shard, room, &slow));
+                    let (shard, room, telemetry) = (shard.clone(), self.room.subscribe(), self.telemetry.clone());
+                    tokio::task::spawn_blocking(move || fan_out(&shard, room, &telemetry));
                 }
             }
         });
@@ -284,7 +283,7 @@ impl Hub {
 /// A shard's fan-out thread: the room's frames to every client of the shard, in ring order. Frames
 /// that arrived while it was writing the previous ones go out together (one write per client), so
 /// the busier the room, the fewer writes per frame. It ends when the hub is dropped.
-fn fan_out(shard: &Shard, mut room: broadcast::Receiver<Bytes>, slow_dropped: &AtomicU64) {
+fn fan_out(shard: &Shard, mut room: broadcast::Receiver<Bytes>, telemetry: &Telemetry) {
     let mut clients: Vec<Arc<Writer>> = Vec::new();
     let mut batch: Vec<Bytes> = Vec::new();
     loop {
@@ -303,7 +302,7 @@ fn fan_out(shard: &Shard, mut room: broadcast::Receiver<Bytes>, slow_dropped: &A
                     );
                     for w in clients.drain(..) {
                         if !w.is_closed() {
-                            slow_dropped.fetch_add(1, Ordering::Relaxed);
+                            telemetry.chat_slow_dropped(1);
                             w.kill();
                         }
                     }
@@ -335,7 +334,7 @@ fn fan_out(shard: &Shard, mut room: broadcast::Receiver<Bytes>, slow_dropped: &A
                     clients.swap_remove(i);
                 }
                 Offer::Slow => {
-                    slow_dropped.fetch_add(1, Ordering::Relaxed);
+                    telemetry.chat_slow_dropped(1);
                     tracing::debug!("a chat client was too slow; disconnected it");
                     clients.swap_remove(i);
                 }
@@ -391,14 +390,14 @@ mod tests {
             tx.send(frame(i)).unwrap();
         }
         drop(tx);
-        let slow = AtomicU64::new(0);
-        fan_out(&shard, room, &slow);
+        let telemetry = Telemetry::default();
+        fan_out(&shard, room, &telemetry);
         let writes = rec.0.lock().clone();
         let expected = |r: std::ops::Range<usize>| r.flat_map(|i| frame(i).to_vec()).collect::<Vec<u8>>();
         assert_eq!(writes.len(), 2, "{n} waiting frames take two writes");
         assert_eq!(writes[0], expected(0..MAX_BATCH), "the first write is the first MAX_BATCH frames, in order");
         assert_eq!(writes[1], expected(MAX_BATCH..n));
-        assert_eq!(slow.load(Ordering::Relaxed), 0);
+        assert_eq!(telemetry.chat_slow_dropped_total(), 0);
     }
 
     #[test]
@@ -409,17 +408,17 @@ mod tests {
         for i in 0..10 {
             tx.send(frame(i)).unwrap();
         }
-        let slow = Arc::new(AtomicU64::new(0));
+        let telemetry = Arc::new(Telemetry::default());
         let thread = std::thread::spawn({
-            let (shard, slow) = (shard.clone(), slow.clone());
-            move || fan_out(&shard, room, &slow)
+            let (shard, telemetry) = (shard.clone(), telemetry.clone());
+            move || fan_out(&shard, room, &telemetry)
         });
         let deadline = Instant::now() + Duration::from_secs(10);
         while !behind.is_closed() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(behind.is_closed(), "the lagging shard's client is disconnected");
-        assert_eq!(slow.load(Ordering::Relaxed), 1, "and counted as a slow consumer");
+        assert_eq!(telemetry.chat_slow_dropped_total(), 1, "and counted as a slow consumer");
         assert!(behind_rec.0.lock().is_empty(), "it gets nothing of a room it cannot follow");
 
         let (later, later_rec) = client(&shard);
@@ -429,6 +428,6 @@ mod tests {
         assert!(!later.is_closed());
         let got: Vec<u8> = later_rec.0.lock().concat();
         assert!(got.ends_with(&frame(99)), "a client that joins later gets the room's next frames");
-        assert_eq!(slow.load(Ordering::Relaxed), 1);
+        assert_eq!(telemetry.chat_slow_dropped_total(), 1);
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! `Chat` is the feature's state (handlers take `State<Arc<Chat>>`): the hub, the bans, and the narrow
 //! handles chat was given at construction (store, settings, bus, the stream snapshot for "online",
-//! integration tokens for the bot routes, telemetry for the connected-clients count). `Chat::open`
+//! integration tokens for the bot routes, telemetry for the connected and slow-dropped clients). `Chat::open`
 //! runs the migrations, loads the IP bans and sizes the connection limit from the open-file limit
 //! (raising the soft limit to the hard one first). Every chat event is published on the bus as well as
 //! sent to the sockets. Chat implements `http::UserTokens` for routes of other features that accept a
@@ -125,7 +125,7 @@ impl Chat {
         std::fs::create_dir_all(&deps.emoji_dir)?;
         tracing::info!(open_files = nofile, max_chat_connections = max, "chat ready");
         Ok(Arc::new(Chat {
-            hub: hub::Hub::default(),
+            hub: hub::Hub::new(deps.telemetry.clone()),
             bans: RwLock::new(bans.into_iter().collect()),
             max_connections: AtomicUsize::new(usize::try_from(max).unwrap_or(usize::MAX)),
             store: deps.store,

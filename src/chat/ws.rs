@@ -202,9 +202,6 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
             }
         }
     }
-    // Every slow-consumer drop ends a connection here, so the total is current before the client
-    // leaves the hub's list.
-    ctx.telemetry.set_chat_slow_dropped(ctx.hub.slow_dropped.load(Ordering::Relaxed));
     if ctx.hub.remove(&client) {
         schedule_part(&ctx, &client);
     }

@@ -159,7 +159,12 @@ async fn deleted_actor(
 }
 
 /// Act on a verified activity from `actor`.
-pub async fn handle(fed: &Federation, local: &Local, actor: &RemoteActor, activity: &Value) -> Result<(), FedError> {
+pub async fn handle(
+    fed: &Arc<Federation>,
+    local: &Local,
+    actor: &RemoteActor,
+    activity: &Value,
+) -> Result<(), FedError> {
     let kind = activity.get("type").and_then(Value::as_str).unwrap_or_default();
     let iri = activity.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
     let object = activity.get("object").cloned().unwrap_or(Value::Null);

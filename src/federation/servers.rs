@@ -69,7 +69,7 @@ pub async fn remove(fed: &Federation, local: &Local, id: i64) -> Result<bool, Fe
 }
 
 /// A Create from `actor`: if it is a federated server, it went live.
-pub async fn went_live(fed: &Federation, actor: &RemoteActor) -> Result<(), FedError> {
+pub async fn went_live(fed: &Arc<Federation>, actor: &RemoteActor) -> Result<(), FedError> {
     let a = actor.iri.clone();
     let Some(server) = fed.store.call(move |c| data::server_by(c, None, Some(&a))).await? else {
         return Ok(());
@@ -77,12 +77,16 @@ pub async fn went_live(fed: &Federation, actor: &RemoteActor) -> Result<(), FedE
     let a = actor.iri.clone();
     fed.store.call(move |c| data::server_status(c, &a, true, None)).await?;
     tracing::info!(server = %server.url, "a federated server went live");
-    // The title comes from the server's status. A server that just posted is live even when its
-    // status does not answer.
-    if let Some((online, title)) = status(fed, &server.url).await {
-        let a = actor.iri.clone();
-        fed.store.call(move |c| data::server_status(c, &a, online, title.as_deref())).await?;
-    }
+    // The title comes from the server's status, fetched off the inbox request so the sender's
+    // delivery never waits on it. A server that just posted is live even when its status does not
+    // answer.
+    let (fed, a) = (fed.clone(), actor.iri.clone());
+    tokio::spawn(async move {
+        let Some((online, title)) = status(&fed, &server.url).await else { return };
+        if let Err(e) = fed.store.call(move |c| data::server_status(c, &a, online, title.as_deref())).await {
+            tracing::warn!("cannot record a federated server's status: {e}");
+        }
+    });
     Ok(())
 }
 

@@ -200,7 +200,7 @@ impl Metrics {
             self.prom.gpu_utilization.get_or_create(&vec![("gpu".to_string(), gpu)]).set(pct);
         }
         self.prom.chat_clients.set(i64::try_from(t.chat_clients()).unwrap_or(i64::MAX));
-        let slow = t.chat_slow_dropped();
+        let slow = t.chat_slow_dropped_total();
         let mut seen = self.chat_slow_seen.lock();
         self.prom.chat_slow_dropped.inc_by(slow.saturating_sub(*seen));
         *seen = slow.max(*seen);

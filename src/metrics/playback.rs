@@ -322,8 +322,8 @@ pub fn record_legacy(metrics: &Metrics, ctx: &ClientCtx, v: &LegacyValues) -> St
         // Counts come from clients: a huge one saturates instead of overflowing.
         s.error_count = s.error_count.saturating_add(v.errors.round() as u64);
         s.quality_variant_changes = s.quality_variant_changes.saturating_add(v.quality_variant_changes.round() as u64);
-        w.errors = (w.errors + v.errors).min(f64::MAX);
-        w.quality_changes = (w.quality_changes + v.quality_variant_changes).min(f64::MAX);
+        w.errors += v.errors;
+        w.quality_changes += v.quality_variant_changes;
     });
     client_id
 }
