@@ -43,7 +43,8 @@ test-deb-nspawn: deb
 	./packaging/test-deb-nspawn.sh
 
 # The module graph of src/ (no cycles, layering rules) is checked by tests/architecture.rs.
-lint:
+lint: deps
+	$(CARGO) deny check licenses bans
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --locked --test architecture
@@ -52,6 +53,7 @@ clean:
 	$(CARGO) clean
 	rm -rf web/dist
 
-# Licence policy (deny.toml); needs `cargo install --locked cargo-deny`. Advisories need network access to RustSec.
-deny:
-	cargo deny check licenses bans
+# Licence policy (deny.toml); cargo-deny is installed, pinned, by packaging/deps.sh. The advisories check needs
+# network access to RustSec, which the build machines lack.
+deny: deps
+	$(CARGO) deny check licenses bans

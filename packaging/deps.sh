@@ -35,22 +35,43 @@ if [ "${CASTD_SKIP_APT:-0}" != 1 ]; then
   fi
 fi
 
-# cargo tools used by `make deb` and CI
+# cargo tools, each at an exact version with its own Cargo.lock (--locked), so every machine builds the same
+# tool: cargo-deb (`make deb`), cargo-deny (`make lint`, `make deny`), s3s-fs (the S3 server, SigV4-checking,
+# over a local folder, that tests/storage.rs, tests/web/storage.test.mjs and bench/storage run against;
+# built unoptimised, --debug: the tests need it correct, not fast, and the optimised build took about
+# 12 min on 2 cores).
+CARGO_DEB_VERSION=3.8.0
+CARGO_DENY_VERSION=0.20.2
+S3S_FS_VERSION=0.14.1
+# `have TOOL VERSION`: TOOL is on PATH and reports VERSION (cargo subcommands answer `cargo TOOL --version`).
+have() {
+  case "$1" in
+    cargo-*) cargo "${1#cargo-}" --version 2>/dev/null | grep -qw "$2" ;;
+    *) command -v "$1" >/dev/null 2>&1 && cargo install --list 2>/dev/null | grep -q "^$1 v$2:" ;;
+  esac
+}
 if [ "${CASTD_SKIP_CARGO_TOOLS:-0}" != 1 ]; then
-  command -v cargo-deb >/dev/null 2>&1 || cargo install --locked cargo-deb
-  # s3s-fs: the S3 server (SigV4-checking, over a local folder) that tests/storage.rs, tests/web/storage.test.mjs and
-  # bench/storage run against. Built unoptimised (--debug): the tests need it correct, not fast, and the
-  # optimised build took about 12 min on 2 cores.
-  command -v s3s-fs >/dev/null 2>&1 || cargo install --debug s3s-fs@0.14.1 --features binary --locked
+  have cargo-deb "$CARGO_DEB_VERSION" || cargo install --locked --force "cargo-deb@$CARGO_DEB_VERSION"
+  have cargo-deny "$CARGO_DENY_VERSION" || cargo install --locked --force "cargo-deny@$CARGO_DENY_VERSION"
+  have s3s-fs "$S3S_FS_VERSION" ||
+    cargo install --locked --force --debug "s3s-fs@$S3S_FS_VERSION" --features binary
 fi
 
-# schemathesis (tests/schemathesis/run.sh, part of `make test`), pinned, in its own venv.
-SCHEMATHESIS_VERSION=4.32.5
+# schemathesis (tests/schemathesis/run.sh, part of `make test`) in its own venv on Debian's python3, with its
+# whole dependency tree pinned by version and hash (tests/schemathesis/requirements.txt), so a fresh machine
+# generates exactly the cases CI generated. The venv is rebuilt whenever that file changes.
 CASTD_VENV="${CASTD_VENV:-/opt/castd-venv}"
+REQS="$(cd "$(dirname "$0")/.." && pwd)/tests/schemathesis/requirements.txt"
 if [ "${CASTD_SKIP_PIP:-0}" != 1 ]; then
-  if ! "$CASTD_VENV/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-    echo "deps: installing schemathesis $SCHEMATHESIS_VERSION into $CASTD_VENV"
-    python3 -m venv "$CASTD_VENV"
-    "$CASTD_VENV/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION"
+  want="$(sha256sum "$REQS" | cut -d' ' -f1)"
+  if [ "$(cat "$CASTD_VENV/.castd-requirements" 2>/dev/null)" != "$want" ]; then
+    echo "deps: installing schemathesis and its pinned dependencies into $CASTD_VENV"
+    rm -rf "$CASTD_VENV"
+    PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+    "$PY" -m venv "$CASTD_VENV"
+    # --isolated: no pip.conf or PIP_* variables of this machine (extra indexes, find-links) take part.
+    "$CASTD_VENV/bin/pip" install --isolated -q --no-deps --require-hashes --only-binary=:all: -r "$REQS"
+    "$CASTD_VENV/bin/pip" check
+    echo "$want" >"$CASTD_VENV/.castd-requirements"
   fi
 fi

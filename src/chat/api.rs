@@ -29,6 +29,11 @@ use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, Respons
 
 const GROUP: &str = "chat";
 
+/// `POST /api/chat/register`'s body: Owncast's `{displayName?}`, and nothing is refused. A JSON object whose
+/// `displayName` is a string asks for that name; no body, any other JSON value or a body that is not JSON
+/// registers a user with a picked name (Owncast ignores a body it cannot decode).
+const REGISTER_BODY_SCHEMA: &str = r#"{"type":["object","array","string","number","boolean","null"],"description":"Optional. An object {\"displayName\": \"NAME\"} asks for that name; any other body (none, another JSON value, not JSON) is accepted and a name is picked, as Owncast does.","example":{"displayName":"alice"}}"#;
+
 /// An IP address as the ban routes take it (IPv6 may also come in brackets).
 /// Documented as IPv4 (a pattern: schema tools do not combine formats); IPv6 is taken as well.
 const IP_SCHEMA: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"}"#;
@@ -36,7 +41,6 @@ const IP_SCHEMA: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[
 pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     use Auth::{Admin, Moderator, Public, User as U};
     let mut reg = reg.scope(chat);
-    reg.schema::<RegisterRequest>();
     reg.schema::<MessageVisibilityRequest>();
     reg.schema::<SetUserEnabledRequest>();
     reg.schema::<SetModeratorRequest>();
@@ -47,7 +51,9 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
         .answers(ResponseDoc::Upgrade("Switching to the chat websocket (Owncast's chat protocol)"))
         .error(400, "Not a websocket handshake")
         .error(403, "The client's address is banned");
-    let register = BodyDoc::Schema("RegisterRequest");
+    // Owncast registers a user whatever the body holds (a body that does not decode is ignored), and so does
+    // castd: the document says so (any value), so schema tools do not expect a refusal.
+    let register = BodyDoc::Json(REGISTER_BODY_SCHEMA);
     reg.post("/api/chat/register", GROUP, Public, "Register a chat user", register, register_user)
         .optional_body()
         .returns::<RegisterResponse>()
@@ -169,11 +175,26 @@ impl FromRequestParts<Arc<Chat>> for ChatModerator {
     }
 }
 
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
+/// What a registration asks for (see `REGISTER_BODY_SCHEMA`).
+#[derive(Debug, Default, PartialEq)]
 pub struct RegisterRequest {
-    #[serde(default)]
     pub display_name: Option<String>,
+}
+
+impl RegisterRequest {
+    /// The request in `body`, read as Owncast reads it: only a JSON object's string `displayName` counts;
+    /// anything else (no body, another JSON value, a `displayName` that is not a string, not JSON) asks for
+    /// nothing and is not an error.
+    pub fn tolerant(body: &[u8]) -> RegisterRequest {
+        let display_name = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(mut o)) => match o.remove("displayName") {
+                Some(Value::String(name)) => Some(name),
+                _ => None,
+            },
+            _ => None,
+        };
+        RegisterRequest { display_name }
+    }
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -238,11 +259,7 @@ async fn register_user(
     if ip.is_some_and(|ip| ctx.is_banned(ip)) {
         return Err(ApiError::Forbidden("forbidden".into()));
     }
-    let req: RegisterRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        RegisterRequest::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))?
-    };
+    let req = RegisterRequest::tolerant(&body);
     let s = ctx.settings.get();
     let forwarded = headers.get("x-forwarded-user").and_then(|v| v.to_str().ok()).map(str::to_string);
     let requested = forwarded.or(req.display_name).map(|n| users::clean_name(&n)).filter(|n| !n.is_empty());
@@ -549,4 +566,20 @@ async fn delete_emoji(
 ) -> Result<Json<StatusResponse>, ApiError> {
     emoji::delete(&ctx, &req.name).await?;
     Ok(StatusResponse::ok("emoji deleted"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RegisterRequest;
+
+    #[test]
+    fn registration_reads_a_name_only_from_an_object_and_refuses_nothing() {
+        let named = |b: &[u8]| RegisterRequest::tolerant(b).display_name;
+        assert_eq!(named(br#"{"displayName":"alice"}"#).as_deref(), Some("alice"));
+        assert_eq!(named(br#"{"displayName":"bob","other":1}"#).as_deref(), Some("bob"));
+        // What Owncast's decoder would not decode is ignored, never an error (a struct from an array, too).
+        for body in [&b""[..], b"  ", b"{}", br#"["alice"]"#, br#"{"displayName":5}"#, b"null", b"not json", b"\xff"] {
+            assert_eq!(named(body), None, "{:?}", String::from_utf8_lossy(body));
+        }
+    }
 }

@@ -22,7 +22,7 @@ use super::protocol::{self as p, User};
 use super::Chat;
 use super::{broadcast, sanitize, users};
 use crate::events::ChatEvent;
-use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse};
+use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
 use crate::store::StoreError;
 use crate::tokens::{authorize, AccessToken, CAN_SEND_MESSAGES, CAN_SEND_SYSTEM_MESSAGES, HAS_ADMIN_ACCESS};
 
@@ -48,7 +48,10 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
         "Send a system message to one connection",
         body,
         system_to_client,
-    );
+    )
+    // A connection's id is a number (Owncast's too); anything else is refused with 400.
+    .path_param("clientId", ValueDoc::Json(r#"{"type":"string","pattern":"^[0-9]{1,19}$"}"#))
+    .error(404, "No such connection");
     reg.post("/api/integrations/chat/action", GROUP, I(CAN_SEND_SYSTEM_MESSAGES), "Send a chat action", body, action);
     reg.post("/api/integrations/chat/send", GROUP, I(CAN_SEND_MESSAGES), "Send a chat message as the bot", body, send);
     reg.post(
@@ -82,9 +85,11 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     .returns::<UserDetails>();
 }
 
-/// `{body}`: the payload of the send, action and system routes.
+/// `{body}`: the payload of the send, action and system routes. A missing, empty or blank body is refused
+/// (400 "invalid message"), so the document says it is required and has a non-space character.
 #[derive(Deserialize, utoipa::ToSchema)]
 pub struct BodyRequest {
+    #[schema(value_type = String, required = true, pattern = r"\S")]
     pub body: Option<String>,
 }
 

@@ -279,6 +279,8 @@ pub struct RouteDoc {
     /// page where a client asking for JSON gets the document.
     pub redirects: Vec<(u16, &'static str)>,
     pub query: Vec<ParamDoc>,
+    /// Path parameters whose values are narrower than "a non-empty string" (name, schema).
+    pub path_params: Vec<(&'static str, ValueDoc)>,
 }
 
 /// The documentation of a route just added: say what it answers besides the defaults.
@@ -337,6 +339,12 @@ impl RouteMut<'_> {
         self
     }
 
+    /// What a path parameter takes, when narrower than a non-empty string (a number, a pattern).
+    pub fn path_param(self, name: &'static str, schema: ValueDoc) -> Self {
+        self.doc.path_params.push((name, schema));
+        self
+    }
+
     /// A query parameter.
     pub fn query(self, name: &'static str, required: bool, schema: ValueDoc) -> Self {
         self.doc.query.push(ParamDoc { name, required, schema });
@@ -391,6 +399,7 @@ impl Registry {
             errors: Vec::new(),
             redirects: Vec::new(),
             query: Vec::new(),
+            path_params: Vec::new(),
         });
         reg
     }
@@ -501,6 +510,7 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
             errors: Vec::new(),
             redirects: Vec::new(),
             query: Vec::new(),
+            path_params: Vec::new(),
         });
         let Registry { docs, schemas, .. } = reg;
         let n = docs.len() - 1;

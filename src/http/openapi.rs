@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::Json;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
     schema, ArrayBuilder, ComponentsBuilder, ContentBuilder, InfoBuilder, ObjectBuilder, OpenApi, OpenApiBuilder,
     PathItem, PathsBuilder, Ref, RefOr, ResponseBuilder, ResponsesBuilder, Schema, Type,
@@ -159,28 +159,29 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
     let (security, auth_note) = match doc.auth {
         Auth::Public => (None, String::new()),
         Auth::Admin => (Some(SecurityRequirement::new("admin", Vec::<String>::new())), String::new()),
-        Auth::User => (None, " Requires a chat user's `?accessToken=`.".to_string()),
-        Auth::Moderator => (None, " Requires a moderator's `?accessToken=`.".to_string()),
+        Auth::User => {
+            (Some(SecurityRequirement::new("chatUser", Vec::<String>::new())), " A chat user's `?accessToken=`.".into())
+        }
+        Auth::Moderator => (
+            Some(SecurityRequirement::new("chatModerator", Vec::<String>::new())),
+            " A moderator's `?accessToken=`.".into(),
+        ),
         Auth::Integration(scope) => (Some(SecurityRequirement::new("bearer", [scope])), format!(" Scope {scope}.")),
     };
     let mut params = Vec::new();
     for name in path_params(&doc.path).1 {
+        let schema = match doc.path_params.iter().find(|(n, _)| *n == name) {
+            Some((_, v)) => value_schema(*v),
+            None => {
+                RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).build()))
+            }
+        };
         params.push(
             ParameterBuilder::new()
                 .name(name)
                 .parameter_in(ParameterIn::Path)
                 .required(Required::True)
-                .schema(Some(ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).build()))
-                .build(),
-        );
-    }
-    if matches!(doc.auth, Auth::User | Auth::Moderator) {
-        params.push(
-            ParameterBuilder::new()
-                .name("accessToken")
-                .parameter_in(ParameterIn::Query)
-                .required(Required::True)
-                .schema(Some(ObjectBuilder::new().schema_type(Type::String).build()))
+                .schema(Some(schema))
                 .build(),
         );
     }
@@ -260,6 +261,10 @@ pub fn document(routes: &[RouteDoc], schemas: &[(String, RefOr<Schema>)]) -> Ope
     let components = components
         .security_scheme("admin", SecurityScheme::Http(Http::new(HttpAuthScheme::Basic)))
         .security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)))
+        // Chat users and moderators authenticate with the token `POST /api/chat/register` gave them, in the
+        // query (Owncast's `?accessToken=`); two schemes, since a moderator's token is not any user's.
+        .security_scheme("chatUser", SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::new("accessToken"))))
+        .security_scheme("chatModerator", SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::new("accessToken"))))
         .build();
     OpenApiBuilder::new()
         .info(
