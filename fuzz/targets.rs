@@ -22,7 +22,7 @@ pub fn target(name: &str) -> Option<fn(&[u8])> {
 // framed as FLV tags as the ingest does.
 
 pub fn rtmp_one(data: &[u8]) {
-    use castd::ingest::{handshake_input, session_input};
+    use castd::ingest::rtmp::{handshake_input, session_input};
     use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
     use rml_rtmp::sessions::{ServerSession, ServerSessionConfig, ServerSessionEvent, ServerSessionResult};
 
@@ -63,10 +63,10 @@ pub fn rtmp_one(data: &[u8]) {
                     more = session.accept_request(request_id).unwrap_or_default();
                 }
                 ServerSessionEvent::VideoDataReceived { data, timestamp, .. } => {
-                    frame(castd::transcode::flv::TAG_VIDEO, timestamp.value, data)
+                    frame(castd::media::flv::TAG_VIDEO, timestamp.value, data)
                 }
                 ServerSessionEvent::AudioDataReceived { data, timestamp, .. } => {
-                    frame(castd::transcode::flv::TAG_AUDIO, timestamp.value, data)
+                    frame(castd::media::flv::TAG_AUDIO, timestamp.value, data)
                 }
                 _ => {}
             }
@@ -76,7 +76,7 @@ pub fn rtmp_one(data: &[u8]) {
 }
 
 fn frame(kind: u8, timestamp: u32, data: bytes::Bytes) {
-    use castd::transcode::flv::{audio_codec_name, video_codec_name, FlvTag};
+    use castd::media::flv::{audio_codec_name, video_codec_name, FlvTag};
     let tag = FlvTag { kind, timestamp, data };
     let _ = tag.is_video_keyframe();
     let _ = tag.is_sequence_header();
@@ -89,7 +89,7 @@ fn frame(kind: u8, timestamp: u32, data: bytes::Bytes) {
     assert_eq!(out.len(), tag.data.len() + 15, "an FLV tag is 11 + data + 4 bytes");
 }
 
-/// The RTMP target's inputs make rml_rtmp panic, and `castd::ingest::session_input` catches that: such
+/// The RTMP target's inputs make rml_rtmp panic, and `castd::ingest::rtmp::session_input` catches that: such
 /// panics are let through silently to be caught, every other panic goes to the hook installed before
 /// (which reports it; libFuzzer's aborts). `only_thread`: limit the silence to threads whose name
 /// contains it (the test harness runs other tests beside).

@@ -30,8 +30,9 @@ use crate::health::HealthHub;
 use crate::hls::Hls;
 use crate::http::{AdminAuth, Registry};
 use crate::indieauth::{IndieAuth, IndieAuthConfig};
-use crate::ingest::{Ingest, PublisherSlot};
+use crate::ingest::Ingest;
 use crate::logs::LogRing;
+use crate::media::MediaPlane;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
@@ -47,6 +48,8 @@ use crate::yp::{Directory, YpConfig};
 
 /// Longest wait for a live stream to finish at shutdown (worker flush + ENDLIST).
 pub const STREAM_STOP_TIMEOUT: Duration = Duration::from_secs(6);
+/// Longest wait at shutdown for object storage to upload the stream's last segments and playlists.
+pub const STORAGE_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait for open HTTP requests at shutdown.
 pub const HTTP_STOP_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -101,6 +104,8 @@ pub struct Listeners {
 pub struct Daemon {
     pub store: Store,
     pub bus: Bus,
+    /// The media plane (publisher slot, typed feed, retention).
+    pub media: Arc<MediaPlane>,
     pub chat: Arc<Chat>,
     pub metrics: Arc<Metrics>,
     pub hardware: Arc<Hardware>,
@@ -166,6 +171,7 @@ impl Daemon {
             emoji_dir: data_dir.join("emoji"),
         })?;
         let hls_dir = data_dir.join("hls");
+        let media = MediaPlane::new(hls_dir.clone());
         let transcoder = Transcoder::new(TranscodeDeps {
             settings: settings.clone(),
             bus: bus.clone(),
@@ -175,6 +181,7 @@ impl Daemon {
             telemetry: telemetry.clone(),
             encoders: hardware.encoders(),
             hls_dir: hls_dir.clone(),
+            media: media.clone(),
             images_dir: data_dir.clone(),
             debug_encoder_fault,
             llhls_part_ms,
@@ -182,7 +189,7 @@ impl Daemon {
         let ingest = Arc::new(Ingest {
             settings: settings.clone(),
             temp_stream_key: temp_stream_key.clone(),
-            slot: Arc::new(PublisherSlot::default()),
+            media: media.clone(),
             transcoder: transcoder.clone(),
             telemetry: telemetry.clone(),
         });
@@ -214,6 +221,7 @@ impl Daemon {
             health: health.clone(),
             telemetry: telemetry.clone(),
             hls_dir: hls_dir.clone(),
+            media: media.clone(),
         });
         let notify = NotifyState { notifications, settings, users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
@@ -228,6 +236,7 @@ impl Daemon {
         Ok(Daemon {
             store,
             bus,
+            media,
             chat,
             metrics,
             hardware,
@@ -288,8 +297,8 @@ pub async fn run(
     let federation_tasks = crate::federation::start(d.federation.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
     let indieauth_task = crate::indieauth::start(d.indieauth.clone());
-    let hls_task = crate::hls::start(d.hls.clone(), &d.bus);
-    let llhls_task = crate::llhls::start(d.hls.ll.clone(), &d.bus);
+    let hls_task = crate::hls::start(d.hls.clone(), &d.media, &d.bus);
+    let llhls_task = crate::llhls::start(d.hls.ll.clone(), &d.media, &d.bus);
     let storage_task = crate::storage::start(d.storage.clone());
     let warnings_task = crate::api::warnings::start(d.server.clone());
     let yp_task = crate::yp::start(d.directory.clone());
@@ -327,9 +336,11 @@ pub async fn run(
     if tokio::time::timeout(STREAM_STOP_TIMEOUT, d.transcoder.wait_idle()).await.is_err() {
         warn!("the stream did not finish within {STREAM_STOP_TIMEOUT:?}; stopping anyway");
     }
-    // 2. Webhooks: deliver what is on the bus, keep the rest for the next start.
+    // 2. Object storage uploads the stream's last segments and final playlists (time-limited).
+    d.storage.drain(STORAGE_DRAIN_TIMEOUT).await;
+    // 3. Webhooks: deliver what is on the bus, keep the rest for the next start.
     dispatcher.shutdown().await;
-    // 3. Chat sockets get a close frame; then the web server stops after its open requests.
+    // 4. Chat sockets get a close frame; then the web server stops after its open requests.
     d.chat.close_all();
     stop_http.cancel();
     match tokio::time::timeout(HTTP_STOP_TIMEOUT, http_task).await {

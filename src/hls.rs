@@ -7,10 +7,11 @@
 //! `<data-dir>/hls` can be named. The thumbnail and preview are made by the transcoder
 //! (`transcode::thumbnail`); this module only serves them.
 //!
-//! While live, the live window is served from memory (`LiveFiles`): on every HLS_WRITTEN event from the
-//! transcoder the variant's newly listed segments are loaded, then its playlist, and segments that left
-//! the playlist are dropped, so memory holds exactly the live window and a player never sees a playlist
-//! naming a segment memory does not have. Segments are the segment files mapped (`http::zerocopy`), so
+//! While live, the live window is served from memory (`LiveFiles`), kept in step with the media plane's
+//! feed: each `SegmentWritten` maps the new segment, the `PlaylistWritten` after it loads the playlist,
+//! `SegmentRetired` drops what left the window, so memory holds exactly the live window and a player
+//! never sees a playlist naming a segment memory does not have; a lagged feed resyncs from the
+//! retention window. Nothing here reads a playlist to learn what is new. Segments are the segment files mapped (`http::zerocopy`), so
 //! the web server sends them with `sendfile` instead of copying them into each socket. Disk stays the
 //! durable copy: anything not in memory (after a restart, after the stream ends) is read from disk. Every answer has `ETag`, `Last-Modified`, Range
 //! and conditional-request support (`http::files`).
@@ -21,7 +22,7 @@
 //! Every playlist fetch marks the viewer active and every request's CMCD keys are harvested, through
 //! the metrics handle this feature was given.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
@@ -38,6 +39,7 @@ use crate::http::files::{respond, FileBody};
 use crate::http::lanes::{Lane, LaneFuture};
 use crate::http::zerocopy::MappedFile;
 use crate::http::{ApiError, Auth, Registry, ResponseDoc};
+use crate::media::{Delivery, MediaEvent, MediaPlane, Retention};
 use crate::metrics::Metrics;
 
 pub use crate::transcode::thumbnail::{PREVIEW_FILE, THUMBNAIL_FILE};
@@ -96,71 +98,101 @@ impl LiveFiles {
         Ok(FileBody::from_content(bytes, modified, content_type, cache))
     }
 
-    /// Bring variant `n` up to date from disk (blocking I/O): new segments first, then the playlist,
-    /// then drop what the playlist no longer lists.
-    pub fn refresh_variant(&self, hls_dir: &FsPath, n: usize) -> std::io::Result<()> {
-        let dir = hls_dir.join(n.to_string());
-        let playlist_path = dir.join("stream.m3u8");
-        let playlist = Self::load(&playlist_path, PLAYLIST_TYPE, NO_CACHE)?;
-        let text = String::from_utf8_lossy(&playlist.bytes).into_owned();
-        let listed: Vec<String> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .filter_map(|l| FsPath::new(l).file_name().map(|f| f.to_string_lossy().into_owned()))
-            .collect();
-        let prefix = format!("{n}/");
-        let mut loaded = Vec::new();
-        for name in &listed {
-            let key = format!("{prefix}{name}");
-            if self.files.read().contains_key(&key) {
-                continue;
-            }
-            let Some((_, kind)) = safe_relative(&key) else { continue };
-            match Self::load(&dir.join(name), kind, SEGMENT_CACHE) {
-                Ok(f) => loaded.push((key, Arc::new(f))),
-                // A segment the muxer already deleted is served from nowhere; the playlist moves on.
-                Err(e) => tracing::debug!("live window: {key}: {e}"),
-            }
+    /// A segment the worker wrote (blocking I/O: the file is mapped). Added before its playlist is, so a
+    /// player never sees a playlist naming a segment memory does not have.
+    pub fn add_segment(&self, hls_dir: &FsPath, variant: usize, file: &str) -> std::io::Result<()> {
+        let key = format!("{variant}/{file}");
+        let Some((_, kind)) = safe_relative(&key) else { return Ok(()) };
+        if self.files.read().contains_key(&key) {
+            return Ok(());
         }
-        let mut files = self.files.write();
-        files.extend(loaded);
-        files.insert(format!("{prefix}stream.m3u8"), Arc::new(playlist));
-        files.retain(|k, _| {
-            !k.starts_with(&prefix) || k.ends_with(".m3u8") || listed.iter().any(|l| k[prefix.len()..] == **l)
-        });
+        let body = Self::load(&hls_dir.join(&key), kind, SEGMENT_CACHE)?;
+        self.files.write().insert(key, Arc::new(body));
         Ok(())
     }
 
-    /// The master playlist, from disk.
-    pub fn refresh_master(&self, hls_dir: &FsPath) -> std::io::Result<()> {
-        let master = Self::load(&hls_dir.join("stream.m3u8"), PLAYLIST_TYPE, NO_CACHE)?;
-        self.files.write().insert("stream.m3u8".into(), Arc::new(master));
+    /// A segment left the window: memory lets it go (disk still serves it until retention deletes it).
+    pub fn retire(&self, variant: usize, file: &str) {
+        self.files.write().remove(&format!("{variant}/{file}"));
+    }
+
+    /// Variant `n`'s playlist (or the master's, `None`) as the worker just wrote it, to serve.
+    pub fn refresh_playlist(&self, hls_dir: &FsPath, variant: Option<usize>) -> std::io::Result<()> {
+        let rel = match variant {
+            Some(n) => format!("{n}/stream.m3u8"),
+            None => "stream.m3u8".to_string(),
+        };
+        let body = Self::load(&hls_dir.join(&rel), PLAYLIST_TYPE, NO_CACHE)?;
+        self.files.write().insert(rel, Arc::new(body));
         Ok(())
+    }
+
+    /// After missing feed events: memory holds exactly the live window again (`retention`), and the
+    /// playlists are reloaded.
+    pub fn resync(&self, hls_dir: &FsPath, retention: &Retention) {
+        let variants = retention.variants();
+        let mut wanted: HashSet<String> = HashSet::new();
+        for n in &variants {
+            for seg in retention.window(*n) {
+                if let Err(e) = self.add_segment(hls_dir, *n, &seg.file) {
+                    tracing::debug!("live window: {n}/{}: {e}", seg.file);
+                }
+                wanted.insert(format!("{n}/{}", seg.file));
+            }
+        }
+        self.files.write().retain(|k, _| k.ends_with(".m3u8") || wanted.contains(k));
+        for n in variants.into_iter().map(Some).chain([None]) {
+            if let Err(e) = self.refresh_playlist(hls_dir, n) {
+                tracing::debug!("live window: playlist {n:?}: {e}");
+            }
+        }
     }
 }
 
-/// Keep the live window in step with the transcoder until the bus closes.
-pub fn start(hls: Arc<Hls>, bus: &Bus) -> tokio::task::JoinHandle<()> {
+/// Keep the live window in step with what the transcoder writes (the media feed) until the feed ends;
+/// a new stream starts from an empty window (the control bus says when).
+pub fn start(hls: Arc<Hls>, media: &MediaPlane, bus: &Bus) -> tokio::task::JoinHandle<()> {
+    let mut feed = media.feed.subscribe("hls-live-window");
     let mut sub = bus.subscribe("hls-live-window");
+    let retention = media.retention.clone();
     tokio::spawn(async move {
-        while let Some(event) = sub.recv().await {
-            match *event {
-                Event::HlsWritten { variant } => {
+        loop {
+            tokio::select! {
+                delivery = feed.recv() => {
+                    let Some(delivery) = delivery else { return };
                     let h = hls.clone();
-                    let done = tokio::task::spawn_blocking(move || match variant {
-                        Some(n) => h.live.refresh_variant(&h.hls_dir, n),
-                        None => h.live.refresh_master(&h.hls_dir),
+                    let retention = retention.clone();
+                    let done = tokio::task::spawn_blocking(move || match delivery {
+                        Delivery::Event(ev) => match &*ev {
+                            MediaEvent::SegmentWritten(seg) => h.live.add_segment(&h.hls_dir, seg.variant, &seg.file),
+                            MediaEvent::PlaylistWritten { variant } => h.live.refresh_playlist(&h.hls_dir, *variant),
+                            MediaEvent::SegmentRetired { variant, file } => {
+                                h.live.retire(*variant, file);
+                                Ok(())
+                            }
+                            // A finished stream is served from disk (its playlists end with ENDLIST there).
+                            MediaEvent::StreamEnded => {
+                                h.live.clear();
+                                Ok(())
+                            }
+                            MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. } => Ok(()),
+                        },
+                        Delivery::Lagged => {
+                            h.live.resync(&h.hls_dir, &retention);
+                            Ok(())
+                        }
                     })
                     .await;
                     if let Ok(Err(e)) = done {
                         tracing::warn!("live window: {e}");
                     }
                 }
-                // A new stream starts from an empty folder; a finished one is served from disk (its
-                // playlists end with ENDLIST there).
-                Event::StreamStarted(_) | Event::StreamStopped(_) => hls.live.clear(),
-                _ => {}
+                event = sub.recv() => match event.as_deref() {
+                    None => return,
+                    // A new stream starts from an empty folder.
+                    Some(Event::StreamStarted(_)) => hls.live.clear(),
+                    Some(_) => {}
+                },
             }
         }
     })

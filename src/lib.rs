@@ -20,6 +20,21 @@
 //! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
 //! - [`logs`]: the admin log view, a bounded ring of recent log events filled by a `tracing` layer
 //!   that `main.rs` installs (`/api/admin/logs`, `/api/admin/logs/warnings`).
+//! - [`media`]: the media plane, the one owner of the live media between ingest and every output:
+//!   publishers (`Source`, the single-publisher `PublisherSlot` for every protocol), the typed output
+//!   feed (what the worker wrote: `SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
+//!   `SegmentRetired`, `StreamEnded`; a bounded queue per consumer, lagged consumers resync from the
+//!   window) and retention (live windows, holds, the only deleter of segments). Media never travels on
+//!   the control bus; nobody learns what is new by re-reading a playlist.
+//!
+//!   ```text
+//!   OBS --RTMP--> ingest/rtmp --Source, PublisherSlot--> transcode (worker child process)
+//!                                                              | reports exactly what it wrote
+//!                                                              v
+//!                                        media: retention (windows, holds) -> feed
+//!                                                  |             |              |
+//!                                                 hls          llhls     storage (holds until uploaded)
+//!   ```
 //!
 //! **Features** (each owns its state type, its routes and its start function; "uses" lists the
 //! modules besides the bottom layer it may import, and the handles it is given):
@@ -31,11 +46,12 @@
 //! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle (the only
 //!   writer of the stream state), thumbnails. Given: settings, bus, stream writer, viewer counts,
 //!   health hub, telemetry, the encoder list, the HLS directory. Sees no HTTP types and no tokens.
-//! - [`ingest`]: the RTMP server. Uses `transcode` (hands it FLV and broadcaster details through a
-//!   `Feeder`; the transcoder holds the publisher through the `Broadcast` trait).
+//! - [`ingest`]: what every publishing protocol shares (key check, the hand-off to `transcode` through a
+//!   `Feeder`) and one module per protocol (`ingest::rtmp`), which claim the media plane's publisher
+//!   slot and do not reach into the transcoder.
 //! - [`metrics`]: viewers (the only writer of the viewer counts), playback reports (CMCD, legacy),
 //!   series, playback health (into the health hub), Prometheus (from telemetry).
-//! - [`llhls`]: low-latency HLS: the CMAF parts in memory (from the transcoder's part events), LL-HLS
+//! - [`llhls`]: low-latency HLS: the CMAF parts in memory (from the media feed's `PartWritten`), LL-HLS
 //!   playlists, blocking reload and preload-hinted parts. Uses nothing else; `hls` hands it requests.
 //! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams),
 //!   `transcode` (the image file names) and `llhls` (asked first while a variant is live in LL mode).
@@ -50,8 +66,9 @@
 //! - [`api`]: public config/status, admin status and server configuration, every config setter, the
 //!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
 //!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
-//! - [`storage`]: object storage (S3-compatible): uploads of segments and playlists, deletes of expired
-//!   segments and leftovers, the admin "Test connection" route. Subscribes to the bus; uses `hls` (gives
+//! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
+//!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
+//!   and the bus; uses `hls` (gives
 //!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
 //!   hub and telemetry.
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on.
@@ -76,6 +93,7 @@ pub mod ingest;
 pub mod llhls;
 pub mod logs;
 pub mod markdown;
+pub mod media;
 pub mod metrics;
 pub mod notifications;
 pub mod password;

@@ -9,8 +9,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Modules below every feature: they may import each other (without cycles) but no feature.
-const BOTTOM: &[&str] =
-    &["config", "store", "password", "markdown", "events", "stream", "health", "telemetry", "http", "systemd", "logs"];
+const BOTTOM: &[&str] = &[
+    "config",
+    "store",
+    "password",
+    "markdown",
+    "events",
+    "stream",
+    "health",
+    "telemetry",
+    "http",
+    "systemd",
+    "logs",
+    "media",
+];
 /// Features that must talk through the bus or handles only.
 const ISOLATED: &[&str] = &["chat", "metrics", "transcode"];
 /// The composition root.
@@ -222,4 +234,66 @@ fn the_checker_sees_imports_and_ignores_comments() {
     assert!(find_cycle(&g).is_some());
     g.insert("b".to_string(), BTreeSet::new());
     assert!(find_cycle(&g).is_none());
+}
+
+/// The code (comments and unit tests left out) of every file under `src/<dir>` (or the file `src/<dir>.rs`).
+fn sources_of(dir: &str) -> Vec<(PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    if src.join(dir).is_dir() {
+        rust_files(&src.join(dir), &mut files);
+    }
+    if src.join(format!("{dir}.rs")).is_file() {
+        files.push(src.join(format!("{dir}.rs")));
+    }
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("read a source file");
+            let code = code_only(text.split("#[cfg(test)]").next().unwrap_or_default());
+            (f, code)
+        })
+        .collect()
+}
+
+#[test]
+fn ingest_protocols_hand_media_on_without_reaching_into_the_transcoder() {
+    let files = sources_of("ingest");
+    assert!(files.iter().any(|(f, _)| f.ends_with("ingest/rtmp.rs")), "ingest/rtmp.rs is missing");
+    for (file, code) in files.iter().filter(|(f, _)| !f.ends_with("ingest/mod.rs")) {
+        assert!(
+            !crate_refs(code).contains("transcode"),
+            "{}: a protocol module imports transcode (hand media on through ingest's Feeder)",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn media_consumers_learn_what_is_new_from_the_feed_not_from_disk() {
+    // hls, llhls and storage follow the media plane's feed; none reads a playlist or segment back from
+    // disk to discover new media (segments and parts they serve or upload are mapped:
+    // `http::zerocopy::MappedFile`). The only reads left are hls serving a file to a viewer: a playlist
+    // copied onto the heap to serve (`LiveFiles::load`: libav rewrites playlists, which a mapping must not
+    // see) and a file from disk after the stream (`from_disk`).
+    for dir in ["hls", "llhls", "storage"] {
+        let files = sources_of(dir);
+        assert!(!files.is_empty(), "src/{dir} is missing");
+        for (file, code) in &files {
+            for needle in ["read_to_string", "HlsWritten", "Event::HlsPart"] {
+                assert!(!code.contains(needle), "{} uses {needle}", file.display());
+            }
+            let reads = code.matches("fs::read(").count();
+            let allowed = if file.ends_with("src/hls.rs") { 2 } else { 0 };
+            assert!(
+                reads <= allowed,
+                "{} reads files back {reads} times (allowed: {allowed}, serving)",
+                file.display()
+            );
+        }
+    }
+    // And the muxer deletes nothing: retention (media::retention) owns deletion.
+    for (file, code) in sources_of("transcode") {
+        assert!(!code.contains("delete_segments"), "{} turns on libav's delete_segments", file.display());
+    }
 }

@@ -12,8 +12,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use castd::events::{Bus, Event};
+use castd::events::Bus;
 use castd::health::HealthHub;
+use castd::media::{MediaEvent, MediaPlane, SegmentWritten};
 use castd::storage::{Storage, StorageDeps};
 use castd::store::settings::SettingsStore;
 use castd::store::Store;
@@ -77,6 +78,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bus = Bus::default();
     let telemetry = Arc::new(Telemetry::default());
     let (_writer, stream) = StreamWriter::new();
+    let media = MediaPlane::new(hls_dir.clone());
+    media.start_stream(LIST_SIZE as usize);
     let storage = Storage::new(StorageDeps {
         settings,
         bus: bus.clone(),
@@ -84,6 +87,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         health: HealthHub::new(bus.clone()),
         telemetry: telemetry.clone(),
         hls_dir: hls_dir.clone(),
+        media: media.clone(),
     });
     let task = castd::storage::start(storage);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -96,7 +100,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|(i, (_, k))| format!("#EXT-X-STREAM-INF:BANDWIDTH={}\n{i}/stream.m3u8\n", k * 1000))
         .collect();
     write_atomic(&hls_dir.join("stream.m3u8"), format!("#EXTM3U\n{master}").as_bytes())?;
-    bus.publish(Event::HlsWritten { variant: None });
+    media.publish(MediaEvent::PlaylistWritten { variant: None });
 
     let segments = seconds / seg_secs;
     println!(
@@ -121,14 +125,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             body[0] = 0x47;
             written += len as u64;
             let vdir = hls_dir.join(v.to_string());
-            write_atomic(&vdir.join(format!("stream-bench-{i}.ts")), &body)?;
+            let file = format!("stream-bench-{i}.ts");
+            write_atomic(&vdir.join(&file), &body)?;
             let first = (i + 1).saturating_sub(LIST_SIZE);
             write_atomic(&vdir.join("stream.m3u8"), playlist(first, i, seg_secs).as_bytes())?;
-            // The muxer's delete_segments: files two past the window go.
-            if i >= LIST_SIZE + 2 {
-                let _ = std::fs::remove_file(vdir.join(format!("stream-bench-{}.ts", i - LIST_SIZE - 2)));
-            }
-            bus.publish(Event::HlsWritten { variant: Some(v) });
+            // As the worker reports it; retention deletes what left the window once it is uploaded.
+            media.publish(MediaEvent::SegmentWritten(SegmentWritten {
+                variant: v,
+                msn: i,
+                file,
+                duration: seg_secs as f64,
+                program_date_time: None,
+                bytes: len as u64,
+                independent: true,
+            }));
+            media.publish(MediaEvent::PlaylistWritten { variant: Some(v) });
         }
         next += Duration::from_secs(seg_secs);
         tokio::time::sleep_until(next.into()).await;

@@ -63,9 +63,6 @@ pub enum EventType {
     /// Internal: a chat user changed their colour (`data` is the COLOR_CHANGE chat event).
     #[serde(rename = "COLOR_CHANGE")]
     ColorChange,
-    /// Internal: the transcoder rewrote a variant playlist with a new segment, or the master playlist.
-    #[serde(rename = "HLS_WRITTEN")]
-    HlsWritten,
     /// Internal (chat only): a fediverse account liked a post of this server.
     #[serde(rename = "FEDIVERSE_ENGAGEMENT_LIKE")]
     FediverseEngagementLike,
@@ -111,7 +108,6 @@ impl EventType {
             EventType::ConfigChanged => "CONFIG_CHANGED",
             EventType::HealthAlert => "HEALTH_ALERT",
             EventType::ColorChange => "COLOR_CHANGE",
-            EventType::HlsWritten => "HLS_WRITTEN",
             EventType::FediverseEngagementLike => "FEDIVERSE_ENGAGEMENT_LIKE",
             EventType::FediverseEngagementRepost => "FEDIVERSE_ENGAGEMENT_REPOST",
         }
@@ -139,45 +135,6 @@ pub enum Event {
     },
     /// The health message changed.
     HealthAlert(HealthAlert),
-    /// The transcoder wrote a new segment into variant `Some(n)`'s playlist, or (`None`) the master
-    /// playlist.
-    HlsWritten {
-        variant: Option<usize>,
-    },
-    /// The transcoder wrote a low-latency (CMAF) part (kind `HLS_WRITTEN`).
-    HlsPart(HlsPart),
-}
-
-/// A CMAF part the transcoder wrote into `<hls_dir>/<variant>/` (LL-HLS): its file, its place
-/// (media sequence number and part index) and what the LL-HLS playlist says about it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HlsPart {
-    pub variant: usize,
-    /// The variant's init segment (`EXT-X-MAP`), a file in the same folder.
-    pub init: String,
-    pub msn: u64,
-    pub part: u32,
-    /// The part's file name.
-    pub name: String,
-    /// Seconds.
-    pub duration: f64,
-    /// The part starts with a keyframe.
-    pub independent: bool,
-    /// Wall-clock time of the segment's start (ms since the Unix epoch): `EXT-X-PROGRAM-DATE-TIME`.
-    pub pdt_ms: i64,
-    /// Set when this part is the last of segment `msn`: the whole segment's file name.
-    pub segment: Option<String>,
-    /// The whole segment's duration (seconds) when `segment` is set.
-    pub segment_duration: f64,
-    /// `PART-TARGET`, seconds.
-    pub part_target: f64,
-    /// `EXT-X-TARGETDURATION`, seconds.
-    pub target_duration: u32,
-    /// Full segments the playlist keeps.
-    pub list_size: u32,
-    /// The part file name pattern's prefix for this run (`part-<id>-`), so later names can be predicted.
-    pub prefix: String,
 }
 
 impl Event {
@@ -189,7 +146,6 @@ impl Event {
             Event::StreamTitleUpdated(_) => EventType::StreamTitleUpdated,
             Event::ConfigChanged { .. } => EventType::ConfigChanged,
             Event::HealthAlert(_) => EventType::HealthAlert,
-            Event::HlsWritten { .. } | Event::HlsPart(_) => EventType::HlsWritten,
         }
     }
 
@@ -200,8 +156,6 @@ impl Event {
             Event::StreamStarted(s) | Event::StreamStopped(s) | Event::StreamTitleUpdated(s) => serde_json::to_value(s),
             Event::ConfigChanged { key } => Ok(serde_json::json!({ "key": key })),
             Event::HealthAlert(h) => serde_json::to_value(h),
-            Event::HlsWritten { variant } => Ok(serde_json::json!({ "variant": variant })),
-            Event::HlsPart(p) => serde_json::to_value(p),
         };
         v.unwrap_or(serde_json::Value::Null)
     }

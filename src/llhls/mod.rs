@@ -2,8 +2,8 @@
 //! blocking playlist reload and blocking preload-hinted part requests.
 //!
 //! The transcoder's CMAF packager (`transcode::cmaf`) writes each part (and each finished segment) to
-//! `<data-dir>/hls/<variant>/` and reports it on the bus (`Event::HlsPart`); `start` loads the file
-//! into memory and wakes every waiting request. `serve` answers what the HLS route hands it while a
+//! `<data-dir>/hls/<variant>/` and reports it on the media feed (`media::MediaEvent::PartWritten`);
+//! `start` maps the file into memory and wakes every waiting request. `serve` answers what the HLS route hands it while a
 //! variant is live in LL mode: `N/stream.m3u8` is rendered from memory (`playlist`), holding
 //! `?_HLS_msn=M&_HLS_part=P` until that part exists (400 when the request is more than two segments
 //! ahead or names a part without a segment; 503 after `BLOCK_TARGETS` target durations), with
@@ -27,9 +27,11 @@ use axum::response::{IntoResponse, Response};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
-use crate::events::{Bus, Event, HlsPart};
+use crate::events::{Bus, Event};
 use crate::http::files::{respond, FileBody};
+use crate::http::zerocopy::MappedFile;
 use crate::http::ApiError;
+use crate::media::{Delivery, HlsPart, MediaEvent, MediaPlane};
 
 /// A blocking request waits at most this many target durations.
 pub const BLOCK_TARGETS: u32 = 3;
@@ -261,16 +263,20 @@ impl LlHls {
         self.bump();
     }
 
-    /// A part was reported: read it (and its segment, and a new init segment) and wake the waiters.
+    /// A part was reported: map it (and its segment, and a new init segment) and wake the waiters. The
+    /// files are mapped, not copied (`http::zerocopy`), and stay readable after retention deletes them.
     pub async fn on_part(&self, p: &HlsPart) -> std::io::Result<()> {
         let dir = self.hls_dir.join(p.variant.to_string());
-        let part = Bytes::from(tokio::fs::read(dir.join(&p.name)).await?);
-        let segment = match &p.segment {
-            Some(s) => Some(Bytes::from(tokio::fs::read(dir.join(s)).await?)),
-            None => None,
-        };
         let known = self.variants.read().get(&p.variant).is_some_and(|v| v.inits.contains_key(&p.init));
-        let init = if known { None } else { Some(Bytes::from(tokio::fs::read(dir.join(&p.init)).await?)) };
+        let (name, segment, init) = (p.name.clone(), p.segment.clone(), (!known).then(|| p.init.clone()));
+        let (part, segment, init) = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+            let part = MappedFile::load(&dir.join(name))?;
+            let segment = segment.map(|s| MappedFile::load(&dir.join(s))).transpose()?;
+            let init = init.map(|i| MappedFile::load(&dir.join(i))).transpose()?;
+            Ok((part, segment, init))
+        })
+        .await
+        .map_err(std::io::Error::other)??;
         self.variants.write().entry(p.variant).or_default().add(p, part, segment, init);
         self.bump();
         Ok(())
@@ -369,19 +375,33 @@ impl LlHls {
     }
 }
 
-/// Keep the LL window in step with the transcoder until the bus closes.
-pub fn start(ll: Arc<LlHls>, bus: &Bus) -> tokio::task::JoinHandle<()> {
+/// Keep the LL window in step with the transcoder's parts (the media feed) until the feed ends; a new
+/// stream (the control bus) starts empty. A lagged feed starts the window afresh from the next part
+/// (players re-block on the new parts; segments stay available from disk meanwhile).
+pub fn start(ll: Arc<LlHls>, media: &MediaPlane, bus: &Bus) -> tokio::task::JoinHandle<()> {
+    let mut feed = media.feed.subscribe("llhls");
     let mut sub = bus.subscribe("llhls");
     tokio::spawn(async move {
-        while let Some(event) = sub.recv().await {
-            match &*event {
-                Event::HlsPart(p) => {
-                    if let Err(e) = ll.on_part(p).await {
-                        tracing::warn!("LL-HLS: part {} of variant {}: {e}", p.name, p.variant);
-                    }
-                }
-                Event::StreamStarted(_) | Event::StreamStopped(_) => ll.clear(),
-                _ => {}
+        loop {
+            tokio::select! {
+                delivery = feed.recv() => match delivery {
+                    None => return,
+                    Some(Delivery::Event(ev)) => match &*ev {
+                        MediaEvent::PartWritten(p) => {
+                            if let Err(e) = ll.on_part(p).await {
+                                tracing::warn!("LL-HLS: part {} of variant {}: {e}", p.name, p.variant);
+                            }
+                        }
+                        MediaEvent::StreamEnded => ll.clear(),
+                        _ => {}
+                    },
+                    Some(Delivery::Lagged) => ll.clear(),
+                },
+                event = sub.recv() => match event.as_deref() {
+                    None => return,
+                    Some(Event::StreamStarted(_)) => ll.clear(),
+                    Some(_) => {}
+                },
             }
         }
     })

@@ -8,12 +8,12 @@
 //! `PlaylistOverride`), its health notice (health hub) and its figures (telemetry →
 //! `castd_storage_*`).
 //!
-//! A slow or failing store never blocks the transcoder: the uploader only reads what the muxer wrote
-//! (on HLS_WRITTEN from the bus); each variant keeps only its newest revision waiting (a `watch`,
-//! latest wins), so when uploads fall behind, intermediate revisions are skipped and segments that
-//! left the window meanwhile are never uploaded; castd keeps serving the local playlists (relative
-//! URIs, segments from memory or disk) while a variant's bucket copy is behind or failing, and says so
-//! in the health message and Prometheus. Local segments are deleted by the muxer (`delete_segments`).
+//! A slow or failing store never blocks the transcoder: the uploader follows the media plane's feed
+//! (what the worker wrote), holds each new segment on disk until it is uploaded (up to
+//! `uploader::MAX_QUEUED` per variant), and keeps only the newest playlist revision waiting per variant
+//! (a `watch`, latest wins); castd keeps serving the local playlists (relative URIs, segments from
+//! memory or disk) while a variant's bucket copy is behind or failing, and says so in the health
+//! message and Prometheus. Local segments are deleted by the media plane's retention once released.
 //!
 //! Credentials: the secret is only ever used to sign; it is not logged, and error messages never
 //! contain a presigned URL.

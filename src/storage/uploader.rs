@@ -1,13 +1,18 @@
-//! The uploader: keeps the bucket in step with `<data-dir>/hls` while storage is enabled.
+//! The uploader: keeps the bucket in step with what the transcoder writes while storage is enabled.
 //!
-//! On HLS_WRITTEN for a variant, that variant's task (one per variant, one for the master playlist)
-//! reads the playlist, uploads the segments it names that are not in the bucket yet (in the shared
-//! pool of `UPLOAD_CONCURRENCY`, each request with a timeout, retried with back-off while the file
-//! still exists), then the playlist itself (segments first, so a player never sees a missing segment),
-//! then batch-deletes the segments that have been out of the window for a whole revision (one revision
-//! of grace for players and CDNs holding the previous playlist). Each task holds at most one waiting
-//! revision (a `watch`: a newer one replaces it), so a slow store makes the uploader skip revisions,
-//! never queue them; the segments waiting in the pool are the queue depth.
+//! It follows the media plane's feed: each `SegmentWritten` is *held* (`media::Retention::hold`, so the
+//! file stays on disk past the live window until it is uploaded) and queued for its variant; the
+//! `PlaylistWritten` after it wakes that variant's task (one per variant, one for the master playlist),
+//! which uploads the queued segments (in the shared pool of `UPLOAD_CONCURRENCY`, each request with a
+//! timeout, retried with back-off), releasing each hold once its segment is in the bucket, then the
+//! playlist itself once every segment it names is there (so a player never sees a missing segment), then
+//! batch-deletes the segments retention retired (`SegmentRetired`: out of the window and its grace).
+//! Segments whose upload failed stay queued (and held) for the next revision, at most `MAX_QUEUED` per
+//! variant: beyond that the oldest are given up (released, logged), so an outage cannot fill the disk.
+//! Each task holds at most one waiting revision (a `watch`: a newer one replaces it), so a slow store
+//! makes the uploader skip playlist revisions, never queue them. A lagged feed resyncs from the live
+//! window. Nothing here reads a playlist to learn which segments are new; the playlist is read to be
+//! uploaded and rewritten.
 //!
 //! The bucket copy of each playlist keeps relative URIs (it plays from the bucket or a CDN on its
 //! own); the copy castd serves at `/hls/<n>/stream.m3u8` names the segments by absolute URL (the
@@ -33,6 +38,8 @@ use crate::events::{Bus, Event};
 use crate::health::{HealthHub, HealthInput};
 use crate::hls::PlaylistOverride;
 use crate::http::files::FileBody;
+use crate::http::zerocopy::MappedFile;
+use crate::media::{Delivery, Hold, MediaEvent, MediaPlane, SegmentWritten};
 use crate::store::settings::SettingsStore;
 use crate::stream::StreamWatch;
 use crate::telemetry::Telemetry;
@@ -43,6 +50,8 @@ pub const UPLOAD_CONCURRENCY: usize = 8;
 const ATTEMPTS: u32 = 4;
 /// The first retry's delay; doubled for each further one.
 const BACKOFF: Duration = Duration::from_millis(250);
+/// Segments queued (and held on disk) per variant while the store is behind; older ones are given up.
+pub const MAX_QUEUED: usize = 64;
 
 const PLAYLIST_TYPE: &str = "application/x-mpegURL";
 const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
@@ -57,6 +66,8 @@ pub struct StorageDeps {
     pub telemetry: Arc<Telemetry>,
     /// `<data-dir>/hls`.
     pub hls_dir: PathBuf,
+    /// The media plane: the feed of what was written, and retention (holds).
+    pub media: Arc<MediaPlane>,
 }
 
 /// Where uploads go, built from the settings; replaced (with a new generation) when they change.
@@ -103,13 +114,28 @@ pub struct Storage {
     generation: AtomicU64,
     /// Served playlists by path under the HLS directory (`0/stream.m3u8`).
     served: RwLock<HashMap<String, Served>>,
-    /// The newest local revision of each variant playlist (set on HLS_WRITTEN).
+    /// The newest local revision of each variant playlist (set on `PlaylistWritten`).
     newest: RwLock<HashMap<String, Instant>>,
     pool: Arc<Semaphore>,
     queued: AtomicU64,
     /// Per task (`master`, `variant 0`, ...): its last error while it persists.
     failing: Mutex<BTreeMap<String, String>>,
     workers: Mutex<HashMap<Option<usize>, watch::Sender<Instant>>>,
+    media: Arc<MediaPlane>,
+    /// Per variant: segments written and not uploaded yet, each held on disk.
+    queued_segments: Mutex<HashMap<usize, Vec<Queued>>>,
+    /// Per variant: segment files retention retired (to delete from the bucket once uploaded).
+    retired: Mutex<HashMap<usize, Vec<String>>>,
+    /// Per task: the newest revision it finished syncing (shutdown waits for the newest sent: `drain`).
+    done: Mutex<HashMap<Option<usize>, Instant>>,
+    /// The feed's `StreamEnded` was handled (every segment of the stream is queued by then).
+    ended: std::sync::atomic::AtomicBool,
+}
+
+/// A segment waiting for its upload, and the hold that keeps its file until then.
+struct Queued {
+    segment: SegmentWritten,
+    _hold: Hold,
 }
 
 impl Storage {
@@ -135,6 +161,11 @@ impl Storage {
             queued: AtomicU64::new(0),
             failing: Mutex::default(),
             workers: Mutex::default(),
+            media: deps.media,
+            queued_segments: Mutex::default(),
+            retired: Mutex::default(),
+            done: Mutex::default(),
+            ended: std::sync::atomic::AtomicBool::new(false),
         });
         storage.reload();
         storage
@@ -297,10 +328,15 @@ impl Storage {
         let key = playlist::key(&target.prefix, rel);
         let mut attempt = 0;
         loop {
-            let Ok(bytes) = tokio::fs::read(&path).await else { return Ok(None) };
-            let ready = tokio::fs::metadata(&path).await.and_then(|m| m.modified()).ok();
+            let p = path.clone();
+            let loaded = tokio::task::spawn_blocking(move || {
+                let ready = std::fs::metadata(&p).and_then(|m| m.modified()).ok();
+                MappedFile::load(&p).map(|b| (b, ready))
+            })
+            .await;
+            let Ok(Ok((bytes, ready))) = loaded else { return Ok(None) };
             let len = bytes.len() as u64;
-            let result = target.client.put(&key, Bytes::from(bytes), meta).await;
+            let result = target.client.put(&key, bytes, meta).await;
             attempt += 1;
             match result {
                 Ok(()) => {
@@ -329,6 +365,76 @@ impl Storage {
         self.upload(target, "stream.m3u8", &meta).await.map(drop)
     }
 
+    /// Shutdown, after the stream ended: upload what is still queued and the final playlists, waiting at
+    /// most `limit`. What could not be uploaded in time is logged with its count (never dropped
+    /// silently); the next start clears the prefix anyway (`spawn_clean_up`). Returns the segments left.
+    pub async fn drain(self: &Arc<Self>, limit: Duration) -> usize {
+        if self.target().is_none() {
+            return 0;
+        }
+        let deadline = Instant::now() + limit;
+        // A stream ran: first every event of it must have reached this uploader.
+        while !self.media.retention.variants().is_empty()
+            && !self.ended.load(Ordering::Acquire)
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.tick_all();
+        loop {
+            let queued: usize = self.queued_segments.lock().values().map(Vec::len).sum();
+            let pending = {
+                let done = self.done.lock();
+                self.workers.lock().iter().any(|(task, tx)| done.get(task).is_none_or(|d| *d < *tx.borrow()))
+            };
+            let idle = queued == 0 && !pending;
+            if idle {
+                tracing::info!("storage: every segment and playlist is uploaded");
+                return 0;
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(
+                    queued,
+                    "storage: shutting down with {queued} segments not uploaded (the store is too slow)"
+                );
+                return queued;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A segment was written: hold it and queue its upload (storage on).
+    fn on_segment(&self, seg: &SegmentWritten) {
+        let Some(hold) = self.media.retention.hold(seg.variant, &seg.file) else { return };
+        let mut q = self.queued_segments.lock();
+        let list = q.entry(seg.variant).or_default();
+        if list.iter().any(|x| x.segment.file == seg.file) {
+            return;
+        }
+        list.push(Queued { segment: seg.clone(), _hold: hold });
+        if list.len() > MAX_QUEUED {
+            let dropped = list.len() - MAX_QUEUED;
+            list.drain(..dropped);
+            tracing::warn!(
+                variant = seg.variant,
+                dropped,
+                "storage: the store is behind; oldest segments not uploaded"
+            );
+        }
+    }
+
+    /// The feed lagged: queue what the live window holds that is not known to be uploaded, then sync.
+    /// (Segments already in the bucket are uploaded again: harmless, and lagging is rare.)
+    fn resync(self: &Arc<Self>) {
+        for n in self.media.retention.variants() {
+            for seg in self.media.retention.window(n) {
+                self.on_segment(&seg);
+            }
+            self.tick(Some(n), Instant::now());
+        }
+        self.tick(None, Instant::now());
+    }
+
     /// Bring variant `n` up to date (see the module doc); `revision`: when the playlist was written.
     async fn sync_variant(
         self: &Arc<Self>,
@@ -338,46 +444,57 @@ impl Storage {
         revision: Instant,
     ) -> Result<(), ClientError> {
         let rel = format!("{n}/stream.m3u8");
-        let Ok(text) = tokio::fs::read_to_string(self.hls_dir.join(&rel)).await else { return Ok(()) };
-        let listed = playlist::segments(&text);
-        let missing: Vec<String> = listed.iter().filter(|s| !state.uploaded.contains(*s)).cloned().collect();
-        self.set_queue(missing.len() as i64);
+        let queued: Vec<Queued> = self.queued_segments.lock().remove(&n).unwrap_or_default();
+        self.set_queue(queued.len() as i64);
         let mut uploads = JoinSet::new();
-        for name in missing {
+        for q in queued {
             let (me, target, pool) = (self.clone(), target.clone(), self.pool.clone());
             uploads.spawn(async move {
                 let _permit = pool.acquire_owned().await;
+                let name = q.segment.file.clone();
                 let meta = PutMeta { content_type: content_type(&name), cache_control: SEGMENT_CACHE };
                 let r = me.upload(&target, &format!("{n}/{name}"), &meta).await;
                 me.set_queue(-1);
-                (name, r)
+                (q, r)
             });
         }
         let mut first_error = None;
-        let mut complete = true;
+        let mut failed = Vec::new();
         while let Some(joined) = uploads.join_next().await {
             match joined {
-                Ok((name, Ok(Some(_)))) => {
-                    state.uploaded.insert(name);
+                // Uploaded: the hold goes with `q`.
+                Ok((q, Ok(Some(_)))) => {
+                    state.uploaded.insert(q.segment.file);
                 }
-                Ok((_, Ok(None))) => complete = false,
-                Ok((_, Err(e))) => {
-                    complete = false;
+                Ok((_, Ok(None))) => {}
+                Ok((q, Err(e))) => {
+                    failed.push(q);
                     first_error.get_or_insert(e);
                 }
-                Err(e) => {
-                    complete = false;
-                    tracing::warn!("storage: an upload task failed: {e}");
-                }
+                Err(e) => tracing::warn!("storage: an upload task failed: {e}"),
             }
+        }
+        if !failed.is_empty() {
+            // Kept (and held) for the next revision, before anything queued since.
+            failed.sort_by_key(|q| q.segment.msn);
+            let mut q = self.queued_segments.lock();
+            let list = q.entry(n).or_default();
+            failed.append(list);
+            *list = failed;
+            let excess = list.len().saturating_sub(MAX_QUEUED);
+            list.drain(..excess);
         }
         if let Some(e) = first_error {
             self.served.write().remove(&rel);
             return Err(e);
         }
-        if !complete {
-            // A listed segment vanished before its upload: this revision is already old; the next
-            // one (being written) is uploaded instead.
+        // The playlist, once every segment it names is in the bucket.
+        let path = self.hls_dir.join(&rel);
+        let Ok(Ok(bytes)) = tokio::task::spawn_blocking(move || MappedFile::load(&path)).await else { return Ok(()) };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let listed = playlist::segments(&text);
+        if listed.iter().any(|s| !state.uploaded.contains(s)) {
+            // Named but not uploaded (given up, or from before storage was on): not published.
             return Ok(());
         }
         let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: NO_CACHE };
@@ -392,9 +509,9 @@ impl Storage {
         if self.target().is_some_and(|t| t.generation == target.generation) {
             self.served.write().insert(rel, Served { body, revision, max_lag });
         }
-        // Segments out of this revision and of the previous one leave the bucket.
-        let expired: Vec<String> =
-            state.uploaded.iter().filter(|s| !listed.contains(s) && !state.previous.contains(s)).cloned().collect();
+        // Segments retention retired leave the bucket.
+        let retired: Vec<String> = self.retired.lock().remove(&n).unwrap_or_default();
+        let expired: Vec<String> = retired.into_iter().filter(|s| state.uploaded.contains(s)).collect();
         if !expired.is_empty() {
             let keys: Vec<String> =
                 expired.iter().map(|s| playlist::key(&target.prefix, &format!("{n}/{s}"))).collect();
@@ -406,13 +523,13 @@ impl Storage {
                     }
                 }
                 Err(e) => {
-                    // Kept in `uploaded`: the next revision tries again.
+                    // Tried again with the next revision.
+                    self.retired.lock().entry(n).or_default().extend(expired);
                     self.telemetry.storage_failure();
                     tracing::warn!("storage: deleting {} expired segments: {e}", keys.len());
                 }
             }
         }
-        state.previous = listed;
         Ok(())
     }
 }
@@ -432,8 +549,6 @@ struct VariantState {
     generation: u64,
     /// Segment file names in the bucket.
     uploaded: HashSet<String>,
-    /// The previous revision's segments (one revision of grace before deletion).
-    previous: Vec<String>,
 }
 
 fn content_type(name: &str) -> &'static str {
@@ -476,34 +591,60 @@ async fn worker(storage: Arc<Storage>, variant: Option<usize>, mut rx: watch::Re
                 }
             }
         }
+        storage.done.lock().insert(variant, revision);
         if rx.changed().await.is_err() {
             return;
         }
     }
 }
 
-/// Follow the bus: revisions to upload, stream start and stop, settings changes; remove leftovers at
-/// start-up.
+/// Follow the media feed (segments to hold and upload, playlists, retired segments, the end) and the bus
+/// (stream start, settings changes); remove leftovers at start-up.
 pub fn start(storage: Arc<Storage>) -> tokio::task::JoinHandle<()> {
+    let mut feed = storage.media.feed.subscribe("storage");
     let mut sub = storage.bus.subscribe("storage");
     tokio::spawn(async move {
         if let Some(t) = storage.target() {
             storage.spawn_clean_up(t);
         }
-        while let Some(event) = sub.recv().await {
-            match &*event {
-                Event::HlsWritten { variant } if storage.target().is_some() => storage.tick(*variant, Instant::now()),
-                Event::StreamStarted(_) => {
-                    storage.served.write().clear();
-                    storage.newest.write().clear();
-                }
-                Event::StreamStopped(_) => storage.tick_all(),
-                Event::ConfigChanged { key } if key == "s3" || key == "videoservingendpoint" => {
-                    if let Some(t) = storage.reload() {
-                        storage.spawn_clean_up(t);
+        loop {
+            tokio::select! {
+                delivery = feed.recv() => {
+                    let Some(delivery) = delivery else { return };
+                    if storage.target().is_none() {
+                        continue;
+                    }
+                    match delivery {
+                        Delivery::Event(ev) => match &*ev {
+                            MediaEvent::SegmentWritten(seg) => storage.on_segment(seg),
+                            MediaEvent::PlaylistWritten { variant } => storage.tick(*variant, Instant::now()),
+                            MediaEvent::SegmentRetired { variant, file } => {
+                                storage.retired.lock().entry(*variant).or_default().push(file.clone())
+                            }
+                            MediaEvent::StreamEnded => {
+                                storage.ended.store(true, Ordering::Release);
+                                storage.tick_all();
+                            }
+                            MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. } => {}
+                        },
+                        Delivery::Lagged => storage.resync(),
                     }
                 }
-                _ => {}
+                event = sub.recv() => match event.as_deref() {
+                    None => return,
+                    Some(Event::StreamStarted(_)) => {
+                        storage.ended.store(false, Ordering::Release);
+                        storage.served.write().clear();
+                        storage.newest.write().clear();
+                        storage.retired.lock().clear();
+                    }
+                    Some(Event::ConfigChanged { key }) if key == "s3" || key == "videoservingendpoint" => {
+                        if let Some(t) = storage.reload() {
+                            storage.spawn_clean_up(t);
+                        }
+                    }
+                    Some(_) => {}
+                },
             }
         }
     })

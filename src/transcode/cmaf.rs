@@ -10,8 +10,8 @@
 //! `<dir>/part-<id>-<msn>-<n>.m4s`, each finished segment (its parts concatenated) to
 //! `<dir>/seg-<id>-<msn>.m4s`, and a plain fMP4 playlist of the finished segments to `stream.m3u8`
 //! (what the thumbnail, and players once the stream has ended, read). Every part is reported to the
-//! daemon (`events::HlsPart`), which renders the LL-HLS playlists and serves the parts from memory.
-//! Files that left the window are deleted.
+//! daemon (`media::HlsPart`), which renders the LL-HLS playlists and serves the parts from memory.
+//! Nothing is deleted here: the daemon's retention (`media::retention`) owns when files go.
 //!
 //! The header waits for the first video keyframe: hardware and libx264 encoders give no global header,
 //! so the SPS/PPS of that keyframe become the track's extradata. Audio before it is dropped.
@@ -27,7 +27,7 @@ use ff::{Dictionary, Packet, Rational};
 use ffmpeg_next as ff;
 
 use super::TranscodeError;
-use crate::events::HlsPart;
+use crate::media::HlsPart;
 
 /// Default part length (seconds). 10 frames at 30 fps; PART-HOLD-BACK is three of these.
 pub const DEFAULT_PART_SECONDS: f64 = 0.334;
@@ -68,7 +68,6 @@ struct Finished {
     duration: f64,
     name: String,
     pdt_ms: i64,
-    parts: u32,
 }
 
 /// One variant's packager (see the module doc).
@@ -323,7 +322,6 @@ impl Cmaf {
                 duration: seg_duration,
                 name: seg_name,
                 pdt_ms: self.seg_pdt_ms,
-                parts: self.part + 1,
             });
             self.write_playlist(false)?;
             self.prune();
@@ -338,19 +336,13 @@ impl Cmaf {
         Ok(())
     }
 
-    /// Delete segments (and parts) that left the window, keeping a little slack for late readers.
+    /// Forget segments that left the window (the playlist lists the newest `list_size`; two more are
+    /// remembered for slack). Files are deleted by the daemon's retention (`media::retention`), which
+    /// knows who still holds them.
     fn prune(&mut self) {
         let keep = self.set.list_size.max(1) as usize + 2;
         while self.window.len() > keep {
-            if let Some(old) = self.window.pop_front() {
-                let _ = std::fs::remove_file(self.set.dir.join(&old.name));
-            }
-        }
-        // Parts are listed only for the newest segments; the daemon has read them by now.
-        if let Some(old) = self.window.iter().rev().nth(4) {
-            for p in 0..old.parts {
-                let _ = std::fs::remove_file(self.set.dir.join(self.part_name(old.msn, p)));
-            }
+            self.window.pop_front();
         }
     }
 

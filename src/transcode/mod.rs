@@ -12,9 +12,9 @@
 //! - `scale`: fast area downscaling for the exact 2:1 and 3:2 ladder steps (the rest is libswscale).
 //! - `stage`: the software ladder's encoding stages (a thread per variant: scale, encode, pass the picture on).
 //! - `hw`: the worker's hardware path (device, hardware decode or one upload, libavfilter ladder).
+//! - `report`: what the worker reports about the files it wrote (classic HLS: its own muxer's playlist).
 //! - `supervisor`: spawning, feeding, restarting, and the stream's online/offline life cycle.
 //! - `encoders`: which encoder a stream starts on, and the notices when that changes.
-//! - `flv`: FLV tags (what the ingest hands over and the worker reads).
 //! - `thumbnail`: the thumbnail and preview, made in a child process while live.
 //!
 //! `Transcoder` is the feature's state. It was handed, at construction, the settings, the bus, the
@@ -24,9 +24,9 @@
 
 pub mod cmaf;
 pub mod encoders;
-pub mod flv;
 pub mod hw;
 pub mod recipe;
+pub mod report;
 pub mod scale;
 pub mod stage;
 pub mod supervisor;
@@ -82,6 +82,8 @@ pub struct TranscodeDeps {
     pub encoders: watch::Receiver<Vec<EncoderInfo>>,
     /// `<data-dir>/hls`.
     pub hls_dir: PathBuf,
+    /// The media plane: what the worker writes is published there (retention first, then the feed).
+    pub media: Arc<crate::media::MediaPlane>,
     /// Where the thumbnail and preview go (the data dir).
     pub images_dir: PathBuf,
     /// Test/debug switch (`--debug-encoder-fault SECONDS`): the first worker of each stream makes its
@@ -113,7 +115,7 @@ impl Transcoder {
     pub fn start(
         self: &Arc<Self>,
         remote: std::net::SocketAddr,
-        publisher: Box<dyn supervisor::Broadcast>,
+        publisher: crate::media::PublisherGuard,
     ) -> supervisor::Feeder {
         supervisor::start(self, remote, publisher)
     }
@@ -193,12 +195,19 @@ pub enum WorkerEvent {
     Progress {
         variants: Vec<VariantProgress>,
     },
-    /// A variant playlist was rewritten with a new segment.
-    Segment {
+    /// A segment was finished (exactly what was written; see `media::SegmentWritten`).
+    SegmentWritten(crate::media::SegmentWritten),
+    /// An LL-HLS part was written (low-latency mode).
+    PartWritten(crate::media::HlsPart),
+    /// A variant's init segment was written (low-latency mode).
+    InitWritten {
+        variant: usize,
+        file: String,
+    },
+    /// A variant's media playlist was rewritten (after its new segment).
+    PlaylistWritten {
         variant: usize,
     },
-    /// An LL-HLS part was written (low-latency mode).
-    Part(crate::events::HlsPart),
     /// Every variant has a segment and the master playlist is written: the stream is playable.
     Ready,
     Error {

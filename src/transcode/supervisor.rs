@@ -3,7 +3,8 @@
 //! `start` is called by the ingest when a publish is accepted: it clears `<data-dir>/hls`, marks the
 //! stream online, publishes STREAM_STARTED and spawns the supervisor task on the transcoder's tracker,
 //! returning the `Feeder` the ingest pushes FLV tags (and the broadcaster's details) into. The supervisor runs the worker (`castd worker`), writes the FLV to its
-//! stdin and reads its events.
+//! stdin and reads its events: control events go to the bus (stream started/stopped), what the worker
+//! wrote goes to the media plane (`media::MediaPlane::publish`: retention, then the typed feed).
 //!
 //! Policies:
 //! - Slow consumer: the feeder channel holds `FEED_CAPACITY` tags (several seconds of media). When it
@@ -21,7 +22,8 @@
 //! - Full disk: the supervisor checks the HLS directory's free space every second (`free_bytes`; the
 //!   worker's muxer loses writes to a full disk without failing) and restarts the worker when less
 //!   than one segment's room is left. A worker that failed while the HLS directory has no room
-//!   (`has_room`) is not counted as a failure: the oldest segments are deleted (`prune_oldest`),
+//!   (`has_room`) is not counted as a failure: the oldest segments are deleted (the media plane's
+//!   `Retention::prune_oldest`, the live stream winning over holders),
 //!   health says so (`hls` alert), and the worker is started again every `DISK_FULL_RETRY` for as
 //!   long as the broadcaster stays; once a worker starts, or the running one finds, room again the
 //!   alert is cleared. Chat, the API and the database are elsewhere and carry on.
@@ -45,19 +47,13 @@ use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
 use super::encoders;
-use super::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
 use super::recipe::{self, SOFTWARE_ENCODER};
 use super::{new_segment_id, thumbnail, Transcoder, WorkerConfig, WorkerEvent};
 use crate::events::Event;
 use crate::health::HealthInput;
+use crate::media::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
+use crate::media::{MediaEvent, PublisherGuard};
 use crate::stream::{stream_event, Broadcaster, StreamDetails};
-
-/// The broadcaster's connection as the supervisor holds it: it can be dropped, and releasing it (when
-/// the supervisor ends) frees the publisher slot.
-pub trait Broadcast: Send + Sync + 'static {
-    /// Drop the broadcaster (transcoding gave up).
-    fn disconnect(&self);
-}
 
 /// Tags buffered between the ingest and the worker.
 pub const FEED_CAPACITY: usize = 2048;
@@ -111,7 +107,7 @@ impl Feeder {
 }
 
 /// The stream goes live: state, event, and the supervisor task.
-pub fn start(t: &Arc<Transcoder>, remote: SocketAddr, publisher: Box<dyn Broadcast>) -> Feeder {
+pub fn start(t: &Arc<Transcoder>, remote: SocketAddr, publisher: PublisherGuard) -> Feeder {
     let (tx, rx) = mpsc::channel(FEED_CAPACITY);
     let (details_tx, details_rx) = watch::channel(StreamDetails::default());
     // The last broadcast's playlists go before the stream is announced, so no player that sees it
@@ -228,7 +224,7 @@ async fn supervise(
     t: Arc<Transcoder>,
     mut rx: mpsc::Receiver<FlvTag>,
     mut details: watch::Receiver<StreamDetails>,
-    guard: Box<dyn Broadcast>,
+    guard: PublisherGuard,
 ) {
     let s = t.deps.settings.get();
     let (seg, list) = s.latency();
@@ -261,6 +257,7 @@ async fn supervise(
         part_ms: t.deps.llhls_part_ms,
     };
     let variant_count = cfg.variants.len();
+    t.deps.media.start_stream(list as usize);
     let thumb_variant = highest_variant(&cfg.variants);
     let mut seq_video: Option<FlvTag> = None;
     let mut seq_audio: Option<FlvTag> = None;
@@ -306,14 +303,14 @@ async fn supervise(
         .await;
         match outcome {
             Outcome::Ended => {
-                finish_worker(&mut worker).await;
+                finish_worker(&mut worker, |ev| on_event(&t, ev, &mut thumbnails, &dir, thumb_variant)).await;
                 break;
             }
             Outcome::Failed(why) => {
                 let _ = worker.child.start_kill();
                 let status = worker.child.wait().await;
                 if !has_room(&dir, HLS_PROBE_BYTES) {
-                    let freed = prune_oldest(&dir);
+                    let freed = t.deps.media.retention.prune_oldest();
                     warn!(freed, "the HLS directory {} is full ({why}); old segments deleted, retrying", dir.display());
                     if !disk_full {
                         let alert = format!(
@@ -377,6 +374,7 @@ async fn supervise(
         st.transcode.clear();
         st.encoders.clear();
     });
+    t.deps.media.publish(MediaEvent::StreamEnded);
     t.deps.telemetry.clear_stream();
     t.deps.health.submit(HealthInput::Encoder(None));
     t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
@@ -488,27 +486,6 @@ pub fn free_bytes(dir: &Path) -> Option<u64> {
 fn room_again(t: &Transcoder) {
     info!("the HLS directory has room again; the stream resumes");
     t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
-}
-
-/// Delete the older half of the media segments under `dir` (every variant), oldest first by
-/// modification time; playlists and init segments stay. Returns how many files were deleted.
-pub fn prune_oldest(dir: &Path) -> usize {
-    let mut segments: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "ts" || e == "m4s") {
-                let modified = entry.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
-                segments.push((modified, path));
-            }
-        }
-    }
-    segments.sort();
-    let n = segments.len().div_ceil(2);
-    segments.iter().take(n).filter(|(_, p)| std::fs::remove_file(p).is_ok()).count()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -627,21 +604,22 @@ fn on_event(
                 }
             });
         }
-        WorkerEvent::Segment { .. } | WorkerEvent::Ready => {
-            let variant = match ev {
-                WorkerEvent::Segment { variant } => Some(variant),
-                _ => {
-                    info!("stream playable: {}", dir.join("stream.m3u8").display());
-                    None
-                }
-            };
-            t.deps.bus.publish(Event::HlsWritten { variant });
+        WorkerEvent::SegmentWritten(seg) => {
+            t.deps.media.publish(MediaEvent::SegmentWritten(seg));
             if thumbnails.is_none() {
                 *thumbnails =
                     Some(thumbnail::spawn_loop(dir.join(thumb_variant.to_string()), t.deps.images_dir.clone()));
             }
         }
-        WorkerEvent::Part(part) => t.deps.bus.publish(Event::HlsPart(part)),
+        WorkerEvent::PlaylistWritten { variant } => {
+            t.deps.media.publish(MediaEvent::PlaylistWritten { variant: Some(variant) })
+        }
+        WorkerEvent::Ready => {
+            info!("stream playable: {}", dir.join("stream.m3u8").display());
+            t.deps.media.publish(MediaEvent::PlaylistWritten { variant: None });
+        }
+        WorkerEvent::PartWritten(part) => t.deps.media.publish(MediaEvent::PartWritten(part)),
+        WorkerEvent::InitWritten { variant, file } => t.deps.media.publish(MediaEvent::InitWritten { variant, file }),
         WorkerEvent::Error { message } => error!("transcode worker: {message}"),
         WorkerEvent::EncoderFailed { encoder, hardware, message } => {
             error!(hardware, "transcode worker: encoder {encoder} failed: {message}")
@@ -650,11 +628,14 @@ fn on_event(
     }
 }
 
-/// Close stdin so the worker flushes and finalises; kill it if it takes too long.
-async fn finish_worker(worker: &mut Worker) {
+/// Close stdin so the worker flushes and finalises (what it writes meanwhile, the last segments and
+/// playlists, still goes to `on`); kill it if it takes too long.
+async fn finish_worker(worker: &mut Worker, mut on: impl FnMut(WorkerEvent)) {
     drop(worker.stdin.take());
     let wait = async {
-        while worker.events.recv().await.is_some() {}
+        while let Some(ev) = worker.events.recv().await {
+            on(ev);
+        }
         worker.child.wait().await
     };
     match tokio::time::timeout(FINISH_TIMEOUT, wait).await {

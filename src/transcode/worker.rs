@@ -18,7 +18,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use ff::codec::{self, threading};
 use ff::format::context::Output;
@@ -31,9 +31,11 @@ use hwaccel::{EncoderKind, InputSpec};
 use super::cmaf::{Cmaf, CmafSettings};
 use super::hw::HwPath;
 use super::recipe::{self, EncoderRecipe};
+use super::report::PlaylistWatch;
 use super::stage::{Encoded, Ladder, Plan, VideoEncode};
 use super::{TranscodeError, WorkerConfig, WorkerEvent};
 use crate::config::StreamOutputVariant;
+use crate::media::SegmentWritten;
 use crate::stream::VariantProgress;
 
 /// Writes events to stdout, one JSON line each, flushed at once.
@@ -156,7 +158,10 @@ struct Variant {
     v_ost: usize,
     a_ost: Option<usize>,
     playlist: PathBuf,
-    playlist_mtime: Option<SystemTime>,
+    /// Classic HLS: what libav's muxer wrote (`report`).
+    watch: Option<PlaylistWatch>,
+    /// Low latency: the init segment was reported.
+    init_reported: bool,
     has_segment: bool,
     codecs: Option<String>,
     width: u32,
@@ -445,7 +450,9 @@ fn hls_options(cfg: &WorkerConfig, dir: &Path) -> Dictionary<'static> {
     let mut hls = Dictionary::new();
     hls.set("hls_time", &cfg.segment_seconds.to_string());
     hls.set("hls_list_size", &cfg.list_size.to_string());
-    let mut flags = String::from("delete_segments+program_date_time+independent_segments");
+    // No `delete_segments`: the daemon's retention (`media::retention`) deletes segments once they left
+    // the window and nobody holds them.
+    let mut flags = String::from("program_date_time+independent_segments");
     if cfg.append {
         flags.push_str("+append_list+discont_start");
     }
@@ -598,14 +605,16 @@ impl Pipeline {
                 }
             }
             sizes.push((w, h));
+            let watch = matches!(sink, Sink::Hls(_)).then(|| PlaylistWatch::new(n, playlist.clone(), cfg.append));
             variants.push(Variant {
                 sink,
                 video,
                 audio,
                 v_ost: 0,
                 a_ost,
+                watch,
+                init_reported: false,
                 playlist,
-                playlist_mtime: None,
                 has_segment: false,
                 codecs: if v.video_passthrough { codec_from_avcc(&v_par) } else { None },
                 width: w,
@@ -914,23 +923,36 @@ impl Pipeline {
         }
         let v = &mut self.variants[i];
         if let Sink::Cmaf(c) = &mut v.sink {
-            let segment = c.reports.iter().any(|r| r.segment.is_some());
             for r in c.reports.drain(..) {
-                emit(&WorkerEvent::Part(r));
+                if !v.init_reported {
+                    emit(&WorkerEvent::InitWritten { variant: i, file: r.init.clone() });
+                    v.init_reported = true;
+                }
+                let segment = r.segment.as_ref().map(|file| SegmentWritten {
+                    variant: i,
+                    msn: r.msn,
+                    file: file.clone(),
+                    duration: r.segment_duration,
+                    program_date_time: Some(r.pdt_ms),
+                    bytes: std::fs::metadata(v.playlist.with_file_name(file)).map(|m| m.len()).unwrap_or(0),
+                    independent: true,
+                });
+                emit(&WorkerEvent::PartWritten(r));
+                if let Some(seg) = segment {
+                    emit(&WorkerEvent::SegmentWritten(seg));
+                    // The plain playlist on disk (thumbnails, players once the stream has ended).
+                    emit(&WorkerEvent::PlaylistWritten { variant: i });
+                }
             }
             v.has_segment = c.has_part;
-            if segment {
-                // The plain playlist on disk (thumbnails, the live window's durable copy).
-                emit(&WorkerEvent::Segment { variant: i });
-            }
-        } else {
-            let mtime = std::fs::metadata(&v.playlist).and_then(|m| m.modified()).ok();
-            let listed =
-                v.has_segment || std::fs::read_to_string(&v.playlist).map(|t| t.contains("#EXTINF")).unwrap_or(false);
-            if mtime.is_some() && mtime != v.playlist_mtime && listed {
-                v.playlist_mtime = mtime;
+        } else if let Some(watch) = v.watch.as_mut() {
+            let written = watch.poll();
+            if !written.is_empty() {
                 v.has_segment = true;
-                emit(&WorkerEvent::Segment { variant: i });
+                for seg in written {
+                    emit(&WorkerEvent::SegmentWritten(seg));
+                }
+                emit(&WorkerEvent::PlaylistWritten { variant: i });
             }
         }
         if !self.master_written && self.variants.iter().all(|v| v.has_segment) {

@@ -7,6 +7,7 @@ pub mod fedactor;
 pub mod media;
 pub mod receiver;
 pub mod s3;
+pub mod slowproxy;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

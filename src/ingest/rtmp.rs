@@ -1,25 +1,20 @@
 //! RTMP ingest: accepts the broadcaster's publish on `rtmpServerPort` (rml_rtmp on tokio).
 //!
 //! Accepted: application `live` (a `?query` on it or on the key is ignored, as OBS-style URLs carry
-//! one) and a key equal to a configured stream key or the temporary `--streamkey`. A wrong app or key,
-//! or a second publisher while one is live, gets an RTMP `_error` and the socket is closed. Garbage,
-//! a stalled handshake or a client that never publishes is dropped after `SETUP_TIMEOUT`; a publisher
-//! that goes silent for `IDLE_TIMEOUT` is dropped too. At most `MAX_CONNECTIONS` sockets are handled
-//! at once; more are closed at accept.
+//! one) and a key the ingest accepts (`Ingest::stream_key_valid`). A wrong app or key, or a second
+//! publisher while one is live (the media plane's `PublisherSlot`), gets an RTMP `_error` and the socket
+//! is closed. Garbage, a stalled handshake or a client that never publishes is dropped after
+//! `SETUP_TIMEOUT`; a publisher that goes silent for `IDLE_TIMEOUT` is dropped too. At most
+//! `MAX_CONNECTIONS` sockets are handled at once; more are closed at accept.
 //!
-//! While publishing, audio/video messages become FLV tags (`transcode::flv`) handed to the transcode
-//! supervisor through `Feeder` (bounded; see `transcode::supervisor` for the slow-consumer policy), and
-//! `onMetaData`, the sequence headers and the measured inbound bitrate make the broadcaster details,
-//! which the feeder passes on to the supervisor (the one writer of the stream state).
-//! `PublisherSlot` makes the single-publisher rule and `GET /api/admin/disconnect` work.
+//! While publishing, audio/video messages become FLV tags handed on through the ingest's `Feeder`
+//! (bounded; see `transcode::supervisor` for the slow-consumer policy), and `onMetaData`, the sequence
+//! headers and the measured inbound bitrate make the broadcaster details, which the feeder passes on.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::Json;
-use parking_lot::Mutex;
 use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
 use rml_rtmp::sessions::{ServerSession, ServerSessionConfig, ServerSessionEvent, ServerSessionResult, StreamMetadata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,13 +24,10 @@ use tracing::{debug, info, warn};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{ApiError, Auth, Registry, StatusResponse};
-use crate::store::settings::SettingsStore;
+use super::{Feeder, Ingest};
+use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
+use crate::media::{Container, Protocol, PublisherGuard, Source};
 use crate::stream::StreamDetails;
-use crate::telemetry::Telemetry;
-use crate::transcode::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
-use crate::transcode::supervisor::{Broadcast, Feeder};
-use crate::transcode::Transcoder;
 
 /// How often the inbound bitrate is measured.
 const BITRATE_WINDOW: Duration = Duration::from_secs(2);
@@ -102,98 +94,6 @@ impl From<rml_rtmp::sessions::ServerSessionError> for IngestError {
     }
 }
 
-/// The ingest feature's state.
-pub struct Ingest {
-    pub settings: SettingsStore,
-    /// `--streamkey`: valid for this run only, never persisted.
-    pub temp_stream_key: Option<String>,
-    pub slot: Arc<PublisherSlot>,
-    pub transcoder: Arc<Transcoder>,
-    pub telemetry: Arc<Telemetry>,
-}
-
-impl Ingest {
-    /// Whether `key` may publish: any configured stream key, or the temporary `--streamkey`.
-    pub fn stream_key_valid(&self, key: &str) -> bool {
-        if self.temp_stream_key.as_deref() == Some(key) {
-            return true;
-        }
-        self.settings.get().stream_keys.iter().any(|k| k.key == key)
-    }
-}
-
-/// The one live publisher, if any.
-#[derive(Default)]
-pub struct PublisherSlot {
-    current: Mutex<Option<Arc<Notify>>>,
-}
-
-impl PublisherSlot {
-    /// Ask the live publisher's connection to close. False when nobody is publishing.
-    pub fn disconnect(&self) -> bool {
-        match &*self.current.lock() {
-            Some(n) => {
-                n.notify_one();
-                true
-            }
-            None => false,
-        }
-    }
-
-    pub fn is_taken(&self) -> bool {
-        self.current.lock().is_some()
-    }
-}
-
-/// Held while a broadcast runs (by the transcode supervisor, until the stream is offline); frees the
-/// slot on drop.
-pub struct PublisherGuard {
-    slot: Arc<PublisherSlot>,
-    notify: Arc<Notify>,
-}
-
-impl PublisherGuard {
-    /// Take the slot, or `None` when another publisher has it.
-    pub fn claim(slot: &Arc<PublisherSlot>) -> Option<PublisherGuard> {
-        let mut cur = slot.current.lock();
-        if cur.is_some() {
-            return None;
-        }
-        let notify = Arc::new(Notify::new());
-        *cur = Some(notify.clone());
-        Some(PublisherGuard { slot: slot.clone(), notify })
-    }
-}
-
-impl Broadcast for PublisherGuard {
-    /// Drop the publisher's connection (used when transcoding gives up).
-    fn disconnect(&self) {
-        self.notify.notify_one();
-    }
-}
-
-impl Drop for PublisherGuard {
-    fn drop(&mut self) {
-        *self.slot.current.lock() = None;
-    }
-}
-
-pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
-    let mut reg = reg.scope(ingest);
-    reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound RTMP broadcaster", disconnect)
-        .returns::<StatusResponse>()
-        .error(400, "No broadcaster is connected (Owncast's answer)");
-}
-
-async fn disconnect(State(ingest): State<Arc<Ingest>>) -> Result<Json<StatusResponse>, ApiError> {
-    if ingest.slot.disconnect() {
-        info!("the admin disconnected the broadcaster");
-        Ok(StatusResponse::ok("inbound stream disconnected"))
-    } else {
-        Err(ApiError::bad("no inbound stream connected"))
-    }
-}
-
 /// Where the RTMP server listens: the saved bind address, except that a loopback web server (as in
 /// tests and local setups) keeps RTMP on loopback too unless an RTMP address was set explicitly.
 pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std::net::AddrParseError> {
@@ -213,7 +113,7 @@ pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, stop: Cancellatio
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stop.cancelled() => {
-                if ingest.slot.disconnect() {
+                if ingest.media.slot.disconnect() {
                     info!("shutting down: dropping the broadcaster");
                 }
                 return;
@@ -384,19 +284,20 @@ impl Conn {
                 if self.feeder.is_some() {
                     return self.reject(request_id, "NetStream.Publish.BadName", "already publishing").await;
                 }
-                let Some(guard) = PublisherGuard::claim(&self.ingest.slot) else {
+                let source = Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: self.addr };
+                let Some(guard) = PublisherGuard::claim(&self.ingest.media.slot, source) else {
                     warn!(addr = %self.addr, "a second publisher was refused: a stream is already live");
                     return self
                         .reject(request_id, "NetStream.Publish.BadName", "another stream is already live")
                         .await;
                 };
-                self.notify = Some(guard.notify.clone());
+                self.notify = Some(guard.notify());
                 let results = self.session.accept_request(request_id)?;
                 self.results(results).await?;
                 info!(addr = %self.addr, "broadcaster connected; stream starting");
                 self.window_start = Instant::now();
                 self.window_bytes = (0, 0);
-                self.feeder = Some(self.ingest.transcoder.start(self.addr, Box::new(guard)));
+                self.feeder = Some(self.ingest.hand_off(self.addr, guard));
             }
             ServerSessionEvent::StreamMetadataChanged { metadata, .. } => self.metadata(&metadata),
             ServerSessionEvent::VideoDataReceived { data, timestamp, .. } => {

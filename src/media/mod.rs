@@ -1,0 +1,73 @@
+//! The media plane: the one owner of the live media between ingest and every output.
+//!
+//! ```text
+//! ingest/{rtmp,..} --claims--> source::PublisherSlot (one publisher, any protocol)
+//!        |  container bytes
+//!        v
+//! transcode (worker child process) --reports exactly what it wrote--> MediaPlane::publish
+//!                                                                         |  retention records it first
+//!                                                                         v
+//!                        feed::Feed (typed MediaEvents, a bounded queue per consumer)
+//!                          |            |             |          (next: recordings, simulcast, webrtc)
+//!                         hls         llhls        storage  (holds segments it still uploads)
+//! ```
+//! - `source`: publishers and the single-publisher rule.
+//! - `flv`: FLV tags, the container RTMP publishers send (what the worker reads today).
+//! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
+//!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
+//! - `retention`: live windows per variant and holds; the only deleter of segment files.
+//!
+//! This module is in the bottom layer: features use it, it imports no feature.
+
+pub mod feed;
+pub mod flv;
+pub mod retention;
+pub mod source;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use feed::{Delivery, Feed, HlsPart, MediaEvent, SegmentWritten, Subscription};
+pub use retention::{Hold, Retention};
+pub use source::{Container, Protocol, PublisherGuard, PublisherSlot, Source};
+
+/// The plane's shared state: the feed, retention and the publisher slot.
+pub struct MediaPlane {
+    pub feed: Feed,
+    pub retention: Arc<Retention>,
+    pub slot: Arc<PublisherSlot>,
+}
+
+impl MediaPlane {
+    /// The plane for the HLS directory `hls_dir` (`<data-dir>/hls`).
+    pub fn new(hls_dir: PathBuf) -> Arc<MediaPlane> {
+        Arc::new(MediaPlane {
+            feed: Feed::default(),
+            retention: Retention::new(hls_dir),
+            slot: Arc::new(PublisherSlot::default()),
+        })
+    }
+
+    /// A new stream: empty windows of `list_size` segments (plus the grace).
+    pub fn start_stream(&self, list_size: usize) {
+        self.retention.start_stream(list_size);
+    }
+
+    /// Publish what the worker wrote: retention records segments and parts first (and retires what left
+    /// a window, publishing that too), then every consumer gets the event.
+    pub fn publish(&self, event: MediaEvent) {
+        match &event {
+            MediaEvent::SegmentWritten(seg) => {
+                let retired = self.retention.add_segment(seg);
+                self.feed.publish(event);
+                for old in retired {
+                    self.feed.publish(MediaEvent::SegmentRetired { variant: old.variant, file: old.file });
+                }
+                return;
+            }
+            MediaEvent::PartWritten(part) => self.retention.add_part(part),
+            _ => {}
+        }
+        self.feed.publish(event);
+    }
+}

@@ -1,0 +1,142 @@
+//! Sources: who publishes the live media, over which protocol and in which container, and the rule
+//! that there is at most one publisher at a time.
+//!
+//! Every ingest protocol (RTMP now; SRT and WHIP next) claims the `PublisherSlot` before it hands media
+//! on, and describes its publisher as a `Source`. The slot is what `GET /api/admin/disconnect` closes,
+//! whatever the protocol; the transcode supervisor holds the `PublisherGuard` until the stream is
+//! offline, so a second publisher is refused until then.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// The protocol a publisher came in with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Rtmp,
+    Srt,
+    Whip,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Rtmp => "rtmp",
+            Protocol::Srt => "srt",
+            Protocol::Whip => "whip",
+        }
+    }
+}
+
+/// The container the publisher's media arrives in, as the transcode worker reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container {
+    /// FLV tags (RTMP).
+    Flv,
+    /// An MPEG transport stream (SRT).
+    MpegTs,
+    /// Elementary access units (RTP depacketised: WHIP).
+    AccessUnits,
+}
+
+/// A publisher, as the media plane knows it.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub protocol: Protocol,
+    pub container: Container,
+    pub remote: SocketAddr,
+}
+
+/// The one live publisher, if any (every protocol shares it).
+#[derive(Default)]
+pub struct PublisherSlot {
+    current: Mutex<Option<(Source, Arc<Notify>)>>,
+}
+
+impl PublisherSlot {
+    /// Ask the live publisher's connection to close. False when nobody is publishing.
+    pub fn disconnect(&self) -> bool {
+        match &*self.current.lock() {
+            Some((_, n)) => {
+                n.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn is_taken(&self) -> bool {
+        self.current.lock().is_some()
+    }
+
+    /// The live publisher.
+    pub fn source(&self) -> Option<Source> {
+        self.current.lock().as_ref().map(|(s, _)| s.clone())
+    }
+}
+
+/// Held while a broadcast runs (by the transcode supervisor, until the stream is offline); frees the
+/// slot on drop.
+pub struct PublisherGuard {
+    slot: Arc<PublisherSlot>,
+    notify: Arc<Notify>,
+}
+
+impl PublisherGuard {
+    /// Take the slot for `source`, or `None` when another publisher has it.
+    pub fn claim(slot: &Arc<PublisherSlot>, source: Source) -> Option<PublisherGuard> {
+        let mut cur = slot.current.lock();
+        if cur.is_some() {
+            return None;
+        }
+        let notify = Arc::new(Notify::new());
+        *cur = Some((source, notify.clone()));
+        Some(PublisherGuard { slot: slot.clone(), notify })
+    }
+
+    /// Resolves when the publisher is asked to go (the admin's disconnect, or transcoding gave up).
+    pub async fn disconnected(&self) {
+        self.notify.notified().await
+    }
+
+    /// Drop the publisher's connection (transcoding gave up).
+    pub fn disconnect(&self) {
+        self.notify.notify_one();
+    }
+
+    /// The notification the protocol's connection waits on.
+    pub fn notify(&self) -> Arc<Notify> {
+        self.notify.clone()
+    }
+}
+
+impl Drop for PublisherGuard {
+    fn drop(&mut self) {
+        *self.slot.current.lock() = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rtmp() -> Source {
+        Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: "127.0.0.1:5000".parse().unwrap() }
+    }
+
+    #[test]
+    fn one_publisher_at_a_time_whatever_the_protocol() {
+        let slot = Arc::new(PublisherSlot::default());
+        assert!(!slot.disconnect(), "nobody to disconnect");
+        let guard = PublisherGuard::claim(&slot, rtmp()).expect("free slot");
+        let srt = Source { protocol: Protocol::Srt, container: Container::MpegTs, ..rtmp() };
+        assert!(PublisherGuard::claim(&slot, srt.clone()).is_none(), "a second publisher is refused");
+        assert_eq!(slot.source().map(|s| s.protocol), Some(Protocol::Rtmp));
+        assert!(slot.disconnect());
+        drop(guard);
+        assert!(!slot.is_taken());
+        assert!(PublisherGuard::claim(&slot, srt).is_some(), "free again once the stream is over");
+    }
+}
