@@ -50,6 +50,8 @@ use crate::yp::{Directory, YpConfig};
 pub const STREAM_STOP_TIMEOUT: Duration = Duration::from_secs(6);
 /// Longest wait at shutdown for object storage to upload the stream's last segments and playlists.
 pub const STORAGE_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait at shutdown for go-live notifications being sent.
+pub const NOTIFY_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest wait for open HTTP requests at shutdown.
 pub const HTTP_STOP_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -293,7 +295,8 @@ pub async fn run(
     info!("rtmp server listening on rtmp://{}", listeners.rtmp.local_addr()?);
 
     let dispatcher = crate::webhooks::start(d.webhooks.clone(), &d.bus);
-    let notify_task = crate::notifications::start(d.notify.clone(), &d.bus);
+    let stop_notify = CancellationToken::new();
+    let notify_task = crate::notifications::start(d.notify.clone(), &d.bus, stop_notify.clone());
     let federation_tasks = crate::federation::start(d.federation.clone(), &d.bus);
     let chat_task = crate::chat::start(&d.chat);
     let indieauth_task = crate::indieauth::start(d.indieauth.clone());
@@ -338,8 +341,15 @@ pub async fn run(
     }
     // 2. Object storage uploads the stream's last segments and final playlists (time-limited).
     d.storage.drain(STORAGE_DRAIN_TIMEOUT).await;
-    // 3. Webhooks: deliver what is on the bus, keep the rest for the next start.
+    // 3. Webhooks: deliver what is on the bus, keep the rest for the next start. Go-live notifications
+    //    being sent are finished (time-limited), not cut off.
     dispatcher.shutdown().await;
+    stop_notify.cancel();
+    let mut notify_task = notify_task;
+    if tokio::time::timeout(NOTIFY_DRAIN_TIMEOUT, &mut notify_task).await.is_err() {
+        warn!("go-live notifications still sending after {NOTIFY_DRAIN_TIMEOUT:?}; stopping them");
+        notify_task.abort();
+    }
     // 4. Chat sockets get a close frame; then the web server stops after its open requests.
     d.chat.close_all();
     stop_http.cancel();
@@ -349,7 +359,6 @@ pub async fn run(
         _ => {}
     }
     let tasks = [
-        Some(notify_task),
         Some(chat_task),
         Some(indieauth_task),
         Some(hls_task),

@@ -48,9 +48,12 @@ impl MediaPlane {
         })
     }
 
-    /// A new stream: empty windows of `list_size` segments (plus the grace).
+    /// A new stream: empty windows of `list_size` segments (plus the grace). The previous stream's last
+    /// windows are retired (consumers let them go: storage deletes them from the bucket).
     pub fn start_stream(&self, list_size: usize) {
-        self.retention.start_stream(list_size);
+        for old in self.retention.start_stream(list_size) {
+            self.feed.publish(MediaEvent::SegmentRetired { variant: old.variant, file: old.file });
+        }
     }
 
     /// Publish what the worker wrote: retention records segments and parts first (and retires what left

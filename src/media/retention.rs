@@ -1,7 +1,8 @@
 //! Retention: the one owner of when a media file on disk may go.
 //!
 //! Each variant has a live window: its newest `keep` segments (the playlist's list size plus a grace,
-//! so a player holding the previous playlist still finds what it names). A segment that leaves the
+//! so a player holding the previous playlist still finds what it names); LL-HLS parts are kept for the
+//! newest `PART_SEGMENTS` segments, which are the ones LL-HLS playlists list parts for. A segment that leaves the
 //! window is *retired*; its file (and its LL-HLS parts) is deleted when it is retired *and* no consumer
 //! holds it. A consumer that still needs a file (an upload in flight, a recording) takes a `Hold` and
 //! drops it when done; the last release of a retired segment deletes it. Nothing else deletes segments
@@ -21,6 +22,8 @@ use super::feed::{HlsPart, SegmentWritten};
 
 /// Segments kept past the playlist's list size (players and caches holding the previous playlist).
 pub const GRACE_SEGMENTS: usize = 2;
+/// LL-HLS parts are listed for the newest segments only; parts of older segments go (their segment stays).
+pub const PART_SEGMENTS: usize = 4;
 
 /// A file a consumer still needs; dropping it releases it (the last release of a retired segment
 /// deletes the file).
@@ -84,11 +87,14 @@ impl Retention {
     /// A new stream: empty windows, `list_size` segments listed per playlist (plus the grace). Files of
     /// the previous stream are the supervisor's to clear (it empties the folder); holds on them stay
     /// valid and delete nothing new.
-    pub fn start_stream(&self, list_size: usize) {
+    /// Returns the previous stream's windows, now retired.
+    pub fn start_stream(&self, list_size: usize) -> Vec<SegmentWritten> {
         let mut inner = self.inner.lock();
         inner.keep = list_size.max(1) + GRACE_SEGMENTS;
-        inner.windows.clear();
         inner.parts.clear();
+        let mut old: Vec<SegmentWritten> = inner.windows.drain().flat_map(|(_, w)| w.segments).collect();
+        old.sort_by_key(|s| (s.variant, s.msn));
+        old
     }
 
     /// Record an LL-HLS part (deleted with its segment).
@@ -109,6 +115,18 @@ impl Retention {
             while window.segments.len() > keep {
                 if let Some(old) = window.segments.pop_front() {
                     retired.push(old);
+                }
+            }
+            // Parts of segments no LL-HLS playlist lists any more.
+            let stale_parts = window.segments.iter().rev().nth(PART_SEGMENTS).map(|s| (s.variant, s.msn));
+            if let Some(parts) = stale_parts.and_then(|key| inner.parts.remove(&key)) {
+                for p in parts {
+                    let f = self.path_of(seg.variant, &p);
+                    if inner.holds.contains_key(&f) {
+                        inner.retired.insert(f);
+                    } else {
+                        to_delete.push(f);
+                    }
                 }
             }
             for old in &retired {
@@ -304,6 +322,21 @@ mod tests {
         assert_eq!(files(tmp.path(), 0), 1 + GRACE_SEGMENTS);
         // A file that is gone cannot be held.
         assert!(r.hold(0, &first.file).is_none());
+    }
+
+    #[test]
+    fn a_new_stream_retires_the_last_windows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = Retention::new(tmp.path().to_path_buf());
+        r.start_stream(2);
+        for v in 0..2 {
+            for msn in 0..3 {
+                r.add_segment(&seg(v, msn));
+            }
+        }
+        let old: Vec<(usize, u64)> = r.start_stream(2).iter().map(|s| (s.variant, s.msn)).collect();
+        assert_eq!(old, vec![(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
+        assert!(r.window(0).is_empty() && r.variants().is_empty());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
 use web_push_native::WebPushBuilder;
 
@@ -282,10 +283,18 @@ fn save_destination(
 }
 
 /// Send the go-live notifications whenever the stream starts.
-pub fn start(state: NotifyState, bus: &Bus) -> tokio::task::JoinHandle<()> {
+/// Send the go-live notifications on STREAM_STARTED until `stop` fires. A send in progress when it fires
+/// is finished, not cut off (the daemon waits for the returned task, with a time limit).
+pub fn start(state: NotifyState, bus: &Bus, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
     let mut sub = bus.subscribe("notifications");
     tokio::spawn(async move {
-        while let Some(event) = sub.recv().await {
+        loop {
+            let event = tokio::select! {
+                biased;
+                _ = stop.cancelled() => return,
+                event = sub.recv() => event,
+            };
+            let Some(event) = event else { return };
             if matches!(*event, Event::StreamStarted(_)) {
                 go_live(&state).await;
             }

@@ -636,7 +636,6 @@ pub fn start(storage: Arc<Storage>) -> tokio::task::JoinHandle<()> {
                         storage.ended.store(false, Ordering::Release);
                         storage.served.write().clear();
                         storage.newest.write().clear();
-                        storage.retired.lock().clear();
                     }
                     Some(Event::ConfigChanged { key }) if key == "s3" || key == "videoservingendpoint" => {
                         if let Some(t) = storage.reload() {
