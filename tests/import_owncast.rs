@@ -59,6 +59,8 @@ struct Owncast {
     root: PathBuf,
     /// The ActivityPub public key (PKIX PEM) as Owncast stored it.
     public_pem: String,
+    /// The VAPID public key (base64url, uncompressed point) as Owncast stored it.
+    vapid_public: String,
 }
 
 impl Owncast {
@@ -91,6 +93,20 @@ fn build_owncast(webhook_url: &str) -> Owncast {
     std::fs::write(data.join("public/hello.txt"), b"hello from owncast").unwrap();
     std::fs::write(data.join("public/docs/rules.md"), b"# Rules").unwrap();
     let (private_pem, public_pem) = rsa_pair();
+    // VAPID keys as webpush-go makes them: base64url (no padding) of the scalar and of the point.
+    let vapid = {
+        use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
+        ES256KeyPair::generate()
+    };
+    let b64 = |b: &[u8]| {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+    };
+    let vapid_private = b64(&vapid.to_bytes());
+    let vapid_public = {
+        use web_push_native::jwt_simple::algorithms::ECDSAP256KeyPairLike;
+        b64(&vapid.key_pair().public_key().to_bytes_uncompressed())
+    };
 
     let c = Connection::open(data.join("owncast.db")).unwrap();
     c.pragma_update(None, "journal_mode", "WAL").unwrap();
@@ -193,6 +209,8 @@ fn build_owncast(webhook_url: &str) -> Owncast {
         ("private_key", s(&private_pem)),
         ("public_key", s(&public_pem)),
         ("directory_enabled", Enc::Bool(true)),
+        ("browser_push_private_key", s(&vapid_private)),
+        ("browser_push_public_key", s(&vapid_public)),
         ("peak_viewers_overall", Enc::Float(42.0)),
         ("schedule_show_countdown", Enc::Bool(true)),
         (
@@ -301,7 +319,7 @@ fn build_owncast(webhook_url: &str) -> Owncast {
     )
     .unwrap();
     drop(c);
-    Owncast { _tmp: tmp, root, public_pem }
+    Owncast { _tmp: tmp, root, public_pem, vapid_public }
 }
 
 /// Every file under `dir` with its contents (to show the import leaves the Owncast dir as it was).
@@ -401,6 +419,8 @@ fn an_owncast_server_comes_over_whole() {
     assert_eq!(config["tags"], json!(["retro", "games", "speedrun"]));
     assert_eq!(config["socialHandles"][0]["url"], "https://mastodon.example/@retro");
     assert_eq!(config["nsfw"], true);
+    assert_eq!(config["notifications"]["browser"]["enabled"], true);
+    assert_eq!(config["notifications"]["browser"]["publicKey"], oc.vapid_public.as_str(), "the VAPID key came over");
     assert_eq!(config["appearanceVariables"]["theme-color-background-main"], "#112233");
     assert_eq!(s.get("/logo").bytes().unwrap().as_ref(), PNG);
     assert_eq!(s.get("/public/hello.txt").text().unwrap(), "hello from owncast");

@@ -412,7 +412,7 @@ fn copy_emoji(from: &Path, to: &Path, report: &mut Report) -> Result<(), ImportE
             continue;
         }
         let Some(ext) = crate::chat::emoji::image_ext(&bytes) else {
-            report.skip(KIND, "not a PNG, GIF, JPEG, WebP or SVG image");
+            report.skip(KIND, "not a PNG, GIF, JPEG or WebP image");
             continue;
         };
         std::fs::write(to.join(format!("{clean}.{ext}")), &bytes).map_err(ImportError::io("writing an emoji"))?;
