@@ -95,7 +95,7 @@ fn build_owncast(webhook_url: &str) -> Owncast {
     let (private_pem, public_pem) = rsa_pair();
     // VAPID keys as webpush-go makes them: base64url (no padding) of the scalar and of the point.
     let vapid = {
-        use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
+        use web_push_native::jwt_simple::algorithms::ES256KeyPair;
         ES256KeyPair::generate()
     };
     let b64 = |b: &[u8]| {
