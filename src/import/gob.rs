@@ -631,12 +631,35 @@ mod tests {
     fn decodes_what_go_writes_for_basic_values() {
         // Go: gob.NewEncoder(&b).Encode("hello")
         assert_eq!(decode(b"\x08\x0c\x00\x05hello").unwrap(), Value::String("hello".into()));
-        // Encode(true), Encode(float64(2)), Encode(float64(8080))
+        // Encode(42) (an int, zig-zag encoded)
+        assert_eq!(decode(&[3, 4, 0, 84]).unwrap(), Value::Int(42));
+        // Encode(true), Encode(float64(2)), Encode(float64(2000))
         assert_eq!(decode(b"\x03\x02\x00\x01").unwrap(), Value::Bool(true));
         assert_eq!(decode(b"\x03\x08\x00\x40").unwrap(), Value::Float(2.0));
         assert_eq!(decode(b"\x06\x08\x00\xfd\x40\x9f\x40").unwrap().as_f64(), Some(2000.0));
         assert_eq!(encode(&Enc::String("hello".into())), b"\x08\x0c\x00\x05hello");
         assert_eq!(encode(&Enc::Float(2000.0)), b"\x06\x08\x00\xfd\x40\x9f\x40");
+    }
+
+    #[test]
+    fn decodes_the_struct_example_of_gos_documentation() {
+        // encoding/gob's doc: `type Point struct{ X, Y int }`, Encode(Point{22, 33}):
+        // 1f ff 81 03 01 01 05 50 6f 69 6e 74 01 ff 82 00 01 02 01 01 58 01 04 00 01 01 59 01 04 00 00 00
+        // 07 ff 82 01 2c 01 42 00
+        let mut data = vec![0x1f, 0xff, 0x81, 0x03, 0x01, 0x01, 0x05];
+        data.extend(b"Point");
+        data.extend([0x01, 0xff, 0x82, 0x00, 0x01, 0x02]);
+        data.extend([0x01, 0x01, b'X', 0x01, 0x04, 0x00, 0x01, 0x01, b'Y', 0x01, 0x04, 0x00, 0x00, 0x00]);
+        data.extend([0x07, 0xff, 0x82, 0x01, 0x2c, 0x01, 0x42, 0x00]);
+        let v = decode(&data).unwrap();
+        assert_eq!(v.field("X"), Some(&Value::Int(22)));
+        assert_eq!(v.field("Y"), Some(&Value::Int(33)));
+        // The encoder writes the same bytes for the same struct.
+        let p = encode::Enc::Struct(
+            "Point".into(),
+            vec![("X".into(), encode::Enc::Int(22)), ("Y".into(), encode::Enc::Int(33))],
+        );
+        assert_eq!(encode::encode(&p), data);
     }
 
     #[test]

@@ -200,7 +200,11 @@ fn put_in_place(built: &Path, target: &Path, force: bool) -> Result<(), ImportEr
     if !force {
         return Err(ImportError::NotEmpty(target.to_path_buf()));
     }
-    let old = built.with_extension("replaced");
+    // Beside the build dir, with its unique name, so no leftover of an earlier run is in the way.
+    let old = built.with_file_name(format!(
+        "{}.replaced",
+        built.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
     std::fs::rename(target, &old).map_err(ImportError::io("moving the old data directory aside"))?;
     if let Err(e) = std::fs::rename(built, target) {
         let _ = std::fs::rename(&old, target);
