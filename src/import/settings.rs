@@ -307,6 +307,7 @@ pub fn apply(source: &Source, out: &mut Settings, report: &mut Report) -> Result
             None => report.skip(KIND, format!("{key}: unknown key or unexpected value")),
         }
     }
+    check(out, report);
     if source.datastore.contains_key("private_key") && plan.federation_key_pem.is_none() {
         return Err(ImportError::Corrupt(
             "the ActivityPub private key (datastore key private_key) cannot be read; without it followers \
@@ -336,6 +337,53 @@ pub fn apply(source: &Source, out: &mut Settings, report: &mut Report) -> Result
         report.add("admin password", 1);
     }
     Ok(plan)
+}
+
+/// Run the imported values through the validators castd's admin API uses; a value they refuse is
+/// reported and replaced by castd's default, so the daemon never starts on settings it would not take.
+fn check(out: &mut Settings, report: &mut Report) {
+    use crate::config::validate;
+    use serde_json::json;
+    let defaults = Settings::default();
+    let mut refuse = |what: &str, e: validate::ValidationError| {
+        report.skip(KIND, format!("{what}: {e}; castd's default kept"));
+    };
+    if !out.stream_keys.is_empty() {
+        match validate::stream_keys(&json!(out.stream_keys)) {
+            Ok(keys) => out.stream_keys = keys,
+            Err(e) => {
+                refuse("stream_keys", e);
+                out.stream_keys = Vec::new();
+            }
+        }
+    }
+    if let Err(e) = validate::variants(&json!(out.video_quality_variants)) {
+        refuse("video_stream_output_variants", e);
+        out.video_quality_variants = defaults.video_quality_variants.clone();
+    }
+    if let Err(e) = validate::ip_address(&json!(out.web_server_ip)) {
+        refuse("http_listen_address", e);
+        out.web_server_ip = defaults.web_server_ip.clone();
+    }
+    if let Err(e) = validate::ip_address(&json!(out.rtmp_server_bind_address)) {
+        refuse("rtmp_bind_address", e);
+        out.rtmp_server_bind_address = defaults.rtmp_server_bind_address.clone();
+    }
+    if let Err(e) = validate::socket_url(&json!(out.socket_host_override)) {
+        refuse("websocket_host_override", e);
+        out.socket_host_override = String::new();
+    }
+    if let Err(e) = validate::federation_username(&json!(out.federation_username)) {
+        refuse("federation_username", e);
+        out.federation_username = defaults.federation_username.clone();
+    }
+    match validate::domains(&json!(out.federation_blocked_domains)) {
+        Ok(d) => out.federation_blocked_domains = d,
+        Err(e) => {
+            refuse("federation_blocked_domains", e);
+            out.federation_blocked_domains = Vec::new();
+        }
+    }
 }
 
 /// A plain file name inside Owncast's data dir (no directories, no way out of it).
@@ -444,4 +492,31 @@ fn copy_tree(from: &Path, to: &Path, report: &mut Report, depth: usize) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_castd_would_refuse_fall_back_to_its_defaults_and_are_reported() {
+        let mut s = Settings {
+            federation_username: "no spaces allowed".into(),
+            video_quality_variants: vec![StreamOutputVariant { scaled_width: 641, ..Default::default() }],
+            stream_keys: vec![StreamKey { key: " padded-key ".into(), comment: String::new() }],
+            web_server_ip: "not-an-ip".into(),
+            federation_blocked_domains: vec!["Spam.Example".into()],
+            ..Settings::default()
+        };
+        let mut report = Report::default();
+        check(&mut s, &mut report);
+        assert_eq!(s.federation_username, "streamer");
+        assert_eq!(s.video_quality_variants, Settings::default().video_quality_variants);
+        assert_eq!(s.web_server_ip, "0.0.0.0");
+        assert_eq!(s.stream_keys[0].key, "padded-key");
+        assert_eq!(s.federation_blocked_domains, vec!["spam.example".to_string()]);
+        let reasons: Vec<&String> = report.skipped[KIND].keys().collect();
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(reasons.iter().any(|r| r.starts_with("federation_username:")), "{reasons:?}");
+    }
 }
