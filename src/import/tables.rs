@@ -31,7 +31,8 @@ fn time_or(row: &Row, col: &str, fallback: DateTime<Utc>, kind: &'static str, re
         Ok(Some(t)) => t,
         Ok(None) => fallback,
         Err(what) => {
-            report.note(format!("{kind}: unreadable time {what}, the import time used instead"));
+            let col = what.split(" = ").next().unwrap_or_default();
+            report.skip("times", format!("{kind}: {col} unreadable, the import time used instead"));
             fallback
         }
     }
@@ -41,7 +42,8 @@ fn opt_time(row: &Row, col: &str, kind: &'static str, report: &mut Report) -> Op
     match row.time(col) {
         Ok(t) => t,
         Err(what) => {
-            report.note(format!("{kind}: unreadable time {what}, left empty"));
+            let col = what.split(" = ").next().unwrap_or_default();
+            report.skip("times", format!("{kind}: {col} unreadable, left empty"));
             None
         }
     }
@@ -183,7 +185,7 @@ fn users(source: &Source, tx: &Transaction, report: &mut Report) -> Result<HashS
             None => (None, None),
         };
         if !u.text("disabled_reason").is_empty() {
-            report.note(format!("chat user {id}: the reason it was disabled is not kept (castd has no such field)"));
+            report.skip("reasons users were disabled", "castd keeps that a user is disabled, not why");
         }
         tx.execute(
             "INSERT INTO chat_users (id, token_hash, display_name, display_color, created_at, previous_names,
@@ -249,7 +251,7 @@ fn messages(
         let user = match user {
             Some(u) if users.contains(&u) => Some(u),
             Some(_) => {
-                report.note("a chat message whose user was not imported keeps its text without an author");
+                report.skip("chat message authors", "the user was not imported; the message is kept without an author");
                 None
             }
             None => None,
@@ -260,7 +262,6 @@ fn messages(
         )?;
         report.imported_one(KIND);
     }
-    report.notes.dedup();
     Ok(())
 }
 
