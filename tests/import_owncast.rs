@@ -367,6 +367,7 @@ fn an_owncast_server_comes_over_whole() {
 
     let (ok, report, err) = import(&oc.root, &data_dir, &[]);
     assert!(ok, "import failed: {err}\n{report}");
+    println!("{report}");
     assert_eq!(snapshot(&oc.root), before, "the Owncast directory was modified");
     for (kind, n) in [
         ("chat users", 3),
