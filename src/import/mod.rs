@@ -139,19 +139,38 @@ fn is_empty_dir(dir: &Path) -> Result<bool, ImportError> {
     }
 }
 
-/// Whether two paths name the same directory (so an import cannot replace its own source).
-fn same_dir(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b || a.starts_with(&b) || b.starts_with(&a),
-        _ => false,
+/// `path` made absolute through its nearest existing ancestor (the target may not exist yet).
+fn resolved(path: &Path) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    let mut at = path.to_path_buf();
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return Some(rest.iter().rev().fold(real, |p, c| p.join(c)));
+        }
+        rest.push(at.file_name()?.to_os_string());
+        at = match at.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+    }
+}
+
+/// Whether one directory is inside the other (or they are the same): the import must not write
+/// into the Owncast directory, nor replace a directory that holds it.
+fn overlapping(from: &Path, target: &Path) -> bool {
+    match (resolved(from), resolved(target)) {
+        (Some(a), Some(b)) => a.starts_with(&b) || b.starts_with(&a),
+        // A path that cannot be resolved (`..` after a missing directory) is refused to be safe.
+        _ => true,
     }
 }
 
 /// Run the import (see the module doc).
 pub fn run(opts: &Options) -> Result<Report, ImportError> {
-    if same_dir(&opts.from, &opts.data_dir) {
+    if overlapping(&opts.from, &opts.data_dir) {
         return Err(ImportError::Invalid(
-            "the castd data directory must be outside the Owncast directory (and not contain it)".into(),
+            "the castd data directory must be outside the Owncast directory and not contain it (give plain paths)"
+                .into(),
         ));
     }
     let target = &opts.data_dir;
@@ -245,4 +264,23 @@ fn build_into(source: &source::Source, dir: &Path, report: &mut Report) -> Resul
     drop(settings_store);
     drop(store);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_may_not_overlap_the_owncast_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let owncast = dir.path().join("owncast");
+        std::fs::create_dir_all(owncast.join("data")).unwrap();
+        assert!(overlapping(&owncast, &owncast.join("data/castd")), "a target inside, not created yet");
+        assert!(overlapping(&owncast.join("data"), dir.path()), "a target holding the Owncast dir");
+        assert!(overlapping(&owncast, &owncast.join("x/../")));
+        assert!(!overlapping(&owncast, &dir.path().join("castd")));
+        let opts = Options { from: owncast.clone(), data_dir: owncast.join("castd"), dry_run: false, force: true };
+        assert!(matches!(run(&opts), Err(ImportError::Invalid(_))));
+        assert!(!owncast.join("castd").exists());
+    }
 }
