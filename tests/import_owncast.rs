@@ -587,3 +587,40 @@ fn corrupt_or_unknown_input_is_refused_with_nothing_written() {
     std::fs::remove_file(oc.data().join("owncast.db")).unwrap();
     assert_refused(&oc, "no owncast.db");
 }
+
+#[test]
+fn a_running_owncasts_wal_is_read_and_left_alone() {
+    let oc = build_owncast("http://127.0.0.1:9/hook");
+    // As while Owncast runs: the newest transactions only in owncast.db-wal, the connection open.
+    let c = oc.db();
+    c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    c.execute(
+        "INSERT INTO users (id, display_name, display_color, scopes, type) VALUES ('dave-id', 'dave', 4, '', 'STANDARD')",
+        [],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO user_access_tokens (token, user_id) VALUES ('dave-token-0123456789abcdefghijklmnop', 'dave-id')",
+        [],
+    )
+    .unwrap();
+    let wal = oc.data().join("owncast.db-wal");
+    assert!(std::fs::metadata(&wal).map(|m| m.len() > 0).unwrap_or(false), "the test needs a WAL with the new rows");
+    let before = snapshot(&oc.root);
+    let target = tempfile::tempdir().unwrap();
+    let data_dir = target.path().join("castd");
+    let (ok, report, err) = import(&oc.root, &data_dir, &[]);
+    assert!(ok, "{err}");
+    assert_eq!(line_count(&report, "chat users"), Some(4), "the user only in the WAL is missing:\n{report}");
+    assert_eq!(snapshot(&oc.root), before, "the Owncast directory (WAL, shm) was modified");
+    let db = Connection::open(data_dir.join("castd.db")).unwrap();
+    let name: String = db
+        .query_row(
+            "SELECT display_name FROM chat_users WHERE token_hash = ?1",
+            [castd::chat::users::token_hash("dave-token-0123456789abcdefghijklmnop")],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(name, "dave");
+    drop(c);
+}
