@@ -453,6 +453,7 @@ fn an_owncast_server_comes_over_whole() {
     assert_eq!(info["user"]["displayName"], "alice");
     assert_eq!(info["user"]["displayColor"], 3);
     assert_eq!(info["user"]["isModerator"], true);
+    assert_eq!(info["user"]["authenticated"], true, "her IndieAuth sign-in came over");
     say(&mut ws, "still here after the move");
     let hook = hooks
         .wait_for(Duration::from_secs(10), |r| r.json()["type"] == "CHAT")
@@ -495,8 +496,23 @@ fn an_owncast_server_comes_over_whole() {
     let bans = s.admin_json("/api/admin/chat/users/ipbans");
     assert_eq!(bans[0]["ipAddress"], "203.0.113.7", "{bans}");
 
-    // The actor publishes Owncast's public key.
+    // Custom emoji.
+    let emoji = s.get_json("/api/emoji");
+    assert_eq!(emoji.as_array().map(|e| e.iter().filter(|x| x["name"] == "partyparrot").count()), Some(1), "{emoji}");
+
+    // The actor publishes Owncast's public key; its posts and the activity list came over.
     s.set("serverurl", json!(s.base));
+    let outbox: Value = s
+        .client
+        .get(s.url("/federation/user/retro/outbox"))
+        .header("accept", "application/activity+json")
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(outbox["totalItems"], 1, "{outbox}");
+    let actions = s.admin_json("/api/admin/federation/actions");
+    assert_eq!(actions["results"][0]["iri"], "https://social.example/likes/9", "{actions}");
     let actor: Value = s
         .client
         .get(s.url("/federation/user/retro"))
