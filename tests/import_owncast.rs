@@ -640,3 +640,28 @@ fn a_running_owncasts_wal_is_read_and_left_alone() {
     assert_eq!(name, "dave");
     drop(c);
 }
+
+#[test]
+fn an_older_owncast_schema_imports_too() {
+    // Goose version 3: auth.token (renamed auth_key in 4), no webhook secret (5), no disabled_reason (7).
+    let oc = build_owncast("http://127.0.0.1:9/hook");
+    oc.db()
+        .execute_batch(
+            "DELETE FROM goose_db_version WHERE version_id > 3;
+             ALTER TABLE auth RENAME COLUMN auth_key TO token;
+             ALTER TABLE webhooks DROP COLUMN secret;
+             ALTER TABLE users DROP COLUMN disabled_reason;",
+        )
+        .unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let data_dir = target.path().join("castd");
+    let (ok, report, err) = import(&oc.root, &data_dir, &[]);
+    assert!(ok, "{err}");
+    assert!(report.starts_with("Owncast schema version 3"), "{report}");
+    assert_eq!(line_count(&report, "auth links"), Some(1), "{report}");
+    assert_eq!(line_count(&report, "webhooks"), Some(1), "{report}");
+    let db = Connection::open(data_dir.join("castd.db")).unwrap();
+    let identity: String =
+        db.query_row("SELECT auth_identity FROM chat_users WHERE id = 'alice-id'", [], |r| r.get(0)).unwrap();
+    assert_eq!(identity, "https://alice.example/");
+}
