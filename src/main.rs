@@ -200,7 +200,14 @@ fn main() -> Result<()> {
             dry_run: *dry_run,
             force: *force,
         };
-        let report = castd::import::run(&opts).context("import-owncast")?;
+        // A plain message (no backtrace): what went wrong is the input, not castd.
+        let report = match castd::import::run(&opts) {
+            Ok(report) => report,
+            Err(e) => {
+                eprintln!("castd import-owncast: {e} (nothing was written)");
+                std::process::exit(1);
+            }
+        };
         print!("{report}");
         if !dry_run {
             println!("castd data directory ready: {}", cli.data_dir.display());

@@ -200,21 +200,30 @@ pub fn run(opts: &Options) -> Result<Report, ImportError> {
         return Ok(report); // `build` is deleted on drop
     }
     let built = build.keep();
-    if let Err(e) = put_in_place(&built, target, opts.force) {
-        let _ = std::fs::remove_dir_all(&built);
-        return Err(e);
+    match put_in_place(&built, target, opts.force) {
+        Ok(Some(leftover)) => report.note(leftover),
+        Ok(None) => {}
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&built);
+            return Err(e);
+        }
     }
     Ok(report)
 }
 
 /// Move the built directory to `target`, replacing an empty directory, or (with `force`) any.
-fn put_in_place(built: &Path, target: &Path, force: bool) -> Result<(), ImportError> {
+/// Returns a note when the replaced directory could not be deleted afterwards (the import itself is
+/// in place then).
+fn put_in_place(built: &Path, target: &Path, force: bool) -> Result<Option<String>, ImportError> {
+    let into_place = |built: &Path| {
+        std::fs::rename(built, target).map(|()| None).map_err(ImportError::io("moving the imported data into place"))
+    };
     if !target.exists() {
-        return std::fs::rename(built, target).map_err(ImportError::io("moving the imported data into place"));
+        return into_place(built);
     }
     if is_empty_dir(target)? {
         std::fs::remove_dir(target).map_err(ImportError::io("replacing the empty data directory"))?;
-        return std::fs::rename(built, target).map_err(ImportError::io("moving the imported data into place"));
+        return into_place(built);
     }
     if !force {
         return Err(ImportError::NotEmpty(target.to_path_buf()));
@@ -229,7 +238,9 @@ fn put_in_place(built: &Path, target: &Path, force: bool) -> Result<(), ImportEr
         let _ = std::fs::rename(&old, target);
         return Err(ImportError::Io("moving the imported data into place", e));
     }
-    std::fs::remove_dir_all(&old).map_err(ImportError::io("removing the replaced data directory"))
+    Ok(std::fs::remove_dir_all(&old)
+        .err()
+        .map(|e| format!("the replaced data directory is left at {} ({e}): delete it", old.display())))
 }
 
 /// Create castd's database in `dir` and fill it, then copy the files.
