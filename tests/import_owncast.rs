@@ -653,6 +653,15 @@ fn an_older_owncast_schema_imports_too() {
              ALTER TABLE users DROP COLUMN disabled_reason;",
         )
         .unwrap();
+    // A datastore before version 4 kept the admin password itself, and before 2 a single stream key.
+    let c = oc.db();
+    c.execute("UPDATE datastore SET value = ?1 WHERE key = 'DATA_STORE_VERSION'", [encode(&Enc::Float(1.0))]).unwrap();
+    c.execute("UPDATE datastore SET value = ?1 WHERE key = 'admin_password_key'", [encode(&s("plain-old-password"))])
+        .unwrap();
+    c.execute("DELETE FROM datastore WHERE key = 'stream_keys'", []).unwrap();
+    c.execute("INSERT INTO datastore (key, value) VALUES ('stream_key', ?1)", [encode(&s("legacy-stream-key"))])
+        .unwrap();
+    drop(c);
     let target = tempfile::tempdir().unwrap();
     let data_dir = target.path().join("castd");
     let (ok, report, err) = import(&oc.root, &data_dir, &[]);
@@ -664,4 +673,12 @@ fn an_older_owncast_schema_imports_too() {
     let identity: String =
         db.query_row("SELECT auth_identity FROM chat_users WHERE id = 'alice-id'", [], |r| r.get(0)).unwrap();
     assert_eq!(identity, "https://alice.example/");
+    let setting = |key: &str| -> Value {
+        let raw: String = db.query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| r.get(0)).unwrap();
+        serde_json::from_str(&raw).unwrap()
+    };
+    let hash = setting("adminPasswordHash");
+    let hash = hash.as_str().unwrap();
+    assert!(hash.starts_with("$2") && castd::password::verify("plain-old-password", hash), "{hash}");
+    assert_eq!(setting("streamKeys"), json!([{"key": "legacy-stream-key", "comment": "Default stream key"}]));
 }
