@@ -75,6 +75,9 @@
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
+//! **Tools** (run by `main.rs` as subcommands; not wired by the root, imported by nothing):
+//! - [`import`]: `castd import-owncast`, an Owncast data directory into a castd one.
+//!
 //! **Composition root**: [`daemon`] builds every feature's state, wires the handles, merges the routers
 //! and runs the lifecycle (including the orderly shutdown on SIGTERM).
 
@@ -88,6 +91,7 @@ pub mod hardware;
 pub mod health;
 pub mod hls;
 pub mod http;
+pub mod import;
 pub mod indieauth;
 pub mod ingest;
 pub mod llhls;

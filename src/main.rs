@@ -96,6 +96,24 @@ enum Command {
         #[arg(long, value_name = "ENCODER")]
         only: Option<String>,
     },
+    /// Import an Owncast data directory into a new castd data directory (--data-dir), then exit.
+    ///
+    /// Brings over settings, the admin password, stream keys, chat users with their tokens, chat
+    /// history, bans, followers with the same ActivityPub key pair, webhooks, access tokens,
+    /// notifications, emoji, the logo and public files; reports what it imported and what not.
+    /// The Owncast directory is only read.
+    #[command(name = "import-owncast")]
+    ImportOwncast {
+        /// The Owncast directory (its `data` directory, or the one that holds `data/`).
+        #[arg(long, value_name = "DIR")]
+        from: PathBuf,
+        /// Report what would be imported; write nothing.
+        #[arg(long = "dry-run")]
+        dry_run: bool,
+        /// Replace a castd data directory that is not empty.
+        #[arg(long)]
+        force: bool,
+    },
     /// Internal: the transcode worker (reads FLV on stdin, writes HLS, reports JSON lines on stdout).
     #[command(hide = true)]
     Worker {
@@ -174,6 +192,27 @@ fn main() -> Result<()> {
         encoders_command(*json, only.as_deref())?;
         // A probe that hung is left on its thread; end the process regardless.
         std::process::exit(0);
+    }
+    if let Some(Command::ImportOwncast { from, dry_run, force }) = &cli.command {
+        let opts = castd::import::Options {
+            from: from.clone(),
+            data_dir: cli.data_dir.clone(),
+            dry_run: *dry_run,
+            force: *force,
+        };
+        // A plain message (no backtrace): what went wrong is the input, not castd.
+        let report = match castd::import::run(&opts) {
+            Ok(report) => report,
+            Err(e) => {
+                eprintln!("castd import-owncast: {e} (nothing was written)");
+                std::process::exit(1);
+            }
+        };
+        print!("{report}");
+        if !dry_run {
+            println!("castd data directory ready: {}", cli.data_dir.display());
+        }
+        return Ok(());
     }
     if let Some(Command::Worker { config }) = &cli.command {
         std::process::exit(castd::transcode::worker::main(config));

@@ -25,6 +25,8 @@ const BOTTOM: &[&str] = &[
 ];
 /// Features that must talk through the bus or handles only.
 const ISOLATED: &[&str] = &["chat", "metrics", "transcode"];
+/// Offline tools `main.rs` runs as subcommands: they may use features, the root does not wire them.
+const TOOLS: &[&str] = &["import"];
 /// The composition root.
 const ROOT: &str = "daemon";
 
@@ -219,8 +221,20 @@ fn only_the_composition_root_assembles_the_daemon() {
     assert!(importers.is_empty(), "only lib.rs and main.rs may use the composition root; {importers:?} do");
     assert!(!graph.contains_key("app"), "the application god object (src/app.rs) is back");
     // Every feature module is wired by the root.
-    for feature in graph.keys().filter(|m| !BOTTOM.contains(&m.as_str()) && m.as_str() != ROOT) {
+    for feature in
+        graph.keys().filter(|m| !BOTTOM.contains(&m.as_str()) && m.as_str() != ROOT && !TOOLS.contains(&m.as_str()))
+    {
         assert!(graph[ROOT].contains(feature), "the composition root does not wire {feature}");
+    }
+}
+
+#[test]
+fn nothing_imports_a_tool() {
+    let graph = module_graph();
+    for tool in TOOLS {
+        assert!(graph.contains_key(*tool), "tool module {tool} is missing");
+        let importers: Vec<&String> = graph.iter().filter(|(_, deps)| deps.contains(*tool)).map(|(m, _)| m).collect();
+        assert!(importers.is_empty(), "{tool} is a command-line tool; {importers:?} import it");
     }
 }
 
