@@ -366,7 +366,7 @@ async fn name_change(ctx: &Arc<Chat>, client: &Arc<Client>, new_name: String) {
     match result {
         Ok(Some(user)) => {
             ctx.hub.update_user(&user);
-            broadcast(ctx, p::name_change(&user, &current.display_name));
+            broadcast(ctx, p::name_change(&user, &current.display_name, Some(client.id)));
         }
         Ok(None) => reject(format!("The name <strong>{shown}</strong> has been already registered.")),
         Err(e) => tracing::error!(error = %e, "could not rename a chat user"),
