@@ -94,3 +94,28 @@ fn like_and_repost_webhooks() {
     assert_eq!(repost["eventData"]["title"], json!(alice.account()));
     assert_eq!(like["eventData"]["type"], json!("FEDIVERSE_ENGAGEMENT_LIKE"));
 }
+
+/// 4. A client that closes the chat connection gets the close handshake answered (its status code
+/// echoed), not a dropped connection (1006).
+#[test]
+fn chat_close_handshake_is_answered() {
+    use tungstenite::protocol::frame::coding::CloseCode;
+    use tungstenite::protocol::CloseFrame;
+    use tungstenite::Message;
+    let server = Server::start();
+    let mut alice = join(&server, "alice");
+    alice.ws.close(Some(CloseFrame { code: CloseCode::Normal, reason: "bye".into() })).expect("send close");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let reply = loop {
+        match alice.ws.read() {
+            Ok(Message::Close(frame)) => break Ok(frame),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+                    && std::time::Instant::now() < deadline => {}
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    let frame = reply.expect("a close frame in reply");
+    assert_eq!(frame.map(|f| f.code), Some(CloseCode::Normal));
+}

@@ -24,7 +24,7 @@ use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use futures_util::StreamExt;
+use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -186,6 +186,9 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
                             Box::pin(handle_inbound(&ctx, &client, &mut limiter, text.as_str())).await;
                         }
                         Message::Close(_) => {
+                            // tungstenite has queued the reply (the peer's status code echoed) for its
+                            // next write: flush it through the writer, or the client sees 1006.
+                            let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.flush()).await;
                             peer_closed = true;
                             break;
                         }
