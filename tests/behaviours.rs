@@ -119,3 +119,108 @@ fn chat_close_handshake_is_answered() {
     let frame = reply.expect("a close frame in reply");
     assert_eq!(frame.map(|f| f.code), Some(CloseCode::Normal));
 }
+
+/// 6. robots.txt is Owncast's text, byte for byte, with search indexing disabled (and enabled).
+#[test]
+fn robots_txt_is_owncasts_text() {
+    let server = Server::start();
+    assert_eq!(server.get("/robots.txt").text().unwrap(), "User-agent: *\nDisallow: /admin\nDisallow: /api");
+    server.set("disablesearchindexing", json!(true));
+    assert_eq!(
+        server.get("/robots.txt").text().unwrap(),
+        "User-agent: *\nDisallow: /admin\nDisallow: /api\nDisallow: /"
+    );
+}
+
+/// 7. A social handle set without an icon is read back without one (no `"icon": ""`), in the public
+/// config and the admin server config; one with an icon keeps it.
+#[test]
+fn social_handles_without_an_icon_read_back_as_set() {
+    let server = Server::start();
+    let handles = json!([
+        {"platform": "mastodon", "url": "https://mastodon.example/@me"},
+        {"platform": "custom", "url": "https://me.example", "icon": "/img/me.png"},
+    ]);
+    server.set("socialhandles", handles.clone());
+    assert_eq!(server.get_json("/api/config")["socialHandles"], handles);
+    assert_eq!(server.admin_json("/api/admin/serverconfig")["instanceDetails"]["socialHandles"], handles);
+}
+
+/// 8. With federation disabled, `/federation/` and `/federation/user/` answer 405 like every other
+/// federation route; enabled, there is nothing there (404).
+#[test]
+fn federation_prefixes_answer_405_while_disabled() {
+    let server = Server::start_with_args(&["--federation-allow-http-loopback"]);
+    for path in ["/federation/", "/federation/user/"] {
+        let r = server.get(path);
+        assert_eq!(r.status().as_u16(), 405, "{path}");
+        assert_eq!(r.json::<Value>().unwrap()["success"], json!(false), "{path}");
+    }
+    server.set("serverurl", json!(server.base));
+    server.set("federation/enable", json!(true));
+    for path in ["/federation/", "/federation/user/"] {
+        assert_eq!(server.get(path).status().as_u16(), 404, "{path}");
+    }
+}
+
+/// 9. `/api/config` `offlineMessage` is the rendered HTML without a trailing newline.
+#[test]
+fn offline_message_has_no_trailing_newline() {
+    let server = Server::start();
+    server.set("offlinemessage", json!("Back **soon**"));
+    assert_eq!(server.get_json("/api/config")["offlineMessage"], json!("<p>Back <strong>soon</strong></p>"));
+}
+
+/// 10. A playback client measured from request-mode CMCD only (no latency, no download time) shows
+/// `latencySeconds` and `downloadSeconds` as null, not 0.0.
+#[test]
+fn unmeasured_playback_figures_are_null() {
+    let server = Server::start();
+    let r = server
+        .client
+        .post(server.url("/api/metrics/cmcd"))
+        .header("X-Forwarded-For", "198.51.100.30")
+        .json(&json!({"v": 2, "sid": "req-only", "mtp": 1500, "br": 800, "ot": "v"}))
+        .send()
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let clients = server.admin_json("/api/admin/viewers/playback");
+    let entry = clients
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["clientID"] == json!("req-only"))
+        .unwrap_or_else(|| panic!("req-only listed: {clients}"))
+        .clone();
+    let p = &entry["playback"];
+    assert_eq!(p["bandwidthKbps"], json!(1500.0), "{p}");
+    assert!(p.get("latencySeconds").is_some_and(Value::is_null), "{p}");
+    assert!(p.get("downloadSeconds").is_some_and(Value::is_null), "{p}");
+}
+
+/// 11. `config/directoryenabled true` is accepted without a server URL (as Owncast does); the admin
+/// health message and status warnings say the URL is missing until it is set.
+#[test]
+fn directory_can_be_enabled_before_the_server_url() {
+    let server = Server::start();
+    // a local directory, so no ping leaves this machine once the URL is set
+    server.set("directoryurl", json!("http://127.0.0.1:9"));
+    let r = server.admin_post("/api/admin/config/directoryenabled", &json!({"value": true}));
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default());
+    assert_eq!(server.admin_json("/api/admin/serverconfig")["yp"]["enabled"], json!(true));
+    let mentions_url = |s: &str| s.contains("server URL");
+    let status = server
+        .wait_for(Duration::from_secs(5), || {
+            let st = server.admin_json("/api/admin/status");
+            mentions_url(st["health"]["message"].as_str().unwrap_or_default()).then_some(st)
+        })
+        .expect("the health message warns about the missing server URL");
+    assert!(status["warnings"].as_array().unwrap().iter().any(|w| mentions_url(w.as_str().unwrap_or_default())));
+    server.set("serverurl", json!("https://live.example.com"));
+    let cleared = server.wait_for(Duration::from_secs(5), || {
+        let st = server.admin_json("/api/admin/status");
+        (!mentions_url(st["health"]["message"].as_str().unwrap_or_default())).then_some(st)
+    });
+    let cleared = cleared.expect("the warning goes once the URL is set");
+    assert!(!cleared["warnings"].as_array().unwrap().iter().any(|w| mentions_url(w.as_str().unwrap_or_default())));
+}
