@@ -12,7 +12,7 @@ use common::receiver::Receiver;
 use common::Server;
 use serde_json::{json, Value};
 
-/// 1. The NAME_CHANGE webhook carries Owncast's `newName` and `clientId` besides `oldName` and the user.
+/// Item 1: The NAME_CHANGE webhook carries Owncast's `newName` and `clientId` besides `oldName` and the user.
 #[test]
 fn name_change_webhook_has_new_name_and_client_id() {
     let server = Server::start();
@@ -33,7 +33,7 @@ fn name_change_webhook_has_new_name_and_client_id() {
     assert_eq!(nc["newName"], json!("Robert"));
 }
 
-/// 2. Changing the stream title posts Owncast's CHAT_ACTION "Stream title changed to **TITLE**" (not
+/// Item 2: Changing the stream title posts Owncast's CHAT_ACTION "Stream title changed to **TITLE**" (not
 /// for an empty title).
 #[test]
 fn stream_title_change_is_announced_in_chat() {
@@ -55,7 +55,7 @@ fn federating() -> Server {
     s
 }
 
-/// 3. Webhooks may subscribe to FEDIVERSE_ENGAGEMENT_LIKE and _REPOST, and get them, shaped like the
+/// Item 3: Webhooks may subscribe to FEDIVERSE_ENGAGEMENT_LIKE and _REPOST, and get them, shaped like the
 /// FOLLOW engagement, when a Like or an Announce arrives in the inbox.
 #[test]
 fn like_and_repost_webhooks() {
@@ -95,7 +95,7 @@ fn like_and_repost_webhooks() {
     assert_eq!(like["eventData"]["type"], json!("FEDIVERSE_ENGAGEMENT_LIKE"));
 }
 
-/// 4. A client that closes the chat connection gets the close handshake answered (its status code
+/// Item 4: A client that closes the chat connection gets the close handshake answered (its status code
 /// echoed), not a dropped connection (1006).
 #[test]
 fn chat_close_handshake_is_answered() {
@@ -120,7 +120,7 @@ fn chat_close_handshake_is_answered() {
     assert_eq!(frame.map(|f| f.code), Some(CloseCode::Normal));
 }
 
-/// 6. robots.txt is Owncast's text, byte for byte, with search indexing disabled (and enabled).
+/// Item 6: robots.txt is Owncast's text, byte for byte, with search indexing disabled (and enabled).
 #[test]
 fn robots_txt_is_owncasts_text() {
     let server = Server::start();
@@ -132,7 +132,7 @@ fn robots_txt_is_owncasts_text() {
     );
 }
 
-/// 7. A social handle set without an icon is read back without one (no `"icon": ""`), in the public
+/// Item 7: A social handle set without an icon is read back without one (no `"icon": ""`), in the public
 /// config and the admin server config; one with an icon keeps it.
 #[test]
 fn social_handles_without_an_icon_read_back_as_set() {
@@ -146,7 +146,7 @@ fn social_handles_without_an_icon_read_back_as_set() {
     assert_eq!(server.admin_json("/api/admin/serverconfig")["instanceDetails"]["socialHandles"], handles);
 }
 
-/// 8. With federation disabled, `/federation/` and `/federation/user/` answer 405 like every other
+/// Item 8: With federation disabled, `/federation/` and `/federation/user/` answer 405 like every other
 /// federation route; enabled, there is nothing there (404).
 #[test]
 fn federation_prefixes_answer_405_while_disabled() {
@@ -163,7 +163,7 @@ fn federation_prefixes_answer_405_while_disabled() {
     }
 }
 
-/// 9. `/api/config` `offlineMessage` is the rendered HTML without a trailing newline.
+/// Item 9: `/api/config` `offlineMessage` is the rendered HTML without a trailing newline.
 #[test]
 fn offline_message_has_no_trailing_newline() {
     let server = Server::start();
@@ -171,7 +171,7 @@ fn offline_message_has_no_trailing_newline() {
     assert_eq!(server.get_json("/api/config")["offlineMessage"], json!("<p>Back <strong>soon</strong></p>"));
 }
 
-/// 10. A playback client measured from request-mode CMCD only (no latency, no download time) shows
+/// Item 10: A playback client measured from request-mode CMCD only (no latency, no download time) shows
 /// `latencySeconds` and `downloadSeconds` as null, not 0.0.
 #[test]
 fn unmeasured_playback_figures_are_null() {
@@ -198,7 +198,7 @@ fn unmeasured_playback_figures_are_null() {
     assert!(p.get("downloadSeconds").is_some_and(Value::is_null), "{p}");
 }
 
-/// 11. `config/directoryenabled true` is accepted without a server URL (as Owncast does); the admin
+/// Item 11: `config/directoryenabled true` is accepted without a server URL (as Owncast does); the admin
 /// health message and status warnings say the URL is missing until it is set.
 #[test]
 fn directory_can_be_enabled_before_the_server_url() {
