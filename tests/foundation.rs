@@ -47,7 +47,7 @@ fn setter_cases() -> Vec<SetterCase> {
             json!("**back soon**"),
             "/instanceDetails/offlineMessage",
             json!("**back soon**"),
-            Some(("/offlineMessage", json!("<p><strong>back soon</strong></p>\n"))),
+            Some(("/offlineMessage", json!("<p><strong>back soon</strong></p>"))),
         ),
         (
             "pagecontent",
