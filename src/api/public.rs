@@ -134,7 +134,8 @@ pub fn public_config(server: &Server) -> PublicConfig {
         name: s.name.clone(),
         summary: s.summary.clone(),
         stream_title: s.stream_title.clone(),
-        offline_message: markdown::to_html(&s.offline_message),
+        // Owncast's offline message is the rendered HTML without the renderer's final newline.
+        offline_message: markdown::to_html(&s.offline_message).trim_end_matches('\n').to_string(),
         logo: "/logo",
         version: VERSION,
         tags: s.tags.clone(),
@@ -415,11 +416,13 @@ async fn custom_javascript(State(server): State<Arc<Server>>) -> Response {
     no_cache(resp)
 }
 
+/// Owncast's robots.txt, byte for byte: its lines joined with `\n` (no newline at the end), with
+/// `Disallow: /` added when search indexing is disabled.
 async fn robots(State(server): State<Arc<Server>>) -> Response {
     let body = if server.settings.get().disable_search_indexing {
-        "User-agent: *\nDisallow: /\n"
+        "User-agent: *\nDisallow: /admin\nDisallow: /api\nDisallow: /"
     } else {
-        "User-agent: *\nDisallow: /admin\nDisallow: /api\n"
+        "User-agent: *\nDisallow: /admin\nDisallow: /api"
     };
     (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
 }

@@ -272,12 +272,9 @@ pub static SETTERS: &[Setter] = &[
         JsonSchema(URL_OR_EMPTY),
         |_, v, s| set(&mut s.directory_url, validate::url(v, true)),
     ),
-    setter("directoryenabled", "List in the directory (400 until serverurl is set)", Boolean, |_, v, s| {
-        let on = validate::boolean(v)?;
-        if on {
-            needs_server_url(s, "the directory")?;
-        }
-        set(&mut s.directory_enabled, Ok(on))
+    // Accepted without a server URL, as Owncast does; the admin health message warns until it is set.
+    setter("directoryenabled", "List in the directory (listed once serverurl is set)", Boolean, |_, v, s| {
+        set(&mut s.directory_enabled, validate::boolean(v))
     }),
     setter("s3", "Object storage settings", JsonSchema(S3), |_, v, s| {
         let mut next = validate::s3(v)?;

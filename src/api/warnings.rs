@@ -1,8 +1,8 @@
-//! Security warnings about weak secrets that castd accepts, as Owncast does, instead of refusing:
-//! a weak admin password and short stream keys (`Settings::security_warnings`).
+//! Warnings about what castd accepts, as Owncast does, instead of refusing: a weak admin password,
+//! short stream keys, the directory listing on without a server URL (`Settings::security_warnings`).
 //!
 //! Admin status lists them as `warnings`; this task logs each one once at start and again whenever a
-//! change of the admin password or the stream keys brings a warning that was not there before, and
+//! change of a watched setting brings a warning that was not there before, and
 //! reports the first one to the health hub (`HealthInput::Security`, shown in the admin health
 //! message when nothing more urgent is).
 
@@ -16,7 +16,7 @@ use crate::health::HealthInput;
 
 /// Settings whose change re-evaluates the warnings (the admin auth publishes `adminpass` too when a
 /// login updates the stored hash or the weak flag).
-const WATCHED: &[&str] = &["adminpass", "streamkeys"];
+const WATCHED: &[&str] = &["adminpass", "streamkeys", "directoryenabled", "serverurl"];
 
 /// Log the warnings not in `before`, report the first to the health hub; returns the current list.
 fn evaluate(server: &Server, before: &[String]) -> Vec<String> {

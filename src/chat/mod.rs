@@ -194,7 +194,7 @@ impl crate::http::UserTokens for Chat {
                 c.send(info.clone());
             }
             if user.display_name != old_name {
-                broadcast(self, protocol::name_change(&user, &old_name));
+                broadcast(self, protocol::name_change(&user, &old_name, None));
             }
             Some(user.display_name)
         })
@@ -221,8 +221,9 @@ pub fn raise_nofile_limit() -> u64 {
     cur
 }
 
-/// Owncast's chat action when a stream starts: "Stay tuned, the stream is **starting**!"; and the
-/// fediverse engagement events federation publishes, relayed to the room (they are already on the bus).
+/// Owncast's chat actions when a stream starts ("Stay tuned, the stream is **starting**!") and when the
+/// stream title changes to a non-empty one ("Stream title changed to **TITLE**"); and the fediverse
+/// engagement events federation publishes, relayed to the room (they are already on the bus).
 pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
     let mut sub = ctx.bus.subscribe("chat-stream-start");
     let ctx = ctx.clone();
@@ -231,6 +232,10 @@ pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
             match &*event {
                 Event::StreamStarted(_) => {
                     let body = sanitize::render("Stay tuned, the stream is **starting**!");
+                    broadcast(&ctx, protocol::chat_action(&body));
+                }
+                Event::StreamTitleUpdated(s) if !s.stream_title.trim().is_empty() => {
+                    let body = sanitize::render(&format!("Stream title changed to **{}**", s.stream_title));
                     broadcast(&ctx, protocol::chat_action(&body));
                 }
                 Event::Chat(c) if c.is_fediverse() => ctx.hub.broadcast(protocol::frame(c)),

@@ -98,12 +98,15 @@ pub fn color_change(user: &User) -> ChatEvent {
     ChatEvent::ColorChange(user_event(user))
 }
 
-pub fn name_change(user: &User, old_name: &str) -> ChatEvent {
+/// NAME_CHANGE of `user` (already renamed) from `old_name`; `client_id` is the connection that asked.
+pub fn name_change(user: &User, old_name: &str, client_id: Option<u64>) -> ChatEvent {
     ChatEvent::NameChange(NameChangeEvent {
         id: short_id(),
         timestamp: Utc::now(),
         user: user.clone(),
         old_name: old_name.to_string(),
+        new_name: user.display_name.clone(),
+        client_id,
     })
 }
 

@@ -24,7 +24,7 @@ use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use futures_util::StreamExt;
+use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -186,6 +186,9 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
                             Box::pin(handle_inbound(&ctx, &client, &mut limiter, text.as_str())).await;
                         }
                         Message::Close(_) => {
+                            // tungstenite has queued the reply (the peer's status code echoed) for its
+                            // next write: flush it through the writer, or the client sees 1006.
+                            let _ = tokio::time::timeout(CLOSE_TIMEOUT, socket.flush()).await;
                             peer_closed = true;
                             break;
                         }
@@ -366,7 +369,7 @@ async fn name_change(ctx: &Arc<Chat>, client: &Arc<Client>, new_name: String) {
     match result {
         Ok(Some(user)) => {
             ctx.hub.update_user(&user);
-            broadcast(ctx, p::name_change(&user, &current.display_name));
+            broadcast(ctx, p::name_change(&user, &current.display_name, Some(client.id)));
         }
         Ok(None) => reject(format!("The name <strong>{shown}</strong> has been already registered.")),
         Err(e) => tracing::error!(error = %e, "could not rename a chat user"),

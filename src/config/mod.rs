@@ -66,12 +66,20 @@ impl Default for StreamOutputVariant {
     }
 }
 
+/// The warning while the directory listing is on without a server URL (nothing is listed until it is
+/// set).
+pub const DIRECTORY_NEEDS_SERVER_URL: &str =
+    "The directory listing is enabled but the server URL is not set: set it under Server settings, or \
+     this server cannot be listed in the directory.";
+
 /// A link to the streamer's account on another platform.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(default)]
 pub struct SocialHandle {
     pub platform: String,
     pub url: String,
+    /// Omitted when empty, as Owncast does (tools compare the list they set with the list they read).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub icon: String,
 }
 
@@ -302,8 +310,9 @@ impl Settings {
         }
     }
 
-    /// Weak secrets castd accepts (as Owncast does) but warns about: a weak admin password, stream
-    /// keys shorter than 8 characters (named by their comment, never by the key).
+    /// Weak secrets and incomplete settings castd accepts (as Owncast does) but warns about: a weak
+    /// admin password, stream keys shorter than 8 characters (named by their comment, never by the
+    /// key), and the directory listing turned on without a server URL.
     pub fn security_warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.admin_password_weak {
@@ -325,6 +334,9 @@ impl Settings {
                      Use a longer key."
                 ));
             }
+        }
+        if self.directory_enabled && self.server_url.is_empty() {
+            out.push(DIRECTORY_NEEDS_SERVER_URL.to_string());
         }
         out
     }

@@ -58,7 +58,9 @@ pub struct UserEvent {
     pub user: User,
 }
 
-/// NAME_CHANGE: `{id,timestamp,type,user,oldName}`.
+/// NAME_CHANGE: `{id,timestamp,type,user,oldName,newName}`, plus `clientId` when a chat connection
+/// asked for the change (Owncast's webhook `eventData` is the inbound event, with `newName` and
+/// `clientId`; its broadcast carries `oldName`: castd sends all of them to both).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct NameChangeEvent {
@@ -66,6 +68,9 @@ pub struct NameChangeEvent {
     pub timestamp: DateTime<Utc>,
     pub user: User,
     pub old_name: String,
+    pub new_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<u64>,
 }
 
 /// VISIBILITY-UPDATE: `{id,timestamp,type,ids,visible}`.

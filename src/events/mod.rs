@@ -24,7 +24,7 @@ pub mod chat;
 
 pub use chat::ChatEvent;
 
-/// Every kind of event castd publishes. The first thirteen are Owncast's webhook event types (their
+/// Every kind of event castd publishes. `WEBHOOK_TYPES` lists Owncast's webhook event types (their
 /// wire names are the webhook `type`s); the rest are internal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum EventType {
@@ -63,17 +63,17 @@ pub enum EventType {
     /// Internal: a chat user changed their colour (`data` is the COLOR_CHANGE chat event).
     #[serde(rename = "COLOR_CHANGE")]
     ColorChange,
-    /// Internal (chat only): a fediverse account liked a post of this server.
+    /// A fediverse account liked a post of this server (chat event and webhook).
     #[serde(rename = "FEDIVERSE_ENGAGEMENT_LIKE")]
     FediverseEngagementLike,
-    /// Internal (chat only): a fediverse account boosted (announced) a post of this server.
+    /// A fediverse account boosted (announced) a post of this server (chat event and webhook).
     #[serde(rename = "FEDIVERSE_ENGAGEMENT_REPOST")]
     FediverseEngagementRepost,
 }
 
 impl EventType {
     /// The event types a webhook may subscribe to, in the interface's order.
-    pub const WEBHOOK_TYPES: [EventType; 13] = [
+    pub const WEBHOOK_TYPES: [EventType; 15] = [
         EventType::Chat,
         EventType::UserJoined,
         EventType::UserParted,
@@ -87,6 +87,8 @@ impl EventType {
         EventType::StreamTitleUpdated,
         EventType::System,
         EventType::ChatAction,
+        EventType::FediverseEngagementLike,
+        EventType::FediverseEngagementRepost,
     ];
 
     /// The wire name (`"CHAT"`, `"VISIBILITY-UPDATE"`, ...).

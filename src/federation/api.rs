@@ -146,6 +146,14 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         .error(405, OFF);
     // Never a success (the registry still lists a bodiless 200): 404 for every user.
     reg.get("/federation/user/{username}/following", GROUP, p, "Not served (404)", get_following).error(405, OFF);
+    // The bare prefixes, which Owncast serves with the same handler as everything under them: 405
+    // while federation is off (as every federation route), otherwise nothing there (404).
+    reg.get("/federation/", GROUP, p, "Nothing (404; 405 while federation is off)", get_nothing)
+        .error(404, NO_URL)
+        .error(405, OFF);
+    reg.get("/federation/user/", GROUP, p, "Nothing (404; 405 while federation is off)", get_nothing)
+        .error(404, NO_URL)
+        .error(405, OFF);
     reg.get("/federation/{id}", GROUP, p, "One ActivityPub object", get_object)
         .returns_as::<actor::StoredObject>(AP_CONTENT_TYPE)
         .redirects(307, TO_WEB_PAGE)
@@ -364,6 +372,14 @@ async fn get_following(
     Path(username): Path<String>,
 ) -> Result<Response, HttpError> {
     check_user(&fed, &username)?;
+    Ok(actor::not_found())
+}
+
+/// `/federation/` and `/federation/user/`: 405 while federation is disabled, else 404.
+async fn get_nothing(State(fed): State<Arc<Federation>>) -> Result<Response, HttpError> {
+    if !fed.settings.get().federation_enabled {
+        return Err(HttpError::Disabled);
+    }
     Ok(actor::not_found())
 }
 

@@ -446,7 +446,7 @@ mod tests {
         assert_eq!(abc.ip_address, "198.51.100.5");
         let timed = clients.iter().find(|c| c.client_id == viewer).unwrap().playback.as_ref().unwrap();
         assert_eq!((timed.source, timed.measurement_status), (playback::Source::Server, "estimated"));
-        assert_eq!((timed.bandwidth_kbps, timed.download_seconds), (2000.0, 2.0));
+        assert_eq!((timed.bandwidth_kbps, timed.download_seconds), (2000.0, Some(2.0)));
     }
 
     #[tokio::test]

@@ -157,8 +157,10 @@ pub struct PlaybackJson {
     pub player_state: String,
     pub measurement_status: &'static str,
     pub bandwidth_kbps: f64,
-    pub latency_seconds: f64,
-    pub download_seconds: f64,
+    /// `null` until something measured it (a request-mode CMCD client reports no latency of its own).
+    pub latency_seconds: Option<f64>,
+    /// `null` until something measured it.
+    pub download_seconds: Option<f64>,
     pub bitrate_kbps: f64,
     pub error_count: u64,
     pub quality_variant_changes: u64,
@@ -384,8 +386,8 @@ pub fn clients(metrics: &Metrics) -> Vec<ClientEntry> {
                         player_state: s.player_state.clone(),
                         measurement_status: s.measurement_status(),
                         bandwidth_kbps: s.bandwidth_kbps.unwrap_or(0.0),
-                        latency_seconds: s.latency_seconds.unwrap_or(0.0),
-                        download_seconds: s.download_seconds.unwrap_or(0.0),
+                        latency_seconds: s.latency_seconds,
+                        download_seconds: s.download_seconds,
                         bitrate_kbps: s.bitrate_kbps.unwrap_or(0.0),
                         error_count: s.error_count,
                         quality_variant_changes: s.quality_variant_changes,

@@ -39,9 +39,10 @@ impl Series {
     }
 
     /// Append a point, dropping the oldest when full. Values are kept finite (JSON has no infinity,
-    /// and sums of client-reported counts can overflow): infinities saturate, NaN is 0.
+    /// and sums of client-reported counts can overflow): infinities saturate, NaN is 0; and -0.0 (the
+    /// sum of nothing) is 0, so the JSON says `0.0`, not `-0.0`.
     pub fn push(&mut self, time: DateTime<Utc>, value: f64) {
-        let value = if value.is_nan() { 0.0 } else { value.clamp(f64::MIN, f64::MAX) };
+        let value = if value.is_nan() || value == 0.0 { 0.0 } else { value.clamp(f64::MIN, f64::MAX) };
         if self.points.len() >= self.cap {
             self.points.pop_front();
         }
@@ -189,6 +190,18 @@ mod tests {
         }
         let v: Vec<f64> = s.to_vec().iter().map(|p| p.value).collect();
         assert_eq!(v, vec![f64::MAX, f64::MIN, 0.0, f64::MAX]);
+    }
+
+    #[test]
+    fn an_empty_windows_counts_are_written_as_zero_not_minus_zero() {
+        // Summing no clients' counts gives -0.0, which JSON would carry as `-0.0`.
+        let nothing: f64 = std::iter::empty::<f64>().sum();
+        let summary = WindowSummary { errors: nothing, quality_variant_changes: -0.0, ..Default::default() };
+        let mut series = VideoSeries::default();
+        series.record(Utc::now(), &summary, true);
+        for json in [&series.errors, &series.quality_variant_changes].map(|s| serde_json::to_string(s).unwrap()) {
+            assert!(json.contains(r#""value":0.0"#) && !json.contains("-0"), "{json}");
+        }
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Integration access tokens: creation, listing, deletion, and the Bearer check of the integrations API.
 //!
-//! A token is shown once, when it is created. The database keeps only its SHA-256 (so a leaked database
-//! does not hand out API access) and its first characters for display. Owncast's list call returns the
-//! token itself; castd keeps that response shape but returns the display form (`abcd1234…`), which the
-//! delete call accepts as well as the full token or the record id.
+//! Owncast's list call (admin only) returns each token itself, and tools find their token by value, so
+//! castd stores new tokens as they are (beside their SHA-256, which the Bearer check looks up) and lists
+//! them in `accessToken`. Tokens created before that (castd kept only the SHA-256 and the first
+//! characters) are listed with their display form (`abcd1234…`) and `accessTokenComplete: false`, as
+//! their value is unknown. The delete call accepts the full token, the display form or the record id.
 //!
 //! `authorize` implements Owncast's `RequireExternalAPIAccessToken`: `Authorization: Bearer <token>`
 //! (the prefix matched case-insensitively), the token must exist and hold the scope; any failure is a
@@ -31,7 +32,8 @@ pub const SCOPES: [&str; 3] = [CAN_SEND_SYSTEM_MESSAGES, CAN_SEND_MESSAGES, HAS_
 /// How many characters of a token are kept for display.
 const SHOWN_CHARS: usize = 8;
 
-const MIGRATIONS: Migrations = &["CREATE TABLE access_tokens (
+const MIGRATIONS: Migrations = &[
+    "CREATE TABLE access_tokens (
         id TEXT PRIMARY KEY,
         token_hash TEXT NOT NULL UNIQUE,
         token_prefix TEXT NOT NULL,
@@ -40,7 +42,10 @@ const MIGRATIONS: Migrations = &["CREATE TABLE access_tokens (
         scopes TEXT NOT NULL,
         created_at TEXT NOT NULL,
         last_used_at TEXT
-    );"];
+    );",
+    // The token itself, for the admin list (NULL for tokens created before it was kept).
+    "ALTER TABLE access_tokens ADD COLUMN token TEXT;",
+];
 
 /// Errors of the token store.
 #[derive(Debug, thiserror::Error)]
@@ -68,8 +73,10 @@ impl From<TokenError> for ApiError {
 #[serde(rename_all = "camelCase")]
 pub struct AccessToken {
     pub id: String,
-    /// The full token right after creation; the display form (`abcd1234…`) afterwards.
+    /// The token; for a token created before castd kept tokens, its display form (`abcd1234…`).
     pub access_token: String,
+    /// Whether `accessToken` is the whole token (false: only the display form of an old token is known).
+    pub access_token_complete: bool,
     pub display_name: String,
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -116,17 +123,18 @@ pub struct Tokens {
     store: Store,
 }
 
-type Row = (String, String, String, i64, String, String, Option<String>);
+type Row = (String, String, String, i64, String, String, Option<String>, Option<String>);
 
 fn parse_time(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
 }
 
 fn from_row(r: Row) -> Result<AccessToken, TokenError> {
-    let (id, prefix, name, color, scopes, created, used) = r;
+    let (id, prefix, name, color, scopes, created, used, token) = r;
     Ok(AccessToken {
         id,
-        access_token: shown(&prefix),
+        access_token_complete: token.is_some(),
+        access_token: token.unwrap_or_else(|| shown(&prefix)),
         display_name: name,
         kind: "API",
         scopes: serde_json::from_str(&scopes)?,
@@ -137,10 +145,10 @@ fn from_row(r: Row) -> Result<AccessToken, TokenError> {
     })
 }
 
-const COLUMNS: &str = "id, token_prefix, display_name, display_color, scopes, created_at, last_used_at";
+const COLUMNS: &str = "id, token_prefix, display_name, display_color, scopes, created_at, last_used_at, token";
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
 }
 
 impl Tokens {
@@ -149,8 +157,7 @@ impl Tokens {
         Ok(Self { store })
     }
 
-    /// Create a token with `name` and `scopes` (already validated). The returned record carries the
-    /// full token; it is never shown again.
+    /// Create a token with `name` and `scopes` (already validated).
     pub async fn create(&self, name: String, scopes: Vec<String>) -> Result<AccessToken, TokenError> {
         let token = crate::password::random_token(44);
         let id = crate::password::random_token(16);
@@ -158,12 +165,14 @@ impl Tokens {
         let now = Utc::now();
         let scopes_json = serde_json::to_string(&scopes)?;
         let (h, prefix, id2, name2) = (hash(&token), token[..SHOWN_CHARS].to_string(), id.clone(), name.clone());
+        let token2 = token.clone();
         self.store
             .call(move |c| {
                 c.execute(
-                    "INSERT INTO access_tokens (id, token_hash, token_prefix, display_name, display_color, scopes, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    rusqlite::params![id2, h, prefix, name2, color, scopes_json, now.to_rfc3339()],
+                    "INSERT INTO access_tokens
+                       (id, token_hash, token_prefix, display_name, display_color, scopes, created_at, token)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    rusqlite::params![id2, h, prefix, name2, color, scopes_json, now.to_rfc3339(), token2],
                 )?;
                 Ok(())
             })
@@ -171,6 +180,7 @@ impl Tokens {
         Ok(AccessToken {
             id,
             access_token: token,
+            access_token_complete: true,
             display_name: name,
             kind: "API",
             scopes,
@@ -344,10 +354,25 @@ mod tests {
         assert!(found.last_used_at.is_none(), "the returned row is read before the stamp");
         let listed = tokens.list().await.unwrap();
         assert!(listed[0].last_used_at.is_some());
-        assert!(!listed[0].access_token.contains(&t.access_token), "the list never shows the token");
-        assert!(tokens.delete(&listed[0].access_token).await.unwrap(), "display form deletes");
+        assert_eq!(listed[0].access_token, t.access_token, "the list shows the token (Owncast)");
+        assert!(listed[0].access_token_complete);
+        assert!(tokens.delete(&format!("{}…", &t.access_token[..SHOWN_CHARS])).await.unwrap(), "display form deletes");
         assert!(tokens.find_and_touch(&t.access_token).await.unwrap().is_none());
         assert!(!tokens.delete("nope").await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_token_from_before_values_were_kept_is_listed_by_its_display_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let tokens = Tokens::open(store.clone()).unwrap();
+        let t = tokens.create("old bot".into(), vec![CAN_SEND_MESSAGES.into()]).await.unwrap();
+        store.call(|c| Ok(c.execute("UPDATE access_tokens SET token = NULL", [])?)).await.unwrap();
+        let listed = tokens.list().await.unwrap();
+        assert_eq!(listed[0].access_token, format!("{}…", &t.access_token[..SHOWN_CHARS]));
+        assert!(!listed[0].access_token_complete, "the list says the value is unknown");
+        assert!(tokens.find_and_touch(&t.access_token).await.unwrap().is_some(), "the token still works");
+        assert!(tokens.delete(&t.access_token).await.unwrap(), "and deletes by value");
     }
 
     #[test]

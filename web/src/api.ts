@@ -211,8 +211,8 @@ export interface PlaybackMeasurement {
   playerState: string;
   measurementStatus: string;
   bandwidthKbps: number;
-  latencySeconds: number;
-  downloadSeconds: number;
+  latencySeconds: number | null;
+  downloadSeconds: number | null;
   bitrateKbps: number;
   errorCount: number;
   qualityVariantChanges: number;
