@@ -35,6 +35,7 @@ use crate::logs::LogRing;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
+use crate::schedule::Schedule;
 use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
@@ -118,6 +119,7 @@ pub struct Daemon {
     pub logs: LogRing,
     pub storage: Arc<Storage>,
     pub federation: Arc<Federation>,
+    pub schedule: Arc<Schedule>,
 }
 
 impl Daemon {
@@ -193,6 +195,7 @@ impl Daemon {
         let public_files = PublicFiles::open(data_dir.join("public"))?;
         let federation =
             Federation::open(store.clone(), settings.clone(), bus.clone(), chat.clone(), federation_config)?;
+        let schedule = Schedule::open(store.clone(), settings.clone(), bus.clone(), stream.clone())?;
         let server = Arc::new(Server {
             settings: settings.clone(),
             bus: bus.clone(),
@@ -205,6 +208,7 @@ impl Daemon {
             stream_key_overridden: temp_stream_key.is_some(),
             vapid_public_key: notifications.public_key().to_string(),
             follower_count: federation.follower_count.clone(),
+            schedule: schedule.watch(),
         });
         let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
         let storage = Storage::new(StorageDeps {
@@ -245,6 +249,7 @@ impl Daemon {
             logs,
             storage,
             federation,
+            schedule,
         })
     }
 
@@ -267,6 +272,7 @@ impl Daemon {
         crate::public_files::routes(&mut reg, self.public_files.clone());
         crate::logs::routes(&mut reg, self.logs.clone());
         crate::storage::routes(&mut reg, self.storage.clone());
+        crate::schedule::routes(&mut reg, self.schedule.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -293,6 +299,7 @@ pub async fn run(
     let storage_task = crate::storage::start(d.storage.clone());
     let warnings_task = crate::api::warnings::start(d.server.clone());
     let yp_task = crate::yp::start(d.directory.clone());
+    let schedule_task = crate::schedule::start(d.schedule.clone());
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -347,6 +354,7 @@ pub async fn run(
         Some(warnings_task),
         Some(yp_task),
         Some(storage_task),
+        Some(schedule_task),
     ];
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();

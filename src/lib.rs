@@ -47,9 +47,13 @@
 //! - [`federation`]: ActivityPub: the actor, discovery, the signed inbox, followers, the persistent
 //!   delivery queue, the go-live post, federated servers, Fediverse chat sign-in. Subscribes to the
 //!   bus (go-live), publishes engagement as chat events; given a `UserTokens` handle.
+//! - [`schedule`]: scheduled streams (one-off events and RRULE series in IANA zones), the public
+//!   schedule and its iCalendar feed, the schedule settings, reminders and the SCHEDULED_EVENTS
+//!   webhooks. Publishes on the bus (webhook payloads, reminders that federation posts); gives `api` a
+//!   `ScheduleWatch` (the next event, whether chat is open for it).
 //! - [`api`]: public config/status, admin status and server configuration, every config setter, the
 //!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
-//!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
+//!   `tokens` and `schedule` (the status' `scheduledEvent`); reads the stream, viewers, health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments and playlists, deletes of expired
 //!   segments and leftovers, the admin "Test connection" route. Subscribes to the bus; uses `hls` (gives
 //!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
@@ -80,6 +84,7 @@ pub mod metrics;
 pub mod notifications;
 pub mod password;
 pub mod public_files;
+pub mod schedule;
 pub mod storage;
 pub mod store;
 pub mod stream;

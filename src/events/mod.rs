@@ -24,8 +24,8 @@ pub mod chat;
 
 pub use chat::ChatEvent;
 
-/// Every kind of event castd publishes. The first thirteen are Owncast's webhook event types (their
-/// wire names are the webhook `type`s); the rest are internal.
+/// Every kind of event castd publishes. The first thirteen and SCHEDULED_EVENTS are Owncast's webhook event
+/// types (their wire names are the webhook `type`s); the rest are internal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum EventType {
     #[serde(rename = "CHAT")]
@@ -72,11 +72,18 @@ pub enum EventType {
     /// Internal (chat only): a fediverse account boosted (announced) a post of this server.
     #[serde(rename = "FEDIVERSE_ENGAGEMENT_REPOST")]
     FediverseEngagementRepost,
+    /// A scheduled stream's warning, start, end or reminder (Owncast's newest webhook type;
+    /// `data.action` says which).
+    #[serde(rename = "SCHEDULED_EVENTS")]
+    ScheduledEvents,
+    /// Internal: a scheduled stream's reminder text, for the followers (federation).
+    #[serde(rename = "SCHEDULE_REMINDER")]
+    ScheduleReminder,
 }
 
 impl EventType {
     /// The event types a webhook may subscribe to, in the interface's order.
-    pub const WEBHOOK_TYPES: [EventType; 13] = [
+    pub const WEBHOOK_TYPES: [EventType; 14] = [
         EventType::Chat,
         EventType::UserJoined,
         EventType::UserParted,
@@ -90,6 +97,7 @@ impl EventType {
         EventType::StreamTitleUpdated,
         EventType::System,
         EventType::ChatAction,
+        EventType::ScheduledEvents,
     ];
 
     /// The wire name (`"CHAT"`, `"VISIBILITY-UPDATE"`, ...).
@@ -114,6 +122,8 @@ impl EventType {
             EventType::HlsWritten => "HLS_WRITTEN",
             EventType::FediverseEngagementLike => "FEDIVERSE_ENGAGEMENT_LIKE",
             EventType::FediverseEngagementRepost => "FEDIVERSE_ENGAGEMENT_REPOST",
+            EventType::ScheduledEvents => "SCHEDULED_EVENTS",
+            EventType::ScheduleReminder => "SCHEDULE_REMINDER",
         }
     }
 
@@ -146,6 +156,13 @@ pub enum Event {
     },
     /// The transcoder wrote a low-latency (CMAF) part (kind `HLS_WRITTEN`).
     HlsPart(HlsPart),
+    /// A scheduled stream's webhook payload `{status, serverURL, event, action, timestamp}`.
+    ScheduledEvent(serde_json::Value),
+    /// A scheduled stream's reminder, to be posted to the followers.
+    ScheduleReminder {
+        event_id: String,
+        text: String,
+    },
 }
 
 /// A CMAF part the transcoder wrote into `<hls_dir>/<variant>/` (LL-HLS): its file, its place
@@ -190,6 +207,8 @@ impl Event {
             Event::ConfigChanged { .. } => EventType::ConfigChanged,
             Event::HealthAlert(_) => EventType::HealthAlert,
             Event::HlsWritten { .. } | Event::HlsPart(_) => EventType::HlsWritten,
+            Event::ScheduledEvent(_) => EventType::ScheduledEvents,
+            Event::ScheduleReminder { .. } => EventType::ScheduleReminder,
         }
     }
 
@@ -202,6 +221,8 @@ impl Event {
             Event::HealthAlert(h) => serde_json::to_value(h),
             Event::HlsWritten { variant } => Ok(serde_json::json!({ "variant": variant })),
             Event::HlsPart(p) => serde_json::to_value(p),
+            Event::ScheduledEvent(data) => Ok(data.clone()),
+            Event::ScheduleReminder { event_id, text } => Ok(serde_json::json!({ "id": event_id, "text": text })),
         };
         v.unwrap_or(serde_json::Value::Null)
     }
