@@ -171,6 +171,7 @@ fn every_validation_rule_has_owncasts_message() {
     assert_eq!(r.status().as_u16(), 400);
     assert_eq!(r.json::<Value>().unwrap()["error"], "requested schedule range is too large");
     assert_eq!(get("from=yesterday").status().as_u16(), 400);
+    assert_eq!(get("to=").status().as_u16(), 400, "an empty time is not the default");
     assert_eq!(get("from=2030-01-01T00:00:00Z&to=2030-12-31T00:00:00Z").status().as_u16(), 200);
 }
 

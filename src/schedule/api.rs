@@ -110,7 +110,8 @@ struct Range {
 }
 
 fn query_time(v: Option<&str>, name: &str, default: DateTime<Utc>) -> Result<DateTime<Utc>, ScheduleError> {
-    match v.map(str::trim).filter(|v| !v.is_empty()) {
+    // Only a missing parameter takes the default: an empty one is a bad time, as a schema says.
+    match v {
         None => Ok(default),
         Some(v) => DateTime::parse_from_rfc3339(v)
             .map(|t| t.with_timezone(&Utc))
