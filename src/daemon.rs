@@ -158,6 +158,8 @@ impl Daemon {
                 telemetry: telemetry.clone(),
             },
         )?;
+        let schedule = Schedule::open(store.clone(), settings.clone(), bus.clone(), stream.clone())?;
+        let schedule_watch = schedule.watch();
         let chat = Chat::open(ChatDeps {
             store: store.clone(),
             settings: settings.clone(),
@@ -166,6 +168,7 @@ impl Daemon {
             tokens: tokens.clone(),
             telemetry: telemetry.clone(),
             emoji_dir: data_dir.join("emoji"),
+            scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
         })?;
         let hls_dir = data_dir.join("hls");
         let transcoder = Transcoder::new(TranscodeDeps {
@@ -195,7 +198,6 @@ impl Daemon {
         let public_files = PublicFiles::open(data_dir.join("public"))?;
         let federation =
             Federation::open(store.clone(), settings.clone(), bus.clone(), chat.clone(), federation_config)?;
-        let schedule = Schedule::open(store.clone(), settings.clone(), bus.clone(), stream.clone())?;
         let server = Arc::new(Server {
             settings: settings.clone(),
             bus: bus.clone(),

@@ -40,7 +40,8 @@
 //! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams),
 //!   `transcode` (the image file names) and `llhls` (asked first while a variant is live in LL mode).
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
-//!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes.
+//!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes. Given
+//!   the schedule's "chat is open for a scheduled stream" answer as a closure (offline chat rule).
 //! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
 //! - [`indieauth`]: chat sign-in with IndieAuth (client, with a guarded fetcher for discovery) and
 //!   castd as the streamer's IndieAuth server. Given a `UserTokens` handle (token check, sign-in).

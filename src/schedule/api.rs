@@ -189,10 +189,12 @@ async fn save(
 ) -> Result<Json<AdminSchedule>, ScheduleError> {
     let now = Utc::now();
     let name = model::check_common(&input)?;
+    let writing = s.writes.lock().await;
     match input.id.clone().filter(|id| !id.trim().is_empty()) {
         Some(id) => update(&s, &id, input, name, now).await?,
         None => create(&s, input, name.unwrap_or_default(), now).await?,
     }
+    drop(writing);
     s.refresh().await?;
     Ok(Json(admin_schedule(&s).await?))
 }
@@ -329,6 +331,7 @@ async fn delete(
         input.id.filter(|i| !i.trim().is_empty()).ok_or_else(|| ScheduleError::Invalid("id is required".into()))?;
     let cancel = input.cancel.unwrap_or(false);
     let now = Utc::now();
+    let writing = s.writes.lock().await;
     match find(&s, &id).await? {
         Target::Series(series) => {
             if cancel {
@@ -345,6 +348,7 @@ async fn delete(
             }
         }
     }
+    drop(writing);
     s.refresh().await?;
     Ok(Json(admin_schedule(&s).await?))
 }

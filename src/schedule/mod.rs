@@ -4,9 +4,11 @@
 //! series' occurrences, sends reminders and fires the SCHEDULED_EVENTS webhooks.
 //!
 //! Owns the `stream_event_series`, `stream_events` and `stream_event_skips` tables (`db`) and the
-//! `schedule*` settings (its setters live in `api`). Talks to the rest of the daemon through the bus
-//! only: `Event::ScheduledEvent` (webhooks) and `Event::ScheduleReminder` (federation posts it to the
-//! followers). The API's status reads the next event through the `ScheduleWatch` handle it is given.
+//! `schedule*` settings (its setters live in `api`). Talks to the rest of the daemon through the bus:
+//! `Event::ScheduledEvent` (webhooks) and `Event::ScheduleReminder` (federation posts it to the
+//! followers); the API's status reads the next event through the `ScheduleWatch` handle it is given,
+//! and chat asks it (through a closure the composition root builds) whether a scheduled stream opens
+//! chat while the stream is offline.
 //!
 //! The tick (`TICK`, and at once after every admin change) runs even while the schedule is off, but
 //! then only creates occurrences: reminders and webhooks need the schedule on.
@@ -83,6 +85,9 @@ pub struct Schedule {
     upcoming: watch::Sender<Option<ScheduledEvent>>,
     /// Wakes the tick after an admin change.
     kick: Notify,
+    /// Held by an admin change and by the tick's materialization, so the tick never re-creates
+    /// occurrences from a series row an admin change has just replaced.
+    writes: tokio::sync::Mutex<()>,
 }
 
 /// Read side for `/api/status`: the current or next event and whether chat is open for it.
@@ -135,7 +140,15 @@ impl Schedule {
         store.migrate("schedule", db::MIGRATIONS)?;
         let next = store.with(|c| db::upcoming(c, Utc::now()))?;
         let (upcoming, _) = watch::channel(next);
-        Ok(Arc::new(Self { store, settings, bus, stream, upcoming, kick: Notify::new() }))
+        Ok(Arc::new(Self {
+            store,
+            settings,
+            bus,
+            stream,
+            upcoming,
+            kick: Notify::new(),
+            writes: tokio::sync::Mutex::new(()),
+        }))
     }
 
     pub fn watch(&self) -> ScheduleWatch {
@@ -144,6 +157,7 @@ impl Schedule {
 
     /// Create the occurrences of every active series in `[now, now + 30 days)` (idempotent).
     pub async fn materialize(&self, now: DateTime<Utc>) -> Result<(), ScheduleError> {
+        let _writing = self.writes.lock().await;
         let series: Vec<ScheduledEventSeries> = self.store.call(|c| db::all_series(c)).await?;
         for s in series.into_iter().filter(|s| s.active) {
             if let Err(e) = self.materialize_one(s.clone(), now).await {
