@@ -76,8 +76,12 @@ fn admin_routes_need_the_admin() {
         let r = s.client.request("OPTIONS".parse().unwrap(), s.url(path)).send().unwrap();
         assert_eq!(r.status().as_u16(), 204, "OPTIONS {path}");
     }
-    // and the public ones do not
+    // and the public ones do not; the event page the reminders link to leads to the viewer page
     assert_eq!(s.get("/api/schedule").status().as_u16(), 200);
+    let no_redirects =
+        reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let r = no_redirects.get(s.url("/schedule/abc123")).send().unwrap();
+    assert_eq!((r.status().as_u16(), r.headers()["location"].to_str().unwrap()), (302, "/"));
     assert_eq!(s.get("/api/schedule.ics").status().as_u16(), 200);
 }
 

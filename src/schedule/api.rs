@@ -54,6 +54,15 @@ pub fn routes(reg: &mut Registry, schedule: Arc<Schedule>) {
         .error(400, "A bad time, to not after from, or a range over 366 days");
     reg.get("/api/schedule.ics", PUBLIC, Auth::Public, "The schedule as an iCalendar feed", feed)
         .answers(ResponseDoc::Content("text/calendar"));
+    // The event page the reminders link to: the viewer page, which shows the next scheduled stream.
+    reg.get(
+        "/schedule/{id}",
+        PUBLIC,
+        Auth::Public,
+        "A scheduled stream's page: redirect (302) to the viewer page",
+        || async { (axum::http::StatusCode::FOUND, [(header::LOCATION, "/")]) },
+    )
+    .answers(ResponseDoc::Redirect(302, "To the viewer page"));
     reg.get("/api/admin/schedule", ADMIN, Auth::Admin, "Every series and event", admin_list).returns::<AdminSchedule>();
     reg.post(
         "/api/admin/schedule/event",

@@ -19,7 +19,8 @@
 //! NAME_CHANGE, VISIBILITY-UPDATE, SYSTEM, CHAT_ACTION — the chat module; STREAM_STARTED and
 //! STREAM_STOPPED — the ingest module when a broadcaster connects and leaves; STREAM_TITLE_UPDATED — the
 //! `streamtitle` setters (admin and integrations); FEDIVERSE_ENGAGEMENT_FOLLOW — federation when a new
-//! follower is approved; PING and PONG — the chat hub's keepalive (a client's ping and the server's pong).
+//! follower is approved; PING and PONG — the chat hub's keepalive (a client's ping and the server's pong);
+//! SCHEDULED_EVENTS — the schedule (a scheduled stream's warning, start, end and reminder).
 
 mod delivery;
 
