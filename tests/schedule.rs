@@ -577,3 +577,24 @@ fn offline_chat_opens_before_a_scheduled_stream() {
     say(&mut viewer.ws, "too early now");
     assert!(!heard(&mut listener.ws, "too early now"));
 }
+
+#[test]
+fn the_started_webhook_fires_at_the_start_and_the_title_becomes_the_event_name() {
+    let s = enabled();
+    let hook = Receiver::start(&[]);
+    let r = s.admin_post("/api/admin/webhooks/create", &json!({"url": hook.url, "events": ["SCHEDULED_EVENTS"]}));
+    assert!(r.status().is_success());
+    let start = Utc::now() + Span::seconds(12);
+    let all = save(&s, json!({"name": "Right now", "start": rfc(start), "durationMinutes": 30}));
+    let id = all["events"][0]["id"].clone();
+    let started = hook
+        .wait_for(Duration::from_secs(40), |r| r.json()["eventData"]["action"] == "started")
+        .expect("the started webhook");
+    let received_at = Utc::now();
+    assert!(received_at >= start, "not before the start");
+    assert_eq!(started.json()["eventData"]["event"]["id"], id);
+    assert_eq!(s.get_json("/api/status")["streamTitle"], "Right now");
+    // the event runs: still the status' event, and no end yet
+    assert_eq!(s.get_json("/api/status")["scheduledEvent"]["id"], id);
+    assert!(hook.all().iter().all(|r| r.json()["eventData"]["action"] != "ended"));
+}

@@ -365,6 +365,85 @@ mod tests {
         }
     }
 
+    /// A schedule on a temporary database, switched on with the given reminder settings.
+    async fn schedule(
+        dir: &std::path::Path,
+    ) -> (Arc<Schedule>, crate::events::Subscription, crate::stream::StreamWriter) {
+        let store = Store::open(&dir.join("s.db")).unwrap();
+        let settings = SettingsStore::open(store.clone()).unwrap();
+        settings
+            .update::<StoreError, _>(|s| {
+                s.schedule_enabled = true;
+                s.schedule_reminder_message = "Soon!".into();
+                s.schedule_first_reminder_minutes = 60;
+                s.schedule_second_reminder_minutes = 15;
+                s.schedule_chat_open_minutes = 10;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let bus = Bus::default();
+        let sub = bus.subscribe("test");
+        let (writer, stream) = crate::stream::StreamWriter::new();
+        (Schedule::open(store, settings, bus, stream).unwrap(), sub, writer)
+    }
+
+    fn actions(sub: &mut crate::events::Subscription) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(e) = sub.try_recv() {
+            match &*e {
+                Event::ScheduledEvent(d) => out.push(d["action"].as_str().unwrap_or_default().to_string()),
+                Event::ScheduleReminder { .. } => out.push("post".into()),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn the_tick_sends_each_notice_once_at_its_time_and_cancels_a_no_show() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, mut sub, _writer) = schedule(dir.path()).await;
+        let start = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap();
+        let e = ScheduledEvent { duration_minutes: 30, ..event(start) };
+        let (a, b) = (
+            e.clone(),
+            ScheduledEvent { id: "other".into(), start_time: start + chrono::Duration::days(1), ..e.clone() },
+        );
+        s.store
+            .call(move |c| {
+                db::insert_event(c, &a, start)?;
+                db::insert_event(c, &b, start)
+            })
+            .await
+            .unwrap();
+        let at = |m: i64| start + chrono::Duration::minutes(m);
+
+        s.tick(at(-90)).await.unwrap();
+        assert!(actions(&mut sub).is_empty(), "nothing 90 minutes before");
+        s.tick(at(-59)).await.unwrap();
+        assert_eq!(actions(&mut sub), ["post", "reminder"], "first reminder: followers and webhook");
+        s.tick(at(-58)).await.unwrap();
+        assert!(actions(&mut sub).is_empty(), "sent once");
+        s.tick(at(-14)).await.unwrap();
+        assert_eq!(actions(&mut sub), ["post", "reminder"], "second reminder");
+        s.tick(at(-9)).await.unwrap();
+        assert_eq!(actions(&mut sub), ["10-minute-warning"]);
+        s.tick(at(1)).await.unwrap();
+        assert_eq!(actions(&mut sub), ["started"]);
+        assert_eq!(s.settings.get().stream_title, "Show", "the title becomes the event's name");
+        // chat was opened early, the stream never came: cancelled 10 minutes after the start
+        s.tick(at(11)).await.unwrap();
+        let row = s.store.call(|c| db::event(c, "abc")).await.unwrap().unwrap();
+        assert_eq!(row.status, "cancelled");
+        s.tick(at(31)).await.unwrap();
+        assert_eq!(actions(&mut sub), ["ended"]);
+        s.tick(at(40)).await.unwrap();
+        assert!(actions(&mut sub).is_empty());
+        let other = s.store.call(|c| db::event(c, "other")).await.unwrap().unwrap();
+        assert_eq!(other.status, "scheduled", "the next day's event is untouched");
+    }
+
     #[test]
     fn chat_window_follows_owncast() {
         let start = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap();
