@@ -405,7 +405,7 @@ const CREATE_SCHEMA: &str = r#"{"type":"object","required":["url","events"],"pro
   "secret":{"type":["string","null"]},
   "events":{"type":"array","minItems":1,"items":{"type":"string","enum":["CHAT","USER_JOINED","USER_PARTED",
     "NAME_CHANGE","FEDIVERSE_ENGAGEMENT_FOLLOW","VISIBILITY-UPDATE","PING","PONG","STREAM_STARTED",
-    "STREAM_STOPPED","STREAM_TITLE_UPDATED","SYSTEM","CHAT_ACTION"]}}}}"#;
+    "STREAM_STOPPED","STREAM_TITLE_UPDATED","SYSTEM","CHAT_ACTION","SCHEDULED_EVENTS"]}}}}"#;
 
 pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
     let mut reg = reg.scope(hooks);

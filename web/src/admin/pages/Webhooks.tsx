@@ -18,6 +18,7 @@ export const WEBHOOK_EVENTS = [
   'FEDIVERSE_ENGAGEMENT_FOLLOW',
   'PING',
   'PONG',
+  'SCHEDULED_EVENTS',
 ];
 
 /** Outbound webhooks: list, create `{url, events, secret}`, delete `{id}`. */
