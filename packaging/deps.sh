@@ -75,3 +75,20 @@ if [ "${CASTD_SKIP_PIP:-0}" != 1 ]; then
     echo "$want" >"$CASTD_VENV/.castd-requirements"
   fi
 fi
+
+# icalendar (tests/schedule.rs parses the /api/schedule.ics feed with a real iCalendar parser) in its own
+# small venv, pinned by version and hash (tests/ical/requirements.txt); rebuilt whenever that file changes.
+CASTD_ICAL_VENV="${CASTD_ICAL_VENV:-/opt/castd-ical-venv}"
+ICAL_REQS="$(cd "$(dirname "$0")/.." && pwd)/tests/ical/requirements.txt"
+if [ "${CASTD_SKIP_PIP:-0}" != 1 ]; then
+  want="$(sha256sum "$ICAL_REQS" | cut -d' ' -f1)"
+  if [ "$(cat "$CASTD_ICAL_VENV/.castd-requirements" 2>/dev/null)" != "$want" ]; then
+    echo "deps: installing icalendar and its pinned dependencies into $CASTD_ICAL_VENV"
+    rm -rf "$CASTD_ICAL_VENV"
+    PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+    "$PY" -m venv "$CASTD_ICAL_VENV"
+    "$CASTD_ICAL_VENV/bin/pip" install --isolated -q --no-deps --require-hashes --only-binary=:all: -r "$ICAL_REQS"
+    "$CASTD_ICAL_VENV/bin/pip" check
+    echo "$want" >"$CASTD_ICAL_VENV/.castd-requirements"
+  fi
+fi

@@ -36,6 +36,7 @@ use crate::media::MediaPlane;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
+use crate::schedule::Schedule;
 use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
@@ -125,6 +126,7 @@ pub struct Daemon {
     pub logs: LogRing,
     pub storage: Arc<Storage>,
     pub federation: Arc<Federation>,
+    pub schedule: Arc<Schedule>,
 }
 
 impl Daemon {
@@ -163,6 +165,8 @@ impl Daemon {
                 telemetry: telemetry.clone(),
             },
         )?;
+        let schedule = Schedule::open(store.clone(), settings.clone(), bus.clone(), stream.clone())?;
+        let schedule_watch = schedule.watch();
         let chat = Chat::open(ChatDeps {
             store: store.clone(),
             settings: settings.clone(),
@@ -171,6 +175,7 @@ impl Daemon {
             tokens: tokens.clone(),
             telemetry: telemetry.clone(),
             emoji_dir: data_dir.join("emoji"),
+            scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
         })?;
         let hls_dir = data_dir.join("hls");
         let media = MediaPlane::new(hls_dir.clone());
@@ -214,6 +219,7 @@ impl Daemon {
             stream_key_overridden: temp_stream_key.is_some(),
             vapid_public_key: notifications.public_key().to_string(),
             follower_count: federation.follower_count.clone(),
+            schedule: schedule.watch(),
         });
         let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
         let storage = Storage::new(StorageDeps {
@@ -256,6 +262,7 @@ impl Daemon {
             logs,
             storage,
             federation,
+            schedule,
         })
     }
 
@@ -278,6 +285,7 @@ impl Daemon {
         crate::public_files::routes(&mut reg, self.public_files.clone());
         crate::logs::routes(&mut reg, self.logs.clone());
         crate::storage::routes(&mut reg, self.storage.clone());
+        crate::schedule::routes(&mut reg, self.schedule.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -305,6 +313,7 @@ pub async fn run(
     let storage_task = crate::storage::start(d.storage.clone());
     let warnings_task = crate::api::warnings::start(d.server.clone());
     let yp_task = crate::yp::start(d.directory.clone());
+    let schedule_task = crate::schedule::start(d.schedule.clone());
     let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -367,6 +376,7 @@ pub async fn run(
         Some(warnings_task),
         Some(yp_task),
         Some(storage_task),
+        Some(schedule_task),
     ];
     for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
         task.abort();

@@ -56,16 +56,22 @@
 //! - [`hls`]: serving playlists, segments, thumbnail and preview. Uses `metrics` (viewer and CMCD seams),
 //!   `transcode` (the image file names) and `llhls` (asked first while a variant is live in LL mode).
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
-//!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes.
+//!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes. Given
+//!   the schedule's "chat is open for a scheduled stream" answer as a closure (offline chat rule).
 //! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
 //! - [`indieauth`]: chat sign-in with IndieAuth (client, with a guarded fetcher for discovery) and
 //!   castd as the streamer's IndieAuth server. Given a `UserTokens` handle (token check, sign-in).
 //! - [`federation`]: ActivityPub: the actor, discovery, the signed inbox, followers, the persistent
 //!   delivery queue, the go-live post, federated servers, Fediverse chat sign-in. Subscribes to the
 //!   bus (go-live), publishes engagement as chat events; given a `UserTokens` handle.
+//! - [`schedule`]: scheduled streams (one-off events and RRULE series in IANA zones), the public
+//!   schedule and its iCalendar feed, the schedule settings, reminders and the SCHEDULED_EVENTS
+//!   webhooks. Publishes on the bus (webhook payloads, reminders that federation posts); gives `api` a
+//!   `ScheduleWatch` (the next event, whether chat is open for it).
 //! - [`api`]: public config/status, admin status and server configuration, every config setter, the
 //!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
-//!   `tokens`; reads the stream, viewers, health and encoder snapshots it is given.
+//!   `tokens` and `schedule` (the status' `scheduledEvent`); reads the stream, viewers, health and encoder
+//!   snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
 //!   and the bus; uses `hls` (gives
@@ -102,6 +108,7 @@ pub mod metrics;
 pub mod notifications;
 pub mod password;
 pub mod public_files;
+pub mod schedule;
 pub mod storage;
 pub mod store;
 pub mod stream;

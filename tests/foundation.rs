@@ -197,8 +197,24 @@ fn setter_cases() -> Vec<SetterCase> {
         ("webserverport", json!(18080), "/webServerPort", json!(18080), None),
         ("webserverip", json!("127.0.0.1"), "/webServerIP", json!("127.0.0.1"), None),
         ("autoplay", json!("muted"), "/instanceDetails/autoplay", json!("muted"), Some(("/autoplay", json!("muted")))),
-        ("schedule/enabled", json!(true), "/schedule/enabled", json!(true), None),
+        ("schedule/enabled", json!(true), "/schedule/enabled", json!(true), Some(("/schedule/enabled", json!(true)))),
         ("schedule/remindermessage", json!("soon"), "/schedule/reminderMessage", json!("soon"), None),
+        (
+            "schedule/showcountdown",
+            json!(true),
+            "/schedule/showCountdown",
+            json!(true),
+            Some(("/schedule/showCountdown", json!(true))),
+        ),
+        (
+            "schedule/chatopenminutes",
+            json!(30),
+            "/schedule/chatOpenMinutesBefore",
+            json!(30),
+            Some(("/schedule/chatOpenMinutesBefore", json!(30))),
+        ),
+        ("schedule/firstreminderminutes", json!(60), "/schedule/firstReminderMinutes", json!(60), None),
+        ("schedule/secondreminderminutes", json!(0), "/schedule/secondReminderMinutes", json!(0), None),
     ]
 }
 

@@ -270,7 +270,11 @@ pub struct NotificationSettings {
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleSettings {
     pub enabled: bool,
+    pub show_countdown: bool,
+    pub chat_open_minutes_before: u32,
     pub reminder_message: String,
+    pub first_reminder_minutes: u32,
+    pub second_reminder_minutes: u32,
 }
 
 /// The admin server configuration in Owncast's shape, with the interface spec's extra fields.
@@ -345,7 +349,11 @@ pub fn server_config(server: &Server) -> ServerConfig {
         },
         schedule: ScheduleSettings {
             enabled: s.schedule_enabled,
+            show_countdown: s.schedule_show_countdown,
+            chat_open_minutes_before: s.schedule_chat_open_minutes,
             reminder_message: s.schedule_reminder_message.clone(),
+            first_reminder_minutes: s.schedule_first_reminder_minutes,
+            second_reminder_minutes: s.schedule_second_reminder_minutes,
         },
     }
 }

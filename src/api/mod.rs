@@ -43,6 +43,8 @@ pub struct Server {
     pub vapid_public_key: String,
     /// Approved fediverse followers (`federation.followerCount` of `/api/config`), kept by federation.
     pub follower_count: Arc<std::sync::atomic::AtomicU64>,
+    /// The current or next scheduled stream (`scheduledEvent` of `/api/status`), kept by the schedule.
+    pub schedule: crate::schedule::ScheduleWatch,
 }
 
 impl Server {

@@ -18,6 +18,7 @@ use super::Server;
 use crate::config::{ExternalAction, Settings, SocialHandle};
 use crate::http::{ApiError, Auth, Registry, ResponseDoc};
 use crate::markdown;
+use crate::schedule::model::ScheduledStatus;
 use crate::VERSION;
 
 const GROUP: &str = "public";
@@ -93,6 +94,16 @@ pub struct PublicConfig {
     /// `off`, `on` or `muted`.
     pub autoplay: String,
     pub authentication: PublicAuthentication,
+    pub schedule: PublicSchedule,
+}
+
+/// `schedule` of `/api/config`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicSchedule {
+    pub enabled: bool,
+    pub show_countdown: bool,
+    pub chat_open_minutes_before: u32,
 }
 
 /// `notifications` of `/api/config`.
@@ -165,6 +176,11 @@ pub fn public_config(server: &Server) -> PublicConfig {
         chat_spam_protection_disabled: !s.chat_spam_protection_enabled,
         autoplay: s.autoplay.clone(),
         authentication: PublicAuthentication { indie_auth_enabled: !s.server_url.is_empty() },
+        schedule: PublicSchedule {
+            enabled: s.schedule_enabled,
+            show_countdown: s.schedule_show_countdown,
+            chat_open_minutes_before: s.schedule_chat_open_minutes,
+        },
     }
 }
 
@@ -198,6 +214,10 @@ pub struct PublicStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub overall_max_viewer_count: Option<u64>,
+    /// The current or next scheduled stream; absent while the schedule is off or nothing is coming.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub scheduled_event: Option<ScheduledStatus>,
 }
 
 /// Public status; the viewer counts are left out when the owner hides them.
@@ -206,9 +226,10 @@ pub fn public_status(server: &Server) -> PublicStatus {
     let st = server.stream.borrow().clone();
     let (current, session_max, overall_max) = server.viewers.get();
     let shown = |n: u64| (!s.hide_viewer_count).then_some(n);
+    let now = Utc::now();
     PublicStatus {
         online: st.online,
-        server_time: Utc::now(),
+        server_time: now,
         last_connect_time: st.last_connect_time,
         last_disconnect_time: st.last_disconnect_time,
         version_number: VERSION,
@@ -222,6 +243,7 @@ pub fn public_status(server: &Server) -> PublicStatus {
         viewer_count: shown(current),
         session_max_viewer_count: shown(session_max),
         overall_max_viewer_count: shown(overall_max),
+        scheduled_event: server.schedule.status(st.online, now),
     }
 }
 

@@ -362,12 +362,7 @@ pub static SETTERS: &[Setter] = &[
         }
         set(&mut s.autoplay, Ok(mode))
     }),
-    setter("schedule/enabled", "Show the schedule", Boolean, |_, v, s| {
-        set(&mut s.schedule_enabled, validate::boolean(v))
-    }),
-    setter("schedule/remindermessage", "Schedule reminder message", JsonSchema(TEXT_500), |_, v, s| {
-        set(&mut s.schedule_reminder_message, validate::string(v, 500))
-    }),
+    // The schedule's setters (`schedule/*`) are the schedule module's.
 ];
 
 /// The body every setter takes.

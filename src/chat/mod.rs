@@ -3,7 +3,8 @@
 //!
 //! `Chat` is the feature's state (handlers take `State<Arc<Chat>>`): the hub, the bans, and the narrow
 //! handles chat was given at construction (store, settings, bus, the stream snapshot for "online",
-//! integration tokens for the bot routes, telemetry for the connected and slow-dropped clients). `Chat::open`
+//! integration tokens for the bot routes, telemetry for the connected and slow-dropped clients, and the
+//! schedule's answer whether a scheduled stream opens chat while offline). `Chat::open`
 //! runs the migrations, loads the IP bans and sizes the connection limit from the open-file limit
 //! (raising the soft limit to the hard one first). Every chat event is published on the bus as well as
 //! sent to the sockets. Chat implements `http::UserTokens` for routes of other features that accept a
@@ -99,6 +100,38 @@ pub struct ChatDeps {
     pub telemetry: Arc<Telemetry>,
     /// Where custom emoji are kept (`<data-dir>/emoji`).
     pub emoji_dir: PathBuf,
+    /// Whether a scheduled stream opens chat now (given whether the stream is online).
+    pub scheduled_chat_open: ScheduledChatOpen,
+}
+
+/// The schedule's answer to "is chat open for a scheduled stream now?" (given whether the stream is online).
+pub type ScheduledChatOpen = Arc<dyn Fn(bool) -> bool + Send + Sync>;
+
+/// How long after the stream went offline viewers' messages are still taken (Owncast: 5 minutes).
+pub const OFFLINE_CHAT_GRACE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
+
+/// Owncast's rule: messages are ignored once the stream has been offline for more than 5 minutes, unless
+/// a scheduled stream opened chat. A server that never streamed keeps chat open.
+pub fn takes_messages(
+    online: bool,
+    last_disconnect: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+    grace: chrono::TimeDelta,
+    scheduled_open: impl FnOnce() -> bool,
+) -> bool {
+    match last_disconnect {
+        _ if online => true,
+        Some(t) if now - t > grace => scheduled_open(),
+        _ => true,
+    }
+}
+
+/// `OFFLINE_CHAT_GRACE`, or `CASTD_CHAT_OFFLINE_GRACE_MS` (a test switch, so tests need not wait 5 minutes).
+fn offline_grace() -> chrono::TimeDelta {
+    std::env::var("CASTD_CHAT_OFFLINE_GRACE_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+        .map_or(OFFLINE_CHAT_GRACE, chrono::TimeDelta::milliseconds)
 }
 
 /// Chat state shared by handlers and connection tasks.
@@ -113,6 +146,8 @@ pub struct Chat {
     pub tokens: Tokens,
     pub telemetry: Arc<Telemetry>,
     pub emoji_dir: PathBuf,
+    scheduled_chat_open: ScheduledChatOpen,
+    offline_grace: chrono::TimeDelta,
 }
 
 impl Chat {
@@ -135,7 +170,18 @@ impl Chat {
             tokens: deps.tokens,
             telemetry: deps.telemetry,
             emoji_dir: deps.emoji_dir,
+            scheduled_chat_open: deps.scheduled_chat_open,
+            offline_grace: offline_grace(),
         }))
+    }
+
+    /// Whether viewers' messages are taken now (see `takes_messages`).
+    pub fn takes_messages(&self) -> bool {
+        let (online, last) = {
+            let s = self.stream.borrow();
+            (s.online, s.last_disconnect_time)
+        };
+        takes_messages(online, last, chrono::Utc::now(), self.offline_grace, || (self.scheduled_chat_open)(online))
     }
 
     pub fn is_banned(&self, ip: IpAddr) -> bool {
@@ -254,4 +300,21 @@ pub fn broadcast(ctx: &Chat, event: ChatEvent) {
 /// A CHAT_ACTION to one connection (not broadcast, not published).
 pub fn action_to(client: &hub::Client, body: &str) {
     client.send(protocol::frame(&protocol::chat_action(&sanitize::render(body))));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offline_chat_closes_after_five_minutes_unless_a_scheduled_stream_opens_it() {
+        let now = chrono::Utc::now();
+        let ago = |m: i64| Some(now - chrono::TimeDelta::minutes(m));
+        let g = OFFLINE_CHAT_GRACE;
+        assert!(takes_messages(true, ago(60), now, g, || false), "live");
+        assert!(takes_messages(false, None, now, g, || false), "never streamed");
+        assert!(takes_messages(false, ago(4), now, g, || false), "within 5 minutes of the end");
+        assert!(!takes_messages(false, ago(6), now, g, || false), "offline for longer: closed");
+        assert!(takes_messages(false, ago(6), now, g, || true), "a scheduled stream opened it");
+    }
 }

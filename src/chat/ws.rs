@@ -302,6 +302,10 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
 }
 
 async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
+    // Offline for more than 5 minutes and no scheduled stream opened chat: ignored, as Owncast does.
+    if !ctx.takes_messages() {
+        return;
+    }
     let user = client.user.read().clone();
     let settings = ctx.settings.get();
     if settings.chat_require_authentication && !user.authenticated {

@@ -25,7 +25,8 @@ pub mod chat;
 pub use chat::ChatEvent;
 
 /// Every kind of event castd publishes. `WEBHOOK_TYPES` lists Owncast's webhook event types (their
-/// wire names are the webhook `type`s); the rest are internal.
+/// wire names are the webhook `type`s), SCHEDULED_EVENTS and the two Fediverse engagement types among them; the
+/// rest are internal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum EventType {
     #[serde(rename = "CHAT")]
@@ -69,11 +70,18 @@ pub enum EventType {
     /// A fediverse account boosted (announced) a post of this server (chat event and webhook).
     #[serde(rename = "FEDIVERSE_ENGAGEMENT_REPOST")]
     FediverseEngagementRepost,
+    /// A scheduled stream's warning, start, end or reminder (Owncast's newest webhook type;
+    /// `data.action` says which).
+    #[serde(rename = "SCHEDULED_EVENTS")]
+    ScheduledEvents,
+    /// Internal: a scheduled stream's reminder text, for the followers (federation).
+    #[serde(rename = "SCHEDULE_REMINDER")]
+    ScheduleReminder,
 }
 
 impl EventType {
     /// The event types a webhook may subscribe to, in the interface's order.
-    pub const WEBHOOK_TYPES: [EventType; 15] = [
+    pub const WEBHOOK_TYPES: [EventType; 16] = [
         EventType::Chat,
         EventType::UserJoined,
         EventType::UserParted,
@@ -89,6 +97,7 @@ impl EventType {
         EventType::ChatAction,
         EventType::FediverseEngagementLike,
         EventType::FediverseEngagementRepost,
+        EventType::ScheduledEvents,
     ];
 
     /// The wire name (`"CHAT"`, `"VISIBILITY-UPDATE"`, ...).
@@ -112,6 +121,8 @@ impl EventType {
             EventType::ColorChange => "COLOR_CHANGE",
             EventType::FediverseEngagementLike => "FEDIVERSE_ENGAGEMENT_LIKE",
             EventType::FediverseEngagementRepost => "FEDIVERSE_ENGAGEMENT_REPOST",
+            EventType::ScheduledEvents => "SCHEDULED_EVENTS",
+            EventType::ScheduleReminder => "SCHEDULE_REMINDER",
         }
     }
 
@@ -137,6 +148,13 @@ pub enum Event {
     },
     /// The health message changed.
     HealthAlert(HealthAlert),
+    /// A scheduled stream's webhook payload `{status, serverURL, event, action, timestamp}`.
+    ScheduledEvent(serde_json::Value),
+    /// A scheduled stream's reminder, to be posted to the followers.
+    ScheduleReminder {
+        event_id: String,
+        text: String,
+    },
 }
 
 impl Event {
@@ -148,6 +166,8 @@ impl Event {
             Event::StreamTitleUpdated(_) => EventType::StreamTitleUpdated,
             Event::ConfigChanged { .. } => EventType::ConfigChanged,
             Event::HealthAlert(_) => EventType::HealthAlert,
+            Event::ScheduledEvent(_) => EventType::ScheduledEvents,
+            Event::ScheduleReminder { .. } => EventType::ScheduleReminder,
         }
     }
 
@@ -158,6 +178,8 @@ impl Event {
             Event::StreamStarted(s) | Event::StreamStopped(s) | Event::StreamTitleUpdated(s) => serde_json::to_value(s),
             Event::ConfigChanged { key } => Ok(serde_json::json!({ "key": key })),
             Event::HealthAlert(h) => serde_json::to_value(h),
+            Event::ScheduledEvent(data) => Ok(data.clone()),
+            Event::ScheduleReminder { event_id, text } => Ok(serde_json::json!({ "id": event_id, "text": text })),
         };
         v.unwrap_or(serde_json::Value::Null)
     }

@@ -286,7 +286,8 @@ impl Tasks {
     }
 }
 
-/// Start the delivery workers, the go-live post on `Event::StreamStarted` and the federated servers'
+/// Start the delivery workers, the go-live post on `Event::StreamStarted`, the schedule reminder post on
+/// `Event::ScheduleReminder` and the federated servers'
 /// status poll.
 pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
     let delivery = tokio::spawn(delivery::run(fed.clone()));
@@ -297,6 +298,13 @@ pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
             if matches!(*event, Event::StreamStarted(_)) && fed.enabled() {
                 if let Err(e) = actor::send_go_live(&fed).await {
                     tracing::warn!("could not send the go-live post to followers: {e}");
+                }
+            }
+            if let Event::ScheduleReminder { text, .. } = &*event {
+                if fed.enabled() {
+                    if let Err(e) = actor::send_schedule_reminder(&fed, text).await {
+                        tracing::warn!("could not send the schedule reminder to followers: {e}");
+                    }
                 }
             }
         }

@@ -20,7 +20,9 @@
 //! STREAM_STOPPED — the ingest module when a broadcaster connects and leaves; STREAM_TITLE_UPDATED — the
 //! `streamtitle` setters (admin and integrations); FEDIVERSE_ENGAGEMENT_FOLLOW — federation when a new
 //! follower is approved; FEDIVERSE_ENGAGEMENT_LIKE and _REPOST — federation when a Like or an Announce
-//! arrives in the inbox (all three with the same `eventData` shape); PING and PONG — the chat hub's keepalive (a client's ping and the server's pong).
+//! arrives in the inbox (all three with the same `eventData` shape); PING and PONG — the chat hub's keepalive
+//! (a client's ping and the server's pong); SCHEDULED_EVENTS — the schedule (a scheduled stream's warning,
+//! start, end and reminder).
 
 mod delivery;
 
@@ -406,7 +408,7 @@ const CREATE_SCHEMA: &str = r#"{"type":"object","required":["url","events"],"pro
   "events":{"type":"array","minItems":1,"items":{"type":"string","enum":["CHAT","USER_JOINED","USER_PARTED",
     "NAME_CHANGE","FEDIVERSE_ENGAGEMENT_FOLLOW","VISIBILITY-UPDATE","PING","PONG","STREAM_STARTED",
     "STREAM_STOPPED","STREAM_TITLE_UPDATED","SYSTEM","CHAT_ACTION","FEDIVERSE_ENGAGEMENT_LIKE",
-    "FEDIVERSE_ENGAGEMENT_REPOST"]}}}}"#;
+    "FEDIVERSE_ENGAGEMENT_REPOST","SCHEDULED_EVENTS"]}}}}"#;
 
 pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
     let mut reg = reg.scope(hooks);

@@ -90,6 +90,46 @@ export interface PublicConfig {
   nsfw?: boolean;
   autoplay?: string;
   authentication?: { indieAuthEnabled: boolean };
+  schedule?: { enabled: boolean; showCountdown: boolean; chatOpenMinutesBefore: number };
+}
+
+/** The current or next scheduled stream, as `/api/status` gives it. */
+export interface ScheduledStatus {
+  id: string;
+  name: string;
+  description: string;
+  startTime: string;
+  durationMinutes: number;
+  chatOpen: boolean;
+}
+
+/** One scheduled stream (`/api/schedule`, `/api/admin/schedule`). */
+export interface ScheduledEvent {
+  id: string;
+  seriesId?: string;
+  name: string;
+  description: string;
+  reminderMessage?: string;
+  startTime: string;
+  durationMinutes: number;
+  timezone: string;
+  status: 'scheduled' | 'cancelled';
+}
+
+/** A recurring series. */
+export interface ScheduledEventSeries {
+  id: string;
+  name: string;
+  description: string;
+  reminderMessage?: string;
+  recurrence: string;
+  durationMinutes: number;
+  active: boolean;
+}
+
+export interface AdminSchedule {
+  series: ScheduledEventSeries[];
+  events: ScheduledEvent[];
 }
 
 export interface PublicStatus {
@@ -100,6 +140,7 @@ export interface PublicStatus {
   lastDisconnectTime?: string | null;
   serverTime?: string;
   versionNumber?: string;
+  scheduledEvent?: ScheduledStatus;
 }
 
 export interface RegisterResponse {
@@ -285,6 +326,14 @@ export interface ServerConfig {
   notifications: {
     browser: { enabled: boolean; goLiveMessage: string };
     discord: { enabled: boolean; webhook: string; goLiveMessage: string };
+  };
+  schedule?: {
+    enabled: boolean;
+    showCountdown: boolean;
+    chatOpenMinutesBefore: number;
+    reminderMessage: string;
+    firstReminderMinutes: number;
+    secondReminderMinutes: number;
   };
   yp: { enabled: boolean; instanceUrl: string };
   externalActions: ExternalAction[];

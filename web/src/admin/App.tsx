@@ -12,6 +12,7 @@ import { Health } from './pages/Health';
 import { Logs } from './pages/Logs';
 import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
+import { Schedule } from './pages/Schedule';
 import { Server } from './pages/Server';
 import { StreamKeys } from './pages/StreamKeys';
 import { Video } from './pages/Video';
@@ -29,6 +30,7 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   webhooks: Webhooks,
   notifications: Notifications,
   federation: Federation,
+  schedule: Schedule,
   server: Server,
 };
 

@@ -8,6 +8,7 @@ describe('admin routing', () => {
     expect(pageFromPath('/admin/health')).toBe('health');
     expect(pageFromPath('/admin/access-tokens')).toBe('access-tokens');
     expect(pageFromPath('/admin/logs')).toBe('logs');
+    expect(pageFromPath('/admin/schedule')).toBe('schedule');
     expect(pageFromPath('/admin/stream-health')).toBe('health');
     expect(pageFromPath('/admin/hardware-info')).toBe('health');
     expect(pageFromPath('/admin/nope')).toBe('overview');

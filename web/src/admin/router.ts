@@ -13,6 +13,7 @@ export const PAGES = [
   { id: 'webhooks', label: 'Webhooks' },
   { id: 'notifications', label: 'Notifications' },
   { id: 'federation', label: 'Federation' },
+  { id: 'schedule', label: 'Schedule' },
   { id: 'server', label: 'Server' },
 ] as const;
 

@@ -7,6 +7,7 @@ import { FollowForm } from './Follow';
 import { About, ExternalActions } from './Info';
 import { pushSupported, subscribeToNotifications } from './notify';
 import { applyCustomisation } from './page';
+import { NextStream } from './Schedule';
 import { Stage, StreamBar } from './Stage';
 import { useConfig, usePing, useStatus } from './useServer';
 
@@ -109,6 +110,7 @@ export function ViewerApp() {
         </section>
         <section class="info">
           {config.nsfw && <NsfwNotice />}
+          <NextStream config={config} status={status} />
           <ExternalActions actions={config.externalActions ?? []} />
           <About config={config} />
         </section>

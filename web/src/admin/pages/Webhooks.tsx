@@ -20,6 +20,7 @@ export const WEBHOOK_EVENTS = [
   'FEDIVERSE_ENGAGEMENT_REPOST',
   'PING',
   'PONG',
+  'SCHEDULED_EVENTS',
 ];
 
 /** Outbound webhooks: list, create `{url, events, secret}`, delete `{id}`. */
