@@ -11,6 +11,7 @@
 //! - `cmaf`: the CMAF (fMP4) packager of LL-HLS: init segment, parts, segments, reported per part.
 //! - `scale`: fast area downscaling for the exact 2:1 and 3:2 ladder steps (the rest is libswscale).
 //! - `stage`: the software ladder's encoding stages (a thread per variant: scale, encode, pass the picture on).
+//! - `timing`: output frame slots (frame-rate conversion, segment boundaries), shared by `stage` and `hw`'s path.
 //! - `hw`: the worker's hardware path (device, hardware decode or one upload, libavfilter ladder).
 //! - `report`: what the worker reports about the files it wrote (classic HLS: its own muxer's playlist).
 //! - `supervisor`: spawning, feeding, restarting, and the stream's online/offline life cycle.
@@ -31,6 +32,7 @@ pub mod scale;
 pub mod stage;
 pub mod supervisor;
 pub mod thumbnail;
+pub mod timing;
 pub mod worker;
 
 use std::path::PathBuf;

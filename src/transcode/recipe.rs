@@ -80,6 +80,11 @@ pub fn recipe_for(
     Ok(hwaccel::recipe(&info, &variant_spec(variant, segment_seconds), &InputSpec::default()))
 }
 
+/// An encoder's failure as the supervisor sees it (`hardware` asks for the fallback to libx264).
+pub fn encoder_error(recipe: &EncoderRecipe, e: ffmpeg_next::Error) -> TranscodeError {
+    TranscodeError::Encoder { encoder: recipe.encoder.clone(), hardware: recipe.hardware, message: e.to_string() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
