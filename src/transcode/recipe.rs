@@ -9,7 +9,7 @@
 
 use hwaccel::{EncoderInfo, EncoderKind, InputSpec, VariantSpec, KNOWN_ENCODERS};
 
-use super::TranscodeError;
+use super::{TranscodeError, WorkerConfig};
 use crate::config::StreamOutputVariant;
 
 pub use hwaccel::recipe::{x264_preset, SOFTWARE_ENCODER};
@@ -57,6 +57,17 @@ pub fn encoder_info(name: &str) -> Result<EncoderInfo, TranscodeError> {
         device: String::new(),
         reason: String::new(),
     })
+}
+
+impl WorkerConfig {
+    /// The encoder of variant `n`: `encoders[n]` when planned, else `copy` for passthrough and `encoder`.
+    pub fn encoder_of(&self, n: usize) -> Result<EncoderInfo, TranscodeError> {
+        if let Some(e) = self.encoders.get(n) {
+            return Ok(e.clone());
+        }
+        let passthrough = self.variants.get(n).is_some_and(|v| v.video_passthrough);
+        encoder_info(if passthrough { "copy" } else { &self.encoder })
+    }
 }
 
 /// The video bitrate (kbps) the encoder gets for a variant: Owncast's `bitrate − 192`.
