@@ -286,7 +286,7 @@ async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, Ap
         if playlist {
             crate::metrics::viewers::mark_request(&hls.metrics, peer, headers);
         }
-        crate::metrics::cmcd::harvest_request(&hls.metrics, peer, headers, req.uri.query());
+        crate::metrics::playback::harvest_request(&hls.metrics, peer, headers, req.uri.query());
     };
     if let Some(answer) = hls.ll.serve(path, req.uri.query(), headers).await {
         bookkeeping(path.ends_with(".m3u8"));

@@ -10,15 +10,11 @@
 //! Every known key is mapped ([`Report`]); unknown keys are accepted and ignored; the version `v`
 //! never causes a rejection. The reporting mode (CMCD v2) is read from the keys: a report with `e`
 //! is an event report, one with `ttlb`/`ttfb`/`rc`/`url` a response report, anything else request
-//! data (all of CMCD v1). [`harvest_request`] is the seam for the HLS handler: it collects the
+//! data (all of CMCD v1). `playback::harvest_request` is the seam for the HLS handler: it collects the
 //! request-mode data that players (hls.js, dash.js) put on the media requests themselves.
-
-use std::net::SocketAddr;
 
 use axum::http::HeaderMap;
 use serde_json::{Map, Number, Value};
-
-use super::Metrics;
 
 /// Errors in CMCD data.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -430,25 +426,6 @@ impl Report {
     pub fn is_error(&self) -> bool {
         self.event.as_deref() == Some("e") || self.error_code.is_some() || self.response_code.is_some_and(|c| c >= 400)
     }
-}
-
-/// Seam for the HLS handler: collect the CMCD request-mode data (`?CMCD=` or `CMCD-*` headers) that
-/// players attach to playlist and segment requests, and record it for the player's session.
-///
-/// Call it on every `/hls/*` request with the peer address, headers and raw query. Returns the
-/// playback client ID the data was recorded under (the CMCD `sid`, or the viewer ID when the player
-/// sends no session ID), or `None` when the request carries no usable CMCD data. Malformed CMCD on a
-/// media request is ignored (the segment is still served), so this never fails.
-pub fn harvest_request(
-    metrics: &Metrics,
-    peer: SocketAddr,
-    headers: &HeaderMap,
-    query: Option<&str>,
-) -> Option<String> {
-    let map = from_request(query, headers).ok().flatten()?;
-    let report = Report::from_map(&map).ok()?;
-    let ctx = super::playback::ClientCtx::from_request(peer, headers);
-    Some(super::playback::record_cmcd(metrics, &ctx, &report, super::playback::Source::Request))
 }
 
 #[cfg(test)]

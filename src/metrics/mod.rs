@@ -3,7 +3,7 @@
 //! Prometheus exposition. `Metrics` is this feature's state (handlers take `State<Arc<Metrics>>`).
 //!
 //! Inputs, all through handles given at construction, never by importing another feature:
-//! * the HLS handler calls `viewers::touch_request` on every playlist fetch, `cmcd::harvest_request`
+//! * the HLS handler calls `viewers::touch_request` on every playlist fetch, `playback::harvest_request`
 //!   on every HLS request, `playback::record_server_download` when it timed a segment download;
 //! * `Telemetry` carries the transcoder's encoder figures, the ingest bitrate, CPU/GPU samples, the
 //!   chat client count and webhook deliveries; they are copied into Prometheus at every prune tick
@@ -428,11 +428,11 @@ mod tests {
         // hls.js's v1 query form on a segment request, then a switch to another rendition
         let q1 = "CMCD=bl%3D21300%2Cbr%3D3200%2Cd%3D4004%2Cmtp%3D25400%2Cot%3Dv%2Csid%3D%22abc%22%2Ctb%3D6000";
         let q2 = "CMCD=br%3D1200%2Cmtp%3D9000%2Cot%3Dv%2Csid%3D%22abc%22";
-        assert_eq!(cmcd::harvest_request(&metrics, peer, &headers, Some(q1)).as_deref(), Some("abc"));
-        assert_eq!(cmcd::harvest_request(&metrics, peer, &headers, Some(q2)).as_deref(), Some("abc"));
+        assert_eq!(playback::harvest_request(&metrics, peer, &headers, Some(q1)).as_deref(), Some("abc"));
+        assert_eq!(playback::harvest_request(&metrics, peer, &headers, Some(q2)).as_deref(), Some("abc"));
         // no CMCD, or broken CMCD: nothing recorded, never an error
-        assert_eq!(cmcd::harvest_request(&metrics, peer, &headers, Some("v=1")), None);
-        assert_eq!(cmcd::harvest_request(&metrics, peer, &headers, Some("CMCD=br%3D")), None);
+        assert_eq!(playback::harvest_request(&metrics, peer, &headers, Some("v=1")), None);
+        assert_eq!(playback::harvest_request(&metrics, peer, &headers, Some("CMCD=br%3D")), None);
         // the server timed a download for a viewer without CMCD
         let viewer = viewers::touch_request(&metrics, peer, &HeaderMap::new());
         playback::record_server_download(&metrics, &viewer, 500_000, 2.0);

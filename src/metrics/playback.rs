@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use super::cmcd::{Mode, Report};
+use super::cmcd::{self, Mode, Report};
 use super::series::{min_median_max, WindowSummary};
 use super::viewers::{self, Geo};
 use super::Metrics;
@@ -300,6 +300,25 @@ pub struct LegacyValues {
     pub quality_variant_changes: f64,
 }
 
+/// Seam for the HLS handler: collect the CMCD request-mode data (`?CMCD=` or `CMCD-*` headers) that
+/// players attach to playlist and segment requests, and record it for the player's session.
+///
+/// Call it on every `/hls/*` request with the peer address, headers and raw query. Returns the
+/// playback client ID the data was recorded under (the CMCD `sid`, or the viewer ID when the player
+/// sends no session ID), or `None` when the request carries no usable CMCD data. Malformed CMCD on a
+/// media request is ignored (the segment is still served), so this never fails.
+pub fn harvest_request(
+    metrics: &Metrics,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Option<String> {
+    let map = cmcd::from_request(query, headers).ok().flatten()?;
+    let report = Report::from_map(&map).ok()?;
+    let ctx = ClientCtx::from_request(peer, headers);
+    Some(record_cmcd(metrics, &ctx, &report, Source::Request))
+}
+
 /// Record a legacy report under the client's viewer ID. Zero bandwidth, latency and download time
 /// mean "not measured" and are skipped, as Owncast does.
 pub fn record_legacy(metrics: &Metrics, ctx: &ClientCtx, v: &LegacyValues) -> String {
@@ -331,7 +350,7 @@ pub fn record_legacy(metrics: &Metrics, ctx: &ClientCtx, v: &LegacyValues) -> St
 }
 
 /// Seam for the HLS handler: the server timed a segment download of `client_id` (a CMCD session ID
-/// returned by `cmcd::harvest_request`, or a viewer ID returned by `viewers::touch`): `bytes` took
+/// returned by `playback::harvest_request`, or a viewer ID returned by `viewers::touch`): `bytes` took
 /// `seconds`. Used as the client's bandwidth and download time unless the client reports its own
 /// (`ttlb`). Unknown client IDs that are not active viewers are ignored.
 pub fn record_server_download(metrics: &Metrics, client_id: &str, bytes: u64, seconds: f64) {

@@ -26,11 +26,22 @@ use ff::format::context::{Output, StreamIo};
 use ff::{Dictionary, Packet, Rational};
 use ffmpeg_next as ff;
 
-use super::TranscodeError;
+use super::{TranscodeError, WorkerConfig};
 use crate::media::HlsPart;
 
 /// Default part length (seconds). 10 frames at 30 fps; PART-HOLD-BACK is three of these.
 pub const DEFAULT_PART_SECONDS: f64 = 0.334;
+
+impl WorkerConfig {
+    /// The LL-HLS part target in seconds (200–500 ms; the default when unset).
+    pub fn part_seconds(&self) -> f64 {
+        if self.part_ms == 0 {
+            DEFAULT_PART_SECONDS
+        } else {
+            f64::from(self.part_ms.clamp(200, 500)) / 1000.0
+        }
+    }
+}
 
 /// Where the muxer's bytes land until a part is cut.
 #[derive(Clone, Default)]

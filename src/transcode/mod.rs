@@ -11,17 +11,25 @@
 //! - `cmaf`: the CMAF (fMP4) packager of LL-HLS: init segment, parts, segments, reported per part.
 //! - `scale`: fast area downscaling for the exact 2:1 and 3:2 ladder steps (the rest is libswscale).
 //! - `stage`: the software ladder's encoding stages (a thread per variant: scale, encode, pass the picture on).
+//! - `timing`: output frame slots (frame-rate conversion, segment boundaries), shared by `stage` and `hw`'s path.
 //! - `hw`: the worker's hardware path (device, hardware decode or one upload, libavfilter ladder).
 //! - `report`: what the worker reports about the files it wrote (classic HLS: its own muxer's playlist).
 //! - `supervisor`: spawning, feeding, restarting, and the stream's online/offline life cycle.
 //! - `encoders`: which encoder a stream starts on, and the notices when that changes.
 //! - `thumbnail`: the thumbnail and preview, made in a child process while live.
+//! - `child`: castd's own executable, re-executed for the worker and thumbnail children.
 //!
 //! `Transcoder` is the feature's state. It was handed, at construction, the settings, the bus, the
 //! stream-state writer (it is the only writer), the viewer counts (for the stream events), the health
 //! hub, telemetry, the encoder list and the HLS directory; it sees no HTTP types and no tokens.
 //! Supervisors run on its task tracker, so shutdown can wait for every stream to finish cleanly.
+//!
+//! This file holds what the files share (the error, the state, the worker's config and events) and
+//! imports none of them: `Transcoder::start` lives in `supervisor`, `WorkerConfig::encoder_of` in
+//! `recipe`, `WorkerConfig::part_seconds` in `cmaf` (`tests/architecture.rs` checks the files' imports
+//! have no cycles).
 
+pub mod child;
 pub mod cmaf;
 pub mod encoders;
 pub mod hw;
@@ -31,6 +39,7 @@ pub mod scale;
 pub mod stage;
 pub mod supervisor;
 pub mod thumbnail;
+pub mod timing;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -111,15 +120,6 @@ impl Transcoder {
         self.deps.stream.get()
     }
 
-    /// The stream goes live: see `supervisor::start`.
-    pub fn start(
-        self: &Arc<Self>,
-        remote: std::net::SocketAddr,
-        publisher: crate::media::PublisherGuard,
-    ) -> supervisor::Feeder {
-        supervisor::start(self, remote, publisher)
-    }
-
     /// Wait until every supervisor has finished (the broadcaster must have been dropped first).
     pub async fn wait_idle(&self) {
         self.tracker.close();
@@ -128,7 +128,7 @@ impl Transcoder {
 }
 
 fn default_encoder() -> String {
-    recipe::SOFTWARE_ENCODER.to_string()
+    hwaccel::recipe::SOFTWARE_ENCODER.to_string()
 }
 
 /// Everything the worker needs to know; passed as JSON on its command line.
@@ -160,26 +160,6 @@ pub struct WorkerConfig {
     /// LL-HLS part length in milliseconds (0: `cmaf::DEFAULT_PART_SECONDS`).
     #[serde(default)]
     pub part_ms: u32,
-}
-
-impl WorkerConfig {
-    /// The LL-HLS part target in seconds (200–500 ms; the default when unset).
-    pub fn part_seconds(&self) -> f64 {
-        if self.part_ms == 0 {
-            cmaf::DEFAULT_PART_SECONDS
-        } else {
-            f64::from(self.part_ms.clamp(200, 500)) / 1000.0
-        }
-    }
-
-    /// The encoder of variant `n`: `encoders[n]` when planned, else `copy` for passthrough and `encoder`.
-    pub fn encoder_of(&self, n: usize) -> Result<EncoderInfo, TranscodeError> {
-        if let Some(e) = self.encoders.get(n) {
-            return Ok(e.clone());
-        }
-        let passthrough = self.variants.get(n).is_some_and(|v| v.video_passthrough);
-        recipe::encoder_info(if passthrough { "copy" } else { &self.encoder })
-    }
 }
 
 /// What the worker tells the daemon, one JSON object per stdout line.

@@ -9,7 +9,7 @@
 
 use hwaccel::{EncoderInfo, EncoderKind, InputSpec, VariantSpec, KNOWN_ENCODERS};
 
-use super::TranscodeError;
+use super::{TranscodeError, WorkerConfig};
 use crate::config::StreamOutputVariant;
 
 pub use hwaccel::recipe::{x264_preset, SOFTWARE_ENCODER};
@@ -59,6 +59,17 @@ pub fn encoder_info(name: &str) -> Result<EncoderInfo, TranscodeError> {
     })
 }
 
+impl WorkerConfig {
+    /// The encoder of variant `n`: `encoders[n]` when planned, else `copy` for passthrough and `encoder`.
+    pub fn encoder_of(&self, n: usize) -> Result<EncoderInfo, TranscodeError> {
+        if let Some(e) = self.encoders.get(n) {
+            return Ok(e.clone());
+        }
+        let passthrough = self.variants.get(n).is_some_and(|v| v.video_passthrough);
+        encoder_info(if passthrough { "copy" } else { &self.encoder })
+    }
+}
+
 /// The video bitrate (kbps) the encoder gets for a variant: Owncast's `bitrate − 192`.
 pub fn encoder_bitrate(v: &StreamOutputVariant) -> u32 {
     hwaccel::recipe::encoder_bitrate(&variant_spec(v, 1))
@@ -78,6 +89,11 @@ pub fn recipe_for(
 ) -> Result<EncoderRecipe, TranscodeError> {
     let info = encoder_info(encoder)?;
     Ok(hwaccel::recipe(&info, &variant_spec(variant, segment_seconds), &InputSpec::default()))
+}
+
+/// An encoder's failure as the supervisor sees it (`hardware` asks for the fallback to libx264).
+pub fn encoder_error(recipe: &EncoderRecipe, e: ffmpeg_next::Error) -> TranscodeError {
+    TranscodeError::Encoder { encoder: recipe.encoder.clone(), hardware: recipe.hardware, message: e.to_string() }
 }
 
 #[cfg(test)]

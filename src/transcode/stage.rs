@@ -124,7 +124,7 @@ impl Stage {
     }
 
     fn encoder_error(&self, e: ff::Error) -> TranscodeError {
-        super::worker::encoder_error(&self.enc.recipe, e)
+        super::recipe::encoder_error(&self.enc.recipe, e)
     }
 
     fn on_frame(&mut self, msg: FrameMsg) -> Result<(), TranscodeError> {
@@ -144,7 +144,7 @@ impl Stage {
             let pts = msg.plan.pts.get(i).copied().unwrap_or_default();
             let fps = f64::from(rec.framerate);
             let gop = i64::from(rec.gop.max(1));
-            let segment = super::worker::output_slot(msg.plan.t - msg.plan.t0, fps).div_euclid(gop);
+            let segment = super::timing::output_slot(msg.plan.t - msg.plan.t0, fps).div_euclid(gop);
             let key = self.last_segment != Some(segment);
             self.last_segment = Some(segment);
             pic.set_pts(Some(pts));
@@ -169,7 +169,7 @@ impl Stage {
             scale::run(step, src, &mut dst);
             return Ok(dst);
         }
-        let flags = super::worker::scaler_flags(self.enc.recipe.sws_flags);
+        let flags = scaler_flags(self.enc.recipe.sws_flags);
         let scaler = match self.scaler.take() {
             Some(Scaler(mut s)) => {
                 s.cached(src.format(), src.width(), src.height(), fmt, w, h, flags);
@@ -259,5 +259,15 @@ impl Ladder {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+/// libswscale's flags for a recipe's scaler name (`sws_flags`; bilinear unless named otherwise).
+fn scaler_flags(name: &str) -> scaling::Flags {
+    match name {
+        "fast_bilinear" => scaling::Flags::FAST_BILINEAR,
+        "bicubic" => scaling::Flags::BICUBIC,
+        "lanczos" => scaling::Flags::LANCZOS,
+        _ => scaling::Flags::BILINEAR,
     }
 }

@@ -35,7 +35,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,6 +46,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
+use super::child::own_exe;
 use super::encoders;
 use super::recipe::{self, SOFTWARE_ENCODER};
 use super::{new_segment_id, thumbnail, Transcoder, WorkerConfig, WorkerEvent};
@@ -106,6 +107,13 @@ impl Feeder {
     }
 }
 
+impl Transcoder {
+    /// The stream goes live: see `start`.
+    pub fn start(self: &Arc<Self>, remote: SocketAddr, publisher: PublisherGuard) -> Feeder {
+        start(self, remote, publisher)
+    }
+}
+
 /// The stream goes live: state, event, and the supervisor task.
 pub fn start(t: &Arc<Transcoder>, remote: SocketAddr, publisher: PublisherGuard) -> Feeder {
     let (tx, rx) = mpsc::channel(FEED_CAPACITY);
@@ -133,17 +141,6 @@ pub fn start(t: &Arc<Transcoder>, remote: SocketAddr, publisher: PublisherGuard)
 fn publish_stream_event(t: &Transcoder, kind: fn(crate::events::StreamEvent) -> Event) {
     let event = stream_event(&t.deps.settings.get(), &t.deps.stream.get(), &t.deps.viewers);
     t.deps.bus.publish(kind(event));
-}
-
-/// castd's own executable (`/proc/self/exe` still runs this very binary after a package upgrade
-/// replaced the file).
-pub fn own_exe() -> std::io::Result<PathBuf> {
-    let proc_exe = Path::new("/proc/self/exe");
-    if proc_exe.exists() {
-        Ok(proc_exe.to_path_buf())
-    } else {
-        std::env::current_exe()
-    }
 }
 
 struct Worker {

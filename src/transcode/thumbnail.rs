@@ -54,7 +54,7 @@ pub fn main(variant_dir: &Path, out_dir: &Path) -> i32 {
 
 /// One child run: `Ok(true)` images made, `Ok(false)` no segment yet.
 async fn run_child(variant_dir: &Path, out_dir: &Path) -> Result<bool, String> {
-    let exe = super::supervisor::own_exe().map_err(|e| e.to_string())?;
+    let exe = super::child::own_exe().map_err(|e| e.to_string())?;
     let child = tokio::process::Command::new(exe)
         .arg("thumbnail")
         .arg("--variant-dir")
