@@ -416,7 +416,7 @@ fn an_owncast_server_comes_over_whole() {
     let config = s.get_json("/api/config");
     assert_eq!(config["name"], "Retro Game Nights");
     assert_eq!(config["summary"], "Old games, new friends.");
-    assert_eq!(config["offlineMessage"], "<p>Back on Friday at 8.</p>\n", "rendered from the imported Markdown");
+    assert_eq!(config["offlineMessage"], "<p>Back on Friday at 8.</p>", "rendered from the imported Markdown");
     assert_eq!(config["tags"], json!(["retro", "games", "speedrun"]));
     assert_eq!(config["socialHandles"][0]["url"], "https://mastodon.example/@retro");
     assert_eq!(config["nsfw"], true);
@@ -485,6 +485,12 @@ fn an_owncast_server_comes_over_whole() {
     let bad =
         s.client.post(s.url("/api/integrations/chat/send")).bearer_auth("nope").json(&json!({"body": "x"})).send();
     assert_eq!(bad.unwrap().status().as_u16(), 401);
+    // And the admin's token list shows its value, as Owncast's does (tools find their token by value).
+    let tokens = s.admin_json("/api/admin/accesstokens");
+    assert!(
+        tokens.as_array().into_iter().flatten().any(|t| t["accessToken"] == BOT_TOKEN),
+        "the imported token is listed by its value: {tokens}"
+    );
 
     // Followers, pending requests, bans.
     let followers = s.get_json("/api/followers");
