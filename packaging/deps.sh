@@ -57,38 +57,26 @@ if [ "${CASTD_SKIP_CARGO_TOOLS:-0}" != 1 ]; then
     cargo install --locked --force --debug "s3s-fs@$S3S_FS_VERSION" --features binary
 fi
 
-# schemathesis (tests/schemathesis/run.sh, part of `make test`) in its own venv on Debian's python3, with its
-# whole dependency tree pinned by version and hash (tests/schemathesis/requirements.txt), so a fresh machine
-# generates exactly the cases CI generated. The venv is rebuilt whenever that file changes.
-CASTD_VENV="${CASTD_VENV:-/opt/castd-venv}"
-REQS="$(cd "$(dirname "$0")/.." && pwd)/tests/schemathesis/requirements.txt"
+# Python tools, each in its own venv on Debian's python3 with its whole dependency tree pinned by version and
+# hash, so a fresh machine runs exactly what CI ran. `pinned_venv DIR REQUIREMENTS WHAT` (re)builds DIR whenever
+# the requirements file changes (its sha256 is kept in the venv).
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+pinned_venv() {
+  local venv=$1 reqs=$2 what=$3 want py
+  want="$(sha256sum "$reqs" | cut -d' ' -f1)"
+  [ "$(cat "$venv/.castd-requirements" 2>/dev/null)" = "$want" ] && return 0
+  echo "deps: installing $what and its pinned dependencies into $venv"
+  rm -rf "$venv"
+  py=/usr/bin/python3; [ -x "$py" ] || py=python3
+  "$py" -m venv "$venv"
+  # --isolated: no pip.conf or PIP_* variables of this machine (extra indexes, find-links) take part.
+  "$venv/bin/pip" install --isolated -q --no-deps --require-hashes --only-binary=:all: -r "$reqs"
+  "$venv/bin/pip" check
+  echo "$want" >"$venv/.castd-requirements"
+}
 if [ "${CASTD_SKIP_PIP:-0}" != 1 ]; then
-  want="$(sha256sum "$REQS" | cut -d' ' -f1)"
-  if [ "$(cat "$CASTD_VENV/.castd-requirements" 2>/dev/null)" != "$want" ]; then
-    echo "deps: installing schemathesis and its pinned dependencies into $CASTD_VENV"
-    rm -rf "$CASTD_VENV"
-    PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-    "$PY" -m venv "$CASTD_VENV"
-    # --isolated: no pip.conf or PIP_* variables of this machine (extra indexes, find-links) take part.
-    "$CASTD_VENV/bin/pip" install --isolated -q --no-deps --require-hashes --only-binary=:all: -r "$REQS"
-    "$CASTD_VENV/bin/pip" check
-    echo "$want" >"$CASTD_VENV/.castd-requirements"
-  fi
-fi
-
-# icalendar (tests/schedule.rs parses the /api/schedule.ics feed with a real iCalendar parser) in its own
-# small venv, pinned by version and hash (tests/ical/requirements.txt); rebuilt whenever that file changes.
-CASTD_ICAL_VENV="${CASTD_ICAL_VENV:-/opt/castd-ical-venv}"
-ICAL_REQS="$(cd "$(dirname "$0")/.." && pwd)/tests/ical/requirements.txt"
-if [ "${CASTD_SKIP_PIP:-0}" != 1 ]; then
-  want="$(sha256sum "$ICAL_REQS" | cut -d' ' -f1)"
-  if [ "$(cat "$CASTD_ICAL_VENV/.castd-requirements" 2>/dev/null)" != "$want" ]; then
-    echo "deps: installing icalendar and its pinned dependencies into $CASTD_ICAL_VENV"
-    rm -rf "$CASTD_ICAL_VENV"
-    PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-    "$PY" -m venv "$CASTD_ICAL_VENV"
-    "$CASTD_ICAL_VENV/bin/pip" install --isolated -q --no-deps --require-hashes --only-binary=:all: -r "$ICAL_REQS"
-    "$CASTD_ICAL_VENV/bin/pip" check
-    echo "$want" >"$CASTD_ICAL_VENV/.castd-requirements"
-  fi
+  # schemathesis (tests/schemathesis/run.sh): the same cases on every machine for a given seed.
+  pinned_venv "${CASTD_VENV:-/opt/castd-venv}" "$ROOT/tests/schemathesis/requirements.txt" schemathesis
+  # icalendar (tests/schedule.rs parses the /api/schedule.ics feed with a real iCalendar parser).
+  pinned_venv "${CASTD_ICAL_VENV:-/opt/castd-ical-venv}" "$ROOT/tests/ical/requirements.txt" icalendar
 fi

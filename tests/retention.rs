@@ -47,12 +47,8 @@ fn number(name: &str) -> u64 {
     name.trim_end_matches(".ts").rsplit('-').next().and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
-#[test]
-fn a_held_segment_outlives_the_window_and_goes_once_released() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut s3 = S3Server::start(tmp.path());
-    let public = s3.public();
-    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+/// castd with one passthrough variant at latency level 1, offloading to the S3 server at `endpoint`.
+fn offloading_server(endpoint: &str) -> Server {
     let server = Server::start_with_args(&["--streamkey", KEY]);
     server.set(
         "video/streamoutputvariants",
@@ -62,11 +58,21 @@ fn a_held_segment_outlives_the_window_and_goes_once_released() {
     server.set(
         "s3",
         json!({
-            "enabled": true, "endpoint": s3.endpoint(), "accessKey": ACCESS_KEY, "secret": SECRET_KEY,
+            "enabled": true, "endpoint": endpoint, "accessKey": ACCESS_KEY, "secret": SECRET_KEY,
             "bucket": BUCKET, "region": "us-east-1", "acl": "public-read", "pathPrefix": PREFIX,
             "forcePathStyle": true,
         }),
     );
+    server
+}
+
+#[test]
+fn a_held_segment_outlives_the_window_and_goes_once_released() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s3 = S3Server::start(tmp.path());
+    let public = s3.public();
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+    let server = offloading_server(&s3.endpoint());
     let dir = server.data_dir.join("hls").join("0");
     let started = Instant::now();
     let mut ff = publish(&server, KEY, "320x180", 125);
@@ -145,20 +151,7 @@ fn sigterm_with_a_slow_store_uploads_the_last_segments_before_exiting() {
     let slow = common::slowproxy::SlowProxy::start(s3.port, Duration::from_millis(120));
     let public = s3.public();
     let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
-    let mut server = Server::start_with_args(&["--streamkey", KEY]);
-    server.set(
-        "video/streamoutputvariants",
-        json!([{"name": "source", "videoPassthrough": true, "audioPassthrough": true}]),
-    );
-    server.set("video/streamlatencylevel", json!(1));
-    server.set(
-        "s3",
-        json!({
-            "enabled": true, "endpoint": slow.endpoint(), "accessKey": ACCESS_KEY, "secret": SECRET_KEY,
-            "bucket": BUCKET, "region": "us-east-1", "acl": "public-read", "pathPrefix": PREFIX,
-            "forcePathStyle": true,
-        }),
-    );
+    let mut server = offloading_server(&slow.endpoint());
     let dir = server.data_dir.join("hls").join("0");
     let mut ff = publish(&server, KEY, "320x180", 60);
     server
