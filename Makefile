@@ -45,6 +45,8 @@ test-deb-nspawn: deb
 # The module graph of src/ (no cycles, layering rules) is checked by tests/architecture.rs.
 lint: deps
 	$(CARGO) deny check licenses bans
+	@# fuzz/ has its own lock file, which must follow castd's dependencies (fuzz/run.sh builds --locked).
+	$(CARGO) metadata --locked --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --locked --test architecture
