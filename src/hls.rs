@@ -160,6 +160,12 @@ pub fn start(hls: Arc<Hls>, media: &MediaPlane, bus: &Bus) -> tokio::task::JoinH
             tokio::select! {
                 delivery = feed.recv() => {
                     let Some(delivery) = delivery else { return };
+                    // Parts and init segments are llhls's; no blocking task for them (several a second).
+                    if let Delivery::Event(ev) = &delivery {
+                        if matches!(**ev, MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. }) {
+                            continue;
+                        }
+                    }
                     let h = hls.clone();
                     let retention = retention.clone();
                     let done = tokio::task::spawn_blocking(move || match delivery {

@@ -22,7 +22,7 @@ use super::Server;
 use crate::config::validate::{self, ValidationError};
 use crate::config::{BrowserNotification, DiscordNotification, Settings};
 use crate::events::Event;
-use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
+use crate::http::{setter_value, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
 
 const GROUP: &str = "admin";
 /// Longest free text (page content, custom CSS/JS).
@@ -365,16 +365,6 @@ pub static SETTERS: &[Setter] = &[
     // The schedule's setters (`schedule/*`) are the schedule module's.
 ];
 
-/// The body every setter takes.
-#[derive(serde::Deserialize)]
-struct ValueBody {
-    value: Option<Value>,
-}
-
-fn value_of(body: ValueBody) -> Result<Value, ApiError> {
-    body.value.ok_or_else(|| ApiError::bad("the request body must be {\"value\": ...}"))
-}
-
 /// Publish what a successful change means to the rest of the daemon.
 fn announce(server: &Server, name: &str) {
     server.bus.publish(Event::ConfigChanged { key: name.to_string() });
@@ -390,8 +380,7 @@ async fn apply_setter(
     setter: &'static Setter,
     body: Bytes,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    let body: ValueBody = parse_json(&body)?;
-    apply(&server, setter, value_of(body)?).await
+    apply(&server, setter, setter_value(&body)?).await
 }
 
 /// Validate and save `value` with `setter`, then announce the change.
@@ -468,8 +457,7 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
 /// the weak flag, which the security warnings report. bcrypt uses at most 72 bytes, so a longer
 /// password is refused rather than silently cut.
 async fn admin_pass(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
-    let body: ValueBody = parse_json(&body)?;
-    let pw = validate::string(&value_of(body)?, 256)?;
+    let pw = validate::string(&setter_value(&body)?, 256)?;
     if pw.is_empty() {
         return Err(ApiError::bad("the admin password must not be empty"));
     }
@@ -517,8 +505,7 @@ async fn store_upload(server: &Server, stem: &str, ext: &str, bytes: &[u8]) -> R
 }
 
 async fn logo(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
-    let body: ValueBody = parse_json(&body)?;
-    let encoded = validate::string(&value_of(body)?, MAX_IMAGE_BYTES * 2)?;
+    let encoded = validate::string(&setter_value(&body)?, MAX_IMAGE_BYTES * 2)?;
     let bytes = decode_base64_image(&encoded)?;
     if bytes.len() > MAX_IMAGE_BYTES {
         return Err(ApiError::bad("the logo is too large (at most 2 MB)"));

@@ -149,6 +149,16 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::bad(format!("invalid JSON body: {e}")))
 }
 
+/// The value of a setter's `{"value": ...}` body (every `/api/admin/config/*` setter takes one).
+pub fn setter_value(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
+    #[derive(serde::Deserialize)]
+    struct ValueBody {
+        value: Option<serde_json::Value>,
+    }
+    let body: ValueBody = parse_json(bytes)?;
+    body.value.ok_or_else(|| ApiError::bad("the request body must be {\"value\": ...}"))
+}
+
 /// The address of a request: the peer, or the first `X-Forwarded-For` entry when the peer is a proxy on
 /// this machine (loopback). IPv4-mapped IPv6 addresses are given as IPv4, so one client always has one
 /// address (viewer IDs, bans). The port is never part of it.

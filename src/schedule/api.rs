@@ -18,7 +18,7 @@ use super::model::{
 use super::{db, ics, recurrence, Schedule, ScheduleError};
 use crate::config::Settings;
 use crate::events::Event;
-use crate::http::{parse_json, ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
+use crate::http::{setter_value, ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
 
 const PUBLIC: &str = "public";
 const ADMIN: &str = "admin";
@@ -473,18 +473,12 @@ pub static SETTERS: &[Setter] = &[
     },
 ];
 
-#[derive(Deserialize)]
-struct ValueBody {
-    value: Option<Value>,
-}
-
 async fn apply_setter(
     s: Arc<Schedule>,
     setter: &'static Setter,
     body: axum::body::Bytes,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    let body: ValueBody = parse_json(&body)?;
-    let value = body.value.ok_or_else(|| ApiError::bad("the request body must be {\"value\": ...}"))?;
+    let value = setter_value(&body)?;
     s.settings.update::<ApiError, _>(|settings| (setter.apply)(&value, settings).map_err(ApiError::BadRequest)).await?;
     s.bus.publish(Event::ConfigChanged { key: format!("schedule/{}", setter.name) });
     s.refresh().await.map_err(|e| ApiError::Internal(e.to_string()))?;
