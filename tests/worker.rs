@@ -179,3 +179,53 @@ fn worker_memory_does_not_grow_with_the_input() {
     assert!(a > 0 && b > 0, "peak RSS was read ({a} / {b} MiB)");
     assert!(b < a + 20, "peak RSS {b} MiB over 24 s of input vs {a} MiB over 4 s: the worker keeps what it read");
 }
+
+/// An MPEG-TS input (what SRT carries) with the worker told its container: it is read with the
+/// mpegts demuxer and transcoded like FLV. The same bytes announced as FLV are refused, which shows the
+/// worker opens the named container instead of probing.
+#[test]
+fn worker_reads_the_container_it_is_told() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let flv = dir.join("in.flv");
+    make_input_with(&flv, 4, "320x180", &[]);
+    let ts = dir.join("in.ts");
+    let status = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-i"])
+        .arg(&flv)
+        .args(["-c", "copy", "-f", "mpegts"])
+        .arg(&ts)
+        .status()
+        .expect("run ffmpeg");
+    assert!(status.success(), "ffmpeg remuxed the input to MPEG-TS");
+    let run = |container: &str, hls: &Path| {
+        let config = json!({
+            "hlsDir": hls, "segmentSeconds": 1, "listSize": 10, "encoder": "libx264", "append": false,
+            "segmentId": "t", "container": container,
+            "variants": [
+                {"scaledWidth": 160, "scaledHeight": 90, "videoBitrate": 200, "framerate": 30, "cpuUsageLevel": 0,
+                 "audioPassthrough": true}
+            ]
+        });
+        Command::new(common::BIN)
+            .args(["--log-level", "warn", "worker", "--config", &config.to_string()])
+            .stdin(Stdio::from(std::fs::File::open(&ts).expect("open input")))
+            .output()
+            .expect("run the worker")
+    };
+    let hls = dir.join("hls-ts");
+    let out = run("mpegts", &hls);
+    assert!(
+        out.status.success(),
+        "worker exit {:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (w, h, frames, _) = probe_variant(&hls, 0);
+    assert_eq!((w, h), (160, 90), "the TS input was transcoded");
+    assert!((frames.len() as f64 - 120.0).abs() <= 3.0, "every frame of 4 s at 30 fps: {}", frames.len());
+
+    let out = run("flv", &dir.join("hls-flv"));
+    assert!(!out.status.success(), "MPEG-TS announced as FLV is not probed into working");
+}

@@ -8,7 +8,6 @@
 
 pub mod rtmp;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -46,8 +45,8 @@ impl Ingest {
 
     /// An accepted publisher (holding the slot) goes live: the stream starts and its media goes to the
     /// returned feeder. The guard is held until the stream is offline.
-    pub fn hand_off(&self, remote: SocketAddr, guard: PublisherGuard) -> Feeder {
-        self.transcoder.start(remote, guard)
+    pub fn hand_off(&self, guard: PublisherGuard) -> Feeder {
+        self.transcoder.start(guard)
     }
 }
 

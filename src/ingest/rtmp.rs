@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Feeder, Ingest};
 use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
-use crate::media::{Container, Protocol, PublisherGuard, Source};
+use crate::media::{Container, MediaChunk, Protocol, PublisherGuard, Source};
 use crate::stream::StreamDetails;
 
 /// How often the inbound bitrate is measured.
@@ -297,7 +297,7 @@ impl Conn {
                 info!(addr = %self.addr, "broadcaster connected; stream starting");
                 self.window_start = Instant::now();
                 self.window_bytes = (0, 0);
-                self.feeder = Some(self.ingest.hand_off(self.addr, guard));
+                self.feeder = Some(self.ingest.hand_off(guard));
             }
             ServerSessionEvent::StreamMetadataChanged { metadata, .. } => self.metadata(&metadata),
             ServerSessionEvent::VideoDataReceived { data, timestamp, .. } => {
@@ -379,7 +379,7 @@ impl Conn {
         if changed {
             feeder.details(self.details.clone());
         }
-        feeder.push(tag);
+        feeder.push(MediaChunk::Flv(tag));
     }
 }
 

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 pub use feed::{Delivery, Feed, HlsPart, MediaEvent, SegmentWritten, Subscription};
 pub use retention::{Hold, Retention};
-pub use source::{Container, Protocol, PublisherGuard, PublisherSlot, Source};
+pub use source::{Container, MediaChunk, Protocol, PublisherGuard, PublisherSlot, Source};
 
 /// The plane's shared state: the feed, retention and the publisher slot.
 pub struct MediaPlane {

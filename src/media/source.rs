@@ -9,8 +9,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
+
+use super::flv::FlvTag;
 
 /// The protocol a publisher came in with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +34,10 @@ impl Protocol {
     }
 }
 
-/// The container the publisher's media arrives in, as the transcode worker reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The container the publisher's media arrives in, as the transcode worker reads it (the worker opens
+/// its input with this demuxer instead of probing for one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Container {
     /// FLV tags (RTMP).
     Flv,
@@ -39,6 +45,47 @@ pub enum Container {
     MpegTs,
     /// Elementary access units (RTP depacketised: WHIP).
     AccessUnits,
+}
+
+impl Container {
+    /// The libavformat demuxer that reads this container from a byte stream; `None` for access units,
+    /// which a protocol muxes into one of the others before the worker sees them.
+    pub fn demuxer(self) -> Option<&'static str> {
+        match self {
+            Container::Flv => Some("flv"),
+            Container::MpegTs => Some("mpegts"),
+            Container::AccessUnits => None,
+        }
+    }
+}
+
+/// One piece of a publisher's media, in its source's container, as a protocol hands it to the
+/// transcoder (`ingest::Feeder::push`).
+#[derive(Debug, Clone)]
+pub enum MediaChunk {
+    /// One FLV tag (RTMP). The transcoder frames the tags into an FLV byte stream and replays the
+    /// sequence headers to a restarted worker.
+    Flv(FlvTag),
+    /// A run of a byte-stream container (whole 188-byte MPEG-TS packets from SRT), passed on as it
+    /// is. `random_access`: the run starts where a decoder can join (program tables, then a video
+    /// keyframe), as the protocol's demuxer found; a worker starts, and after a restart or a skip
+    /// resumes, only at such a run.
+    Bytes { data: Bytes, random_access: bool },
+}
+
+impl MediaChunk {
+    /// A decoder can start here.
+    pub fn is_random_access(&self) -> bool {
+        match self {
+            MediaChunk::Flv(tag) => tag.is_video_keyframe(),
+            MediaChunk::Bytes { random_access, .. } => *random_access,
+        }
+    }
+
+    /// Codec set-up a decoder needs whatever the position (FLV sequence headers); never skipped.
+    pub fn is_setup(&self) -> bool {
+        matches!(self, MediaChunk::Flv(tag) if tag.is_sequence_header())
+    }
 }
 
 /// A publisher, as the media plane knows it.
@@ -82,6 +129,7 @@ impl PublisherSlot {
 pub struct PublisherGuard {
     slot: Arc<PublisherSlot>,
     notify: Arc<Notify>,
+    source: Source,
 }
 
 impl PublisherGuard {
@@ -92,8 +140,13 @@ impl PublisherGuard {
             return None;
         }
         let notify = Arc::new(Notify::new());
-        *cur = Some((source, notify.clone()));
-        Some(PublisherGuard { slot: slot.clone(), notify })
+        *cur = Some((source.clone(), notify.clone()));
+        Some(PublisherGuard { slot: slot.clone(), notify, source })
+    }
+
+    /// The publisher holding the slot.
+    pub fn source(&self) -> &Source {
+        &self.source
     }
 
     /// Resolves when the publisher is asked to go (the admin's disconnect, or transcoding gave up).

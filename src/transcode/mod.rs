@@ -137,6 +137,10 @@ fn default_encoder() -> String {
 pub struct WorkerConfig {
     /// `<data-dir>/hls`; variant N goes to `<hls_dir>/N/`.
     pub hls_dir: PathBuf,
+    /// The container of the byte stream on the worker's stdin (the publisher's, `media::Source`); the
+    /// worker opens it with that demuxer instead of probing.
+    #[serde(default = "default_container")]
+    pub container: crate::media::Container,
     pub segment_seconds: u32,
     pub list_size: u32,
     pub variants: Vec<StreamOutputVariant>,
@@ -160,6 +164,10 @@ pub struct WorkerConfig {
     /// LL-HLS part length in milliseconds (0: `cmaf::DEFAULT_PART_SECONDS`).
     #[serde(default)]
     pub part_ms: u32,
+}
+
+fn default_container() -> crate::media::Container {
+    crate::media::Container::Flv
 }
 
 /// What the worker tells the daemon, one JSON object per stdout line.

@@ -2,17 +2,20 @@
 //!
 //! `start` is called by the ingest when a publish is accepted: it clears `<data-dir>/hls`, marks the
 //! stream online, publishes STREAM_STARTED and spawns the supervisor task on the transcoder's tracker,
-//! returning the `Feeder` the ingest pushes FLV tags (and the broadcaster's details) into. The supervisor runs the worker (`castd worker`), writes the FLV to its
-//! stdin and reads its events: control events go to the bus (stream started/stopped), what the worker
+//! returning the `Feeder` the ingest pushes the publisher's media (`media::MediaChunk`: FLV tags from
+//! RTMP, container bytes such as MPEG-TS from SRT) and the broadcaster's details into. The supervisor
+//! runs the worker (`castd worker`, told the source's `Container`), writes the byte stream to its stdin
+//! (FLV tags framed into an FLV stream, byte-stream containers as they came) and reads its events: control events go to the bus (stream started/stopped), what the worker
 //! wrote goes to the media plane (`media::MediaPlane::publish`: retention, then the typed feed).
 //!
 //! Policies:
-//! - Slow consumer: the feeder channel holds `FEED_CAPACITY` tags (several seconds of media). When it
-//!   is full, tags are dropped until the next video keyframe (a decoder cannot use anything between),
-//!   and that is logged.
+//! - Slow consumer: the feeder channel holds `FEED_CAPACITY` chunks (several seconds of media). When it
+//!   is full, chunks are dropped until the next random-access point (a video keyframe: a decoder cannot
+//!   use anything between; FLV sequence headers are never dropped), and that is logged.
 //! - Worker failure: if the worker exits, or stops reporting for `STALL_TIMEOUT` while media flows,
 //!   or does not take input for `WRITE_TIMEOUT`, it is killed and started again with `append` (its
-//!   playlists continue with `EXT-X-DISCONTINUITY`), fed from the next keyframe, and the reason is
+//!   playlists continue with `EXT-X-DISCONTINUITY`), fed from the next random-access point (FLV: the
+//!   sequence headers replayed before the next keyframe), and the reason is
 //!   logged. A worker that reports a hardware encoder failure (`WorkerEvent::EncoderFailed`), or a
 //!   hardware ladder that fails `HW_FAILURES_BEFORE_FALLBACK` times, is restarted with every variant
 //!   on libx264; a worker whose software encoder reports a failure is restarted with every variant as
@@ -34,7 +37,6 @@
 //!   STREAM_STOPPED is published. The publisher slot is freed only then.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -53,10 +55,10 @@ use super::{new_segment_id, thumbnail, Transcoder, WorkerConfig, WorkerEvent};
 use crate::events::Event;
 use crate::health::HealthInput;
 use crate::media::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
-use crate::media::{MediaEvent, PublisherGuard};
+use crate::media::{MediaChunk, MediaEvent, PublisherGuard};
 use crate::stream::{stream_event, Broadcaster, StreamDetails};
 
-/// Tags buffered between the ingest and the worker.
+/// Media chunks (FLV tags, container runs) buffered between the ingest and the worker.
 pub const FEED_CAPACITY: usize = 2048;
 /// Worker events buffered; progress lines beyond this are dropped.
 pub const EVENT_CAPACITY: usize = 64;
@@ -76,7 +78,7 @@ pub const FINISH_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The ingest's end of the feed.
 pub struct Feeder {
-    tx: mpsc::Sender<FlvTag>,
+    tx: mpsc::Sender<MediaChunk>,
     details: watch::Sender<StreamDetails>,
     skipping: bool,
     dropped: u64,
@@ -88,19 +90,19 @@ impl Feeder {
         self.details.send_replace(details);
     }
 
-    /// Hand a tag to the supervisor without waiting (see the slow-consumer policy above).
-    pub fn push(&mut self, tag: FlvTag) {
+    /// Hand a chunk of media to the supervisor without waiting (see the slow-consumer policy above).
+    pub fn push(&mut self, chunk: MediaChunk) {
         if self.skipping {
-            if tag.is_video_keyframe() {
+            if chunk.is_random_access() {
                 warn!(dropped = self.dropped, "transcoder was behind; media skipped up to this keyframe");
                 self.skipping = false;
                 self.dropped = 0;
-            } else if !tag.is_sequence_header() {
+            } else if !chunk.is_setup() {
                 self.dropped += 1;
                 return;
             }
         }
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(tag) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(chunk) {
             self.skipping = true;
             self.dropped += 1;
         }
@@ -109,13 +111,14 @@ impl Feeder {
 
 impl Transcoder {
     /// The stream goes live: see `start`.
-    pub fn start(self: &Arc<Self>, remote: SocketAddr, publisher: PublisherGuard) -> Feeder {
-        start(self, remote, publisher)
+    pub fn start(self: &Arc<Self>, publisher: PublisherGuard) -> Feeder {
+        start(self, publisher)
     }
 }
 
 /// The stream goes live: state, event, and the supervisor task.
-pub fn start(t: &Arc<Transcoder>, remote: SocketAddr, publisher: PublisherGuard) -> Feeder {
+pub fn start(t: &Arc<Transcoder>, publisher: PublisherGuard) -> Feeder {
+    let remote = publisher.source().remote;
     let (tx, rx) = mpsc::channel(FEED_CAPACITY);
     let (details_tx, details_rx) = watch::channel(StreamDetails::default());
     // The last broadcast's playlists go before the stream is announced, so no player that sees it
@@ -219,7 +222,7 @@ enum Outcome {
 
 async fn supervise(
     t: Arc<Transcoder>,
-    mut rx: mpsc::Receiver<FlvTag>,
+    mut rx: mpsc::Receiver<MediaChunk>,
     mut details: watch::Receiver<StreamDetails>,
     guard: PublisherGuard,
 ) {
@@ -240,8 +243,10 @@ async fn supervise(
             warn!("{e}; using {SOFTWARE_ENCODER}");
             software_encoders(&s.video_quality_variants)
         });
+    let container = guard.source().container;
     let mut cfg = WorkerConfig {
         hls_dir: dir.clone(),
+        container,
         segment_seconds: seg,
         list_size: list,
         variants: s.video_quality_variants.clone(),
@@ -479,6 +484,70 @@ pub fn free_bytes(dir: &Path) -> Option<u64> {
     Some(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
+/// What `frame_chunk` made of a chunk.
+#[derive(Debug, PartialEq, Eq)]
+enum Framed {
+    /// Nothing to write (before the first random-access point, or set-up kept for later).
+    Skip,
+    /// The worker's first input: container header (FLV) and set-up, then the chunk.
+    First,
+    More,
+}
+
+/// Turn a chunk into the bytes for the worker's stdin in `buf`. A worker (a fresh one, or one
+/// restarted mid-stream) starts at a random-access point; FLV gets its file header and the last
+/// sequence headers (re-stamped to the keyframe's time) in front, byte-stream containers go as they
+/// came. FLV sequence headers are remembered for the next worker.
+fn frame_chunk(
+    chunk: &MediaChunk,
+    header_written: &mut bool,
+    seq_video: &mut Option<FlvTag>,
+    seq_audio: &mut Option<FlvTag>,
+    buf: &mut Vec<u8>,
+) -> Framed {
+    match chunk {
+        MediaChunk::Flv(tag) => {
+            if tag.is_sequence_header() {
+                if tag.kind == TAG_VIDEO {
+                    *seq_video = Some(tag.clone())
+                }
+                if tag.kind == TAG_AUDIO {
+                    *seq_audio = Some(tag.clone())
+                }
+                if !*header_written {
+                    return Framed::Skip;
+                }
+            }
+            let mut framed = Framed::More;
+            if !*header_written {
+                if !tag.is_video_keyframe() {
+                    return Framed::Skip;
+                }
+                buf.extend_from_slice(&FLV_HEADER);
+                for s in [seq_video.as_ref(), seq_audio.as_ref()].into_iter().flatten() {
+                    s.at(tag.timestamp).write_to(buf);
+                }
+                *header_written = true;
+                framed = Framed::First;
+            }
+            tag.write_to(buf);
+            framed
+        }
+        MediaChunk::Bytes { data, random_access } => {
+            let mut framed = Framed::More;
+            if !*header_written {
+                if !random_access {
+                    return Framed::Skip;
+                }
+                *header_written = true;
+                framed = Framed::First;
+            }
+            buf.extend_from_slice(data);
+            framed
+        }
+    }
+}
+
 /// The HLS directory has room again: the alert clears.
 fn room_again(t: &Transcoder) {
     info!("the HLS directory has room again; the stream resumes");
@@ -489,7 +558,7 @@ fn room_again(t: &Transcoder) {
 async fn run_worker(
     t: &Transcoder,
     worker: &mut Worker,
-    rx: &mut mpsc::Receiver<FlvTag>,
+    rx: &mut mpsc::Receiver<MediaChunk>,
     details: &mut watch::Receiver<StreamDetails>,
     seq_video: &mut Option<FlvTag>,
     seq_audio: &mut Option<FlvTag>,
@@ -506,25 +575,16 @@ async fn run_worker(
     let mut buf = Vec::with_capacity(64 * 1024);
     loop {
         tokio::select! {
-            tag = rx.recv() => {
-                let Some(tag) = tag else { return Outcome::Ended };
+            chunk = rx.recv() => {
+                let Some(chunk) = chunk else { return Outcome::Ended };
                 last_input = Instant::now();
-                if tag.is_sequence_header() {
-                    if tag.kind == TAG_VIDEO { *seq_video = Some(tag.clone()) }
-                    if tag.kind == TAG_AUDIO { *seq_audio = Some(tag.clone()) }
-                    if !header_written { continue }
-                }
                 buf.clear();
-                if !header_written {
-                    if !tag.is_video_keyframe() { continue }
-                    buf.extend_from_slice(&FLV_HEADER);
-                    for s in [seq_video.as_ref(), seq_audio.as_ref()].into_iter().flatten() {
-                        s.at(tag.timestamp).write_to(&mut buf);
-                    }
-                    header_written = true;
-                    last_output = Instant::now();
+                match frame_chunk(&chunk, &mut header_written, seq_video, seq_audio, &mut buf) {
+                    Framed::Skip => continue,
+                    // The worker's silence is measured from its first input.
+                    Framed::First => last_output = Instant::now(),
+                    Framed::More => {}
                 }
-                tag.write_to(&mut buf);
                 let Some(stdin) = worker.stdin.as_mut() else { return Outcome::Failed("stdin closed".into()) };
                 match tokio::time::timeout(WRITE_TIMEOUT, stdin.write_all(&buf)).await {
                     Ok(Ok(())) => {}
@@ -642,5 +702,53 @@ async fn finish_worker(worker: &mut Worker, mut on: impl FnMut(WorkerEvent)) {
             warn!("transcode worker did not finish in {FINISH_TIMEOUT:?}; killing it");
             let _ = worker.child.kill().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn tag(kind: u8, timestamp: u32, data: &'static [u8]) -> MediaChunk {
+        MediaChunk::Flv(FlvTag { kind, timestamp, data: Bytes::from_static(data) })
+    }
+
+    #[test]
+    fn flv_starts_at_a_keyframe_with_the_sequence_headers_in_front() {
+        let (mut started, mut sv, mut sa, mut buf) = (false, None, None, Vec::new());
+        let seq_v = tag(TAG_VIDEO, 0, &[0x17, 0, 0, 0, 0]);
+        let seq_a = tag(TAG_AUDIO, 0, &[0xaf, 0]);
+        let inter = tag(TAG_VIDEO, 40, &[0x27, 1, 0, 0, 0]);
+        let key = tag(TAG_VIDEO, 80, &[0x17, 1, 0, 0, 0]);
+        assert_eq!(frame_chunk(&seq_v, &mut started, &mut sv, &mut sa, &mut buf), Framed::Skip);
+        assert_eq!(frame_chunk(&seq_a, &mut started, &mut sv, &mut sa, &mut buf), Framed::Skip);
+        assert_eq!(frame_chunk(&inter, &mut started, &mut sv, &mut sa, &mut buf), Framed::Skip);
+        assert!(buf.is_empty(), "nothing before the first keyframe");
+        assert_eq!(frame_chunk(&key, &mut started, &mut sv, &mut sa, &mut buf), Framed::First);
+        assert!(buf.starts_with(&FLV_HEADER), "FLV file header first");
+        // header + two sequence headers (11-byte tag header + data + 4-byte size each) + the keyframe.
+        assert_eq!(buf.len(), FLV_HEADER.len() + (11 + 5 + 4) + (11 + 2 + 4) + (11 + 5 + 4));
+        // The replayed sequence headers carry the keyframe's time (80 ms), not their own.
+        let ts = |at: usize| u32::from_be_bytes([buf[at + 7], buf[at + 4], buf[at + 5], buf[at + 6]]);
+        assert_eq!(ts(FLV_HEADER.len()), 80);
+        buf.clear();
+        assert_eq!(frame_chunk(&inter, &mut started, &mut sv, &mut sa, &mut buf), Framed::More);
+        assert_eq!(buf.len(), 11 + 5 + 4);
+    }
+
+    #[test]
+    fn byte_streams_pass_unchanged_from_a_random_access_point() {
+        let (mut started, mut sv, mut sa, mut buf) = (false, None, None, Vec::new());
+        let mid = MediaChunk::Bytes { data: Bytes::from_static(&[0x47; 188]), random_access: false };
+        let join = MediaChunk::Bytes { data: Bytes::from_static(&[0x47, 1, 2]), random_access: true };
+        assert_eq!(frame_chunk(&mid, &mut started, &mut sv, &mut sa, &mut buf), Framed::Skip);
+        assert!(buf.is_empty());
+        assert_eq!(frame_chunk(&join, &mut started, &mut sv, &mut sa, &mut buf), Framed::First);
+        assert_eq!(buf, [0x47, 1, 2], "no header is added to a byte-stream container");
+        buf.clear();
+        assert_eq!(frame_chunk(&mid, &mut started, &mut sv, &mut sa, &mut buf), Framed::More);
+        assert_eq!(buf.len(), 188);
     }
 }

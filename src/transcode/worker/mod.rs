@@ -1,6 +1,7 @@
 //! The transcode worker: runs in the child process (`castd worker --config <json>`).
 //!
-//! It reads FLV from stdin with libavformat and decodes the video **once** on the main thread (one
+//! It reads its input from stdin with libavformat, opened with the demuxer of the publisher's container
+//! (`WorkerConfig::container`: FLV from RTMP, MPEG-TS from SRT; nothing is probed), and decodes the video **once** on the main thread (one
 //! decoding thread up to 1080p60). Each software-encoded variant runs in a `stage` thread of its own
 //! that scales its picture from the nearest larger picture already scaled for another variant (`scale`
 //! for exact 2:1 and 3:2 steps, libswscale bilinear otherwise) and encodes it with the variant's
@@ -33,6 +34,7 @@ use ffmpeg_next as ff;
 use self::emit::emit;
 use self::pipeline::Pipeline;
 use super::{TranscodeError, WorkerConfig, WorkerEvent};
+use crate::media::Container;
 
 pub use self::master::write_master;
 pub use self::variant::target_size;
@@ -49,7 +51,7 @@ pub fn run(cfg: WorkerConfig) -> Result<(), TranscodeError> {
     opts.set("analyzeduration", "500000");
     opts.set("probesize", "1000000");
     opts.set("fflags", "+genpts");
-    let mut ictx = ff::format::input_with_dictionary("pipe:0", opts)?;
+    let mut ictx = open_input(cfg.container, opts)?;
     let mut pipeline = Pipeline::open(cfg, &ictx)?;
     let mut errors = 0u32;
     loop {
@@ -73,6 +75,26 @@ pub fn run(cfg: WorkerConfig) -> Result<(), TranscodeError> {
     pipeline.finish()?;
     emit(&WorkerEvent::Finished);
     Ok(())
+}
+
+/// Open stdin with the container's demuxer.
+fn open_input(container: Container, opts: Dictionary) -> Result<ff::format::context::Input, TranscodeError> {
+    let Some(name) = container.demuxer() else {
+        return Err(TranscodeError::Config(format!("the worker cannot read {container:?} directly")));
+    };
+    let cname = std::ffi::CString::new(name).map_err(|e| TranscodeError::Config(e.to_string()))?;
+    // SAFETY: av_find_input_format takes a NUL-terminated name and returns a pointer to one of
+    // libavformat's static demuxer descriptions (or null); it is only read.
+    let format = unsafe { ff::ffi::av_find_input_format(cname.as_ptr()) };
+    if format.is_null() {
+        return Err(TranscodeError::Config(format!("this libavformat has no {name} demuxer")));
+    }
+    // SAFETY: `format` is non-null and points at a static AVInputFormat that outlives the process.
+    let format = unsafe { ff::format::format::Input::wrap(format as *mut _) };
+    match ff::format::open_with("pipe:0", &ff::Format::Input(format), opts)? {
+        ff::format::context::Context::Input(input) => Ok(input),
+        ff::format::context::Context::Output(_) => Err(TranscodeError::Config("opened an output".into())),
+    }
 }
 
 /// Entry point of `castd worker`: parse the config, run, report a failure as an event.
