@@ -290,9 +290,9 @@ async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, Ap
     // are request-mode playback data.
     let bookkeeping = |playlist: bool| {
         if playlist {
-            crate::metrics::viewers::mark_request(&hls.metrics, peer, headers);
+            hls.metrics.viewers.mark_request(peer, headers);
         }
-        crate::metrics::playback::harvest_request(&hls.metrics, peer, headers, req.uri.query());
+        crate::metrics::playback::harvest_request(&hls.metrics.playback, peer, headers, req.uri.query());
     };
     if let Some(answer) = hls.ll.serve(path, req.uri.query(), headers).await {
         bookkeeping(path.ends_with(".m3u8"));

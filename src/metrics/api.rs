@@ -107,7 +107,7 @@ async fn ping(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> StatusCode {
-    viewers::touch_request(&metrics, peer, &headers);
+    metrics.viewers.touch_request(peer, &headers);
     StatusCode::OK
 }
 
@@ -145,7 +145,7 @@ fn report_of_request(query: Option<&str>, headers: &HeaderMap) -> Result<Report,
 
 fn record_all(metrics: &Metrics, ctx: &ClientCtx, reports: &[Report]) -> Json<StatusResponse> {
     for r in reports {
-        playback::record_cmcd(metrics, ctx, r, Source::Client);
+        playback::record_cmcd(&metrics.playback, ctx, r, Source::Client);
     }
     let n = reports.len();
     StatusResponse::ok(if n == 1 { "CMCD report received".to_string() } else { format!("{n} CMCD reports received") })
@@ -291,7 +291,7 @@ async fn legacy(
         download_seconds: field("downloadDuration", body.download_duration, false)?,
     };
     let ctx = ClientCtx::from_request(peer, &headers);
-    playback::record_legacy(&metrics, &ctx, &values);
+    playback::record_legacy(&metrics.playback, &ctx, &values);
     Ok(StatusResponse::ok("playback metrics received"))
 }
 
@@ -331,7 +331,7 @@ async fn viewers_over_time(
 }
 
 async fn clients(State(metrics): State<Arc<Metrics>>) -> Json<Vec<playback::ClientEntry>> {
-    Json(playback::clients(&metrics))
+    Json(playback::clients(&metrics.playback, &metrics.viewers))
 }
 
 /// `GET /api/admin/metrics/video`: the playback series, plus the variants' bitrates, the segment

@@ -13,8 +13,10 @@
 //! 100 %, no message).
 
 use super::series::WindowSummary;
-use super::Metrics;
-use crate::health::{Health, HealthInput};
+use crate::health::{Health, HealthHub, HealthInput};
+use crate::store::settings::SettingsStore;
+use crate::stream::StreamWatch;
+use crate::telemetry::Telemetry;
 
 /// Owncast: healthy above this percentage.
 pub const HEALTHY_ABOVE: u32 = 75;
@@ -112,20 +114,28 @@ pub fn evaluate(i: &Inputs) -> Health {
     Health { healthy, health_percentage, representation, message }
 }
 
+/// What the health evaluation reads besides the window and the viewer count, and where it reports.
+pub struct Sources<'a> {
+    pub telemetry: &'a Telemetry,
+    pub stream: &'a StreamWatch,
+    pub settings: &'a SettingsStore,
+    pub hub: &'a HealthHub,
+}
+
 /// Gather the inputs, evaluate, and hand the result to the health hub (which publishes HEALTH_ALERT
 /// when the message changes). Called once per window with that window's summary.
-pub fn update(metrics: &Metrics, window: &WindowSummary) -> Health {
-    let t = &metrics.telemetry;
+pub fn update(sources: &Sources<'_>, active_viewers: usize, window: &WindowSummary) -> Health {
+    let t = &sources.telemetry;
     let speeds = t.take_speeds();
-    let stream = metrics.stream.borrow().clone();
+    let stream = sources.stream.borrow().clone();
     let next = if stream.online {
-        let s = metrics.settings.get();
+        let s = sources.settings.get();
         let inbound = t.ingest_kbps().or_else(|| {
             stream.broadcaster.as_ref().map(|b| f64::from(b.stream_details.video_bitrate)).filter(|b| *b > 0.0)
         });
         evaluate(&Inputs {
             window: window.clone(),
-            active_viewers: metrics.viewers.count(),
+            active_viewers,
             cpu_average: t.cpu_average(),
             ingest_kbps: inbound,
             variant_kbps: s
@@ -141,7 +151,7 @@ pub fn update(metrics: &Metrics, window: &WindowSummary) -> Health {
     } else {
         Health::default()
     };
-    metrics.health.submit(HealthInput::Playback(next.clone()));
+    sources.hub.submit(HealthInput::Playback(next.clone()));
     next
 }
 

@@ -3,7 +3,7 @@
 //! Prometheus exposition. `Metrics` is this feature's state (handlers take `State<Arc<Metrics>>`).
 //!
 //! Inputs, all through handles given at construction, never by importing another feature:
-//! * the HLS handler calls `viewers::touch_request` on every playlist fetch, `playback::harvest_request`
+//! * the HLS handler calls `Viewers::mark_request` on every playlist fetch, `playback::harvest_request`
 //!   on every HLS request, `playback::record_server_download` when it timed a segment download;
 //! * `Telemetry` carries the transcoder's encoder figures, the ingest bitrate, CPU/GPU samples, the
 //!   chat client count and webhook deliveries; they are copied into Prometheus at every prune tick
@@ -140,12 +140,18 @@ pub struct Metrics {
 impl Metrics {
     /// Build the state, apply this module's migrations and load the persisted overall viewer peak.
     pub fn open(config: MetricsConfig, deps: MetricsDeps) -> Result<Arc<Self>, MetricsError> {
+        let prom = prometheus::Prom::new();
         let m = Self {
             config,
-            viewers: viewers::Viewers::default(),
+            viewers: viewers::Viewers::new(
+                deps.counts.clone(),
+                prom.active_viewers.clone(),
+                deps.stream.clone(),
+                deps.store.clone(),
+            ),
             playback: playback::Playback::default(),
             series: Mutex::new(series::VideoSeries::default()),
-            prom: prometheus::Prom::new(),
+            prom,
             store: deps.store,
             settings: deps.settings,
             bus: deps.bus,
@@ -158,7 +164,7 @@ impl Metrics {
             chat_slow_seen: Mutex::new(0),
             storage_seen: Mutex::default(),
         };
-        viewers::load(&m)?;
+        m.viewers.load()?;
         Ok(Arc::new(m))
     }
 
@@ -238,13 +244,19 @@ impl Metrics {
 
 /// One window: sample viewers, reduce the player reports into the series, recompute health.
 pub fn window_tick(metrics: &Metrics) {
-    viewers::sample(metrics);
+    metrics.viewers.sample();
     let summary = metrics.playback.reduce_window();
     let online = metrics.stream.borrow().online;
     metrics.series.lock().record(Utc::now(), &summary, online);
     metrics.prom.playback_errors.set(summary.errors.round() as i64);
     metrics.prom.playback_clients.set(i64::try_from(metrics.playback.len()).unwrap_or(i64::MAX));
-    health::update(metrics, &summary);
+    let sources = health::Sources {
+        telemetry: &metrics.telemetry,
+        stream: &metrics.stream,
+        settings: &metrics.settings,
+        hub: &metrics.health,
+    };
+    health::update(&sources, metrics.viewers.count(), &summary);
 }
 
 /// Chat users and messages, counted in SQLite once a window.
@@ -281,7 +293,7 @@ impl Tasks {
     pub async fn stop(self) -> Result<(), MetricsError> {
         let _ = self.stop.send(true);
         self.handle.await.map_err(|e| MetricsError::Task(e.to_string()))?;
-        viewers::save_blocking(&self.metrics)?;
+        self.metrics.viewers.save_blocking()?;
         Ok(())
     }
 }
@@ -304,7 +316,7 @@ pub fn start(metrics: Arc<Metrics>) -> Tasks {
             tokio::select! {
                 _ = rx.changed() => break,
                 _ = prune.tick() => {
-                    viewers::prune(&metrics, cfg.viewer_idle);
+                    metrics.viewers.prune(cfg.viewer_idle);
                     metrics.playback.prune(cfg.session_timeout());
                     metrics.sync_telemetry();
                 }
@@ -313,13 +325,13 @@ pub fn start(metrics: Arc<Metrics>) -> Tasks {
                     chat_counts(&metrics).await;
                 }
                 _ = save.tick() => {
-                    if let Err(e) = viewers::save(&metrics).await {
+                    if let Err(e) = metrics.viewers.save().await {
                         tracing::warn!("saving the viewer peak: {e}");
                     }
                 }
                 event = bus.recv() => match event.as_deref() {
-                    Some(Event::StreamStarted(_)) => viewers::stream_started(&metrics),
-                    Some(Event::StreamStopped(_)) => viewers::stream_stopped(&metrics),
+                    Some(Event::StreamStarted(_)) => metrics.viewers.stream_started(),
+                    Some(Event::StreamStopped(_)) => metrics.viewers.stream_stopped(),
                     Some(_) => {}
                     None => break,
                 },
@@ -400,9 +412,9 @@ mod tests {
             bandwidth_kbps: Some(latency * 1000.0),
             download_seconds: None,
         };
-        playback::record_legacy(&metrics, &ctx, &v(1.0, 2.0));
-        playback::record_legacy(&metrics, &ctx, &v(2.0, 4.0)); // same client: counts add, latest latency wins
-        playback::record_legacy(&metrics, &other, &v(0.0, 8.0));
+        playback::record_legacy(&metrics.playback, &ctx, &v(1.0, 2.0));
+        playback::record_legacy(&metrics.playback, &ctx, &v(2.0, 4.0)); // same client: counts add, latest latency wins
+        playback::record_legacy(&metrics.playback, &other, &v(0.0, 8.0));
         window_tick(&metrics);
         let s = metrics.series.lock().clone();
         assert_eq!(s.errors.0.last().map(|p| p.value), Some(3.0));
@@ -428,16 +440,16 @@ mod tests {
         // hls.js's v1 query form on a segment request, then a switch to another rendition
         let q1 = "CMCD=bl%3D21300%2Cbr%3D3200%2Cd%3D4004%2Cmtp%3D25400%2Cot%3Dv%2Csid%3D%22abc%22%2Ctb%3D6000";
         let q2 = "CMCD=br%3D1200%2Cmtp%3D9000%2Cot%3Dv%2Csid%3D%22abc%22";
-        assert_eq!(playback::harvest_request(&metrics, peer, &headers, Some(q1)).as_deref(), Some("abc"));
-        assert_eq!(playback::harvest_request(&metrics, peer, &headers, Some(q2)).as_deref(), Some("abc"));
+        assert_eq!(playback::harvest_request(&metrics.playback, peer, &headers, Some(q1)).as_deref(), Some("abc"));
+        assert_eq!(playback::harvest_request(&metrics.playback, peer, &headers, Some(q2)).as_deref(), Some("abc"));
         // no CMCD, or broken CMCD: nothing recorded, never an error
-        assert_eq!(playback::harvest_request(&metrics, peer, &headers, Some("v=1")), None);
-        assert_eq!(playback::harvest_request(&metrics, peer, &headers, Some("CMCD=br%3D")), None);
+        assert_eq!(playback::harvest_request(&metrics.playback, peer, &headers, Some("v=1")), None);
+        assert_eq!(playback::harvest_request(&metrics.playback, peer, &headers, Some("CMCD=br%3D")), None);
         // the server timed a download for a viewer without CMCD
-        let viewer = viewers::touch_request(&metrics, peer, &HeaderMap::new());
-        playback::record_server_download(&metrics, &viewer, 500_000, 2.0);
-        playback::record_server_download(&metrics, "unknown-client", 1, 1.0);
-        let clients = playback::clients(&metrics);
+        let viewer = metrics.viewers.touch_request(peer, &HeaderMap::new());
+        playback::record_server_download(&metrics.playback, &metrics.viewers, &viewer, 500_000, 2.0);
+        playback::record_server_download(&metrics.playback, &metrics.viewers, "unknown-client", 1, 1.0);
+        let clients = playback::clients(&metrics.playback, &metrics.viewers);
         assert_eq!(clients.len(), 2, "{clients:?}");
         let abc = clients.iter().find(|c| c.client_id == "abc").unwrap();
         let p = abc.playback.as_ref().unwrap();
@@ -453,21 +465,21 @@ mod tests {
     async fn overall_peak_is_persisted_and_session_peak_resets_after_a_gap() {
         let (dir, metrics, stream) = metrics();
         for i in 0..3u8 {
-            viewers::touch(&metrics, std::net::IpAddr::from([10, 0, 0, i]), "ua");
+            metrics.viewers.touch(std::net::IpAddr::from([10, 0, 0, i]), "ua");
         }
         assert_eq!(metrics.counts.get(), (3, 3, 3));
-        viewers::prune(&metrics, Duration::ZERO);
+        metrics.viewers.prune(Duration::ZERO);
         assert_eq!(metrics.counts.get(), (0, 3, 3));
         // a stream starting long after the previous one is a new session
         stream.update(|s| s.last_disconnect_time = Some(Utc::now() - chrono::Duration::minutes(10)));
-        viewers::stream_started(&metrics);
+        metrics.viewers.stream_started();
         assert_eq!(metrics.counts.get(), (0, 0, 3));
         // a quick reconnect keeps the session peak
-        viewers::touch(&metrics, std::net::IpAddr::from([10, 0, 0, 9]), "ua");
-        viewers::stream_stopped(&metrics);
-        viewers::stream_started(&metrics);
+        metrics.viewers.touch(std::net::IpAddr::from([10, 0, 0, 9]), "ua");
+        metrics.viewers.stream_stopped();
+        metrics.viewers.stream_started();
         assert_eq!(metrics.counts.get().1, 1);
-        viewers::save(&metrics).await.unwrap();
+        metrics.viewers.save().await.unwrap();
         drop(metrics);
         let (again, _stream) = open(dir.path());
         assert_eq!(again.counts.get(), (0, 0, 3));

@@ -21,8 +21,7 @@ use serde::Serialize;
 
 use super::cmcd::{self, Mode, Report};
 use super::series::{min_median_max, WindowSummary};
-use super::viewers::{self, Geo};
-use super::Metrics;
+use super::viewers::{self, Geo, Viewers};
 
 /// Most playback sessions (and window entries) tracked at once.
 pub const MAX_CLIENTS: usize = 20_000;
@@ -251,12 +250,12 @@ impl Playback {
 
 /// Record one CMCD report (posted to the collector, or harvested from an HLS request). Returns the
 /// client ID it was recorded under.
-pub fn record_cmcd(metrics: &Metrics, ctx: &ClientCtx, report: &Report, source: Source) -> String {
+pub fn record_cmcd(playback: &Playback, ctx: &ClientCtx, report: &Report, source: Source) -> String {
     let client_id = report.sid.clone().unwrap_or_else(|| ctx.viewer_id.clone());
     // `br` is the bitrate of the object requested; only video objects say which rendition plays.
     let video_object = matches!(report.object_type.as_deref(), None | Some("v" | "av"));
     let media_object = !matches!(report.object_type.as_deref(), Some("m" | "i" | "c" | "tt" | "k"));
-    metrics.playback.update(&client_id, ctx, source, |s, w| {
+    playback.update(&client_id, ctx, source, |s, w| {
         if let Some(state) = &report.state {
             s.player_state.clone_from(state);
         }
@@ -308,7 +307,7 @@ pub struct LegacyValues {
 /// sends no session ID), or `None` when the request carries no usable CMCD data. Malformed CMCD on a
 /// media request is ignored (the segment is still served), so this never fails.
 pub fn harvest_request(
-    metrics: &Metrics,
+    playback: &Playback,
     peer: SocketAddr,
     headers: &HeaderMap,
     query: Option<&str>,
@@ -316,15 +315,15 @@ pub fn harvest_request(
     let map = cmcd::from_request(query, headers).ok().flatten()?;
     let report = Report::from_map(&map).ok()?;
     let ctx = ClientCtx::from_request(peer, headers);
-    Some(record_cmcd(metrics, &ctx, &report, Source::Request))
+    Some(record_cmcd(playback, &ctx, &report, Source::Request))
 }
 
 /// Record a legacy report under the client's viewer ID. Zero bandwidth, latency and download time
 /// mean "not measured" and are skipped, as Owncast does.
-pub fn record_legacy(metrics: &Metrics, ctx: &ClientCtx, v: &LegacyValues) -> String {
+pub fn record_legacy(playback: &Playback, ctx: &ClientCtx, v: &LegacyValues) -> String {
     let client_id = ctx.viewer_id.clone();
     let positive = |x: Option<f64>| x.filter(|x| *x > 0.0);
-    metrics.playback.update(&client_id, ctx, Source::Legacy, |s, w| {
+    playback.update(&client_id, ctx, Source::Legacy, |s, w| {
         if let Some(b) = positive(v.bandwidth_kbps) {
             s.bandwidth_kbps = Some(b);
             w.bandwidth = Some(b);
@@ -353,23 +352,23 @@ pub fn record_legacy(metrics: &Metrics, ctx: &ClientCtx, v: &LegacyValues) -> St
 /// returned by `playback::harvest_request`, or a viewer ID returned by `viewers::touch`): `bytes` took
 /// `seconds`. Used as the client's bandwidth and download time unless the client reports its own
 /// (`ttlb`). Unknown client IDs that are not active viewers are ignored.
-pub fn record_server_download(metrics: &Metrics, client_id: &str, bytes: u64, seconds: f64) {
+pub fn record_server_download(playback: &Playback, viewers: &Viewers, client_id: &str, bytes: u64, seconds: f64) {
     if !(seconds.is_finite() && seconds > 0.0) {
         return;
     }
     let ctx = {
-        let sessions = metrics.playback.sessions.lock();
+        let sessions = playback.sessions.lock();
         match sessions.get(client_id) {
             Some(s) if s.self_reporting => return,
             Some(s) => ClientCtx { ip: s.ip.clone(), user_agent: s.user_agent.clone(), viewer_id: s.viewer_id.clone() },
-            None => match metrics.viewers.get(client_id) {
+            None => match viewers.get(client_id) {
                 Some(v) => ClientCtx { ip: v.ip_address, user_agent: v.user_agent, viewer_id: v.id },
                 None => return,
             },
         }
     };
     let kbps = bytes as f64 * 8.0 / 1000.0 / seconds;
-    metrics.playback.update(client_id, &ctx, Source::Server, |s, w| {
+    playback.update(client_id, &ctx, Source::Server, |s, w| {
         s.download_seconds = Some(seconds);
         s.server_estimated = true;
         w.download = Some(seconds);
@@ -382,12 +381,12 @@ pub fn record_server_download(metrics: &Metrics, client_id: &str, bytes: u64, se
 
 /// Every playback client now: CMCD sessions by `sid`, others by viewer, viewers without any
 /// measurement with `playback: null`. Oldest first.
-pub fn clients(metrics: &Metrics) -> Vec<ClientEntry> {
-    let viewers = metrics.viewers.snapshot();
+pub fn clients(playback: &Playback, viewers: &Viewers) -> Vec<ClientEntry> {
+    let viewers = viewers.snapshot();
     let geo_of: HashMap<&str, &Geo> = viewers.iter().map(|v| (v.id.as_str(), &v.geo)).collect();
     let mut seen = HashSet::new();
     let mut out: Vec<ClientEntry> = {
-        let sessions = metrics.playback.sessions.lock();
+        let sessions = playback.sessions.lock();
         sessions
             .values()
             .map(|s| {

@@ -25,9 +25,11 @@ use md5::{Digest, Md5};
 use parking_lot::Mutex;
 use serde::Serialize;
 
+use prometheus_client::metrics::gauge::Gauge;
+
 use super::series::{Point, Series};
-use super::Metrics;
-use crate::store::{Migrations, StoreError};
+use crate::store::{Migrations, Store, StoreError};
+use crate::stream::StreamWatch;
 
 /// Most viewers tracked at once.
 pub const MAX_VIEWERS: usize = 100_000;
@@ -70,8 +72,14 @@ const SHARDS: usize = 16;
 
 type Key = [u8; 16];
 
-/// Active viewers and the viewer-count history.
+/// Active viewers and the viewer-count history, with what they write and read: the shared viewer
+/// counts (written here only), the Prometheus active-viewer gauge, the stream state (session rule)
+/// and the database (the overall peak).
 pub struct Viewers {
+    counts: crate::stream::Viewers,
+    gauge: Gauge,
+    stream: StreamWatch,
+    store: Store,
     shards: [Mutex<HashMap<Key, Viewer>>; SHARDS],
     /// Entries in all shards together.
     len: AtomicU64,
@@ -82,9 +90,14 @@ pub struct Viewers {
     last_stop: Mutex<Option<Instant>>,
 }
 
-impl Default for Viewers {
-    fn default() -> Self {
+impl Viewers {
+    /// No viewers yet; `load` reads the persisted peak.
+    pub fn new(counts: crate::stream::Viewers, gauge: Gauge, stream: StreamWatch, store: Store) -> Self {
         Self {
+            counts,
+            gauge,
+            stream,
+            store,
             shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
             len: AtomicU64::new(0),
             over_time: Mutex::new(Series::default()),
@@ -171,119 +184,143 @@ pub fn viewer_id(ip: &str, user_agent: &str) -> String {
     hex(&h.finalize().into())
 }
 
-/// Seam for the HLS handler (on each `.m3u8` fetch) and `GET /api/ping`: mark the viewer with this
-/// IP and User-Agent active now. Returns the viewer ID.
-pub fn touch(metrics: &Metrics, ip: IpAddr, user_agent: &str) -> String {
-    let key = key_of(ip, user_agent);
-    let viewers = &metrics.viewers;
-    {
-        let mut shard = viewers.shard(&key).lock();
-        if let Some(v) = shard.get_mut(&key) {
-            v.seen = Instant::now();
-            return v.id.clone();
-        }
-        if viewers.len.load(Ordering::Relaxed) < MAX_VIEWERS as u64 {
-            let now = Utc::now();
-            let v = Viewer {
-                id: hex(&key),
-                ip_address: ip.to_string(),
-                user_agent: user_agent.to_string(),
-                first_seen: now,
-                last_seen: now,
-                geo: Geo::default(),
-                seen: Instant::now(),
-            };
-            shard.insert(key, v);
-            viewers.len.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    set_current(metrics, viewers.len.load(Ordering::Relaxed));
-    hex(&key)
-}
-
-/// `touch` for a request: its client IP (see `client_ip`) and User-Agent header.
-pub fn touch_request(metrics: &Metrics, peer: SocketAddr, headers: &HeaderMap) -> String {
-    let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    touch(metrics, crate::http::client_ip(peer, headers), ua)
-}
-
-/// `touch_request` for the playlist path, which needs no ID back: a known viewer costs one shard
-/// lookup and no allocation.
-pub fn mark_request(metrics: &Metrics, peer: SocketAddr, headers: &HeaderMap) {
-    let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let key = key_of(crate::http::client_ip(peer, headers), ua);
-    if let Some(v) = metrics.viewers.shard(&key).lock().get_mut(&key) {
-        v.seen = Instant::now();
-        return;
-    }
-    touch(metrics, crate::http::client_ip(peer, headers), ua);
-}
-
-/// Store the active count and raise the peaks.
-fn set_current(metrics: &Metrics, count: u64) {
-    let counts = &metrics.counts;
-    counts.current.store(count, Ordering::Relaxed);
-    counts.session_max.fetch_max(count, Ordering::Relaxed);
-    counts.overall_max.fetch_max(count, Ordering::Relaxed);
-    metrics.prom.active_viewers.set(i64::try_from(count).unwrap_or(i64::MAX));
-}
-
-/// Drop viewers idle for longer than `idle`; returns how many were dropped.
-pub fn prune(metrics: &Metrics, idle: Duration) -> usize {
-    let mut dropped = 0;
-    for shard in &metrics.viewers.shards {
-        let mut map = shard.lock();
-        let before = map.len();
-        map.retain(|_, v| v.seen.elapsed() <= idle);
-        dropped += before - map.len();
-    }
-    let count = metrics.viewers.len.fetch_sub(dropped as u64, Ordering::Relaxed) - dropped as u64;
-    set_current(metrics, count);
-    dropped
-}
-
-/// Add the current viewer count to the over-time series.
-pub fn sample(metrics: &Metrics) {
-    let (current, _, _) = metrics.counts.get();
-    metrics.viewers.over_time.lock().push(Utc::now(), current as f64);
-}
-
-/// A stream started: a new session (the session peak restarts from the current count) unless the
-/// previous stream stopped less than `SESSION_GAP` ago.
-pub fn stream_started(metrics: &Metrics) {
-    let gap = match *metrics.viewers.last_stop.lock() {
-        Some(stopped) => stopped.elapsed(),
-        None => match metrics.stream.borrow().last_disconnect_time {
-            Some(t) => (Utc::now() - t).to_std().unwrap_or_default(),
-            None => Duration::MAX,
-        },
-    };
-    if gap > SESSION_GAP {
-        let current = metrics.counts.current.load(Ordering::Relaxed);
-        metrics.counts.session_max.store(current, Ordering::Relaxed);
-    }
-}
-
-/// A stream stopped (starts the clock of the session-peak rule).
-pub fn stream_stopped(metrics: &Metrics) {
-    *metrics.viewers.last_stop.lock() = Some(Instant::now());
-}
-
-/// Apply the migrations and load the persisted overall peak into `App.viewers`.
-pub fn load(metrics: &Metrics) -> Result<(), StoreError> {
-    metrics.store.migrate("metrics", MIGRATIONS)?;
-    let stored: i64 = metrics.store.with(|c| {
-        c.query_row("SELECT value FROM metrics_counters WHERE name = ?1", [OVERALL_MAX], |r| r.get(0)).or_else(|e| {
-            match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(0),
-                e => Err(StoreError::from(e)),
+impl Viewers {
+    /// Seam for the HLS handler (on each `.m3u8` fetch) and `GET /api/ping`: mark the viewer with this
+    /// IP and User-Agent active now. Returns the viewer ID.
+    pub fn touch(&self, ip: IpAddr, user_agent: &str) -> String {
+        let key = key_of(ip, user_agent);
+        let viewers = self;
+        {
+            let mut shard = viewers.shard(&key).lock();
+            if let Some(v) = shard.get_mut(&key) {
+                v.seen = Instant::now();
+                return v.id.clone();
             }
-        })
-    })?;
-    let stored = u64::try_from(stored).unwrap_or(0);
-    metrics.counts.overall_max.fetch_max(stored, Ordering::Relaxed);
-    metrics.viewers.saved_overall.store(stored, Ordering::Relaxed);
-    Ok(())
+            if viewers.len.load(Ordering::Relaxed) < MAX_VIEWERS as u64 {
+                let now = Utc::now();
+                let v = Viewer {
+                    id: hex(&key),
+                    ip_address: ip.to_string(),
+                    user_agent: user_agent.to_string(),
+                    first_seen: now,
+                    last_seen: now,
+                    geo: Geo::default(),
+                    seen: Instant::now(),
+                };
+                shard.insert(key, v);
+                viewers.len.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.set_current(viewers.len.load(Ordering::Relaxed));
+        hex(&key)
+    }
+
+    /// `touch` for a request: its client IP (see `client_ip`) and User-Agent header.
+    pub fn touch_request(&self, peer: SocketAddr, headers: &HeaderMap) -> String {
+        let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        self.touch(crate::http::client_ip(peer, headers), ua)
+    }
+
+    /// `touch_request` for the playlist path, which needs no ID back: a known viewer costs one shard
+    /// lookup and no allocation.
+    pub fn mark_request(&self, peer: SocketAddr, headers: &HeaderMap) {
+        let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let key = key_of(crate::http::client_ip(peer, headers), ua);
+        if let Some(v) = self.shard(&key).lock().get_mut(&key) {
+            v.seen = Instant::now();
+            return;
+        }
+        self.touch(crate::http::client_ip(peer, headers), ua);
+    }
+
+    /// Store the active count and raise the peaks.
+    fn set_current(&self, count: u64) {
+        let counts = &self.counts;
+        counts.current.store(count, Ordering::Relaxed);
+        counts.session_max.fetch_max(count, Ordering::Relaxed);
+        counts.overall_max.fetch_max(count, Ordering::Relaxed);
+        self.gauge.set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Drop viewers idle for longer than `idle`; returns how many were dropped.
+    pub fn prune(&self, idle: Duration) -> usize {
+        let mut dropped = 0;
+        for shard in &self.shards {
+            let mut map = shard.lock();
+            let before = map.len();
+            map.retain(|_, v| v.seen.elapsed() <= idle);
+            dropped += before - map.len();
+        }
+        let count = self.len.fetch_sub(dropped as u64, Ordering::Relaxed) - dropped as u64;
+        self.set_current(count);
+        dropped
+    }
+
+    /// Add the current viewer count to the over-time series.
+    pub fn sample(&self) {
+        let (current, _, _) = self.counts.get();
+        self.over_time.lock().push(Utc::now(), current as f64);
+    }
+
+    /// A stream started: a new session (the session peak restarts from the current count) unless the
+    /// previous stream stopped less than `SESSION_GAP` ago.
+    pub fn stream_started(&self) {
+        let gap = match *self.last_stop.lock() {
+            Some(stopped) => stopped.elapsed(),
+            None => match self.stream.borrow().last_disconnect_time {
+                Some(t) => (Utc::now() - t).to_std().unwrap_or_default(),
+                None => Duration::MAX,
+            },
+        };
+        if gap > SESSION_GAP {
+            let current = self.counts.current.load(Ordering::Relaxed);
+            self.counts.session_max.store(current, Ordering::Relaxed);
+        }
+    }
+
+    /// A stream stopped (starts the clock of the session-peak rule).
+    pub fn stream_stopped(&self) {
+        *self.last_stop.lock() = Some(Instant::now());
+    }
+
+    /// Apply the migrations and load the persisted overall peak .
+    pub fn load(&self) -> Result<(), StoreError> {
+        self.store.migrate("metrics", MIGRATIONS)?;
+        let stored: i64 = self.store.with(|c| {
+            c.query_row("SELECT value FROM metrics_counters WHERE name = ?1", [OVERALL_MAX], |r| r.get(0)).or_else(
+                |e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(0),
+                    e => Err(StoreError::from(e)),
+                },
+            )
+        })?;
+        let stored = u64::try_from(stored).unwrap_or(0);
+        self.counts.overall_max.fetch_max(stored, Ordering::Relaxed);
+        self.saved_overall.store(stored, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Persist the overall peak if it changed since the last save.
+    pub async fn save(&self) -> Result<(), StoreError> {
+        let value = self.counts.overall_max.load(Ordering::Relaxed);
+        if value == self.saved_overall.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.store.call(move |c| save_sql(c, value)).await?;
+        self.saved_overall.store(value, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `save` on the current thread (shutdown).
+    pub fn save_blocking(&self) -> Result<(), StoreError> {
+        let value = self.counts.overall_max.load(Ordering::Relaxed);
+        if value == self.saved_overall.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.store.with(|c| save_sql(c, value))?;
+        self.saved_overall.store(value, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 fn save_sql(conn: &mut rusqlite::Connection, value: u64) -> Result<(), StoreError> {
@@ -292,28 +329,6 @@ fn save_sql(conn: &mut rusqlite::Connection, value: u64) -> Result<(), StoreErro
          ON CONFLICT(name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         rusqlite::params![OVERALL_MAX, i64::try_from(value).unwrap_or(i64::MAX), Utc::now().to_rfc3339()],
     )?;
-    Ok(())
-}
-
-/// Persist the overall peak if it changed since the last save.
-pub async fn save(metrics: &Metrics) -> Result<(), StoreError> {
-    let value = metrics.counts.overall_max.load(Ordering::Relaxed);
-    if value == metrics.viewers.saved_overall.load(Ordering::Relaxed) {
-        return Ok(());
-    }
-    metrics.store.call(move |c| save_sql(c, value)).await?;
-    metrics.viewers.saved_overall.store(value, Ordering::Relaxed);
-    Ok(())
-}
-
-/// `save` on the current thread (shutdown).
-pub fn save_blocking(metrics: &Metrics) -> Result<(), StoreError> {
-    let value = metrics.counts.overall_max.load(Ordering::Relaxed);
-    if value == metrics.viewers.saved_overall.load(Ordering::Relaxed) {
-        return Ok(());
-    }
-    metrics.store.with(|c| save_sql(c, value))?;
-    metrics.viewers.saved_overall.store(value, Ordering::Relaxed);
     Ok(())
 }
 
