@@ -7,13 +7,18 @@ cd "$(dirname "$0")/../.."
 ulimit -n "$(ulimit -Hn)"
 COUNTS=("${@:-2000 5000 10000}"); COUNTS=(${COUNTS[*]})
 SECS="${SECONDS_PER_RUN:-20}"
-cargo build --profile perf --bin castd --example chat-load --example chat-anchor-hub >&2
-BIN=target/perf
+# CASTD_BIN picks the castd binary and BENCH_TARGET the profile directory with the load generator and the
+# anchor (bench/compare runs two revisions against one load generator); by default both are built here.
+if [ -z "${CASTD_BIN:-}" ]; then
+  cargo build --profile perf --bin castd --example chat-load --example chat-anchor-hub >&2
+fi
+BIN=${BENCH_TARGET:-target/perf}
+CASTD=${CASTD_BIN:-$BIN/castd}
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{print int($2/1024)" MiB"}' /proc/meminfo), open files $(ulimit -n); window ${SECS}s"
 for n in "${COUNTS[@]}"; do
   # castd
   dir=$(mktemp -d)
-  "$BIN/castd" --data-dir "$dir" --webserverip 127.0.0.1 --webserverport 0 --rtmpport 0 --log-level warn,castd=info 2>"$dir/log" &
+  "$CASTD" --data-dir "$dir" --webserverip 127.0.0.1 --webserverport 0 --rtmpport 0 --log-level warn,castd=info 2>"$dir/log" &
   pid=$!
   for _ in $(seq 100); do grep -q "castd is ready" "$dir/log" 2>/dev/null && break; sleep 0.1; done
   port=$(sed -n 's/.*web server listening on http:\/\/[^ ]*:\([0-9]*\).*/\1/p' "$dir/log" | head -1)

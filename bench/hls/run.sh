@@ -40,8 +40,12 @@ for tool in wrk nginx ffmpeg curl; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
 done
 
-cargo build --profile perf --quiet
-BIN=$ROOT/target/perf/castd
+# CASTD_BIN picks the binary (bench/compare runs two revisions); by default the perf profile, built here.
+if [ -z "${CASTD_BIN:-}" ]; then
+  cargo build --profile perf --quiet
+  CASTD_BIN=$ROOT/target/perf/castd
+fi
+BIN=$CASTD_BIN
 
 INPUT=$OUT/input-720p.flv
 if [ ! -s "$INPUT" ]; then

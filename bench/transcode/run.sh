@@ -3,16 +3,19 @@
 # ladder (720p 1800 kbps + 640x360 600 kbps, x264 veryfast, 30 fps, 2 s segments), in one run.
 # Then the publish-to-first-playable-master-playlist time of the daemon over RTMP.
 #
-# Usage: bench/transcode/run.sh            (builds castd --release first)
+# Usage: bench/transcode/run.sh            (builds castd --release first; CASTD_BIN=PATH uses that binary)
 # Output goes to bench/out/ (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=$ROOT/bench/out/transcode
-BIN=$ROOT/target/release/castd
 mkdir -p "$OUT"
 
-cargo build --release --quiet
+if [ -z "${CASTD_BIN:-}" ]; then
+  cargo build --release --quiet
+  CASTD_BIN=$ROOT/target/release/castd
+fi
+BIN=$CASTD_BIN
 INPUT=$OUT/input-1080p30-60s.flv
 if [ ! -s "$INPUT" ]; then
   echo "making the input: 60 s testsrc2 1920x1080@30 + sine, x264 veryfast 6 Mbit/s, AAC, FLV"
