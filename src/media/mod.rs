@@ -1,7 +1,7 @@
 //! The media plane: the one owner of the live media between ingest and every output.
 //!
 //! ```text
-//! ingest/{rtmp,..} --claims--> source::PublisherSlot (one publisher, any protocol)
+//! ingest/{rtmp,srt} --claims--> source::PublisherSlot (one publisher, any protocol)
 //!        |  container bytes
 //!        v
 //! transcode (worker child process) --reports exactly what it wrote--> MediaPlane::publish
@@ -12,7 +12,8 @@
 //!                         hls         llhls        storage  (holds segments it still uploads)
 //! ```
 //! - `source`: publishers and the single-publisher rule.
-//! - `flv`: FLV tags, the container RTMP publishers send (what the worker reads today).
+//! - `flv`: FLV tags, the container RTMP publishers send.
+//! - `ts`: MPEG-TS, the container SRT publishers send: packet framing, program tables, random access.
 //! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
 //! - `retention`: live windows per variant and holds; the only deleter of segment files.
@@ -23,6 +24,7 @@ pub mod feed;
 pub mod flv;
 pub mod retention;
 pub mod source;
+pub mod ts;
 
 use std::path::PathBuf;
 use std::sync::Arc;
