@@ -101,6 +101,8 @@ pub struct Config {
 pub struct Listeners {
     pub web: TcpListener,
     pub rtmp: TcpListener,
+    /// The SRT server's UDP socket; `None` when SRT is off.
+    pub srt: Option<tokio::net::UdpSocket>,
 }
 
 /// Every feature's state, built and wired.
@@ -301,6 +303,9 @@ pub async fn run(
     let listen_url = format!("http://{}", listeners.web.local_addr()?);
     info!("web server listening on {listen_url}");
     info!("rtmp server listening on rtmp://{}", listeners.rtmp.local_addr()?);
+    if let Some(srt) = &listeners.srt {
+        info!("srt server listening on srt://{}", srt.local_addr()?);
+    }
 
     let dispatcher = crate::webhooks::start(d.webhooks.clone(), &d.bus);
     let stop_notify = CancellationToken::new();
@@ -325,6 +330,8 @@ pub async fn run(
     let metrics_tasks = crate::metrics::start(d.metrics.clone());
     let stop_ingest = CancellationToken::new();
     let rtmp_task = tokio::spawn(crate::ingest::serve(d.ingest.clone(), listeners.rtmp, stop_ingest.clone()));
+    let srt_task =
+        listeners.srt.map(|sock| tokio::spawn(crate::ingest::srt::serve(d.ingest.clone(), sock, stop_ingest.clone())));
 
     let web = d.registry().into_service();
     let stop_http = CancellationToken::new();
@@ -345,6 +352,9 @@ pub async fn run(
     // 1. The stream ends the normal way: ENDLIST, STREAM_STOPPED.
     stop_ingest.cancel();
     let _ = rtmp_task.await;
+    if let Some(t) = srt_task {
+        let _ = t.await;
+    }
     if tokio::time::timeout(STREAM_STOP_TIMEOUT, d.transcoder.wait_idle()).await.is_err() {
         warn!("the stream did not finish within {STREAM_STOP_TIMEOUT:?}; stopping anyway");
     }

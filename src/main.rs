@@ -53,6 +53,10 @@ struct Cli {
     #[arg(long, env = "CASTD_RTMPPORT", value_name = "PORT")]
     rtmpport: Option<u16>,
 
+    /// Port of the SRT server (UDP, on the RTMP address), 0 for no SRT (saved) [default: 8890].
+    #[arg(long, env = "CASTD_SRTPORT", value_name = "PORT")]
+    srtport: Option<u16>,
+
     /// Set the admin password (saved, as a hash).
     #[arg(long, env = "CASTD_ADMINPASSWORD", value_name = "PASSWORD", hide_env_values = true)]
     adminpassword: Option<String>,
@@ -289,6 +293,9 @@ fn prepare(cli: &Cli) -> Result<(Store, SettingsStore)> {
         if let Some(p) = cli.rtmpport {
             s.rtmp_server_port = p;
         }
+        if let Some(p) = cli.srtport {
+            s.srt_server_port = p;
+        }
     })?;
     Ok((store, settings))
 }
@@ -357,6 +364,20 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
     let rtmp = tokio::net::TcpListener::bind(rtmp_addr)
         .await
         .with_context(|| format!("binding the RTMP server to {rtmp_addr}"))?;
-    castd::run(config, Listeners { web, rtmp }, shutdown_signal()).await.context("castd")?;
+    // SRT is optional: a port that cannot be bound leaves the server running without it.
+    let srt = match s.srt_server_port {
+        0 => None,
+        port => {
+            let srt_addr = SocketAddr::new(rtmp_ip, port);
+            match tokio::net::UdpSocket::bind(srt_addr).await {
+                Ok(sock) => Some(sock),
+                Err(e) => {
+                    tracing::error!("cannot bind the SRT server to {srt_addr}: {e}; SRT ingest is off");
+                    None
+                }
+            }
+        }
+    };
+    castd::run(config, Listeners { web, rtmp, srt }, shutdown_signal()).await.context("castd")?;
     Ok(())
 }

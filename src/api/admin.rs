@@ -175,6 +175,10 @@ pub struct ServerConfig {
     pub web_server_ip: String,
     pub rtmp_server_port: u16,
     pub rtmp_server_address: String,
+    /// The SRT ingest port (0: SRT is off); SRT listens on the RTMP address.
+    pub srt_server_port: u16,
+    /// The SRT encryption passphrase (empty: unencrypted); publishers put it in their `srt://` URL.
+    pub srt_passphrase: String,
     #[serde(rename = "serverURL")]
     pub server_url: String,
     pub socket_host_override: String,
@@ -306,6 +310,8 @@ pub fn server_config(server: &Server) -> ServerConfig {
         web_server_ip: s.web_server_ip.clone(),
         rtmp_server_port: s.rtmp_server_port,
         rtmp_server_address: s.rtmp_server_bind_address.clone(),
+        srt_server_port: s.srt_server_port,
+        srt_passphrase: s.srt_passphrase.clone(),
         server_url: s.server_url.clone(),
         socket_host_override: s.socket_host_override.clone(),
         video_serving_endpoint: s.video_serving_endpoint.clone(),

@@ -109,6 +109,10 @@ const DOMAINS: &str = r#"{"type":"array","maxItems":1000,"items":{"type":"string
 const URL_OR_EMPTY: &str = concat!(r#"{"type":"string","maxLength":2048,"pattern":"^("#, url_re!(), r#")?$"}"#);
 const SOCKET_URL: &str = r#"{"type":"string","maxLength":2048,"pattern":"^((wss?|https?)://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*)?$"}"#;
 const PORT: &str = r#"{"type":"integer","minimum":1,"maximum":65535}"#;
+/// A port, or 0 for off (the SRT server).
+const PORT_OR_OFF: &str = r#"{"type":"integer","minimum":0,"maximum":65535}"#;
+/// SRT's passphrase rule (10-79 characters; printable ASCII so it fits an `srt://` URL), or empty.
+const SRT_PASSPHRASE: &str = r#"{"type":"string","pattern":"^([\\x20-\\x7e]{10,79})?$"}"#;
 const IP: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"}"#;
 const AUTOPLAY: &str = r#"{"anyOf":[{"type":"boolean"},{"type":"string","enum":["on","off","muted"]}]}"#;
 const CODEC: &str = r#"{"type":"string","pattern":"^[A-Za-z0-9_]{1,64}$"}"#;
@@ -342,6 +346,23 @@ pub static SETTERS: &[Setter] = &[
     restart_setter("rtmpserverport", "RTMP port", JsonSchema(PORT), |_, v, s| {
         set(&mut s.rtmp_server_port, validate::port(v))
     }),
+    restart_setter("srtserverport", "SRT port (0: no SRT)", JsonSchema(PORT_OR_OFF), |_, v, s| {
+        set(&mut s.srt_server_port, validate::integer(v, 0, 65535).map(|n| n as u16))
+    }),
+    setter(
+        "srt/passphrase",
+        "SRT encryption passphrase (10-79 characters; empty: none)",
+        JsonSchema(SRT_PASSPHRASE),
+        |_, v, s| {
+            let p = validate::string(v, 79)?;
+            if !p.is_empty() && (p.len() < 10 || !p.bytes().all(|b| (0x20..0x7f).contains(&b))) {
+                return Err(ValidationError(
+                    "an SRT passphrase is 10 to 79 printable ASCII characters (or empty for none)".into(),
+                ));
+            }
+            set(&mut s.srt_passphrase, Ok(p))
+        },
+    ),
     restart_setter("rtmpserverbindaddress", "RTMP bind address", JsonSchema(IP), |_, v, s| {
         set(&mut s.rtmp_server_bind_address, validate::ip_address(v))
     }),

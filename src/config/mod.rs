@@ -168,6 +168,10 @@ pub struct Settings {
     pub web_server_ip: String,
     pub rtmp_server_port: u16,
     pub rtmp_server_bind_address: String,
+    /// SRT ingest port (`ingest::srt`, bound on the RTMP address); 0 disables SRT.
+    pub srt_server_port: u16,
+    /// SRT encryption passphrase (10-79 characters); empty = unencrypted.
+    pub srt_passphrase: String,
     pub server_url: String,
     pub socket_host_override: String,
     pub video_serving_endpoint: String,
@@ -252,6 +256,8 @@ impl Default for Settings {
             web_server_ip: "0.0.0.0".into(),
             rtmp_server_port: 1935,
             rtmp_server_bind_address: "0.0.0.0".into(),
+            srt_server_port: 8890,
+            srt_passphrase: String::new(),
             server_url: String::new(),
             socket_host_override: String::new(),
             video_serving_endpoint: String::new(),

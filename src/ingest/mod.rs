@@ -2,11 +2,13 @@
 //! (the media plane's `PublisherSlot`, which `GET /api/admin/disconnect` closes whatever the protocol)
 //! and the hand-off of an accepted publisher's media to the transcoder.
 //!
-//! One module per protocol: `rtmp` (RTMP on `rtmpServerPort`); SRT and WHIP come next. A protocol module
+//! One module per protocol: `rtmp` (RTMP on `rtmpServerPort`), `srt` (MPEG-TS over SRT on `srtServerPort`);
+//! WHIP comes next. A protocol module
 //! checks the key with `Ingest::stream_key_valid`, claims the slot with a `media::Source`, and hands its
 //! media on through the `Feeder` that `Ingest::hand_off` returns; it does not reach into the transcoder.
 
 pub mod rtmp;
+pub mod srt;
 
 use std::sync::Arc;
 

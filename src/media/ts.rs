@@ -452,7 +452,12 @@ mod tests {
     }
 
     fn pes(pid: u16, rai: bool, nal: u8) -> Vec<u8> {
-        packet(pid, true, rai, &[0, 0, 1, 0xe0, 0, 0, 0x80, 0x80, 5, 0x21, 0, 1, 0, 1, 0, 0, 0, 1, 0x09, 0xf0, 0, 0, 1, nal])
+        packet(
+            pid,
+            true,
+            rai,
+            &[0, 0, 1, 0xe0, 0, 0, 0x80, 0x80, 5, 0x21, 0, 1, 0, 1, 0, 0, 0, 1, 0x09, 0xf0, 0, 0, 1, nal],
+        )
     }
 
     #[test]

@@ -1,0 +1,363 @@
+//! SRT ingest: accepts the broadcaster's MPEG-TS over SRT on `srtServerPort` (srt-tokio, a pure-Rust
+//! SRT stack that speaks libsrt's handshake, so ffmpeg, GStreamer and OBS publish to it).
+//!
+//! The stream key travels in the SRT `streamid`: `KEY`, `live/KEY`, or the SRT access-control syntax
+//! `#!::r=live/KEY,m=publish` (comma-separated `key=value` pairs; `u=`, `s=`, `h=` and unknown keys are
+//! allowed; the key may also be in `s=` when `r=` is `live` or absent). Everything is decided in the
+//! handshake, which answers a refusal with an SRT reject reason: a wrong or missing key
+//! `2401 unauthorized`, a mode other than publish (`m=request`, a player) `2405 bad mode`, a second
+//! publisher while one is live `2409 conflict` (the media plane's one-publisher rule), a malformed
+//! streamid `2400 bad request`. With a passphrase set (`srt/passphrase`), the connection is encrypted
+//! and a publisher with the wrong passphrase is refused by the handshake (`1010 bad secret`), one
+//! without any (`1011 unsecure`); without one, an encrypting publisher is refused `1011` too.
+//!
+//! The accepted publisher's payloads are cut into TS packets and runs (`media::ts`) and handed on
+//! through the ingest's `Feeder`; the program tables give the broadcaster details (codecs, encoder)
+//! and the payload bytes the measured bitrates. A publisher that sends nothing for `IDLE_TIMEOUT` is
+//! dropped; so is one the admin disconnects.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use srt_protocol::packet::CoreRejectReason;
+use srt_protocol::settings::KeySettings;
+use srt_tokio::access::{RejectReason, ServerRejectReason};
+use srt_tokio::options::{KeySize, Passphrase};
+use srt_tokio::{ConnectionRequest, SrtListener, SrtSocket};
+use tokio::net::UdpSocket;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+
+use super::{Feeder, Ingest, IDLE_TIMEOUT};
+use crate::media::ts::{Demux, Framer};
+use crate::media::{Container, Protocol, PublisherGuard, Source};
+use crate::stream::StreamDetails;
+
+/// The default SRT port (mediamtx's too); 0 disables SRT.
+pub const DEFAULT_PORT: u16 = 8890;
+/// The receive latency castd asks for (the larger of both sides' wins): room for retransmissions on
+/// lossy, long links; HLS segments are seconds long anyway.
+pub const RECEIVE_LATENCY: Duration = Duration::from_millis(250);
+/// Connection requests decided at once; more are refused as overloaded.
+pub const MAX_PENDING: usize = 16;
+/// Time an accepted handshake has to complete.
+const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the inbound bitrate is measured.
+const BITRATE_WINDOW: Duration = Duration::from_secs(2);
+/// Pause before the listener is bound again after a failure.
+const RESTART_DELAY: Duration = Duration::from_secs(1);
+
+/// Why a publisher's streamid is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamIdRefusal {
+    /// Syntax the access-control grammar does not allow (2400).
+    Malformed,
+    /// Not a publish (`m=request`, `m=bidirectional`) or not a stream (`t=file`) (2405).
+    NotPublish,
+    /// No key at all (2401).
+    NoKey,
+}
+
+/// The stream key of a streamid, as the module doc describes.
+pub fn stream_key(stream_id: &str) -> Result<String, StreamIdRefusal> {
+    if let Some(acl) = stream_id.strip_prefix("#!::") {
+        let (mut resource, mut session) = (None, None);
+        for pair in acl.split(',') {
+            let Some((k, v)) = pair.split_once('=') else {
+                return Err(StreamIdRefusal::Malformed);
+            };
+            match k.trim() {
+                "r" => resource = Some(v),
+                "s" => session = Some(v),
+                "m" if v != "publish" => return Err(StreamIdRefusal::NotPublish),
+                "t" if v != "stream" => return Err(StreamIdRefusal::NotPublish),
+                "" => return Err(StreamIdRefusal::Malformed),
+                _ => {}
+            }
+        }
+        let from_resource = resource.map(path_key).filter(|k| !k.is_empty());
+        let key = from_resource.or(session.map(str::to_string)).unwrap_or_default();
+        return if key.is_empty() { Err(StreamIdRefusal::NoKey) } else { Ok(key) };
+    }
+    let key = path_key(stream_id);
+    if key.is_empty() {
+        Err(StreamIdRefusal::NoKey)
+    } else {
+        Ok(key)
+    }
+}
+
+/// `KEY`, `live/KEY`, `/live/KEY` (a `?query` is ignored); `live` alone has no key.
+fn path_key(path: &str) -> String {
+    let path = path.split('?').next().unwrap_or("").trim_matches('/');
+    let key = match path.strip_prefix(super::APP_NAME) {
+        Some("") => "",
+        Some(rest) if rest.starts_with('/') => &rest[1..],
+        _ => path,
+    };
+    key.to_string()
+}
+
+/// Where the SRT server listens: the same address as RTMP (`rtmp::bind_address`).
+pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std::net::AddrParseError> {
+    super::rtmp::bind_address(s)
+}
+
+/// Listen for SRT publishers on `socket` until `stop` fires; then the live SRT broadcaster (if any)
+/// is dropped, which ends the stream the normal way.
+///
+/// srt-tokio's listener task can panic on handshakes it does not implement (an unknown handshake
+/// extension such as a packet filter, or an encrypting publisher when no passphrase is set); the
+/// listener is then bound again (which also drops a live SRT publisher), so SRT ingest stays up.
+pub async fn serve(ingest: Arc<Ingest>, socket: UdpSocket, stop: CancellationToken) {
+    let local = match socket.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            warn!("srt: the socket has no address: {e}");
+            return;
+        }
+    };
+    let mut socket = Some(socket);
+    loop {
+        let sock = match socket.take() {
+            Some(s) => s,
+            None => match UdpSocket::bind(local).await {
+                Ok(s) => s,
+                Err(e) => {
+                    debug!("srt: binding {local} again failed: {e}; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(RESTART_DELAY) => continue,
+                        _ = stop.cancelled() => return,
+                    }
+                }
+            },
+        };
+        if listen(&ingest, sock, local, &stop).await {
+            return;
+        }
+        error!("srt: the SRT stack failed on a packet it does not handle; listening on {local} again");
+        tokio::select! {
+            _ = tokio::time::sleep(RESTART_DELAY) => {}
+            _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// One listener's life: true when `stop` ended it, false when the SRT stack failed.
+async fn listen(ingest: &Arc<Ingest>, socket: UdpSocket, local: SocketAddr, stop: &CancellationToken) -> bool {
+    let bound = SrtListener::builder().receive_latency(RECEIVE_LATENCY).socket(socket).bind(local).await;
+    let (mut listener, mut incoming) = match bound {
+        Ok(l) => l,
+        Err(e) => {
+            warn!("srt: cannot listen on {local}: {e}");
+            return false;
+        }
+    };
+    let pending = Arc::new(Semaphore::new(MAX_PENDING));
+    let requests = incoming.incoming();
+    loop {
+        let request = tokio::select! {
+            r = requests.next() => r,
+            _ = stop.cancelled() => break,
+        };
+        // The request channel closes only when the listener task is gone (it panicked).
+        let Some(request) = request else { return false };
+        let Ok(permit) = pending.clone().try_acquire_owned() else {
+            warn!(addr = %request.remote(), "too many srt connection requests; refusing this one");
+            let _ = request.reject(RejectReason::Server(ServerRejectReason::Overload)).await;
+            continue;
+        };
+        let ingest = ingest.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let addr = request.remote();
+            match decide(&ingest, request, permit).await {
+                Some((guard, socket)) => publish(ingest, guard, socket, addr, stop).await,
+                None => debug!(%addr, "srt connection request refused"),
+            }
+        });
+    }
+    // The live SRT publisher (if any) sees `stop` too and ends the stream the normal way.
+    listener.close().await;
+    true
+}
+
+fn server(reason: ServerRejectReason) -> RejectReason {
+    RejectReason::Server(reason)
+}
+
+/// Accept the request (holding the publisher slot) or refuse it in the handshake.
+async fn decide(
+    ingest: &Ingest,
+    request: ConnectionRequest,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Option<(PublisherGuard, SrtSocket)> {
+    let addr = request.remote();
+    let stream_id = request.stream_id().map(|s| s.to_string()).unwrap_or_default();
+    let refusal = match stream_key(&stream_id) {
+        Err(StreamIdRefusal::Malformed) => Some((server(ServerRejectReason::BadRequest), "a malformed streamid")),
+        Err(StreamIdRefusal::NotPublish) => Some((server(ServerRejectReason::BadMode), "not a publish")),
+        Err(StreamIdRefusal::NoKey) => Some((server(ServerRejectReason::Unauthorized), "no stream key")),
+        Ok(key) if !ingest.stream_key_valid(&key) => {
+            Some((server(ServerRejectReason::Unauthorized), "an invalid stream key"))
+        }
+        Ok(_) => None,
+    };
+    if let Some((reason, why)) = refusal {
+        warn!(%addr, "srt publish refused: {why}");
+        let _ = request.reject(reason).await;
+        return None;
+    }
+    let passphrase = ingest.settings.get().srt_passphrase.clone();
+    let keys = if passphrase.is_empty() {
+        if request.key_size() != KeySize::Unspecified {
+            warn!(%addr, "srt publish refused: it encrypts, but no passphrase is set");
+            let _ = request.reject(RejectReason::Core(CoreRejectReason::Unsecure)).await;
+            return None;
+        }
+        None
+    } else {
+        let Ok(passphrase) = Passphrase::try_from(passphrase) else {
+            warn!(%addr, "srt publish refused: the saved passphrase is not a valid SRT passphrase");
+            let _ = request.reject(server(ServerRejectReason::InternalServerError)).await;
+            return None;
+        };
+        // The publisher's key length (pbkeylen; unspecified: AES-128) must be the one used here.
+        Some(KeySettings { key_size: request.key_size(), passphrase })
+    };
+    let source = Source { protocol: Protocol::Srt, container: Container::MpegTs, remote: addr };
+    let Some(guard) = PublisherGuard::claim(&ingest.media.slot, source) else {
+        warn!(%addr, "a second publisher was refused: a stream is already live");
+        let _ = request.reject(server(ServerRejectReason::Conflict)).await;
+        return None;
+    };
+    let socket = match tokio::time::timeout(ACCEPT_TIMEOUT, request.accept(keys)).await {
+        Ok(Ok(s)) => s,
+        // A wrong or missing passphrase: the handshake refused it (bad secret / unsecure).
+        Ok(Err(e)) => {
+            warn!(%addr, "srt publish refused in the handshake (wrong or missing passphrase?): {e}");
+            return None;
+        }
+        Err(_) => {
+            warn!(%addr, "srt handshake did not complete");
+            return None;
+        }
+    };
+    drop(permit);
+    Some((guard, socket))
+}
+
+/// What an accepted publisher's media becomes.
+struct Publish {
+    ingest: Arc<Ingest>,
+    feeder: Feeder,
+    framer: Framer,
+    demux: Demux,
+    details: StreamDetails,
+    window_start: Instant,
+}
+
+async fn publish(
+    ingest: Arc<Ingest>,
+    guard: PublisherGuard,
+    mut socket: SrtSocket,
+    addr: SocketAddr,
+    stop: CancellationToken,
+) {
+    let notify = guard.notify();
+    info!(%addr, "srt broadcaster connected; stream starting");
+    let feeder = ingest.hand_off(guard);
+    let mut p = Publish {
+        ingest,
+        feeder,
+        framer: Framer::default(),
+        demux: Demux::default(),
+        details: StreamDetails::default(),
+        window_start: Instant::now(),
+    };
+    loop {
+        let next = tokio::select! {
+            r = tokio::time::timeout(IDLE_TIMEOUT, socket.next()) => r,
+            _ = notify.notified() => {
+                info!(%addr, "dropping the srt broadcaster");
+                break;
+            }
+            _ = stop.cancelled() => break,
+        };
+        match next {
+            Ok(Some(Ok((_, data)))) => p.media(&data),
+            Ok(Some(Err(e))) => {
+                info!(%addr, "srt connection failed: {e}");
+                break;
+            }
+            Ok(None) => break,
+            Err(_) => {
+                info!(%addr, "srt broadcaster sent nothing for {IDLE_TIMEOUT:?}; dropping it");
+                break;
+            }
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), socket.close()).await;
+    info!(%addr, "srt broadcaster disconnected");
+    p.ingest.telemetry.set_ingest_kbps(None);
+}
+
+impl Publish {
+    fn media(&mut self, data: &[u8]) {
+        let demux = &mut self.demux;
+        self.framer.push(data, |packet| demux.packet(packet));
+        let mut changed = false;
+        if let Some(program) = self.demux.take_program_change() {
+            let d = &mut self.details;
+            d.video_codec = program.video_codec;
+            d.audio_codec = program.audio_codec;
+            d.encoder = program.encoder;
+            changed = true;
+        }
+        let elapsed = self.window_start.elapsed();
+        if elapsed >= BITRATE_WINDOW {
+            let (video, audio) = self.demux.take_bytes();
+            let kbps = |bytes: u64| (bytes as f64 * 8.0 / 1000.0 / elapsed.as_secs_f64()).round();
+            let (video, audio) = (kbps(video), kbps(audio));
+            self.ingest.telemetry.set_ingest_kbps(Some(video + audio));
+            self.details.video_bitrate = video as u32;
+            self.details.audio_bitrate = audio as u32;
+            self.window_start = Instant::now();
+            changed = true;
+        }
+        if changed {
+            self.feeder.details(self.details.clone());
+        }
+        for chunk in self.demux.take_chunks() {
+            self.feeder.push(chunk);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_id_forms() {
+        assert_eq!(stream_key("abc123"), Ok("abc123".into()));
+        assert_eq!(stream_key("live/abc123"), Ok("abc123".into()));
+        assert_eq!(stream_key("/live/abc123?x=1"), Ok("abc123".into()));
+        assert_eq!(stream_key("#!::r=live/abc123,m=publish"), Ok("abc123".into()));
+        assert_eq!(stream_key("#!::u=me,r=live/abc123,m=publish,s=sess"), Ok("abc123".into()));
+        assert_eq!(stream_key("#!::r=abc123"), Ok("abc123".into()));
+        assert_eq!(stream_key("#!::r=live,s=abc123,m=publish"), Ok("abc123".into()));
+        assert_eq!(stream_key("#!::m=publish,s=abc123"), Ok("abc123".into()));
+        assert_eq!(stream_key("#!::r=live/abc123,m=request"), Err(StreamIdRefusal::NotPublish));
+        assert_eq!(stream_key("#!::r=live/abc123,m=bidirectional"), Err(StreamIdRefusal::NotPublish));
+        assert_eq!(stream_key("#!::r=live/abc123,t=file"), Err(StreamIdRefusal::NotPublish));
+        assert_eq!(stream_key("#!::r=live/abc123,junk"), Err(StreamIdRefusal::Malformed));
+        assert_eq!(stream_key("#!::m=publish"), Err(StreamIdRefusal::NoKey));
+        assert_eq!(stream_key(""), Err(StreamIdRefusal::NoKey));
+        assert_eq!(stream_key("live"), Err(StreamIdRefusal::NoKey));
+        assert_eq!(stream_key("live/"), Err(StreamIdRefusal::NoKey));
+    }
+}
