@@ -28,6 +28,8 @@ pub struct Server {
     pub web_port: u16,
     /// The RTMP port, when the daemon reports one.
     pub rtmp_port: Option<u16>,
+    /// The SRT port, when SRT is on (the harness turns it off unless a test passes `--srtport`).
+    pub srt_port: Option<u16>,
     pub data_dir: PathBuf,
     /// Keeps a temporary data dir alive for the server's lifetime (None when the caller owns the dir).
     _tmp: Option<Arc<tempfile::TempDir>>,
@@ -39,7 +41,9 @@ pub struct Server {
     extra_env: Vec<(String, String)>,
 }
 
-fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> (Child, Arc<Mutex<Vec<String>>>, u16, Option<u16>) {
+type Spawned = (Child, Arc<Mutex<Vec<String>>>, u16, Option<u16>, Option<u16>);
+
+fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> Spawned {
     let mut cmd = Command::new(BIN);
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd.arg("--data-dir")
@@ -47,9 +51,14 @@ fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> (Child, Arc<
         .args(["--webserverip", "127.0.0.1", "--webserverport", "0", "--rtmpport", "0", "--log-level", "info"])
         .args(extra)
         .env_remove("CASTD_STREAMKEY")
+        .env_remove("CASTD_SRTPORT")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    // SRT off unless the test asks for a port: parallel daemons would all want 8890.
+    if !extra.iter().any(|a| a == "--srtport") {
+        cmd.args(["--srtport", "0"]);
+    }
     let mut child = cmd.spawn().expect("start castd");
     let stderr = child.stderr.take().expect("stderr");
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -65,7 +74,7 @@ fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> (Child, Arc<
         }
     });
     let deadline = Instant::now() + Duration::from_secs(30);
-    let (mut web, mut rtmp) = (None, None);
+    let (mut web, mut rtmp, mut srt) = (None, None, None);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = match rx.recv_timeout(left) {
@@ -78,11 +87,14 @@ fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> (Child, Arc<
         if let Some(rest) = line.split("rtmp server listening on rtmp://").nth(1) {
             rtmp = rest.trim().rsplit(':').next().and_then(|p| p.parse().ok());
         }
+        if let Some(rest) = line.split("srt server listening on srt://").nth(1) {
+            srt = rest.trim().rsplit(':').next().and_then(|p| p.parse().ok());
+        }
         if line.contains("castd is ready") {
             break;
         }
     }
-    (child, log, web.expect("web port in log"), rtmp)
+    (child, log, web.expect("web port in log"), rtmp, srt)
 }
 
 impl Server {
@@ -117,7 +129,7 @@ impl Server {
 
     fn start_in_env(dir: &Path, extra: &[&str], extra_env: Vec<(String, String)>) -> Server {
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        let (child, log, web_port, rtmp_port) = spawn(dir, &extra, &extra_env);
+        let (child, log, web_port, rtmp_port, srt_port) = spawn(dir, &extra, &extra_env);
         let pw_file = dir.join("initial-admin-password");
         let admin_password = std::fs::read_to_string(&pw_file).map(|s| s.trim().to_string()).unwrap_or_default();
         Server {
@@ -125,6 +137,7 @@ impl Server {
             base: format!("http://127.0.0.1:{web_port}"),
             web_port,
             rtmp_port,
+            srt_port,
             data_dir: dir.to_path_buf(),
             _tmp: None,
             admin_password,
