@@ -339,6 +339,9 @@ fn srt_settings_and_passphrase() {
     wait_offline(&server, 1);
 }
 
+/// GStreamer's srtsink sends each buffer as one SRT message, and libsrt drops a message larger than
+/// the live payload (1316 bytes) at the sender: `mpegtsmux alignment=7` (7 TS packets per buffer) is
+/// how srtsink is meant to be fed (without it keyframes never leave GStreamer, whatever the receiver).
 #[test]
 fn gstreamer_srtsink_goes_live() {
     let _g = lock();
@@ -349,8 +352,9 @@ fn gstreamer_srtsink_goes_live() {
         json!([{"name": "low", "scaledWidth": 320, "videoBitrate": 300, "framerate": 30, "cpuUsageLevel": 0}]),
     );
     let pipeline = format!(
-        "videotestsrc is-live=true num-buffers=600 ! video/x-raw,width=320,height=240,framerate=30/1 \
-         ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=60 ! h264parse ! queue ! mpegtsmux name=m \
+        "videotestsrc is-live=true num-buffers=600 ! video/x-raw,format=I420,width=320,height=240,framerate=30/1 \
+         ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=60 ! video/x-h264,profile=main ! h264parse \
+         ! queue ! mpegtsmux name=m alignment=7 \
          ! srtsink uri=srt://127.0.0.1:{port} streamid=live/{KEY} wait-for-connection=false \
          audiotestsrc is-live=true num-buffers=940 ! audioconvert ! avenc_aac ! aacparse ! queue ! m."
     );
