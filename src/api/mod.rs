@@ -11,6 +11,7 @@ pub mod admin;
 pub mod integrations;
 pub mod public;
 pub mod setters;
+pub mod video;
 pub mod warnings;
 
 use std::path::PathBuf;
@@ -66,5 +67,6 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     public::routes(reg, server.clone());
     admin::routes(reg, server.clone());
     setters::routes(reg, server.clone());
+    video::routes(reg, server.clone());
     integrations::routes(reg, server);
 }

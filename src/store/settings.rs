@@ -157,19 +157,19 @@ mod tests {
         let path = dir.path().join("s.db");
         {
             let s = SettingsStore::open(Store::open(&path).unwrap()).unwrap();
-            assert_eq!(s.get().latency_level, 2);
+            assert_eq!(s.get().video.latency_level, 2);
             s.update::<StoreError, _>(|c| {
-                c.name = "Renamed".into();
-                c.latency_level = 4;
+                c.instance.name = "Renamed".into();
+                c.video.latency_level = 4;
                 Ok(())
             })
             .await
             .unwrap();
         }
         let s = SettingsStore::open(Store::open(&path).unwrap()).unwrap();
-        assert_eq!(s.get().name, "Renamed");
-        assert_eq!(s.get().latency_level, 4);
-        assert_eq!(s.get().tags, Settings::default().tags);
+        assert_eq!(s.get().instance.name, "Renamed");
+        assert_eq!(s.get().video.latency_level, 4);
+        assert_eq!(s.get().instance.tags, Settings::default().instance.tags);
     }
 
     #[test]
@@ -187,8 +187,8 @@ mod tests {
             })
             .unwrap();
         let s = SettingsStore::open(store).unwrap();
-        assert_eq!(s.get().latency_level, 2);
-        assert_eq!(s.get().name, "Kept");
-        assert!(!s.get().nsfw);
+        assert_eq!(s.get().video.latency_level, 2);
+        assert_eq!(s.get().instance.name, "Kept");
+        assert!(!s.get().instance.nsfw);
     }
 }
