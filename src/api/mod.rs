@@ -1,9 +1,9 @@
 //! The server feature: the public configuration and status (`/api/config`, `/api/status`, YP,
-//! logos, robots), the admin status and server configuration, every config setter, and the
-//! integrations status/stream-title routes.
+//! logos, robots), the admin status and server configuration (assembled from every feature's part),
+//! the instance, server and video setters, and the integrations status/stream-title routes.
 //!
 //! It reads the other features only through the snapshots and handles it is given (`Server`): the
-//! settings store (which it alone writes through the setters), the stream snapshot, the viewer counts,
+//! settings store (which it writes through its setters), the stream snapshot, the viewer counts,
 //! the health hub, the encoder list and the integration tokens. Changes are announced on the bus
 //! (CONFIG_CHANGED, STREAM_TITLE_UPDATED).
 

@@ -121,7 +121,7 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 56, "{:?}", map.keys().collect::<Vec<_>>());
+        assert_eq!(map.len(), 60, "{:?}", map.keys().collect::<Vec<_>>());
         for key in ["name", "adminPasswordHash", "directoryEnabled", "latencyLevel", "chatDisabled"] {
             assert!(map.contains_key(key), "{key}");
         }
