@@ -1,5 +1,5 @@
 //! The schedule's part of the admin server configuration (`schedule`), from its section of the
-//! settings (`config::ScheduleSettings`; its setters are in `api`).
+//! settings (`config::ScheduleSettings`; its setters are `schedule::api`'s).
 
 use serde::Serialize;
 use utoipa::ToSchema;
