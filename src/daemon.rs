@@ -231,7 +231,7 @@ impl Daemon {
             hls_dir: hls_dir.clone(),
             media: media.clone(),
         });
-        let notify = NotifyState { notifications, settings, users: chat.clone() };
+        let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
         let hls = Arc::new(Hls {
             hls_dir,

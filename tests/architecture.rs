@@ -469,3 +469,34 @@ fn transcode_and_metrics_have_no_import_cycles_between_their_files() {
         }
     }
 }
+
+/// Each feature owns its setters: the server feature's table (`api/setters.rs`) keeps only the
+/// instance and server ones (the video ones, on behalf of transcode, which sees no HTTP types, are
+/// `api/video.rs`'s); every other section's setters are in the feature that owns the section.
+#[test]
+fn each_feature_owns_the_setters_of_its_section() {
+    // (setter path prefix, the file that owns it)
+    let owners: &[(&str, &str)] = &[
+        ("\"chat/", "chat/settings.rs"),
+        ("\"federation/", "federation/settings.rs"),
+        ("\"notifications/", "notifications/settings.rs"),
+        ("\"s3\"", "storage/settings.rs"),
+        ("\"directoryenabled\"", "yp/settings.rs"),
+        ("\"directoryurl\"", "yp/settings.rs"),
+        ("\"video/", "api/video.rs"),
+    ];
+    let files: Vec<_> = sources_of("api").into_iter().filter(|(f, _)| f.ends_with("api/setters.rs")).collect();
+    assert_eq!(files.len(), 1, "api/setters.rs is missing");
+    for (prefix, owner) in owners {
+        let owner_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(owner);
+        let text = std::fs::read_to_string(&owner_file).unwrap_or_else(|_| panic!("{owner} is missing"));
+        assert!(code_only(&text).contains(prefix), "{owner} does not define the {prefix} setters");
+        for (file, code) in files.iter().filter(|(f, _)| !f.ends_with(owner)) {
+            assert!(!code.contains(prefix), "{} names a {prefix} setter, which {owner} owns", file.display());
+        }
+    }
+    // The plumbing is the bottom layer's, and there is one table type.
+    for (file, code) in sources_of("api").into_iter().chain(sources_of("chat")).chain(sources_of("federation")) {
+        assert!(!code.contains("pub struct Setter"), "{} defines its own Setter (use http::setters)", file.display());
+    }
+}

@@ -63,13 +63,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::open(&dir.path().join("castd.db"))?;
     let settings = SettingsStore::open(store)?;
     settings.update_blocking(|s| {
-        s.s3.enabled = true;
-        s.s3.endpoint = endpoint.clone();
-        s.s3.access_key = arg(&args, "--access-key", "");
-        s.s3.secret = arg(&args, "--secret", "");
-        s.s3.bucket = arg(&args, "--bucket", "castd");
-        s.s3.path_prefix = "bench".into();
-        s.s3.force_path_style = true;
+        s.storage.s3.enabled = true;
+        s.storage.s3.endpoint = endpoint.clone();
+        s.storage.s3.access_key = arg(&args, "--access-key", "");
+        s.storage.s3.secret = arg(&args, "--secret", "");
+        s.storage.s3.bucket = arg(&args, "--bucket", "castd");
+        s.storage.s3.path_prefix = "bench".into();
+        s.storage.s3.force_path_style = true;
     })?;
     let hls_dir = dir.path().join("hls");
     for v in 0..LADDER.len() {

@@ -24,6 +24,7 @@ pub mod messages;
 pub mod moderation;
 pub mod protocol;
 pub mod sanitize;
+pub mod settings;
 pub mod socket;
 pub mod users;
 pub mod ws;
@@ -224,7 +225,7 @@ impl crate::http::UserTokens for Chat {
     fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a> {
         Box::pin(async move {
             let id = user_id.to_string();
-            let forbidden = self.settings.get().forbidden_usernames.clone();
+            let forbidden = self.settings.get().chat.forbidden_usernames.clone();
             let result = self.store.call(move |c| users::sign_in(c, &id, &sign_in, &forbidden)).await;
             let (user, old_name) = match result {
                 Ok(Some(found)) => found,

@@ -78,6 +78,7 @@ pub struct FederatedServers {
 }
 
 pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
+    super::settings::routes(reg, fed.clone());
     let mut reg = reg.scope(fed);
     for_schemas(&mut reg);
     let p = Auth::Public;
@@ -353,7 +354,7 @@ async fn get_followers(
         return Ok(actor::to_web_page());
     }
     let page = page_of(&q)?;
-    let hidden = fed.settings.get().federation_hide_followers;
+    let hidden = fed.settings.get().federation.federation_hide_followers;
     let offset = (page.unwrap_or(1) - 1) * PAGE_SIZE;
     let (total, items) = fed
         .store
@@ -377,7 +378,7 @@ async fn get_following(
 
 /// `/federation/` and `/federation/user/`: 405 while federation is disabled, else 404.
 async fn get_nothing(State(fed): State<Arc<Federation>>) -> Result<Response, HttpError> {
-    if !fed.settings.get().federation_enabled {
+    if !fed.settings.get().federation.federation_enabled {
         return Err(HttpError::Disabled);
     }
     Ok(actor::not_found())
@@ -561,7 +562,7 @@ async fn send_post(
     }
     let html = crate::markdown::to_html(text);
     let s = fed.settings.get();
-    let audience = if s.federation_private { actor::Audience::Followers } else { actor::Audience::Public };
+    let audience = if s.federation.federation_private { actor::Audience::Followers } else { actor::Audience::Public };
     actor::post_note(&fed, &local, html, &[], audience).await?;
     Ok(StatusResponse::ok("sent"))
 }

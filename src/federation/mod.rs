@@ -24,6 +24,7 @@ pub mod discovery;
 pub mod inbox;
 pub mod keys;
 pub mod servers;
+pub mod settings;
 pub mod signatures;
 pub mod signin;
 
@@ -208,21 +209,21 @@ impl Federation {
     /// Whether federation is on (and has a server URL).
     pub fn enabled(&self) -> bool {
         let s = self.settings.get();
-        s.federation_enabled && !s.server_url.is_empty()
+        s.federation.federation_enabled && !s.server.server_url.is_empty()
     }
 
     /// The local actor's URLs, when a server URL is set.
     pub fn local(&self) -> Option<Local> {
         let s = self.settings.get();
-        if s.server_url.is_empty() {
+        if s.server.server_url.is_empty() {
             return None;
         }
-        Local::new(&s.server_url, &s.federation_username)
+        Local::new(&s.server.server_url, &s.federation.federation_username)
     }
 
     /// `local()` for routes: 405 while federation is off, 404 without a server URL.
     pub fn active(&self) -> Result<Local, HttpError> {
-        if !self.settings.get().federation_enabled {
+        if !self.settings.get().federation.federation_enabled {
             return Err(HttpError::Disabled);
         }
         self.local().ok_or_else(|| HttpError::Api(ApiError::NotFound("the server URL is not set".into())))

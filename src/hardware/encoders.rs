@@ -103,7 +103,7 @@ pub async fn refresh(hw: &Hardware) -> Vec<EncoderInfo> {
     }
     hw.encoders.send_replace(found.clone());
     *hw.probed_at.write() = Some(Utc::now());
-    let wanted = hw.settings.get().video_codec.clone();
+    let wanted = hw.settings.get().video.video_codec.clone();
     match hwaccel::select(&wanted, &found) {
         Some(e) => info!("video codec '{wanted}' uses {}", e.name),
         None if wanted != "auto" => warn!("the configured encoder '{wanted}' is not available here; using libx264"),

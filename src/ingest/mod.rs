@@ -40,7 +40,7 @@ impl Ingest {
         if self.temp_stream_key.as_deref() == Some(key) {
             return true;
         }
-        self.settings.get().stream_keys.iter().any(|k| k.key == key)
+        self.settings.get().server.stream_keys.iter().any(|k| k.key == key)
     }
 
     /// An accepted publisher (holding the slot) goes live: the stream starts and its media goes to the

@@ -97,8 +97,8 @@ impl From<rml_rtmp::sessions::ServerSessionError> for IngestError {
 /// Where the RTMP server listens: the saved bind address, except that a loopback web server (as in
 /// tests and local setups) keeps RTMP on loopback too unless an RTMP address was set explicitly.
 pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std::net::AddrParseError> {
-    let rtmp: std::net::IpAddr = s.rtmp_server_bind_address.parse()?;
-    let web: Option<std::net::IpAddr> = s.web_server_ip.parse().ok();
+    let rtmp: std::net::IpAddr = s.server.rtmp_server_bind_address.parse()?;
+    let web: Option<std::net::IpAddr> = s.server.web_server_ip.parse().ok();
     match web {
         Some(w) if w.is_loopback() && rtmp.is_unspecified() => Ok(w),
         _ => Ok(rtmp),
@@ -397,12 +397,13 @@ mod tests {
 
     #[test]
     fn loopback_web_keeps_rtmp_local() {
-        let mut s = crate::config::Settings { web_server_ip: "127.0.0.1".into(), ..Default::default() };
+        let mut s = crate::config::Settings::default();
+        s.server.web_server_ip = "127.0.0.1".into();
         assert_eq!(bind_address(&s).unwrap().to_string(), "127.0.0.1");
-        s.web_server_ip = "0.0.0.0".into();
+        s.server.web_server_ip = "0.0.0.0".into();
         assert_eq!(bind_address(&s).unwrap().to_string(), "0.0.0.0");
-        s.rtmp_server_bind_address = "192.0.2.1".into();
-        s.web_server_ip = "127.0.0.1".into();
+        s.server.rtmp_server_bind_address = "192.0.2.1".into();
+        s.server.web_server_ip = "127.0.0.1".into();
         assert_eq!(bind_address(&s).unwrap().to_string(), "192.0.2.1");
     }
 }

@@ -7,6 +7,8 @@
 //! reports as gone (404/410) are removed. Sends run in a task off the bus, one at a time with a timeout,
 //! so a slow push service never delays anything else; the bus's lag policy applies to this consumer.
 
+pub mod settings;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -214,11 +216,14 @@ pub struct RegisterDestination {
 pub struct NotifyState {
     pub notifications: Arc<Notifications>,
     pub settings: SettingsStore,
+    /// Where its setters announce CONFIG_CHANGED.
+    pub bus: Bus,
     /// Checks the chat user's `?accessToken=` of the register route.
     pub users: Arc<dyn UserTokens>,
 }
 
 pub fn routes(reg: &mut Registry, state: NotifyState) {
+    settings::routes(reg, state.clone());
     let mut reg = reg.scope(state);
     reg.schema::<RegisterDestination>();
     reg.post(
@@ -243,7 +248,7 @@ async fn register_destination(
     }
     let channel = req.channel.unwrap_or_default();
     let destination = req.destination.unwrap_or_default();
-    if !state.settings.get().browser_notifications.enabled {
+    if !state.settings.get().notifications.browser_notifications.enabled {
         return Err(ApiError::bad("browser notifications are not enabled"));
     }
     state.notifications.register(&channel, &destination).await.map_err(|e| match e {
@@ -304,23 +309,27 @@ pub fn start(state: NotifyState, bus: &Bus, stop: CancellationToken) -> tokio::t
 
 async fn go_live(state: &NotifyState) {
     let s = state.settings.get();
-    let link = if s.server_url.is_empty() { String::new() } else { format!("{}/", s.server_url) };
-    if s.browser_notifications.enabled {
+    let link = if s.server.server_url.is_empty() { String::new() } else { format!("{}/", s.server.server_url) };
+    if s.notifications.browser_notifications.enabled {
         let payload = json!({
-            "title": s.name,
-            "body": s.browser_notifications.go_live_message,
+            "title": s.instance.name,
+            "body": s.notifications.browser_notifications.go_live_message,
             "icon": format!("{}logo", if link.is_empty() { "/" } else { &link }),
             "url": if link.is_empty() { "/".to_string() } else { link.clone() },
         });
-        let contact = if s.server_url.is_empty() { "mailto:admin@localhost".to_string() } else { s.server_url.clone() };
+        let contact = if s.server.server_url.is_empty() {
+            "mailto:admin@localhost".to_string()
+        } else {
+            s.server.server_url.clone()
+        };
         let n = state.notifications.push_all(&payload, &contact).await;
         tracing::info!(sent = n, "sent go-live browser notifications");
     }
-    let d = &s.discord_notifications;
+    let d = &s.notifications.discord_notifications;
     if d.enabled && !d.webhook.is_empty() {
         let content = if link.is_empty() { d.go_live_message.clone() } else { format!("{} {link}", d.go_live_message) };
         let avatar = if link.is_empty() { String::new() } else { format!("{link}logo") };
-        state.notifications.discord(&d.webhook, &content, &s.name, &avatar).await;
+        state.notifications.discord(&d.webhook, &content, &s.instance.name, &avatar).await;
     }
 }
 

@@ -138,7 +138,7 @@ async fn public_list(State(s): State<Arc<Schedule>>, Query(range): Query<Range>)
     if to - from > Duration::days(MAX_RANGE_DAYS) {
         return Err(ScheduleError::Invalid("requested schedule range is too large".into()));
     }
-    if !s.settings.get().schedule_enabled {
+    if !s.settings.get().schedule.schedule_enabled {
         return Ok(no_cache(Json(Vec::<ScheduledEvent>::new()).into_response()));
     }
     let events = s.store.call(move |c| db::events_between(c, from, to)).await?;
@@ -147,7 +147,7 @@ async fn public_list(State(s): State<Arc<Schedule>>, Query(range): Query<Range>)
 
 async fn feed(State(s): State<Arc<Schedule>>) -> Result<Response, ScheduleError> {
     let now = Utc::now();
-    let events = if s.settings.get().schedule_enabled {
+    let events = if s.settings.get().schedule.schedule_enabled {
         let (from, to) = (now - Duration::days(7), now + Duration::days(365));
         s.store.call(move |c| db::events_between(c, from, to)).await?
     } else {
@@ -418,14 +418,14 @@ pub static SETTERS: &[Setter] = &[
         summary: "Turn the schedule on or off",
         value: ValueDoc::Boolean,
         done: "schedule feature updated",
-        apply: |v, s| put(&mut s.schedule_enabled, boolean(v)),
+        apply: |v, s| put(&mut s.schedule.schedule_enabled, boolean(v)),
     },
     Setter {
         name: "showcountdown",
         summary: "Show a countdown to the next event",
         value: ValueDoc::Boolean,
         done: "schedule countdown setting updated",
-        apply: |v, s| put(&mut s.schedule_show_countdown, boolean(v)),
+        apply: |v, s| put(&mut s.schedule.schedule_show_countdown, boolean(v)),
     },
     Setter {
         name: "chatopenminutes",
@@ -434,7 +434,7 @@ pub static SETTERS: &[Setter] = &[
         done: "schedule chat open setting updated",
         apply: |v, s| {
             put(
-                &mut s.schedule_chat_open_minutes,
+                &mut s.schedule.schedule_chat_open_minutes,
                 minutes(v, &CHAT_OPEN_MINUTES, "value must be 0, 5, 10, 30, or 60 minutes"),
             )
         },
@@ -445,7 +445,10 @@ pub static SETTERS: &[Setter] = &[
         value: ValueDoc::Json(REMINDER_MINUTES),
         done: "schedule reminder setting updated",
         apply: |v, s| {
-            put(&mut s.schedule_first_reminder_minutes, minutes(v, &REMINDER_MINUTES_ALLOWED, REMINDER_REFUSAL))
+            put(
+                &mut s.schedule.schedule_first_reminder_minutes,
+                minutes(v, &REMINDER_MINUTES_ALLOWED, REMINDER_REFUSAL),
+            )
         },
     },
     Setter {
@@ -454,7 +457,10 @@ pub static SETTERS: &[Setter] = &[
         value: ValueDoc::Json(REMINDER_MINUTES),
         done: "schedule reminder setting updated",
         apply: |v, s| {
-            put(&mut s.schedule_second_reminder_minutes, minutes(v, &REMINDER_MINUTES_ALLOWED, REMINDER_REFUSAL))
+            put(
+                &mut s.schedule.schedule_second_reminder_minutes,
+                minutes(v, &REMINDER_MINUTES_ALLOWED, REMINDER_REFUSAL),
+            )
         },
     },
     Setter {
@@ -467,7 +473,7 @@ pub static SETTERS: &[Setter] = &[
             if text.chars().count() > 500 {
                 return Err("value may be at most 500 characters".into());
             }
-            s.schedule_reminder_message = text;
+            s.schedule.schedule_reminder_message = text;
             Ok(())
         },
     },

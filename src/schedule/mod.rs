@@ -18,6 +18,7 @@ pub mod db;
 pub mod ics;
 pub mod model;
 pub mod recurrence;
+pub mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,11 +102,11 @@ impl ScheduleWatch {
     /// `scheduledEvent` of `/api/status`: None while the schedule is off or nothing is coming.
     pub fn status(&self, online: bool, now: DateTime<Utc>) -> Option<ScheduledStatus> {
         let s = self.settings.get();
-        if !s.schedule_enabled {
+        if !s.schedule.schedule_enabled {
             return None;
         }
         let e = self.upcoming.borrow().clone()?;
-        let chat_open = chat_open(&e, i64::from(s.schedule_chat_open_minutes), online, now);
+        let chat_open = chat_open(&e, i64::from(s.schedule.schedule_chat_open_minutes), online, now);
         Some(ScheduledStatus {
             id: e.id,
             name: e.name,
@@ -197,10 +198,10 @@ impl Schedule {
         let next = self.store.call(move |c| db::upcoming(c, now)).await?;
         self.upcoming.send_replace(next);
         let s = self.settings.get();
-        if !s.schedule_enabled {
+        if !s.schedule.schedule_enabled {
             return Ok(());
         }
-        self.no_shows(now, i64::from(s.schedule_chat_open_minutes)).await?;
+        self.no_shows(now, i64::from(s.schedule.schedule_chat_open_minutes)).await?;
         self.reminders(now).await?;
         self.webhooks(now).await?;
         Ok(())
@@ -232,9 +233,9 @@ impl Schedule {
     /// it get the reminder text, posted to the followers and sent as a webhook.
     async fn reminders(&self, now: DateTime<Utc>) -> Result<(), ScheduleError> {
         let s = self.settings.get();
-        let mut slots = vec![(s.schedule_first_reminder_minutes, "reminder_1_sent_at")];
-        if s.schedule_second_reminder_minutes != s.schedule_first_reminder_minutes {
-            slots.push((s.schedule_second_reminder_minutes, "reminder_2_sent_at"));
+        let mut slots = vec![(s.schedule.schedule_first_reminder_minutes, "reminder_1_sent_at")];
+        if s.schedule.schedule_second_reminder_minutes != s.schedule.schedule_first_reminder_minutes {
+            slots.push((s.schedule.schedule_second_reminder_minutes, "reminder_2_sent_at"));
         }
         for (minutes, column) in slots.into_iter().filter(|(m, _)| *m > 0) {
             let to = now + chrono::Duration::minutes(i64::from(minutes));
@@ -242,7 +243,7 @@ impl Schedule {
             for e in due {
                 let id = e.id.clone();
                 self.store.call(move |c| db::stamp(c, &id, column, now)).await?;
-                let Some(text) = reminder_text(&e, &s.schedule_reminder_message, &s.server_url) else {
+                let Some(text) = reminder_text(&e, &s.schedule.schedule_reminder_message, &s.server.server_url) else {
                     continue;
                 };
                 self.bus.publish(Event::ScheduleReminder { event_id: e.id.clone(), text: text.clone() });
@@ -271,7 +272,7 @@ impl Schedule {
             let title = self
                 .settings
                 .update::<StoreError, _>(|s| {
-                    s.stream_title = name;
+                    s.instance.stream_title = name;
                     Ok(())
                 })
                 .await;
@@ -296,11 +297,11 @@ impl Schedule {
         let mut data = json!({
             "status": {
                 "online": state.online,
-                "streamTitle": s.stream_title,
+                "streamTitle": s.instance.stream_title,
                 "lastConnectTime": state.last_connect_time,
                 "lastDisconnectTime": state.last_disconnect_time,
             },
-            "serverURL": s.server_url,
+            "serverURL": s.server.server_url,
             "event": e,
             "action": action,
             "timestamp": now,
@@ -373,11 +374,11 @@ mod tests {
         let settings = SettingsStore::open(store.clone()).unwrap();
         settings
             .update::<StoreError, _>(|s| {
-                s.schedule_enabled = true;
-                s.schedule_reminder_message = "Soon!".into();
-                s.schedule_first_reminder_minutes = 60;
-                s.schedule_second_reminder_minutes = 15;
-                s.schedule_chat_open_minutes = 10;
+                s.schedule.schedule_enabled = true;
+                s.schedule.schedule_reminder_message = "Soon!".into();
+                s.schedule.schedule_first_reminder_minutes = 60;
+                s.schedule.schedule_second_reminder_minutes = 15;
+                s.schedule.schedule_chat_open_minutes = 10;
                 Ok(())
             })
             .await
@@ -431,7 +432,7 @@ mod tests {
         assert_eq!(actions(&mut sub), ["10-minute-warning"]);
         s.tick(at(1)).await.unwrap();
         assert_eq!(actions(&mut sub), ["started"]);
-        assert_eq!(s.settings.get().stream_title, "Show", "the title becomes the event's name");
+        assert_eq!(s.settings.get().instance.stream_title, "Show", "the title becomes the event's name");
         // chat was opened early, the stream never came: cancelled 10 minutes after the start
         s.tick(at(11)).await.unwrap();
         let row = s.store.call(|c| db::event(c, "abc")).await.unwrap().unwrap();

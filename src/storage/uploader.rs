@@ -138,6 +138,16 @@ struct Queued {
     _hold: Hold,
 }
 
+impl crate::http::setters::SettingsHost for Storage {
+    fn settings_store(&self) -> &SettingsStore {
+        &self.settings
+    }
+
+    fn event_bus(&self) -> &Bus {
+        &self.bus
+    }
+}
+
 impl Storage {
     pub fn new(deps: StorageDeps) -> Arc<Self> {
         let http = reqwest::Client::builder()
@@ -188,12 +198,12 @@ impl Storage {
     fn reload(&self) -> Option<Arc<Target>> {
         let s = self.settings.get();
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        let target = if s.s3.enabled {
-            match S3Client::new(&s.s3, self.http.clone()) {
+        let target = if s.storage.s3.enabled {
+            match S3Client::new(&s.storage.s3, self.http.clone()) {
                 Ok(client) => Some(Arc::new(Target {
                     client,
-                    prefix: playlist::normalise_prefix(&s.s3.path_prefix),
-                    serving: s.video_serving_endpoint.trim().trim_end_matches('/').to_string(),
+                    prefix: playlist::normalise_prefix(&s.storage.s3.path_prefix),
+                    serving: s.server.video_serving_endpoint.trim().trim_end_matches('/').to_string(),
                     generation,
                 })),
                 Err(e) => {

@@ -230,7 +230,7 @@ async fn supervise(
     let (seg, list) = s.latency();
     let dir = t.deps.hls_dir.clone();
     let chosen = encoders::selected(&t);
-    let specs: Vec<_> = s.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
+    let specs: Vec<_> = s.video.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
     let cap = nvenc_cap(&chosen).await;
     let plan = hwaccel::plan_sessions(&specs, &chosen.name, cap);
     encoders::report_session_plan(&t, &plan);
@@ -241,7 +241,7 @@ async fn supervise(
         .collect::<Result<Vec<_>, _>>()
         .unwrap_or_else(|e| {
             warn!("{e}; using {SOFTWARE_ENCODER}");
-            software_encoders(&s.video_quality_variants)
+            software_encoders(&s.video.video_quality_variants)
         });
     let container = guard.source().container;
     let mut cfg = WorkerConfig {
@@ -249,7 +249,7 @@ async fn supervise(
         container,
         segment_seconds: seg,
         list_size: list,
-        variants: s.video_quality_variants.clone(),
+        variants: s.video.video_quality_variants.clone(),
         encoder: SOFTWARE_ENCODER.into(),
         encoders,
         debug_encoder_fault: t.deps.debug_encoder_fault,
