@@ -192,7 +192,7 @@ async fn send(fed: &Federation, row: &Queued) -> Result<u16, FedError> {
 
 async fn attempt(fed: &Federation, row: Queued, host: &str) {
     let result = if row.superseded {
-        tracing::debug!(inbox = %row.inbox, "a newer activity superseded a queued one; dropped unsent");
+        tracing::info!(inbox = %row.inbox, "a newer activity superseded a queued one; dropped unsent");
         Err(FedError::Superseded)
     } else {
         send(fed, &row).await
