@@ -654,9 +654,12 @@ fn the_event_page_shows_the_event_with_a_countdown_and_add_to_calendar() {
     s.admin_post(DELETE, &json!({"id": id, "cancel": true}));
     let html = s.get(&path).text().unwrap();
     assert!(html.contains("This stream was cancelled.") && !html.contains("id=\"event-countdown\""), "{html}");
+    let r = s.client.get(s.url("/schedule/nosuchevent")).header("accept", "text/html").send().unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    assert!(r.text().unwrap().contains("No such scheduled stream"), "a page for a browser");
     let r = s.get("/schedule/nosuchevent");
     assert_eq!(r.status().as_u16(), 404);
-    assert!(r.text().unwrap().contains("No such scheduled stream"));
+    assert_eq!(r.json::<Value>().unwrap()["success"], json!(false), "JSON for other clients");
 }
 
 #[test]

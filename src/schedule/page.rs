@@ -3,18 +3,19 @@
 //! the name, the description, the start in the event's own time zone and in the viewer's, the
 //! duration, a live countdown, whether it was cancelled, "Add to calendar" (this event as iCalendar,
 //! `/schedule/{id}/calendar.ics`), the schedule's feed and the way to the stream; OpenGraph and
-//! Twitter card tags for link previews. 404 (a page saying so) while the schedule is off or for an id
-//! that names no event.
+//! Twitter card tags for link previews. 404 while the schedule is off or for an id that names no
+//! event: a page saying so for a browser, the usual JSON refusal otherwise.
 
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use chrono::{Duration, Utc};
 
 use super::model::ScheduledEvent;
 use super::{db, ics, Schedule, ScheduleError};
+use crate::http::ApiError;
 
 /// HTML escaping for text and attribute values.
 fn esc(s: &str) -> String {
@@ -28,7 +29,12 @@ async fn find(s: &Schedule, id: String) -> Result<Option<ScheduledEvent>, Schedu
     Ok(s.store.call(move |c| db::event(c, &id)).await?)
 }
 
-fn not_found(server: &str) -> Response {
+/// The 404 answer: a page for a browser (`Accept` names HTML), Owncast's JSON otherwise.
+fn not_found(headers: &HeaderMap, server: &str) -> Response {
+    let html = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| v.contains("text/html"));
+    if !html {
+        return ApiError::NotFound("no such scheduled stream".into()).into_response();
+    }
     let body = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Not found · {0}</title>\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"></head><body>\
@@ -51,9 +57,13 @@ fn duration_text(minutes: i64) -> String {
 }
 
 /// `GET /schedule/{id}`.
-pub async fn page(State(s): State<Arc<Schedule>>, Path(id): Path<String>) -> Result<Response, ScheduleError> {
+pub async fn page(
+    State(s): State<Arc<Schedule>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ScheduleError> {
     let settings = s.settings.get().clone();
-    let Some(e) = find(&s, id).await? else { return Ok(not_found(&settings.name)) };
+    let Some(e) = find(&s, id).await? else { return Ok(not_found(&headers, &settings.name)) };
     let base = settings.server_url.trim_end_matches('/').to_string();
     let tz: chrono_tz::Tz = e.timezone.parse().unwrap_or(chrono_tz::UTC);
     let when = e.start_time.with_timezone(&tz).format("%A, %B %-d, %Y at %-I:%M %p %Z").to_string();
@@ -168,9 +178,13 @@ h1 {{ margin-top: 0; }} .muted {{ color: #5d5d70; }} .cancelled {{ color: #b0002
 }
 
 /// `GET /schedule/{id}/calendar.ics`: this one event as an iCalendar file (the "Add to calendar" link).
-pub async fn calendar(State(s): State<Arc<Schedule>>, Path(id): Path<String>) -> Result<Response, ScheduleError> {
+pub async fn calendar(
+    State(s): State<Arc<Schedule>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ScheduleError> {
     let name = s.settings.get().name.clone();
-    let Some(e) = find(&s, id).await? else { return Ok(not_found(&name)) };
+    let Some(e) = find(&s, id).await? else { return Ok(not_found(&headers, &name)) };
     let mut resp = ics::calendar(std::slice::from_ref(&e), Utc::now()).into_response();
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/calendar; charset=utf-8"));
