@@ -497,6 +497,10 @@ mod tests {
             match &*e {
                 Event::ScheduledEvent(d) => out.push(d["action"].as_str().unwrap_or_default().to_string()),
                 Event::ScheduleReminder { .. } => out.push("post".into()),
+                Event::ScheduleChatClosing { body, .. } => {
+                    assert_eq!(body, NEVER_STARTED_MESSAGE);
+                    out.push("chat-closing".into())
+                }
                 _ => {}
             }
         }
@@ -535,7 +539,14 @@ mod tests {
         s.tick(at(1)).await.unwrap();
         assert_eq!(actions(&mut sub), ["started"]);
         assert_eq!(s.settings.get().stream_title, "Show", "the title becomes the event's name");
-        // chat was opened early, the stream never came: cancelled 10 minutes after the start
+        // chat was opened early, the stream never came: chat hears it 9 minutes after the start (once),
+        // and the event is cancelled 10 minutes after it
+        s.tick(at(8)).await.unwrap();
+        assert!(actions(&mut sub).is_empty());
+        s.tick(at(9) + chrono::Duration::seconds(5)).await.unwrap();
+        assert_eq!(actions(&mut sub), ["chat-closing"]);
+        s.tick(at(9) + chrono::Duration::seconds(15)).await.unwrap();
+        assert!(actions(&mut sub).is_empty());
         s.tick(at(11)).await.unwrap();
         let row = s.store.call(|c| db::event(c, "abc")).await.unwrap().unwrap();
         assert_eq!(row.status, "cancelled");
