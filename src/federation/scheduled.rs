@@ -14,6 +14,11 @@
 //! before its Create, no reminder before the Event) and the coalesce keys
 //! `scheduled-event:<id>:create`, `:state` (an Update or Delete not delivered yet is replaced by the
 //! next one: followers get only the newest state) and `:reminder:<n>`.
+//!
+//! The schedule marks an activity as sent when it publishes it and this module queues it as soon as
+//! it arrives, so the only window in which one can be lost is a daemon that stops between the two
+//! (or a federation consumer that lags `BUS_CAPACITY` events behind); from the queue on it survives
+//! restarts.
 
 use chrono::{Duration, SecondsFormat, Utc};
 use serde_json::{json, Value};
