@@ -106,7 +106,12 @@ fn body_text(bytes: &[u8]) -> Result<String, ApiError> {
 }
 
 /// Store a message without a user (system message or action) and send it to the room.
-async fn store_and_broadcast(ctx: &Chat, event: ChatEvent, stored_type: &str, body: String) -> Result<(), ApiError> {
+pub(super) async fn store_and_broadcast(
+    ctx: &Chat,
+    event: ChatEvent,
+    stored_type: &str,
+    body: String,
+) -> Result<(), ApiError> {
     let (id, timestamp) = match &event {
         ChatEvent::System(e) => (e.id.clone(), e.timestamp),
         ChatEvent::Action(e) => (e.id.clone(), e.timestamp),

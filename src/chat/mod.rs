@@ -269,8 +269,10 @@ pub fn raise_nofile_limit() -> u64 {
 }
 
 /// Owncast's chat actions when a stream starts ("Stay tuned, the stream is **starting**!") and when the
-/// stream title changes to a non-empty one ("Stream title changed to **TITLE**"); and the fediverse
-/// engagement events federation publishes, relayed to the room (they are already on the bus).
+/// stream title changes to a non-empty one ("Stream title changed to **TITLE**"); the fediverse
+/// engagement events federation publishes, relayed to the room (they are already on the bus); and
+/// the schedule's SYSTEM message when a scheduled stream that opened chat never started (kept in the
+/// history like any system message).
 pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
     let mut sub = ctx.bus.subscribe("chat-stream-start");
     let ctx = ctx.clone();
@@ -286,6 +288,13 @@ pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
                     broadcast(&ctx, protocol::chat_action(&body));
                 }
                 Event::Chat(c) if c.is_fediverse() => ctx.hub.broadcast(protocol::frame(c)),
+                Event::ScheduleChatClosing { body, .. } => {
+                    let body = sanitize::render(body);
+                    let event = protocol::system(&body, &ctx.settings.get().instance.name);
+                    if let Err(e) = integrations::store_and_broadcast(&ctx, event, protocol::SYSTEM, body).await {
+                        tracing::warn!("could not send the scheduled stream's chat notice: {e}");
+                    }
+                }
                 _ => {}
             }
         }

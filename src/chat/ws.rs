@@ -302,8 +302,10 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
 }
 
 async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
-    // Offline for more than 5 minutes and no scheduled stream opened chat: ignored, as Owncast does.
+    // Offline for more than 5 minutes and no scheduled stream opened chat: ignored, as Owncast does;
+    // only the sender is told why (a CHAT_ACTION).
     if !ctx.takes_messages() {
+        action_to(client, p::MSG_CHAT_CLOSED);
         return;
     }
     let user = client.user.read().clone();

@@ -347,20 +347,6 @@ pub async fn send_go_live(fed: &Federation) -> Result<Value, FedError> {
     post_note(fed, &local, html, &tags, audience).await
 }
 
-/// A scheduled stream's reminder (its text, one paragraph per line), to the followers: public, or
-/// followers-only in private mode.
-pub async fn send_schedule_reminder(fed: &Federation, text: &str) -> Result<Value, FedError> {
-    let local = fed.local().ok_or_else(|| FedError::Policy("the server URL is not set".into()))?;
-    let s = fed.settings.get();
-    let html: String = text
-        .split("\n\n")
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| format!("<p>{}</p>", escape(p.trim()).replace('\n', "<br>")))
-        .collect();
-    let audience = if s.federation.federation_private { Audience::Followers } else { Audience::Public };
-    post_note(fed, &local, html, &[], audience).await
-}
-
 /// 404 as an ActivityPub route answers it.
 pub fn not_found() -> Response {
     let body = crate::http::StatusResponse { success: false, message: "not found".into() };

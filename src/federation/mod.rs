@@ -8,7 +8,8 @@
 //! the URL policy and the remote key cache), `data` (the tables), `delivery` (the persistent outbound
 //! queue), `discovery` (WebFinger, host-meta, NodeInfo, `/api/v1/instance`), `actor` (actor, outbox,
 //! followers, objects), `inbox` (inbound activities), `servers` (federated servers), `signin`
-//! (Fediverse chat sign-in), `api` (admin and public routes).
+//! (Fediverse chat sign-in), `scheduled` (scheduled streams as ActivityPub Events, their updates,
+//! deletes and reminders, which the schedule publishes on the bus), `api` (admin and public routes).
 //!
 //! Every federation route answers 405 while federation is disabled. Federation needs `serverurl`:
 //! its host is the account's domain. Outbound requests go only to `https://` URLs, or, with the
@@ -23,6 +24,7 @@ pub mod delivery;
 pub mod discovery;
 pub mod inbox;
 pub mod keys;
+pub mod scheduled;
 pub mod servers;
 pub mod settings;
 pub mod signatures;
@@ -59,6 +61,9 @@ pub enum FedError {
     Remote(String),
     #[error("{0}")]
     Policy(String),
+    /// A queued delivery a newer one replaced (never sent).
+    #[error("superseded by a newer activity")]
+    Superseded,
 }
 
 impl From<rusqlite::Error> for FedError {
@@ -287,9 +292,8 @@ impl Tasks {
     }
 }
 
-/// Start the delivery workers, the go-live post on `Event::StreamStarted`, the schedule reminder post on
-/// `Event::ScheduleReminder` and the federated servers'
-/// status poll.
+/// Start the delivery workers, the go-live post on `Event::StreamStarted`, the scheduled streams'
+/// activities on `Event::ScheduleFederation` (`scheduled`) and the federated servers' status poll.
 pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
     let delivery = tokio::spawn(delivery::run(fed.clone()));
     let status = tokio::spawn(servers::watch(fed.clone()));
@@ -301,10 +305,13 @@ pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
                     tracing::warn!("could not send the go-live post to followers: {e}");
                 }
             }
-            if let Event::ScheduleReminder { text, .. } = &*event {
+            if let Event::ScheduleFederation(activity) = &*event {
                 if fed.enabled() {
-                    if let Err(e) = actor::send_schedule_reminder(&fed, text).await {
-                        tracing::warn!("could not send the schedule reminder to followers: {e}");
+                    if let Err(e) = scheduled::send(&fed, activity).await {
+                        tracing::warn!(
+                            event = activity.event_id(),
+                            "could not send a scheduled stream's activity: {e}"
+                        );
                     }
                 }
             }

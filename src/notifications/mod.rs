@@ -1,5 +1,7 @@
 //! Go-live notifications: browser push (Web Push, RFC 8291 encryption with VAPID) and a chat-service
-//! (Discord) webhook message, both sent when the stream starts.
+//! (Discord) webhook message, both sent when the stream starts; and the same two channels carry a
+//! scheduled stream's reminders (`Event::ScheduleReminder`: push titled with the server name, linking
+//! the event's page; the reminder text to Discord), each while that channel is enabled.
 //!
 //! The VAPID key pair is generated once and kept in this module's own table; its public half is what
 //! `/api/config` shows as `notifications.browser.publicKey`. Viewers register a push subscription
@@ -193,11 +195,11 @@ impl Notifications {
         match self.client.post(webhook).json(&body).send().await {
             Ok(r) if r.status().is_success() => true,
             Ok(r) => {
-                tracing::warn!(status = %r.status(), "the Discord webhook refused the go-live message");
+                tracing::warn!(status = %r.status(), "the Discord webhook refused a message");
                 false
             }
             Err(e) => {
-                tracing::warn!("the Discord go-live message failed: {e}");
+                tracing::warn!("a Discord message failed: {e}");
                 false
             }
         }
@@ -287,7 +289,6 @@ fn save_destination(
     Ok(true)
 }
 
-/// Send the go-live notifications whenever the stream starts.
 /// Send the go-live notifications on STREAM_STARTED until `stop` fires. A send in progress when it fires
 /// is finished, not cut off (the daemon waits for the returned task, with a time limit).
 pub fn start(state: NotifyState, bus: &Bus, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
@@ -300,8 +301,10 @@ pub fn start(state: NotifyState, bus: &Bus, stop: CancellationToken) -> tokio::t
                 event = sub.recv() => event,
             };
             let Some(event) = event else { return };
-            if matches!(*event, Event::StreamStarted(_)) {
-                go_live(&state).await;
+            match &*event {
+                Event::StreamStarted(_) => go_live(&state).await,
+                Event::ScheduleReminder { event_id, text } => reminder(&state, event_id, text).await,
+                _ => {}
             }
         }
     })
@@ -330,6 +333,30 @@ async fn go_live(state: &NotifyState) {
         let content = if link.is_empty() { d.go_live_message.clone() } else { format!("{} {link}", d.go_live_message) };
         let avatar = if link.is_empty() { String::new() } else { format!("{link}logo") };
         state.notifications.discord(&d.webhook, &content, &s.instance.name, &avatar).await;
+    }
+}
+
+/// A scheduled stream's reminder: a browser push (title: the server name; opens the event's page)
+/// and the text to Discord.
+async fn reminder(state: &NotifyState, event_id: &str, text: &str) {
+    let s = state.settings.get().clone();
+    let base = s.server.server_url.trim_end_matches('/');
+    let page = format!("{base}/schedule/{event_id}");
+    if s.notifications.browser_notifications.enabled {
+        let payload = json!({
+            "title": s.instance.name,
+            "body": text,
+            "icon": format!("{base}/logo"),
+            "url": page,
+        });
+        let contact = if base.is_empty() { "mailto:admin@localhost".to_string() } else { base.to_string() };
+        let n = state.notifications.push_all(&payload, &contact).await;
+        tracing::info!(sent = n, event = event_id, "sent a scheduled stream's reminder as browser notifications");
+    }
+    let d = &s.notifications.discord_notifications;
+    if d.enabled && !d.webhook.is_empty() {
+        let avatar = if base.is_empty() { String::new() } else { format!("{base}/logo") };
+        state.notifications.discord(&d.webhook, text, &s.instance.name, &avatar).await;
     }
 }
 

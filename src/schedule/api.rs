@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::model::{
     self, AdminSchedule, DeleteInput, EventInput, Preview, PreviewInput, ScheduledEvent, ScheduledEventSeries,
 };
-use super::{db, ics, recurrence, Schedule, ScheduleError};
+use super::{db, ics, page, recurrence, Schedule, ScheduleError};
 use crate::config::Settings;
 use crate::events::Event;
 use crate::http::{setter_value, ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
@@ -54,15 +54,23 @@ pub fn routes(reg: &mut Registry, schedule: Arc<Schedule>) {
         .error(400, "A bad time, to not after from, or a range over 366 days");
     reg.get("/api/schedule.ics", PUBLIC, Auth::Public, "The schedule as an iCalendar feed", feed)
         .answers(ResponseDoc::Content("text/calendar"));
-    // The event page the reminders link to: the viewer page, which shows the next scheduled stream.
+    // The event page the reminders and the ActivityPub Event link to.
     reg.get(
         "/schedule/{id}",
         PUBLIC,
         Auth::Public,
-        "A scheduled stream's page: redirect (302) to the viewer page",
-        || async { (axum::http::StatusCode::FOUND, [(header::LOCATION, "/")]) },
+        "A scheduled stream's public page (HTML; 404 while the schedule is off or for an unknown id)",
+        page::page,
     )
-    .answers(ResponseDoc::Redirect(302, "To the viewer page"));
+    .answers(ResponseDoc::Content("text/html"));
+    reg.get(
+        "/schedule/{id}/calendar.ics",
+        PUBLIC,
+        Auth::Public,
+        "One scheduled stream as an iCalendar file (the page's Add to calendar)",
+        page::calendar,
+    )
+    .answers(ResponseDoc::Content("text/calendar"));
     reg.get("/api/admin/schedule", ADMIN, Auth::Admin, "Every series and event", admin_list).returns::<AdminSchedule>();
     reg.post(
         "/api/admin/schedule/event",
@@ -276,6 +284,10 @@ async fn update(
                 recurrence::expand(rule.clone(), now, now + Duration::days(super::MATERIALIZE_DAYS)).await?;
                 series.recurrence = rule.trim().to_string();
             }
+            // The slots of the (new) rule, a day past the created ones: announced occurrences still
+            // in it are updated, the others deleted.
+            let horizon = now + Duration::days(super::MATERIALIZE_DAYS + 1);
+            let (slots, _) = recurrence::expand(series.recurrence.clone(), now, horizon).await?;
             if let Some(n) = name {
                 series.name = n;
             }
@@ -293,7 +305,7 @@ async fn update(
                 .call(move |c| {
                     let tx = c.transaction()?;
                     db::upsert_series(&tx, &stored, now)?;
-                    db::delete_future_scheduled(&tx, &stored.id, now)?;
+                    db::reconcile_series(&tx, &stored, &slots, now)?;
                     tx.commit()?;
                     Ok(())
                 })
@@ -353,7 +365,7 @@ async fn delete(
             if cancel {
                 s.store.call(move |c| db::cancel_event(c, &event.id, now)).await?;
             } else {
-                s.store.call(move |c| db::delete_event(c, &event.id)).await?;
+                s.store.call(move |c| db::delete_event(c, &event.id, now)).await?;
             }
         }
     }
