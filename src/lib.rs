@@ -17,6 +17,8 @@
 //! - [`health`]: the health aggregator; hardware, transcode and metrics report typed inputs into it.
 //! - [`telemetry`]: figures features produce for metrics (encoder speed, CPU, chat clients, ...).
 //! - [`http`]: `ApiError`/`StatusResponse`, extractors, admin auth, the route `Registry` and OpenAPI.
+//! - [`tasks`]: the one task lifecycle: every long-running task is spawned on one tracker and stops
+//!   with its shutdown stage (one cancellation token tree; `daemon` stops the stages in order).
 //! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
 //! - [`logs`]: the admin log view, a bounded ring of recent log events filled by a `tracing` layer
 //!   that `main.rs` installs (`/api/admin/logs`, `/api/admin/logs/warnings`).
@@ -113,6 +115,7 @@ pub mod storage;
 pub mod store;
 pub mod stream;
 pub mod systemd;
+pub mod tasks;
 pub mod telemetry;
 pub mod tokens;
 pub mod transcode;

@@ -39,6 +39,7 @@ use crate::events::{Bus, Event};
 use crate::http::{ApiError, StatusResponse, UserTokens};
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
+use crate::tasks::{Stage, Tasks};
 
 /// The ActivityStreams public collection.
 pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
@@ -169,6 +170,8 @@ pub struct Federation {
     /// The number of approved followers, kept current for `/api/config` (a handle the composition
     /// root shares with the public API).
     pub follower_count: Arc<AtomicU64>,
+    /// The daemon's tasks (federation's run in the `Delivery` stage).
+    pub tasks: Tasks,
 }
 
 impl Federation {
@@ -179,6 +182,7 @@ impl Federation {
         bus: Bus,
         users: Arc<dyn UserTokens>,
         config: FederationConfig,
+        tasks: Tasks,
     ) -> Result<Arc<Self>, FedError> {
         store.migrate("federation", data::MIGRATIONS)?;
         let client = client::Client::new(&config)?;
@@ -194,6 +198,7 @@ impl Federation {
             users,
             client,
             config,
+            tasks,
         }))
     }
 
@@ -270,31 +275,24 @@ impl IntoResponse for HttpError {
     }
 }
 
-/// The running federation tasks.
-pub struct Tasks {
-    delivery: tokio::task::JoinHandle<()>,
-    go_live: tokio::task::JoinHandle<()>,
-    status: tokio::task::JoinHandle<()>,
-}
-
-impl Tasks {
-    /// Stop the tasks (undelivered activities stay in the queue table for the next start).
-    pub fn stop(self) {
-        self.delivery.abort();
-        self.go_live.abort();
-        self.status.abort();
-    }
-}
-
-/// Start the delivery workers, the go-live post on `Event::StreamStarted`, the schedule reminder post on
-/// `Event::ScheduleReminder` and the federated servers'
-/// status poll.
-pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
-    let delivery = tokio::spawn(delivery::run(fed.clone()));
-    let status = tokio::spawn(servers::watch(fed.clone()));
+/// Start, in the `Delivery` stage, the delivery workers (undelivered activities stay in the queue
+/// table for the next start), the go-live post on `Event::StreamStarted`, the schedule reminder post on
+/// `Event::ScheduleReminder` and the federated servers' status poll.
+pub fn start(fed: Arc<Federation>, bus: &Bus) {
+    let tasks = fed.tasks.clone();
+    tasks.spawn_until_stopped(Stage::Delivery, "federation: delivery queue", delivery::run(fed.clone()));
+    tasks.spawn_until_stopped(Stage::Delivery, "federation: server status", servers::watch(fed.clone()));
     let mut sub = bus.subscribe("federation");
-    let go_live = tokio::spawn(async move {
-        while let Some(event) = sub.recv().await {
+    let stop = tasks.token(Stage::Delivery);
+    // A post being sent when the stage stops is finished.
+    tasks.spawn(Stage::Delivery, "federation: go-live", async move {
+        loop {
+            let event = tokio::select! {
+                biased;
+                _ = stop.cancelled() => return,
+                event = sub.recv() => event,
+            };
+            let Some(event) = event else { return };
             if matches!(*event, Event::StreamStarted(_)) && fed.enabled() {
                 if let Err(e) = actor::send_go_live(&fed).await {
                     tracing::warn!("could not send the go-live post to followers: {e}");
@@ -309,7 +307,6 @@ pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
             }
         }
     });
-    Tasks { delivery, go_live, status }
 }
 
 pub use api::routes;

@@ -306,17 +306,6 @@ pub async fn save(metrics: &Metrics) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// `save` on the current thread (shutdown).
-pub fn save_blocking(metrics: &Metrics) -> Result<(), StoreError> {
-    let value = metrics.counts.overall_max.load(Ordering::Relaxed);
-    if value == metrics.viewers.saved_overall.load(Ordering::Relaxed) {
-        return Ok(());
-    }
-    metrics.store.with(|c| save_sql(c, value))?;
-    metrics.viewers.saved_overall.store(value, Ordering::Relaxed);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

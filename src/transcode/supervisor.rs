@@ -55,6 +55,8 @@ use crate::health::HealthInput;
 use crate::media::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
 use crate::media::{MediaEvent, PublisherGuard};
 use crate::stream::{stream_event, Broadcaster, StreamDetails};
+use crate::tasks::{Stage, Tasks};
+use tokio_util::sync::CancellationToken;
 
 /// Tags buffered between the ingest and the worker.
 pub const FEED_CAPACITY: usize = 2048;
@@ -133,7 +135,7 @@ pub fn start(t: &Arc<Transcoder>, remote: SocketAddr, publisher: PublisherGuard)
     });
     publish_stream_event(t, Event::StreamStarted);
     // Chat sends Owncast's "Stay tuned, the stream is starting!" when it sees STREAM_STARTED.
-    t.tracker.spawn(supervise(t.clone(), rx, details_rx, publisher));
+    t.deps.tasks.spawn(Stage::Stream, "stream supervisor", supervise(t.clone(), rx, details_rx, publisher));
     Feeder { tx, details: details_tx, skipping: false, dropped: 0 }
 }
 
@@ -150,7 +152,7 @@ struct Worker {
     pid: Option<u32>,
 }
 
-fn spawn_worker(cfg: &WorkerConfig) -> std::io::Result<Worker> {
+fn spawn_worker(cfg: &WorkerConfig, tasks: &Tasks) -> std::io::Result<Worker> {
     let exe = own_exe()?;
     let json = serde_json::to_string(cfg).map_err(std::io::Error::other)?;
     let mut child = Command::new(exe)
@@ -166,7 +168,8 @@ fn spawn_worker(cfg: &WorkerConfig) -> std::io::Result<Worker> {
     let stdin = child.stdin.take();
     let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("worker stdout missing"))?;
     let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
-    tokio::spawn(async move {
+    // Ends when the worker's stdout closes.
+    tasks.spawn(Stage::Stream, "worker events", async move {
         let mut lines = BufReader::new(stdout).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             match serde_json::from_str::<WorkerEvent>(&line) {
@@ -261,7 +264,7 @@ async fn supervise(
     let mut restarts: VecDeque<Instant> = VecDeque::new();
     let mut hw_failures = 0u32;
     let mut encoder_failure: Option<EncoderFailure>;
-    let mut thumbnails: Option<tokio::task::JoinHandle<()>> = None;
+    let mut thumbnails: Option<CancellationToken> = None;
 
     let mut disk_full = false;
     loop {
@@ -269,7 +272,7 @@ async fn supervise(
             disk_full = false;
             room_again(&t);
         }
-        let mut worker = match spawn_worker(&cfg) {
+        let mut worker = match spawn_worker(&cfg, &t.deps.tasks) {
             Ok(w) => w,
             Err(e) => {
                 error!("cannot start the transcode worker: {e}");
@@ -356,7 +359,7 @@ async fn supervise(
     }
 
     if let Some(t) = thumbnails.take() {
-        t.abort();
+        t.cancel();
     }
     for n in 0..variant_count {
         if let Err(e) = ensure_endlist(&dir.join(n.to_string()).join("stream.m3u8")) {
@@ -493,7 +496,7 @@ async fn run_worker(
     details: &mut watch::Receiver<StreamDetails>,
     seq_video: &mut Option<FlvTag>,
     seq_audio: &mut Option<FlvTag>,
-    thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
+    thumbnails: &mut Option<CancellationToken>,
     encoder_failure: &mut Option<EncoderFailure>,
     dir: &Path,
     thumb_variant: usize,
@@ -579,7 +582,7 @@ async fn run_worker(
 fn on_event(
     t: &Transcoder,
     ev: WorkerEvent,
-    thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
+    thumbnails: &mut Option<CancellationToken>,
     dir: &Path,
     thumb_variant: usize,
 ) {
@@ -604,8 +607,11 @@ fn on_event(
         WorkerEvent::SegmentWritten(seg) => {
             t.deps.media.publish(MediaEvent::SegmentWritten(seg));
             if thumbnails.is_none() {
-                *thumbnails =
-                    Some(thumbnail::spawn_loop(dir.join(thumb_variant.to_string()), t.deps.images_dir.clone()));
+                *thumbnails = Some(thumbnail::spawn_loop(
+                    &t.deps.tasks,
+                    dir.join(thumb_variant.to_string()),
+                    t.deps.images_dir.clone(),
+                ));
             }
         }
         WorkerEvent::PlaylistWritten { variant } => {
