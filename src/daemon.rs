@@ -26,7 +26,8 @@
 //! 6. `Background` ([`BACKGROUND_STOP_TIMEOUT`]): timers, samplers, probes and pollers stop; the metrics
 //!    task saves the viewer peak.
 //!
-//! Then the database is checkpointed. The limits add up to less than systemd's stop timeout.
+//! Then the database is checkpointed. The limits add up to less than systemd's stop timeout
+//! (`TimeoutStopSec` in `systemd/castd.service`; a unit test checks).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -81,13 +82,13 @@ pub const DELIVERY_STOP_TIMEOUT: Duration = {
 /// Longest wait for open HTTP requests at shutdown.
 pub const HTTP_STOP_TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest wait at shutdown for the background tasks (the metrics task saves the viewer peak).
-pub const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(2);
+pub const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(1);
 /// The shutdown stages' time limits, in drain order (see the module doc).
 pub const SHUTDOWN_PLAN: [(Stage, Duration); 6] = [
     (Stage::Ingest, INGEST_STOP_TIMEOUT),
     (Stage::Stream, STREAM_STOP_TIMEOUT),
     // `Storage::drain` returns within its limit; the margin is for the uploads it waits on to end.
-    (Stage::Outputs, STORAGE_DRAIN_TIMEOUT.saturating_add(Duration::from_secs(1))),
+    (Stage::Outputs, STORAGE_DRAIN_TIMEOUT.saturating_add(Duration::from_millis(500))),
     (Stage::Delivery, DELIVERY_STOP_TIMEOUT),
     (Stage::Connections, HTTP_STOP_TIMEOUT),
     (Stage::Background, BACKGROUND_STOP_TIMEOUT),
@@ -394,4 +395,24 @@ pub async fn run(
     d.store.checkpoint()?;
     info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every stage at its limit (and overrunning it) still ends before systemd kills castd.
+    #[test]
+    fn the_shutdown_plan_fits_in_systemds_stop_timeout() {
+        let unit = include_str!("../systemd/castd.service");
+        let secs: u64 = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("TimeoutStopSec="))
+            .and_then(|v| v.trim().trim_end_matches('s').parse().ok())
+            .expect("TimeoutStopSec=<n>s in systemd/castd.service");
+        let worst: Duration = SHUTDOWN_PLAN.iter().map(|(_, limit)| *limit + crate::tasks::DROP_GRACE).sum();
+        assert!(worst + Duration::from_secs(1) < Duration::from_secs(secs), "worst case {worst:?} vs {secs} s");
+        let stages: Vec<Stage> = SHUTDOWN_PLAN.iter().map(|(s, _)| *s).collect();
+        assert_eq!(stages, Stage::ALL, "one limit per stage, in drain order");
+    }
 }

@@ -35,6 +35,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+/// How long [`Tasks::stop`] waits for the tasks it drops after a stage overran its limit.
+pub const DROP_GRACE: Duration = Duration::from_millis(200);
+
 /// The shutdown stages, in the order they stop (see `daemon`'s module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Stage {
@@ -273,7 +276,7 @@ impl Tasks {
         tracing::warn!(?stage, tasks = ?overran, "tasks did not stop within {limit:?}; dropping them");
         self.inner.kill[stage.index()].cancel();
         // Dropped at their next await; a task stuck in blocking code is left to the runtime's end.
-        let _ = self.wait(stage, Duration::from_millis(200)).await;
+        let _ = self.wait(stage, DROP_GRACE).await;
         StageReport { overran }
     }
 
