@@ -23,6 +23,8 @@
 //! - [`http`]: `ApiError`/`StatusResponse`, extractors, admin auth, the route `Registry` and OpenAPI,
 //!   and the setters' plumbing (`http::setters`: the `Setter` table type, `SettingsHost`, `register`)
 //!   that every feature registers its own setters with.
+//! - [`tasks`]: the one task lifecycle: every long-running task is spawned on one tracker and stops
+//!   with its shutdown stage (one cancellation token tree; `daemon` stops the stages in order).
 //! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
 //! - [`logs`]: the admin log view, a bounded ring of recent log events filled by a `tracing` layer
 //!   that `main.rs` installs (`/api/admin/logs`, `/api/admin/logs/warnings`).
@@ -127,6 +129,7 @@ pub mod storage;
 pub mod store;
 pub mod stream;
 pub mod systemd;
+pub mod tasks;
 pub mod telemetry;
 pub mod tokens;
 pub mod transcode;

@@ -26,7 +26,6 @@ use rusqlite::OptionalExtension;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::events::{Bus, Event};
@@ -34,6 +33,7 @@ use crate::http::{ApiError, Auth, Registry, StatusResponse};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 use crate::stream::{StreamWatch, Viewers};
+use crate::tasks::{Stage, Tasks};
 
 /// Owncast pings its directory every four minutes.
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(4 * 60);
@@ -204,9 +204,9 @@ impl Directory {
 }
 
 /// The pinger: at start, every interval, and after triggers (see the module doc).
-pub fn start(dir: Arc<Directory>) -> JoinHandle<()> {
+pub fn start(dir: Arc<Directory>, tasks: &Tasks) {
     let mut sub = dir.bus.subscribe("yp");
-    tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Background, "directory pings", async move {
         let mut failing = false;
         let mut next = tokio::time::Instant::now() + Duration::from_secs(1);
         loop {
@@ -242,7 +242,7 @@ pub fn start(dir: Arc<Directory>) -> JoinHandle<()> {
             }
             next = tokio::time::Instant::now() + dir.config.ping_interval;
         }
-    })
+    });
 }
 
 const GROUP: &str = "admin";

@@ -80,6 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (_writer, stream) = StreamWriter::new();
     let media = MediaPlane::new(hls_dir.clone());
     media.start_stream(LIST_SIZE as usize);
+    let tasks = castd::tasks::Tasks::new();
     let storage = Storage::new(StorageDeps {
         settings,
         bus: bus.clone(),
@@ -88,8 +89,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         telemetry: telemetry.clone(),
         hls_dir: hls_dir.clone(),
         media: media.clone(),
+        tasks: tasks.clone(),
     });
-    let task = castd::storage::start(storage);
+    castd::storage::start(storage, Duration::from_secs(10));
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let ladder_kbps: u64 = LADDER.iter().map(|(_, k)| k).sum();
@@ -173,6 +175,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keeps_up =
         lat.len() as u64 == expected_segments && totals.failures == 0 && percentile(&lat, 0.99) < seg_secs as f64;
     println!("keeps up with x{multiplier}: {}", if keeps_up { "yes" } else { "NO" });
-    task.abort();
+    tasks.stop(castd::tasks::Stage::Outputs, Duration::from_secs(1)).await;
     Ok(())
 }

@@ -28,7 +28,7 @@ use chrono::{DateTime, Utc};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use tokio::sync::broadcast;
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::protocol::User;
 use super::socket::{text_frame, Offer, Writer};
@@ -84,7 +84,7 @@ pub struct ClientInfo {
 #[derive(Default)]
 struct Presence {
     connections: usize,
-    part_timer: Option<JoinHandle<()>>,
+    part_timer: Option<CancellationToken>,
 }
 
 /// One shard's clients (their writers): `incoming` is filled by `Hub::add` and merged by the shard's
@@ -171,7 +171,7 @@ impl Hub {
             let p = presence.entry(client.user_id.clone()).or_default();
             let fresh = p.connections == 0 && p.part_timer.is_none();
             if let Some(t) = p.part_timer.take() {
-                t.abort();
+                t.cancel();
             }
             p.connections += 1;
             fresh
@@ -200,15 +200,15 @@ impl Hub {
     }
 
     /// Remember the part timer of a user whose last connection closed.
-    pub fn set_part_timer(&self, user_id: &str, timer: JoinHandle<()>) {
+    pub fn set_part_timer(&self, user_id: &str, timer: CancellationToken) {
         let mut presence = self.presence.lock();
         match presence.get_mut(user_id) {
             Some(p) if p.connections == 0 => {
                 if let Some(old) = p.part_timer.replace(timer) {
-                    old.abort();
+                    old.cancel();
                 }
             }
-            _ => timer.abort(),
+            _ => timer.cancel(),
         }
     }
 

@@ -42,6 +42,7 @@ use crate::http::auth::{SignIn, SignInResult, UserLookup};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 use crate::stream::StreamWatch;
+use crate::tasks::{Stage, Tasks};
 use crate::telemetry::Telemetry;
 use crate::tokens::Tokens;
 
@@ -103,6 +104,8 @@ pub struct ChatDeps {
     pub emoji_dir: PathBuf,
     /// Whether a scheduled stream opens chat now (given whether the stream is online).
     pub scheduled_chat_open: ScheduledChatOpen,
+    /// The daemon's tasks: sockets and their timers run in the `Connections` stage.
+    pub tasks: Tasks,
 }
 
 /// The schedule's answer to "is chat open for a scheduled stream now?" (given whether the stream is online).
@@ -149,6 +152,7 @@ pub struct Chat {
     pub emoji_dir: PathBuf,
     scheduled_chat_open: ScheduledChatOpen,
     offline_grace: chrono::TimeDelta,
+    pub tasks: Tasks,
 }
 
 impl Chat {
@@ -173,6 +177,7 @@ impl Chat {
             emoji_dir: deps.emoji_dir,
             scheduled_chat_open: deps.scheduled_chat_open,
             offline_grace: offline_grace(),
+            tasks: deps.tasks,
         }))
     }
 
@@ -273,10 +278,18 @@ pub fn raise_nofile_limit() -> u64 {
 /// engagement events federation publishes, relayed to the room (they are already on the bus); and
 /// the schedule's SYSTEM message when a scheduled stream that opened chat never started (kept in the
 /// history like any system message).
-pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
+///
+/// When the `Connections` stage stops, every socket gets a close frame (the socket tasks then end).
+pub fn start(ctx: &Arc<Chat>) {
+    let tasks = ctx.tasks.clone();
+    let (hub_ctx, stop) = (ctx.clone(), tasks.token(Stage::Connections));
+    tasks.spawn(Stage::Connections, "chat: close sockets", async move {
+        stop.cancelled().await;
+        hub_ctx.close_all();
+    });
     let mut sub = ctx.bus.subscribe("chat-stream-start");
     let ctx = ctx.clone();
-    tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Background, "chat: stream actions", async move {
         while let Some(event) = sub.recv().await {
             match &*event {
                 Event::StreamStarted(_) => {
@@ -298,7 +311,7 @@ pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
                 _ => {}
             }
         }
-    })
+    });
 }
 
 /// Send an event to every socket and publish it on the bus.

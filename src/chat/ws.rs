@@ -40,6 +40,7 @@ use super::{action_to, broadcast, sanitize, users};
 use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
 use crate::events::{ChatEvent, Event};
 use crate::http::ApiError;
+use crate::tasks::Stage;
 
 /// Events a client may send in a burst.
 pub const BURST: f64 = 5.0;
@@ -111,7 +112,8 @@ pub async fn handler(
         .max_frame_size(Some(2 * MAX_SOCKET_PAYLOAD_SIZE))
         .read_buffer_size(4096)
         .write_buffer_size(0);
-    ws.on_upgrade(config, move |socket, writer| run(ctx, socket, writer, lookup, ip, ua))
+    let tasks = ctx.tasks.clone();
+    ws.on_upgrade(&tasks, config, move |socket, writer| run(ctx, socket, writer, lookup, ip, ua))
 }
 
 /// Send one event and close (registration and disabled errors).
@@ -148,7 +150,7 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
     }
     if !settings.instance.welcome_message.trim().is_empty() {
         let (ctx2, id) = (ctx.clone(), client.id);
-        tokio::spawn(async move {
+        ctx.tasks.spawn_until_stopped(Stage::Connections, "chat: welcome message", async move {
             tokio::time::sleep(WELCOME_DELAY).await;
             if let Some(c) = ctx2.hub.client(id) {
                 let s = ctx2.settings.get();
@@ -214,7 +216,7 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
 
 fn schedule_part(ctx: &Arc<Chat>, client: &Arc<Client>) {
     let (ctx2, client2) = (ctx.clone(), client.clone());
-    let timer = tokio::spawn(async move {
+    let timer = ctx.tasks.spawn_cancellable(Stage::Connections, "chat: part timer", async move {
         tokio::time::sleep(PART_DELAY).await;
         if !ctx2.hub.finish_part(&client2.user_id) {
             return;

@@ -20,6 +20,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::data::{self, Queued};
 use super::{FedError, Federation};
+use crate::tasks::Stage;
 
 /// Longest wait between scans of the queue.
 const IDLE_POLL: Duration = Duration::from_secs(5);
@@ -152,7 +153,8 @@ pub async fn run(fed: Arc<Federation>) {
                     h.in_flight += 1;
                     fed.queue.tracking.lock().in_flight.insert(row.id);
                     let fed = fed.clone();
-                    tokio::spawn(async move {
+                    // Finished when the stage stops (within its limit); the row stays queued until then.
+                    fed.tasks.clone().spawn(Stage::Delivery, "federation: delivery", async move {
                         attempt(&fed, row, &host).await;
                         drop(permit);
                         fed.queue.wake.notify_one();

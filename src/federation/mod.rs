@@ -42,6 +42,7 @@ use crate::events::{Bus, Event};
 use crate::http::{ApiError, StatusResponse, UserTokens};
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
+use crate::tasks::{Stage, Tasks};
 
 /// The ActivityStreams public collection.
 pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
@@ -175,6 +176,8 @@ pub struct Federation {
     /// The number of approved followers, kept current for `/api/config` (a handle the composition
     /// root shares with the public API).
     pub follower_count: Arc<AtomicU64>,
+    /// The daemon's tasks (federation's run in the `Delivery` stage).
+    pub tasks: Tasks,
 }
 
 impl Federation {
@@ -185,6 +188,7 @@ impl Federation {
         bus: Bus,
         users: Arc<dyn UserTokens>,
         config: FederationConfig,
+        tasks: Tasks,
     ) -> Result<Arc<Self>, FedError> {
         store.migrate("federation", data::MIGRATIONS)?;
         let client = client::Client::new(&config)?;
@@ -200,6 +204,7 @@ impl Federation {
             users,
             client,
             config,
+            tasks,
         }))
     }
 
@@ -276,30 +281,24 @@ impl IntoResponse for HttpError {
     }
 }
 
-/// The running federation tasks.
-pub struct Tasks {
-    delivery: tokio::task::JoinHandle<()>,
-    go_live: tokio::task::JoinHandle<()>,
-    status: tokio::task::JoinHandle<()>,
-}
-
-impl Tasks {
-    /// Stop the tasks (undelivered activities stay in the queue table for the next start).
-    pub fn stop(self) {
-        self.delivery.abort();
-        self.go_live.abort();
-        self.status.abort();
-    }
-}
-
-/// Start the delivery workers, the go-live post on `Event::StreamStarted`, the scheduled streams'
+/// Start, in the `Delivery` stage, the delivery workers (undelivered activities stay in the queue
+/// table for the next start), the go-live post on `Event::StreamStarted`, the scheduled streams'
 /// activities on `Event::ScheduleFederation` (`scheduled`) and the federated servers' status poll.
-pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
-    let delivery = tokio::spawn(delivery::run(fed.clone()));
-    let status = tokio::spawn(servers::watch(fed.clone()));
+pub fn start(fed: Arc<Federation>, bus: &Bus) {
+    let tasks = fed.tasks.clone();
+    tasks.spawn_until_stopped(Stage::Delivery, "federation: delivery queue", delivery::run(fed.clone()));
+    tasks.spawn_until_stopped(Stage::Delivery, "federation: server status", servers::watch(fed.clone()));
     let mut sub = bus.subscribe("federation");
-    let go_live = tokio::spawn(async move {
-        while let Some(event) = sub.recv().await {
+    let stop = tasks.token(Stage::Delivery);
+    // A post being sent when the stage stops is finished.
+    tasks.spawn(Stage::Delivery, "federation: go-live", async move {
+        loop {
+            let event = tokio::select! {
+                biased;
+                _ = stop.cancelled() => return,
+                event = sub.recv() => event,
+            };
+            let Some(event) = event else { return };
             if matches!(*event, Event::StreamStarted(_)) && fed.enabled() {
                 if let Err(e) = actor::send_go_live(&fed).await {
                     tracing::warn!("could not send the go-live post to followers: {e}");
@@ -317,7 +316,6 @@ pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
             }
         }
     });
-    Tasks { delivery, go_live, status }
 }
 
 pub use api::routes;

@@ -36,6 +36,7 @@ use serde_json::json;
 use crate::http::auth::TokenQuery;
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, SignIn, UserTokens};
 use crate::store::settings::SettingsStore;
+use crate::tasks::{Stage, Tasks};
 
 const GROUP: &str = "indieauth";
 /// Where this server's IndieAuth metadata is served.
@@ -262,15 +263,15 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
 }
 
 /// Prune expired flows, requests and codes every minute.
-pub fn start(state: Arc<IndieAuth>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+pub fn start(state: Arc<IndieAuth>, tasks: &Tasks) {
+    tasks.spawn_until_stopped(Stage::Background, "indieauth: prune", async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {
             tick.tick().await;
             state.flows.prune(client::FLOW_TTL);
             state.provider.prune(state.config.code_ttl);
         }
-    })
+    });
 }
 
 async fn start_flow(

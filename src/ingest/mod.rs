@@ -21,7 +21,7 @@ use crate::telemetry::Telemetry;
 use crate::transcode::Transcoder;
 
 pub use crate::transcode::supervisor::Feeder;
-pub use rtmp::{bind_address, serve, IngestError, APP_NAME, IDLE_TIMEOUT, MAX_CONNECTIONS, SETUP_TIMEOUT};
+pub use rtmp::{bind_address, serve, start, IngestError, APP_NAME, IDLE_TIMEOUT, MAX_CONNECTIONS, SETUP_TIMEOUT};
 
 /// The ingest feature's state.
 pub struct Ingest {

@@ -22,7 +22,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 use tracing::{debug, info, warn};
 
-use tokio_util::sync::CancellationToken;
+use crate::tasks::{Stage, Tasks};
 
 use super::{Feeder, Ingest};
 use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
@@ -105,9 +105,16 @@ pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std
     }
 }
 
-/// Accept RTMP connections until `stop` fires; then the live broadcaster (if any) is dropped, which
-/// ends the stream the normal way (the supervisor finalises the playlists).
-pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, stop: CancellationToken) {
+/// Start the RTMP server on `tasks` (stage `Ingest`, see [`serve`]).
+pub fn start(ingest: Arc<Ingest>, listener: TcpListener, tasks: &Tasks) {
+    tasks.spawn(Stage::Ingest, "rtmp listener", serve(ingest, listener, tasks.clone()));
+}
+
+/// Accept RTMP connections until the `Ingest` stage stops; then the live broadcaster (if any) is
+/// dropped, which ends the stream the normal way (the supervisor finalises the playlists). Each
+/// connection is a task of the stage, dropped when it stops.
+pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, tasks: Tasks) {
+    let stop = tasks.token(Stage::Ingest);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
@@ -132,7 +139,7 @@ pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, stop: Cancellatio
             continue;
         };
         let ingest = ingest.clone();
-        tokio::spawn(async move {
+        tasks.spawn_until_stopped(Stage::Ingest, format!("rtmp connection {addr}"), async move {
             match handle(ingest, sock, addr).await {
                 Ok(()) => debug!(%addr, "rtmp connection closed"),
                 Err(e) => info!(%addr, "rtmp connection closed: {e}"),

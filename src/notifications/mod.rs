@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use base64::Engine;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
 use web_push_native::WebPushBuilder;
 
@@ -27,6 +26,7 @@ use crate::events::{Bus, Event};
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, UserTokens};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
+use crate::tasks::{Stage, Tasks};
 
 /// The channel name browsers register with.
 pub const BROWSER_PUSH: &str = "BROWSER_PUSH_NOTIFICATION";
@@ -289,11 +289,13 @@ fn save_destination(
     Ok(true)
 }
 
-/// Send the go-live notifications on STREAM_STARTED until `stop` fires. A send in progress when it fires
-/// is finished, not cut off (the daemon waits for the returned task, with a time limit).
-pub fn start(state: NotifyState, bus: &Bus, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+/// Send the go-live notifications on STREAM_STARTED (and the schedule's reminders on
+/// SCHEDULE_REMINDER) until the `Delivery` stage stops. A send in
+/// progress then is finished, not cut off (the stage waits for the task, with a time limit).
+pub fn start(state: NotifyState, bus: &Bus, tasks: &Tasks) {
     let mut sub = bus.subscribe("notifications");
-    tokio::spawn(async move {
+    let stop = tasks.token(Stage::Delivery);
+    tasks.spawn(Stage::Delivery, "notifications: go-live", async move {
         loop {
             let event = tokio::select! {
                 biased;
@@ -307,7 +309,7 @@ pub fn start(state: NotifyState, bus: &Bus, stop: CancellationToken) -> tokio::t
                 _ => {}
             }
         }
-    })
+    });
 }
 
 async fn go_live(state: &NotifyState) {

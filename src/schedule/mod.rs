@@ -46,6 +46,7 @@ use crate::http::ApiError;
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
 use crate::stream::StreamWatch;
+use crate::tasks::{Stage, Tasks};
 use model::{ScheduledEvent, ScheduledEventSeries, ScheduledStatus};
 
 /// How often the background work runs.
@@ -434,8 +435,8 @@ pub fn reminder_text(e: &ScheduledEvent, global: &str, server_url: &str) -> Opti
 }
 
 /// Start the background tick.
-pub fn start(schedule: Arc<Schedule>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+pub fn start(schedule: Arc<Schedule>, tasks: &Tasks) {
+    tasks.spawn_until_stopped(Stage::Background, "schedule: tick", async move {
         loop {
             if let Err(e) = schedule.tick(Utc::now()).await {
                 warn!("schedule: {e}");
@@ -445,7 +446,7 @@ pub fn start(schedule: Arc<Schedule>) -> tokio::task::JoinHandle<()> {
                 _ = schedule.kick.notified() => {}
             }
         }
-    })
+    });
 }
 
 pub use api::routes;

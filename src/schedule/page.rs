@@ -70,8 +70,11 @@ pub async fn page(
     let start = e.start_time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let end = (e.start_time + Duration::minutes(e.duration_minutes)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let cancelled = e.status == "cancelled";
-    let summary =
-        if e.description.trim().is_empty() { format!("{} on {}", when, settings.instance.name) } else { e.description.clone() };
+    let summary = if e.description.trim().is_empty() {
+        format!("{} on {}", when, settings.instance.name)
+    } else {
+        e.description.clone()
+    };
     let page_url = if base.is_empty() { String::new() } else { format!("{base}/schedule/{}", e.id) };
     let mut og = vec![
         ("og:type", "website".to_string()),
