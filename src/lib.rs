@@ -29,14 +29,17 @@
 //! - [`logs`]: the admin log view, a bounded ring of recent log events filled by a `tracing` layer
 //!   that `main.rs` installs (`/api/admin/logs`, `/api/admin/logs/warnings`).
 //! - [`media`]: the media plane, the one owner of the live media between ingest and every output:
-//!   publishers (`Source`, the single-publisher `PublisherSlot` for every protocol), the typed output
+//!   publishers (`Source`: protocol, container, remote; the single-publisher `PublisherSlot` for every
+//!   protocol), what a protocol hands on (`MediaChunk`: FLV tags, or container bytes such as MPEG-TS,
+//!   which the worker opens with the source's demuxer instead of probing), the typed output
 //!   feed (what the worker wrote: `SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`; a bounded queue per consumer, lagged consumers resync from the
 //!   window) and retention (live windows, holds, the only deleter of segments). Media never travels on
 //!   the control bus; nobody learns what is new by re-reading a playlist.
 //!
 //!   ```text
-//!   OBS --RTMP--> ingest/rtmp --Source, PublisherSlot--> transcode (worker child process)
+//!   OBS --RTMP--> ingest/rtmp --claim PublisherSlot(Source)--> transcode supervisor
+//!        (SRT, WHIP next)      --MediaChunk (Feeder)-------> worker child process (its container)
 //!                                                              | reports exactly what it wrote
 //!                                                              v
 //!                                        media: retention (windows, holds) -> feed

@@ -128,8 +128,8 @@ impl Hub {
         self.len() == 0
     }
 
-    /// Register a connection whose socket writes through `writer`, after sending it `first` (so that
-    /// frame comes before any room frame). Returns the client and whether this is a fresh join (the
+    /// Register a connection whose socket writes through `writer`: it is listed, sent `first`, and
+    /// only then joins its shard's fan-out (so that frame comes before any room frame). Returns the client and whether this is a fresh join (the
     /// user had no other connection and no pending part timer). The first call starts the fan-out
     /// threads.
     pub fn add(
@@ -165,6 +165,8 @@ impl Hub {
             user: RwLock::new(user),
             writer,
         });
+        // Listed before it hears `first`: a client told it is connected is in the admin's client list.
+        self.clients.write().insert(id, client.clone());
         client.send(first);
         let fresh = {
             let mut presence = self.presence.lock();
@@ -176,7 +178,6 @@ impl Hub {
             p.connections += 1;
             fresh
         };
-        self.clients.write().insert(id, client.clone());
         let shard = &self.shards[(id % self.shards.len() as u64) as usize];
         let mut incoming = shard.incoming.lock();
         // Without broadcasts nothing merges the list; forget closed connections as it grows.
