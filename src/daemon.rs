@@ -4,13 +4,30 @@
 //! This is the only module that knows every feature. `main.rs` (and the tests) call `prepare` (open the
 //! database, apply the saved flags and first-start secrets), bind the listeners, then `run`.
 //!
-//! Shutdown, when the `shutdown` future resolves (SIGTERM): the RTMP listener stops and the live
-//! broadcaster is dropped, so the transcode supervisor finishes the stream the normal way (the worker's
-//! stdin is closed, it writes its last segments, every playlist gets `#EXT-X-ENDLIST`, STREAM_STOPPED is
-//! published); the webhook dispatcher delivers what is on the bus (or keeps it in the outbox for the next
-//! start); chat sockets get a close frame; the web server stops after its open requests; the metrics
-//! task saves the viewer peak; the database is checkpointed. Every step has a time limit so the whole
-//! stays within systemd's stop timeout.
+//! Every long-running task of every feature runs on one [`Tasks`] (`tasks`): each feature's `start`
+//! (or its constructor, for features that spawn per connection or per stream) registers its tasks
+//! once, each in its shutdown [`Stage`].
+//!
+//! Shutdown, when the `shutdown` future resolves (SIGTERM), stops the stages in this order, each within
+//! its time limit ([`SHUTDOWN_PLAN`]); a stage that overruns is logged with the names of the tasks it
+//! waited for, and those are dropped:
+//! 1. `Ingest` ([`INGEST_STOP_TIMEOUT`]): the RTMP listener stops and the live broadcaster is dropped.
+//! 2. `Stream` ([`STREAM_STOP_TIMEOUT`]): the transcode supervisor finishes the stream the normal way
+//!    (the worker's stdin is closed, it writes its last segments, every playlist gets `#EXT-X-ENDLIST`,
+//!    STREAM_STOPPED is published).
+//! 3. `Outputs` ([`STORAGE_DRAIN_TIMEOUT`] and a margin): object storage uploads the stream's last
+//!    segments and final playlists (`Storage::drain`); the HLS and LL-HLS live windows stop.
+//! 4. `Delivery` ([`DELIVERY_STOP_TIMEOUT`]): the webhook dispatcher delivers what is on the bus (or
+//!    keeps it in the outbox for the next start, within `webhooks::DRAIN_TIMEOUT`); go-live
+//!    notifications being sent are finished ([`NOTIFY_DRAIN_TIMEOUT`]); federation's posts in flight
+//!    finish (its queue table keeps the rest for the next start).
+//! 5. `Connections` ([`HTTP_STOP_TIMEOUT`]): chat sockets get a close frame; the web server stops after
+//!    its open requests.
+//! 6. `Background` ([`BACKGROUND_STOP_TIMEOUT`]): timers, samplers, probes and pollers stop; the metrics
+//!    task saves the viewer peak.
+//!
+//! Then the database is checkpointed. The limits add up to less than systemd's stop timeout
+//! (`TimeoutStopSec` in `systemd/castd.service`; a unit test checks).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -18,7 +35,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::api::Server;
@@ -41,20 +57,42 @@ use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
 use crate::stream::{StreamWriter, Viewers};
+use crate::tasks::{Stage, Tasks};
 use crate::telemetry::Telemetry;
 use crate::tokens::Tokens;
 use crate::transcode::{TranscodeDeps, Transcoder};
 use crate::webhooks::Webhooks;
 use crate::yp::{Directory, YpConfig};
 
+/// Longest wait at shutdown for the RTMP listener and connections to stop.
+pub const INGEST_STOP_TIMEOUT: Duration = Duration::from_secs(1);
 /// Longest wait for a live stream to finish at shutdown (worker flush + ENDLIST).
 pub const STREAM_STOP_TIMEOUT: Duration = Duration::from_secs(6);
 /// Longest wait at shutdown for object storage to upload the stream's last segments and playlists.
 pub const STORAGE_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait at shutdown for go-live notifications being sent.
 pub const NOTIFY_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest wait at shutdown for the delivery stage: go-live notifications being sent
+/// ([`NOTIFY_DRAIN_TIMEOUT`]) and webhooks (their drain, then the outbox write).
+pub const DELIVERY_STOP_TIMEOUT: Duration = {
+    let webhooks = crate::webhooks::DRAIN_TIMEOUT.as_millis() as u64 + 2_000;
+    let notify = NOTIFY_DRAIN_TIMEOUT.as_millis() as u64;
+    Duration::from_millis(if webhooks > notify { webhooks } else { notify })
+};
 /// Longest wait for open HTTP requests at shutdown.
 pub const HTTP_STOP_TIMEOUT: Duration = Duration::from_secs(2);
+/// Longest wait at shutdown for the background tasks (the metrics task saves the viewer peak).
+pub const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(1);
+/// The shutdown stages' time limits, in drain order (see the module doc).
+pub const SHUTDOWN_PLAN: [(Stage, Duration); 6] = [
+    (Stage::Ingest, INGEST_STOP_TIMEOUT),
+    (Stage::Stream, STREAM_STOP_TIMEOUT),
+    // `Storage::drain` returns within its limit; the margin is for the uploads it waits on to end.
+    (Stage::Outputs, STORAGE_DRAIN_TIMEOUT.saturating_add(Duration::from_millis(500))),
+    (Stage::Delivery, DELIVERY_STOP_TIMEOUT),
+    (Stage::Connections, HTTP_STOP_TIMEOUT),
+    (Stage::Background, BACKGROUND_STOP_TIMEOUT),
+];
 
 /// Errors of start-up and shutdown.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +167,8 @@ pub struct Daemon {
     pub storage: Arc<Storage>,
     pub federation: Arc<Federation>,
     pub schedule: Arc<Schedule>,
+    /// Every long-running task (see the module doc).
+    pub tasks: Tasks,
 }
 
 impl Daemon {
@@ -146,6 +186,7 @@ impl Daemon {
             logs,
             federation: federation_config,
         } = config;
+        let tasks = Tasks::new();
         let bus = Bus::default();
         let telemetry = Arc::new(Telemetry::default());
         let health = HealthHub::new(bus.clone());
@@ -178,6 +219,7 @@ impl Daemon {
             telemetry: telemetry.clone(),
             emoji_dir: data_dir.join("emoji"),
             scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
+            tasks: tasks.clone(),
         })?;
         let hls_dir = data_dir.join("hls");
         let media = MediaPlane::new(hls_dir.clone());
@@ -194,21 +236,29 @@ impl Daemon {
             images_dir: data_dir.clone(),
             debug_encoder_fault,
             llhls_part_ms,
+            tasks: tasks.clone(),
         });
         let ingest = Arc::new(Ingest {
             settings: settings.clone(),
+            bus: bus.clone(),
             temp_stream_key: temp_stream_key.clone(),
             media: media.clone(),
             transcoder: transcoder.clone(),
             telemetry: telemetry.clone(),
         });
-        let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone())?);
+        let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
         let notifications = Arc::new(Notifications::open(store.clone())?);
         let directory =
             Directory::open(settings.clone(), bus.clone(), stream.clone(), viewers.clone(), store.clone(), yp_config)?;
         let public_files = PublicFiles::open(data_dir.join("public"))?;
-        let federation =
-            Federation::open(store.clone(), settings.clone(), bus.clone(), chat.clone(), federation_config)?;
+        let federation = Federation::open(
+            store.clone(),
+            settings.clone(),
+            bus.clone(),
+            chat.clone(),
+            federation_config,
+            tasks.clone(),
+        )?;
         let server = Arc::new(Server {
             settings: settings.clone(),
             bus: bus.clone(),
@@ -232,8 +282,9 @@ impl Daemon {
             telemetry: telemetry.clone(),
             hls_dir: hls_dir.clone(),
             media: media.clone(),
+            tasks: tasks.clone(),
         });
-        let notify = NotifyState { notifications, settings, users: chat.clone() };
+        let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
         let hls = Arc::new(Hls {
             hls_dir,
@@ -265,6 +316,7 @@ impl Daemon {
             storage,
             federation,
             schedule,
+            tasks,
         })
     }
 
@@ -307,96 +359,69 @@ pub async fn run(
         info!("srt server listening on srt://{}", srt.local_addr()?);
     }
 
-    let dispatcher = crate::webhooks::start(d.webhooks.clone(), &d.bus);
-    let stop_notify = CancellationToken::new();
-    let notify_task = crate::notifications::start(d.notify.clone(), &d.bus, stop_notify.clone());
-    let federation_tasks = crate::federation::start(d.federation.clone(), &d.bus);
-    let chat_task = crate::chat::start(&d.chat);
-    let indieauth_task = crate::indieauth::start(d.indieauth.clone());
-    let hls_task = crate::hls::start(d.hls.clone(), &d.media, &d.bus);
-    let llhls_task = crate::llhls::start(d.hls.ll.clone(), &d.media, &d.bus);
-    let storage_task = crate::storage::start(d.storage.clone());
-    let warnings_task = crate::api::warnings::start(d.server.clone());
-    let yp_task = crate::yp::start(d.directory.clone());
-    let schedule_task = crate::schedule::start(d.schedule.clone());
-    let sampler = match crate::hardware::stats::start(d.hardware.clone()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            warn!("no hardware statistics: {e}");
-            None
-        }
-    };
-    let probe_task = crate::hardware::encoders::spawn_startup_probe(d.hardware.clone());
-    let metrics_tasks = crate::metrics::start(d.metrics.clone());
-    let stop_ingest = CancellationToken::new();
-    let rtmp_task = tokio::spawn(crate::ingest::serve(d.ingest.clone(), listeners.rtmp, stop_ingest.clone()));
-    let srt_task =
-        listeners.srt.map(|sock| tokio::spawn(crate::ingest::srt::serve(d.ingest.clone(), sock, stop_ingest.clone())));
+    let tasks = d.tasks.clone();
+    crate::webhooks::start(d.webhooks.clone(), &d.bus);
+    crate::notifications::start(d.notify.clone(), &d.bus, &tasks);
+    crate::federation::start(d.federation.clone(), &d.bus);
+    crate::chat::start(&d.chat);
+    crate::indieauth::start(d.indieauth.clone(), &tasks);
+    crate::hls::start(d.hls.clone(), &d.media, &d.bus, &tasks);
+    crate::llhls::start(d.hls.ll.clone(), &d.media, &d.bus, &tasks);
+    crate::storage::start(d.storage.clone(), STORAGE_DRAIN_TIMEOUT);
+    crate::api::warnings::start(d.server.clone(), &tasks);
+    crate::yp::start(d.directory.clone(), &tasks);
+    crate::schedule::start(d.schedule.clone(), &tasks);
+    if let Err(e) = crate::hardware::stats::start(d.hardware.clone(), &tasks) {
+        warn!("no hardware statistics: {e}");
+    }
+    crate::hardware::encoders::spawn_startup_probe(d.hardware.clone(), &tasks);
+    crate::metrics::start(d.metrics.clone(), &tasks);
+    crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
+    if let Some(srt) = listeners.srt {
+        crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+    }
 
     let web = d.registry().into_service();
-    let stop_http = CancellationToken::new();
     // Connections send in-memory segments with sendfile (`http::zerocopy`); the HLS requests take the
-    // fast lane (`http::lanes`).
+    // fast lane (`http::lanes`). The server stops after its open requests when `Connections` stops.
     let listener = crate::http::zerocopy::ZeroCopyListener(listeners.web);
-    let serve =
-        axum::serve(listener, web.into_make_service()).with_graceful_shutdown(stop_http.clone().cancelled_owned());
-    let http_task = tokio::spawn(async move { serve.await });
+    let serve = axum::serve(listener, web.into_make_service())
+        .with_graceful_shutdown(tasks.token(Stage::Connections).cancelled_owned());
+    tasks.spawn(Stage::Connections, "web server", async move {
+        if let Err(e) = serve.await {
+            warn!("web server: {e}");
+        }
+    });
     info!("castd is ready");
     // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.
-    let status_task = crate::systemd::announce_ready(d.server.stream.clone(), listen_url);
-    let watchdog_task = crate::systemd::spawn_watchdog();
+    crate::systemd::announce_ready(d.server.stream.clone(), listen_url, &tasks);
+    crate::systemd::spawn_watchdog(&tasks);
 
     shutdown.await;
     crate::systemd::stopping();
-
-    // 1. The stream ends the normal way: ENDLIST, STREAM_STOPPED.
-    stop_ingest.cancel();
-    let _ = rtmp_task.await;
-    if let Some(t) = srt_task {
-        let _ = t.await;
-    }
-    if tokio::time::timeout(STREAM_STOP_TIMEOUT, d.transcoder.wait_idle()).await.is_err() {
-        warn!("the stream did not finish within {STREAM_STOP_TIMEOUT:?}; stopping anyway");
-    }
-    // 2. Object storage uploads the stream's last segments and final playlists (time-limited).
-    d.storage.drain(STORAGE_DRAIN_TIMEOUT).await;
-    // 3. Webhooks: deliver what is on the bus, keep the rest for the next start. Go-live notifications
-    //    being sent are finished (time-limited), not cut off.
-    dispatcher.shutdown().await;
-    stop_notify.cancel();
-    let mut notify_task = notify_task;
-    if tokio::time::timeout(NOTIFY_DRAIN_TIMEOUT, &mut notify_task).await.is_err() {
-        warn!("go-live notifications still sending after {NOTIFY_DRAIN_TIMEOUT:?}; stopping them");
-        notify_task.abort();
-    }
-    // 4. Chat sockets get a close frame; then the web server stops after its open requests.
-    d.chat.close_all();
-    stop_http.cancel();
-    match tokio::time::timeout(HTTP_STOP_TIMEOUT, http_task).await {
-        Ok(Ok(Err(e))) => warn!("web server: {e}"),
-        Err(_) => warn!("open requests did not finish within {HTTP_STOP_TIMEOUT:?}"),
-        _ => {}
-    }
-    let tasks = [
-        Some(chat_task),
-        Some(indieauth_task),
-        Some(hls_task),
-        Some(llhls_task),
-        Some(probe_task),
-        Some(warnings_task),
-        Some(yp_task),
-        Some(storage_task),
-        Some(schedule_task),
-    ];
-    for task in tasks.into_iter().chain([status_task, watchdog_task]).flatten() {
-        task.abort();
-    }
-    federation_tasks.stop();
-    if let Some(s) = sampler {
-        s.stop();
-    }
-    metrics_tasks.stop().await?;
+    // The stages stop in order (see the module doc); overruns are logged by `Tasks::stop`.
+    tasks.shutdown(&SHUTDOWN_PLAN, BACKGROUND_STOP_TIMEOUT).await;
     d.store.checkpoint()?;
     info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every stage at its limit (and overrunning it) still ends before systemd kills castd.
+    #[test]
+    fn the_shutdown_plan_fits_in_systemds_stop_timeout() {
+        let unit = include_str!("../systemd/castd.service");
+        let secs: u64 = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("TimeoutStopSec="))
+            .and_then(|v| v.trim().trim_end_matches('s').parse().ok())
+            .expect("TimeoutStopSec=<n>s in systemd/castd.service");
+        let worst: Duration = SHUTDOWN_PLAN.iter().map(|(_, limit)| *limit + crate::tasks::DROP_GRACE).sum();
+        assert!(worst + Duration::from_secs(1) < Duration::from_secs(secs), "worst case {worst:?} vs {secs} s");
+        let stages: Vec<Stage> = SHUTDOWN_PLAN.iter().map(|(s, _)| *s).collect();
+        assert_eq!(stages, Stage::ALL, "one limit per stage, in drain order");
+    }
 }

@@ -41,6 +41,7 @@ use crate::http::zerocopy::MappedFile;
 use crate::http::{ApiError, Auth, Registry, ResponseDoc};
 use crate::media::{Delivery, MediaEvent, MediaPlane, Retention};
 use crate::metrics::Metrics;
+use crate::tasks::{Stage, Tasks};
 
 pub use crate::transcode::thumbnail::{PREVIEW_FILE, THUMBNAIL_FILE};
 
@@ -151,11 +152,11 @@ impl LiveFiles {
 
 /// Keep the live window in step with what the transcoder writes (the media feed) until the feed ends;
 /// a new stream starts from an empty window (the control bus says when).
-pub fn start(hls: Arc<Hls>, media: &MediaPlane, bus: &Bus) -> tokio::task::JoinHandle<()> {
+pub fn start(hls: Arc<Hls>, media: &MediaPlane, bus: &Bus, tasks: &Tasks) {
     let mut feed = media.feed.subscribe("hls-live-window");
     let mut sub = bus.subscribe("hls-live-window");
     let retention = media.retention.clone();
-    tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Outputs, "hls: live window", async move {
         loop {
             tokio::select! {
                 delivery = feed.recv() => {
@@ -201,7 +202,7 @@ pub fn start(hls: Arc<Hls>, media: &MediaPlane, bus: &Bus) -> tokio::task::JoinH
                 },
             }
         }
-    })
+    });
 }
 
 const PLAYLIST_TYPE: &str = "application/x-mpegURL";

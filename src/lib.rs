@@ -7,7 +7,11 @@
 //! module graph has no cycles and that the rules below hold).
 //!
 //! **Bottom layer** (imports no feature):
-//! - [`config`]: the typed settings, their defaults and validation.
+//! - [`config`]: the typed settings, their defaults and validation. `Settings` is one section per
+//!   feature (`config::chat`, `config::federation`, ...; flattened, so each field is one row of the
+//!   settings table under its own key). The section types live here because features read each
+//!   other's settings; each section's setters and its part of the admin server configuration belong
+//!   to the feature that owns it (listed with each feature below).
 //! - [`store`]: the SQLite database (one file, WAL, per-module migrations) and the settings table.
 //! - [`password`], [`markdown`]: password hashing (bcrypt) and random tokens; Markdown rendering.
 //! - [`events`]: the typed events bus (every event name in one enum, typed payloads; chat's wire
@@ -16,19 +20,26 @@
 //!   viewer counters (one writer, metrics).
 //! - [`health`]: the health aggregator; hardware, transcode and metrics report typed inputs into it.
 //! - [`telemetry`]: figures features produce for metrics (encoder speed, CPU, chat clients, ...).
-//! - [`http`]: `ApiError`/`StatusResponse`, extractors, admin auth, the route `Registry` and OpenAPI.
+//! - [`http`]: `ApiError`/`StatusResponse`, extractors, admin auth, the route `Registry` and OpenAPI,
+//!   and the setters' plumbing (`http::setters`: the `Setter` table type, `SettingsHost`, `register`)
+//!   that every feature registers its own setters with.
+//! - [`tasks`]: the one task lifecycle: every long-running task is spawned on one tracker and stops
+//!   with its shutdown stage (one cancellation token tree; `daemon` stops the stages in order).
 //! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
 //! - [`logs`]: the admin log view, a bounded ring of recent log events filled by a `tracing` layer
 //!   that `main.rs` installs (`/api/admin/logs`, `/api/admin/logs/warnings`).
 //! - [`media`]: the media plane, the one owner of the live media between ingest and every output:
-//!   publishers (`Source`, the single-publisher `PublisherSlot` for every protocol), the typed output
+//!   publishers (`Source`: protocol, container, remote; the single-publisher `PublisherSlot` for every
+//!   protocol), what a protocol hands on (`MediaChunk`: FLV tags, or container bytes such as MPEG-TS,
+//!   which the worker opens with the source's demuxer instead of probing), the typed output
 //!   feed (what the worker wrote: `SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`; a bounded queue per consumer, lagged consumers resync from the
 //!   window) and retention (live windows, holds, the only deleter of segments). Media never travels on
 //!   the control bus; nobody learns what is new by re-reading a playlist.
 //!
 //!   ```text
-//!   OBS --RTMP--> ingest/rtmp --Source, PublisherSlot--> transcode (worker child process)
+//!   OBS --RTMP--> ingest/rtmp --claim PublisherSlot(Source)--> transcode supervisor
+//!        (SRT, WHIP next)      --MediaChunk (Feeder)-------> worker child process (its container)
 //!                                                              | reports exactly what it wrote
 //!                                                              v
 //!                                        media: retention (windows, holds) -> feed
@@ -58,26 +69,34 @@
 //! - [`chat`]: the websocket hub, users, messages, moderation, emoji, chat and integration routes.
 //!   Uses `tokens` (bot routes); implements `http::UserTokens` for other features' token routes. Given
 //!   the schedule's "chat is open for a scheduled stream" answer as a closure (offline chat rule).
-//! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle.
+//!   Owns the chat settings: `chat::settings` (`/api/admin/config/chat/*`, its serverconfig part).
+//! - [`notifications`]: go-live browser push and Discord messages. Given a `UserTokens` handle. Owns the
+//!   notification settings: `notifications::settings` (`notifications/*` setters, serverconfig part).
 //! - [`indieauth`]: chat sign-in with IndieAuth (client, with a guarded fetcher for discovery) and
 //!   castd as the streamer's IndieAuth server. Given a `UserTokens` handle (token check, sign-in).
 //! - [`federation`]: ActivityPub: the actor, discovery, the signed inbox, followers, the persistent
 //!   delivery queue, the go-live post, federated servers, Fediverse chat sign-in. Subscribes to the
-//!   bus (go-live), publishes engagement as chat events; given a `UserTokens` handle.
+//!   bus (go-live), publishes engagement as chat events; given a `UserTokens` handle. Owns the
+//!   federation settings: `federation::settings` (`federation/*` setters, serverconfig part).
 //! - [`schedule`]: scheduled streams (one-off events and RRULE series in IANA zones), the public
 //!   schedule and its iCalendar feed, the schedule settings, reminders and the SCHEDULED_EVENTS
 //!   webhooks. Publishes on the bus (webhook payloads, reminders that federation posts); gives `api` a
-//!   `ScheduleWatch` (the next event, whether chat is open for it).
-//! - [`api`]: public config/status, admin status and server configuration, every config setter, the
-//!   security warnings (weak admin password, short stream keys) and the update-options routes. Uses
-//!   `tokens` and `schedule` (the status' `scheduledEvent`); reads the stream, viewers, health and encoder
-//!   snapshots it is given.
+//!   `ScheduleWatch` (the next event, whether chat is open for it). Owns the schedule settings: its
+//!   setters (`schedule/*`, in `schedule::api`) and its serverconfig part (`schedule::settings`).
+//! - [`api`]: public config/status, admin status and server configuration, the security warnings (weak
+//!   admin password, short stream keys) and the update-options routes. Owns the instance and server
+//!   settings' setters (`api::setters`) and, on behalf of `transcode` (which sees no HTTP types), the
+//!   video settings' (`api::video`). `GET /api/admin/serverconfig` is assembled from every feature's
+//!   part (`<feature>::settings::server_config`), so `api` uses `chat`, `federation`,
+//!   `notifications`, `storage`, `yp` and `schedule` for those, `tokens`, and `schedule` for the
+//!   status' `scheduledEvent`; reads the stream, viewers, health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
 //!   and the bus; uses `hls` (gives
 //!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
-//!   hub and telemetry.
-//! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on.
+//!   hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
+//! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
+//!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
@@ -113,6 +132,7 @@ pub mod storage;
 pub mod store;
 pub mod stream;
 pub mod systemd;
+pub mod tasks;
 pub mod telemetry;
 pub mod tokens;
 pub mod transcode;

@@ -258,43 +258,43 @@ fn prepare(cli: &Cli) -> Result<(Store, SettingsStore)> {
         let hash = password::hash(pw).context("--adminpassword")?;
         let weak = password::is_weak(pw);
         settings.update_blocking(|s| {
-            s.admin_password_hash = hash;
-            s.admin_password_weak = weak;
+            s.server.admin_password_hash = hash;
+            s.server.admin_password_weak = weak;
         })?;
     }
-    if settings.get().admin_password_hash.is_empty() {
+    if settings.get().server.admin_password_hash.is_empty() {
         let pw = password::random_token(20);
         let hash = password::hash(&pw)?;
         let file = cli.data_dir.join("initial-admin-password");
         write_secret_file(&file, &format!("{pw}\n"))?;
         settings.update_blocking(|s| {
-            s.admin_password_hash = hash;
-            s.admin_password_weak = false;
+            s.server.admin_password_hash = hash;
+            s.server.admin_password_weak = false;
         })?;
         warn!(
             "generated the admin password {pw} (user: admin); it is also in {} — change it in the admin page",
             file.display()
         );
     }
-    if settings.get().stream_keys.is_empty() {
+    if settings.get().server.stream_keys.is_empty() {
         let key = password::random_token(24);
         settings.update_blocking(|s| {
-            s.stream_keys = vec![StreamKey { key: key.clone(), comment: "Default stream key".into() }]
+            s.server.stream_keys = vec![StreamKey { key: key.clone(), comment: "Default stream key".into() }]
         })?;
         info!("generated a stream key; see it in the admin page under stream keys");
     }
     settings.update_blocking(|s| {
         if let Some(ip) = cli.webserverip {
-            s.web_server_ip = ip.to_string();
+            s.server.web_server_ip = ip.to_string();
         }
         if let Some(p) = cli.webserverport {
-            s.web_server_port = p;
+            s.server.web_server_port = p;
         }
         if let Some(p) = cli.rtmpport {
-            s.rtmp_server_port = p;
+            s.server.rtmp_server_port = p;
         }
         if let Some(p) = cli.srtport {
-            s.srt_server_port = p;
+            s.ingest.srt_server_port = p;
         }
     })?;
     Ok((store, settings))
@@ -355,17 +355,18 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
         return Ok(());
     }
 
-    let web_addr = SocketAddr::new(s.web_server_ip.parse().context("saved web server IP")?, s.web_server_port);
+    let web_addr =
+        SocketAddr::new(s.server.web_server_ip.parse().context("saved web server IP")?, s.server.web_server_port);
     let web = tokio::net::TcpListener::bind(web_addr)
         .await
         .with_context(|| format!("binding the web server to {web_addr}"))?;
     let rtmp_ip = castd::ingest::bind_address(&s).context("saved RTMP bind address")?;
-    let rtmp_addr = SocketAddr::new(rtmp_ip, s.rtmp_server_port);
+    let rtmp_addr = SocketAddr::new(rtmp_ip, s.server.rtmp_server_port);
     let rtmp = tokio::net::TcpListener::bind(rtmp_addr)
         .await
         .with_context(|| format!("binding the RTMP server to {rtmp_addr}"))?;
     // SRT is optional: a port that cannot be bound leaves the server running without it.
-    let srt = match s.srt_server_port {
+    let srt = match s.ingest.srt_server_port {
         0 => None,
         port => {
             let srt_addr = SocketAddr::new(rtmp_ip, port);

@@ -123,9 +123,9 @@ pub fn stream_event(settings: &Settings, state: &StreamState, viewers: &ViewerCo
     let (current, session_max, overall_max) = viewers.get();
     StreamEvent {
         id: crate::password::random_token(10),
-        name: settings.name.clone(),
-        summary: settings.summary.clone(),
-        stream_title: settings.stream_title.clone(),
+        name: settings.instance.name.clone(),
+        summary: settings.instance.summary.clone(),
+        stream_title: settings.instance.stream_title.clone(),
         status: StreamEventStatus {
             online: state.online,
             viewer_count: current,
@@ -134,7 +134,7 @@ pub fn stream_event(settings: &Settings, state: &StreamState, viewers: &ViewerCo
             last_connect_time: state.last_connect_time,
             last_disconnect_time: state.last_disconnect_time,
             version_number: crate::VERSION.to_string(),
-            stream_title: settings.stream_title.clone(),
+            stream_title: settings.instance.stream_title.clone(),
         },
         timestamp: Utc::now(),
     }

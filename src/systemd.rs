@@ -23,12 +23,12 @@
 use std::time::Duration;
 
 use sd_notify::NotifyState;
-use tokio::task::JoinHandle;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::stream::{StreamState, StreamWatch};
+use crate::tasks::{Stage, Tasks};
 
 /// Longest `STATUS=` text sent, in bytes (systemd shows one line; longer texts are cut at a char boundary).
 pub const MAX_STATUS_LEN: usize = 200;
@@ -91,19 +91,19 @@ pub fn watchdog_period() -> Option<Duration> {
     sd_notify::watchdog_enabled().map(|timeout| timeout / 2).filter(|p| !p.is_zero())
 }
 
-/// Start sending `WATCHDOG=1` every [`watchdog_period`]; `None` when systemd set no watchdog.
-/// The task runs on the caller's runtime until it is aborted or the runtime stops.
-pub fn spawn_watchdog() -> Option<JoinHandle<()>> {
-    let period = watchdog_period()?;
+/// Start sending `WATCHDOG=1` every [`watchdog_period`] until the `Background` stage stops (the last);
+/// nothing when systemd set no watchdog.
+pub fn spawn_watchdog(tasks: &Tasks) {
+    let Some(period) = watchdog_period() else { return };
     tracing::debug!("systemd watchdog: pinging every {period:?}");
-    Some(tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Background, "systemd watchdog", async move {
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
             send_logged(&[NotifyState::Watchdog]);
         }
-    }))
+    });
 }
 
 /// The status line for the stream state: `"listening on <url>; stream offline"` or, while a broadcaster
@@ -123,13 +123,13 @@ fn current_stream_line(stream: &StreamState, listen_url: &str) -> String {
 
 /// Send `READY=1` with the current stream state, then keep `STATUS=` in step with the stream state
 /// until its writer is gone. Does nothing (and spawns nothing) outside systemd.
-pub fn announce_ready(mut stream: StreamWatch, listen_url: String) -> Option<JoinHandle<()>> {
+pub fn announce_ready(mut stream: StreamWatch, listen_url: String, tasks: &Tasks) {
     if !under_systemd() {
-        return None;
+        return;
     }
     let line = current_stream_line(&stream.borrow_and_update(), &listen_url);
     ready(&line);
-    Some(tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Background, "systemd status", async move {
         let mut last = line;
         while stream.changed().await.is_ok() {
             let line = current_stream_line(&stream.borrow_and_update(), &listen_url);
@@ -138,7 +138,7 @@ pub fn announce_ready(mut stream: StreamWatch, listen_url: String) -> Option<Joi
                 last = line;
             }
         }
-    }))
+    });
 }
 
 /// Whether stderr is the journal: `JOURNAL_STREAM=<dev>:<inode>` matches stderr's own device and inode

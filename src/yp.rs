@@ -11,7 +11,11 @@
 //! start, and shortly after the directory settings change or the stream starts or stops. Failures are
 //! logged once until a ping succeeds again.
 //!
-//! State: [`Directory`] (settings, bus, stream snapshot, viewer counts, store, HTTP client).
+//! State: [`Directory`] (settings, bus, stream snapshot, viewer counts, store, HTTP client). The
+//! directory section of the settings (its setters, its part of the admin configuration) is
+//! `yp::settings`'s.
+
+pub mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +26,6 @@ use rusqlite::OptionalExtension;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::events::{Bus, Event};
@@ -30,6 +33,7 @@ use crate::http::{ApiError, Auth, Registry, StatusResponse};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 use crate::stream::{StreamWatch, Viewers};
+use crate::tasks::{Stage, Tasks};
 
 /// Owncast pings its directory every four minutes.
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(4 * 60);
@@ -151,25 +155,25 @@ impl Directory {
         let (viewers, _, _) = self.viewers.get();
         json!({
             "key": key,
-            "url": s.server_url,
-            "name": s.name,
-            "description": s.summary,
-            "streamTitle": s.stream_title,
-            "logo": format!("{}/logo", s.server_url),
-            "tags": s.tags,
-            "nsfw": s.nsfw,
+            "url": s.server.server_url,
+            "name": s.instance.name,
+            "description": s.instance.summary,
+            "streamTitle": s.instance.stream_title,
+            "logo": format!("{}/logo", s.server.server_url),
+            "tags": s.instance.tags,
+            "nsfw": s.instance.nsfw,
             "online": online,
-            "viewerCount": if s.hide_viewer_count { 0 } else { viewers },
+            "viewerCount": if s.instance.hide_viewer_count { 0 } else { viewers },
         })
     }
 
     /// Ping once, if listing is on and a server URL is set. `Ok(false)`: nothing was sent.
     async fn ping(&self) -> Result<bool, String> {
         let s = self.settings.get();
-        if !s.directory_enabled {
+        if !s.directory.directory_enabled {
             return Ok(false);
         }
-        if s.server_url.is_empty() {
+        if s.server.server_url.is_empty() {
             return Err("the server URL is not set; the directory cannot list this server".into());
         }
         let endpoint = format!("{}/api/ping", s.directory_url().trim_end_matches('/'));
@@ -200,9 +204,9 @@ impl Directory {
 }
 
 /// The pinger: at start, every interval, and after triggers (see the module doc).
-pub fn start(dir: Arc<Directory>) -> JoinHandle<()> {
+pub fn start(dir: Arc<Directory>, tasks: &Tasks) {
     let mut sub = dir.bus.subscribe("yp");
-    tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Background, "directory pings", async move {
         let mut failing = false;
         let mut next = tokio::time::Instant::now() + Duration::from_secs(1);
         loop {
@@ -238,12 +242,13 @@ pub fn start(dir: Arc<Directory>) -> JoinHandle<()> {
             }
             next = tokio::time::Instant::now() + dir.config.ping_interval;
         }
-    })
+    });
 }
 
 const GROUP: &str = "admin";
 
 pub fn routes(reg: &mut Registry, dir: Arc<Directory>) {
+    settings::routes(reg, dir.clone());
     let mut reg = reg.scope(dir);
     reg.get("/api/admin/yp/reset", GROUP, Auth::Admin, "Reset the directory registration", reset)
         .returns::<StatusResponse>();

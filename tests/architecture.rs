@@ -23,6 +23,7 @@ const BOTTOM: &[&str] = &[
     "health",
     "telemetry",
     "http",
+    "tasks",
     "systemd",
     "logs",
     "media",
@@ -468,4 +469,78 @@ fn transcode_and_metrics_have_no_import_cycles_between_their_files() {
             panic!("import cycle in src/{feature}: {}\n(graph: {graph:#?})", cycle.join(" → "));
         }
     }
+}
+
+/// Each feature owns its setters: the server feature's table (`api/setters.rs`) keeps only the
+/// instance and server ones (the video ones, on behalf of transcode, which sees no HTTP types, are
+/// `api/video.rs`'s); every other section's setters are in the feature that owns the section.
+#[test]
+fn each_feature_owns_the_setters_of_its_section() {
+    // (setter path prefix, the file that owns it)
+    let owners: &[(&str, &str)] = &[
+        ("\"chat/", "chat/settings.rs"),
+        ("\"federation/", "federation/settings.rs"),
+        ("\"notifications/", "notifications/settings.rs"),
+        ("\"s3\"", "storage/settings.rs"),
+        ("\"directoryenabled\"", "yp/settings.rs"),
+        ("\"directoryurl\"", "yp/settings.rs"),
+        ("\"video/", "api/video.rs"),
+    ];
+    let files: Vec<_> = sources_of("api").into_iter().filter(|(f, _)| f.ends_with("api/setters.rs")).collect();
+    assert_eq!(files.len(), 1, "api/setters.rs is missing");
+    for (prefix, owner) in owners {
+        let owner_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(owner);
+        let text = std::fs::read_to_string(&owner_file).unwrap_or_else(|_| panic!("{owner} is missing"));
+        assert!(code_only(&text).contains(prefix), "{owner} does not define the {prefix} setters");
+        for (file, code) in files.iter().filter(|(f, _)| !f.ends_with(owner)) {
+            assert!(!code.contains(prefix), "{} names a {prefix} setter, which {owner} owns", file.display());
+        }
+    }
+    // The plumbing is the bottom layer's, and there is one table type.
+    for (file, code) in sources_of("api").into_iter().chain(sources_of("chat")).chain(sources_of("federation")) {
+        assert!(!code.contains("pub struct Setter"), "{} defines its own Setter (use http::setters)", file.display());
+    }
+}
+
+/// Ways to start or stop a task outside the one lifecycle (`src/tasks.rs`): a spawn, a task set, a
+/// tracker or a root token of one's own, an abort.
+const TASK_NEEDLES: &[&str] = &[
+    "tokio::spawn",
+    "task::spawn(",
+    "spawn_local",
+    "JoinSet",
+    "TaskTracker::new",
+    ".abort()",
+    "CancellationToken::new",
+];
+
+/// Files allowed one of `TASK_NEEDLES`, with the reason. Unit tests (after `#[cfg(test)]`) are not
+/// checked: they run their own helpers on the test runtime.
+const TASK_ALLOWED: &[(&str, &str)] = &[("tasks.rs", "the lifecycle itself")];
+
+#[test]
+fn one_way_to_spawn_a_task() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(src.join("tasks.rs").is_file(), "src/tasks.rs is missing");
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).expect("under src").to_string_lossy().to_string();
+        if TASK_ALLOWED.iter().any(|(f, _)| *f == rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        let code = code_only(text.split("#[cfg(test)]").next().unwrap_or_default());
+        for needle in TASK_NEEDLES {
+            if code.contains(needle) {
+                found.push(format!("{rel}: {needle}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "spawn long-running tasks on `tasks::Tasks` (in their shutdown stage) and stop them with its tokens:\n{}",
+        found.join("\n")
+    );
 }

@@ -760,3 +760,137 @@ fn web_assets_are_precompressed_and_revalidate() {
     let again = server.client.get(server.url("/")).header("if-none-match", etag).send().unwrap();
     assert_eq!(again.status(), 304);
 }
+
+/// `GET /api/admin/serverconfig` is assembled from every feature's part: Owncast's keys (with the
+/// interface spec's extras), in Owncast's order, each nested object complete, and the OpenAPI schema
+/// names exactly those keys.
+#[test]
+fn serverconfig_is_every_features_part_in_owncast_order() {
+    let server = Server::start();
+    let top = [
+        "instanceDetails",
+        "adminPassword",
+        "streamKeys",
+        "streamKeyOverridden",
+        "ffmpegPath",
+        "webServerPort",
+        "webServerIP",
+        "rtmpServerPort",
+        "rtmpServerAddress",
+        "serverURL",
+        "socketHostOverride",
+        "videoServingEndpoint",
+        "s3",
+        "videoSettings",
+        "videoCodec",
+        "supportedCodecs",
+        "yp",
+        "chatDisabled",
+        "chatJoinMessagesEnabled",
+        "chatEstablishedUserMode",
+        "chatSpamProtectionEnabled",
+        "chatSlurFilterEnabled",
+        "chatSlurFilterWords",
+        "chatRequireAuthentication",
+        "forbiddenUsernames",
+        "suggestedUsernames",
+        "hideViewerCount",
+        "disableSearchIndexing",
+        "externalActions",
+        "federation",
+        "notifications",
+        "schedule",
+    ];
+    let nested: &[(&str, &[&str])] = &[
+        (
+            "instanceDetails",
+            &[
+                "name",
+                "summary",
+                "welcomeMessage",
+                "offlineMessage",
+                "logo",
+                "tags",
+                "version",
+                "nsfw",
+                "extraPageContent",
+                "streamTitle",
+                "socialHandles",
+                "customStyles",
+                "customJavascript",
+                "appearanceVariables",
+                "autoplay",
+            ],
+        ),
+        (
+            "s3",
+            &["enabled", "endpoint", "accessKey", "secret", "bucket", "region", "acl", "pathPrefix", "forcePathStyle"],
+        ),
+        ("videoSettings", &["videoQualityVariants", "latencyLevel"]),
+        ("yp", &["enabled", "instanceUrl", "directoryUrl"]),
+        (
+            "federation",
+            &[
+                "enabled",
+                "isPrivate",
+                "username",
+                "goLiveMessage",
+                "showEngagement",
+                "enableQuotes",
+                "hideFollowersTab",
+                "blockedDomains",
+            ],
+        ),
+        ("notifications", &["browser", "discord"]),
+        (
+            "schedule",
+            &[
+                "enabled",
+                "showCountdown",
+                "chatOpenMinutesBefore",
+                "reminderMessage",
+                "firstReminderMinutes",
+                "secondReminderMinutes",
+            ],
+        ),
+    ];
+    let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
+    let names = |list: &[&str]| -> BTreeSet<String> { list.iter().map(|s| s.to_string()).collect() };
+    let text = server.admin_get("/api/admin/serverconfig").text().unwrap();
+    let cfg: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(keys(&cfg), names(&top));
+    for (key, inner) in nested {
+        assert_eq!(keys(&cfg[*key]), names(inner), "{key}");
+    }
+    // In Owncast's order: each top-level key is first named after the one before it.
+    let at: Vec<usize> = top.iter().map(|k| text.find(&format!("\"{k}\":")).unwrap()).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "serverconfig keys out of order: {text}");
+    // The OpenAPI schema is one object with exactly these properties, all required.
+    let doc = openapi(&server);
+    let schema = &doc["components"]["schemas"]["ServerConfig"];
+    assert_eq!(schema["type"], json!("object"));
+    assert_eq!(keys(&schema["properties"]), names(&top));
+    let required: BTreeSet<String> =
+        schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    assert_eq!(required, names(&top));
+    // A setter of each feature changes its own part.
+    for (setter, value, ptr, expected) in [
+        ("chat/disable", json!(true), "/chatDisabled", json!(true)),
+        ("federation/username", json!("bob"), "/federation/username", json!("bob")),
+        (
+            "notifications/browser",
+            json!({"enabled": true, "goLiveMessage": "hi"}),
+            "/notifications/browser/enabled",
+            json!(true),
+        ),
+        ("directoryurl", json!("https://dir.example.com"), "/yp/directoryUrl", json!("https://dir.example.com")),
+        ("video/streamlatencylevel", json!(3), "/videoSettings/latencyLevel", json!(3)),
+        ("schedule/enabled", json!(true), "/schedule/enabled", json!(true)),
+        ("hideviewercount", json!(true), "/hideViewerCount", json!(true)),
+    ] {
+        server.set(setter, value);
+        let cfg = server.admin_json("/api/admin/serverconfig");
+        assert_eq!(cfg.pointer(ptr), Some(&expected), "{setter}");
+        assert_eq!(keys(&cfg), names(&top), "after {setter}");
+    }
+}

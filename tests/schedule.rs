@@ -3,8 +3,10 @@
 //! America/New_York), cancelling one occurrence, the public schedule and its range rules, the
 //! iCalendar feed parsed by Python's `icalendar` (tests/ical/requirements.txt, installed by
 //! packaging/deps.sh), the settings with Owncast's allowed values, `/api/config` and `/api/status`
-//! (`scheduledEvent`, `chatOpen`), and the reminder: a post to a follower's inbox and the
-//! SCHEDULED_EVENTS webhooks, all on loopback.
+//! (`scheduledEvent`, `chatOpen`), the reminder: a post to a follower's inbox and the
+//! SCHEDULED_EVENTS webhooks, all on loopback; the event's public page `/schedule/{id}` and its
+//! calendar file; chat: opened before a scheduled stream, the notice when it never started, and the
+//! sender told when chat is closed. (`tests/schedule_federation.rs` has the ActivityPub side.)
 
 mod common;
 
@@ -76,12 +78,9 @@ fn admin_routes_need_the_admin() {
         let r = s.client.request("OPTIONS".parse().unwrap(), s.url(path)).send().unwrap();
         assert_eq!(r.status().as_u16(), 204, "OPTIONS {path}");
     }
-    // and the public ones do not; the event page the reminders link to leads to the viewer page
+    // and the public ones do not (an event page for no event is a 404 page)
     assert_eq!(s.get("/api/schedule").status().as_u16(), 200);
-    let no_redirects =
-        reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let r = no_redirects.get(s.url("/schedule/abc123")).send().unwrap();
-    assert_eq!((r.status().as_u16(), r.headers()["location"].to_str().unwrap()), (302, "/"));
+    assert_eq!(s.get("/schedule/abc123").status().as_u16(), 404);
     assert_eq!(s.get("/api/schedule.ics").status().as_u16(), 200);
 }
 
@@ -564,6 +563,11 @@ fn offline_chat_opens_before_a_scheduled_stream() {
     std::thread::sleep(Duration::from_millis(1500));
     say(&mut viewer.ws, "after the grace");
     assert!(!heard(&mut listener.ws, "after the grace"), "offline for longer than the grace: ignored");
+    let told = next_where(&mut viewer.ws, Duration::from_secs(3), |e| {
+        e["type"] == "CHAT_ACTION"
+            && e["body"].as_str().unwrap_or("").contains("Chat is closed while the stream is offline")
+    });
+    assert!(told.is_some(), "the sender is told why");
 
     // a stream scheduled in 8 minutes with chat opening 10 minutes before
     s.set("schedule/enabled", json!(true));
@@ -597,4 +601,93 @@ fn the_started_webhook_fires_at_the_start_and_the_title_becomes_the_event_name()
     // the event runs: still the status' event, and no end yet
     assert_eq!(s.get_json("/api/status")["scheduledEvent"]["id"], id);
     assert!(hook.all().iter().all(|r| r.json()["eventData"]["action"] != "ended"));
+}
+
+#[test]
+fn the_event_page_shows_the_event_with_a_countdown_and_add_to_calendar() {
+    let s = Server::start();
+    s.set("name", json!("Page Cast"));
+    s.set("serverurl", json!("https://live.example.com"));
+    let start = DateTime::from_timestamp((Utc::now() + Span::minutes(90)).timestamp(), 0).unwrap();
+    let all = save(
+        &s,
+        json!({"name": "Launch <party>", "description": "We *launch* it.", "start": rfc(start),
+               "timezone": "America/New_York", "durationMinutes": 45}),
+    );
+    let id = all["events"][0]["id"].as_str().unwrap().to_string();
+    let path = format!("/schedule/{id}");
+    assert_eq!(s.get(&path).status().as_u16(), 404, "no page while the schedule is off");
+    s.set("schedule/enabled", json!(true));
+
+    let r = s.get(&path);
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    let html = r.text().unwrap();
+    for want in [
+        "<h1 id=\"event-name\">Launch &lt;party&gt;</h1>".to_string(),
+        "<meta property=\"og:title\" content=\"Launch &lt;party&gt;\">".to_string(),
+        "<meta property=\"og:description\" content=\"We *launch* it.\">".to_string(),
+        format!("<meta property=\"og:url\" content=\"https://live.example.com/schedule/{id}\">"),
+        "<meta property=\"og:site_name\" content=\"Page Cast\">".to_string(),
+        "<em>launch</em>".to_string(),
+        "45 minutes".to_string(),
+        format!("data-start=\"{}\"", rfc(start)),
+        "id=\"event-countdown\"".to_string(),
+        format!("href=\"/schedule/{id}/calendar.ics\""),
+        "href=\"/api/schedule.ics\"".to_string(),
+    ] {
+        assert!(html.contains(&want), "{want} missing from:\n{html}");
+    }
+    let local = start.with_timezone(&chrono_tz::America::New_York);
+    assert!(html.contains(&local.format("%A, %B %-d, %Y at %-I:%M %p %Z").to_string()), "the event's zone");
+
+    // Add to calendar: this one event, as valid iCalendar.
+    let r = s.get(&format!("{path}/calendar.ics"));
+    assert_eq!(r.headers()["content-type"], "text/calendar; charset=utf-8");
+    let cal = parse_with_icalendar(&r.bytes().unwrap());
+    let events = cal["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["uid"], json!(format!("{id}@owncast")));
+    assert_eq!(events[0]["summary"], "Launch <party>");
+
+    // Cancelled: the page says so and shows no countdown; unknown ids are 404 pages.
+    s.admin_post(DELETE, &json!({"id": id, "cancel": true}));
+    let html = s.get(&path).text().unwrap();
+    assert!(html.contains("This stream was cancelled.") && !html.contains("id=\"event-countdown\""), "{html}");
+    let r = s.client.get(s.url("/schedule/nosuchevent")).header("accept", "text/html").send().unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    assert!(r.text().unwrap().contains("No such scheduled stream"), "a page for a browser");
+    let r = s.get("/schedule/nosuchevent");
+    assert_eq!(r.status().as_u16(), 404);
+    assert_eq!(r.json::<Value>().unwrap()["success"], json!(false), "JSON for other clients");
+}
+
+#[test]
+fn chat_hears_when_a_scheduled_stream_that_opened_it_never_started() {
+    use common::chatclient::{join, next_where};
+    let s = enabled();
+    s.set("schedule/chatopenminutes", json!(10));
+    let mut listener = join(&s, "listener");
+    // An event that started 9 minutes ago (the API takes only future starts): written into the
+    // daemon's database, as the schedule would have it by then.
+    let db = rusqlite::Connection::open(s.data_dir.join("castd.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(10)).unwrap();
+    let start = Utc::now() - Span::minutes(9) - Span::seconds(1);
+    let ts = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    db.execute(
+        "INSERT INTO stream_events (id, name, description, reminder_message, start_time, duration_minutes, timezone,
+           status, created_at, updated_at) VALUES ('noshow1', 'No show', '', '', ?1, 60, 'UTC', 'scheduled', ?2, ?2)",
+        [ts(start), ts(Utc::now())],
+    )
+    .unwrap();
+    drop(db);
+    let notice = next_where(&mut listener.ws, Duration::from_secs(25), |e| e["type"] == "SYSTEM")
+        .expect("the never-started notice");
+    assert_eq!(
+        notice["body"].as_str().unwrap().trim(),
+        "<p>This scheduled live stream never started, so chat is being turned off. Thanks for coming!</p>"
+    );
+    assert_eq!(notice["user"]["displayName"], "castd");
+    // once
+    assert!(next_where(&mut listener.ws, Duration::from_secs(12), |e| e["type"] == "SYSTEM").is_none());
 }

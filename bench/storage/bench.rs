@@ -63,13 +63,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::open(&dir.path().join("castd.db"))?;
     let settings = SettingsStore::open(store)?;
     settings.update_blocking(|s| {
-        s.s3.enabled = true;
-        s.s3.endpoint = endpoint.clone();
-        s.s3.access_key = arg(&args, "--access-key", "");
-        s.s3.secret = arg(&args, "--secret", "");
-        s.s3.bucket = arg(&args, "--bucket", "castd");
-        s.s3.path_prefix = "bench".into();
-        s.s3.force_path_style = true;
+        s.storage.s3.enabled = true;
+        s.storage.s3.endpoint = endpoint.clone();
+        s.storage.s3.access_key = arg(&args, "--access-key", "");
+        s.storage.s3.secret = arg(&args, "--secret", "");
+        s.storage.s3.bucket = arg(&args, "--bucket", "castd");
+        s.storage.s3.path_prefix = "bench".into();
+        s.storage.s3.force_path_style = true;
     })?;
     let hls_dir = dir.path().join("hls");
     for v in 0..LADDER.len() {
@@ -80,6 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (_writer, stream) = StreamWriter::new();
     let media = MediaPlane::new(hls_dir.clone());
     media.start_stream(LIST_SIZE as usize);
+    let tasks = castd::tasks::Tasks::new();
     let storage = Storage::new(StorageDeps {
         settings,
         bus: bus.clone(),
@@ -88,8 +89,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         telemetry: telemetry.clone(),
         hls_dir: hls_dir.clone(),
         media: media.clone(),
+        tasks: tasks.clone(),
     });
-    let task = castd::storage::start(storage);
+    castd::storage::start(storage, Duration::from_secs(10));
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let ladder_kbps: u64 = LADDER.iter().map(|(_, k)| k).sum();
@@ -173,6 +175,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keeps_up =
         lat.len() as u64 == expected_segments && totals.failures == 0 && percentile(&lat, 0.99) < seg_secs as f64;
     println!("keeps up with x{multiplier}: {}", if keeps_up { "yes" } else { "NO" });
-    task.abort();
+    tasks.stop(castd::tasks::Stage::Outputs, Duration::from_secs(1)).await;
     Ok(())
 }

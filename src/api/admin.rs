@@ -9,12 +9,11 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use serde::Serialize;
+use utoipa::openapi::{RefOr, Schema};
 use utoipa::ToSchema;
 
 use super::Server;
-use crate::config::{
-    BrowserNotification, DiscordNotification, ExternalAction, S3Info, SocialHandle, StreamKey, StreamOutputVariant,
-};
+use crate::config::{ExternalAction, SocialHandle, StreamKey, StreamOutputVariant};
 use crate::health::Health;
 use crate::http::{ApiError, Auth, Registry, StatusResponse};
 use crate::stream::{Broadcaster, VariantProgress};
@@ -22,8 +21,8 @@ use crate::VERSION;
 
 const GROUP: &str = "admin";
 
-/// What the admin API shows instead of a stored secret. Sending it back to a setter keeps the secret.
-pub const MASKED: &str = "********";
+/// What the admin API shows instead of a stored secret (the storage section's).
+pub use crate::config::MASKED;
 
 pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     let mut reg = reg.scope(server);
@@ -125,8 +124,12 @@ pub fn admin_status(server: &Server) -> AdminStatus {
     let (current, session_max, overall_max) = server.viewers.get();
     let (seconds, count) = s.latency();
     let current_broadcast = st.online.then(|| CurrentBroadcast {
-        output_settings: s.video_quality_variants.clone(),
-        latency_level: LatencyLevel { level: s.latency_level, seconds_per_segment: seconds, segment_count: count },
+        output_settings: s.video.video_quality_variants.clone(),
+        latency_level: LatencyLevel {
+            level: s.video.latency_level,
+            seconds_per_segment: seconds,
+            segment_count: count,
+        },
         video_codec: st.encoders.first().cloned().unwrap_or_default(),
         encoders: st.encoders.clone(),
         worker_pid: st.worker_pid,
@@ -137,7 +140,7 @@ pub fn admin_status(server: &Server) -> AdminStatus {
         broadcaster: st.broadcaster,
         current_broadcast,
         health: server.health.get(),
-        stream_title: s.stream_title.clone(),
+        stream_title: s.instance.stream_title.clone(),
         version_number: VERSION,
         viewer_count: current,
         overall_peak_viewer_count: overall_max,
@@ -150,61 +153,88 @@ async fn status(State(server): State<Arc<Server>>) -> Json<AdminStatus> {
     Json(admin_status(&server))
 }
 
-fn mask(secret: &str) -> &'static str {
-    if secret.is_empty() {
-        ""
-    } else {
-        MASKED
+/// `GET /api/admin/serverconfig`: Owncast's shape, with the interface spec's extra fields. Assembled
+/// from each feature's part (flattened, in this order); its OpenAPI schema is the parts' properties
+/// as one object.
+#[derive(Debug, Serialize)]
+pub struct ServerConfig {
+    #[serde(flatten)]
+    pub instance: InstanceConfigPart,
+    #[serde(flatten)]
+    pub server: ServerConfigPart,
+    #[serde(flatten)]
+    pub ingest: crate::ingest::settings::IngestConfigPart,
+    #[serde(flatten)]
+    pub storage: crate::storage::settings::StorageConfigPart,
+    #[serde(flatten)]
+    pub video: super::video::VideoConfigPart,
+    #[serde(flatten)]
+    pub directory: crate::yp::settings::DirectoryConfigPart,
+    #[serde(flatten)]
+    pub chat: crate::chat::settings::ChatConfig,
+    #[serde(flatten)]
+    pub page: PageConfigPart,
+    #[serde(flatten)]
+    pub federation: crate::federation::settings::FederationConfigPart,
+    #[serde(flatten)]
+    pub notifications: crate::notifications::settings::NotificationsConfigPart,
+    #[serde(flatten)]
+    pub schedule: crate::schedule::settings::ScheduleConfigPart,
+}
+
+/// Calls `$m` with the type of every part of `ServerConfig`, in order.
+macro_rules! server_config_parts {
+    ($m:ident) => {
+        $m!(
+            InstanceConfigPart,
+            ServerConfigPart,
+            crate::ingest::settings::IngestConfigPart,
+            crate::storage::settings::StorageConfigPart,
+            super::video::VideoConfigPart,
+            crate::yp::settings::DirectoryConfigPart,
+            crate::chat::settings::ChatConfig,
+            PageConfigPart,
+            crate::federation::settings::FederationConfigPart,
+            crate::notifications::settings::NotificationsConfigPart,
+            crate::schedule::settings::ScheduleConfigPart
+        )
+    };
+}
+
+impl utoipa::PartialSchema for ServerConfig {
+    fn schema() -> RefOr<Schema> {
+        macro_rules! merged {
+            ($($t:ty),*) => {
+                crate::http::openapi::merged_object(
+                    "`GET /api/admin/serverconfig`: Owncast's shape, with the interface spec's extra fields.",
+                    [$(<$t as utoipa::PartialSchema>::schema()),*],
+                )
+            };
+        }
+        server_config_parts!(merged)
     }
 }
 
-/// `GET /api/admin/serverconfig`: Owncast's shape, with the interface spec's extra fields.
+impl utoipa::ToSchema for ServerConfig {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "ServerConfig".into()
+    }
+
+    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+        macro_rules! nested {
+            ($($t:ty),*) => {{
+                $(<$t as utoipa::ToSchema>::schemas(out);)*
+            }};
+        }
+        server_config_parts!(nested);
+    }
+}
+
+/// The instance details' part of the server configuration.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ServerConfig {
+pub struct InstanceConfigPart {
     pub instance_details: InstanceDetails,
-    /// The bcrypt hash, which tools check with `bcrypt.compare` (Owncast shows the same). A database
-    /// from an earlier castd holds an argon2 hash until the next login or password change.
-    pub admin_password: String,
-    pub stream_keys: Vec<StreamKey>,
-    /// A `--streamkey` is in force for this run.
-    pub stream_key_overridden: bool,
-    pub ffmpeg_path: String,
-    pub web_server_port: u16,
-    #[serde(rename = "webServerIP")]
-    pub web_server_ip: String,
-    pub rtmp_server_port: u16,
-    pub rtmp_server_address: String,
-    /// The SRT ingest port (0: SRT is off); SRT listens on the RTMP address.
-    pub srt_server_port: u16,
-    /// The SRT encryption passphrase (empty: unencrypted); publishers put it in their `srt://` URL.
-    pub srt_passphrase: String,
-    #[serde(rename = "serverURL")]
-    pub server_url: String,
-    pub socket_host_override: String,
-    pub video_serving_endpoint: String,
-    /// The storage settings, the secret masked.
-    pub s3: S3Info,
-    pub video_settings: VideoSettings,
-    pub video_codec: String,
-    /// The encoders that can be used on this server.
-    pub supported_codecs: Vec<String>,
-    pub yp: DirectorySettings,
-    pub chat_disabled: bool,
-    pub chat_join_messages_enabled: bool,
-    pub chat_established_user_mode: bool,
-    pub chat_spam_protection_enabled: bool,
-    pub chat_slur_filter_enabled: bool,
-    pub chat_slur_filter_words: Vec<String>,
-    pub chat_require_authentication: bool,
-    pub forbidden_usernames: Vec<String>,
-    pub suggested_usernames: Vec<String>,
-    pub hide_viewer_count: bool,
-    pub disable_search_indexing: bool,
-    pub external_actions: Vec<ExternalAction>,
-    pub federation: FederationSettings,
-    pub notifications: NotificationSettings,
-    pub schedule: ScheduleSettings,
 }
 
 /// `instanceDetails` of the server configuration.
@@ -230,137 +260,88 @@ pub struct InstanceDetails {
     pub autoplay: String,
 }
 
-/// `videoSettings` of the server configuration.
+/// The server settings' part of the server configuration.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct VideoSettings {
-    pub video_quality_variants: Vec<StreamOutputVariant>,
-    pub latency_level: u32,
+pub struct ServerConfigPart {
+    /// The bcrypt hash, which tools check with `bcrypt.compare` (Owncast shows the same). A database
+    /// from an earlier castd holds an argon2 hash until the next login or password change.
+    pub admin_password: String,
+    pub stream_keys: Vec<StreamKey>,
+    /// A `--streamkey` is in force for this run.
+    pub stream_key_overridden: bool,
+    pub ffmpeg_path: String,
+    pub web_server_port: u16,
+    #[serde(rename = "webServerIP")]
+    pub web_server_ip: String,
+    pub rtmp_server_port: u16,
+    pub rtmp_server_address: String,
+    #[serde(rename = "serverURL")]
+    pub server_url: String,
+    pub socket_host_override: String,
+    pub video_serving_endpoint: String,
 }
 
-/// `yp` of the server configuration: the directory registration.
+/// The viewer page switches of the instance settings, in the server configuration.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DirectorySettings {
-    pub enabled: bool,
-    /// The server URL.
-    pub instance_url: String,
-    pub directory_url: String,
+pub struct PageConfigPart {
+    pub hide_viewer_count: bool,
+    pub disable_search_indexing: bool,
+    pub external_actions: Vec<ExternalAction>,
 }
 
-/// `federation` of the server configuration.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FederationSettings {
-    pub enabled: bool,
-    pub is_private: bool,
-    pub username: String,
-    pub go_live_message: String,
-    pub show_engagement: bool,
-    pub enable_quotes: bool,
-    pub hide_followers_tab: bool,
-    pub blocked_domains: Vec<String>,
-}
-
-/// `notifications` of the server configuration.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct NotificationSettings {
-    pub browser: BrowserNotification,
-    pub discord: DiscordNotification,
-}
-
-/// `schedule` of the server configuration.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ScheduleSettings {
-    pub enabled: bool,
-    pub show_countdown: bool,
-    pub chat_open_minutes_before: u32,
-    pub reminder_message: String,
-    pub first_reminder_minutes: u32,
-    pub second_reminder_minutes: u32,
-}
-
-/// The admin server configuration in Owncast's shape, with the interface spec's extra fields.
+/// The admin server configuration in Owncast's shape, with the interface spec's extra fields: every
+/// feature's part of it.
 pub fn server_config(server: &Server) -> ServerConfig {
     let s = server.settings.get();
+    let (i, srv) = (&s.instance, &s.server);
     ServerConfig {
-        instance_details: InstanceDetails {
-            name: s.name.clone(),
-            summary: s.summary.clone(),
-            welcome_message: s.welcome_message.clone(),
-            offline_message: s.offline_message.clone(),
-            logo: "/logo",
-            tags: s.tags.clone(),
-            version: VERSION,
-            nsfw: s.nsfw,
-            extra_page_content: s.extra_page_content.clone(),
-            stream_title: s.stream_title.clone(),
-            social_handles: s.social_handles.clone(),
-            custom_styles: s.custom_styles.clone(),
-            custom_javascript: s.custom_javascript.clone(),
-            appearance_variables: s.appearance_variables.clone(),
-            autoplay: s.autoplay.clone(),
+        instance: InstanceConfigPart {
+            instance_details: InstanceDetails {
+                name: i.name.clone(),
+                summary: i.summary.clone(),
+                welcome_message: i.welcome_message.clone(),
+                offline_message: i.offline_message.clone(),
+                logo: "/logo",
+                tags: i.tags.clone(),
+                version: VERSION,
+                nsfw: i.nsfw,
+                extra_page_content: i.extra_page_content.clone(),
+                stream_title: i.stream_title.clone(),
+                social_handles: i.social_handles.clone(),
+                custom_styles: i.custom_styles.clone(),
+                custom_javascript: i.custom_javascript.clone(),
+                appearance_variables: i.appearance_variables.clone(),
+                autoplay: i.autoplay.clone(),
+            },
         },
-        admin_password: s.admin_password_hash.clone(),
-        stream_keys: s.stream_keys.clone(),
-        stream_key_overridden: server.stream_key_overridden,
-        ffmpeg_path: s.ffmpeg_path.clone(),
-        web_server_port: s.web_server_port,
-        web_server_ip: s.web_server_ip.clone(),
-        rtmp_server_port: s.rtmp_server_port,
-        rtmp_server_address: s.rtmp_server_bind_address.clone(),
-        srt_server_port: s.srt_server_port,
-        srt_passphrase: s.srt_passphrase.clone(),
-        server_url: s.server_url.clone(),
-        socket_host_override: s.socket_host_override.clone(),
-        video_serving_endpoint: s.video_serving_endpoint.clone(),
-        s3: S3Info { secret: mask(&s.s3.secret).to_string(), ..s.s3.clone() },
-        video_settings: VideoSettings {
-            video_quality_variants: s.video_quality_variants.clone(),
-            latency_level: s.latency_level,
+        server: ServerConfigPart {
+            admin_password: srv.admin_password_hash.clone(),
+            stream_keys: srv.stream_keys.clone(),
+            stream_key_overridden: server.stream_key_overridden,
+            ffmpeg_path: srv.ffmpeg_path.clone(),
+            web_server_port: srv.web_server_port,
+            web_server_ip: srv.web_server_ip.clone(),
+            rtmp_server_port: srv.rtmp_server_port,
+            rtmp_server_address: srv.rtmp_server_bind_address.clone(),
+            server_url: srv.server_url.clone(),
+            socket_host_override: srv.socket_host_override.clone(),
+            video_serving_endpoint: srv.video_serving_endpoint.clone(),
         },
-        video_codec: s.video_codec.clone(),
-        supported_codecs: server.available_codecs(),
-        yp: DirectorySettings {
-            enabled: s.directory_enabled,
-            instance_url: s.server_url.clone(),
-            directory_url: s.directory_url().to_string(),
+        ingest: crate::ingest::settings::server_config(&s),
+        storage: crate::storage::settings::server_config(&s),
+        video: super::video::server_config(server, &s),
+        directory: crate::yp::settings::server_config(&s),
+        chat: crate::chat::settings::server_config(&s),
+        page: PageConfigPart {
+            hide_viewer_count: i.hide_viewer_count,
+            disable_search_indexing: i.disable_search_indexing,
+            external_actions: i.external_actions.clone(),
         },
-        chat_disabled: s.chat_disabled,
-        chat_join_messages_enabled: s.chat_join_messages_enabled,
-        chat_established_user_mode: s.chat_established_user_mode,
-        chat_spam_protection_enabled: s.chat_spam_protection_enabled,
-        chat_slur_filter_enabled: s.chat_slur_filter_enabled,
-        chat_slur_filter_words: s.chat_slur_filter_words.clone(),
-        chat_require_authentication: s.chat_require_authentication,
-        forbidden_usernames: s.forbidden_usernames.clone(),
-        suggested_usernames: s.suggested_usernames.clone(),
-        hide_viewer_count: s.hide_viewer_count,
-        disable_search_indexing: s.disable_search_indexing,
-        external_actions: s.external_actions.clone(),
-        federation: FederationSettings {
-            enabled: s.federation_enabled,
-            is_private: s.federation_private,
-            username: s.federation_username.clone(),
-            go_live_message: s.federation_go_live_message.clone(),
-            show_engagement: s.federation_show_engagement,
-            enable_quotes: s.federation_enable_quotes,
-            hide_followers_tab: s.federation_hide_followers,
-            blocked_domains: s.federation_blocked_domains.clone(),
-        },
-        notifications: NotificationSettings {
-            browser: s.browser_notifications.clone(),
-            discord: s.discord_notifications.clone(),
-        },
-        schedule: ScheduleSettings {
-            enabled: s.schedule_enabled,
-            show_countdown: s.schedule_show_countdown,
-            chat_open_minutes_before: s.schedule_chat_open_minutes,
-            reminder_message: s.schedule_reminder_message.clone(),
-            first_reminder_minutes: s.schedule_first_reminder_minutes,
-            second_reminder_minutes: s.schedule_second_reminder_minutes,
-        },
+        federation: crate::federation::settings::server_config(&s),
+        notifications: crate::notifications::settings::server_config(&s),
+        schedule: crate::schedule::settings::server_config(&s),
     }
 }
 

@@ -1,9 +1,9 @@
 //! The server feature: the public configuration and status (`/api/config`, `/api/status`, YP,
-//! logos, robots), the admin status and server configuration, every config setter, and the
-//! integrations status/stream-title routes.
+//! logos, robots), the admin status and server configuration (assembled from every feature's part),
+//! the instance, server and video setters, and the integrations status/stream-title routes.
 //!
 //! It reads the other features only through the snapshots and handles it is given (`Server`): the
-//! settings store (which it alone writes through the setters), the stream snapshot, the viewer counts,
+//! settings store (which it writes through its setters), the stream snapshot, the viewer counts,
 //! the health hub, the encoder list and the integration tokens. Changes are announced on the bus
 //! (CONFIG_CHANGED, STREAM_TITLE_UPDATED).
 
@@ -11,6 +11,7 @@ pub mod admin;
 pub mod integrations;
 pub mod public;
 pub mod setters;
+pub mod video;
 pub mod warnings;
 
 use std::path::PathBuf;
@@ -66,5 +67,6 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     public::routes(reg, server.clone());
     admin::routes(reg, server.clone());
     setters::routes(reg, server.clone());
+    video::routes(reg, server.clone());
     integrations::routes(reg, server);
 }

@@ -51,15 +51,15 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
 /// `user@host` for the fediverse account, when a server URL gives the host (with the port when the URL
 /// names a non-default one, as WebFinger and the actor use it).
 pub fn federation_account(s: &Settings) -> String {
-    let host = url::Url::parse(&s.server_url).ok().and_then(|u| {
+    let host = url::Url::parse(&s.server.server_url).ok().and_then(|u| {
         u.host_str().map(|h| match u.port() {
             Some(p) => format!("{h}:{p}"),
             None => h.to_string(),
         })
     });
     match host {
-        Some(h) => format!("{}@{h}", s.federation_username),
-        None => s.federation_username.clone(),
+        Some(h) => format!("{}@{h}", s.federation.federation_username),
+        None => s.federation.federation_username.clone(),
     }
 }
 
@@ -142,44 +142,44 @@ pub struct PublicAuthentication {
 pub fn public_config(server: &Server) -> PublicConfig {
     let s = server.settings.get();
     PublicConfig {
-        name: s.name.clone(),
-        summary: s.summary.clone(),
-        stream_title: s.stream_title.clone(),
+        name: s.instance.name.clone(),
+        summary: s.instance.summary.clone(),
+        stream_title: s.instance.stream_title.clone(),
         // Owncast's offline message is the rendered HTML without the renderer's final newline.
-        offline_message: markdown::to_html(&s.offline_message).trim_end_matches('\n').to_string(),
+        offline_message: markdown::to_html(&s.instance.offline_message).trim_end_matches('\n').to_string(),
         logo: "/logo",
         version: VERSION,
-        tags: s.tags.clone(),
-        nsfw: s.nsfw,
-        custom_styles: s.custom_styles.clone(),
-        extra_page_content: markdown::to_html(&s.extra_page_content),
-        socket_host_override: s.socket_host_override.clone(),
-        appearance_variables: s.appearance_variables.clone(),
-        social_handles: s.social_handles.clone(),
-        external_actions: s.external_actions.clone(),
+        tags: s.instance.tags.clone(),
+        nsfw: s.instance.nsfw,
+        custom_styles: s.instance.custom_styles.clone(),
+        extra_page_content: markdown::to_html(&s.instance.extra_page_content),
+        socket_host_override: s.server.socket_host_override.clone(),
+        appearance_variables: s.instance.appearance_variables.clone(),
+        social_handles: s.instance.social_handles.clone(),
+        external_actions: s.instance.external_actions.clone(),
         notifications: PublicNotifications {
             browser: PublicBrowserNotifications {
-                enabled: s.browser_notifications.enabled,
+                enabled: s.notifications.browser_notifications.enabled,
                 public_key: server.vapid_public_key.clone(),
             },
         },
         federation: PublicFederation {
-            enabled: s.federation_enabled,
+            enabled: s.federation.federation_enabled,
             account: federation_account(&s),
             follower_count: server.follower_count.load(std::sync::atomic::Ordering::Relaxed),
-            hide_followers_tab: s.federation_hide_followers,
+            hide_followers_tab: s.federation.federation_hide_followers,
         },
         max_socket_payload_size: crate::config::MAX_SOCKET_PAYLOAD_SIZE,
-        hide_viewer_count: s.hide_viewer_count,
-        chat_disabled: s.chat_disabled,
-        chat_require_authentication: s.chat_require_authentication,
-        chat_spam_protection_disabled: !s.chat_spam_protection_enabled,
-        autoplay: s.autoplay.clone(),
-        authentication: PublicAuthentication { indie_auth_enabled: !s.server_url.is_empty() },
+        hide_viewer_count: s.instance.hide_viewer_count,
+        chat_disabled: s.chat.chat_disabled,
+        chat_require_authentication: s.chat.chat_require_authentication,
+        chat_spam_protection_disabled: !s.chat.chat_spam_protection_enabled,
+        autoplay: s.instance.autoplay.clone(),
+        authentication: PublicAuthentication { indie_auth_enabled: !s.server.server_url.is_empty() },
         schedule: PublicSchedule {
-            enabled: s.schedule_enabled,
-            show_countdown: s.schedule_show_countdown,
-            chat_open_minutes_before: s.schedule_chat_open_minutes,
+            enabled: s.schedule.schedule_enabled,
+            show_countdown: s.schedule.schedule_show_countdown,
+            chat_open_minutes_before: s.schedule.schedule_chat_open_minutes,
         },
     }
 }
@@ -225,7 +225,7 @@ pub fn public_status(server: &Server) -> PublicStatus {
     let s = server.settings.get();
     let st = server.stream.borrow().clone();
     let (current, session_max, overall_max) = server.viewers.get();
-    let shown = |n: u64| (!s.hide_viewer_count).then_some(n);
+    let shown = |n: u64| (!s.instance.hide_viewer_count).then_some(n);
     let now = Utc::now();
     PublicStatus {
         online: st.online,
@@ -233,13 +233,13 @@ pub fn public_status(server: &Server) -> PublicStatus {
         last_connect_time: st.last_connect_time,
         last_disconnect_time: st.last_disconnect_time,
         version_number: VERSION,
-        stream_title: s.stream_title.clone(),
-        name: s.name.clone(),
-        description: s.summary.clone(),
+        stream_title: s.instance.stream_title.clone(),
+        name: s.instance.name.clone(),
+        description: s.instance.summary.clone(),
         logo: "/logo",
-        tags: s.tags.clone(),
-        social: s.social_handles.clone(),
-        nsfw: s.nsfw,
+        tags: s.instance.tags.clone(),
+        social: s.instance.social_handles.clone(),
+        nsfw: s.instance.nsfw,
         viewer_count: shown(current),
         session_max_viewer_count: shown(session_max),
         overall_max_viewer_count: shown(overall_max),
@@ -273,24 +273,24 @@ pub struct DirectoryInfo {
 
 async fn yp(State(server): State<Arc<Server>>) -> Result<Json<DirectoryInfo>, ApiError> {
     let s = server.settings.get();
-    if !s.directory_enabled {
+    if !s.directory.directory_enabled {
         return Err(ApiError::NotFound("the directory is not enabled".into()));
     }
     let st = server.stream.borrow().clone();
     let (current, session_max, overall_max) = server.viewers.get();
     Ok(Json(DirectoryInfo {
-        name: s.name.clone(),
-        description: s.summary.clone(),
-        stream_title: s.stream_title.clone(),
+        name: s.instance.name.clone(),
+        description: s.instance.summary.clone(),
+        stream_title: s.instance.stream_title.clone(),
         logo: "/logo",
-        nsfw: s.nsfw,
-        tags: s.tags.clone(),
+        nsfw: s.instance.nsfw,
+        tags: s.instance.tags.clone(),
         online: st.online,
-        viewer_count: if s.hide_viewer_count { 0 } else { current },
+        viewer_count: if s.instance.hide_viewer_count { 0 } else { current },
         overall_max_viewer_count: overall_max,
         session_max_viewer_count: session_max,
         last_connect_time: st.last_connect_time,
-        social: s.social_handles.clone(),
+        social: s.instance.social_handles.clone(),
     }))
 }
 
@@ -355,7 +355,8 @@ pub struct VariantName {
 async fn variants(State(server): State<Arc<Server>>) -> Json<Vec<VariantName>> {
     let s = server.settings.get();
     Json(
-        s.video_quality_variants
+        s.video
+            .video_quality_variants
             .iter()
             .enumerate()
             .map(|(index, v)| {
@@ -415,7 +416,7 @@ async fn read_upload(server: &Server, name: &str) -> Option<Vec<u8>> {
 }
 
 async fn logo(State(server): State<Arc<Server>>) -> Response {
-    let name = server.settings.get().logo.clone();
+    let name = server.settings.get().instance.logo.clone();
     match read_upload(&server, &name).await {
         Some(bytes) => file_response(bytes, 60),
         None => file_response(DEFAULT_LOGO.to_vec(), 60),
@@ -424,7 +425,7 @@ async fn logo(State(server): State<Arc<Server>>) -> Response {
 
 async fn favicon(State(server): State<Arc<Server>>) -> Response {
     let s = server.settings.get();
-    let name = if s.favicon.is_empty() { s.logo.clone() } else { s.favicon.clone() };
+    let name = if s.instance.favicon.is_empty() { s.instance.logo.clone() } else { s.instance.favicon.clone() };
     match read_upload(&server, &name).await {
         Some(bytes) => file_response(bytes, 60),
         None => file_response(DEFAULT_LOGO.to_vec(), 60),
@@ -432,7 +433,7 @@ async fn favicon(State(server): State<Arc<Server>>) -> Response {
 }
 
 async fn custom_javascript(State(server): State<Arc<Server>>) -> Response {
-    let js = server.settings.get().custom_javascript.clone();
+    let js = server.settings.get().instance.custom_javascript.clone();
     let mut resp = js.into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/javascript; charset=utf-8"));
     no_cache(resp)
@@ -441,7 +442,7 @@ async fn custom_javascript(State(server): State<Arc<Server>>) -> Response {
 /// Owncast's robots.txt, byte for byte: its lines joined with `\n` (no newline at the end), with
 /// `Disallow: /` added when search indexing is disabled.
 async fn robots(State(server): State<Arc<Server>>) -> Response {
-    let body = if server.settings.get().disable_search_indexing {
+    let body = if server.settings.get().instance.disable_search_indexing {
         "User-agent: *\nDisallow: /admin\nDisallow: /api\nDisallow: /"
     } else {
         "User-agent: *\nDisallow: /admin\nDisallow: /api"

@@ -8,11 +8,10 @@
 
 use std::sync::Arc;
 
-use tokio::task::JoinHandle;
-
 use super::Server;
 use crate::events::Event;
 use crate::health::HealthInput;
+use crate::tasks::{Stage, Tasks};
 
 /// Settings whose change re-evaluates the warnings (the admin auth publishes `adminpass` too when a
 /// login updates the stored hash or the weak flag).
@@ -29,10 +28,10 @@ fn evaluate(server: &Server, before: &[String]) -> Vec<String> {
 }
 
 /// Evaluate at start, then after every change of a watched setting.
-pub fn start(server: Arc<Server>) -> JoinHandle<()> {
+pub fn start(server: Arc<Server>, tasks: &Tasks) {
     let mut sub = server.bus.subscribe("security-warnings");
     let mut current = evaluate(&server, &[]);
-    tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Background, "security warnings", async move {
         while let Some(ev) = sub.recv().await {
             if let Event::ConfigChanged { key } = &*ev {
                 if WATCHED.contains(&key.as_str()) {
@@ -40,5 +39,5 @@ pub fn start(server: Arc<Server>) -> JoinHandle<()> {
                 }
             }
         }
-    })
+    });
 }

@@ -40,6 +40,7 @@ const IP_SCHEMA: &str = r#"{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[
 
 pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     use Auth::{Admin, Moderator, Public, User as U};
+    super::settings::routes(reg, chat.clone());
     let mut reg = reg.scope(chat);
     reg.schema::<MessageVisibilityRequest>();
     reg.schema::<SetUserEnabledRequest>();
@@ -264,15 +265,19 @@ async fn register_user(
     let forwarded = headers.get("x-forwarded-user").and_then(|v| v.to_str().ok()).map(str::to_string);
     let requested = forwarded.or(req.display_name).map(|n| users::clean_name(&n)).filter(|n| !n.is_empty());
     let name = match requested {
-        Some(n) if users::is_forbidden(&n, &s.forbidden_usernames) => {
+        Some(n) if users::is_forbidden(&n, &s.chat.forbidden_usernames) => {
             return Err(ApiError::bad(format!("the display name '{n}' is not allowed")));
         }
         Some(n) => n,
         None => {
-            let suggested: Vec<&String> =
-                s.suggested_usernames.iter().filter(|n| !users::is_forbidden(n, &s.forbidden_usernames)).collect();
+            let suggested: Vec<&String> = s
+                .chat
+                .suggested_usernames
+                .iter()
+                .filter(|n| !users::is_forbidden(n, &s.chat.forbidden_usernames))
+                .collect();
             match suggested.choose(&mut rand::thread_rng()) {
-                Some(n) if s.suggested_usernames.len() >= 10 => users::clean_name(n),
+                Some(n) if s.chat.suggested_usernames.len() >= 10 => users::clean_name(n),
                 _ => users::random_name(),
             }
         }

@@ -28,7 +28,7 @@ use chrono::{DateTime, Utc};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use tokio::sync::broadcast;
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::protocol::User;
 use super::socket::{text_frame, Offer, Writer};
@@ -84,7 +84,7 @@ pub struct ClientInfo {
 #[derive(Default)]
 struct Presence {
     connections: usize,
-    part_timer: Option<JoinHandle<()>>,
+    part_timer: Option<CancellationToken>,
 }
 
 /// One shard's clients (their writers): `incoming` is filled by `Hub::add` and merged by the shard's
@@ -128,8 +128,8 @@ impl Hub {
         self.len() == 0
     }
 
-    /// Register a connection whose socket writes through `writer`, after sending it `first` (so that
-    /// frame comes before any room frame). Returns the client and whether this is a fresh join (the
+    /// Register a connection whose socket writes through `writer`: it is listed, sent `first`, and
+    /// only then joins its shard's fan-out (so that frame comes before any room frame). Returns the client and whether this is a fresh join (the
     /// user had no other connection and no pending part timer). The first call starts the fan-out
     /// threads.
     pub fn add(
@@ -165,18 +165,19 @@ impl Hub {
             user: RwLock::new(user),
             writer,
         });
+        // Listed before it hears `first`: a client told it is connected is in the admin's client list.
+        self.clients.write().insert(id, client.clone());
         client.send(first);
         let fresh = {
             let mut presence = self.presence.lock();
             let p = presence.entry(client.user_id.clone()).or_default();
             let fresh = p.connections == 0 && p.part_timer.is_none();
             if let Some(t) = p.part_timer.take() {
-                t.abort();
+                t.cancel();
             }
             p.connections += 1;
             fresh
         };
-        self.clients.write().insert(id, client.clone());
         let shard = &self.shards[(id % self.shards.len() as u64) as usize];
         let mut incoming = shard.incoming.lock();
         // Without broadcasts nothing merges the list; forget closed connections as it grows.
@@ -200,15 +201,15 @@ impl Hub {
     }
 
     /// Remember the part timer of a user whose last connection closed.
-    pub fn set_part_timer(&self, user_id: &str, timer: JoinHandle<()>) {
+    pub fn set_part_timer(&self, user_id: &str, timer: CancellationToken) {
         let mut presence = self.presence.lock();
         match presence.get_mut(user_id) {
             Some(p) if p.connections == 0 => {
                 if let Some(old) = p.part_timer.replace(timer) {
-                    old.abort();
+                    old.cancel();
                 }
             }
-            _ => timer.abort(),
+            _ => timer.cancel(),
         }
     }
 

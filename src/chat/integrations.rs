@@ -106,7 +106,12 @@ fn body_text(bytes: &[u8]) -> Result<String, ApiError> {
 }
 
 /// Store a message without a user (system message or action) and send it to the room.
-async fn store_and_broadcast(ctx: &Chat, event: ChatEvent, stored_type: &str, body: String) -> Result<(), ApiError> {
+pub(super) async fn store_and_broadcast(
+    ctx: &Chat,
+    event: ChatEvent,
+    stored_type: &str,
+    body: String,
+) -> Result<(), ApiError> {
     let (id, timestamp) = match &event {
         ChatEvent::System(e) => (e.id.clone(), e.timestamp),
         ChatEvent::Action(e) => (e.id.clone(), e.timestamp),
@@ -126,7 +131,7 @@ async fn system(
 ) -> Result<Json<StatusResponse>, ApiError> {
     authorize(&ctx.tokens, &headers, CAN_SEND_SYSTEM_MESSAGES).await?;
     let body = sanitize::render(&body_text(&bytes)?);
-    let event = p::system(&body, &ctx.settings.get().name);
+    let event = p::system(&body, &ctx.settings.get().instance.name);
     store_and_broadcast(&ctx, event, p::SYSTEM, body).await?;
     Ok(StatusResponse::ok("sent"))
 }
@@ -141,7 +146,7 @@ async fn system_to_client(
     let id: u64 = client_id.parse().map_err(|_| ApiError::bad("clientId must be a number"))?;
     let body = sanitize::render(&body_text(&bytes)?);
     let client = ctx.hub.client(id).ok_or_else(|| ApiError::NotFound(format!("no connected client {id}")))?;
-    client.send(p::frame(&p::system(&body, &ctx.settings.get().name)));
+    client.send(p::frame(&p::system(&body, &ctx.settings.get().instance.name)));
     Ok(StatusResponse::ok("sent"))
 }
 

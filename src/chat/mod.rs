@@ -24,6 +24,7 @@ pub mod messages;
 pub mod moderation;
 pub mod protocol;
 pub mod sanitize;
+pub mod settings;
 pub mod socket;
 pub mod users;
 pub mod ws;
@@ -41,6 +42,7 @@ use crate::http::auth::{SignIn, SignInResult, UserLookup};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 use crate::stream::StreamWatch;
+use crate::tasks::{Stage, Tasks};
 use crate::telemetry::Telemetry;
 use crate::tokens::Tokens;
 
@@ -102,6 +104,8 @@ pub struct ChatDeps {
     pub emoji_dir: PathBuf,
     /// Whether a scheduled stream opens chat now (given whether the stream is online).
     pub scheduled_chat_open: ScheduledChatOpen,
+    /// The daemon's tasks: sockets and their timers run in the `Connections` stage.
+    pub tasks: Tasks,
 }
 
 /// The schedule's answer to "is chat open for a scheduled stream now?" (given whether the stream is online).
@@ -148,6 +152,7 @@ pub struct Chat {
     pub emoji_dir: PathBuf,
     scheduled_chat_open: ScheduledChatOpen,
     offline_grace: chrono::TimeDelta,
+    pub tasks: Tasks,
 }
 
 impl Chat {
@@ -172,6 +177,7 @@ impl Chat {
             emoji_dir: deps.emoji_dir,
             scheduled_chat_open: deps.scheduled_chat_open,
             offline_grace: offline_grace(),
+            tasks: deps.tasks,
         }))
     }
 
@@ -224,7 +230,7 @@ impl crate::http::UserTokens for Chat {
     fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a> {
         Box::pin(async move {
             let id = user_id.to_string();
-            let forbidden = self.settings.get().forbidden_usernames.clone();
+            let forbidden = self.settings.get().chat.forbidden_usernames.clone();
             let result = self.store.call(move |c| users::sign_in(c, &id, &sign_in, &forbidden)).await;
             let (user, old_name) = match result {
                 Ok(Some(found)) => found,
@@ -268,12 +274,22 @@ pub fn raise_nofile_limit() -> u64 {
 }
 
 /// Owncast's chat actions when a stream starts ("Stay tuned, the stream is **starting**!") and when the
-/// stream title changes to a non-empty one ("Stream title changed to **TITLE**"); and the fediverse
-/// engagement events federation publishes, relayed to the room (they are already on the bus).
-pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
+/// stream title changes to a non-empty one ("Stream title changed to **TITLE**"); the fediverse
+/// engagement events federation publishes, relayed to the room (they are already on the bus); and
+/// the schedule's SYSTEM message when a scheduled stream that opened chat never started (kept in the
+/// history like any system message).
+///
+/// When the `Connections` stage stops, every socket gets a close frame (the socket tasks then end).
+pub fn start(ctx: &Arc<Chat>) {
+    let tasks = ctx.tasks.clone();
+    let (hub_ctx, stop) = (ctx.clone(), tasks.token(Stage::Connections));
+    tasks.spawn(Stage::Connections, "chat: close sockets", async move {
+        stop.cancelled().await;
+        hub_ctx.close_all();
+    });
     let mut sub = ctx.bus.subscribe("chat-stream-start");
     let ctx = ctx.clone();
-    tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Background, "chat: stream actions", async move {
         while let Some(event) = sub.recv().await {
             match &*event {
                 Event::StreamStarted(_) => {
@@ -285,10 +301,17 @@ pub fn start(ctx: &Arc<Chat>) -> tokio::task::JoinHandle<()> {
                     broadcast(&ctx, protocol::chat_action(&body));
                 }
                 Event::Chat(c) if c.is_fediverse() => ctx.hub.broadcast(protocol::frame(c)),
+                Event::ScheduleChatClosing { body, .. } => {
+                    let body = sanitize::render(body);
+                    let event = protocol::system(&body, &ctx.settings.get().instance.name);
+                    if let Err(e) = integrations::store_and_broadcast(&ctx, event, protocol::SYSTEM, body).await {
+                        tracing::warn!("could not send the scheduled stream's chat notice: {e}");
+                    }
+                }
                 _ => {}
             }
         }
-    })
+    });
 }
 
 /// Send an event to every socket and publish it on the bus.

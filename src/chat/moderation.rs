@@ -23,6 +23,7 @@ use super::users::{parse_ts, ts};
 use super::Chat;
 use super::{broadcast, messages, users};
 use crate::store::StoreError;
+use crate::tasks::Stage;
 
 /// How long a disabled user's sockets stay open after ERROR_USER_DISABLED.
 pub const KICK_DELAY: Duration = Duration::from_secs(2);
@@ -139,7 +140,7 @@ pub async fn set_user_enabled(ctx: &Arc<Chat>, user_id: &str, enabled: bool) -> 
         }
     }
     if !clients.is_empty() {
-        tokio::spawn(async move {
+        ctx.tasks.spawn_until_stopped(Stage::Connections, "chat: kick", async move {
             tokio::time::sleep(KICK_DELAY).await;
             for c in clients {
                 c.close();

@@ -30,6 +30,10 @@ pub const MODERATOR_SCOPE: &str = "MODERATOR";
 pub const MSG_TOO_BIG: &str = "Sorry, that message exceeded the maximum size and can't be delivered.";
 pub const MSG_FLOODING: &str = "You are temporarily blocked from sending chat messages due to perceived flooding.";
 pub const MSG_ESTABLISHED_ONLY: &str = "This chat is currently only available to established users. Try again later.";
+/// castd's text when a message is ignored because chat is closed (offline for more than 5 minutes,
+/// and no scheduled stream opened it).
+pub const MSG_CHAT_CLOSED: &str =
+    "Chat is closed while the stream is offline, so your message was not sent. It opens again when the stream starts.";
 /// castd's text when "require authentication" refuses an anonymous user's message.
 pub const MSG_AUTHENTICATION_REQUIRED: &str =
     "Only authenticated users can send messages in this chat. You can still read along.";

@@ -40,6 +40,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use crate::http::zerocopy::ZeroCopyStream;
 use crate::http::ApiError;
+use crate::tasks::{Stage, Tasks};
 
 /// Writes (a frame, or a batch of room frames from the fan-out) a connection may have queued behind a
 /// full socket before it counts as a slow consumer and is disconnected.
@@ -383,15 +384,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Upgrade {
 }
 
 impl Upgrade {
-    /// Answer 101 and run `f` on the socket once the upgrade completes.
-    pub fn on_upgrade<F, Fut>(self, config: WebSocketConfig, f: F) -> Response
+    /// Answer 101 and run `f` on the socket once the upgrade completes (a task of the `Connections`
+    /// stage: the socket ends with its close frame).
+    pub fn on_upgrade<F, Fut>(self, tasks: &Tasks, config: WebSocketConfig, f: F) -> Response
     where
         F: FnOnce(Socket, std::sync::Arc<Writer>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(self.key.as_bytes());
         let on_upgrade = self.on_upgrade;
-        tokio::spawn(async move {
+        tasks.spawn(Stage::Connections, "chat socket", async move {
             let upgraded = match on_upgrade.await {
                 Ok(u) => u,
                 Err(e) => {
@@ -591,7 +593,7 @@ mod tests {
                     Ok(up) => up,
                     Err(e) => return e.into_response(),
                 };
-                up.on_upgrade(WebSocketConfig::default(), move |mut socket, writer| async move {
+                up.on_upgrade(&Tasks::new(), WebSocketConfig::default(), move |mut socket, writer| async move {
                     let _ = tx.send(writer.is_direct()).await;
                     writer.offer(&text_frame(b"hello"));
                     if let Some(Ok(Message::Text(t))) = socket.next().await {

@@ -40,6 +40,7 @@ use super::{action_to, broadcast, sanitize, users};
 use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
 use crate::events::{ChatEvent, Event};
 use crate::http::ApiError;
+use crate::tasks::Stage;
 
 /// Events a client may send in a burst.
 pub const BURST: f64 = 5.0;
@@ -81,7 +82,7 @@ pub async fn handler(
     Query(q): Query<WsQuery>,
     ws: Result<Upgrade, ApiError>,
 ) -> Response {
-    if ctx.settings.get().chat_disabled {
+    if ctx.settings.get().chat.chat_disabled {
         return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response();
     }
     // Canonical form (IPv4-mapped IPv6 as IPv4), as bans are kept, so a ban finds the open sockets.
@@ -111,7 +112,8 @@ pub async fn handler(
         .max_frame_size(Some(2 * MAX_SOCKET_PAYLOAD_SIZE))
         .read_buffer_size(4096)
         .write_buffer_size(0);
-    ws.on_upgrade(config, move |socket, writer| run(ctx, socket, writer, lookup, ip, ua))
+    let tasks = ctx.tasks.clone();
+    ws.on_upgrade(&tasks, config, move |socket, writer| run(ctx, socket, writer, lookup, ip, ua))
 }
 
 /// Send one event and close (registration and disabled errors).
@@ -143,16 +145,16 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
     let (client, fresh) = ctx.hub.add(user.clone(), ip, ua, writer.clone(), info);
     ctx.telemetry.set_chat_clients(ctx.hub.len() as u64);
     let settings = ctx.settings.get();
-    if fresh && settings.chat_join_messages_enabled && ctx.stream.borrow().online {
+    if fresh && settings.chat.chat_join_messages_enabled && ctx.stream.borrow().online {
         broadcast(&ctx, p::user_joined(&user));
     }
-    if !settings.welcome_message.trim().is_empty() {
+    if !settings.instance.welcome_message.trim().is_empty() {
         let (ctx2, id) = (ctx.clone(), client.id);
-        tokio::spawn(async move {
+        ctx.tasks.spawn_until_stopped(Stage::Connections, "chat: welcome message", async move {
             tokio::time::sleep(WELCOME_DELAY).await;
             if let Some(c) = ctx2.hub.client(id) {
                 let s = ctx2.settings.get();
-                c.send(p::frame(&p::system(&sanitize::render(&s.welcome_message), &s.name)));
+                c.send(p::frame(&p::system(&sanitize::render(&s.instance.welcome_message), &s.instance.name)));
             }
         });
     }
@@ -214,14 +216,14 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
 
 fn schedule_part(ctx: &Arc<Chat>, client: &Arc<Client>) {
     let (ctx2, client2) = (ctx.clone(), client.clone());
-    let timer = tokio::spawn(async move {
+    let timer = ctx.tasks.spawn_cancellable(Stage::Connections, "chat: part timer", async move {
         tokio::time::sleep(PART_DELAY).await;
         if !ctx2.hub.finish_part(&client2.user_id) {
             return;
         }
         let user = client2.user.read().clone();
         let event = p::user_parted(&user);
-        if ctx2.settings.get().chat_join_messages_enabled {
+        if ctx2.settings.get().chat.chat_join_messages_enabled {
             broadcast(&ctx2, event);
         } else {
             ctx2.bus.publish(Event::Chat(event));
@@ -283,7 +285,7 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
     if !client.user.read().is_enabled() {
         return;
     }
-    if ctx.settings.get().chat_spam_protection_enabled {
+    if ctx.settings.get().chat.chat_spam_protection_enabled {
         match limiter.check(Instant::now()) {
             Verdict::Allowed => {}
             Verdict::JustBlocked => {
@@ -302,17 +304,22 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
 }
 
 async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
-    // Offline for more than 5 minutes and no scheduled stream opened chat: ignored, as Owncast does.
+    // Offline for more than 5 minutes and no scheduled stream opened chat: ignored, as Owncast does;
+    // only the sender is told why (a CHAT_ACTION).
     if !ctx.takes_messages() {
+        action_to(client, p::MSG_CHAT_CLOSED);
         return;
     }
     let user = client.user.read().clone();
     let settings = ctx.settings.get();
-    if settings.chat_require_authentication && !user.authenticated {
+    if settings.chat.chat_require_authentication && !user.authenticated {
         action_to(client, p::MSG_AUTHENTICATION_REQUIRED);
         return;
     }
-    if settings.chat_established_user_mode && !user.is_moderator && Utc::now() - user.created_at < ESTABLISHED_AFTER {
+    if settings.chat.chat_established_user_mode
+        && !user.is_moderator
+        && Utc::now() - user.created_at < ESTABLISHED_AFTER
+    {
         action_to(client, p::MSG_ESTABLISHED_ONLY);
         return;
     }
@@ -321,8 +328,8 @@ async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
     if sanitize::is_empty(&body) {
         return;
     }
-    if settings.chat_slur_filter_enabled {
-        let filter = WordFilter::new(&settings.chat_slur_filter_words);
+    if settings.chat.chat_slur_filter_enabled {
+        let filter = WordFilter::new(&settings.chat.chat_slur_filter_words);
         body = filter.mask_html(&body);
         raw = filter.mask_text(&raw);
     }
@@ -357,7 +364,7 @@ async fn name_change(ctx: &Arc<Chat>, client: &Arc<Client>, new_name: String) {
         client.send(p::frame(&p::connected_user_info(&current)));
     };
     let shown = ammonia::clean_text(&proposed);
-    if users::is_forbidden(&proposed, &ctx.settings.get().forbidden_usernames) {
+    if users::is_forbidden(&proposed, &ctx.settings.get().chat.forbidden_usernames) {
         return reject(format!("You cannot change your name to <strong>{shown}</strong>, it is reserved."));
     }
     let (id, name) = (current.id.clone(), proposed.clone());

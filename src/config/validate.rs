@@ -10,6 +10,20 @@ use serde_json::Value;
 
 use super::{ExternalAction, S3Info, SocialHandle, StreamKey, StreamOutputVariant};
 
+/// An http(s) URL that `url` takes, as a regular expression without anchors, for the setters' documented
+/// value shapes (`concat!` it into a JSON Schema). The last host label starts with a letter (a name
+/// ending in a number would be read as IPv4).
+macro_rules! url_re {
+    () => {
+        r"https?://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*"
+    };
+}
+pub(crate) use url_re;
+
+/// The documented value of a setter that takes `url(v, true)`: an http(s) URL or empty.
+pub const URL_OR_EMPTY_SCHEMA: &str =
+    concat!(r#"{"type":"string","maxLength":2048,"pattern":"^("#, url_re!(), r#")?$"}"#);
+
 /// A value that does not fit the setting it was sent for.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{0}")]

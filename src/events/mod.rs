@@ -21,8 +21,10 @@ use tokio::sync::broadcast;
 pub const BUS_CAPACITY: usize = 4096;
 
 pub mod chat;
+pub mod schedule;
 
 pub use chat::ChatEvent;
+pub use schedule::ScheduleActivity;
 
 /// Every kind of event castd publishes. `WEBHOOK_TYPES` lists Owncast's webhook event types (their
 /// wire names are the webhook `type`s), SCHEDULED_EVENTS and the two Fediverse engagement types among them; the
@@ -74,9 +76,15 @@ pub enum EventType {
     /// `data.action` says which).
     #[serde(rename = "SCHEDULED_EVENTS")]
     ScheduledEvents,
-    /// Internal: a scheduled stream's reminder text, for the followers (federation).
+    /// Internal: a scheduled stream's reminder text (browser push and Discord).
     #[serde(rename = "SCHEDULE_REMINDER")]
     ScheduleReminder,
+    /// Internal: an ActivityPub activity for a scheduled stream (federation sends it).
+    #[serde(rename = "SCHEDULE_FEDERATION")]
+    ScheduleFederation,
+    /// Internal: a scheduled stream never started and its chat closes (chat says so).
+    #[serde(rename = "SCHEDULE_CHAT_CLOSING")]
+    ScheduleChatClosing,
 }
 
 impl EventType {
@@ -123,6 +131,8 @@ impl EventType {
             EventType::FediverseEngagementRepost => "FEDIVERSE_ENGAGEMENT_REPOST",
             EventType::ScheduledEvents => "SCHEDULED_EVENTS",
             EventType::ScheduleReminder => "SCHEDULE_REMINDER",
+            EventType::ScheduleFederation => "SCHEDULE_FEDERATION",
+            EventType::ScheduleChatClosing => "SCHEDULE_CHAT_CLOSING",
         }
     }
 
@@ -150,10 +160,17 @@ pub enum Event {
     HealthAlert(HealthAlert),
     /// A scheduled stream's webhook payload `{status, serverURL, event, action, timestamp}`.
     ScheduledEvent(serde_json::Value),
-    /// A scheduled stream's reminder, to be posted to the followers.
+    /// A scheduled stream's reminder (browser push and Discord send it).
     ScheduleReminder {
         event_id: String,
         text: String,
+    },
+    /// An ActivityPub activity about a scheduled stream, for the followers.
+    ScheduleFederation(ScheduleActivity),
+    /// A scheduled stream that opened chat never started: chat sends `body` as a SYSTEM message.
+    ScheduleChatClosing {
+        event_id: String,
+        body: String,
     },
 }
 
@@ -168,6 +185,8 @@ impl Event {
             Event::HealthAlert(_) => EventType::HealthAlert,
             Event::ScheduledEvent(_) => EventType::ScheduledEvents,
             Event::ScheduleReminder { .. } => EventType::ScheduleReminder,
+            Event::ScheduleFederation(_) => EventType::ScheduleFederation,
+            Event::ScheduleChatClosing { .. } => EventType::ScheduleChatClosing,
         }
     }
 
@@ -180,6 +199,8 @@ impl Event {
             Event::HealthAlert(h) => serde_json::to_value(h),
             Event::ScheduledEvent(data) => Ok(data.clone()),
             Event::ScheduleReminder { event_id, text } => Ok(serde_json::json!({ "id": event_id, "text": text })),
+            Event::ScheduleFederation(a) => serde_json::to_value(a),
+            Event::ScheduleChatClosing { event_id, body } => Ok(serde_json::json!({ "id": event_id, "body": body })),
         };
         v.unwrap_or(serde_json::Value::Null)
     }

@@ -148,7 +148,7 @@ pub async fn actor_document(fed: &Federation, local: &Local) -> Result<ActorDocu
     let kp = fed.keys.get().await?;
     let logo = format!("{}/logo/external", local.base);
     let mut attachment = vec![profile_link("Stream".into(), &local.base)];
-    for h in &s.social_handles {
+    for h in &s.instance.social_handles {
         attachment.push(profile_link(escape(&h.platform), &h.url));
     }
     let image = || ActorImage { kind: "Image", media_type: "image/png", url: logo.clone() };
@@ -165,19 +165,19 @@ pub async fn actor_document(fed: &Federation, local: &Local) -> Result<ActorDocu
         id: local.actor.clone(),
         kind: "Service",
         preferred_username: local.username.clone(),
-        name: s.name.clone(),
-        summary: crate::markdown::to_html(&s.summary),
+        name: s.instance.name.clone(),
+        summary: crate::markdown::to_html(&s.instance.summary),
         url: local.base.clone(),
         inbox: local.inbox.clone(),
         outbox: local.outbox.clone(),
         followers: local.followers.clone(),
         following: format!("{}/following", local.actor),
         endpoints: ActorEndpoints { shared_inbox: local.inbox.clone() },
-        manually_approves_followers: s.federation_private,
+        manually_approves_followers: s.federation.federation_private,
         discoverable: true,
         icon: image(),
         image: image(),
-        tag: hashtags(local, &s.tags),
+        tag: hashtags(local, &s.instance.tags),
         attachment,
         public_key: ActorPublicKey {
             id: local.key_id.clone(),
@@ -329,12 +329,12 @@ pub async fn post_note(
 pub async fn send_go_live(fed: &Federation) -> Result<Value, FedError> {
     let local = fed.local().ok_or_else(|| FedError::Policy("the server URL is not set".into()))?;
     let s = fed.settings.get();
-    let mut html = format!("<p>{}</p>", escape(&s.federation_go_live_message));
-    if !s.stream_title.is_empty() {
-        html.push_str(&format!("<p>{}</p>", escape(&s.stream_title)));
+    let mut html = format!("<p>{}</p>", escape(&s.federation.federation_go_live_message));
+    if !s.instance.stream_title.is_empty() {
+        html.push_str(&format!("<p>{}</p>", escape(&s.instance.stream_title)));
     }
     html.push_str(&format!("<p><a href=\"{0}\">{0}</a></p>", escape(&local.base)));
-    let tags: Vec<String> = s.tags.iter().map(|t| t.trim().trim_start_matches('#').to_string()).collect();
+    let tags: Vec<String> = s.instance.tags.iter().map(|t| t.trim().trim_start_matches('#').to_string()).collect();
     let line: Vec<String> = tags
         .iter()
         .filter(|t| !t.is_empty())
@@ -343,22 +343,8 @@ pub async fn send_go_live(fed: &Federation) -> Result<Value, FedError> {
     if !line.is_empty() {
         html.push_str(&format!("<p>{}</p>", line.join(" ")));
     }
-    let audience = if s.federation_private { Audience::Followers } else { Audience::Public };
+    let audience = if s.federation.federation_private { Audience::Followers } else { Audience::Public };
     post_note(fed, &local, html, &tags, audience).await
-}
-
-/// A scheduled stream's reminder (its text, one paragraph per line), to the followers: public, or
-/// followers-only in private mode.
-pub async fn send_schedule_reminder(fed: &Federation, text: &str) -> Result<Value, FedError> {
-    let local = fed.local().ok_or_else(|| FedError::Policy("the server URL is not set".into()))?;
-    let s = fed.settings.get();
-    let html: String = text
-        .split("\n\n")
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| format!("<p>{}</p>", escape(p.trim()).replace('\n', "<br>")))
-        .collect();
-    let audience = if s.federation_private { Audience::Followers } else { Audience::Public };
-    post_note(fed, &local, html, &[], audience).await
 }
 
 /// 404 as an ActivityPub route answers it.

@@ -78,6 +78,7 @@ pub struct FederatedServers {
 }
 
 pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
+    super::settings::routes(reg, fed.clone());
     let mut reg = reg.scope(fed);
     for_schemas(&mut reg);
     let p = Auth::Public;
@@ -158,6 +159,21 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         .returns_as::<actor::StoredObject>(AP_CONTENT_TYPE)
         .redirects(307, TO_WEB_PAGE)
         .error(405, OFF);
+    reg.get("/federation/event/{id}", GROUP, p, "A scheduled stream's ActivityPub Event (410: deleted)", get_event)
+        .returns_as::<actor::StoredObject>(AP_CONTENT_TYPE)
+        .redirects(307, TO_WEB_PAGE)
+        .error(405, OFF)
+        .error(410, "The event was deleted (its Tombstone)");
+    reg.get(
+        "/federation/event/{id}/reminder/{n}",
+        GROUP,
+        p,
+        "A scheduled stream's reminder Note (in reply to its Event)",
+        get_event_reminder,
+    )
+    .returns_as::<actor::StoredObject>(AP_CONTENT_TYPE)
+    .redirects(307, TO_WEB_PAGE)
+    .error(405, OFF);
     reg.get("/api/followers", GROUP, p, "Fediverse followers (offset, limit)", public_followers)
         .returns::<FollowerPage>();
     reg.get("/api/federation/servers", GROUP, p, "Federated servers", list_servers).returns::<FederatedServers>();
@@ -353,7 +369,7 @@ async fn get_followers(
         return Ok(actor::to_web_page());
     }
     let page = page_of(&q)?;
-    let hidden = fed.settings.get().federation_hide_followers;
+    let hidden = fed.settings.get().federation.federation_hide_followers;
     let offset = (page.unwrap_or(1) - 1) * PAGE_SIZE;
     let (total, items) = fed
         .store
@@ -377,7 +393,7 @@ async fn get_following(
 
 /// `/federation/` and `/federation/user/`: 405 while federation is disabled, else 404.
 async fn get_nothing(State(fed): State<Arc<Federation>>) -> Result<Response, HttpError> {
-    if !fed.settings.get().federation_enabled {
+    if !fed.settings.get().federation.federation_enabled {
         return Err(HttpError::Disabled);
     }
     Ok(actor::not_found())
@@ -388,11 +404,49 @@ async fn get_object(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
+    serve_object(&fed, &headers, &id).await
+}
+
+/// `/federation/event/{id}`: the Event, or 410 with its Tombstone once deleted; a browser goes to the
+/// event's page.
+async fn get_event(
+    State(fed): State<Arc<Federation>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
     let local = fed.active()?;
     if !wants_activitypub(&headers) {
+        let page = format!("/schedule/{}", url::form_urlencoded::byte_serialize(id.as_bytes()).collect::<String>());
+        return Ok(axum::response::Redirect::temporary(&page).into_response());
+    }
+    let iri = super::scheduled::event_iri(&local, &id);
+    let found = fed.store.call(move |c| data::outbox_get(c, &iri)).await.map_err(ApiError::from)?;
+    match found {
+        Some((v, true)) if v["type"] == "Tombstone" => {
+            let mut resp = ap_json(actor::StoredObject(v));
+            *resp.status_mut() = axum::http::StatusCode::GONE;
+            Ok(resp)
+        }
+        Some((v, true)) => Ok(ap_json(actor::StoredObject(v))),
+        _ => Ok(actor::not_found()),
+    }
+}
+
+async fn get_event_reminder(
+    State(fed): State<Arc<Federation>>,
+    Path((id, n)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    serve_object(&fed, &headers, &format!("event/{id}/reminder/{n}")).await
+}
+
+/// A public object of the outbox at `/federation/<path>`.
+async fn serve_object(fed: &Federation, headers: &HeaderMap, path: &str) -> Result<Response, HttpError> {
+    let local = fed.active()?;
+    if !wants_activitypub(headers) {
         return Ok(actor::to_web_page());
     }
-    let iri = format!("{}/federation/{id}", local.base);
+    let iri = format!("{}/federation/{path}", local.base);
     let found = fed.store.call(move |c| data::outbox_get(c, &iri)).await.map_err(ApiError::from)?;
     match found {
         Some((mut v, true)) => {
@@ -561,7 +615,7 @@ async fn send_post(
     }
     let html = crate::markdown::to_html(text);
     let s = fed.settings.get();
-    let audience = if s.federation_private { actor::Audience::Followers } else { actor::Audience::Public };
+    let audience = if s.federation.federation_private { actor::Audience::Followers } else { actor::Audience::Public };
     actor::post_note(&fed, &local, html, &[], audience).await?;
     Ok(StatusResponse::ok("sent"))
 }

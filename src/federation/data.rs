@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::client::RemoteActor;
 use crate::store::{Migrations, StoreError};
 
-pub const MIGRATIONS: Migrations = &["CREATE TABLE federation_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+pub const MIGRATIONS: Migrations = &[
+    "CREATE TABLE federation_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE federation_followers (
         iri TEXT PRIMARY KEY,
         inbox TEXT NOT NULL,
@@ -64,7 +65,15 @@ pub const MIGRATIONS: Migrations = &["CREATE TABLE federation_keys (name TEXT PR
         created_at TEXT NOT NULL,
         last_error TEXT
     );
-    CREATE INDEX federation_deliveries_due ON federation_deliveries (next_at);"];
+    CREATE INDEX federation_deliveries_due ON federation_deliveries (next_at);",
+    // Keys of a delivery (Owncast's ordering and coalesce keys): deliveries with one ordering key
+    // reach an inbox one after the other; a newer delivery with the same coalesce key supersedes one
+    // not delivered yet (it is dropped unsent).
+    "ALTER TABLE federation_deliveries ADD COLUMN ordering_key TEXT;
+    ALTER TABLE federation_deliveries ADD COLUMN coalesce_key TEXT;
+    ALTER TABLE federation_deliveries ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX federation_deliveries_ordering ON federation_deliveries (ordering_key, inbox, id);",
+];
 
 /// Most follower rows kept (a flood of follows cannot grow the table without bound).
 pub const MAX_FOLLOWERS: i64 = 1_000_000;
@@ -316,6 +325,12 @@ pub fn outbox_insert(c: &Connection, iri: &str, kind: &str, object: &Value, publ
     Ok(())
 }
 
+/// Forget a sent object (the Create of an event that was deleted since).
+pub fn outbox_remove(c: &Connection, iri: &str) -> Result<(), StoreError> {
+    c.execute("DELETE FROM federation_outbox WHERE iri = ?1", [iri])?;
+    Ok(())
+}
+
 /// A stored object by IRI: `(object, public)`.
 pub fn outbox_get(c: &Connection, iri: &str) -> Result<Option<(Value, bool)>, StoreError> {
     let row: Option<(String, bool)> = c
@@ -454,44 +469,68 @@ pub struct Queued {
     pub inbox: String,
     pub body: String,
     pub attempts: u32,
+    /// A newer delivery with the same coalesce key replaced it: dropped unsent.
+    pub superseded: bool,
 }
 
-/// Queue `body` for each inbox; returns how many were queued.
-pub fn enqueue(c: &mut Connection, inboxes: &[String], body: &str, now_ms: i64) -> Result<usize, StoreError> {
+/// Queue `body` for each inbox; returns how many were queued. With `keys` (ordering key, coalesce
+/// key), earlier deliveries of the same coalesce key to the same inbox are superseded (due at once,
+/// so they are dropped without waiting out a retry).
+pub fn enqueue(
+    c: &mut Connection,
+    inboxes: &[String],
+    body: &str,
+    now_ms: i64,
+    keys: Option<(&str, &str)>,
+) -> Result<usize, StoreError> {
     let queued: i64 = c.query_row("SELECT COUNT(*) FROM federation_deliveries", [], |r| r.get(0))?;
     if queued + inboxes.len() as i64 > MAX_QUEUED {
         return Err(StoreError::Corrupt("the federation delivery queue is full".into()));
     }
+    let (ordering, coalesce) = keys.unzip();
     let tx = c.transaction()?;
     {
-        let mut stmt =
-            tx.prepare("INSERT INTO federation_deliveries (inbox, body, next_at, created_at) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut supersede = tx.prepare(
+            "UPDATE federation_deliveries SET superseded = 1, next_at = MIN(next_at, ?3)
+             WHERE inbox = ?1 AND coalesce_key = ?2",
+        )?;
+        let mut stmt = tx.prepare(
+            "INSERT INTO federation_deliveries (inbox, body, next_at, created_at, ordering_key, coalesce_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
         let t = now();
         for inbox in inboxes {
-            stmt.execute(params![inbox, body, now_ms, t])?;
+            if let Some(key) = coalesce {
+                supersede.execute(params![inbox, key, now_ms])?;
+            }
+            stmt.execute(params![inbox, body, now_ms, t, ordering, coalesce])?;
         }
     }
     tx.commit()?;
     Ok(inboxes.len())
 }
 
-/// Deliveries due at `now_ms`, oldest first, skipping `exclude` (in flight).
+/// A delivery that waits for an earlier one with its ordering key to the same inbox is not due.
+const NOT_BLOCKED: &str = "(d.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM federation_deliveries e
+    WHERE e.ordering_key = d.ordering_key AND e.inbox = d.inbox AND e.id < d.id))";
+
+/// Deliveries due at `now_ms` (and not waiting for an earlier one), oldest first, after `after_id`.
 pub fn due(c: &Connection, now_ms: i64, limit: i64, after_id: i64) -> Result<Vec<Queued>, StoreError> {
-    let mut stmt = c.prepare(
-        "SELECT id, inbox, body, attempts FROM federation_deliveries WHERE next_at <= ?1 AND id > ?3
-         ORDER BY id LIMIT ?2",
-    )?;
+    let mut stmt = c.prepare(&format!(
+        "SELECT id, inbox, body, attempts, superseded FROM federation_deliveries d WHERE next_at <= ?1 AND id > ?3
+         AND {NOT_BLOCKED} ORDER BY id LIMIT ?2"
+    ))?;
     let rows = stmt
         .query_map(params![now_ms, limit, after_id], |r| {
-            Ok(Queued { id: r.get(0)?, inbox: r.get(1)?, body: r.get(2)?, attempts: r.get(3)? })
+            Ok(Queued { id: r.get(0)?, inbox: r.get(1)?, body: r.get(2)?, attempts: r.get(3)?, superseded: r.get(4)? })
         })?
         .collect::<Result<_, _>>()?;
     Ok(rows)
 }
 
-/// When the next delivery is due (unix ms), if any is queued.
+/// When the next delivery is due (unix ms), if any is queued and not waiting for an earlier one.
 pub fn next_due(c: &Connection) -> Result<Option<i64>, StoreError> {
-    Ok(c.query_row("SELECT MIN(next_at) FROM federation_deliveries", [], |r| r.get(0))?)
+    Ok(c.query_row(&format!("SELECT MIN(next_at) FROM federation_deliveries d WHERE {NOT_BLOCKED}"), [], |r| r.get(0))?)
 }
 
 /// Delivered or given up.
@@ -500,12 +539,15 @@ pub fn finish(c: &Connection, id: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Try again at `next_at`.
+/// Try again at `next_at`; a delivery superseded while it was being tried is dropped instead.
 pub fn retry(c: &Connection, id: i64, attempts: u32, next_at: i64, error: &str) -> Result<(), StoreError> {
-    c.execute(
-        "UPDATE federation_deliveries SET attempts = ?2, next_at = ?3, last_error = ?4 WHERE id = ?1",
+    let n = c.execute(
+        "UPDATE federation_deliveries SET attempts = ?2, next_at = ?3, last_error = ?4 WHERE id = ?1 AND superseded = 0",
         params![id, attempts, next_at, error],
     )?;
+    if n == 0 {
+        finish(c, id)?;
+    }
     Ok(())
 }
 

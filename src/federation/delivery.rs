@@ -20,6 +20,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::data::{self, Queued};
 use super::{FedError, Federation};
+use crate::tasks::Stage;
 
 /// Longest wait between scans of the queue.
 const IDLE_POLL: Duration = Duration::from_secs(5);
@@ -72,8 +73,27 @@ fn backoff(base: Duration, n: u32, max: Duration) -> i64 {
     base.saturating_mul(factor).min(max).as_millis() as i64
 }
 
+/// The keys of a delivery (see `data::enqueue`).
+#[derive(Debug, Clone)]
+pub struct Keys {
+    /// Deliveries with this key reach each inbox in the order queued.
+    pub ordering: String,
+    /// A newer delivery with this key supersedes one not delivered yet.
+    pub coalesce: String,
+}
+
 /// Queue `activity` for each inbox (inboxes the URL policy refuses are skipped and logged).
 pub async fn enqueue(fed: &Federation, inboxes: Vec<String>, activity: &Value) -> Result<usize, FedError> {
+    enqueue_keyed(fed, inboxes, activity, None).await
+}
+
+/// `enqueue` with an ordering and a coalesce key.
+pub async fn enqueue_keyed(
+    fed: &Federation,
+    inboxes: Vec<String>,
+    activity: &Value,
+    keys: Option<Keys>,
+) -> Result<usize, FedError> {
     let (ok, refused): (Vec<String>, Vec<String>) = inboxes.into_iter().partition(|i| fed.client.allowed(i));
     for r in &refused {
         tracing::warn!(inbox = %r, "not delivering to an inbox the URL policy refuses");
@@ -82,7 +102,13 @@ pub async fn enqueue(fed: &Federation, inboxes: Vec<String>, activity: &Value) -
         return Ok(0);
     }
     let body = activity.to_string();
-    let n = fed.store.call(move |c| data::enqueue(c, &ok, &body, now_ms())).await?;
+    let n = fed
+        .store
+        .call(move |c| {
+            let keys = keys.as_ref().map(|k| (k.ordering.as_str(), k.coalesce.as_str()));
+            data::enqueue(c, &ok, &body, now_ms(), keys)
+        })
+        .await?;
     fed.queue.wake.notify_one();
     Ok(n)
 }
@@ -127,7 +153,8 @@ pub async fn run(fed: Arc<Federation>) {
                     h.in_flight += 1;
                     fed.queue.tracking.lock().in_flight.insert(row.id);
                     let fed = fed.clone();
-                    tokio::spawn(async move {
+                    // Finished when the stage stops (within its limit); the row stays queued until then.
+                    fed.tasks.clone().spawn(Stage::Delivery, "federation: delivery", async move {
                         attempt(&fed, row, &host).await;
                         drop(permit);
                         fed.queue.wake.notify_one();
@@ -166,7 +193,12 @@ async fn send(fed: &Federation, row: &Queued) -> Result<u16, FedError> {
 }
 
 async fn attempt(fed: &Federation, row: Queued, host: &str) {
-    let result = send(fed, &row).await;
+    let result = if row.superseded {
+        tracing::info!(inbox = %row.inbox, "a newer activity superseded a queued one; dropped unsent");
+        Err(FedError::Superseded)
+    } else {
+        send(fed, &row).await
+    };
     let now = now_ms();
     let cfg = &fed.config;
     let (finished, host_failed, error) = match &result {
@@ -180,6 +212,7 @@ async fn attempt(fed: &Federation, row: Queued, host: &str) {
             (true, false, String::new())
         }
         Ok(s) => (false, true, format!("HTTP {s}")),
+        Err(FedError::Superseded) => (true, false, String::new()),
         Err(FedError::Policy(m)) => {
             tracing::warn!(inbox = %row.inbox, "delivery not allowed: {m}; dropped");
             fed.queue.dropped.fetch_add(1, Ordering::Relaxed);

@@ -200,7 +200,7 @@ pub async fn nodeinfo(State(fed): State<Arc<Federation>>) -> Result<Response, Ht
                 users: NodeInfoUsers { total: 1, active_month: 1, active_halfyear: 1 },
                 local_posts: posts,
             },
-            metadata: NodeInfoMetadata { node_name: s.name.clone(), chat_enabled: !s.chat_disabled },
+            metadata: NodeInfoMetadata { node_name: s.instance.name.clone(), chat_enabled: !s.chat.chat_disabled },
         },
         NODEINFO_CONTENT_TYPE,
     ))
@@ -254,7 +254,7 @@ pub async fn x_nodeinfo2(State(fed): State<Arc<Federation>>) -> Result<Response,
         version: "1.0",
         server: XNodeInfo2Server {
             base_url: local.base.clone(),
-            name: s.name.clone(),
+            name: s.instance.name.clone(),
             software: "castd",
             version: crate::VERSION,
         },
@@ -304,9 +304,9 @@ pub async fn instance(State(fed): State<Arc<Federation>>) -> Result<Response, Ht
     let s = fed.settings.get();
     Ok(axum::Json(Instance {
         uri: local.host.clone(),
-        title: s.name.clone(),
-        short_description: s.summary.clone(),
-        description: s.summary.clone(),
+        title: s.instance.name.clone(),
+        short_description: s.instance.summary.clone(),
+        description: s.instance.summary.clone(),
         version: crate::VERSION,
         stats: InstanceStats { user_count: 1, status_count: posts, domain_count: 0 },
         thumbnail: format!("{}/logo/external", local.base),

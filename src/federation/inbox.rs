@@ -86,7 +86,7 @@ pub async fn post_inbox(
         .ok_or_else(|| unauthorized(signatures::SigError::Missing))?;
     let params = signatures::parse(sig_header).map_err(unauthorized)?;
     fed.client.check_url(&params.key_id).map_err(|e| unauthorized(format!("key id: {e}")))?;
-    let blocked = fed.settings.get().federation_blocked_domains.clone();
+    let blocked = fed.settings.get().federation.federation_blocked_domains.clone();
     let actor_iri = activity.get("actor").and_then(id_of).unwrap_or_default().to_string();
     if is_blocked(&blocked, &params.key_id) || is_blocked(&blocked, &actor_iri) {
         return Err(forbidden(format!("{actor_iri} is on a blocked domain")));
@@ -236,7 +236,7 @@ async fn log_activity(fed: &Federation, iri: &str, actor: &str, kind: &str) -> R
 
 /// Publish a fediverse engagement (chat event + webhook) when `showengagement` is on.
 pub fn engagement(fed: &Federation, actor: &RemoteActor, kind: &str, action: &str) {
-    if !fed.settings.get().federation_show_engagement {
+    if !fed.settings.get().federation.federation_show_engagement {
         return;
     }
     let name = if actor.name.is_empty() { actor.account() } else { actor.name.clone() };
@@ -283,7 +283,7 @@ async fn follow(
     iri: &str,
     _activity: &Value,
 ) -> Result<(), FedError> {
-    let approved = !fed.settings.get().federation_private;
+    let approved = !fed.settings.get().federation.federation_private;
     let (a, f) = (actor.clone(), iri.to_string());
     let before = match fed.store.call(move |c| data::upsert_follower(c, &a, &f, approved)).await? {
         data::Followed::New => None,

@@ -8,7 +8,8 @@
 //! the URL policy and the remote key cache), `data` (the tables), `delivery` (the persistent outbound
 //! queue), `discovery` (WebFinger, host-meta, NodeInfo, `/api/v1/instance`), `actor` (actor, outbox,
 //! followers, objects), `inbox` (inbound activities), `servers` (federated servers), `signin`
-//! (Fediverse chat sign-in), `api` (admin and public routes).
+//! (Fediverse chat sign-in), `scheduled` (scheduled streams as ActivityPub Events, their updates,
+//! deletes and reminders, which the schedule publishes on the bus), `api` (admin and public routes).
 //!
 //! Every federation route answers 405 while federation is disabled. Federation needs `serverurl`:
 //! its host is the account's domain. Outbound requests go only to `https://` URLs, or, with the
@@ -23,7 +24,9 @@ pub mod delivery;
 pub mod discovery;
 pub mod inbox;
 pub mod keys;
+pub mod scheduled;
 pub mod servers;
+pub mod settings;
 pub mod signatures;
 pub mod signin;
 
@@ -39,6 +42,7 @@ use crate::events::{Bus, Event};
 use crate::http::{ApiError, StatusResponse, UserTokens};
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
+use crate::tasks::{Stage, Tasks};
 
 /// The ActivityStreams public collection.
 pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
@@ -58,6 +62,9 @@ pub enum FedError {
     Remote(String),
     #[error("{0}")]
     Policy(String),
+    /// A queued delivery a newer one replaced (never sent).
+    #[error("superseded by a newer activity")]
+    Superseded,
 }
 
 impl From<rusqlite::Error> for FedError {
@@ -169,6 +176,8 @@ pub struct Federation {
     /// The number of approved followers, kept current for `/api/config` (a handle the composition
     /// root shares with the public API).
     pub follower_count: Arc<AtomicU64>,
+    /// The daemon's tasks (federation's run in the `Delivery` stage).
+    pub tasks: Tasks,
 }
 
 impl Federation {
@@ -179,6 +188,7 @@ impl Federation {
         bus: Bus,
         users: Arc<dyn UserTokens>,
         config: FederationConfig,
+        tasks: Tasks,
     ) -> Result<Arc<Self>, FedError> {
         store.migrate("federation", data::MIGRATIONS)?;
         let client = client::Client::new(&config)?;
@@ -194,6 +204,7 @@ impl Federation {
             users,
             client,
             config,
+            tasks,
         }))
     }
 
@@ -208,21 +219,21 @@ impl Federation {
     /// Whether federation is on (and has a server URL).
     pub fn enabled(&self) -> bool {
         let s = self.settings.get();
-        s.federation_enabled && !s.server_url.is_empty()
+        s.federation.federation_enabled && !s.server.server_url.is_empty()
     }
 
     /// The local actor's URLs, when a server URL is set.
     pub fn local(&self) -> Option<Local> {
         let s = self.settings.get();
-        if s.server_url.is_empty() {
+        if s.server.server_url.is_empty() {
             return None;
         }
-        Local::new(&s.server_url, &s.federation_username)
+        Local::new(&s.server.server_url, &s.federation.federation_username)
     }
 
     /// `local()` for routes: 405 while federation is off, 404 without a server URL.
     pub fn active(&self) -> Result<Local, HttpError> {
-        if !self.settings.get().federation_enabled {
+        if !self.settings.get().federation.federation_enabled {
             return Err(HttpError::Disabled);
         }
         self.local().ok_or_else(|| HttpError::Api(ApiError::NotFound("the server URL is not set".into())))
@@ -270,46 +281,41 @@ impl IntoResponse for HttpError {
     }
 }
 
-/// The running federation tasks.
-pub struct Tasks {
-    delivery: tokio::task::JoinHandle<()>,
-    go_live: tokio::task::JoinHandle<()>,
-    status: tokio::task::JoinHandle<()>,
-}
-
-impl Tasks {
-    /// Stop the tasks (undelivered activities stay in the queue table for the next start).
-    pub fn stop(self) {
-        self.delivery.abort();
-        self.go_live.abort();
-        self.status.abort();
-    }
-}
-
-/// Start the delivery workers, the go-live post on `Event::StreamStarted`, the schedule reminder post on
-/// `Event::ScheduleReminder` and the federated servers'
-/// status poll.
-pub fn start(fed: Arc<Federation>, bus: &Bus) -> Tasks {
-    let delivery = tokio::spawn(delivery::run(fed.clone()));
-    let status = tokio::spawn(servers::watch(fed.clone()));
+/// Start, in the `Delivery` stage, the delivery workers (undelivered activities stay in the queue
+/// table for the next start), the go-live post on `Event::StreamStarted`, the scheduled streams'
+/// activities on `Event::ScheduleFederation` (`scheduled`) and the federated servers' status poll.
+pub fn start(fed: Arc<Federation>, bus: &Bus) {
+    let tasks = fed.tasks.clone();
+    tasks.spawn_until_stopped(Stage::Delivery, "federation: delivery queue", delivery::run(fed.clone()));
+    tasks.spawn_until_stopped(Stage::Delivery, "federation: server status", servers::watch(fed.clone()));
     let mut sub = bus.subscribe("federation");
-    let go_live = tokio::spawn(async move {
-        while let Some(event) = sub.recv().await {
+    let stop = tasks.token(Stage::Delivery);
+    // A post being sent when the stage stops is finished.
+    tasks.spawn(Stage::Delivery, "federation: go-live", async move {
+        loop {
+            let event = tokio::select! {
+                biased;
+                _ = stop.cancelled() => return,
+                event = sub.recv() => event,
+            };
+            let Some(event) = event else { return };
             if matches!(*event, Event::StreamStarted(_)) && fed.enabled() {
                 if let Err(e) = actor::send_go_live(&fed).await {
                     tracing::warn!("could not send the go-live post to followers: {e}");
                 }
             }
-            if let Event::ScheduleReminder { text, .. } = &*event {
+            if let Event::ScheduleFederation(activity) = &*event {
                 if fed.enabled() {
-                    if let Err(e) = actor::send_schedule_reminder(&fed, text).await {
-                        tracing::warn!("could not send the schedule reminder to followers: {e}");
+                    if let Err(e) = scheduled::send(&fed, activity).await {
+                        tracing::warn!(
+                            event = activity.event_id(),
+                            "could not send a scheduled stream's activity: {e}"
+                        );
                     }
                 }
             }
         }
     });
-    Tasks { delivery, go_live, status }
 }
 
 pub use api::routes;

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use super::client::RemoteActor;
 use super::{data, delivery, FedError, Federation, Local, AS_CONTEXT};
+use crate::tasks::Stage;
 
 /// Follow the server at `url`; returns its id.
 pub async fn add(fed: &Federation, local: &Local, url: &str) -> Result<i64, FedError> {
@@ -81,7 +82,7 @@ pub async fn went_live(fed: &Arc<Federation>, actor: &RemoteActor) -> Result<(),
     // delivery never waits on it. A server that just posted is live even when its status does not
     // answer.
     let (fed, a) = (fed.clone(), actor.iri.clone());
-    tokio::spawn(async move {
+    fed.tasks.clone().spawn_until_stopped(Stage::Delivery, "federation: server status", async move {
         let Some((online, title)) = status(&fed, &server.url).await else { return };
         if let Err(e) = fed.store.call(move |c| data::server_status(c, &a, online, title.as_deref())).await {
             tracing::warn!("cannot record a federated server's status: {e}");
@@ -121,7 +122,7 @@ fn verdict(answer: Option<(bool, Option<String>)>, missed: &mut u32, title: &str
 }
 
 /// Every `config.status_poll`, ask each server shown online whether it still is (see the module doc).
-/// Runs until aborted.
+/// Runs until its stage stops.
 pub async fn watch(fed: Arc<Federation>) {
     let mut tick = tokio::time::interval(fed.config.status_poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

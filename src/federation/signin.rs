@@ -77,7 +77,7 @@ pub async fn request(fed: &Federation, local: &Local, user_id: &str, account: &s
         "<p><span class=\"h-card\"><a href=\"{}\" class=\"u-url mention\">@{}</a></span> Your one-time code to sign in to the chat of {}: <strong>{code}</strong></p>",
         escape(&actor.url),
         escape(&actor.username),
-        escape(&s.name)
+        escape(&s.instance.name)
     );
     let who = actor.account();
     fed.codes.insert(

@@ -82,7 +82,7 @@ async fn hardware_stats(State(hw): State<Arc<Hardware>>) -> Json<HardwareStats> 
 /// `{encoders: [{name, kind, available, device, reason}], videoCodec, selected, inUse, probedAt}`.
 pub fn encoders_json(hw: &Hardware) -> Value {
     let found = hw.encoders.borrow().clone();
-    let wanted = hw.settings.get().video_codec.clone();
+    let wanted = hw.settings.get().video.video_codec.clone();
     let selected = hwaccel::select(&wanted, &found).map_or(hwaccel::recipe::SOFTWARE_ENCODER, |e| e.name.as_str());
     json!({
         "encoders": found,

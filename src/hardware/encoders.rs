@@ -17,6 +17,7 @@ use tokio::process::Command;
 use tracing::{info, warn};
 
 use super::{Hardware, HardwareError};
+use crate::tasks::{Stage, Tasks};
 
 /// Time limit of one encoder's probe process.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -63,26 +64,11 @@ pub async fn probe_all() -> Vec<EncoderInfo> {
         }
     });
     let mut all = Vec::new();
-    for found in futures_join_all(probes).await {
+    // Concurrent within this call (each probe waits on its child process).
+    for found in futures_util::future::join_all(probes).await {
         all.extend(found);
     }
     all
-}
-
-/// Await futures concurrently, keeping their order (a tiny join_all without another dependency).
-async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
-    let mut out = Vec::with_capacity(handles.len());
-    for h in handles {
-        if let Ok(v) = h.await {
-            out.push(v);
-        }
-    }
-    out
 }
 
 fn unavailable(name: &str, kind: EncoderKind, reason: &str) -> EncoderInfo {
@@ -103,7 +89,7 @@ pub async fn refresh(hw: &Hardware) -> Vec<EncoderInfo> {
     }
     hw.encoders.send_replace(found.clone());
     *hw.probed_at.write() = Some(Utc::now());
-    let wanted = hw.settings.get().video_codec.clone();
+    let wanted = hw.settings.get().video.video_codec.clone();
     match hwaccel::select(&wanted, &found) {
         Some(e) => info!("video codec '{wanted}' uses {}", e.name),
         None if wanted != "auto" => warn!("the configured encoder '{wanted}' is not available here; using libx264"),
@@ -112,9 +98,10 @@ pub async fn refresh(hw: &Hardware) -> Vec<EncoderInfo> {
     found
 }
 
-/// Start the first probe in the background.
-pub fn spawn_startup_probe(hw: Arc<Hardware>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+/// Start the first probe in the background (its child processes are killed if the `Background`
+/// stage stops first).
+pub fn spawn_startup_probe(hw: Arc<Hardware>, tasks: &Tasks) {
+    tasks.spawn_until_stopped(Stage::Background, "encoder probe", async move {
         refresh(&hw).await;
-    })
+    });
 }

@@ -11,7 +11,6 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -22,6 +21,7 @@ use tracing::{debug, info, warn};
 use super::Hardware;
 use super::HardwareError;
 use crate::health::HealthInput;
+use crate::tasks::{Stage, Tasks};
 
 /// Time between samples.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(10);
@@ -276,24 +276,9 @@ fn apply_alerts(hw: &Hardware, changes: Vec<AlertChange>) {
     }
 }
 
-/// The running sampler; `stop` ends it.
-pub struct SamplerHandle {
-    stop: Option<mpsc::SyncSender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl SamplerHandle {
-    /// Stop the sampler and wait for its thread.
-    pub fn stop(mut self) {
-        self.stop.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Start sampling into `Hardware::stats`: one sample right away, then one every `SAMPLE_INTERVAL`.
-pub fn start(hw: Arc<Hardware>) -> Result<SamplerHandle, HardwareError> {
+/// Start sampling into `Hardware::stats`: one sample right away, then one every `SAMPLE_INTERVAL`, on
+/// its own thread (sysinfo blocks); a task of the `Background` stage stops the thread and joins it.
+pub fn start(hw: Arc<Hardware>, tasks: &Tasks) -> Result<(), HardwareError> {
     let (stop_tx, stop_rx) = mpsc::sync_channel::<()>(1);
     let mut sampler = Sampler::new(hw.data_dir.clone())?;
     let thread = std::thread::Builder::new()
@@ -322,7 +307,13 @@ pub fn start(hw: Arc<Hardware>) -> Result<SamplerHandle, HardwareError> {
             }
         })
         .map_err(HardwareError::Thread)?;
-    Ok(SamplerHandle { stop: Some(stop_tx), thread: Some(thread) })
+    let stop = tasks.token(Stage::Background);
+    tasks.spawn(Stage::Background, "hardware statistics", async move {
+        stop.cancelled().await;
+        drop(stop_tx);
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    });
+    Ok(())
 }
 
 #[cfg(test)]

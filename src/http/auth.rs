@@ -52,7 +52,7 @@ impl AdminAuth {
     /// Check `password` against the stored admin hash (the slow hash runs off the async threads and
     /// is cached on success).
     pub async fn check(&self, password: &str) -> bool {
-        let hash = self.settings.get().admin_password_hash.clone();
+        let hash = self.settings.get().server.admin_password_hash.clone();
         if hash.is_empty() {
             return false;
         }
@@ -75,7 +75,7 @@ impl AdminAuth {
     async fn after_login(&self, password: &str, verified_hash: &str) {
         let weak = password::is_weak(password);
         let rehash = password::needs_rehash(verified_hash) && password.len() <= password::MAX_PASSWORD_BYTES;
-        if !rehash && weak == self.settings.get().admin_password_weak {
+        if !rehash && weak == self.settings.get().server.admin_password_weak {
             return;
         }
         let new_hash = if rehash {
@@ -99,11 +99,11 @@ impl AdminAuth {
             .settings
             .update::<crate::store::StoreError, _>(|s| {
                 // Only if the password was not changed meanwhile.
-                if s.admin_password_hash == expected {
+                if s.server.admin_password_hash == expected {
                     if let Some(h) = new_hash {
-                        s.admin_password_hash = h;
+                        s.server.admin_password_hash = h;
                     }
-                    s.admin_password_weak = weak;
+                    s.server.admin_password_weak = weak;
                 }
                 Ok(())
             })

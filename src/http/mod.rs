@@ -18,6 +18,7 @@ pub mod auth;
 pub mod files;
 pub mod lanes;
 pub mod openapi;
+pub mod setters;
 pub mod zerocopy;
 
 use std::net::{IpAddr, SocketAddr};

@@ -279,6 +279,21 @@ pub fn document(routes: &[RouteDoc], schemas: &[(String, RefOr<Schema>)]) -> Ope
         .build()
 }
 
+/// One object schema made of the properties (and required names) of `parts`, each an object schema:
+/// the schema of a JSON object that is several serialized structs flattened together (the admin server
+/// configuration, assembled from each feature's part), written as one plain object.
+pub fn merged_object(description: &str, parts: impl IntoIterator<Item = RefOr<Schema>>) -> RefOr<Schema> {
+    let mut out = schema::Object::with_type(Type::Object);
+    out.description = Some(description.to_string());
+    for part in parts {
+        if let RefOr::T(Schema::Object(obj)) = part {
+            out.properties.extend(obj.properties);
+            out.required.extend(obj.required);
+        }
+    }
+    RefOr::T(Schema::Object(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

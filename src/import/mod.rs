@@ -251,7 +251,11 @@ fn build_into(source: &source::Source, dir: &Path, report: &mut Report) -> Resul
     store.migrate("chat", crate::chat::MIGRATIONS)?;
     store.migrate("federation", crate::federation::data::MIGRATIONS)?;
     drop(crate::tokens::Tokens::open(store.clone())?);
-    drop(crate::webhooks::Webhooks::open(store.clone(), Arc::new(crate::telemetry::Telemetry::default()))?);
+    drop(crate::webhooks::Webhooks::open(
+        store.clone(),
+        Arc::new(crate::telemetry::Telemetry::default()),
+        crate::tasks::Tasks::new(),
+    )?);
     drop(crate::notifications::Notifications::open(store.clone()).map_err(|e| ImportError::Invalid(e.to_string()))?);
 
     let mut next = (*settings_store.get()).clone();

@@ -80,24 +80,24 @@ fn u32_of(f: f64) -> u32 {
 /// Apply one key's value to `out`; `None` when the value does not have the shape the key needs.
 fn apply_key(key: &str, v: &Value, out: &mut Settings, plan: &mut Plan, report: &mut Report) -> Option<()> {
     match key {
-        "server_name" => out.name = s(v)?,
-        "server_summary" => out.summary = s(v)?,
-        "server_welcome_message" => out.welcome_message = s(v)?,
-        "server_url" => out.server_url = s(v)?,
-        "stream_title" => out.stream_title = s(v)?,
-        "extra_page_content" => out.extra_page_content = s(v)?,
-        "custom_offline_message" => out.offline_message = s(v)?,
-        "logo_path" => out.logo = s(v)?,
-        "favicon_path" => out.favicon = s(v)?,
+        "server_name" => out.instance.name = s(v)?,
+        "server_summary" => out.instance.summary = s(v)?,
+        "server_welcome_message" => out.instance.welcome_message = s(v)?,
+        "server_url" => out.server.server_url = s(v)?,
+        "stream_title" => out.instance.stream_title = s(v)?,
+        "extra_page_content" => out.instance.extra_page_content = s(v)?,
+        "custom_offline_message" => out.instance.offline_message = s(v)?,
+        "logo_path" => out.instance.logo = s(v)?,
+        "favicon_path" => out.instance.favicon = s(v)?,
         "admin_password_key" => {
             let stored = s(v)?;
             if stored.starts_with("$2") {
-                out.admin_password_weak = crate::password::verify("abc123", &stored);
-                out.admin_password_hash = stored;
+                out.server.admin_password_weak = crate::password::verify("abc123", &stored);
+                out.server.admin_password_hash = stored;
             } else if !stored.is_empty() {
                 // A datastore before version 4 kept the password itself.
-                out.admin_password_weak = crate::password::is_weak(&stored);
-                out.admin_password_hash = crate::password::hash(&stored).ok()?;
+                out.server.admin_password_weak = crate::password::is_weak(&stored);
+                out.server.admin_password_hash = crate::password::hash(&stored).ok()?;
                 report.note("the admin password was stored in plain text by this Owncast; castd keeps only its hash");
             }
         }
@@ -108,24 +108,24 @@ fn apply_key(key: &str, v: &Value, out: &mut Settings, plan: &mut Plan, report: 
                 .filter(|k| !k.key.is_empty())
                 .collect();
             report.add("stream keys", keys.len() as u64);
-            out.stream_keys = keys;
+            out.server.stream_keys = keys;
         }
         "stream_key" => {
             // The legacy single key (datastore before version 2), only when there is no list.
             let key = s(v)?;
-            if out.stream_keys.is_empty() && !key.is_empty() {
-                out.stream_keys = vec![StreamKey { key, comment: "Default stream key".into() }];
+            if out.server.stream_keys.is_empty() && !key.is_empty() {
+                out.server.stream_keys = vec![StreamKey { key, comment: "Default stream key".into() }];
                 report.add("stream keys", 1);
             }
         }
-        "http_port_number" => out.web_server_port = port(v)?,
-        "http_listen_address" => out.web_server_ip = s(v)?,
-        "rtmp_port_number" => out.rtmp_server_port = port(v)?,
-        "rtmp_bind_address" => out.rtmp_server_bind_address = s(v)?,
-        "websocket_host_override" => out.socket_host_override = s(v)?,
-        "server_metadata_tags" => out.tags = list(v)?,
+        "http_port_number" => out.server.web_server_port = port(v)?,
+        "http_listen_address" => out.server.web_server_ip = s(v)?,
+        "rtmp_port_number" => out.server.rtmp_server_port = port(v)?,
+        "rtmp_bind_address" => out.server.rtmp_server_bind_address = s(v)?,
+        "websocket_host_override" => out.server.socket_host_override = s(v)?,
+        "server_metadata_tags" => out.instance.tags = list(v)?,
         "social_handles" => {
-            out.social_handles = structs(v)?
+            out.instance.social_handles = structs(v)?
                 .iter()
                 .map(|h| SocialHandle {
                     platform: h.str_field("Platform"),
@@ -134,9 +134,9 @@ fn apply_key(key: &str, v: &Value, out: &mut Settings, plan: &mut Plan, report: 
                 })
                 .collect()
         }
-        "nsfw" => out.nsfw = v.as_bool()?,
+        "nsfw" => out.instance.nsfw = v.as_bool()?,
         "autoplay" => {
-            out.autoplay = match v {
+            out.instance.autoplay = match v {
                 Value::Bool(true) => "on".into(),
                 Value::Bool(false) => "off".into(),
                 _ => match s(v)?.as_str() {
@@ -146,18 +146,18 @@ fn apply_key(key: &str, v: &Value, out: &mut Settings, plan: &mut Plan, report: 
                 },
             }
         }
-        "hide_viewer_count" => out.hide_viewer_count = v.as_bool()?,
-        "disable_search_indexing" => out.disable_search_indexing = v.as_bool()?,
-        "directory_enabled" => out.directory_enabled = v.as_bool()?,
+        "hide_viewer_count" => out.instance.hide_viewer_count = v.as_bool()?,
+        "disable_search_indexing" => out.instance.disable_search_indexing = v.as_bool()?,
+        "directory_enabled" => out.directory.directory_enabled = v.as_bool()?,
         "directory_registration_key" => {
             if !s(v)?.is_empty() {
                 report.note("the directory registration key was not kept: castd registers with the directory anew");
             }
         }
-        "ffmpeg_path" => out.ffmpeg_path = s(v)?,
-        "video_codec" => out.video_codec = s(v).filter(|c| !c.is_empty())?,
-        "video_latency_level" => out.latency_level = u32_of(v.as_f64()?).min(4),
-        "video_serving_endpoint" => out.video_serving_endpoint = s(v)?,
+        "ffmpeg_path" => out.server.ffmpeg_path = s(v)?,
+        "video_codec" => out.video.video_codec = s(v).filter(|c| !c.is_empty())?,
+        "video_latency_level" => out.video.latency_level = u32_of(v.as_f64()?).min(4),
+        "video_serving_endpoint" => out.server.video_serving_endpoint = s(v)?,
         "video_stream_output_variants" => {
             let variants: Vec<StreamOutputVariant> = structs(v)?
                 .iter()
@@ -175,11 +175,11 @@ fn apply_key(key: &str, v: &Value, out: &mut Settings, plan: &mut Plan, report: 
                 .collect();
             if !variants.is_empty() {
                 report.add("video variants", variants.len() as u64);
-                out.video_quality_variants = variants;
+                out.video.video_quality_variants = variants;
             }
         }
         "s3_storage_config" => {
-            out.s3 = S3Info {
+            out.storage.s3 = S3Info {
                 enabled: v.bool_field("Enabled"),
                 endpoint: v.str_field("Endpoint"),
                 access_key: v.str_field("AccessKey"),
@@ -192,20 +192,20 @@ fn apply_key(key: &str, v: &Value, out: &mut Settings, plan: &mut Plan, report: 
             };
             // Datastores before version 3 kept the serving endpoint here.
             let serving = v.str_field("ServingEndpoint");
-            if !serving.is_empty() && out.video_serving_endpoint.is_empty() {
-                out.video_serving_endpoint = serving;
+            if !serving.is_empty() && out.server.video_serving_endpoint.is_empty() {
+                out.server.video_serving_endpoint = serving;
             }
         }
-        "chat_disabled" => out.chat_disabled = v.as_bool()?,
-        "chat_join_messages_enabled" => out.chat_join_messages_enabled = v.as_bool()?,
-        "chat_established_users_only_mode" => out.chat_established_user_mode = v.as_bool()?,
-        "chat_spam_protection_enabled" => out.chat_spam_protection_enabled = v.as_bool()?,
-        "chat_slur_filter_enabled" => out.chat_slur_filter_enabled = v.as_bool()?,
-        "chat_require_authentication" => out.chat_require_authentication = v.as_bool()?,
-        "blocked_usernames" => out.forbidden_usernames = list(v)?,
-        "suggested_usernames" => out.suggested_usernames = list(v)?,
+        "chat_disabled" => out.chat.chat_disabled = v.as_bool()?,
+        "chat_join_messages_enabled" => out.chat.chat_join_messages_enabled = v.as_bool()?,
+        "chat_established_users_only_mode" => out.chat.chat_established_user_mode = v.as_bool()?,
+        "chat_spam_protection_enabled" => out.chat.chat_spam_protection_enabled = v.as_bool()?,
+        "chat_slur_filter_enabled" => out.chat.chat_slur_filter_enabled = v.as_bool()?,
+        "chat_require_authentication" => out.chat.chat_require_authentication = v.as_bool()?,
+        "blocked_usernames" => out.chat.forbidden_usernames = list(v)?,
+        "suggested_usernames" => out.chat.suggested_usernames = list(v)?,
         "external_actions" => {
-            out.external_actions = structs(v)?
+            out.instance.external_actions = structs(v)?
                 .iter()
                 .map(|a| ExternalAction {
                     url: a.str_field("URL"),
@@ -218,37 +218,37 @@ fn apply_key(key: &str, v: &Value, out: &mut Settings, plan: &mut Plan, report: 
                 })
                 .collect()
         }
-        "custom_styles" => out.custom_styles = s(v)?,
-        "custom_javascript" => out.custom_javascript = s(v)?,
+        "custom_styles" => out.instance.custom_styles = s(v)?,
+        "custom_javascript" => out.instance.custom_javascript = s(v)?,
         "custom_color_variable_values" => {
             let Value::Map(pairs) = v else { return None };
-            out.appearance_variables = pairs
+            out.instance.appearance_variables = pairs
                 .iter()
                 .map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
                 .collect::<Option<_>>()?;
         }
-        "federation_enabled" => out.federation_enabled = v.as_bool()?,
-        "federation_username" => out.federation_username = s(v).filter(|u| !u.is_empty())?,
-        "federation_private" => out.federation_private = v.as_bool()?,
-        "federation_go_live_message" => out.federation_go_live_message = s(v)?,
-        "federation_show_engagement" => out.federation_show_engagement = v.as_bool()?,
-        "federation_enable_quotes" => out.federation_enable_quotes = v.as_bool()?,
-        "federation_hide_followers_tab" => out.federation_hide_followers = v.as_bool()?,
-        "federation_blocked_domains" => out.federation_blocked_domains = list(v)?,
+        "federation_enabled" => out.federation.federation_enabled = v.as_bool()?,
+        "federation_username" => out.federation.federation_username = s(v).filter(|u| !u.is_empty())?,
+        "federation_private" => out.federation.federation_private = v.as_bool()?,
+        "federation_go_live_message" => out.federation.federation_go_live_message = s(v)?,
+        "federation_show_engagement" => out.federation.federation_show_engagement = v.as_bool()?,
+        "federation_enable_quotes" => out.federation.federation_enable_quotes = v.as_bool()?,
+        "federation_hide_followers_tab" => out.federation.federation_hide_followers = v.as_bool()?,
+        "federation_blocked_domains" => out.federation.federation_blocked_domains = list(v)?,
         "private_key" => {
             let pem = s(v)?;
             let key = RsaPrivateKey::from_pkcs1_pem(&pem).or_else(|_| RsaPrivateKey::from_pkcs8_pem(&pem)).ok()?;
             plan.federation_key_pem = Some(key.to_pkcs8_pem(LineEnding::LF).ok()?.to_string());
         }
         "discord_configuration" => {
-            out.discord_notifications = DiscordNotification {
+            out.notifications.discord_notifications = DiscordNotification {
                 enabled: v.bool_field("Enabled"),
                 webhook: v.str_field("Webhook"),
                 go_live_message: v.str_field("GoLiveMessage"),
             }
         }
         "browser_push_configuration" => {
-            out.browser_notifications =
+            out.notifications.browser_notifications =
                 BrowserNotification { enabled: v.bool_field("Enabled"), go_live_message: v.str_field("GoLiveMessage") }
         }
         "browser_push_private_key" => {
@@ -262,8 +262,8 @@ fn apply_key(key: &str, v: &Value, out: &mut Settings, plan: &mut Plan, report: 
             web_push_native::jwt_simple::algorithms::ES256KeyPair::from_bytes(&bytes).ok()?;
             plan.vapid_key = Some(bytes);
         }
-        "schedule_enabled" => out.schedule_enabled = v.as_bool()?,
-        "schedule_reminder_message" => out.schedule_reminder_message = s(v)?,
+        "schedule_enabled" => out.schedule.schedule_enabled = v.as_bool()?,
+        "schedule_reminder_message" => out.schedule.schedule_reminder_message = s(v)?,
         _ => return None,
     }
     Some(())
@@ -331,7 +331,7 @@ pub fn apply(source: &Source, out: &mut Settings, report: &mut Report) -> Result
     if plan.federation_key_pem.is_some() {
         report.add("federation key pair", 1);
     }
-    if out.admin_password_hash.is_empty() {
+    if out.server.admin_password_hash.is_empty() {
         report.note("no admin password in the Owncast datastore: castd generates one at its first start");
     } else {
         report.add("admin password", 1);
@@ -348,40 +348,40 @@ fn check(out: &mut Settings, report: &mut Report) {
     let mut refuse = |what: &str, e: validate::ValidationError| {
         report.skip(KIND, format!("{what}: {e}; castd's default kept"));
     };
-    if !out.stream_keys.is_empty() {
-        match validate::stream_keys(&json!(out.stream_keys)) {
-            Ok(keys) => out.stream_keys = keys,
+    if !out.server.stream_keys.is_empty() {
+        match validate::stream_keys(&json!(out.server.stream_keys)) {
+            Ok(keys) => out.server.stream_keys = keys,
             Err(e) => {
                 refuse("stream_keys", e);
-                out.stream_keys = Vec::new();
+                out.server.stream_keys = Vec::new();
             }
         }
     }
-    if let Err(e) = validate::variants(&json!(out.video_quality_variants)) {
+    if let Err(e) = validate::variants(&json!(out.video.video_quality_variants)) {
         refuse("video_stream_output_variants", e);
-        out.video_quality_variants = defaults.video_quality_variants.clone();
+        out.video.video_quality_variants = defaults.video.video_quality_variants.clone();
     }
-    if let Err(e) = validate::ip_address(&json!(out.web_server_ip)) {
+    if let Err(e) = validate::ip_address(&json!(out.server.web_server_ip)) {
         refuse("http_listen_address", e);
-        out.web_server_ip = defaults.web_server_ip.clone();
+        out.server.web_server_ip = defaults.server.web_server_ip.clone();
     }
-    if let Err(e) = validate::ip_address(&json!(out.rtmp_server_bind_address)) {
+    if let Err(e) = validate::ip_address(&json!(out.server.rtmp_server_bind_address)) {
         refuse("rtmp_bind_address", e);
-        out.rtmp_server_bind_address = defaults.rtmp_server_bind_address.clone();
+        out.server.rtmp_server_bind_address = defaults.server.rtmp_server_bind_address.clone();
     }
-    if let Err(e) = validate::socket_url(&json!(out.socket_host_override)) {
+    if let Err(e) = validate::socket_url(&json!(out.server.socket_host_override)) {
         refuse("websocket_host_override", e);
-        out.socket_host_override = String::new();
+        out.server.socket_host_override = String::new();
     }
-    if let Err(e) = validate::federation_username(&json!(out.federation_username)) {
+    if let Err(e) = validate::federation_username(&json!(out.federation.federation_username)) {
         refuse("federation_username", e);
-        out.federation_username = defaults.federation_username.clone();
+        out.federation.federation_username = defaults.federation.federation_username.clone();
     }
-    match validate::domains(&json!(out.federation_blocked_domains)) {
-        Ok(d) => out.federation_blocked_domains = d,
+    match validate::domains(&json!(out.federation.federation_blocked_domains)) {
+        Ok(d) => out.federation.federation_blocked_domains = d,
         Err(e) => {
             refuse("federation_blocked_domains", e);
-            out.federation_blocked_domains = Vec::new();
+            out.federation.federation_blocked_domains = Vec::new();
         }
     }
 }
@@ -396,7 +396,7 @@ fn plain_name(name: &str) -> Option<&str> {
 /// Copy the logo, favicon, custom emoji and public files into `dir` (the castd data dir being built).
 pub fn copy_files(source: &Source, dir: &Path, out: &mut Settings, report: &mut Report) -> Result<(), ImportError> {
     for (kind, is_logo) in [("logo", true), ("favicon", false)] {
-        let name = if is_logo { out.logo.clone() } else { out.favicon.clone() };
+        let name = if is_logo { out.instance.logo.clone() } else { out.instance.favicon.clone() };
         if name.is_empty() {
             continue;
         }
@@ -417,9 +417,9 @@ pub fn copy_files(source: &Source, dir: &Path, out: &mut Settings, report: &mut 
             }
         };
         if is_logo {
-            out.logo = kept;
+            out.instance.logo = kept;
         } else {
-            out.favicon = kept;
+            out.instance.favicon = kept;
         }
     }
     copy_emoji(&source.data_dir.join("emoji"), &dir.join("emoji"), report)?;
@@ -500,21 +500,19 @@ mod tests {
 
     #[test]
     fn values_castd_would_refuse_fall_back_to_its_defaults_and_are_reported() {
-        let mut s = Settings {
-            federation_username: "no spaces allowed".into(),
-            video_quality_variants: vec![StreamOutputVariant { scaled_width: 641, ..Default::default() }],
-            stream_keys: vec![StreamKey { key: " padded-key ".into(), comment: String::new() }],
-            web_server_ip: "not-an-ip".into(),
-            federation_blocked_domains: vec!["Spam.Example".into()],
-            ..Settings::default()
-        };
+        let mut s = Settings::default();
+        s.federation.federation_username = "no spaces allowed".into();
+        s.video.video_quality_variants = vec![StreamOutputVariant { scaled_width: 641, ..Default::default() }];
+        s.server.stream_keys = vec![StreamKey { key: " padded-key ".into(), comment: String::new() }];
+        s.server.web_server_ip = "not-an-ip".into();
+        s.federation.federation_blocked_domains = vec!["Spam.Example".into()];
         let mut report = Report::default();
         check(&mut s, &mut report);
-        assert_eq!(s.federation_username, "streamer");
-        assert_eq!(s.video_quality_variants, Settings::default().video_quality_variants);
-        assert_eq!(s.web_server_ip, "0.0.0.0");
-        assert_eq!(s.stream_keys[0].key, "padded-key");
-        assert_eq!(s.federation_blocked_domains, vec!["spam.example".to_string()]);
+        assert_eq!(s.federation.federation_username, "streamer");
+        assert_eq!(s.video.video_quality_variants, Settings::default().video.video_quality_variants);
+        assert_eq!(s.server.web_server_ip, "0.0.0.0");
+        assert_eq!(s.server.stream_keys[0].key, "padded-key");
+        assert_eq!(s.federation.federation_blocked_domains, vec!["spam.example".to_string()]);
         let reasons: Vec<&String> = report.skipped[KIND].keys().collect();
         assert_eq!(reasons.len(), 3, "{reasons:?}");
         assert!(reasons.iter().any(|r| r.starts_with("federation_username:")), "{reasons:?}");

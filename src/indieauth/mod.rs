@@ -36,6 +36,7 @@ use serde_json::json;
 use crate::http::auth::TokenQuery;
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, SignIn, UserTokens};
 use crate::store::settings::SettingsStore;
+use crate::tasks::{Stage, Tasks};
 
 const GROUP: &str = "indieauth";
 /// Where this server's IndieAuth metadata is served.
@@ -179,15 +180,15 @@ impl IndieAuth {
     /// This server's identity: the server URL with a trailing slash, if set.
     fn me(&self) -> Option<String> {
         let s = self.settings.get();
-        let base = s.server_url.trim().trim_end_matches('/');
+        let base = s.server.server_url.trim().trim_end_matches('/');
         (!base.is_empty()).then(|| format!("{base}/"))
     }
 
     fn profile(&self) -> Profile {
         let s = self.settings.get();
-        let base = s.server_url.trim().trim_end_matches('/').to_string();
+        let base = s.server.server_url.trim().trim_end_matches('/').to_string();
         Profile {
-            name: Some(s.name.clone()),
+            name: Some(s.instance.name.clone()),
             photo: (!base.is_empty()).then(|| format!("{base}/logo")),
             url: self.me(),
         }
@@ -262,15 +263,15 @@ pub fn routes(reg: &mut Registry, state: Arc<IndieAuth>) {
 }
 
 /// Prune expired flows, requests and codes every minute.
-pub fn start(state: Arc<IndieAuth>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+pub fn start(state: Arc<IndieAuth>, tasks: &Tasks) {
+    tasks.spawn_until_stopped(Stage::Background, "indieauth: prune", async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {
             tick.tick().await;
             state.flows.prune(client::FLOW_TTL);
             state.provider.prune(state.config.code_ttl);
         }
-    })
+    });
 }
 
 async fn start_flow(
@@ -283,7 +284,7 @@ async fn start_flow(
     let Some(user_id) = (if token.is_empty() { None } else { state.users.user_id(&token, ip).await }) else {
         return Err(ApiError::UnauthorizedToken.into_response());
     };
-    let server_url = state.settings.get().server_url.clone();
+    let server_url = state.settings.get().server.server_url.clone();
     let redirect = state
         .flows
         .start(&state.fetcher, &server_url, &user_id, req.auth_host.as_deref().unwrap_or_default(), client::FLOW_TTL)
@@ -383,7 +384,7 @@ async fn authorize(State(state): State<Arc<IndieAuth>>, Query(req): Query<server
     }
     match state.provider.request(&state.fetcher, &req).await {
         Ok((id, pending)) => {
-            Html(server::approval_page(&id, &pending, &me, &state.settings.get().name)).into_response()
+            Html(server::approval_page(&id, &pending, &me, &state.settings.get().instance.name)).into_response()
         }
         Err(e) => e.into_response(),
     }

@@ -8,6 +8,7 @@
 //! media on through the `Feeder` that `Ingest::hand_off` returns; it does not reach into the transcoder.
 
 pub mod rtmp;
+pub mod settings;
 pub mod srt;
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use axum::extract::State;
 use axum::Json;
 use tracing::info;
 
+use crate::events::Bus;
 use crate::http::{ApiError, Auth, Registry, StatusResponse};
 use crate::media::{MediaPlane, PublisherGuard};
 use crate::store::settings::SettingsStore;
@@ -23,11 +25,13 @@ use crate::telemetry::Telemetry;
 use crate::transcode::Transcoder;
 
 pub use crate::transcode::supervisor::Feeder;
-pub use rtmp::{bind_address, serve, IngestError, APP_NAME, IDLE_TIMEOUT, MAX_CONNECTIONS, SETUP_TIMEOUT};
+pub use rtmp::{bind_address, serve, start, IngestError, APP_NAME, IDLE_TIMEOUT, MAX_CONNECTIONS, SETUP_TIMEOUT};
 
 /// The ingest feature's state.
 pub struct Ingest {
     pub settings: SettingsStore,
+    /// The bus its setters announce CONFIG_CHANGED on.
+    pub bus: Bus,
     /// `--streamkey`: valid for this run only, never persisted.
     pub temp_stream_key: Option<String>,
     /// The media plane (its publisher slot).
@@ -42,7 +46,7 @@ impl Ingest {
         if self.temp_stream_key.as_deref() == Some(key) {
             return true;
         }
-        self.settings.get().stream_keys.iter().any(|k| k.key == key)
+        self.settings.get().server.stream_keys.iter().any(|k| k.key == key)
     }
 
     /// An accepted publisher (holding the slot) goes live: the stream starts and its media goes to the
@@ -53,6 +57,7 @@ impl Ingest {
 }
 
 pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
+    settings::routes(reg, ingest.clone());
     let mut reg = reg.scope(ingest);
     reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound broadcaster", disconnect)
         .returns::<StatusResponse>()

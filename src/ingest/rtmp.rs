@@ -22,7 +22,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 use tracing::{debug, info, warn};
 
-use tokio_util::sync::CancellationToken;
+use crate::tasks::{Stage, Tasks};
 
 use super::{Feeder, Ingest};
 use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
@@ -97,17 +97,24 @@ impl From<rml_rtmp::sessions::ServerSessionError> for IngestError {
 /// Where the RTMP server listens: the saved bind address, except that a loopback web server (as in
 /// tests and local setups) keeps RTMP on loopback too unless an RTMP address was set explicitly.
 pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std::net::AddrParseError> {
-    let rtmp: std::net::IpAddr = s.rtmp_server_bind_address.parse()?;
-    let web: Option<std::net::IpAddr> = s.web_server_ip.parse().ok();
+    let rtmp: std::net::IpAddr = s.server.rtmp_server_bind_address.parse()?;
+    let web: Option<std::net::IpAddr> = s.server.web_server_ip.parse().ok();
     match web {
         Some(w) if w.is_loopback() && rtmp.is_unspecified() => Ok(w),
         _ => Ok(rtmp),
     }
 }
 
-/// Accept RTMP connections until `stop` fires; then the live broadcaster (if any) is dropped, which
-/// ends the stream the normal way (the supervisor finalises the playlists).
-pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, stop: CancellationToken) {
+/// Start the RTMP server on `tasks` (stage `Ingest`, see [`serve`]).
+pub fn start(ingest: Arc<Ingest>, listener: TcpListener, tasks: &Tasks) {
+    tasks.spawn(Stage::Ingest, "rtmp listener", serve(ingest, listener, tasks.clone()));
+}
+
+/// Accept RTMP connections until the `Ingest` stage stops; then the live broadcaster (if any) is
+/// dropped, which ends the stream the normal way (the supervisor finalises the playlists). Each
+/// connection is a task of the stage, dropped when it stops.
+pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, tasks: Tasks) {
+    let stop = tasks.token(Stage::Ingest);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
@@ -132,7 +139,7 @@ pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, stop: Cancellatio
             continue;
         };
         let ingest = ingest.clone();
-        tokio::spawn(async move {
+        tasks.spawn_until_stopped(Stage::Ingest, format!("rtmp connection {addr}"), async move {
             match handle(ingest, sock, addr).await {
                 Ok(()) => debug!(%addr, "rtmp connection closed"),
                 Err(e) => info!(%addr, "rtmp connection closed: {e}"),
@@ -397,12 +404,13 @@ mod tests {
 
     #[test]
     fn loopback_web_keeps_rtmp_local() {
-        let mut s = crate::config::Settings { web_server_ip: "127.0.0.1".into(), ..Default::default() };
+        let mut s = crate::config::Settings::default();
+        s.server.web_server_ip = "127.0.0.1".into();
         assert_eq!(bind_address(&s).unwrap().to_string(), "127.0.0.1");
-        s.web_server_ip = "0.0.0.0".into();
+        s.server.web_server_ip = "0.0.0.0".into();
         assert_eq!(bind_address(&s).unwrap().to_string(), "0.0.0.0");
-        s.rtmp_server_bind_address = "192.0.2.1".into();
-        s.web_server_ip = "127.0.0.1".into();
+        s.server.rtmp_server_bind_address = "192.0.2.1".into();
+        s.server.web_server_ip = "127.0.0.1".into();
         assert_eq!(bind_address(&s).unwrap().to_string(), "192.0.2.1");
     }
 }

@@ -29,6 +29,8 @@ use srt_tokio::{ConnectionRequest, SrtListener, SrtSocket};
 use tokio::net::UdpSocket;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+use crate::tasks::{Stage, Tasks};
 use tracing::{debug, error, info, warn};
 
 use super::{Feeder, Ingest, IDLE_TIMEOUT};
@@ -37,7 +39,7 @@ use crate::media::{Container, Protocol, PublisherGuard, Source};
 use crate::stream::StreamDetails;
 
 /// The default SRT port (mediamtx's too); 0 disables SRT.
-pub const DEFAULT_PORT: u16 = 8890;
+pub const DEFAULT_PORT: u16 = crate::config::DEFAULT_SRT_PORT;
 /// The receive latency castd asks for (the larger of both sides' wins): room for a few retransmissions
 /// on lossy, long links (about 4 round trips of 120 ms); HLS segments are seconds long anyway. With
 /// 250 ms, 5% loss at a 100 ms round trip left unrepaired packets (tests/srt.rs).
@@ -113,7 +115,14 @@ pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std
 /// srt-tokio's listener task can panic on handshakes it does not implement (an unknown handshake
 /// extension such as a packet filter, or an encrypting publisher when no passphrase is set); the
 /// listener is then bound again (which also drops a live SRT publisher), so SRT ingest stays up.
-pub async fn serve(ingest: Arc<Ingest>, socket: UdpSocket, stop: CancellationToken) {
+pub fn start(ingest: Arc<Ingest>, socket: UdpSocket, tasks: &Tasks) {
+    tasks.spawn(Stage::Ingest, "srt listener", serve(ingest, socket, tasks.clone()));
+}
+
+/// The SRT listener until the `Ingest` stage stops (see `start`). Each publisher is a task of the
+/// stage.
+pub async fn serve(ingest: Arc<Ingest>, socket: UdpSocket, tasks: Tasks) {
+    let stop = tasks.token(Stage::Ingest);
     let local = match socket.local_addr() {
         Ok(a) => a,
         Err(e) => {
@@ -136,7 +145,7 @@ pub async fn serve(ingest: Arc<Ingest>, socket: UdpSocket, stop: CancellationTok
                 }
             },
         };
-        if listen(&ingest, sock, local, &stop).await {
+        if listen(&ingest, sock, local, &tasks, &stop).await {
             return;
         }
         error!("srt: the SRT stack failed on a packet it does not handle; listening on {local} again");
@@ -148,7 +157,13 @@ pub async fn serve(ingest: Arc<Ingest>, socket: UdpSocket, stop: CancellationTok
 }
 
 /// One listener's life: true when `stop` ended it, false when the SRT stack failed.
-async fn listen(ingest: &Arc<Ingest>, socket: UdpSocket, local: SocketAddr, stop: &CancellationToken) -> bool {
+async fn listen(
+    ingest: &Arc<Ingest>,
+    socket: UdpSocket,
+    local: SocketAddr,
+    tasks: &Tasks,
+    stop: &CancellationToken,
+) -> bool {
     let bound = SrtListener::builder().receive_latency(RECEIVE_LATENCY).socket(socket).bind(local).await;
     let (mut listener, mut incoming) = match bound {
         Ok(l) => l,
@@ -173,8 +188,8 @@ async fn listen(ingest: &Arc<Ingest>, socket: UdpSocket, local: SocketAddr, stop
         };
         let ingest = ingest.clone();
         let stop = stop.clone();
-        tokio::spawn(async move {
-            let addr = request.remote();
+        let addr = request.remote();
+        tasks.spawn(Stage::Ingest, format!("srt connection {addr}"), async move {
             match decide(&ingest, request, permit).await {
                 Some((guard, socket)) => publish(ingest, guard, socket, addr, stop).await,
                 None => debug!(%addr, "srt connection request refused"),
@@ -212,7 +227,7 @@ async fn decide(
         let _ = request.reject(reason).await;
         return None;
     }
-    let passphrase = ingest.settings.get().srt_passphrase.clone();
+    let passphrase = ingest.settings.get().ingest.srt_passphrase.clone();
     let keys = if passphrase.is_empty() {
         if request.key_size() != KeySize::Unspecified {
             warn!(%addr, "srt publish refused: it encrypts, but no passphrase is set");

@@ -32,6 +32,7 @@ use crate::http::files::{respond, FileBody};
 use crate::http::zerocopy::MappedFile;
 use crate::http::ApiError;
 use crate::media::{Delivery, HlsPart, MediaEvent, MediaPlane};
+use crate::tasks::{Stage, Tasks};
 
 /// A blocking request waits at most this many target durations.
 pub const BLOCK_TARGETS: u32 = 3;
@@ -378,10 +379,10 @@ impl LlHls {
 /// Keep the LL window in step with the transcoder's parts (the media feed) until the feed ends; a new
 /// stream (the control bus) starts empty. A lagged feed starts the window afresh from the next part
 /// (players re-block on the new parts; segments stay available from disk meanwhile).
-pub fn start(ll: Arc<LlHls>, media: &MediaPlane, bus: &Bus) -> tokio::task::JoinHandle<()> {
+pub fn start(ll: Arc<LlHls>, media: &MediaPlane, bus: &Bus, tasks: &Tasks) {
     let mut feed = media.feed.subscribe("llhls");
     let mut sub = bus.subscribe("llhls");
-    tokio::spawn(async move {
+    tasks.spawn_until_stopped(Stage::Outputs, "llhls: live window", async move {
         loop {
             tokio::select! {
                 delivery = feed.recv() => match delivery {
@@ -404,7 +405,7 @@ pub fn start(ll: Arc<LlHls>, media: &MediaPlane, bus: &Bus) -> tokio::task::Join
                 },
             }
         }
-    })
+    });
 }
 
 #[cfg(test)]

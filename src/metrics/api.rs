@@ -355,6 +355,7 @@ pub fn video_metrics_of(metrics: &Metrics) -> VideoMetrics {
     VideoMetrics {
         series,
         available_bitrates: s
+            .video
             .video_quality_variants
             .iter()
             .map(|v| if v.video_bitrate == 0 { 1200 } else { v.video_bitrate })

@@ -139,12 +139,13 @@ pub fn update(sources: &Sources<'_>, active_viewers: usize, window: &WindowSumma
             cpu_average: t.cpu_average(),
             ingest_kbps: inbound,
             variant_kbps: s
+                .video
                 .video_quality_variants
                 .iter()
                 .filter(|v| !v.video_passthrough)
                 .map(|v| f64::from(if v.video_bitrate == 0 { 1200 } else { v.video_bitrate }))
                 .collect(),
-            any_passthrough: s.video_quality_variants.iter().any(|v| v.video_passthrough),
+            any_passthrough: s.video.video_quality_variants.iter().any(|v| v.video_passthrough),
             segment_seconds: f64::from(s.latency().0),
             encoder_speeds: speeds,
         })

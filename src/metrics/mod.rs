@@ -35,14 +35,13 @@ use std::time::Duration;
 
 use chrono::Utc;
 use parking_lot::Mutex;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use crate::events::{Bus, Event};
 use crate::health::HealthHub;
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
 use crate::stream::{StreamWatch, Viewers};
+use crate::tasks::{Stage, Tasks};
 use crate::telemetry::Telemetry;
 
 /// Errors of the metrics module.
@@ -50,8 +49,6 @@ use crate::telemetry::Telemetry;
 pub enum MetricsError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("metrics task failed: {0}")]
-    Task(String),
 }
 
 /// Intervals (see the module doc for the switches).
@@ -281,30 +278,12 @@ async fn chat_counts(metrics: &Metrics) {
     }
 }
 
-/// The running background task.
-pub struct Tasks {
-    stop: watch::Sender<bool>,
-    handle: JoinHandle<()>,
-    metrics: Arc<Metrics>,
-}
-
-impl Tasks {
-    /// Stop the task, wait for it, and save the overall viewer peak.
-    pub async fn stop(self) -> Result<(), MetricsError> {
-        let _ = self.stop.send(true);
-        self.handle.await.map_err(|e| MetricsError::Task(e.to_string()))?;
-        self.metrics.viewers.save_blocking()?;
-        Ok(())
-    }
-}
-
-/// Start the background task (see the module doc).
-pub fn start(metrics: Arc<Metrics>) -> Tasks {
-    let (tx, mut rx) = watch::channel(false);
+/// Start the background task (see the module doc), in the `Background` stage: when it stops, the
+/// overall viewer peak is saved.
+pub fn start(metrics: Arc<Metrics>, tasks: &Tasks) {
     let mut bus = metrics.bus.subscribe("metrics");
-    let task_app = metrics.clone();
-    let handle = tokio::spawn(async move {
-        let metrics = task_app;
+    let stop = tasks.token(Stage::Background);
+    tasks.spawn(Stage::Background, "metrics", async move {
         let cfg = metrics.config;
         let mut prune = tokio::time::interval(cfg.prune_interval());
         let mut window = tokio::time::interval_at(tokio::time::Instant::now() + cfg.window, cfg.window);
@@ -314,7 +293,7 @@ pub fn start(metrics: Arc<Metrics>) -> Tasks {
         }
         loop {
             tokio::select! {
-                _ = rx.changed() => break,
+                _ = stop.cancelled() => break,
                 _ = prune.tick() => {
                     metrics.viewers.prune(cfg.viewer_idle);
                     metrics.playback.prune(cfg.session_timeout());
@@ -337,8 +316,10 @@ pub fn start(metrics: Arc<Metrics>) -> Tasks {
                 },
             }
         }
+        if let Err(e) = metrics.viewers.save().await {
+            tracing::warn!("saving the viewer peak: {e}");
+        }
     });
-    Tasks { stop: tx, handle, metrics }
 }
 
 #[cfg(test)]

@@ -310,17 +310,6 @@ impl Viewers {
         self.saved_overall.store(value, Ordering::Relaxed);
         Ok(())
     }
-
-    /// `save` on the current thread (shutdown).
-    pub fn save_blocking(&self) -> Result<(), StoreError> {
-        let value = self.counts.overall_max.load(Ordering::Relaxed);
-        if value == self.saved_overall.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        self.store.with(|c| save_sql(c, value))?;
-        self.saved_overall.store(value, Ordering::Relaxed);
-        Ok(())
-    }
 }
 
 fn save_sql(conn: &mut rusqlite::Connection, value: u64) -> Result<(), StoreError> {

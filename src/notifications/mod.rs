@@ -1,5 +1,7 @@
 //! Go-live notifications: browser push (Web Push, RFC 8291 encryption with VAPID) and a chat-service
-//! (Discord) webhook message, both sent when the stream starts.
+//! (Discord) webhook message, both sent when the stream starts; and the same two channels carry a
+//! scheduled stream's reminders (`Event::ScheduleReminder`: push titled with the server name, linking
+//! the event's page; the reminder text to Discord), each while that channel is enabled.
 //!
 //! The VAPID key pair is generated once and kept in this module's own table; its public half is what
 //! `/api/config` shows as `notifications.browser.publicKey`. Viewers register a push subscription
@@ -7,12 +9,13 @@
 //! reports as gone (404/410) are removed. Sends run in a task off the bus, one at a time with a timeout,
 //! so a slow push service never delays anything else; the bus's lag policy applies to this consumer.
 
+pub mod settings;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
 use web_push_native::WebPushBuilder;
 
@@ -23,6 +26,7 @@ use crate::events::{Bus, Event};
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, UserTokens};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
+use crate::tasks::{Stage, Tasks};
 
 /// The channel name browsers register with.
 pub const BROWSER_PUSH: &str = "BROWSER_PUSH_NOTIFICATION";
@@ -191,11 +195,11 @@ impl Notifications {
         match self.client.post(webhook).json(&body).send().await {
             Ok(r) if r.status().is_success() => true,
             Ok(r) => {
-                tracing::warn!(status = %r.status(), "the Discord webhook refused the go-live message");
+                tracing::warn!(status = %r.status(), "the Discord webhook refused a message");
                 false
             }
             Err(e) => {
-                tracing::warn!("the Discord go-live message failed: {e}");
+                tracing::warn!("a Discord message failed: {e}");
                 false
             }
         }
@@ -214,11 +218,14 @@ pub struct RegisterDestination {
 pub struct NotifyState {
     pub notifications: Arc<Notifications>,
     pub settings: SettingsStore,
+    /// Where its setters announce CONFIG_CHANGED.
+    pub bus: Bus,
     /// Checks the chat user's `?accessToken=` of the register route.
     pub users: Arc<dyn UserTokens>,
 }
 
 pub fn routes(reg: &mut Registry, state: NotifyState) {
+    settings::routes(reg, state.clone());
     let mut reg = reg.scope(state);
     reg.schema::<RegisterDestination>();
     reg.post(
@@ -243,7 +250,7 @@ async fn register_destination(
     }
     let channel = req.channel.unwrap_or_default();
     let destination = req.destination.unwrap_or_default();
-    if !state.settings.get().browser_notifications.enabled {
+    if !state.settings.get().notifications.browser_notifications.enabled {
         return Err(ApiError::bad("browser notifications are not enabled"));
     }
     state.notifications.register(&channel, &destination).await.map_err(|e| match e {
@@ -282,12 +289,13 @@ fn save_destination(
     Ok(true)
 }
 
-/// Send the go-live notifications whenever the stream starts.
-/// Send the go-live notifications on STREAM_STARTED until `stop` fires. A send in progress when it fires
-/// is finished, not cut off (the daemon waits for the returned task, with a time limit).
-pub fn start(state: NotifyState, bus: &Bus, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+/// Send the go-live notifications on STREAM_STARTED (and the schedule's reminders on
+/// SCHEDULE_REMINDER) until the `Delivery` stage stops. A send in
+/// progress then is finished, not cut off (the stage waits for the task, with a time limit).
+pub fn start(state: NotifyState, bus: &Bus, tasks: &Tasks) {
     let mut sub = bus.subscribe("notifications");
-    tokio::spawn(async move {
+    let stop = tasks.token(Stage::Delivery);
+    tasks.spawn(Stage::Delivery, "notifications: go-live", async move {
         loop {
             let event = tokio::select! {
                 biased;
@@ -295,32 +303,62 @@ pub fn start(state: NotifyState, bus: &Bus, stop: CancellationToken) -> tokio::t
                 event = sub.recv() => event,
             };
             let Some(event) = event else { return };
-            if matches!(*event, Event::StreamStarted(_)) {
-                go_live(&state).await;
+            match &*event {
+                Event::StreamStarted(_) => go_live(&state).await,
+                Event::ScheduleReminder { event_id, text } => reminder(&state, event_id, text).await,
+                _ => {}
             }
         }
-    })
+    });
 }
 
 async fn go_live(state: &NotifyState) {
     let s = state.settings.get();
-    let link = if s.server_url.is_empty() { String::new() } else { format!("{}/", s.server_url) };
-    if s.browser_notifications.enabled {
+    let link = if s.server.server_url.is_empty() { String::new() } else { format!("{}/", s.server.server_url) };
+    if s.notifications.browser_notifications.enabled {
         let payload = json!({
-            "title": s.name,
-            "body": s.browser_notifications.go_live_message,
+            "title": s.instance.name,
+            "body": s.notifications.browser_notifications.go_live_message,
             "icon": format!("{}logo", if link.is_empty() { "/" } else { &link }),
             "url": if link.is_empty() { "/".to_string() } else { link.clone() },
         });
-        let contact = if s.server_url.is_empty() { "mailto:admin@localhost".to_string() } else { s.server_url.clone() };
+        let contact = if s.server.server_url.is_empty() {
+            "mailto:admin@localhost".to_string()
+        } else {
+            s.server.server_url.clone()
+        };
         let n = state.notifications.push_all(&payload, &contact).await;
         tracing::info!(sent = n, "sent go-live browser notifications");
     }
-    let d = &s.discord_notifications;
+    let d = &s.notifications.discord_notifications;
     if d.enabled && !d.webhook.is_empty() {
         let content = if link.is_empty() { d.go_live_message.clone() } else { format!("{} {link}", d.go_live_message) };
         let avatar = if link.is_empty() { String::new() } else { format!("{link}logo") };
-        state.notifications.discord(&d.webhook, &content, &s.name, &avatar).await;
+        state.notifications.discord(&d.webhook, &content, &s.instance.name, &avatar).await;
+    }
+}
+
+/// A scheduled stream's reminder: a browser push (title: the server name; opens the event's page)
+/// and the text to Discord.
+async fn reminder(state: &NotifyState, event_id: &str, text: &str) {
+    let s = state.settings.get().clone();
+    let base = s.server.server_url.trim_end_matches('/');
+    let page = format!("{base}/schedule/{event_id}");
+    if s.notifications.browser_notifications.enabled {
+        let payload = json!({
+            "title": s.instance.name,
+            "body": text,
+            "icon": format!("{base}/logo"),
+            "url": page,
+        });
+        let contact = if base.is_empty() { "mailto:admin@localhost".to_string() } else { base.to_string() };
+        let n = state.notifications.push_all(&payload, &contact).await;
+        tracing::info!(sent = n, event = event_id, "sent a scheduled stream's reminder as browser notifications");
+    }
+    let d = &s.notifications.discord_notifications;
+    if d.enabled && !d.webhook.is_empty() {
+        let avatar = if base.is_empty() { String::new() } else { format!("{base}/logo") };
+        state.notifications.discord(&d.webhook, text, &s.instance.name, &avatar).await;
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::model::{
     self, AdminSchedule, DeleteInput, EventInput, Preview, PreviewInput, ScheduledEvent, ScheduledEventSeries,
 };
-use super::{db, ics, recurrence, Schedule, ScheduleError};
+use super::{db, ics, page, recurrence, Schedule, ScheduleError};
 use crate::config::Settings;
 use crate::events::Event;
 use crate::http::{setter_value, ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
@@ -54,15 +54,23 @@ pub fn routes(reg: &mut Registry, schedule: Arc<Schedule>) {
         .error(400, "A bad time, to not after from, or a range over 366 days");
     reg.get("/api/schedule.ics", PUBLIC, Auth::Public, "The schedule as an iCalendar feed", feed)
         .answers(ResponseDoc::Content("text/calendar"));
-    // The event page the reminders link to: the viewer page, which shows the next scheduled stream.
+    // The event page the reminders and the ActivityPub Event link to.
     reg.get(
         "/schedule/{id}",
         PUBLIC,
         Auth::Public,
-        "A scheduled stream's page: redirect (302) to the viewer page",
-        || async { (axum::http::StatusCode::FOUND, [(header::LOCATION, "/")]) },
+        "A scheduled stream's public page (HTML; 404 while the schedule is off or for an unknown id)",
+        page::page,
     )
-    .answers(ResponseDoc::Redirect(302, "To the viewer page"));
+    .answers(ResponseDoc::Content("text/html"));
+    reg.get(
+        "/schedule/{id}/calendar.ics",
+        PUBLIC,
+        Auth::Public,
+        "One scheduled stream as an iCalendar file (the page's Add to calendar)",
+        page::calendar,
+    )
+    .answers(ResponseDoc::Content("text/calendar"));
     reg.get("/api/admin/schedule", ADMIN, Auth::Admin, "Every series and event", admin_list).returns::<AdminSchedule>();
     reg.post(
         "/api/admin/schedule/event",
@@ -138,7 +146,7 @@ async fn public_list(State(s): State<Arc<Schedule>>, Query(range): Query<Range>)
     if to - from > Duration::days(MAX_RANGE_DAYS) {
         return Err(ScheduleError::Invalid("requested schedule range is too large".into()));
     }
-    if !s.settings.get().schedule_enabled {
+    if !s.settings.get().schedule.schedule_enabled {
         return Ok(no_cache(Json(Vec::<ScheduledEvent>::new()).into_response()));
     }
     let events = s.store.call(move |c| db::events_between(c, from, to)).await?;
@@ -147,7 +155,7 @@ async fn public_list(State(s): State<Arc<Schedule>>, Query(range): Query<Range>)
 
 async fn feed(State(s): State<Arc<Schedule>>) -> Result<Response, ScheduleError> {
     let now = Utc::now();
-    let events = if s.settings.get().schedule_enabled {
+    let events = if s.settings.get().schedule.schedule_enabled {
         let (from, to) = (now - Duration::days(7), now + Duration::days(365));
         s.store.call(move |c| db::events_between(c, from, to)).await?
     } else {
@@ -276,6 +284,10 @@ async fn update(
                 recurrence::expand(rule.clone(), now, now + Duration::days(super::MATERIALIZE_DAYS)).await?;
                 series.recurrence = rule.trim().to_string();
             }
+            // The slots of the (new) rule, a day past the created ones: announced occurrences still
+            // in it are updated, the others deleted.
+            let horizon = now + Duration::days(super::MATERIALIZE_DAYS + 1);
+            let (slots, _) = recurrence::expand(series.recurrence.clone(), now, horizon).await?;
             if let Some(n) = name {
                 series.name = n;
             }
@@ -293,7 +305,7 @@ async fn update(
                 .call(move |c| {
                     let tx = c.transaction()?;
                     db::upsert_series(&tx, &stored, now)?;
-                    db::delete_future_scheduled(&tx, &stored.id, now)?;
+                    db::reconcile_series(&tx, &stored, &slots, now)?;
                     tx.commit()?;
                     Ok(())
                 })
@@ -353,7 +365,7 @@ async fn delete(
             if cancel {
                 s.store.call(move |c| db::cancel_event(c, &event.id, now)).await?;
             } else {
-                s.store.call(move |c| db::delete_event(c, &event.id)).await?;
+                s.store.call(move |c| db::delete_event(c, &event.id, now)).await?;
             }
         }
     }
@@ -418,14 +430,14 @@ pub static SETTERS: &[Setter] = &[
         summary: "Turn the schedule on or off",
         value: ValueDoc::Boolean,
         done: "schedule feature updated",
-        apply: |v, s| put(&mut s.schedule_enabled, boolean(v)),
+        apply: |v, s| put(&mut s.schedule.schedule_enabled, boolean(v)),
     },
     Setter {
         name: "showcountdown",
         summary: "Show a countdown to the next event",
         value: ValueDoc::Boolean,
         done: "schedule countdown setting updated",
-        apply: |v, s| put(&mut s.schedule_show_countdown, boolean(v)),
+        apply: |v, s| put(&mut s.schedule.schedule_show_countdown, boolean(v)),
     },
     Setter {
         name: "chatopenminutes",
@@ -434,7 +446,7 @@ pub static SETTERS: &[Setter] = &[
         done: "schedule chat open setting updated",
         apply: |v, s| {
             put(
-                &mut s.schedule_chat_open_minutes,
+                &mut s.schedule.schedule_chat_open_minutes,
                 minutes(v, &CHAT_OPEN_MINUTES, "value must be 0, 5, 10, 30, or 60 minutes"),
             )
         },
@@ -445,7 +457,10 @@ pub static SETTERS: &[Setter] = &[
         value: ValueDoc::Json(REMINDER_MINUTES),
         done: "schedule reminder setting updated",
         apply: |v, s| {
-            put(&mut s.schedule_first_reminder_minutes, minutes(v, &REMINDER_MINUTES_ALLOWED, REMINDER_REFUSAL))
+            put(
+                &mut s.schedule.schedule_first_reminder_minutes,
+                minutes(v, &REMINDER_MINUTES_ALLOWED, REMINDER_REFUSAL),
+            )
         },
     },
     Setter {
@@ -454,7 +469,10 @@ pub static SETTERS: &[Setter] = &[
         value: ValueDoc::Json(REMINDER_MINUTES),
         done: "schedule reminder setting updated",
         apply: |v, s| {
-            put(&mut s.schedule_second_reminder_minutes, minutes(v, &REMINDER_MINUTES_ALLOWED, REMINDER_REFUSAL))
+            put(
+                &mut s.schedule.schedule_second_reminder_minutes,
+                minutes(v, &REMINDER_MINUTES_ALLOWED, REMINDER_REFUSAL),
+            )
         },
     },
     Setter {
@@ -467,7 +485,7 @@ pub static SETTERS: &[Setter] = &[
             if text.chars().count() > 500 {
                 return Err("value may be at most 500 characters".into());
             }
-            s.schedule_reminder_message = text;
+            s.schedule.schedule_reminder_message = text;
             Ok(())
         },
     },

@@ -1,5 +1,7 @@
 //! The schedule's tables (Owncast's `stream_event_series` and `stream_events`, plus the slots of a
-//! series the owner deleted, so they are not created again) and every query on them. Times are stored
+//! series the owner deleted, so they are not created again, and Owncast's
+//! `stream_event_federation_deletes`, the announced events whose ActivityPub Delete is still to be
+//! sent) and every query on them. Times are stored
 //! as RFC 3339 UTC text with whole seconds, so text order is time order.
 
 use chrono::{DateTime, Utc};
@@ -9,7 +11,8 @@ use super::model::{ScheduledEvent, ScheduledEventSeries};
 use crate::store::{Migrations, StoreError};
 
 // `series_id` has no foreign key: the past occurrences of a deleted series are kept, as in Owncast.
-pub const MIGRATIONS: Migrations = &["CREATE TABLE stream_event_series (
+pub const MIGRATIONS: Migrations = &[
+    "CREATE TABLE stream_event_series (
         id TEXT PRIMARY KEY,
         name TEXT NOT NULL,
         description TEXT NOT NULL DEFAULT '',
@@ -45,7 +48,22 @@ pub const MIGRATIONS: Migrations = &["CREATE TABLE stream_event_series (
         series_id TEXT NOT NULL,
         original_start TEXT NOT NULL,
         PRIMARY KEY (series_id, original_start)
-    );"];
+    );",
+    // Federation (Owncast's migration 00012): when an event was announced to the followers, whether an
+    // Update is owed and how many went out, the federated reminders; and the chat notice of a
+    // scheduled stream that never started.
+    "ALTER TABLE stream_events ADD COLUMN federated_at TEXT;
+    ALTER TABLE stream_events ADD COLUMN federation_update_pending BOOLEAN NOT NULL DEFAULT FALSE;
+    ALTER TABLE stream_events ADD COLUMN federation_version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE stream_events ADD COLUMN federation_reminder_1_sent_at TEXT;
+    ALTER TABLE stream_events ADD COLUMN federation_reminder_2_sent_at TEXT;
+    ALTER TABLE stream_events ADD COLUMN chat_closing_sent_at TEXT;
+    CREATE INDEX idx_stream_events_federated ON stream_events(federated_at);
+    CREATE TABLE stream_event_federation_deletes (
+        event_id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL
+    );",
+];
 
 /// Stored time text.
 pub fn ts(t: DateTime<Utc>) -> String {
@@ -162,7 +180,8 @@ pub fn insert_event(c: &Connection, e: &ScheduledEvent, now: DateTime<Utc>) -> R
     Ok(())
 }
 
-/// Rewrite an event; a moved start clears the sent reminders and warnings.
+/// Rewrite an event (an announced one owes its followers an Update); a moved start clears the sent
+/// reminders and warnings.
 pub fn update_event(c: &Connection, e: &ScheduledEvent, moved: bool, now: DateTime<Utc>) -> Result<(), StoreError> {
     c.execute(
         "UPDATE stream_events SET name = ?2, description = ?3, reminder_message = ?4, start_time = ?5,
@@ -172,10 +191,32 @@ pub fn update_event(c: &Connection, e: &ScheduledEvent, moved: bool, now: DateTi
     if moved {
         c.execute(
             "UPDATE stream_events SET webhook_warning_sent_at = NULL, reminder_1_sent_at = NULL,
-               reminder_2_sent_at = NULL WHERE id = ?1",
+               reminder_2_sent_at = NULL, federation_reminder_1_sent_at = NULL,
+               federation_reminder_2_sent_at = NULL WHERE id = ?1",
             [&e.id],
         )?;
     }
+    owe_update(c, &e.id)
+}
+
+/// An announced event changed: its followers are owed an Update (one more version).
+pub fn owe_update(c: &Connection, id: &str) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE stream_events SET federation_update_pending = TRUE, federation_version = federation_version + 1
+         WHERE id = ?1 AND federated_at IS NOT NULL",
+        [id],
+    )?;
+    Ok(())
+}
+
+/// Before announced events are deleted (those `rows` selects, by id): their followers are owed a Delete.
+fn owe_deletes(c: &Connection, rows: &str, args: impl rusqlite::Params, now: DateTime<Utc>) -> Result<(), StoreError> {
+    let mut stmt = c.prepare(&format!(
+        "INSERT OR IGNORE INTO stream_event_federation_deletes (event_id, created_at)
+         SELECT id, '{}' FROM stream_events WHERE federated_at IS NOT NULL AND id IN ({rows})",
+        ts(now)
+    ))?;
+    stmt.execute(args)?;
     Ok(())
 }
 
@@ -191,19 +232,56 @@ pub fn upsert_series(c: &Connection, s: &ScheduledEventSeries, now: DateTime<Utc
     Ok(())
 }
 
-/// Remove a series' future occurrences that are still `scheduled` (before they are created again
-/// from a changed rule).
-pub fn delete_future_scheduled(c: &Connection, series_id: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
+/// A series' rule or fields changed (Owncast): its future `scheduled` occurrences not announced yet
+/// are removed (they are created again from the new rule); announced ones whose slot is still in
+/// `slots` (the new rule's starts) take the series' fields and owe an Update, the others owe a Delete
+/// and are removed.
+pub fn reconcile_series(
+    c: &Connection,
+    series: &ScheduledEventSeries,
+    slots: &[DateTime<Utc>],
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
     c.execute(
-        "DELETE FROM stream_events WHERE series_id = ?1 AND start_time >= ?2 AND status = 'scheduled'",
-        params![series_id, ts(now)],
+        "DELETE FROM stream_events WHERE series_id = ?1 AND start_time >= ?2 AND status = 'scheduled'
+           AND federated_at IS NULL",
+        params![series.id, ts(now)],
     )?;
+    let announced: Vec<(String, Option<String>)> = {
+        let mut stmt = c.prepare(
+            "SELECT id, original_start FROM stream_events WHERE series_id = ?1 AND start_time >= ?2
+               AND status = 'scheduled' AND federated_at IS NOT NULL",
+        )?;
+        let rows = stmt.query_map(params![series.id, ts(now)], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let slots: std::collections::HashSet<String> = slots.iter().map(|t| ts(*t)).collect();
+    for (id, original) in announced {
+        if original.is_some_and(|o| slots.contains(&o)) {
+            c.execute(
+                "UPDATE stream_events SET name = ?2, description = ?3, reminder_message = ?4, duration_minutes = ?5,
+                   updated_at = ?6 WHERE id = ?1",
+                params![id, series.name, series.description, series.reminder_message, series.duration_minutes, ts(now)],
+            )?;
+            owe_update(c, &id)?;
+        } else {
+            owe_deletes(c, "?1", [&id], now)?;
+            c.execute("DELETE FROM stream_events WHERE id = ?1", [&id])?;
+        }
+    }
     Ok(())
 }
 
-/// Delete a series: its future occurrences, then the row; past occurrences stay.
+/// Delete a series: its future occurrences (announced ones owe a Delete), then the row; past
+/// occurrences stay.
 pub fn delete_series(c: &mut Connection, id: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
     let tx = c.transaction()?;
+    owe_deletes(
+        &tx,
+        "SELECT id FROM stream_events WHERE series_id = ?1 AND start_time >= ?2",
+        params![id, ts(now)],
+        now,
+    )?;
     tx.execute("DELETE FROM stream_events WHERE series_id = ?1 AND start_time >= ?2", params![id, ts(now)])?;
     tx.execute("DELETE FROM stream_event_skips WHERE series_id = ?1", [id])?;
     tx.execute("DELETE FROM stream_event_series WHERE id = ?1", [id])?;
@@ -219,14 +297,17 @@ pub fn set_series_active(c: &Connection, id: &str, active: bool, now: DateTime<U
     Ok(())
 }
 
+/// Cancel an event (an announced one owes an Update).
 pub fn cancel_event(c: &Connection, id: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
     c.execute("UPDATE stream_events SET status = 'cancelled', updated_at = ?2 WHERE id = ?1", params![id, ts(now)])?;
-    Ok(())
+    owe_update(c, id)
 }
 
-/// Delete one event; an occurrence's slot is remembered so the series does not create it again.
-pub fn delete_event(c: &mut Connection, id: &str) -> Result<(), StoreError> {
+/// Delete one event (an announced one owes a Delete); an occurrence's slot is remembered so the
+/// series does not create it again.
+pub fn delete_event(c: &mut Connection, id: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
     let tx = c.transaction()?;
+    owe_deletes(&tx, "?1", [id], now)?;
     tx.execute(
         "INSERT OR IGNORE INTO stream_event_skips (series_id, original_start)
          SELECT series_id, original_start FROM stream_events
@@ -297,4 +378,60 @@ pub fn ended(c: &Connection, now: DateTime<Utc>) -> Result<Vec<ScheduledEvent>, 
     ))?;
     let rows = stmt.query_map([ts(now)], event_row)?.collect::<Result<Vec<_>, _>>()?;
     Ok(rows.into_iter().filter(|e| e.start_time + chrono::Duration::minutes(e.duration_minutes) <= now).collect())
+}
+
+/// Future `scheduled` events not announced to the followers yet.
+pub fn unannounced(c: &Connection, now: DateTime<Utc>) -> Result<Vec<ScheduledEvent>, StoreError> {
+    let mut stmt = c.prepare(&format!(
+        "SELECT {EVENT_COLUMNS} FROM stream_events WHERE status = 'scheduled' AND federated_at IS NULL
+           AND start_time > ?1 ORDER BY start_time, id"
+    ))?;
+    let rows = stmt.query_map([ts(now)], event_row)?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Announced events that owe their followers an Update, with the version to send.
+pub fn owed_updates(c: &Connection) -> Result<Vec<(ScheduledEvent, i64)>, StoreError> {
+    let mut stmt = c.prepare(&format!(
+        "SELECT {EVENT_COLUMNS}, federation_version FROM stream_events
+         WHERE federation_update_pending AND federated_at IS NOT NULL ORDER BY start_time, id"
+    ))?;
+    let rows = stmt.query_map([], |r| Ok((event_row(r)?, r.get(9)?)))?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// The Update of `version` went out (a later change owes another one).
+pub fn update_sent(c: &Connection, id: &str, version: i64) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE stream_events SET federation_update_pending = FALSE WHERE id = ?1 AND federation_version = ?2",
+        params![id, version],
+    )?;
+    Ok(())
+}
+
+/// The ids of deleted announced events whose Delete is still owed.
+pub fn owed_deletes(c: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut stmt = c.prepare("SELECT event_id FROM stream_event_federation_deletes ORDER BY created_at, event_id")?;
+    let rows = stmt.query_map([], |r| r.get(0))?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub fn delete_sent(c: &Connection, id: &str) -> Result<(), StoreError> {
+    c.execute("DELETE FROM stream_event_federation_deletes WHERE event_id = ?1", [id])?;
+    Ok(())
+}
+
+/// `due`, among announced events only (the federated reminders).
+pub fn announced_due(
+    c: &Connection,
+    column: &'static str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<ScheduledEvent>, StoreError> {
+    let mut stmt = c.prepare(&format!(
+        "SELECT {EVENT_COLUMNS} FROM stream_events WHERE status = 'scheduled' AND {column} IS NULL
+           AND federated_at IS NOT NULL AND start_time > ?1 AND start_time <= ?2 ORDER BY start_time"
+    ))?;
+    let rows = stmt.query_map(params![ts(from), ts(to)], event_row)?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
 }

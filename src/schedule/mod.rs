@@ -3,21 +3,30 @@
 //! with whether chat is open for it, the schedule settings, and the background tick that creates a
 //! series' occurrences, sends reminders and fires the SCHEDULED_EVENTS webhooks.
 //!
-//! Owns the `stream_event_series`, `stream_events` and `stream_event_skips` tables (`db`) and the
-//! `schedule*` settings (its setters live in `api`). Talks to the rest of the daemon through the bus:
-//! `Event::ScheduledEvent` (webhooks) and `Event::ScheduleReminder` (federation posts it to the
-//! followers); the API's status reads the next event through the `ScheduleWatch` handle it is given,
-//! and chat asks it (through a closure the composition root builds) whether a scheduled stream opens
-//! chat while the stream is offline.
+//! Owns the `stream_event_series`, `stream_events`, `stream_event_skips` and
+//! `stream_event_federation_deletes` tables (`db`) and the `schedule*` settings (its setters live in
+//! `api`). Talks to the rest of the daemon through the bus: `Event::ScheduledEvent` (webhooks),
+//! `Event::ScheduleReminder` (browser push and Discord), `Event::ScheduleFederation` (federation sends
+//! the ActivityPub Event, its Updates and Delete, and the reminders in reply to it) and
+//! `Event::ScheduleChatClosing` (chat says a scheduled stream never started); the API's status reads
+//! the next event through the `ScheduleWatch` handle it is given, and chat asks it (through a closure
+//! the composition root builds) whether a scheduled stream opens chat while the stream is offline.
+//! `page` serves `/schedule/{id}`, the event's public page the reminders link to.
 //!
 //! The tick (`TICK`, and at once after every admin change) runs even while the schedule is off, but
-//! then only creates occurrences: reminders and webhooks need the schedule on.
+//! then only creates occurrences: federation, the chat window, reminders and webhooks need the
+//! schedule on (Owncast's order: announce, Updates, Deletes, chat, reminders, federated reminders,
+//! webhooks). The followers hear of an event only while federation is on (with a server URL); an
+//! event is announced once, and every later change or cancellation of an announced event owes them
+//! one Update, a deletion one Delete (kept in the database until sent).
 
 pub mod api;
 pub mod db;
 pub mod ics;
 pub mod model;
+pub mod page;
 pub mod recurrence;
+pub mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,11 +39,14 @@ use serde_json::json;
 use tokio::sync::{watch, Notify};
 use tracing::warn;
 
-use crate::events::{Bus, Event};
+use crate::config::Settings;
+use crate::events::schedule::FederatedEvent;
+use crate::events::{Bus, Event, ScheduleActivity};
 use crate::http::ApiError;
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
 use crate::stream::StreamWatch;
+use crate::tasks::{Stage, Tasks};
 use model::{ScheduledEvent, ScheduledEventSeries, ScheduledStatus};
 
 /// How often the background work runs.
@@ -45,6 +57,14 @@ pub const MATERIALIZE_DAYS: i64 = 30;
 pub const NO_SHOW_MINUTES: i64 = 10;
 /// The webhook warning goes out this long before the start.
 pub const WARNING_MINUTES: i64 = 10;
+/// Chat hears that the stream never started this long after the start (a minute before it closes).
+pub const CHAT_CLOSING_MINUTES: i64 = 9;
+/// Owncast's chat notice when a scheduled stream that opened chat never started.
+pub const NEVER_STARTED_MESSAGE: &str =
+    "This scheduled live stream never started, so chat is being turned off. Thanks for coming!";
+/// The stamps of reminder slot 1 and 2: (reminder sent, federated reminder sent).
+const REMINDER_COLUMNS: [(&str, &str); 2] =
+    [("reminder_1_sent_at", "federation_reminder_1_sent_at"), ("reminder_2_sent_at", "federation_reminder_2_sent_at")];
 
 /// Errors of the schedule.
 #[derive(Debug, thiserror::Error)]
@@ -101,11 +121,11 @@ impl ScheduleWatch {
     /// `scheduledEvent` of `/api/status`: None while the schedule is off or nothing is coming.
     pub fn status(&self, online: bool, now: DateTime<Utc>) -> Option<ScheduledStatus> {
         let s = self.settings.get();
-        if !s.schedule_enabled {
+        if !s.schedule.schedule_enabled {
             return None;
         }
         let e = self.upcoming.borrow().clone()?;
-        let chat_open = chat_open(&e, i64::from(s.schedule_chat_open_minutes), online, now);
+        let chat_open = chat_open(&e, i64::from(s.schedule.schedule_chat_open_minutes), online, now);
         Some(ScheduledStatus {
             id: e.id,
             name: e.name,
@@ -197,29 +217,68 @@ impl Schedule {
         let next = self.store.call(move |c| db::upcoming(c, now)).await?;
         self.upcoming.send_replace(next);
         let s = self.settings.get();
-        if !s.schedule_enabled {
+        if !s.schedule.schedule_enabled {
             return Ok(());
         }
-        self.no_shows(now, i64::from(s.schedule_chat_open_minutes)).await?;
+        let federating = federating(&s);
+        if federating {
+            self.federate(now).await?;
+        }
+        self.no_shows(now, i64::from(s.schedule.schedule_chat_open_minutes)).await?;
         self.reminders(now).await?;
+        if federating {
+            self.federated_reminders(now).await?;
+        }
         self.webhooks(now).await?;
         Ok(())
     }
 
-    /// A pre-opened chat whose stream never started: the event is cancelled `NO_SHOW_MINUTES` after
-    /// its start (Owncast).
+    /// The followers' side: announce (`Create`) the future events not announced yet, then send the
+    /// owed Updates, then the owed Deletes. Each is stamped before it is published, so it goes once.
+    async fn federate(&self, now: DateTime<Utc>) -> Result<(), ScheduleError> {
+        for e in self.store.call(move |c| db::unannounced(c, now)).await? {
+            let id = e.id.clone();
+            self.store.call(move |c| db::stamp(c, &id, "federated_at", now)).await?;
+            self.bus.publish(Event::ScheduleFederation(ScheduleActivity::Create { event: federated(&e) }));
+        }
+        for (e, version) in self.store.call(|c| db::owed_updates(c)).await? {
+            let id = e.id.clone();
+            self.store.call(move |c| db::update_sent(c, &id, version)).await?;
+            self.bus.publish(Event::ScheduleFederation(ScheduleActivity::Update { event: federated(&e), version }));
+        }
+        for id in self.store.call(|c| db::owed_deletes(c)).await? {
+            let sent = id.clone();
+            self.store.call(move |c| db::delete_sent(c, &sent)).await?;
+            self.bus.publish(Event::ScheduleFederation(ScheduleActivity::Delete { id }));
+        }
+        Ok(())
+    }
+
+    /// A pre-opened chat whose stream never started: chat hears so `CHAT_CLOSING_MINUTES` after the
+    /// start, and the event is cancelled `NO_SHOW_MINUTES` after it (Owncast).
     async fn no_shows(&self, now: DateTime<Utc>, minutes: i64) -> Result<(), ScheduleError> {
         if minutes == 0 {
             return Ok(());
         }
         let state = self.stream.borrow().clone();
+        let started = |e: &ScheduledEvent| {
+            let opened = e.start_time - chrono::Duration::minutes(minutes);
+            state.online || state.last_connect_time.is_some_and(|t| t >= opened)
+        };
+        // Only within the minute before chat closes: a notice is never sent late.
+        let from = now - chrono::Duration::minutes(NO_SHOW_MINUTES);
+        let to = now - chrono::Duration::minutes(CHAT_CLOSING_MINUTES);
+        let closing = self.store.call(move |c| db::due(c, "chat_closing_sent_at", from, to)).await?;
+        for e in closing.into_iter().filter(|e| !started(e)) {
+            let id = e.id.clone();
+            self.store.call(move |c| db::stamp(c, &id, "chat_closing_sent_at", now)).await?;
+            self.bus.publish(Event::ScheduleChatClosing { event_id: e.id, body: NEVER_STARTED_MESSAGE.into() });
+        }
         let from = now - chrono::Duration::minutes(NO_SHOW_MINUTES + 60);
         let to = now - chrono::Duration::minutes(NO_SHOW_MINUTES);
         let due = self.store.call(move |c| db::due(c, "webhook_ended_sent_at", from, to)).await?;
         for e in due {
-            let opened = e.start_time - chrono::Duration::minutes(minutes);
-            let started = state.online || state.last_connect_time.is_some_and(|t| t >= opened);
-            if !started {
+            if !started(&e) {
                 let id = e.id.clone();
                 self.store.call(move |c| db::cancel_event(c, &id, now)).await?;
                 tracing::info!(event = %e.id, "the scheduled stream never started; the event is cancelled");
@@ -229,24 +288,41 @@ impl Schedule {
     }
 
     /// Reminders: for each slot (first, second; 0 = off, equal values once) the events starting within
-    /// it get the reminder text, posted to the followers and sent as a webhook.
+    /// it get the reminder text, sent by browser push and Discord and as a webhook.
     async fn reminders(&self, now: DateTime<Utc>) -> Result<(), ScheduleError> {
         let s = self.settings.get();
-        let mut slots = vec![(s.schedule_first_reminder_minutes, "reminder_1_sent_at")];
-        if s.schedule_second_reminder_minutes != s.schedule_first_reminder_minutes {
-            slots.push((s.schedule_second_reminder_minutes, "reminder_2_sent_at"));
-        }
-        for (minutes, column) in slots.into_iter().filter(|(m, _)| *m > 0) {
+        for (slot, minutes) in reminder_slots(&s) {
+            let column = REMINDER_COLUMNS[slot].0;
             let to = now + chrono::Duration::minutes(i64::from(minutes));
             let due = self.store.call(move |c| db::due(c, column, now, to)).await?;
             for e in due {
                 let id = e.id.clone();
                 self.store.call(move |c| db::stamp(c, &id, column, now)).await?;
-                let Some(text) = reminder_text(&e, &s.schedule_reminder_message, &s.server_url) else {
+                let Some(text) = reminder_text(&e, &s.schedule.schedule_reminder_message, &s.server.server_url) else {
                     continue;
                 };
                 self.bus.publish(Event::ScheduleReminder { event_id: e.id.clone(), text: text.clone() });
                 self.webhook(&e, "reminder", Some(text), now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Federated reminders: for each slot, the announced events starting within it get the reminder
+    /// as a `Create{Note}` in reply to their Event.
+    async fn federated_reminders(&self, now: DateTime<Utc>) -> Result<(), ScheduleError> {
+        let s = self.settings.get();
+        for (slot, minutes) in reminder_slots(&s) {
+            let column = REMINDER_COLUMNS[slot].1;
+            let to = now + chrono::Duration::minutes(i64::from(minutes));
+            let due = self.store.call(move |c| db::announced_due(c, column, now, to)).await?;
+            for e in due {
+                let id = e.id.clone();
+                self.store.call(move |c| db::stamp(c, &id, column, now)).await?;
+                if let Some(text) = reminder_text(&e, &s.schedule.schedule_reminder_message, &s.server.server_url) {
+                    let slot = if slot == 0 { 1 } else { 2 };
+                    self.bus.publish(Event::ScheduleFederation(ScheduleActivity::Reminder { id: e.id, slot, text }));
+                }
             }
         }
         Ok(())
@@ -271,7 +347,7 @@ impl Schedule {
             let title = self
                 .settings
                 .update::<StoreError, _>(|s| {
-                    s.stream_title = name;
+                    s.instance.stream_title = name;
                     Ok(())
                 })
                 .await;
@@ -296,11 +372,11 @@ impl Schedule {
         let mut data = json!({
             "status": {
                 "online": state.online,
-                "streamTitle": s.stream_title,
+                "streamTitle": s.instance.stream_title,
                 "lastConnectTime": state.last_connect_time,
                 "lastDisconnectTime": state.last_disconnect_time,
             },
-            "serverURL": s.server_url,
+            "serverURL": s.server.server_url,
             "event": e,
             "action": action,
             "timestamp": now,
@@ -309,6 +385,35 @@ impl Schedule {
             data["message"] = json!(m);
         }
         self.bus.publish(Event::ScheduledEvent(data));
+    }
+}
+
+/// Whether the followers hear of scheduled streams: federation on, with a server URL.
+fn federating(s: &Settings) -> bool {
+    s.federation.federation_enabled && !s.server.server_url.is_empty()
+}
+
+/// The reminder slots in use, as (index into `REMINDER_COLUMNS`, minutes before the start): 0 is
+/// off, and a second slot equal to the first is left out.
+fn reminder_slots(s: &Settings) -> Vec<(usize, u32)> {
+    let (first, second) = (s.schedule.schedule_first_reminder_minutes, s.schedule.schedule_second_reminder_minutes);
+    let mut slots = vec![(0, first)];
+    if second != first {
+        slots.push((1, second));
+    }
+    slots.into_iter().filter(|(_, m)| *m > 0).collect()
+}
+
+/// An event as federation describes it.
+fn federated(e: &ScheduledEvent) -> FederatedEvent {
+    FederatedEvent {
+        id: e.id.clone(),
+        name: e.name.clone(),
+        description: e.description.clone(),
+        start_time: e.start_time,
+        duration_minutes: e.duration_minutes,
+        timezone: e.timezone.clone(),
+        cancelled: e.status == "cancelled",
     }
 }
 
@@ -330,8 +435,8 @@ pub fn reminder_text(e: &ScheduledEvent, global: &str, server_url: &str) -> Opti
 }
 
 /// Start the background tick.
-pub fn start(schedule: Arc<Schedule>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+pub fn start(schedule: Arc<Schedule>, tasks: &Tasks) {
+    tasks.spawn_until_stopped(Stage::Background, "schedule: tick", async move {
         loop {
             if let Err(e) = schedule.tick(Utc::now()).await {
                 warn!("schedule: {e}");
@@ -341,7 +446,7 @@ pub fn start(schedule: Arc<Schedule>) -> tokio::task::JoinHandle<()> {
                 _ = schedule.kick.notified() => {}
             }
         }
-    })
+    });
 }
 
 pub use api::routes;
@@ -373,11 +478,11 @@ mod tests {
         let settings = SettingsStore::open(store.clone()).unwrap();
         settings
             .update::<StoreError, _>(|s| {
-                s.schedule_enabled = true;
-                s.schedule_reminder_message = "Soon!".into();
-                s.schedule_first_reminder_minutes = 60;
-                s.schedule_second_reminder_minutes = 15;
-                s.schedule_chat_open_minutes = 10;
+                s.schedule.schedule_enabled = true;
+                s.schedule.schedule_reminder_message = "Soon!".into();
+                s.schedule.schedule_first_reminder_minutes = 60;
+                s.schedule.schedule_second_reminder_minutes = 15;
+                s.schedule.schedule_chat_open_minutes = 10;
                 Ok(())
             })
             .await
@@ -394,6 +499,10 @@ mod tests {
             match &*e {
                 Event::ScheduledEvent(d) => out.push(d["action"].as_str().unwrap_or_default().to_string()),
                 Event::ScheduleReminder { .. } => out.push("post".into()),
+                Event::ScheduleChatClosing { body, .. } => {
+                    assert_eq!(body, NEVER_STARTED_MESSAGE);
+                    out.push("chat-closing".into())
+                }
                 _ => {}
             }
         }
@@ -431,8 +540,15 @@ mod tests {
         assert_eq!(actions(&mut sub), ["10-minute-warning"]);
         s.tick(at(1)).await.unwrap();
         assert_eq!(actions(&mut sub), ["started"]);
-        assert_eq!(s.settings.get().stream_title, "Show", "the title becomes the event's name");
-        // chat was opened early, the stream never came: cancelled 10 minutes after the start
+        assert_eq!(s.settings.get().instance.stream_title, "Show", "the title becomes the event's name");
+        // chat was opened early, the stream never came: chat hears it 9 minutes after the start (once),
+        // and the event is cancelled 10 minutes after it
+        s.tick(at(8)).await.unwrap();
+        assert!(actions(&mut sub).is_empty());
+        s.tick(at(9) + chrono::Duration::seconds(5)).await.unwrap();
+        assert_eq!(actions(&mut sub), ["chat-closing"]);
+        s.tick(at(9) + chrono::Duration::seconds(15)).await.unwrap();
+        assert!(actions(&mut sub).is_empty());
         s.tick(at(11)).await.unwrap();
         let row = s.store.call(|c| db::event(c, "abc")).await.unwrap().unwrap();
         assert_eq!(row.status, "cancelled");

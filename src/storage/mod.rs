@@ -20,6 +20,7 @@
 
 pub mod client;
 pub mod playlist;
+pub mod settings;
 pub mod uploader;
 
 use std::sync::Arc;
@@ -47,6 +48,7 @@ pub enum StorageError {
 const GROUP: &str = "admin";
 
 pub fn routes(reg: &mut Registry, state: Arc<Storage>) {
+    settings::routes(reg, state.clone());
     let mut reg = reg.scope(state);
     reg.schema::<S3Info>();
     reg.route(
@@ -100,7 +102,7 @@ fn settings_to_test(body: &[u8], saved: &S3Info) -> Result<S3Info, ApiError> {
 }
 
 async fn test_connection(State(storage): State<Arc<Storage>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
-    let saved = storage.settings().s3.clone();
+    let saved = storage.settings().storage.s3.clone();
     let s = settings_to_test(&body, &saved)?;
     let client =
         client::S3Client::new(&s, storage.http()).map_err(|e| ApiError::bad(format!("storage test failed: {e}")))?;

@@ -27,9 +27,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::Bytes;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{watch, Semaphore};
-use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 use super::client::{ClientError, PutMeta, S3Client};
 use super::playlist;
@@ -42,6 +43,7 @@ use crate::http::zerocopy::MappedFile;
 use crate::media::{Delivery, Hold, MediaEvent, MediaPlane, SegmentWritten};
 use crate::store::settings::SettingsStore;
 use crate::stream::StreamWatch;
+use crate::tasks::{Stage, Tasks};
 use crate::telemetry::Telemetry;
 
 /// Uploads in flight at once, all variants together.
@@ -68,6 +70,9 @@ pub struct StorageDeps {
     pub hls_dir: PathBuf,
     /// The media plane: the feed of what was written, and retention (holds).
     pub media: Arc<MediaPlane>,
+    /// The daemon's tasks: the feed follower, the per-variant upload tasks and the clean-up run in the
+    /// `Outputs` stage.
+    pub tasks: Tasks,
 }
 
 /// Where uploads go, built from the settings; replaced (with a new generation) when they change.
@@ -130,12 +135,25 @@ pub struct Storage {
     done: Mutex<HashMap<Option<usize>, Instant>>,
     /// The feed's `StreamEnded` was handled (every segment of the stream is queued by then).
     ended: std::sync::atomic::AtomicBool,
+    tasks: Tasks,
+    /// Fired once `drain` is over at shutdown: the feed follower and the upload tasks end.
+    drained: CancellationToken,
 }
 
 /// A segment waiting for its upload, and the hold that keeps its file until then.
 struct Queued {
     segment: SegmentWritten,
     _hold: Hold,
+}
+
+impl crate::http::setters::SettingsHost for Storage {
+    fn settings_store(&self) -> &SettingsStore {
+        &self.settings
+    }
+
+    fn event_bus(&self) -> &Bus {
+        &self.bus
+    }
 }
 
 impl Storage {
@@ -166,6 +184,8 @@ impl Storage {
             retired: Mutex::default(),
             done: Mutex::default(),
             ended: std::sync::atomic::AtomicBool::new(false),
+            drained: deps.tasks.signal(),
+            tasks: deps.tasks,
         });
         storage.reload();
         storage
@@ -188,12 +208,12 @@ impl Storage {
     fn reload(&self) -> Option<Arc<Target>> {
         let s = self.settings.get();
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        let target = if s.s3.enabled {
-            match S3Client::new(&s.s3, self.http.clone()) {
+        let target = if s.storage.s3.enabled {
+            match S3Client::new(&s.storage.s3, self.http.clone()) {
                 Ok(client) => Some(Arc::new(Target {
                     client,
-                    prefix: playlist::normalise_prefix(&s.s3.path_prefix),
-                    serving: s.video_serving_endpoint.trim().trim_end_matches('/').to_string(),
+                    prefix: playlist::normalise_prefix(&s.storage.s3.path_prefix),
+                    serving: s.server.video_serving_endpoint.trim().trim_end_matches('/').to_string(),
                     generation,
                 })),
                 Err(e) => {
@@ -258,7 +278,8 @@ impl Storage {
         let (tx, rx) = watch::channel(at);
         tx.send_replace(at);
         workers.insert(variant, tx);
-        tokio::spawn(worker(self.clone(), variant, rx));
+        let name = variant.map_or_else(|| "storage: master playlist".to_string(), |n| format!("storage: variant {n}"));
+        self.tasks.spawn(Stage::Outputs, name, worker(self.clone(), variant, rx));
     }
 
     /// Wake every task that exists (the stream ended: upload the final playlists).
@@ -304,7 +325,8 @@ impl Storage {
     /// the store fails; given up (and its notice cleared) when a stream starts or the settings change.
     fn spawn_clean_up(self: &Arc<Self>, target: Arc<Target>) {
         let storage = self.clone();
-        tokio::spawn(async move {
+        // Deletes are idempotent: the next start cleans up again, so the stage stopping ends it.
+        self.tasks.spawn_until_stopped(Stage::Outputs, "storage: clean-up", async move {
             let mut delay = Duration::from_secs(5);
             loop {
                 let current = storage.target().is_some_and(|t| t.generation == target.generation);
@@ -446,10 +468,11 @@ impl Storage {
         let rel = format!("{n}/stream.m3u8");
         let queued: Vec<Queued> = self.queued_segments.lock().remove(&n).unwrap_or_default();
         self.set_queue(queued.len() as i64);
-        let mut uploads = JoinSet::new();
+        // Concurrent within this task (the pool bounds them); awaited here, not long-running tasks.
+        let uploads = FuturesUnordered::new();
         for q in queued {
             let (me, target, pool) = (self.clone(), target.clone(), self.pool.clone());
-            uploads.spawn(async move {
+            uploads.push(async move {
                 let _permit = pool.acquire_owned().await;
                 let name = q.segment.file.clone();
                 let meta = PutMeta { content_type: content_type(&name), cache_control: SEGMENT_CACHE };
@@ -460,18 +483,18 @@ impl Storage {
         }
         let mut first_error = None;
         let mut failed = Vec::new();
-        while let Some(joined) = uploads.join_next().await {
+        let mut uploads = uploads;
+        while let Some(joined) = uploads.next().await {
             match joined {
                 // Uploaded: the hold goes with `q`.
-                Ok((q, Ok(Some(_)))) => {
+                (q, Ok(Some(_))) => {
                     state.uploaded.insert(q.segment.file);
                 }
-                Ok((_, Ok(None))) => {}
-                Ok((q, Err(e))) => {
+                (_, Ok(None)) => {}
+                (q, Err(e)) => {
                     failed.push(q);
                     first_error.get_or_insert(e);
                 }
-                Err(e) => tracing::warn!("storage: an upload task failed: {e}"),
             }
         }
         if !failed.is_empty() {
@@ -561,8 +584,10 @@ fn content_type(name: &str) -> &'static str {
     }
 }
 
-/// One variant's (or the master playlist's, `None`) task: sync on each revision until the bus ends.
+/// One variant's (or the master playlist's, `None`) task: sync on each revision until `drain` is over
+/// at shutdown; a sync under way is finished first.
 async fn worker(storage: Arc<Storage>, variant: Option<usize>, mut rx: watch::Receiver<Instant>) {
+    let stop = storage.drained.clone();
     let name = variant.map_or_else(|| "master playlist".to_string(), |n| format!("variant {n}"));
     let mut state = VariantState::default();
     loop {
@@ -592,23 +617,36 @@ async fn worker(storage: Arc<Storage>, variant: Option<usize>, mut rx: watch::Re
             }
         }
         storage.done.lock().insert(variant, revision);
-        if rx.changed().await.is_err() {
-            return;
+        tokio::select! {
+            changed = rx.changed() => if changed.is_err() { return },
+            _ = stop.cancelled() => return,
         }
     }
 }
 
 /// Follow the media feed (segments to hold and upload, playlists, retired segments, the end) and the bus
 /// (stream start, settings changes); remove leftovers at start-up.
-pub fn start(storage: Arc<Storage>) -> tokio::task::JoinHandle<()> {
+///
+/// Tasks of the `Outputs` stage: when it stops (after the stream has ended), the stream's last segments
+/// and final playlists are uploaded (`drain`, within `drain_limit`), then the tasks end.
+pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
     let mut feed = storage.media.feed.subscribe("storage");
     let mut sub = storage.bus.subscribe("storage");
-    tokio::spawn(async move {
+    let tasks = storage.tasks.clone();
+    let (s, stop) = (storage.clone(), tasks.token(Stage::Outputs));
+    tasks.spawn(Stage::Outputs, "storage: drain", async move {
+        stop.cancelled().await;
+        s.drain(drain_limit).await;
+        s.drained.cancel();
+    });
+    let drained = storage.drained.clone();
+    tasks.spawn(Stage::Outputs, "storage: media feed", async move {
         if let Some(t) = storage.target() {
             storage.spawn_clean_up(t);
         }
         loop {
             tokio::select! {
+                _ = drained.cancelled() => return,
                 delivery = feed.recv() => {
                     let Some(delivery) = delivery else { return };
                     if storage.target().is_none() {
@@ -646,5 +684,5 @@ pub fn start(storage: Arc<Storage>) -> tokio::task::JoinHandle<()> {
                 },
             }
         }
-    })
+    });
 }

@@ -1,7 +1,7 @@
 //! The settings table: the only code that reads or writes it.
 //!
-//! Each top-level field of `config::Settings` is one row (`key` = the field's camelCase name, `value` =
-//! its JSON). Loading overlays the stored rows on the defaults, so a field added in a later version
+//! Each field of a section of `config::Settings` (the sections are flattened) is one row (`key` = the
+//! field's camelCase name, `value` = its JSON). Loading overlays the stored rows on the defaults, so a field added in a later version
 //! takes its default, and a row that no longer parses is reported and replaced by the default instead
 //! of stopping the server. `SettingsStore` keeps the current settings in memory for cheap reads and
 //! writes only the rows that changed.
@@ -157,19 +157,19 @@ mod tests {
         let path = dir.path().join("s.db");
         {
             let s = SettingsStore::open(Store::open(&path).unwrap()).unwrap();
-            assert_eq!(s.get().latency_level, 2);
+            assert_eq!(s.get().video.latency_level, 2);
             s.update::<StoreError, _>(|c| {
-                c.name = "Renamed".into();
-                c.latency_level = 4;
+                c.instance.name = "Renamed".into();
+                c.video.latency_level = 4;
                 Ok(())
             })
             .await
             .unwrap();
         }
         let s = SettingsStore::open(Store::open(&path).unwrap()).unwrap();
-        assert_eq!(s.get().name, "Renamed");
-        assert_eq!(s.get().latency_level, 4);
-        assert_eq!(s.get().tags, Settings::default().tags);
+        assert_eq!(s.get().instance.name, "Renamed");
+        assert_eq!(s.get().video.latency_level, 4);
+        assert_eq!(s.get().instance.tags, Settings::default().instance.tags);
     }
 
     #[test]
@@ -187,8 +187,78 @@ mod tests {
             })
             .unwrap();
         let s = SettingsStore::open(store).unwrap();
-        assert_eq!(s.get().latency_level, 2);
-        assert_eq!(s.get().name, "Kept");
-        assert!(!s.get().nsfw);
+        assert_eq!(s.get().video.latency_level, 2);
+        assert_eq!(s.get().instance.name, "Kept");
+        assert!(!s.get().instance.nsfw);
+    }
+
+    /// The rows of the settings table, by key.
+    fn rows(store: &Store) -> std::collections::BTreeMap<String, String> {
+        store
+            .with(|c| {
+                let mut stmt = c.prepare("SELECT key, value FROM settings")?;
+                let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                Ok(rows.collect::<Result<_, _>>()?)
+            })
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_section_field_is_one_row_under_its_own_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let s = SettingsStore::open(store.clone()).unwrap();
+        s.update::<StoreError, _>(|c| {
+            c.chat.chat_disabled = true;
+            c.storage.s3.bucket = "b".into();
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let rows = rows(&store);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows["chatDisabled"], "true");
+        assert!(rows["s3"].contains(r#""bucket":"b""#), "{rows:?}");
+    }
+
+    #[test]
+    fn rows_of_an_existing_table_load_into_their_sections() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        store.migrate("settings", MIGRATIONS).unwrap();
+        store
+            .with(|c| {
+                for (k, v) in [
+                    ("chatDisabled", "true"),
+                    ("federationUsername", "\"bob\""),
+                    ("browserNotifications", r#"{"enabled":true,"goLiveMessage":"hi"}"#),
+                    ("scheduleFirstReminderMinutes", "30"),
+                    ("webServerPort", "9000"),
+                    // Wrong shapes: each takes its default, alone.
+                    ("discordNotifications", r#"{"enabled":"yes"}"#),
+                    ("s3", "\"x\""),
+                    ("forbiddenUsernames", "[1]"),
+                    ("rtmpServerPort", "70000"),
+                    // A key no section has.
+                    ("retiredSetting", "1"),
+                ] {
+                    c.execute("INSERT INTO settings (key, value) VALUES (?1, ?2)", [k, v])?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let s = SettingsStore::open(store).unwrap().get();
+        let d = Settings::default();
+        assert!(s.chat.chat_disabled);
+        assert_eq!(s.chat.forbidden_usernames, d.chat.forbidden_usernames);
+        assert_eq!(s.federation.federation_username, "bob");
+        assert!(s.notifications.browser_notifications.enabled);
+        assert_eq!(s.notifications.discord_notifications, d.notifications.discord_notifications);
+        assert_eq!(s.storage, d.storage);
+        assert_eq!(s.schedule.schedule_first_reminder_minutes, 30);
+        assert_eq!(s.server.web_server_port, 9000);
+        assert_eq!(s.server.rtmp_server_port, d.server.rtmp_server_port);
+        assert_eq!(s.instance, d.instance);
+        assert_eq!(s.video, d.video);
     }
 }

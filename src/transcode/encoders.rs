@@ -15,7 +15,7 @@ use crate::health::HealthInput;
 /// The encoder the transcoder should use now: the configured `video/codec` (or `auto`) among the
 /// available ones, else libx264.
 pub fn selected(t: &Transcoder) -> EncoderInfo {
-    let wanted = t.deps.settings.get().video_codec.clone();
+    let wanted = t.deps.settings.get().video.video_codec.clone();
     let found = t.deps.encoders.borrow();
     hwaccel::select(&wanted, &found).cloned().unwrap_or_else(|| hwaccel::software_encoders().remove(0))
 }

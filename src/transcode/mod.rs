@@ -22,7 +22,8 @@
 //! `Transcoder` is the feature's state. It was handed, at construction, the settings, the bus, the
 //! stream-state writer (it is the only writer), the viewer counts (for the stream events), the health
 //! hub, telemetry, the encoder list and the HLS directory; it sees no HTTP types and no tokens.
-//! Supervisors run on its task tracker, so shutdown can wait for every stream to finish cleanly.
+//! Supervisors, the worker's event reader and the thumbnail loop are tasks of the `Stream` stage
+//! (`tasks`), so shutdown waits for every stream to finish cleanly.
 //!
 //! This file holds what the files share (the error, the state, the worker's config and events) and
 //! imports none of them: `Transcoder::start` lives in `supervisor`, `WorkerConfig::encoder_of` in
@@ -48,13 +49,13 @@ use std::sync::Arc;
 use hwaccel::EncoderInfo;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
-use tokio_util::task::TaskTracker;
 
 use crate::config::StreamOutputVariant;
 use crate::events::Bus;
 use crate::health::HealthHub;
 use crate::store::settings::SettingsStore;
 use crate::stream::{StreamWriter, Viewers};
+use crate::tasks::Tasks;
 use crate::telemetry::Telemetry;
 
 pub use crate::stream::VariantProgress;
@@ -101,29 +102,23 @@ pub struct TranscodeDeps {
     pub debug_encoder_fault: Option<f64>,
     /// LL-HLS part length in milliseconds (`--llhls-part-ms`).
     pub llhls_part_ms: u32,
+    /// The daemon's tasks: supervisors and their helpers run in the `Stream` stage.
+    pub tasks: Tasks,
 }
 
 /// The transcode feature's state (see the module doc).
 pub struct Transcoder {
     pub(crate) deps: TranscodeDeps,
-    /// Running supervisors (one per stream; a new stream waits for nothing, shutdown waits for all).
-    pub(crate) tracker: TaskTracker,
 }
 
 impl Transcoder {
     pub fn new(deps: TranscodeDeps) -> Arc<Self> {
-        Arc::new(Self { deps, tracker: TaskTracker::new() })
+        Arc::new(Self { deps })
     }
 
     /// The current stream state.
     pub fn stream(&self) -> crate::stream::StreamState {
         self.deps.stream.get()
-    }
-
-    /// Wait until every supervisor has finished (the broadcaster must have been dropped first).
-    pub async fn wait_idle(&self) {
-        self.tracker.close();
-        self.tracker.wait().await;
     }
 }
 

@@ -57,6 +57,8 @@ use crate::health::HealthInput;
 use crate::media::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
 use crate::media::{MediaChunk, MediaEvent, PublisherGuard};
 use crate::stream::{stream_event, Broadcaster, StreamDetails};
+use crate::tasks::{Stage, Tasks};
+use tokio_util::sync::CancellationToken;
 
 /// Media chunks (FLV tags, container runs) buffered between the ingest and the worker.
 pub const FEED_CAPACITY: usize = 2048;
@@ -136,7 +138,7 @@ pub fn start(t: &Arc<Transcoder>, publisher: PublisherGuard) -> Feeder {
     });
     publish_stream_event(t, Event::StreamStarted);
     // Chat sends Owncast's "Stay tuned, the stream is starting!" when it sees STREAM_STARTED.
-    t.tracker.spawn(supervise(t.clone(), rx, details_rx, publisher));
+    t.deps.tasks.spawn(Stage::Stream, "stream supervisor", supervise(t.clone(), rx, details_rx, publisher));
     Feeder { tx, details: details_tx, skipping: false, dropped: 0 }
 }
 
@@ -153,7 +155,7 @@ struct Worker {
     pid: Option<u32>,
 }
 
-fn spawn_worker(cfg: &WorkerConfig) -> std::io::Result<Worker> {
+fn spawn_worker(cfg: &WorkerConfig, tasks: &Tasks) -> std::io::Result<Worker> {
     let exe = own_exe()?;
     let json = serde_json::to_string(cfg).map_err(std::io::Error::other)?;
     let mut child = Command::new(exe)
@@ -169,7 +171,8 @@ fn spawn_worker(cfg: &WorkerConfig) -> std::io::Result<Worker> {
     let stdin = child.stdin.take();
     let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("worker stdout missing"))?;
     let (tx, rx) = mpsc::channel(EVENT_CAPACITY);
-    tokio::spawn(async move {
+    // Ends when the worker's stdout closes.
+    tasks.spawn(Stage::Stream, "worker events", async move {
         let mut lines = BufReader::new(stdout).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             match serde_json::from_str::<WorkerEvent>(&line) {
@@ -230,7 +233,7 @@ async fn supervise(
     let (seg, list) = s.latency();
     let dir = t.deps.hls_dir.clone();
     let chosen = encoders::selected(&t);
-    let specs: Vec<_> = s.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
+    let specs: Vec<_> = s.video.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
     let cap = nvenc_cap(&chosen).await;
     let plan = hwaccel::plan_sessions(&specs, &chosen.name, cap);
     encoders::report_session_plan(&t, &plan);
@@ -241,7 +244,7 @@ async fn supervise(
         .collect::<Result<Vec<_>, _>>()
         .unwrap_or_else(|e| {
             warn!("{e}; using {SOFTWARE_ENCODER}");
-            software_encoders(&s.video_quality_variants)
+            software_encoders(&s.video.video_quality_variants)
         });
     let container = guard.source().container;
     let mut cfg = WorkerConfig {
@@ -249,7 +252,7 @@ async fn supervise(
         container,
         segment_seconds: seg,
         list_size: list,
-        variants: s.video_quality_variants.clone(),
+        variants: s.video.video_quality_variants.clone(),
         encoder: SOFTWARE_ENCODER.into(),
         encoders,
         debug_encoder_fault: t.deps.debug_encoder_fault,
@@ -266,7 +269,7 @@ async fn supervise(
     let mut restarts: VecDeque<Instant> = VecDeque::new();
     let mut hw_failures = 0u32;
     let mut encoder_failure: Option<EncoderFailure>;
-    let mut thumbnails: Option<tokio::task::JoinHandle<()>> = None;
+    let mut thumbnails: Option<CancellationToken> = None;
 
     let mut disk_full = false;
     loop {
@@ -274,7 +277,7 @@ async fn supervise(
             disk_full = false;
             room_again(&t);
         }
-        let mut worker = match spawn_worker(&cfg) {
+        let mut worker = match spawn_worker(&cfg, &t.deps.tasks) {
             Ok(w) => w,
             Err(e) => {
                 error!("cannot start the transcode worker: {e}");
@@ -361,7 +364,7 @@ async fn supervise(
     }
 
     if let Some(t) = thumbnails.take() {
-        t.abort();
+        t.cancel();
     }
     for n in 0..variant_count {
         if let Err(e) = ensure_endlist(&dir.join(n.to_string()).join("stream.m3u8")) {
@@ -562,7 +565,7 @@ async fn run_worker(
     details: &mut watch::Receiver<StreamDetails>,
     seq_video: &mut Option<FlvTag>,
     seq_audio: &mut Option<FlvTag>,
-    thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
+    thumbnails: &mut Option<CancellationToken>,
     encoder_failure: &mut Option<EncoderFailure>,
     dir: &Path,
     thumb_variant: usize,
@@ -639,7 +642,7 @@ async fn run_worker(
 fn on_event(
     t: &Transcoder,
     ev: WorkerEvent,
-    thumbnails: &mut Option<tokio::task::JoinHandle<()>>,
+    thumbnails: &mut Option<CancellationToken>,
     dir: &Path,
     thumb_variant: usize,
 ) {
@@ -664,8 +667,11 @@ fn on_event(
         WorkerEvent::SegmentWritten(seg) => {
             t.deps.media.publish(MediaEvent::SegmentWritten(seg));
             if thumbnails.is_none() {
-                *thumbnails =
-                    Some(thumbnail::spawn_loop(dir.join(thumb_variant.to_string()), t.deps.images_dir.clone()));
+                *thumbnails = Some(thumbnail::spawn_loop(
+                    &t.deps.tasks,
+                    dir.join(thumb_variant.to_string()),
+                    t.deps.images_dir.clone(),
+                ));
             }
         }
         WorkerEvent::PlaylistWritten { variant } => {

@@ -14,6 +14,9 @@ use std::time::Duration;
 use ff::software::scaling;
 use ff::{codec, frame, media, Packet, Rational};
 use ffmpeg_next as ff;
+use tokio_util::sync::CancellationToken;
+
+use crate::tasks::{Stage, Tasks};
 
 /// File names of the images, in the data dir (the HLS feature serves them).
 pub const THUMBNAIL_FILE: &str = "thumbnail.jpg";
@@ -78,9 +81,11 @@ async fn run_child(variant_dir: &Path, out_dir: &Path) -> Result<bool, String> {
     }
 }
 
-/// Refresh the images every `INTERVAL` from `variant_dir` into `out_dir` until aborted.
-pub fn spawn_loop(variant_dir: PathBuf, out_dir: PathBuf) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+/// Refresh the images every `INTERVAL` from `variant_dir` into `out_dir` (a task of the `Stream`
+/// stage) until the returned token is cancelled or the stage stops (a thumbnail child being made is
+/// killed on drop).
+pub fn spawn_loop(tasks: &Tasks, variant_dir: PathBuf, out_dir: PathBuf) -> CancellationToken {
+    tasks.spawn_cancellable(Stage::Stream, "thumbnails", async move {
         loop {
             let wait = match run_child(&variant_dir, &out_dir).await {
                 Ok(true) => {

@@ -4,8 +4,8 @@
 //! (Owncast's shape; `eventData` is the payload each producer puts on the bus). When the webhook has a
 //! secret, `X-Castd-Signature: sha256=<hex HMAC-SHA256 of the body with the secret>` is added.
 //!
-//! Shutdown (`Dispatcher::shutdown`): events already on the bus are still dispatched, every queue is
-//! closed and the delivery tasks get `DRAIN_TIMEOUT` to finish; whatever is still undelivered then is
+//! Shutdown (when the `Delivery` stage stops, see `tasks`): events already on the bus are still
+//! dispatched, every queue is closed and the delivery tasks get `DRAIN_TIMEOUT` to finish; whatever is still undelivered then is
 //! written to the `webhook_outbox` table and delivered after the next start, so a STREAM_STOPPED sent
 //! while castd stops is never lost.
 //!
@@ -36,12 +36,12 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, Event, EventType};
 use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
 use crate::store::{Migrations, Store, StoreError};
+use crate::tasks::{Stage, Task, Tasks};
 use crate::telemetry::Telemetry;
 
 pub use delivery::{sign, RETRY_DELAYS};
@@ -107,8 +107,10 @@ pub struct Webhooks {
     senders: Mutex<HashMap<i64, mpsc::Sender<Arc<[u8]>>>>,
     telemetry: Arc<Telemetry>,
     client: reqwest::Client,
+    /// The daemon's tasks (delivery runs in the `Delivery` stage).
+    tasks: Tasks,
     /// Running delivery tasks (each returns what it could not deliver at shutdown).
-    tasks: Mutex<JoinSet<Vec<Pending>>>,
+    running: Mutex<Vec<Task<Vec<Pending>>>>,
     /// Fired when the drain time is over: tasks stop and hand back what is left.
     give_up: CancellationToken,
 }
@@ -118,7 +120,7 @@ fn parse_time(s: &str) -> DateTime<Utc> {
 }
 
 impl Webhooks {
-    pub fn open(store: Store, telemetry: Arc<Telemetry>) -> Result<Self, StoreError> {
+    pub fn open(store: Store, telemetry: Arc<Telemetry>, tasks: Tasks) -> Result<Self, StoreError> {
         store.migrate("webhooks", MIGRATIONS)?;
         let client = reqwest::Client::builder()
             .timeout(delivery::TIMEOUT)
@@ -130,8 +132,9 @@ impl Webhooks {
             senders: Mutex::new(HashMap::new()),
             telemetry,
             client,
-            tasks: Mutex::new(JoinSet::new()),
-            give_up: CancellationToken::new(),
+            give_up: tasks.signal(),
+            tasks,
+            running: Mutex::default(),
         })
     }
 
@@ -258,10 +261,15 @@ impl Webhooks {
         };
         let store = self.store.clone();
         let give_up = self.give_up.clone();
-        self.tasks.lock().spawn(worker.run(rx, give_up, move |id| {
-            let store = store.clone();
-            async move { Webhooks::touch(&store, id).await }
-        }));
+        let task = self.tasks.spawn(
+            Stage::Delivery,
+            format!("webhook {} delivery", hook.id),
+            worker.run(rx, give_up, move |id| {
+                let store = store.clone();
+                async move { Webhooks::touch(&store, id).await }
+            }),
+        );
+        self.running.lock().push(task);
         tx
     }
 
@@ -294,24 +302,22 @@ impl Webhooks {
     /// Close every queue, give the delivery tasks `DRAIN_TIMEOUT`, then persist what is left.
     async fn drain(&self) {
         self.senders.lock().clear();
-        let mut tasks = std::mem::take(&mut *self.tasks.lock());
+        let running = std::mem::take(&mut *self.running.lock());
         let mut left: Vec<Pending> = Vec::new();
         let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
-        loop {
-            match tokio::time::timeout_at(deadline, tasks.join_next()).await {
-                Ok(Some(Ok(rest))) => left.extend(rest),
-                Ok(Some(Err(e))) => tracing::warn!("a webhook delivery task failed: {e}"),
-                Ok(None) => break,
+        // They run side by side; awaiting them in turn against one deadline waits for the slowest.
+        for mut task in running {
+            let joined = match tokio::time::timeout_at(deadline, &mut task).await {
+                Ok(joined) => joined,
                 Err(_) => {
                     // Out of time: tasks stop where they are and hand back their queues.
                     self.give_up.cancel();
-                    while let Some(r) = tasks.join_next().await {
-                        if let Ok(rest) = r {
-                            left.extend(rest);
-                        }
-                    }
-                    break;
+                    task.await
                 }
+            };
+            match joined {
+                Ok(rest) => left.extend(rest),
+                Err(e) => tracing::warn!("a webhook delivery task failed: {e}"),
             }
         }
         if left.is_empty() {
@@ -340,28 +346,13 @@ impl Webhooks {
     }
 }
 
-/// The running dispatcher (bus → webhook queues).
-pub struct Dispatcher {
-    hooks: Arc<Webhooks>,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Dispatcher {
-    /// Dispatch what is already on the bus, then drain the queues (see the module doc).
-    pub async fn shutdown(self) {
-        self.stop.cancel();
-        let _ = self.task.await;
-        self.hooks.drain().await;
-    }
-}
-
-/// Subscribe to the bus and deliver events until `shutdown`; first re-send what the last run left.
-pub fn start(hooks: Arc<Webhooks>, bus: &Bus) -> Dispatcher {
+/// Subscribe to the bus and deliver events until the `Delivery` stage stops, then dispatch what is
+/// already on the bus and drain the queues (see the module doc); first re-send what the last run left.
+pub fn start(hooks: Arc<Webhooks>, bus: &Bus) {
     let mut sub = bus.subscribe("webhooks");
-    let stop = CancellationToken::new();
-    let (h, token) = (hooks.clone(), stop.clone());
-    let task = tokio::spawn(async move {
+    let token = hooks.tasks.token(Stage::Delivery);
+    let h = hooks.clone();
+    hooks.tasks.spawn(Stage::Delivery, "webhooks: dispatcher", async move {
         match h.resend_outbox().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(deliveries = n, "re-sending webhooks kept at the last shutdown"),
@@ -382,8 +373,8 @@ pub fn start(hooks: Arc<Webhooks>, bus: &Bus) -> Dispatcher {
                 }
             }
         }
+        h.drain().await;
     });
-    Dispatcher { hooks, stop, task }
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,54 @@
+//! The server section of the settings: the admin password, stream keys, listen ports and addresses,
+//! the public URL, the ffmpeg path and the video serving endpoint. The server feature (`api`) owns its
+//! setters and its part of the admin configuration.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// A stream key and the owner's note about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StreamKey {
+    pub key: String,
+    #[serde(default)]
+    pub comment: String,
+}
+
+/// The server settings. Field names are the persisted keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ServerSettings {
+    /// bcrypt hash of the admin password (Owncast's format; serverconfig shows it); never the
+    /// password itself. Databases of earlier versions hold an argon2 PHC string here until the next
+    /// successful login or password change replaces it.
+    pub admin_password_hash: String,
+    /// Whether the admin password was weak (see `password::is_weak`) when it was last set or used to
+    /// log in; the hash alone cannot tell.
+    pub admin_password_weak: bool,
+    pub stream_keys: Vec<StreamKey>,
+    pub web_server_port: u16,
+    pub web_server_ip: String,
+    pub rtmp_server_port: u16,
+    pub rtmp_server_bind_address: String,
+    pub server_url: String,
+    pub socket_host_override: String,
+    pub video_serving_endpoint: String,
+    pub ffmpeg_path: String,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            admin_password_hash: String::new(),
+            admin_password_weak: false,
+            stream_keys: Vec::new(),
+            web_server_port: 8080,
+            web_server_ip: "0.0.0.0".into(),
+            rtmp_server_port: 1935,
+            rtmp_server_bind_address: "0.0.0.0".into(),
+            server_url: String::new(),
+            socket_host_override: String::new(),
+            video_serving_endpoint: String::new(),
+            ffmpeg_path: String::new(),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The plumbing of the admin config setters (`POST /api/admin/config/<name>` with `{"value": ...}`,
+//! answered with a StatusResponse), shared by every feature that owns a section of the settings.
+//!
+//! A feature keeps a table of `Setter`s (path, documented value shape, and a function that validates
+//! the value and applies it to a copy of the settings) and registers it from its own `routes` with
+//! `register`. The settings store persists the copy only if the function succeeds; then the feature's
+//! `SettingsHost::announce` publishes CONFIG_CHANGED (and whatever else the change means).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::Json;
+use serde_json::Value;
+
+use super::{setter_value, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
+use crate::config::validate::ValidationError;
+use crate::config::Settings;
+use crate::events::{Bus, Event};
+use crate::store::settings::SettingsStore;
+
+/// The OpenAPI group of every setter.
+const GROUP: &str = "admin";
+
+/// Validate `value` and apply it to the settings; `C` is the owning feature's state.
+pub type Apply<C> = fn(&C, &Value, &mut Settings) -> Result<(), ValidationError>;
+
+/// One plain setter of the feature whose state is `C`.
+pub struct Setter<C: 'static> {
+    /// The path under `/api/admin/config/`.
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub value: ValueDoc,
+    pub apply: Apply<C>,
+    /// Takes effect only after a restart (ports, addresses).
+    pub needs_restart: bool,
+}
+
+impl<C: 'static> Setter<C> {
+    /// A setter whose change takes effect at once.
+    pub const fn new(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply<C>) -> Self {
+        Setter { name, summary, value, apply, needs_restart: false }
+    }
+
+    /// A setter whose change takes effect when castd restarts.
+    pub const fn restart(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply<C>) -> Self {
+        Setter { name, summary, value, apply, needs_restart: true }
+    }
+}
+
+/// Store a validated value in its settings field.
+pub fn set<T>(slot: &mut T, value: Result<T, ValidationError>) -> Result<(), ValidationError> {
+    *slot = value?;
+    Ok(())
+}
+
+/// The state of a feature that owns setters: where the settings are, and what a change announces.
+pub trait SettingsHost: Send + Sync + 'static {
+    fn settings_store(&self) -> &SettingsStore;
+    fn event_bus(&self) -> &Bus;
+
+    /// Publish what a successful change of the setter `name` means: CONFIG_CHANGED.
+    fn announce(&self, name: &str) {
+        self.event_bus().publish(Event::ConfigChanged { key: name.to_string() });
+    }
+}
+
+/// Validate and save `value` with `setter`, then announce the change.
+pub async fn apply<C: SettingsHost>(
+    host: &Arc<C>,
+    setter: &'static Setter<C>,
+    value: Value,
+) -> Result<Json<StatusResponse>, ApiError> {
+    let ctx = host.clone();
+    host.settings_store().update::<ApiError, _>(|s| Ok((setter.apply)(&ctx, &value, s)?)).await?;
+    host.announce(setter.name);
+    let msg = if setter.needs_restart {
+        format!("{} saved; it takes effect when castd restarts", setter.name)
+    } else {
+        format!("{} changed", setter.name)
+    };
+    Ok(StatusResponse::ok(msg))
+}
+
+async fn apply_body<C: SettingsHost>(
+    host: Arc<C>,
+    setter: &'static Setter<C>,
+    body: Bytes,
+) -> Result<Json<StatusResponse>, ApiError> {
+    apply(&host, setter, setter_value(&body)?).await
+}
+
+/// Add `POST /api/admin/config/<name>` (admin only) for every setter of `setters`.
+pub fn register<C: SettingsHost>(reg: &mut Registry, host: Arc<C>, setters: &'static [Setter<C>]) {
+    let mut reg = reg.scope(host);
+    for setter in setters {
+        let path = format!("/api/admin/config/{}", setter.name);
+        reg.post(
+            &path,
+            GROUP,
+            Auth::Admin,
+            setter.summary,
+            BodyDoc::Value(setter.value),
+            move |State(host): State<Arc<C>>, body: Bytes| apply_body(host, setter, body),
+        );
+    }
+}

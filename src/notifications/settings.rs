@@ -1,0 +1,83 @@
+//! The notifications section of the settings (`config::NotificationSettings`): its setters
+//! (`/api/admin/config/notifications/*`) and its part of the server configuration.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::NotifyState;
+use crate::config::validate::{self, url_re};
+use crate::config::{BrowserNotification, DiscordNotification, Settings};
+use crate::events::Bus;
+use crate::http::setters::{self, set, Setter, SettingsHost};
+use crate::http::{Registry, ValueDoc};
+use crate::store::settings::SettingsStore;
+
+const DISCORD: &str = concat!(
+    r#"{"type":"object","properties":{"enabled":{"type":"boolean"},"goLiveMessage":{"type":"string"},
+  "webhook":{"type":"string","pattern":"^("#,
+    url_re!(),
+    r#")?$"}}}"#
+);
+
+/// The notification setters, by path under `/api/admin/config/`.
+pub static SETTERS: &[Setter<NotifyState>] = &[
+    Setter::new(
+        "notifications/browser",
+        "Browser push notifications",
+        ValueDoc::Schema("BrowserNotification"),
+        |_, v, s| {
+            let n: BrowserNotification = validate::typed(v, "browser notification settings")?;
+            set(&mut s.notifications.browser_notifications, Ok(n))
+        },
+    ),
+    Setter::new("notifications/discord", "Discord go-live notification", ValueDoc::Json(DISCORD), |_, v, s| {
+        let mut n: DiscordNotification = validate::typed(v, "discord notification settings")?;
+        // Enabled without a webhook sends nothing (accepted, as a half-filled form is).
+        if !n.webhook.trim().is_empty() {
+            n.webhook = validate::url(&Value::String(n.webhook.clone()), false)?;
+        }
+        set(&mut s.notifications.discord_notifications, Ok(n))
+    }),
+];
+
+impl SettingsHost for NotifyState {
+    fn settings_store(&self) -> &SettingsStore {
+        &self.settings
+    }
+
+    fn event_bus(&self) -> &Bus {
+        &self.bus
+    }
+}
+
+/// The notification setter routes (and the schemas their values name).
+pub fn routes(reg: &mut Registry, state: NotifyState) {
+    reg.schema::<BrowserNotification>();
+    reg.schema::<DiscordNotification>();
+    setters::register(reg, std::sync::Arc::new(state), SETTERS);
+}
+
+/// `notifications` of the server configuration.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = NotificationSettings)]
+pub struct NotificationsView {
+    pub browser: BrowserNotification,
+    pub discord: DiscordNotification,
+}
+
+/// The notifications' part of `GET /api/admin/serverconfig` (flattened into it).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NotificationsConfigPart {
+    pub notifications: NotificationsView,
+}
+
+/// The notifications' part of the server configuration.
+pub fn server_config(s: &Settings) -> NotificationsConfigPart {
+    NotificationsConfigPart {
+        notifications: NotificationsView {
+            browser: s.notifications.browser_notifications.clone(),
+            discord: s.notifications.discord_notifications.clone(),
+        },
+    }
+}
