@@ -39,7 +39,8 @@
 //!
 //!   ```text
 //!   OBS --RTMP--> ingest/rtmp --claim PublisherSlot(Source)--> transcode supervisor
-//!        (SRT, WHIP next)      --MediaChunk (Feeder)-------> worker child process (its container)
+//!       --SRT---> ingest/srt   --MediaChunk (Feeder)-------> worker child process (its container)
+//!        (WHIP next)           (FLV tags; MPEG-TS runs)
 //!                                                              | reports exactly what it wrote
 //!                                                              v
 //!                                        media: retention (windows, holds) -> feed
@@ -58,8 +59,9 @@
 //!   writer of the stream state), thumbnails. Given: settings, bus, stream writer, viewer counts,
 //!   health hub, telemetry, the encoder list, the HLS directory. Sees no HTTP types and no tokens.
 //! - [`ingest`]: what every publishing protocol shares (key check, the hand-off to `transcode` through a
-//!   `Feeder`) and one module per protocol (`ingest::rtmp`), which claim the media plane's publisher
-//!   slot and do not reach into the transcoder.
+//!   `Feeder`) and one module per protocol (`ingest::rtmp`; `ingest::srt`, MPEG-TS over SRT cut into
+//!   runs by `media::ts`), which claim the media plane's publisher slot and do not reach into the
+//!   transcoder. Owns the ingest settings section (the SRT port and passphrase) and its setters.
 //! - [`metrics`]: viewers (the only writer of the viewer counts), playback reports (CMCD, legacy),
 //!   series, playback health (into the health hub), Prometheus (from telemetry).
 //! - [`llhls`]: low-latency HLS: the CMAF parts in memory (from the media feed's `PartWritten`), LL-HLS

@@ -350,6 +350,10 @@ export interface ServerConfig {
   webServerPort: number;
   webServerIP: string;
   rtmpServerPort: number;
+  /** SRT ingest port; 0 when SRT is off. */
+  srtServerPort: number;
+  /** SRT encryption passphrase; empty when SRT is unencrypted. */
+  srtPassphrase: string;
 }
 
 export interface EncoderInfo {

@@ -84,6 +84,10 @@ export function Server() {
         <ConfigField name="webserverport" label="Web server port" value={config.webServerPort} kind="number" id="web-port-input" />
         <ConfigField name="webserverip" label="Web server address" value={config.webServerIP} id="web-ip-input" placeholder="0.0.0.0" />
         <ConfigField name="rtmpserverport" label="RTMP port" value={config.rtmpServerPort} kind="number" id="rtmp-port-input" />
+        <ConfigField name="srtserverport" label="SRT port (UDP; 0 turns SRT off)" value={config.srtServerPort} kind="number" id="srt-port-input" />
+      </Section>
+      <Section title="SRT encryption" description="Publishers over SRT must give this passphrase (10–79 characters); leave it empty for none. Applies to the next connection.">
+        <ConfigField name="srt/passphrase" label="SRT passphrase" value={config.srtPassphrase} id="srt-passphrase-input" placeholder="(none)" />
       </Section>
       <Section title="Public addresses">
         <ConfigField name="serverurl" label="Server URL" value={config.yp?.instanceUrl} kind="url" id="server-url-input" placeholder="https://live.example.com" help="Needed for federation, IndieAuth and the directory." />

@@ -2,6 +2,45 @@ import { useEffect, useState } from 'preact/hooks';
 import { admin, type StreamKey } from '../../api';
 import { FormStatus, LoadError, Section, randomKey, useSave, useServerConfig } from '../forms';
 import { StatusWarnings } from '../Warnings';
+import { publishUrls } from '../../lib/ingest';
+
+/** The server addresses to copy into OBS: RTMP's server URL, and the SRT URL with the first key. */
+function PublishTargets({ rtmpPort, srtPort, passphrase, firstKey }: { rtmpPort: number; srtPort: number; passphrase: string; firstKey: string }) {
+  const urls = publishUrls(window.location.hostname, rtmpPort, srtPort, firstKey || 'STREAM-KEY', passphrase);
+  const copy = (text: string) => void navigator.clipboard?.writeText(text);
+  return (
+    <table class="table kv" id="publish-urls">
+      <tbody>
+        <tr>
+          <th>RTMP server</th>
+          <td>
+            <div class="field-row">
+              <code id="publish-url-rtmp">{urls.rtmp}</code>
+              <button type="button" onClick={() => copy(urls.rtmp)}>Copy</button>
+            </div>
+            <span class="muted">Stream key: one of the keys below.</span>
+          </td>
+        </tr>
+        <tr>
+          <th>SRT URL</th>
+          <td>
+            {urls.srt ? (
+              <>
+                <div class="field-row">
+                  <code id="publish-url-srt">{firstKey ? urls.srt.replace(`streamid=live/${firstKey}`, 'streamid=live/••••••••') : urls.srt}</code>
+                  <button type="button" id="publish-url-srt-copy" onClick={() => copy(urls.srt ?? '')}>Copy</button>
+                </div>
+                <span class="muted">The whole URL goes in OBS's Server field (Service: Custom), with the Stream Key left empty; it carries the first key below.</span>
+              </>
+            ) : (
+              <span class="muted" id="publish-url-srt">SRT is off (its port is 0 under Server settings).</span>
+            )}
+          </td>
+        </tr>
+      </tbody>
+    </table>
+  );
+}
 
 /** Stream keys: edit the list and save it whole (`config/streamkeys`). */
 export function StreamKeys() {
@@ -27,6 +66,9 @@ export function StreamKeys() {
   return (
     <>
       <StatusWarnings />
+      <Section title="Where to stream" description="What to enter in OBS (Settings → Stream, Service: Custom) or any RTMP/SRT encoder.">
+        <PublishTargets rtmpPort={config.rtmpServerPort} srtPort={config.srtServerPort ?? 0} passphrase={config.srtPassphrase ?? ''} firstKey={config.streamKeys?.[0]?.key ?? ''} />
+      </Section>
       <Section title="Stream keys" description="Broadcasters authenticate with any of these keys. Keep them secret.">
         {config.streamKeyOverridden && <div class="card notice">A temporary stream key was given on the command line; it overrides these keys until restart.</div>}
         <form onSubmit={save} id="stream-keys-form">
