@@ -193,6 +193,8 @@ fn setter_cases() -> Vec<SetterCase> {
         ),
         ("ffmpegpath", json!("/bin/sh"), "/ffmpegPath", json!("/bin/sh"), None),
         ("rtmpserverport", json!(19350), "/rtmpServerPort", json!(19350), None),
+        ("srtserverport", json!(18890), "/srtServerPort", json!(18890), None),
+        ("srt/passphrase", json!("a-passphrase-42"), "/srtPassphrase", json!("a-passphrase-42"), None),
         ("rtmpserverbindaddress", json!("127.0.0.1"), "/rtmpServerAddress", json!("127.0.0.1"), None),
         ("webserverport", json!(18080), "/webServerPort", json!(18080), None),
         ("webserverip", json!("127.0.0.1"), "/webServerIP", json!("127.0.0.1"), None),
@@ -261,7 +263,7 @@ fn every_setter_round_trips_and_survives_restart() {
         for (name, _, ptr, expected, public_case) in &cases {
             // after a restart the harness's --webserverport/--rtmpport/--webserverip flags win, and are saved
             let flag = match (*name, when) {
-                ("rtmpserverport" | "webserverport", "after restart") => Some(json!(0)),
+                ("rtmpserverport" | "webserverport" | "srtserverport", "after restart") => Some(json!(0)),
                 ("webserverip", "after restart") => Some(json!("127.0.0.1")),
                 _ => None,
             };
@@ -347,6 +349,8 @@ fn out_of_range_values_are_refused_with_a_message() {
         ("video/streamlatencylevel", json!(-1), "out of range"),
         ("webserverport", json!(0), "out of range"),
         ("rtmpserverport", json!(70000), "out of range"),
+        ("srtserverport", json!(70000), "out of range"),
+        ("srt/passphrase", json!("too-short"), "10 to 79 printable ASCII characters"),
         ("webserverip", json!("not-an-ip"), "not an IP"),
         ("serverurl", json!("ftp://example.com"), "http"),
         ("sockethostoverride", json!("no url"), "not a valid URL"),
@@ -780,6 +784,8 @@ fn serverconfig_is_every_features_part_in_owncast_order() {
         "serverURL",
         "socketHostOverride",
         "videoServingEndpoint",
+        "srtServerPort",
+        "srtPassphrase",
         "s3",
         "videoSettings",
         "videoCodec",

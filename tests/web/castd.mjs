@@ -106,7 +106,9 @@ export class Castd {
     delete childEnv.CASTD_STREAMKEY;
     const child = spawn(
       CASTD_BIN,
-      ['--data-dir', dataDir, '--webserverip', '127.0.0.1', '--webserverport', '0', '--rtmpport', '0', ...args],
+      // SRT off unless a test asks for a port: parallel daemons would all want 8890.
+      ['--data-dir', dataDir, '--webserverip', '127.0.0.1', '--webserverport', '0', '--rtmpport', '0',
+        ...(args.includes('--srtport') ? [] : ['--srtport', '0']), ...args],
       { stdio: ['ignore', 'ignore', 'pipe'], env: childEnv },
     );
     live.add(child);

@@ -1,0 +1,64 @@
+// The admin's Stream keys page shows where to stream: the RTMP server URL and the whole SRT URL (the first key in
+// `streamid`, masked on screen, whole in the copy; the passphrase once one is set), and says when SRT is off.
+import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
+import { after, before, test } from 'node:test';
+import { launchBrowser, newContext } from './browser.mjs';
+import { Castd, waitFor } from './castd.mjs';
+
+let browser;
+const started = [];
+
+before(async () => {
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  for (const c of started) await c.stop();
+});
+
+/** A UDP port nobody uses right now. */
+async function freeUdpPort() {
+  const sock = createSocket('udp4');
+  await new Promise((resolve) => sock.bind(0, '127.0.0.1', resolve));
+  const { port } = sock.address();
+  await new Promise((resolve) => sock.close(resolve));
+  return port;
+}
+
+async function streamKeysPage(castd) {
+  const ctx = await newContext(browser, { httpCredentials: castd.httpCredentials });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write']);
+  const page = await ctx.newPage();
+  await page.goto(castd.url('/admin/stream-keys'));
+  await page.locator('#publish-urls').waitFor();
+  return { ctx, page };
+}
+
+test('the SRT URL to copy into OBS is shown beside the RTMP one', { timeout: 60_000 }, async () => {
+  const port = await freeUdpPort();
+  const castd = await Castd.start({ args: ['--srtport', String(port)] });
+  started.push(castd);
+  await castd.setConfig('streamkeys', [{ key: 'first-key-123', comment: '' }]);
+  await castd.setConfig('srt/passphrase', 'pass-phrase-42');
+  const { ctx, page } = await streamKeysPage(castd);
+  const rtmp = await page.locator('#publish-url-rtmp').textContent();
+  // The saved RTMP port (the harness's --rtmpport 0 means "any free port", so 0 here).
+  assert.match(rtmp, /^rtmp:\/\/127\.0\.0\.1:\d+\/live$/);
+  const srt = await page.locator('#publish-url-srt').textContent();
+  assert.equal(srt, `srt://127.0.0.1:${port}?streamid=live/••••••••&passphrase=pass-phrase-42`, 'the key is masked on screen');
+  await page.locator('#publish-url-srt-copy').click();
+  const copied = await waitFor(async () => page.evaluate(() => navigator.clipboard.readText()), { message: 'clipboard' });
+  assert.equal(copied, `srt://127.0.0.1:${port}?streamid=live/first-key-123&passphrase=pass-phrase-42`);
+  await ctx.close();
+});
+
+test('with SRT off the page says so', { timeout: 60_000 }, async () => {
+  const castd = await Castd.start();
+  started.push(castd);
+  const { ctx, page } = await streamKeysPage(castd);
+  const text = await page.locator('#publish-url-srt').textContent();
+  assert.match(text, /SRT is off/);
+  await ctx.close();
+});
