@@ -4,7 +4,9 @@
 //!   with only a loopback device, bridged to castd through Unix sockets (`publishers/obs.rs`): castd
 //!   reports OBS as the broadcaster, the HLS variants are readable by ffprobe, the viewer page plays
 //!   the stream in Chromium, killing OBS takes the stream offline, a new OBS brings it back, and
-//!   "Stop Streaming" (over obs-websocket) takes it offline again.
+//!   "Stop Streaming" (over obs-websocket) takes it offline again. And OBS over SRT (its MPEG-TS/SRT
+//!   output, libsrt, bridged as UDP datagrams): live with readable HLS and the codecs in the
+//!   broadcaster details; "Stop Streaming" takes it offline.
 //! - GStreamer's `rtmp2sink` and
 //! - GStreamer's `rtmpsink` (librtmp): a wrong key is refused, a publish goes live with readable HLS,
 //!   and the stream goes offline when the pipeline ends.
@@ -185,6 +187,43 @@ fn poll_stream_inactive(ws: &mut publishers::obs::ObsWebSocket) -> Value {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+#[test]
+fn obs_studio_broadcasts_over_srt() {
+    let _g = lock();
+    let t0 = Instant::now();
+    let srt_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = Server::start_with_args(&["--streamkey", OBS_KEY, "--srtport", &srt_port.to_string()]);
+    assert_eq!(server.srt_port, Some(srt_port), "castd logs its SRT port");
+    let rtmp_port = server.rtmp_port.expect("castd logs its RTMP port");
+    configure(
+        &server,
+        json!([{"name": "360p", "scaledWidth": 640, "scaledHeight": 360, "videoBitrate": 600, "framerate": 30,
+                "cpuUsageLevel": 0}]),
+    );
+    let dir = tempfile::Builder::new().prefix("castd-obs-srt-").tempdir().unwrap();
+    let mut obs = Obs::new_srt(dir.path(), rtmp_port, srt_port, OBS_KEY);
+    obs.start(true);
+    let took = wait_online_obs(&server, &mut obs, 1, Duration::from_secs(60));
+    eprintln!("obs over srt: OBS start to castd online: {took:?}");
+    let diag = |obs: &Obs| format!("{}\n{}", obs.diag(), castd_tail(&server));
+    wait_new_segments(&server, 0, 2, &[], Duration::from_secs(30), &|| diag(&obs));
+    check_newest_segment(&server, 0, 360);
+    let d = details(&server);
+    assert_eq!(d["videoCodec"], "H.264", "{d}");
+    assert_eq!(d["audioCodec"], "AAC", "{d}");
+    let st = server.admin_json("/api/admin/status");
+    assert!(st["broadcaster"]["remoteAddr"].as_str().unwrap_or_default().starts_with("127.0.0.1"), "{st}");
+    eprintln!("obs over srt: broadcaster encoder {:?}", d["encoder"]);
+
+    let mut ws = obs.websocket();
+    ws.request("StopStream", json!({}));
+    let took = wait_offline(&server, 1, Duration::from_secs(30), &|| diag(&obs));
+    eprintln!("obs over srt: Stop Streaming to castd offline: {took:?}");
+    drop(ws);
+    drop(obs);
+    eprintln!("obs over srt: whole test {:?}", t0.elapsed());
 }
 
 /// One GStreamer RTMP sink end to end: a wrong key is refused, a 12 s publish goes live with HLS

@@ -11,6 +11,10 @@
 //!   host's loopback. So OBS is set up exactly as the README tells a streamer on the castd box. obs-websocket (port 4455 inside)
 //!   is reached the same way through `obs-websocket.sock`. Nothing else leaves the namespace.
 //! - `start` runs OBS in the namespace (`nsenter --net`), optionally with `--startstreaming`.
+//! - `Obs::new_srt` streams over SRT instead: the custom service's server is
+//!   `srt://127.0.0.1:8890?streamid=live/KEY` (OBS then uses its MPEG-TS/SRT output), bridged as UDP
+//!   datagrams: socat in the namespace (`UDP4-LISTEN`) to `srt.sock` (a SOCK_SEQPACKET Unix socket,
+//!   which keeps datagram boundaries) to socat outside, which sends them to castd's SRT port.
 //!
 //! Every process is a `Proc`: killed by its process-group id on drop, also when the test fails.
 //! `diag()` gives OBS's own log (`$HOME/.config/obs-studio/logs/`) for failure messages.
@@ -32,6 +36,8 @@ const NAME: &str = "castd";
 const WEBSOCKET_PORT: u16 = 4455;
 /// The RTMP port OBS streams to, inside the namespace (bridged to castd's real port).
 pub const RTMP_PORT_IN_NAMESPACE: u16 = 1935;
+/// The SRT port OBS streams to with `new_srt`, inside the namespace (bridged to castd's real port).
+pub const SRT_PORT_IN_NAMESPACE: u16 = 8890;
 /// The virtual screen (big enough for OBS's main window and its settings dialog).
 const SCREEN: &str = "1600x1000x24";
 
@@ -39,6 +45,8 @@ const SCREEN: &str = "1600x1000x24";
 pub struct Obs {
     // Fields drop in this order: OBS first, then the bridges, the namespace, the display.
     obs: Option<Proc>,
+    /// The UDP bridge of `new_srt` (inside, outside).
+    srt_bridge: Vec<Proc>,
     ws_bridge: Proc,
     rtmp_inner: Proc,
     rtmp_outer: Proc,
@@ -295,6 +303,7 @@ impl Obs {
 
         Obs {
             obs: None,
+            srt_bridge: Vec::new(),
             ws_bridge,
             rtmp_inner,
             rtmp_outer,
@@ -305,6 +314,31 @@ impl Obs {
             dir: dir.to_path_buf(),
             starts: 0,
         }
+    }
+
+    /// As `new`, but OBS streams to `srt://127.0.0.1:8890?streamid=live/<key>` (its Stream Key empty),
+    /// bridged to castd's `srt_port` as the module doc says.
+    pub fn new_srt(dir: &Path, rtmp_port: u16, srt_port: u16, key: &str) -> Obs {
+        let mut obs = Obs::new(dir, rtmp_port, key);
+        let holder = obs.netns.pid();
+        let srt_sock = dir.join("srt.sock");
+        let mut outer = Command::new("socat");
+        outer
+            .arg(format!("UNIX-LISTEN:{},type=5,fork,unlink-early", srt_sock.display()))
+            .arg(format!("UDP4-CONNECT:127.0.0.1:{srt_port}"));
+        let srt_outer = Proc::spawn("socat-srt-host", outer, dir);
+        poll(Duration::from_secs(10), || srt_sock.exists().then_some(()))
+            .unwrap_or_else(|| panic!("socat did not create {}:\n{}", srt_sock.display(), srt_outer.output_text()));
+        let mut inner = in_netns(holder, "socat");
+        inner
+            .arg(format!("UDP4-LISTEN:{SRT_PORT_IN_NAMESPACE},bind=127.0.0.1"))
+            .arg(format!("UNIX-CONNECT:{},type=5", srt_sock.display()));
+        let srt_inner = Proc::spawn("socat-srt-netns", inner, dir);
+        obs.srt_bridge = vec![srt_inner, srt_outer];
+        let tone = dir.join("tone.wav");
+        let server = format!("srt://127.0.0.1:{SRT_PORT_IN_NAMESPACE}?streamid=live/{key}");
+        write_config(&obs.home, &server, "", &tone);
+        obs
     }
 
     /// Start OBS in the namespace (streaming at once with `stream`).
@@ -398,7 +432,7 @@ impl Obs {
                 lines[lines.len().saturating_sub(40)..].join("\n")
             ));
         }
-        for p in [&self.rtmp_outer, &self.rtmp_inner, &self.ws_bridge] {
+        for p in [&self.rtmp_outer, &self.rtmp_inner, &self.ws_bridge].into_iter().chain(&self.srt_bridge) {
             let out = p.output_text();
             if !out.trim().is_empty() {
                 s.push_str(&format!("--- {}\n{}\n", p.name, out.trim()));
