@@ -5,7 +5,7 @@
 //! Each target's dictionary (the tokens its format is made of) is `tests/fuzz/dict/<target>.dict`.
 #![allow(dead_code)]
 
-pub const TARGETS: [&str; 4] = ["rtmp", "chat", "cmcd", "setters"];
+pub const TARGETS: [&str; 5] = ["rtmp", "chat", "cmcd", "setters", "ts"];
 
 /// The target function by name.
 pub fn target(name: &str) -> Option<fn(&[u8])> {
@@ -14,6 +14,7 @@ pub fn target(name: &str) -> Option<fn(&[u8])> {
         "chat" => Some(chat_one),
         "cmcd" => Some(cmcd_one),
         "setters" => Some(setters_one),
+        "ts" => Some(ts_one),
         _ => None,
     }
 }
@@ -210,4 +211,35 @@ pub fn setters_one(data: &[u8]) {
             assert_eq!(k, k.trim(), "a stream key is stored trimmed");
         }
     }
+}
+
+// ---- ts: the MPEG-TS an SRT publisher sends, as the SRT ingest takes it: the byte stream cut into
+// packets (resynchronising on the sync byte), the program tables and the random-access runs, and the
+// SRT streamid's key forms (the first line).
+
+pub fn ts_one(data: &[u8]) {
+    use castd::media::ts::{Demux, Framer};
+    let (first, rest) = match data.iter().position(|&b| b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let _ = castd::ingest::srt::stream_key(&String::from_utf8_lossy(first));
+    let mut framer = Framer::default();
+    let mut demux = Demux::default();
+    // SRT delivers payloads of up to 1316 bytes; the cut points vary with the input.
+    let step = 1 + usize::from(rest.first().copied().unwrap_or(0)) * 6;
+    let mut total = 0;
+    for piece in rest.chunks(step) {
+        framer.push(piece, |p| demux.packet(p));
+        for chunk in demux.take_chunks() {
+            if let castd::media::MediaChunk::Bytes { data, .. } = chunk {
+                assert_eq!(data.len() % castd::media::ts::PACKET, 0, "runs are whole packets");
+                total += data.len();
+            }
+        }
+        let _ = demux.take_program_change();
+        let _ = demux.take_bytes();
+    }
+    // PAT/PMT copies lead random-access runs, so the output may exceed the input by a few packets each.
+    let _ = total;
 }

@@ -65,3 +65,8 @@ fn fuzz_cmcd_query_header_and_json() {
 fn fuzz_setter_value_decoder() {
     replay("setters");
 }
+
+#[test]
+fn fuzz_mpeg_ts_demux_and_srt_stream_ids() {
+    replay("ts");
+}
