@@ -125,8 +125,8 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 60, "{:?}", map.keys().collect::<Vec<_>>());
-        for key in ["name", "adminPasswordHash", "directoryEnabled", "latencyLevel", "chatDisabled"] {
+        assert_eq!(map.len(), 62, "{:?}", map.keys().collect::<Vec<_>>());
+        for key in ["name", "adminPasswordHash", "srtServerPort", "directoryEnabled", "latencyLevel", "chatDisabled"] {
             assert!(map.contains_key(key), "{key}");
         }
         for key in ["federationBlockedDomains", "browserNotifications", "s3", "scheduleChatOpenMinutes"] {
