@@ -9,7 +9,11 @@
 //! publisher while one is live `2409 conflict` (the media plane's one-publisher rule), a malformed
 //! streamid `2400 bad request`. With a passphrase set (`srt/passphrase`), the connection is encrypted
 //! and a publisher with the wrong passphrase is refused by the handshake (`1010 bad secret`), one
-//! without any (`1011 unsecure`); without one, an encrypting publisher is refused `1011` too.
+//! without any (`1011 unsecure`). Without a passphrase, an encrypting publisher that announces its key
+//! length is refused `1011`; one that does not (libsrt's default `pbkeylen`) makes srt-tokio's listener
+//! task panic (`unimplemented!` in its handshake code), so `serve` binds the listener again: that
+//! publisher's connection times out, and a live SRT publisher is dropped (known srt-tokio 0.4.4 limit;
+//! unknown handshake extensions, such as a packet filter, do the same).
 //!
 //! The accepted publisher's payloads are cut into TS packets and runs (`media::ts`) and handed on
 //! through the ingest's `Feeder`; the program tables give the broadcaster details (codecs, encoder)
@@ -29,14 +33,13 @@ use srt_tokio::{ConnectionRequest, SrtListener, SrtSocket};
 use tokio::net::UdpSocket;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-
-use crate::tasks::{Stage, Tasks};
 use tracing::{debug, error, info, warn};
 
 use super::{Feeder, Ingest, IDLE_TIMEOUT};
 use crate::media::ts::{Demux, Framer};
 use crate::media::{Container, Protocol, PublisherGuard, Source};
 use crate::stream::StreamDetails;
+use crate::tasks::{Stage, Tasks};
 
 /// The default SRT port (mediamtx's too); 0 disables SRT.
 pub const DEFAULT_PORT: u16 = crate::config::DEFAULT_SRT_PORT;
