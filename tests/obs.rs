@@ -221,6 +221,14 @@ fn obs_studio_broadcasts_over_srt() {
     ws.request("StopStream", json!({}));
     let took = wait_offline(&server, 1, Duration::from_secs(30), &|| diag(&obs));
     eprintln!("obs over srt: Stop Streaming to castd offline: {took:?}");
+    // README screenshot of the SRT settings, on request, while OBS is idle.
+    if let Some(out) = std::env::var_os("CASTD_SCREENSHOT_DIR") {
+        let out = std::path::PathBuf::from(out);
+        std::fs::create_dir_all(&out).unwrap();
+        let path = out.join("obs-settings-srt.png");
+        obs.screenshot_settings(&path);
+        eprintln!("obs over srt: wrote {}", path.display());
+    }
     drop(ws);
     drop(obs);
     eprintln!("obs over srt: whole test {:?}", t0.elapsed());
