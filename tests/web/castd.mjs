@@ -104,11 +104,12 @@ export class Castd {
     const dataDir = mkdtempSync(join(tmpdir(), 'castd-e2e-'));
     const childEnv = { ...process.env, ...env };
     delete childEnv.CASTD_STREAMKEY;
+    // SRT off unless a test asks for a port (`--srtport` wins over the environment): parallel daemons would
+    // all want 8890. The environment, not a flag, so binaries from before SRT run too (bench/compare).
+    childEnv.CASTD_SRTPORT = env.CASTD_SRTPORT ?? '0';
     const child = spawn(
       CASTD_BIN,
-      // SRT off unless a test asks for a port: parallel daemons would all want 8890.
-      ['--data-dir', dataDir, '--webserverip', '127.0.0.1', '--webserverport', '0', '--rtmpport', '0',
-        ...(args.includes('--srtport') ? [] : ['--srtport', '0']), ...args],
+      ['--data-dir', dataDir, '--webserverip', '127.0.0.1', '--webserverport', '0', '--rtmpport', '0', ...args],
       { stdio: ['ignore', 'ignore', 'pipe'], env: childEnv },
     );
     live.add(child);
