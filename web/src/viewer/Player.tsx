@@ -16,6 +16,14 @@ const REPORT_INTERVAL_MS = 10_000;
 const LL_CATCH_UP_RATE = 1.5;
 /** Seconds beyond PART-HOLD-BACK after which hls.js seeks back to the live edge of a low-latency stream. */
 const LL_MAX_BEHIND_TARGET = 1.5;
+/**
+ * Start-up of a low-latency stream: stalls in this long after playback first starts are the buffer
+ * filling, not the network. hls.js adds a target duration to its target latency for every stall it sees
+ * (`liveSyncOnStallIncrease`), so one at start-up would keep the viewer a whole second further behind
+ * live for good; once this has passed, the target is set back to PART-HOLD-BACK (later stalls count as
+ * hls.js counts them).
+ */
+const LL_STARTUP_GRACE_MS = 3000;
 
 interface Props {
   /** Start playback when true; tear the player down when false. */
@@ -66,7 +74,17 @@ export function Player({ active, autoplay }: Props) {
     const onWaiting = () => {
       if (!video.seeking && video.currentTime > 0) starved = true;
     };
-    const onPlay = () => setNeedsClick(false);
+    // PART-HOLD-BACK of the low-latency playlist being played (null: a classic playlist).
+    let partHoldBack: number | null = null;
+    let startupTimer: ReturnType<typeof setTimeout> | undefined;
+    const onPlay = () => {
+      setNeedsClick(false);
+      if (startupTimer !== undefined) return;
+      startupTimer = setTimeout(() => {
+        const hls = hlsRef.current;
+        if (hls && partHoldBack !== null) hls.targetLatency = partHoldBack;
+      }, LL_STARTUP_GRACE_MS);
+    };
     video.addEventListener('waiting', onWaiting);
     video.addEventListener('playing', onPlay);
 
@@ -89,6 +107,7 @@ export function Player({ active, autoplay }: Props) {
           // rather than stalling when it drifts.
           // Further behind than that (a late press on play, a stall), jump back to the live edge.
           if (isLowLatency(data.details)) {
+            partHoldBack = data.details.partHoldBack || 1;
             hls.config.maxLiveSyncPlaybackRate = LL_CATCH_UP_RATE;
             hls.config.liveMaxLatencyDuration = (data.details.partHoldBack || 1) + LL_MAX_BEHIND_TARGET;
           }
@@ -111,6 +130,10 @@ export function Player({ active, autoplay }: Props) {
           setFailure('Reconnecting to the stream…');
           retryTimer = setTimeout(() => {
             setFailure(null);
+            // The new player starts up again: its start-up stalls are forgiven too.
+            clearTimeout(startupTimer);
+            startupTimer = undefined;
+            partHoldBack = null;
             start();
           }, 4000);
         });
@@ -142,6 +165,7 @@ export function Player({ active, autoplay }: Props) {
       destroyed = true;
       clearInterval(report);
       clearTimeout(retryTimer);
+      clearTimeout(startupTimer);
       video.removeEventListener('waiting', onWaiting);
       video.removeEventListener('playing', onPlay);
       hlsRef.current?.destroy();
