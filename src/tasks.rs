@@ -17,6 +17,10 @@
 //!   encoder threads, chat's shards) are owned by the feature that starts them and end when the channels
 //!   feeding them close.
 //!
+//! The task's own future is boxed before it is wrapped (stage token, registry): an async block that
+//! captures a future and awaits it can hold it twice, so a large future (a chat socket's, about 3.5 KiB)
+//! would cost its size two or three times over per task, unboxed.
+//!
 //! A task's name is kept while it runs (a small registry) so that a stage that does not stop in time
 //! says which tasks it waited for.
 
@@ -137,6 +141,30 @@ impl Drop for Registered {
     }
 }
 
+/// `fut` (boxed, see the module doc) until it ends, or `None` once `kill` fires.
+fn finish_unless<F: Future>(kill: CancellationToken, fut: F) -> impl Future<Output = Option<F::Output>> {
+    let fut = Box::pin(fut);
+    async move {
+        tokio::select! {
+            biased;
+            out = fut => Some(out),
+            _ = kill.cancelled() => None,
+        }
+    }
+}
+
+/// `fut` (boxed) until it ends, or `None` as soon as `stop` fires.
+fn stopped_by<F: Future<Output = ()>>(stop: CancellationToken, fut: F) -> impl Future<Output = Option<()>> {
+    let fut = Box::pin(fut);
+    async move {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => None,
+            () = fut => Some(()),
+        }
+    }
+}
+
 /// What [`Tasks::stop`] found.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StageReport {
@@ -186,13 +214,7 @@ impl Tasks {
         F::Output: Send + 'static,
     {
         let kill = self.inner.kill[stage.index()].clone();
-        self.spawn_inner(stage, name.into(), async move {
-            tokio::select! {
-                biased;
-                out = fut => Some(out),
-                _ = kill.cancelled() => None,
-            }
-        })
+        self.spawn_inner(stage, name.into(), finish_unless(kill, fut))
     }
 
     /// Spawn a loop with nothing to finish: it is dropped at its next `.await` once `stage` stops.
@@ -201,13 +223,7 @@ impl Tasks {
         F: Future<Output = ()> + Send + 'static,
     {
         let stop = self.token(stage);
-        self.spawn_inner(stage, name.into(), async move {
-            tokio::select! {
-                biased;
-                _ = stop.cancelled() => None,
-                () = fut => Some(()),
-            }
-        })
+        self.spawn_inner(stage, name.into(), stopped_by(stop, fut))
     }
 
     /// Like [`Tasks::spawn_until_stopped`], and also dropped when the returned token (a child of the
@@ -217,14 +233,7 @@ impl Tasks {
         F: Future<Output = ()> + Send + 'static,
     {
         let token = self.token(stage).child_token();
-        let stop = token.clone();
-        self.spawn_inner(stage, name.into(), async move {
-            tokio::select! {
-                biased;
-                _ = stop.cancelled() => None,
-                () = fut => Some(()),
-            }
-        });
+        self.spawn_inner(stage, name.into(), stopped_by(token.clone(), fut));
         token
     }
 
@@ -303,6 +312,21 @@ impl Tasks {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
+
+    /// A task costs its own future's size and a few words, not a multiple of it (chat spawns one per
+    /// connection).
+    #[test]
+    fn wrapping_a_large_future_adds_only_a_few_words() {
+        let large = || async {
+            let buf = [7u8; 4096];
+            tokio::task::yield_now().await;
+            buf.iter().map(|b| u64::from(*b)).sum::<u64>()
+        };
+        assert!(std::mem::size_of_val(&large()) >= 4096);
+        let token = CancellationToken::new();
+        assert!(std::mem::size_of_val(&finish_unless(token.clone(), large())) < 256);
+        assert!(std::mem::size_of_val(&stopped_by(token, async { large().await; })) < 256);
+    }
 
     #[tokio::test]
     async fn stages_stop_in_order_and_finishing_tasks_finish() {
