@@ -325,7 +325,11 @@ mod tests {
         assert!(std::mem::size_of_val(&large()) >= 4096);
         let token = CancellationToken::new();
         assert!(std::mem::size_of_val(&finish_unless(token.clone(), large())) < 256);
-        assert!(std::mem::size_of_val(&stopped_by(token, async { large().await; })) < 256);
+        assert!(
+            std::mem::size_of_val(&stopped_by(token, async {
+                large().await;
+            })) < 256
+        );
     }
 
     #[tokio::test]
