@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::media::{publish, wait_exit};
+use common::media::{online, publish, segments, text, wait_exit};
 use common::Server;
 use serde_json::{json, Value};
 
@@ -19,20 +19,6 @@ const KEY: &str = "test-stream-key-1";
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn online(server: &Server) -> bool {
-    server.get_json("/api/status")["online"].as_bool().unwrap_or(false)
-}
-
-fn text(server: &Server, path: &str) -> Option<String> {
-    let r = server.get(path);
-    r.status().is_success().then(|| r.text().unwrap_or_default())
-}
-
-/// Segment names listed in a playlist.
-fn segments(playlist: &str) -> Vec<String> {
-    playlist.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string).collect()
 }
 
 fn configure(server: &Server, variants: Value) {

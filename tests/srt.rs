@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::media::{publish, wait_exit};
+use common::media::{online, publish, publish_to, segments, text, wait_exit};
 use common::Server;
 use serde_json::{json, Value};
 
@@ -39,35 +39,10 @@ fn start() -> Server {
     server
 }
 
-fn online(server: &Server) -> bool {
-    server.get_json("/api/status")["online"].as_bool().unwrap_or(false)
-}
-
-fn text(server: &Server, path: &str) -> Option<String> {
-    let r = server.get(path);
-    r.status().is_success().then(|| r.text().unwrap_or_default())
-}
-
-fn segments(playlist: &str) -> Vec<String> {
-    playlist.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string).collect()
-}
-
 /// ffmpeg publishing `secs` s of testsrc2 (`size`, 30 fps, a keyframe every 2 s) and a tone as
 /// MPEG-TS to `srt://127.0.0.1:<port>?streamid=<stream_id><query>`.
 fn srt_publish(port: u16, stream_id: &str, query: &str, size: &str, secs: u32) -> Child {
-    let url = format!("srt://127.0.0.1:{port}?streamid={stream_id}{query}");
-    Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i"])
-        .arg(format!("testsrc2=size={size}:rate=30"))
-        .args(["-f", "lavfi", "-i", "sine=frequency=440", "-t"])
-        .arg(secs.to_string())
-        .args(["-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "mpegts"])
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ffmpeg")
+    publish_to(&format!("srt://127.0.0.1:{port}?streamid={stream_id}{query}"), "mpegts", size, secs)
 }
 
 fn stderr_of(child: &mut Child) -> String {
