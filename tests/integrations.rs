@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::chatclient::{history, join, next_of, register, say};
+use common::push::push_subscription;
 use common::receiver::Receiver;
 use common::Server;
 use hmac::{Hmac, Mac};
@@ -309,22 +310,6 @@ fn chat_routes_for_bots() {
     // a deleted token stops working at once
     server.admin_post("/api/admin/accesstokens/delete", &json!({ "token": bot }));
     assert_eq!(bearer_post(&server, "/api/integrations/chat/send", Some(&bot), &msg("x")).status().as_u16(), 401);
-}
-
-/// A browser push subscription made of a fresh P-256 key pair and auth secret.
-fn push_subscription(endpoint: &str) -> (Value, web_push_native::p256::SecretKey, [u8; 16]) {
-    use base64::Engine;
-    use web_push_native::p256::elliptic_curve::sec1::ToEncodedPoint;
-    let secret = web_push_native::p256::SecretKey::random(&mut rand::thread_rng());
-    let public = secret.public_key().to_encoded_point(false);
-    let auth: [u8; 16] = rand::random();
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let sub = json!({
-        "endpoint": endpoint,
-        "expirationTime": null,
-        "keys": { "p256dh": b64.encode(public.as_bytes()), "auth": b64.encode(auth) }
-    });
-    (sub, secret, auth)
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use chrono::{DateTime, Duration as Span, NaiveDate, Offset, SecondsFormat, TimeZone, Utc};
-use common::fedactor::FedActor;
+use common::fedactor::followed_by;
 use common::receiver::Receiver;
 use common::Server;
 use serde_json::{json, Value};
@@ -488,14 +488,7 @@ fn status_shows_the_next_event_and_whether_chat_is_open() {
 #[test]
 fn reminders_reach_followers_and_webhooks_fire() {
     let s = Server::start_with_env(&["--federation-allow-http-loopback"], &[("CASTD_FEDERATION_RETRY_BASE_MS", "300")]);
-    s.set("serverurl", json!(s.base));
-    s.set("federation/enable", json!(true));
-    let alice = FedActor::start("alice");
-    let inbox = format!("{}/federation/user/streamer/inbox", s.base);
-    let follow = json!({"@context": "https://www.w3.org/ns/activitystreams", "id": format!("{}/follows/1", alice.base),
-        "type": "Follow", "actor": alice.iri(), "object": format!("{}/federation/user/streamer", s.base)});
-    assert_eq!(alice.send(&inbox, &follow), 202);
-    alice.wait_for(Duration::from_secs(10), |v| v["type"] == "Accept").expect("the follow is accepted");
+    let alice = followed_by(&s, "alice");
     let hook = Receiver::start(&[]);
     let r = s.admin_post("/api/admin/webhooks/create", &json!({"url": hook.url, "events": ["SCHEDULED_EVENTS"]}));
     assert!(r.status().is_success(), "SCHEDULED_EVENTS is subscribable");

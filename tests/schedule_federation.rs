@@ -11,7 +11,8 @@ mod common;
 use std::time::Duration;
 
 use chrono::{Duration as Span, SecondsFormat, Utc};
-use common::fedactor::FedActor;
+use common::fedactor::{followed_by, FedActor};
+use common::push::push_subscription;
 use common::receiver::Receiver;
 use common::Server;
 use serde_json::{json, Value};
@@ -35,14 +36,7 @@ fn save(s: &Server, body: Value) -> Value {
 /// A federating server with the schedule on, and `alice` following it.
 fn federating_server() -> (Server, FedActor) {
     let s = Server::start_with_env(&["--federation-allow-http-loopback"], &[("CASTD_FEDERATION_RETRY_BASE_MS", "300")]);
-    s.set("serverurl", json!(s.base));
-    s.set("federation/enable", json!(true));
-    let alice = FedActor::start("alice");
-    let inbox = format!("{}/federation/user/streamer/inbox", s.base);
-    let follow = json!({"@context": "https://www.w3.org/ns/activitystreams", "id": format!("{}/follows/1", alice.base),
-        "type": "Follow", "actor": alice.iri(), "object": format!("{}/federation/user/streamer", s.base)});
-    assert_eq!(alice.send(&inbox, &follow), 202);
-    alice.wait_for(Duration::from_secs(10), |v| v["type"] == "Accept").expect("the follow is accepted");
+    let alice = followed_by(&s, "alice");
     s.set("schedule/enabled", json!(true));
     (s, alice)
 }
@@ -281,20 +275,4 @@ fn reminders_go_out_by_browser_push_and_discord() {
     std::thread::sleep(Duration::from_secs(11));
     assert_eq!(rx.all().iter().filter(|r| r.path == "/discord").count(), 1);
     assert_eq!(rx.all().iter().filter(|r| r.path == "/push/one").count(), 1);
-}
-
-/// A browser push subscription made of a fresh P-256 key pair and auth secret.
-fn push_subscription(endpoint: &str) -> (Value, web_push_native::p256::SecretKey, [u8; 16]) {
-    use base64::Engine;
-    use web_push_native::p256::elliptic_curve::sec1::ToEncodedPoint;
-    let secret = web_push_native::p256::SecretKey::random(&mut rand::thread_rng());
-    let public = secret.public_key().to_encoded_point(false);
-    let auth: [u8; 16] = rand::random();
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let sub = json!({
-        "endpoint": endpoint,
-        "expirationTime": null,
-        "keys": { "p256dh": b64.encode(public.as_bytes()), "auth": b64.encode(auth) }
-    });
-    (sub, secret, auth)
 }

@@ -361,8 +361,18 @@ pub fn due(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<ScheduledEvent>, StoreError> {
+    due_where(c, column, "", from, to)
+}
+
+fn due_where(
+    c: &Connection,
+    column: &'static str,
+    and: &'static str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<ScheduledEvent>, StoreError> {
     let mut stmt = c.prepare(&format!(
-        "SELECT {EVENT_COLUMNS} FROM stream_events WHERE status = 'scheduled' AND {column} IS NULL
+        "SELECT {EVENT_COLUMNS} FROM stream_events WHERE status = 'scheduled' AND {column} IS NULL {and}
            AND start_time > ?1 AND start_time <= ?2 ORDER BY start_time"
     ))?;
     let rows = stmt.query_map(params![ts(from), ts(to)], event_row)?.collect::<Result<Vec<_>, _>>()?;
@@ -428,10 +438,5 @@ pub fn announced_due(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<ScheduledEvent>, StoreError> {
-    let mut stmt = c.prepare(&format!(
-        "SELECT {EVENT_COLUMNS} FROM stream_events WHERE status = 'scheduled' AND {column} IS NULL
-           AND federated_at IS NOT NULL AND start_time > ?1 AND start_time <= ?2 ORDER BY start_time"
-    ))?;
-    let rows = stmt.query_map(params![ts(from), ts(to)], event_row)?.collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    due_where(c, column, "AND federated_at IS NOT NULL", from, to)
 }

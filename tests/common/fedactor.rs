@@ -229,3 +229,17 @@ pub fn verify_request(r: &Received, public_pem: &str) -> Result<(), String> {
     let sig = Signature::try_from(signature.as_slice()).map_err(|e| e.to_string())?;
     VerifyingKey::<Sha256>::new(key).verify(lines.join("\n").as_bytes(), &sig).map_err(|e| e.to_string())
 }
+
+/// A federating castd (`serverurl` set, federation on) followed by a new in-test actor `name`.
+pub fn followed_by(s: &super::Server, name: &str) -> FedActor {
+    s.set("serverurl", serde_json::json!(s.base));
+    s.set("federation/enable", serde_json::json!(true));
+    let actor = FedActor::start(name);
+    let inbox = format!("{}/federation/user/streamer/inbox", s.base);
+    let follow = serde_json::json!({"@context": "https://www.w3.org/ns/activitystreams",
+        "id": format!("{}/follows/1", actor.base), "type": "Follow", "actor": actor.iri(),
+        "object": format!("{}/federation/user/streamer", s.base)});
+    assert_eq!(actor.send(&inbox, &follow), 202);
+    actor.wait_for(std::time::Duration::from_secs(10), |v| v["type"] == "Accept").expect("the follow is accepted");
+    actor
+}

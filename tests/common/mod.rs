@@ -5,6 +5,7 @@
 pub mod chatclient;
 pub mod fedactor;
 pub mod media;
+pub mod push;
 pub mod receiver;
 pub mod s3;
 pub mod slowproxy;

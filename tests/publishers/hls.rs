@@ -8,19 +8,7 @@ use serde_json::Value;
 
 use crate::common::Server;
 
-pub fn online(server: &Server) -> bool {
-    server.get_json("/api/status")["online"].as_bool().unwrap_or(false)
-}
-
-pub fn text(server: &Server, path: &str) -> Option<String> {
-    let r = server.get(path);
-    r.status().is_success().then(|| r.text().unwrap_or_default())
-}
-
-/// Segment names listed in a playlist.
-pub fn segments(playlist: &str) -> Vec<String> {
-    playlist.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string).collect()
-}
+pub use crate::common::media::{online, segments, text};
 
 /// One stream of a segment as ffprobe sees it.
 #[derive(Debug, Clone, PartialEq)]
