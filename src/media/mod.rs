@@ -14,6 +14,7 @@
 //! - `source`: publishers and the single-publisher rule.
 //! - `flv`: FLV tags, the container RTMP publishers send.
 //! - `ts`: MPEG-TS, the container SRT publishers send: packet framing, program tables, random access.
+//! - `h264`: NAL units and the SPS (picture size, frame rate) of H.264 bitstreams without FLV metadata.
 //! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
 //! - `retention`: live windows per variant and holds; the only deleter of segment files.
@@ -22,6 +23,7 @@
 
 pub mod feed;
 pub mod flv;
+pub mod h264;
 pub mod retention;
 pub mod source;
 pub mod ts;
