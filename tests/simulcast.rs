@@ -9,6 +9,7 @@
 //!   with a health message, live once a sink listens there (the health message goes);
 //! - a TCP proxy in this file that drops every connection after 10 s: live, `retrying` with
 //!   `reconnects` counting, live again; steady once it stops dropping;
+//!
 //! while A's own HLS keeps producing segments with no gap and no discontinuity. At the end of the stream
 //! every live target unpublishes (`deleteStream`) and goes `off`; SIMULCAST_STATE_CHANGED webhooks arrive.
 

@@ -78,7 +78,8 @@ pub struct Simulcast {
     pub health: Arc<HealthHub>,
     tasks: Tasks,
     pub timing: Timing,
-    tls: Arc<rustls::ClientConfig>,
+    /// The TLS client configuration for `rtmps://` (an error when rustls could not make one).
+    tls: Result<Arc<rustls::ClientConfig>, String>,
     /// The configured targets, in the settings' order.
     targets: Mutex<Vec<Arc<target::TargetHandle>>>,
     /// The targets setting changed.

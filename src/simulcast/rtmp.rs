@@ -98,7 +98,7 @@ impl Endpoint {
 }
 
 /// The TLS client configuration: the Mozilla roots plus the certificates of `CASTD_SIMULCAST_CA_FILE`.
-pub fn tls_config() -> Arc<rustls::ClientConfig> {
+pub fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
     if let Some(path) = std::env::var_os(CA_FILE_ENV) {
         use rustls::pki_types::pem::PemObject;
@@ -114,27 +114,11 @@ pub fn tls_config() -> Arc<rustls::ClientConfig> {
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    // Fails only for a provider without a safe protocol version, which ring is not.
+    rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map(|b| b.with_root_certificates(roots).with_no_client_auth());
-    match config {
-        Ok(c) => Arc::new(c),
-        Err(e) => {
-            // Not reachable with ring's defaults; a config without roots then refuses every server.
-            warn!("TLS configuration: {e}");
-            Arc::new(
-                rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                    .with_protocol_versions(&[&rustls::version::TLS13])
-                    .map(|b| b.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth())
-                    .unwrap_or_else(|_| unreachable_config()),
-            )
-        }
-    }
-}
-
-#[allow(clippy::panic)]
-fn unreachable_config() -> rustls::ClientConfig {
-    panic!("rustls with ring supports TLS 1.3")
+        .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
+        .map_err(|e| format!("TLS configuration: {e}"))
 }
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -193,7 +177,7 @@ impl Publisher {
     pub async fn connect(
         ep: &Endpoint,
         key: &str,
-        tls: &Arc<rustls::ClientConfig>,
+        tls: &Result<Arc<rustls::ClientConfig>, String>,
     ) -> Result<Publisher, SimulcastError> {
         match tokio::time::timeout(CONNECT_TIMEOUT, Self::connect_inner(ep, key, tls)).await {
             Ok(r) => r,
@@ -207,7 +191,7 @@ impl Publisher {
     async fn connect_inner(
         ep: &Endpoint,
         key: &str,
-        tls: &Arc<rustls::ClientConfig>,
+        tls: &Result<Arc<rustls::ClientConfig>, String>,
     ) -> Result<Publisher, SimulcastError> {
         let tcp = TcpStream::connect((ep.host.as_str(), ep.port))
             .await
@@ -216,6 +200,7 @@ impl Publisher {
         let mut io: Box<dyn Io> = if ep.tls {
             let name = ServerName::try_from(ep.host.clone())
                 .map_err(|e| SimulcastError::Remote(format!("TLS server name {}: {e}", ep.host)))?;
+            let tls = tls.as_ref().map_err(|e| SimulcastError::Remote(e.clone()))?;
             let conn = tokio_rustls::TlsConnector::from(tls.clone())
                 .connect(name, tcp)
                 .await
