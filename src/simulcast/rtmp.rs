@@ -238,9 +238,9 @@ impl Publisher {
                 match event {
                     ClientSessionEvent::ConnectionRequestAccepted => {
                         connected = true;
-                        // What OBS and ffmpeg send before publishing; some platforms wait for them.
-                        p.command("releaseStream", key).await?;
-                        p.command("FCPublish", key).await?;
+                        // No releaseStream/FCPublish before publishing: the platforms do not need them,
+                        // and some servers' answers to them (ffmpeg's `-listen` RTMP server's) make
+                        // rml_rtmp's command parser fail.
                         let req = p
                             .session
                             .request_publishing(key.to_string(), PublishRequestType::Live)
@@ -299,7 +299,7 @@ impl Publisher {
         }
     }
 
-    /// An AMF0 command rml_rtmp has no call for (`releaseStream`, `FCPublish`, `FCUnpublish`): sent on
+    /// An AMF0 command rml_rtmp has no call for (`FCUnpublish`): sent on
     /// the control stream with transaction id 0 (no answer awaited), framed by `raw_chunks`.
     async fn command(&mut self, name: &str, key: &str) -> Result<(), SimulcastError> {
         let msg = rml_rtmp::messages::RtmpMessage::Amf0Command {
