@@ -101,7 +101,9 @@
 //!   own state (`GET /api/admin/simulcast/status`), backoff, SIMULCAST_STATE_CHANGED and a health notice
 //!   for a failed one. A consumer on the media plane: `source` targets read the source tap
 //!   (`media::SourceTap`). Owns the simulcast settings: `simulcast::settings` (`simulcast/targets`, the
-//!   serverconfig `simulcastTargets`). Given settings, bus, the media plane, the health hub, the tasks.
+//!   serverconfig `simulcastTargets`). `variant` targets follow the media feed and remux that variant's
+//!   segments with `transcode::remux` (a `castd remux` child; no encode). Uses `transcode` (the child's
+//!   executable and the remux); given settings, bus, the media plane, the health hub, the tasks.
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.

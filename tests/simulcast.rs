@@ -9,6 +9,7 @@
 //!   with a health message, live once a sink listens there (the health message goes);
 //! - a TCP proxy in this file that drops every connection after 10 s: live, `retrying` with
 //!   `reconnects` counting, live again; steady once it stops dropping;
+//! - the sink again as a `variant` target (variant 0's HLS segments remuxed to FLV, no encode): live, sending;
 //!
 //! while A's own HLS keeps producing segments with no gap and no discontinuity. At the end of the stream
 //! every live target unpublishes (`deleteStream`) and goes `off`; SIMULCAST_STATE_CHANGED webhooks arrive.
@@ -41,6 +42,9 @@ struct SinkStats {
     refused: AtomicU64,
     finished: AtomicU64,
     media_bytes: AtomicU64,
+    /// On application `var`: AVC sequence headers and keyframes received.
+    var_setups: AtomicU64,
+    var_keyframes: AtomicU64,
 }
 
 /// An RTMP server that accepts publishes with `SINK_KEY` (any number at once) and counts what arrives.
@@ -116,8 +120,14 @@ fn sink_conn(mut sock: TcpStream, stats: &SinkStats) -> std::io::Result<()> {
                                 return Ok(());
                             }
                         }
-                        ServerSessionEvent::VideoDataReceived { data, .. }
-                        | ServerSessionEvent::AudioDataReceived { data, .. } => {
+                        ServerSessionEvent::VideoDataReceived { data, app_name, .. } => {
+                            stats.media_bytes.fetch_add(data.len() as u64, Ordering::SeqCst);
+                            if app_name == "var" && data.len() > 1 && data[0] == 0x17 {
+                                let n = if data[1] == 0 { &stats.var_setups } else { &stats.var_keyframes };
+                                n.fetch_add(1, Ordering::SeqCst);
+                            }
+                        }
+                        ServerSessionEvent::AudioDataReceived { data, .. } => {
                             stats.media_bytes.fetch_add(data.len() as u64, Ordering::SeqCst);
                         }
                         ServerSessionEvent::PublishStreamFinished { .. } => {
@@ -401,13 +411,16 @@ fn forwards_to_a_second_castd_and_every_target_keeps_its_own_state() {
              "enabled": true},
             {"id": "drop", "name": "Drops", "url": format!("rtmp://127.0.0.1:{}/app", dropper.port),
              "streamKey": SINK_KEY, "enabled": true},
+            {"id": "var", "name": "Variant 0", "url": format!("rtmp://127.0.0.1:{}/var", sink.port),
+             "streamKey": SINK_KEY, "enabled": true, "variant": 0},
         ])
     };
     a.set("simulcast/targets", targets(false));
     // The keys are write-only.
     let config = a.admin_json("/api/admin/serverconfig");
     let shown = config["simulcastTargets"].as_array().cloned().unwrap_or_default();
-    assert_eq!(shown.len(), 5, "{config:#}");
+    assert_eq!(shown.len(), 6, "{config:#}");
+    assert_eq!(shown[5]["variant"], 0);
     assert_eq!(shown[0]["streamKey"], "********");
     assert!(!config.to_string().contains(KEY_B), "a stream key is never shown");
     assert!(statuses(&a).iter().all(|s| state_is(s, "off")), "off until the stream is live");
@@ -424,6 +437,14 @@ fn forwards_to_a_second_castd_and_every_target_keeps_its_own_state() {
     let streams = probe(&b);
     assert!(streams.contains(&("h264".to_string(), 640, 360)), "{streams:?}");
     assert!(streams.iter().any(|s| s.0 == "aac"), "{streams:?}");
+
+    // The variant target: the transcoder's segments of variant 0, remuxed, no encode.
+    wait_target(&a, "var", 30, "live and sending", |s| {
+        state_is(s, "live") && s["bytesSent"].as_u64().unwrap_or(0) > 50_000
+    });
+    a.wait_for(Duration::from_secs(15), || (sink.stats.var_keyframes.load(Ordering::SeqCst) >= 1).then_some(()))
+        .expect("keyframes from the variant target");
+    assert!(sink.stats.var_setups.load(Ordering::SeqCst) >= 1, "the AVC sequence header comes first");
 
     // The wrong key: the remote's own words; the port nothing listens on: refused, then failed, with a
     // health message; the dropping proxy: live.
@@ -466,8 +487,8 @@ fn forwards_to_a_second_castd_and_every_target_keeps_its_own_state() {
         .unwrap_or_else(|| panic!("targets still on: {:#}", json!(statuses(&a))));
     assert_eq!(status_of(&a, "drop")["reconnects"].as_u64().unwrap_or(0), drop_reconnects, "steady once fixed");
     assert!(
-        sink.stats.finished.load(Ordering::SeqCst) >= 2,
-        "deleteStream at the end (refuse, drop): {}",
+        sink.stats.finished.load(Ordering::SeqCst) >= 3,
+        "deleteStream at the end (refuse, drop, var): {}",
         sink.stats.finished.load(Ordering::SeqCst)
     );
     assert!(sink.stats.refused.load(Ordering::SeqCst) >= 1 && sink.stats.media_bytes.load(Ordering::SeqCst) > 0);

@@ -17,17 +17,22 @@
 //!   with the settings, the status route (`GET /api/admin/simulcast/status`), the
 //!   SIMULCAST_STATE_CHANGED event and the health notice.
 //!
-//! Not yet: `srt://` targets and `variant` targets (a variant index; the plan is to remux the
-//! transcoder's segments from the media feed into FLV, no encode); such a target is accepted and
-//! stays `off` with its `lastError` saying so. A source that came in over SRT (MPEG-TS) is not
-//! forwarded to RTMP targets yet (same: `off`, with the reason).
+//! - `variant`: a `variant` target's media (an index into the video ladder): the transcoder's MPEG-TS
+//!   segments of that variant, followed on the media feed, remuxed to FLV by a `castd remux` child (no
+//!   encode; a segment or two more latency than a source target).
 //!
-//! Given: settings, bus, the media plane, the health hub, the task tracker. Its tasks run in the
+//! Not yet: `srt://` targets (accepted, they stay `off` with `lastError` saying so), variant targets
+//! at the LL-HLS latency level (fMP4 segments), and a source that came in over SRT (MPEG-TS) sent to
+//! `source` RTMP targets (use a variant target for it); those stop with the reason in `lastError`.
+//!
+//! Given: settings, bus, the media plane, the health hub, the task tracker; uses `transcode` for its
+//! executable path (the remux child is `transcode::remux`). Its tasks run in the
 //! `Outputs` stage; the stream ending first (the `Ingest` stage stops the broadcaster) unpublishes.
 
 pub mod rtmp;
 pub mod settings;
 pub mod target;
+pub mod variant;
 
 use std::sync::Arc;
 

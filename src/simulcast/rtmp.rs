@@ -31,6 +31,8 @@ use super::SimulcastError;
 use crate::media::flv::{TAG_AUDIO, TAG_VIDEO};
 use crate::media::{MediaChunk, TapReader};
 
+use super::variant::VariantReader;
+
 /// Time for TCP, TLS, the RTMP handshake, connect and publish together.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A write the server does not take within this long ends the connection (it is retried).
@@ -131,6 +133,23 @@ pub enum Ended {
     StreamEnded,
     /// The target was stopped (disabled, changed, castd stopping).
     Stopped,
+}
+
+/// Where a target's media comes from.
+pub enum Source {
+    /// The broadcaster's own stream (`source` targets).
+    Tap(TapReader),
+    /// One variant of the transcoder's output, remuxed (`variant` targets).
+    Variant(Box<VariantReader>),
+}
+
+impl Source {
+    async fn recv(&mut self) -> Result<Option<MediaChunk>, SimulcastError> {
+        match self {
+            Source::Tap(r) => Ok(r.recv().await),
+            Source::Variant(r) => r.recv().await,
+        }
+    }
 }
 
 /// Counters a forward updates while it runs.
@@ -317,7 +336,7 @@ impl Publisher {
     /// Forward the tap's media until the stream ends or `stop` is cancelled; then unpublish cleanly.
     pub async fn forward(
         mut self,
-        mut reader: TapReader,
+        mut reader: Source,
         key: &str,
         stop: &CancellationToken,
         progress: &(dyn Progress + Sync),
@@ -348,7 +367,7 @@ impl Publisher {
                     }
                 }
                 chunk = reader.recv() => {
-                    let Some(chunk) = chunk else { break Ended::StreamEnded };
+                    let Some(chunk) = chunk? else { break Ended::StreamEnded };
                     let MediaChunk::Flv(tag) = chunk else {
                         return Err(SimulcastError::Unsupported(
                             "the source is MPEG-TS (SRT); RTMP targets forward RTMP sources".into(),

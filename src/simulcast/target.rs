@@ -24,7 +24,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 use utoipa::ToSchema;
 
-use super::rtmp::{Ended, Endpoint, Progress, Publisher};
+use super::rtmp::{Ended, Endpoint, Progress, Publisher, Source};
+use super::variant::VariantReader;
 use super::{Simulcast, SimulcastError};
 use crate::config::{SimulcastTarget, TargetVariant};
 
@@ -211,9 +212,6 @@ fn unsupported(t: &SimulcastTarget) -> Option<String> {
     if t.url.starts_with("srt://") {
         return Some("SRT targets are not supported yet: use an rtmp:// or rtmps:// URL".into());
     }
-    if let TargetVariant::Index(_) = t.variant {
-        return Some("variant targets are not supported yet: forward the source".into());
-    }
     if t.stream_key.is_empty() {
         return Some("no stream key set".into());
     }
@@ -254,6 +252,23 @@ pub async fn run(sc: Arc<Simulcast>, h: Arc<TargetHandle>) {
     }
 }
 
+/// The target's media for stream `id`: the source tap, or its variant of the transcoder's output (`None`:
+/// the stream has ended).
+fn source(sc: &Simulcast, t: &SimulcastTarget, id: u64) -> Result<Option<Source>, SimulcastError> {
+    match t.variant {
+        TargetVariant::Source => Ok(sc.media.tap.subscribe().filter(|r| r.stream().id == id).map(Source::Tap)),
+        TargetVariant::Index(i) => {
+            let ladder = sc.settings.get().video.video_quality_variants.len();
+            if i >= ladder {
+                return Err(SimulcastError::Unsupported(format!(
+                    "variant {i} does not exist (the video ladder has {ladder})"
+                )));
+            }
+            Ok(Some(Source::Variant(Box::new(VariantReader::start(&sc.media, i)?))))
+        }
+    }
+}
+
 /// Forward stream `id` (connect, publish, retry) until it ends or the target is stopped.
 async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, ep: &Endpoint, id: u64) -> Ended {
     let timing = sc.timing;
@@ -273,17 +288,15 @@ async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, ep: &Endpoin
             _ = h.stop.cancelled() => return Ended::Stopped,
             r = Publisher::connect(ep, &h.config.stream_key, &sc.tls) => r,
         };
-        let result = match result {
-            Ok(publisher) => match sc.media.tap.subscribe().filter(|r| r.stream().id == id) {
-                // Published: from the stream's set-up and its next keyframe on.
-                Some(reader) => {
-                    info!(target = %h.config.name, "simulcast target live");
-                    set_state(sc, h, TargetState::Live, None);
-                    live_at = Some(Instant::now());
-                    publisher.forward(reader, &h.config.stream_key, &h.stop, h.as_ref()).await
-                }
-                None => Ok(Ended::StreamEnded),
-            },
+        let result = match result.and_then(|p| source(sc, &h.config, id).map(|s| (p, s))) {
+            Ok((publisher, Some(reader))) => {
+                // Published: from the stream's set-up and its next keyframe (or independent segment) on.
+                info!(target = %h.config.name, "simulcast target live");
+                set_state(sc, h, TargetState::Live, None);
+                live_at = Some(Instant::now());
+                publisher.forward(reader, &h.config.stream_key, &h.stop, h.as_ref()).await
+            }
+            Ok((_, None)) => Ok(Ended::StreamEnded),
             Err(e) => Err(e),
         };
         let error = match result {

@@ -1,6 +1,7 @@
 // The admin's Simulcast page: a target added from a preset (YouTube's ingest URL filled in, the key pasted) is saved
 // and its key is never shown again (only "set"); while live, the target's state shows on the page — here a target
-// nothing listens on: Retrying, with the connection error and a reconnect count. Screenshot `admin-simulcast.png`.
+// nothing listens on (sending the ladder's first variant): Retrying, with the connection error and a reconnect
+// count. Screenshot `admin-simulcast.png`.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
@@ -49,6 +50,7 @@ test('targets from presets, keys write-only, live state per target', { timeout: 
   assert.equal(config.simulcastTargets.length, 1);
   assert.equal(config.simulcastTargets[0].streamKey, '********', 'the key is write-only');
   assert.equal(config.simulcastTargets[0].url, 'rtmps://a.rtmps.youtube.com:443/live2');
+  assert.equal(config.simulcastTargets[0].variant, 'source', "the broadcaster's own stream by default");
   await page.reload();
   await page.locator('.simulcast-target-row').first().waitFor();
   assert.equal(await page.locator('input[aria-label="Stream key"]').inputValue(), '', 'never shown again');
@@ -59,10 +61,12 @@ test('targets from presets, keys write-only, live state per target', { timeout: 
   const port = await closedPort();
   await page.locator('input[aria-label="Name"]').fill('Nobody home');
   await page.locator('input[aria-label="Ingest URL"]').fill(`rtmp://127.0.0.1:${port}/live`);
+  await page.locator('select[aria-label="Sends"]').selectOption('0');
   await page.locator('#simulcast-save').click();
   await page.getByText('Simulcast targets saved.').waitFor();
   const saved = await castd.getJson('/api/admin/serverconfig', { admin: true });
   assert.equal(saved.simulcastTargets[0].streamKey, '********', 'the key stays set');
+  assert.equal(saved.simulcastTargets[0].variant, 0, 'the first variant of the ladder');
   publisher = publishTestStream(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 40 });
   const badge = page.locator('#simulcast-status [data-state="retrying"]');
   await badge.waitFor({ timeout: 30_000 });

@@ -44,6 +44,7 @@ export function Simulcast() {
   const [state, run] = useSave();
   useEffect(() => setTargets((config?.simulcastTargets ?? []).map((t) => ({ ...t }))), [config]);
   if (!config) return <LoadError error={error} />;
+  const ladder = config.videoSettings?.videoQualityVariants ?? [];
 
   const update = (i: number, patch: Partial<SimulcastTarget>) => setTargets(targets.map((t, j) => (j === i ? { ...t, ...patch } : t)));
   const add = (presetId: string) => {
@@ -65,11 +66,11 @@ export function Simulcast() {
       <Section title="Live state" description="Each target connects when the stream goes live and stops when it ends; a failing target retries (1 s, doubling up to 60 s) without affecting the stream here or the other targets.">
         <TargetStates />
       </Section>
-      <Section title="Targets" description="castd forwards the broadcaster's own stream (no extra encode) to every enabled target. Paste the platform's stream key; it is never shown again.">
+      <Section title="Targets" description="castd forwards the broadcaster's own stream (no extra encode), or one variant of its video ladder (its segments, remuxed: no extra encode, a few seconds more latency), to every enabled target. Paste the platform's stream key; it is never shown again.">
         <form onSubmit={save} id="simulcast-form">
           <div class="table-scroll">
             <table class="table">
-              <thead><tr><th>On</th><th>Name</th><th>Ingest URL</th><th>Stream key</th><th /></tr></thead>
+              <thead><tr><th>On</th><th>Name</th><th>Ingest URL</th><th>Stream key</th><th>Sends</th><th /></tr></thead>
               <tbody>
                 {targets.map((t, i) => {
                   const preset = presetFor(t.url);
@@ -91,11 +92,19 @@ export function Simulcast() {
                           onInput={(e) => update(i, { streamKey: e.currentTarget.value || (config.simulcastTargets?.find((x) => x.id === t.id && x.streamKey === MASKED) ? MASKED : '') })}
                         />
                       </td>
+                      <td>
+                        <select aria-label="Sends" value={String(t.variant)} onChange={(e) => update(i, { variant: e.currentTarget.value === 'source' ? 'source' : Number(e.currentTarget.value) })}>
+                          <option value="source">The broadcaster's stream</option>
+                          {ladder.map((v, n) => (
+                            <option key={n} value={String(n)}>Variant {n + 1}{v.name ? `: ${v.name}` : ''}</option>
+                          ))}
+                        </select>
+                      </td>
                       <td><button type="button" class="danger" onClick={() => setTargets(targets.filter((_, j) => j !== i))}>Remove</button></td>
                     </tr>
                   );
                 })}
-                {targets.length === 0 && <tr><td colSpan={5} class="muted">No targets: add one below.</td></tr>}
+                {targets.length === 0 && <tr><td colSpan={6} class="muted">No targets: add one below.</td></tr>}
               </tbody>
             </table>
           </div>
