@@ -21,9 +21,11 @@
 //!   segments of that variant, followed on the media feed, remuxed to FLV by a `castd remux` child (no
 //!   encode; a segment or two more latency than a source target).
 //!
-//! Not yet: `srt://` targets (accepted, they stay `off` with `lastError` saying so), variant targets
-//! at the LL-HLS latency level (fMP4 segments), and a source that came in over SRT (MPEG-TS) sent to
-//! `source` RTMP targets (use a variant target for it); those stop with the reason in `lastError`.
+//! - `srt`: SRT targets (srt-tokio caller; MPEG-TS: an SRT source as it came, or a variant's segments).
+//!
+//! Not yet: variant targets at the LL-HLS latency level (fMP4 segments), a source that came in over SRT
+//! (MPEG-TS) sent to `source` RTMP targets, and an RTMP source sent to `source` SRT targets (use a
+//! variant target for either); those stop with the reason in `lastError`.
 //!
 //! Given: settings, bus, the media plane, the health hub, the task tracker; uses `transcode` for its
 //! executable path (the remux child is `transcode::remux`). Its tasks run in the
@@ -31,6 +33,7 @@
 
 pub mod rtmp;
 pub mod settings;
+pub mod srt;
 pub mod target;
 pub mod variant;
 
@@ -114,6 +117,14 @@ impl Simulcast {
     /// A target changed state: SIMULCAST_STATE_CHANGED, and the health notice follows the failed targets.
     fn state_changed(&self, h: &target::TargetHandle) {
         let status = h.status();
+        if status.state == TargetState::Failed {
+            tracing::warn!(
+                target = %status.name,
+                "simulcast target has failed for {} s: {}",
+                self.timing.fail_after.as_secs(),
+                status.last_error.as_deref().unwrap_or("no answer")
+            );
+        }
         self.bus.publish(Event::SimulcastStateChanged(serde_json::to_value(&status).unwrap_or_default()));
         self.update_health();
     }

@@ -144,7 +144,7 @@ pub enum Source {
 }
 
 impl Source {
-    async fn recv(&mut self) -> Result<Option<MediaChunk>, SimulcastError> {
+    pub async fn recv(&mut self) -> Result<Option<MediaChunk>, SimulcastError> {
         match self {
             Source::Tap(r) => Ok(r.recv().await),
             Source::Variant(r) => r.recv().await,

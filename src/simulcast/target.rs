@@ -209,9 +209,6 @@ fn set_state(sc: &Simulcast, h: &TargetHandle, state: TargetState, error: Option
 
 /// Why a target cannot run at all (it stays `off` with this as its error).
 fn unsupported(t: &SimulcastTarget) -> Option<String> {
-    if t.url.starts_with("srt://") {
-        return Some("SRT targets are not supported yet: use an rtmp:// or rtmps:// URL".into());
-    }
     if t.stream_key.is_empty() {
         return Some("no stream key set".into());
     }
@@ -224,8 +221,13 @@ pub async fn run(sc: Arc<Simulcast>, h: Arc<TargetHandle>) {
         set_state(&sc, &h, TargetState::Off, Some(why));
         return;
     }
-    let ep = match Endpoint::parse(&h.config.url) {
-        Ok(ep) => ep,
+    let dest = if h.config.url.starts_with("srt://") {
+        super::srt::parse(&h.config.url).map(|(host, port)| Dest::Srt { host, port })
+    } else {
+        Endpoint::parse(&h.config.url).map(Dest::Rtmp)
+    };
+    let dest = match dest {
+        Ok(d) => d,
         Err(e) => {
             set_state(&sc, &h, TargetState::Off, Some(format!("url: {e}")));
             return;
@@ -240,7 +242,7 @@ pub async fn run(sc: Arc<Simulcast>, h: Arc<TargetHandle>) {
                 Err(_) => return,
             },
         };
-        match forward_stream(&sc, &h, &ep, stream.id).await {
+        match forward_stream(&sc, &h, &dest, stream.id).await {
             Ended::Stopped => return,
             Ended::StreamEnded => set_state(&sc, &h, TargetState::Off, None),
         }
@@ -252,9 +254,15 @@ pub async fn run(sc: Arc<Simulcast>, h: Arc<TargetHandle>) {
     }
 }
 
-/// The target's media for stream `id`: the source tap, or its variant of the transcoder's output (`None`:
-/// the stream has ended).
-fn source(sc: &Simulcast, t: &SimulcastTarget, id: u64) -> Result<Option<Source>, SimulcastError> {
+/// Where a target sends.
+enum Dest {
+    Rtmp(Endpoint),
+    Srt { host: String, port: u16 },
+}
+
+/// The target's media for stream `id`: the source tap, or its variant of the transcoder's output (`raw`:
+/// its MPEG-TS as it is, else remuxed to FLV); `None`: the stream has ended.
+fn source(sc: &Simulcast, t: &SimulcastTarget, id: u64, raw: bool) -> Result<Option<Source>, SimulcastError> {
     match t.variant {
         TargetVariant::Source => Ok(sc.media.tap.subscribe().filter(|r| r.stream().id == id).map(Source::Tap)),
         TargetVariant::Index(i) => {
@@ -264,13 +272,46 @@ fn source(sc: &Simulcast, t: &SimulcastTarget, id: u64) -> Result<Option<Source>
                     "variant {i} does not exist (the video ladder has {ladder})"
                 )));
             }
-            Ok(Some(Source::Variant(Box::new(VariantReader::start(&sc.media, i)?))))
+            let reader = if raw { VariantReader::start_raw(&sc.media, i) } else { VariantReader::start(&sc.media, i)? };
+            Ok(Some(Source::Variant(Box::new(reader))))
+        }
+    }
+}
+
+/// Connect once and forward until the stream ends, the target stops or the connection fails; `live_at`
+/// is set once published.
+async fn attempt(
+    sc: &Arc<Simulcast>,
+    h: &Arc<TargetHandle>,
+    dest: &Dest,
+    id: u64,
+    live_at: &mut Option<Instant>,
+) -> Result<Ended, SimulcastError> {
+    let key = &h.config.stream_key;
+    let mut published = |sc: &Arc<Simulcast>| {
+        // From the stream's set-up and its next keyframe (or independent segment) on.
+        info!(target = %h.config.name, "simulcast target live");
+        set_state(sc, h, TargetState::Live, None);
+        *live_at = Some(Instant::now());
+    };
+    match dest {
+        Dest::Rtmp(ep) => {
+            let publisher = Publisher::connect(ep, key, &sc.tls).await?;
+            let Some(reader) = source(sc, &h.config, id, false)? else { return Ok(Ended::StreamEnded) };
+            published(sc);
+            publisher.forward(reader, key, &h.stop, h.as_ref()).await
+        }
+        Dest::Srt { host, port } => {
+            let socket = super::srt::connect(host, *port, key).await?;
+            let Some(reader) = source(sc, &h.config, id, true)? else { return Ok(Ended::StreamEnded) };
+            published(sc);
+            super::srt::forward(socket, reader, &h.stop, h.as_ref()).await
         }
     }
 }
 
 /// Forward stream `id` (connect, publish, retry) until it ends or the target is stopped.
-async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, ep: &Endpoint, id: u64) -> Ended {
+async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, dest: &Dest, id: u64) -> Ended {
     let timing = sc.timing;
     let mut backoff = Backoff::new(timing.backoff_min, timing.backoff_max);
     let mut failing_since: Option<Instant> = None;
@@ -286,18 +327,7 @@ async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, ep: &Endpoin
         let mut live_at = None;
         let result = tokio::select! {
             _ = h.stop.cancelled() => return Ended::Stopped,
-            r = Publisher::connect(ep, &h.config.stream_key, &sc.tls) => r,
-        };
-        let result = match result.and_then(|p| source(sc, &h.config, id).map(|s| (p, s))) {
-            Ok((publisher, Some(reader))) => {
-                // Published: from the stream's set-up and its next keyframe (or independent segment) on.
-                info!(target = %h.config.name, "simulcast target live");
-                set_state(sc, h, TargetState::Live, None);
-                live_at = Some(Instant::now());
-                publisher.forward(reader, &h.config.stream_key, &h.stop, h.as_ref()).await
-            }
-            Ok((_, None)) => Ok(Ended::StreamEnded),
-            Err(e) => Err(e),
+            r = attempt(sc, h, dest, id, &mut live_at) => r,
         };
         let error = match result {
             Ok(ended) => return ended,

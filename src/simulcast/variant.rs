@@ -28,9 +28,10 @@ pub struct VariantReader {
     media: Arc<MediaPlane>,
     variant: usize,
     feed: Subscription,
-    child: Child,
+    /// The remux child (`None`: raw mode, the segments' MPEG-TS as it is, for SRT targets).
+    child: Option<Child>,
     stdin: Option<ChildStdin>,
-    stdout: ChildStdout,
+    stdout: Option<ChildStdout>,
     /// Bytes for the child's stdin, and how many of them went.
     pending: Vec<u8>,
     written: usize,
@@ -75,6 +76,23 @@ impl Cutter {
 }
 
 impl VariantReader {
+    /// Follow `variant`, its segments' MPEG-TS as it is (`recv` yields `MediaChunk::Bytes`, one per
+    /// segment): for SRT targets.
+    pub fn start_raw(media: &Arc<MediaPlane>, variant: usize) -> VariantReader {
+        VariantReader {
+            media: media.clone(),
+            variant,
+            feed: media.feed.subscribe("simulcast variant target"),
+            child: None,
+            stdin: None,
+            stdout: None,
+            pending: Vec::new(),
+            written: 0,
+            flv: Cutter::default(),
+            started: false,
+        }
+    }
+
     /// Start following `variant` (spawns the remux child).
     pub fn start(media: &Arc<MediaPlane>, variant: usize) -> Result<VariantReader, SimulcastError> {
         let exe = crate::transcode::child::own_exe()
@@ -93,9 +111,9 @@ impl VariantReader {
             media: media.clone(),
             variant,
             feed: media.feed.subscribe("simulcast variant target"),
-            child,
+            child: Some(child),
             stdin,
-            stdout,
+            stdout: Some(stdout),
             pending: Vec::new(),
             written: 0,
             flv: Cutter::default(),
@@ -143,6 +161,12 @@ impl VariantReader {
     pub async fn recv(&mut self) -> Result<Option<MediaChunk>, SimulcastError> {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            if self.child.is_none() && self.written < self.pending.len() {
+                let data = Bytes::copy_from_slice(&self.pending[self.written..]);
+                self.pending.clear();
+                self.written = 0;
+                return Ok(Some(MediaChunk::Bytes { data, random_access: true }));
+            }
             if let Some(tag) = self.flv.next() {
                 return Ok(Some(MediaChunk::Flv(tag)));
             }
@@ -169,9 +193,14 @@ impl VariantReader {
                     Ok(n) => self.written += n,
                     Err(e) => return Err(SimulcastError::Remote(format!("remux input: {e}"))),
                 },
-                n = self.stdout.read(&mut buf) => match n {
+                n = async {
+                    match self.stdout.as_mut() {
+                        Some(out) => out.read(&mut buf).await,
+                        None => std::future::pending().await,
+                    }
+                } => match n {
                     Ok(0) | Err(_) => {
-                        let status = self.child.try_wait().ok().flatten();
+                        let status = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
                         return Err(SimulcastError::Remote(format!("the remux process ended ({status:?})")));
                     }
                     Ok(n) => self.flv.flv.extend_from_slice(&buf[..n]),
