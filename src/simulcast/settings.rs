@@ -25,7 +25,7 @@ const TARGETS: &str = r#"{"type":"array","maxItems":20,"items":{"type":"object",
   "properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_-]{0,64}$"},
   "name":{"type":"string","minLength":1,"maxLength":100,"pattern":"\\S"},
   "url":{"type":"string","maxLength":2048,
-    "pattern":"^(rtmps?://[A-Za-z0-9]+([.-][A-Za-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]+)+/?|srt://[A-Za-z0-9]+([.-][A-Za-z0-9]+)*:[0-9]{1,4})$"},
+    "pattern":"^(rtmps?://[A-Za-z0-9]+([.-][A-Za-z0-9]+)*(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]+)+/?|srt://[A-Za-z0-9]+([.-][A-Za-z0-9]+)*:[1-9][0-9]{0,3})$"},
   "streamKey":{"type":"string","maxLength":1024},
   "enabled":{"type":"boolean"},
   "variant":{"anyOf":[{"const":"source"},{"type":"integer","minimum":0,"maximum":63}]}}}}"#;
@@ -142,6 +142,15 @@ pub fn server_config(s: &Settings) -> SimulcastConfigPart {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// What the documented schema allows, the setter takes (schemathesis checks it on the real daemon).
+    #[test]
+    fn schema_valid_edge_cases_are_accepted() {
+        for url in ["rtmp://a/b", "rtmps://a-b.c:1/x/y/", "rtmp://a:9999/.", "srt://h.x:1", "rtmp://a/~"] {
+            let v = serde_json::json!([{"name": "x", "url": url}]);
+            assert!(validate_targets(&v, &[]).is_ok(), "{url}");
+        }
+    }
 
     #[test]
     fn targets_are_checked_and_masked_keys_kept() {
