@@ -16,7 +16,8 @@
 //!    (the worker's stdin is closed, it writes its last segments, every playlist gets `#EXT-X-ENDLIST`,
 //!    STREAM_STOPPED is published).
 //! 3. `Outputs` ([`STORAGE_DRAIN_TIMEOUT`] and a margin): object storage uploads the stream's last
-//!    segments and final playlists (`Storage::drain`); the HLS and LL-HLS live windows stop.
+//!    segments and final playlists (`Storage::drain`); the HLS and LL-HLS live windows stop; simulcast
+//!    targets stop (they unpublished when the stream ended in `Ingest`).
 //! 4. `Delivery` ([`DELIVERY_STOP_TIMEOUT`]): the webhook dispatcher delivers what is on the bus (or
 //!    keeps it in the outbox for the next start, within `webhooks::DRAIN_TIMEOUT`); go-live
 //!    notifications being sent are finished ([`NOTIFY_DRAIN_TIMEOUT`]); federation's posts in flight
@@ -53,6 +54,7 @@ use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
 use crate::schedule::Schedule;
+use crate::simulcast::{Simulcast, SimulcastDeps};
 use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
@@ -167,6 +169,7 @@ pub struct Daemon {
     pub storage: Arc<Storage>,
     pub federation: Arc<Federation>,
     pub schedule: Arc<Schedule>,
+    pub simulcast: Arc<Simulcast>,
     /// Every long-running task (see the module doc).
     pub tasks: Tasks,
 }
@@ -284,6 +287,13 @@ impl Daemon {
             media: media.clone(),
             tasks: tasks.clone(),
         });
+        let simulcast = Simulcast::new(SimulcastDeps {
+            settings: settings.clone(),
+            bus: bus.clone(),
+            media: media.clone(),
+            health: health.clone(),
+            tasks: tasks.clone(),
+        });
         let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
         let hls = Arc::new(Hls {
@@ -316,6 +326,7 @@ impl Daemon {
             storage,
             federation,
             schedule,
+            simulcast,
             tasks,
         })
     }
@@ -340,6 +351,7 @@ impl Daemon {
         crate::logs::routes(&mut reg, self.logs.clone());
         crate::storage::routes(&mut reg, self.storage.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());
+        crate::simulcast::routes(&mut reg, self.simulcast.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -368,6 +380,7 @@ pub async fn run(
     crate::hls::start(d.hls.clone(), &d.media, &d.bus, &tasks);
     crate::llhls::start(d.hls.ll.clone(), &d.media, &d.bus, &tasks);
     crate::storage::start(d.storage.clone(), STORAGE_DRAIN_TIMEOUT);
+    crate::simulcast::start(d.simulcast.clone(), &tasks);
     crate::api::warnings::start(d.server.clone(), &tasks);
     crate::yp::start(d.directory.clone(), &tasks);
     crate::schedule::start(d.schedule.clone(), &tasks);

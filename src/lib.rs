@@ -90,13 +90,20 @@
 //!   settings' setters (`api::setters`) and, on behalf of `transcode` (which sees no HTTP types), the
 //!   video settings' (`api::video`). `GET /api/admin/serverconfig` is assembled from every feature's
 //!   part (`<feature>::settings::server_config`), so `api` uses `chat`, `federation`,
-//!   `notifications`, `storage`, `yp` and `schedule` for those, `tokens`, and `schedule` for the
+//!   `notifications`, `storage`, `yp`, `schedule` and `simulcast` for those, `tokens`, and `schedule` for the
 //!   status' `scheduledEvent`; reads the stream, viewers, health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
 //!   and the bus; uses `hls` (gives
 //!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
 //!   hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
+//! - [`simulcast`]: forwarding the live stream to other platforms (RTMP(S) targets), each target with its
+//!   own state (`GET /api/admin/simulcast/status`), backoff, SIMULCAST_STATE_CHANGED and a health notice
+//!   for a failed one. A consumer on the media plane: `source` targets read the source tap
+//!   (`media::SourceTap`). Owns the simulcast settings: `simulcast::settings` (`simulcast/targets`, the
+//!   serverconfig `simulcastTargets`). `variant` targets follow the media feed and remux that variant's
+//!   segments with `transcode::remux` (a `castd remux` child; no encode). Uses `transcode` (the child's
+//!   executable and the remux); given settings, bus, the media plane, the health hub, the tasks.
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
@@ -130,6 +137,7 @@ pub mod notifications;
 pub mod password;
 pub mod public_files;
 pub mod schedule;
+pub mod simulcast;
 pub mod storage;
 pub mod store;
 pub mod stream;

@@ -125,6 +125,9 @@ enum Command {
         #[arg(long)]
         config: String,
     },
+    /// Internal: HLS segments on stdin remuxed to FLV on stdout (simulcast's variant targets).
+    #[command(hide = true)]
+    Remux,
     /// Internal: make the thumbnail and preview from the newest segment of a variant, once.
     #[command(hide = true)]
     Thumbnail {
@@ -220,6 +223,9 @@ fn main() -> Result<()> {
     }
     if let Some(Command::Worker { config }) = &cli.command {
         std::process::exit(castd::transcode::worker::main(config));
+    }
+    if let Some(Command::Remux) = &cli.command {
+        std::process::exit(castd::transcode::remux::main());
     }
     if let Some(Command::Thumbnail { variant_dir, out }) = &cli.command {
         std::process::exit(castd::transcode::thumbnail::main(variant_dir, out));

@@ -2,7 +2,7 @@
 //!
 //! `Settings` is the whole configuration the owner controls through the admin API, made of one section
 //! per feature (one file each: `instance`, `server`, `ingest`, `directory`, `video`, `chat`,
-//! `federation`, `notifications`, `storage`, `schedule`). The sections are flattened, so every field of a section is
+//! `federation`, `notifications`, `storage`, `schedule`, `simulcast`). The sections are flattened, so every field of a section is
 //! one top-level camelCase key, the key under which the settings store (`store::settings`) persists it:
 //! a field added later simply takes its default on an existing database. The section types live here,
 //! below every feature, because features read each other's settings; each feature owns its section's
@@ -17,6 +17,7 @@ pub mod instance;
 pub mod notifications;
 pub mod schedule;
 pub mod server;
+pub mod simulcast;
 pub mod storage;
 pub mod validate;
 pub mod video;
@@ -31,6 +32,7 @@ pub use instance::{ExternalAction, InstanceSettings, SocialHandle};
 pub use notifications::{BrowserNotification, DiscordNotification, NotificationSettings};
 pub use schedule::ScheduleSettings;
 pub use server::{ServerSettings, StreamKey};
+pub use simulcast::{SimulcastSettings, SimulcastTarget, TargetVariant};
 pub use storage::{S3Info, StorageSettings, MASKED};
 pub use video::{StreamOutputVariant, VideoSettings, DEFAULT_LATENCY_LEVEL, LATENCY_LEVELS, LOW_LATENCY_HLS_LEVEL};
 
@@ -64,6 +66,8 @@ pub struct Settings {
     pub storage: StorageSettings,
     #[serde(flatten)]
     pub schedule: ScheduleSettings,
+    #[serde(flatten)]
+    pub simulcast: SimulcastSettings,
 }
 
 impl Settings {
@@ -125,11 +129,13 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 62, "{:?}", map.keys().collect::<Vec<_>>());
+        assert_eq!(map.len(), 63, "{:?}", map.keys().collect::<Vec<_>>());
         for key in ["name", "adminPasswordHash", "srtServerPort", "directoryEnabled", "latencyLevel", "chatDisabled"] {
             assert!(map.contains_key(key), "{key}");
         }
-        for key in ["federationBlockedDomains", "browserNotifications", "s3", "scheduleChatOpenMinutes"] {
+        for key in
+            ["federationBlockedDomains", "browserNotifications", "s3", "scheduleChatOpenMinutes", "simulcastTargets"]
+        {
             assert!(map.contains_key(key), "{key}");
         }
         assert!(!map.contains_key("chat") && !map.contains_key("instance"));

@@ -8,8 +8,10 @@
 //!                                                                         |  retention records it first
 //!                                                                         v
 //!                        feed::Feed (typed MediaEvents, a bounded queue per consumer)
-//!                          |            |             |          (next: recordings, simulcast, webrtc)
-//!                         hls         llhls        storage  (holds segments it still uploads)
+//!                          |            |             |          |        (next: recordings, webrtc)
+//!                         hls         llhls        storage   simulcast (variant targets)
+//!
+//! ingest --Feeder--> tap::SourceTap (the source's own chunks, one bounded ring) --> simulcast (source targets)
 //! ```
 //! - `source`: publishers and the single-publisher rule.
 //! - `flv`: FLV tags, the container RTMP publishers send.
@@ -18,6 +20,8 @@
 //! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
 //! - `retention`: live windows per variant and holds; the only deleter of segment files.
+//! - `tap`: the live source's own media for consumers that forward it without an encode (a late
+//!   reader starts at a keyframe; a slow one skips to the next; the publisher never waits).
 //!
 //! This module is in the bottom layer: features use it, it imports no feature.
 
@@ -26,6 +30,7 @@ pub mod flv;
 pub mod h264;
 pub mod retention;
 pub mod source;
+pub mod tap;
 pub mod ts;
 
 use std::path::PathBuf;
@@ -34,12 +39,14 @@ use std::sync::Arc;
 pub use feed::{Delivery, Feed, HlsPart, MediaEvent, SegmentWritten, Subscription};
 pub use retention::{Hold, Retention};
 pub use source::{Container, MediaChunk, Protocol, PublisherGuard, PublisherSlot, Source};
+pub use tap::{SourceTap, TapReader, TapStream};
 
-/// The plane's shared state: the feed, retention and the publisher slot.
+/// The plane's shared state: the feed, retention, the publisher slot and the source tap.
 pub struct MediaPlane {
     pub feed: Feed,
     pub retention: Arc<Retention>,
     pub slot: Arc<PublisherSlot>,
+    pub tap: Arc<SourceTap>,
 }
 
 impl MediaPlane {
@@ -49,6 +56,7 @@ impl MediaPlane {
             feed: Feed::default(),
             retention: Retention::new(hls_dir),
             slot: Arc::new(PublisherSlot::default()),
+            tap: Arc::new(SourceTap::default()),
         })
     }
 

@@ -35,6 +35,7 @@ pub mod cmaf;
 pub mod encoders;
 pub mod hw;
 pub mod recipe;
+pub mod remux;
 pub mod report;
 pub mod scale;
 pub mod stage;

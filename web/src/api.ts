@@ -162,6 +162,29 @@ export interface StreamKey {
   comment: string;
 }
 
+/** A simulcast target as `serverconfig` shows it (`streamKey`: `********` when set, empty when not). */
+export interface SimulcastTarget {
+  id: string;
+  name: string;
+  url: string;
+  streamKey: string;
+  enabled: boolean;
+  /** `source` (the broadcaster's stream, no encode) or a variant index. */
+  variant: 'source' | number;
+}
+
+/** `GET /api/admin/simulcast/status`: one per target. */
+export interface SimulcastStatus {
+  id: string;
+  name: string;
+  state: 'off' | 'connecting' | 'live' | 'retrying' | 'failed';
+  since: string;
+  bytesSent: number;
+  bitrateKbps: number;
+  lastError: string | null;
+  reconnects: number;
+}
+
 export interface OutputVariant {
   name?: string;
   videoPassthrough: boolean;
@@ -354,6 +377,8 @@ export interface ServerConfig {
   srtServerPort: number;
   /** SRT encryption passphrase; empty when SRT is unencrypted. */
   srtPassphrase: string;
+  /** castd: simulcast targets, stream keys masked. */
+  simulcastTargets?: SimulcastTarget[];
 }
 
 export interface EncoderInfo {

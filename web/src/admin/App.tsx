@@ -14,6 +14,7 @@ import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
 import { Schedule } from './pages/Schedule';
 import { Server } from './pages/Server';
+import { Simulcast } from './pages/Simulcast';
 import { StreamKeys } from './pages/StreamKeys';
 import { Video } from './pages/Video';
 import { Webhooks } from './pages/Webhooks';
@@ -31,6 +32,7 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   notifications: Notifications,
   federation: Federation,
   schedule: Schedule,
+  simulcast: Simulcast,
   server: Server,
 };
 

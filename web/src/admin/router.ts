@@ -14,6 +14,7 @@ export const PAGES = [
   { id: 'notifications', label: 'Notifications' },
   { id: 'federation', label: 'Federation' },
   { id: 'schedule', label: 'Schedule' },
+  { id: 'simulcast', label: 'Simulcast' },
   { id: 'server', label: 'Server' },
 ] as const;
 

@@ -21,6 +21,7 @@ export const WEBHOOK_EVENTS = [
   'PING',
   'PONG',
   'SCHEDULED_EVENTS',
+  'SIMULCAST_STATE_CHANGED',
 ];
 
 /** Outbound webhooks: list, create `{url, events, secret}`, delete `{id}`. */
