@@ -52,6 +52,7 @@ use crate::media::MediaPlane;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
+use crate::replays::{Replays, ReplaysDeps};
 use crate::schedule::Schedule;
 use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
@@ -113,6 +114,8 @@ pub enum DaemonError {
     Yp(#[from] crate::yp::YpError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error("replays: {0}")]
+    Replays(#[from] crate::replays::ReplaysError),
 }
 
 /// What the daemon runs with (the command line, resolved).
@@ -167,6 +170,7 @@ pub struct Daemon {
     pub storage: Arc<Storage>,
     pub federation: Arc<Federation>,
     pub schedule: Arc<Schedule>,
+    pub replays: Arc<Replays>,
     /// Every long-running task (see the module doc).
     pub tasks: Tasks,
 }
@@ -284,6 +288,19 @@ impl Daemon {
             media: media.clone(),
             tasks: tasks.clone(),
         });
+        let replays = Replays::open(ReplaysDeps {
+            store: store.clone(),
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream.clone(),
+            health: health.clone(),
+            media: media.clone(),
+            data_dir: data_dir.clone(),
+            hls_dir: hls_dir.clone(),
+            users: chat.clone(),
+            admin: admin.clone(),
+            tasks: tasks.clone(),
+        })?;
         let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
         let hls = Arc::new(Hls {
@@ -316,6 +333,7 @@ impl Daemon {
             storage,
             federation,
             schedule,
+            replays,
             tasks,
         })
     }
@@ -340,6 +358,7 @@ impl Daemon {
         crate::logs::routes(&mut reg, self.logs.clone());
         crate::storage::routes(&mut reg, self.storage.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());
+        crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -368,6 +387,7 @@ pub async fn run(
     crate::hls::start(d.hls.clone(), &d.media, &d.bus, &tasks);
     crate::llhls::start(d.hls.ll.clone(), &d.media, &d.bus, &tasks);
     crate::storage::start(d.storage.clone(), STORAGE_DRAIN_TIMEOUT);
+    crate::replays::start(d.replays.clone());
     crate::api::warnings::start(d.server.clone(), &tasks);
     crate::yp::start(d.directory.clone(), &tasks);
     crate::schedule::start(d.schedule.clone(), &tasks);

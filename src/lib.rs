@@ -90,13 +90,18 @@
 //!   settings' setters (`api::setters`) and, on behalf of `transcode` (which sees no HTTP types), the
 //!   video settings' (`api::video`). `GET /api/admin/serverconfig` is assembled from every feature's
 //!   part (`<feature>::settings::server_config`), so `api` uses `chat`, `federation`,
-//!   `notifications`, `storage`, `yp` and `schedule` for those, `tokens`, and `schedule` for the
+//!   `notifications`, `storage`, `yp`, `schedule` and `replays` for those, `tokens`, and `schedule` for the
 //!   status' `scheduledEvent`; reads the stream, viewers, health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
 //!   and the bus; uses `hls` (gives
 //!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
 //!   hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
+//! - [`replays`]: replays and clips: a recorder on the media plane (holds each segment and hard-links it
+//!   into `<data-dir>/replays/<streamId>/`, rows written as it goes), replay and clip playlists,
+//!   Owncast's clip rules, `download.mp4` remuxes, the disk budget, REPLAY_READY / CLIP_CREATED on the
+//!   bus. Uses `tokens` (the bot clip route); given a `UserTokens` handle (clip permissions) and the
+//!   admin check. Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
@@ -129,6 +134,7 @@ pub mod metrics;
 pub mod notifications;
 pub mod password;
 pub mod public_files;
+pub mod replays;
 pub mod schedule;
 pub mod storage;
 pub mod store;

@@ -85,11 +85,17 @@ pub enum EventType {
     /// Internal: a scheduled stream never started and its chat closes (chat says so).
     #[serde(rename = "SCHEDULE_CHAT_CLOSING")]
     ScheduleChatClosing,
+    /// castd: a broadcast's replay is finished and playable (`data` is the replay).
+    #[serde(rename = "REPLAY_READY")]
+    ReplayReady,
+    /// castd: a clip was created (`data` is the clip; chat announces a viewer's clip).
+    #[serde(rename = "CLIP_CREATED")]
+    ClipCreated,
 }
 
 impl EventType {
     /// The event types a webhook may subscribe to, in the interface's order.
-    pub const WEBHOOK_TYPES: [EventType; 16] = [
+    pub const WEBHOOK_TYPES: [EventType; 18] = [
         EventType::Chat,
         EventType::UserJoined,
         EventType::UserParted,
@@ -106,6 +112,8 @@ impl EventType {
         EventType::FediverseEngagementLike,
         EventType::FediverseEngagementRepost,
         EventType::ScheduledEvents,
+        EventType::ReplayReady,
+        EventType::ClipCreated,
     ];
 
     /// The wire name (`"CHAT"`, `"VISIBILITY-UPDATE"`, ...).
@@ -133,6 +141,8 @@ impl EventType {
             EventType::ScheduleReminder => "SCHEDULE_REMINDER",
             EventType::ScheduleFederation => "SCHEDULE_FEDERATION",
             EventType::ScheduleChatClosing => "SCHEDULE_CHAT_CLOSING",
+            EventType::ReplayReady => "REPLAY_READY",
+            EventType::ClipCreated => "CLIP_CREATED",
         }
     }
 
@@ -172,6 +182,14 @@ pub enum Event {
         event_id: String,
         body: String,
     },
+    /// castd: a replay is finished (its JSON as `/api/admin/replays` lists it).
+    ReplayReady(serde_json::Value),
+    /// castd: a clip was created (its JSON as `/api/clips` lists it); `announce` with the chat line
+    /// "NAME clipped TITLE" when a viewer made it and announcing is on.
+    ClipCreated {
+        clip: serde_json::Value,
+        announce: Option<String>,
+    },
 }
 
 impl Event {
@@ -187,6 +205,8 @@ impl Event {
             Event::ScheduleReminder { .. } => EventType::ScheduleReminder,
             Event::ScheduleFederation(_) => EventType::ScheduleFederation,
             Event::ScheduleChatClosing { .. } => EventType::ScheduleChatClosing,
+            Event::ReplayReady(_) => EventType::ReplayReady,
+            Event::ClipCreated { .. } => EventType::ClipCreated,
         }
     }
 
@@ -201,6 +221,8 @@ impl Event {
             Event::ScheduleReminder { event_id, text } => Ok(serde_json::json!({ "id": event_id, "text": text })),
             Event::ScheduleFederation(a) => serde_json::to_value(a),
             Event::ScheduleChatClosing { event_id, body } => Ok(serde_json::json!({ "id": event_id, "body": body })),
+            Event::ReplayReady(replay) => Ok(replay.clone()),
+            Event::ClipCreated { clip, .. } => Ok(clip.clone()),
         };
         v.unwrap_or(serde_json::Value::Null)
     }
