@@ -299,6 +299,7 @@ impl Daemon {
             hls_dir: hls_dir.clone(),
             users: chat.clone(),
             admin: admin.clone(),
+            storage: storage.clone(),
             tasks: tasks.clone(),
         })?;
         let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };

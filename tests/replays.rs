@@ -435,3 +435,47 @@ fn kill_9_leaves_an_interrupted_replay_and_the_budget_keeps_the_newest_and_the_p
     assert!(!server.data_dir.join("replays").join(&second).exists());
     assert!(server.data_dir.join("replays").join(&third).exists());
 }
+
+#[test]
+fn a_finished_replay_plays_from_the_bucket_and_deleting_it_removes_every_object() {
+    use common::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY};
+    let dir = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(dir.path());
+    let public = s3.public();
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
+    server.set(
+        "s3",
+        json!({
+            "enabled": true, "endpoint": s3.endpoint(), "accessKey": ACCESS_KEY, "secret": SECRET_KEY,
+            "bucket": BUCKET, "region": "us-east-1", "acl": "public-read", "pathPrefix": "pfx",
+            "forcePathStyle": true,
+        }),
+    );
+    // Players read the bucket through the anonymous instance.
+    server.set("videoservingendpoint", json!(format!("{}/{BUCKET}", public.endpoint())));
+    let published = 10.0;
+    let id = broadcast(&server, published as u32);
+    let media = server
+        .wait_for(Duration::from_secs(30), || {
+            let m = server.admin_get(&format!("/replay/{id}/0")).text().unwrap();
+            m.contains(&public.endpoint()).then_some(m)
+        })
+        .expect("the replay's playlist names the bucket");
+    assert!(media.contains(&format!("/{BUCKET}/pfx/replays/{id}/0/")), "{media}");
+    let keys = public.list(&server.client, &format!("pfx/replays/{id}/"));
+    assert!(keys.len() >= 4, "{keys:?}");
+    // No local copy is left of the segments; it plays from the bucket.
+    let local: Vec<_> =
+        std::fs::read_dir(server.data_dir.join("replays").join(&id).join("0")).unwrap().flatten().collect();
+    assert!(local.is_empty(), "{local:?}");
+    // (Public, so the player sends no credentials the bucket would refuse.)
+    let r = server.admin_post("/api/admin/replays/update", &json!({"id": id, "public": true}));
+    assert_eq!(r.status().as_u16(), 200);
+    let d = probe_duration(&server, &server.url(&format!("/replay/{id}")), false).expect("plays from the bucket");
+    assert!((d - published).abs() <= SEGMENT, "{d} s");
+    // The live stream's leftovers clean-up at the next start leaves replays alone; deleting removes them.
+    let r = server.admin_post("/api/admin/replays/delete", &json!({"id": id}));
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(public.list(&server.client, &format!("pfx/replays/{id}/")).is_empty());
+}

@@ -13,9 +13,11 @@
 //!   thumbnails.
 //! - `download`: `download.mp4` (a remux with the ffmpeg CLI, streamed while it is made).
 //! - `budget`: the disk budget and the retention in days (oldest unpinned finished replays first).
+//! - `remote`: finished replays in object storage (uploaded, playlists on the bucket; deleting removes
+//!   the objects).
 //! - `settings`: the `replay/*` setters and the `replay` part of the server configuration.
 //!
-//! Uses the media plane (feed, retention holds), the store, the stream state (the stream id), chat
+//! Uses the media plane (feed, retention holds), `storage` (the bucket), `tokens`, the store, the stream state (the stream id), chat
 //! users through `http::UserTokens`, and publishes REPLAY_READY / CLIP_CREATED on the bus.
 
 pub mod api;
@@ -25,6 +27,7 @@ pub mod db;
 pub mod download;
 pub mod playlist;
 pub mod recorder;
+pub mod remote;
 pub mod settings;
 
 use std::path::PathBuf;
@@ -39,6 +42,7 @@ use crate::events::Bus;
 use crate::health::HealthHub;
 use crate::http::{AdminAuth, Registry, UserTokens};
 use crate::media::MediaPlane;
+use crate::storage::Storage;
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
 use crate::stream::StreamWatch;
@@ -74,6 +78,8 @@ pub struct ReplaysDeps {
     pub users: Arc<dyn UserTokens>,
     /// The admin check (replays are admin-only unless public).
     pub admin: AdminAuth,
+    /// Object storage (finished replays move to the bucket while it is on).
+    pub storage: Arc<Storage>,
     pub tasks: Tasks,
 }
 
@@ -90,6 +96,7 @@ pub struct Replays {
     pub hls_dir: PathBuf,
     pub users: Arc<dyn UserTokens>,
     pub admin: AdminAuth,
+    pub storage: Arc<Storage>,
     pub tasks: Tasks,
     /// Per-IP clip rate limits.
     pub limits: Mutex<clips::RateLimits>,
@@ -124,6 +131,7 @@ impl Replays {
             hls_dir: deps.hls_dir,
             users: deps.users,
             admin: deps.admin,
+            storage: deps.storage,
             tasks: deps.tasks,
             limits: Mutex::default(),
         }))
@@ -156,9 +164,15 @@ impl Replays {
             warn!("replays: cannot finish {id}: {e}");
             return;
         }
-        info!(replay = %id, "replay ready");
-        self.replay_ready(id).await;
-        budget::enforce(self).await;
+        // The upload (object storage on), REPLAY_READY and the budget run apart, so the next broadcast's
+        // recording never waits for them.
+        let (r, id) = (self.clone(), id.to_string());
+        self.tasks.spawn(Stage::Background, "replay ready", async move {
+            remote::upload(&r, &id).await;
+            info!(replay = %id, "replay ready");
+            r.replay_ready(&id).await;
+            budget::enforce(&r).await;
+        });
     }
 
     /// Delete a replay: its rows (and clips) in one transaction, then its files (renamed away first, so
@@ -216,8 +230,10 @@ impl Replays {
         self.bus.publish(crate::events::Event::ClipCreated { clip: json, announce });
     }
 
-    /// Remove a deleted replay's object-storage copies (none while storage is off).
-    async fn remove_remote(&self, _row: &db::ReplayRow) {}
+    /// Remove a deleted replay's object-storage copies.
+    async fn remove_remote(&self, row: &db::ReplayRow) {
+        remote::remove(self, row).await;
+    }
 }
 
 /// Start the recorder and the budget timer.
