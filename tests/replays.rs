@@ -219,9 +219,15 @@ fn a_broadcast_becomes_a_replay_with_clips_and_downloads() {
             replays(&server).into_iter().find(|r| r["id"] == sid.as_str() && r["durationSeconds"].as_f64() > Some(18.0))
         })
         .expect("18 s recorded");
-    // The viewer's clip (while live), then the rate limit: 3 back to back, the 4th is refused.
+    // The viewer's clip (while live), announced in chat; then the rate limit: 3 back to back, the 4th
+    // is refused.
+    let mut watcher = common::chatclient::join(&server, "Watcher");
     let (status, made) = clip(&server, Some(&viewer), "10.0.0.2", &window(&sid, 2.0, 16.0));
     assert_eq!(status, 200, "{made}");
+    let action = common::chatclient::next_where(&mut watcher.ws, Duration::from_secs(10), |e| {
+        e["type"] == "CHAT_ACTION" && e["body"].as_str().is_some_and(|b| b.contains("Clipper clipped a moment"))
+    });
+    assert!(action.is_some(), "the clip is announced in chat");
     assert_eq!(made["success"], true);
     assert_eq!(made["message"], "clip created");
     assert_eq!(made["durationSeconds"], 14);
