@@ -524,36 +524,35 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
-/// The clip page: OpenGraph tags for link previews (title falls back to "Clip", the image to
-/// `/logo/external`) and a player.
+/// The clip page: the web UI's `clip.html` (player, title, download) with OpenGraph tags for link
+/// previews (title falls back to "Clip", the image to `/logo/external`), for browsers and bots alike.
 async fn page(State(ctx): State<ClipsCtx>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let Some(c) = find(&ctx.r, &id).await? else { return Ok(not_found()) };
     let clip = ctx.r.clip_json(c);
     let title = if clip.title.is_empty() { "Clip".to_string() } else { clip.title.clone() };
     let image = clip.thumbnail.clone().unwrap_or_else(|| "/logo/external".into());
     let name = ctx.r.settings.get().instance.name.clone();
-    let html = format!(
-        r#"<!doctype html><html><head><meta charset="utf-8"><title>{t}</title>
-<meta property="og:title" content="{t}"><meta property="og:type" content="video.other">
+    let og = format!(
+        r#"<meta property="og:title" content="{t}"><meta property="og:type" content="video.other">
 <meta property="og:image" content="{img}"><meta property="og:site_name" content="{site}">
 <meta property="og:description" content="{desc}"><meta name="twitter:card" content="summary_large_image">
-<meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body style="margin:0;background:#111;color:#eee;font-family:sans-serif">
-<main style="max-width:960px;margin:auto;padding:1rem"><h1>{t}</h1>
-<video id="clip" controls playsinline style="width:100%" data-src="{m}"></video>
-<p><a style="color:#9cf" href="{dl}">Download MP4</a></p></main>
-<script type="module">
-const v = document.getElementById('clip'); const src = v.dataset.src;
-if (v.canPlayType('application/vnd.apple.mpegurl')) {{ v.src = src; }}
-else {{ try {{ const m = await import('/js/hls.mjs'); const h = new m.default(); h.loadSource(src); h.attachMedia(v); }} catch (e) {{ v.src = src; }} }}
-</script></body></html>"#,
+"#,
         t = escape(&title),
         img = escape(&image),
         site = escape(&name),
         desc = escape(&format!("{} · {} s", clip.stream_title, clip.duration_seconds)),
-        m = escape(&clip.manifest),
-        dl = escape(&clip.download),
     );
+    // The web UI's clip page (hls.js player) with the tags; a plain page when castd has no web UI.
+    let html = match crate::web::page_text("clip.html") {
+        Some(page) => page.replacen("</head>", &format!("{og}</head>"), 1),
+        None => format!(
+            r#"<!doctype html><html><head><meta charset="utf-8"><title>{t}</title>{og}</head>
+<body><h1>{t}</h1><video controls src="{m}"></video><p><a href="{dl}">Download MP4</a></p></body></html>"#,
+            t = escape(&title),
+            m = escape(&clip.manifest),
+            dl = escape(&clip.download),
+        ),
+    };
     Ok(Html(html).into_response())
 }
 

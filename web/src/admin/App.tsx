@@ -12,6 +12,7 @@ import { Health } from './pages/Health';
 import { Logs } from './pages/Logs';
 import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
+import { Replays } from './pages/Replays';
 import { Schedule } from './pages/Schedule';
 import { Server } from './pages/Server';
 import { StreamKeys } from './pages/StreamKeys';
@@ -31,6 +32,7 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   notifications: Notifications,
   federation: Federation,
   schedule: Schedule,
+  replays: Replays,
   server: Server,
 };
 

@@ -14,6 +14,7 @@ export const PAGES = [
   { id: 'notifications', label: 'Notifications' },
   { id: 'federation', label: 'Federation' },
   { id: 'schedule', label: 'Schedule' },
+  { id: 'replays', label: 'Replays & clips' },
   { id: 'server', label: 'Server' },
 ] as const;
 
