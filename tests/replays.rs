@@ -132,6 +132,12 @@ fn window(sid: &str, start: f64, end: f64) -> Value {
 fn a_broadcast_becomes_a_replay_with_clips_and_downloads() {
     let server = Server::start_with_args(&["--streamkey", KEY]);
     setup(&server);
+    let hook = common::receiver::Receiver::start(&[]);
+    let r = server.admin_post(
+        "/api/admin/webhooks/create",
+        &json!({"url": hook.url, "events": ["REPLAY_READY", "CLIP_CREATED"]}),
+    );
+    assert!(r.status().is_success(), "REPLAY_READY and CLIP_CREATED are webhook events");
     assert_eq!(
         server.get_json("/api/config")["clips"],
         json!({"enabled": true, "maxDurationSeconds": 120, "permissions": "established"})
@@ -253,6 +259,10 @@ fn a_broadcast_becomes_a_replay_with_clips_and_downloads() {
     assert!(done.get("inProgress").is_none());
     assert!(done["totalBytes"].as_i64() > Some(10_000));
     assert_eq!(done["clipCount"], 4);
+    let ready = hook.wait_for(Duration::from_secs(20), |r| r.json()["type"] == "REPLAY_READY");
+    assert_eq!(ready.expect("REPLAY_READY webhook").json()["eventData"]["id"], sid.as_str());
+    let clipped = hook.wait_for(Duration::from_secs(5), |r| r.json()["type"] == "CLIP_CREATED");
+    assert_eq!(clipped.expect("CLIP_CREATED webhook").json()["eventData"]["clippedBy"], "Clipper");
 
     // The bot's clip: no permission level, no rate limit.
     let token = server

@@ -21,6 +21,8 @@ export const WEBHOOK_EVENTS = [
   'PING',
   'PONG',
   'SCHEDULED_EVENTS',
+  'REPLAY_READY',
+  'CLIP_CREATED',
 ];
 
 /** Outbound webhooks: list, create `{url, events, secret}`, delete `{id}`. */
