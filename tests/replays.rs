@@ -281,6 +281,11 @@ fn a_broadcast_becomes_a_replay_with_clips_and_downloads() {
     let bot: Value = bot.json().unwrap();
     assert_eq!(bot["durationSeconds"], 12);
     let bot_clip = bot["id"].as_str().unwrap().to_string();
+    // The admin's form (castd): same rules, clippedBy is the server's name.
+    let r = server.admin_post("/api/admin/clips/create", &window(&sid, 20.0, 26.0));
+    let admin_clip: Value = r.json().unwrap();
+    assert_eq!(admin_clip["durationSeconds"], 6, "{admin_clip}");
+    assert_eq!(server.post_json("/api/admin/clips/create", &window(&sid, 20.0, 26.0)).status().as_u16(), 401);
     let listed = server.get_json(&format!("/api/clips/{bot_clip}"));
     assert_eq!(listed["clippedBy"], "clipbot");
     assert_eq!(server.get_json(&format!("/api/clips/{viewer_clip}"))["clippedBy"], "Clipper");

@@ -6,8 +6,8 @@
 //! after start, start before the end of the media; the end clamped to the media, an over-long window
 //! keeps its newest `max` seconds); the permission level (403; moderators always pass, `established`
 //! means an account at least an hour old); then 6 clips a minute per IP with a burst of 3 (429).
-//! `POST /api/integrations/clips` (castd, `HAS_ADMIN_ACCESS`) takes the same body without the
-//! permission level and the rate limit. A thumbnail is made in the background (ffmpeg, one frame 480
+//! `POST /api/integrations/clips` (castd, `HAS_ADMIN_ACCESS`) and `POST /api/admin/clips/create` (castd, the
+//! admin's player) take the same body without the permission level and the rate limit. A thumbnail is made in the background (ffmpeg, one frame 480
 //! px wide, from the clip's first segment of the best variant).
 
 use std::collections::HashMap;
@@ -210,6 +210,16 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: Tokens) {
     )
     .optional_body()
     .returns::<ClipCreated>();
+    reg.post(
+        "/api/admin/clips/create",
+        GROUP,
+        Auth::Admin,
+        "castd: the admin cuts a clip (same body; no permission level, no rate limit; clippedBy is the server name)",
+        BodyDoc::Schema("AddClip"),
+        add_clip_admin,
+    )
+    .optional_body()
+    .returns::<ClipCreated>();
     reg.get("/api/clips", GROUP, Auth::Public, "Every clip, newest first", list).returns_list::<Clip>();
     reg.get("/api/clips/{clip_id}", GROUP, Auth::Public, "One clip", details)
         .path_param("clip_id", ValueDoc::String)
@@ -295,6 +305,11 @@ async fn add_clip_integration(
 ) -> Result<Response, ApiError> {
     let token = authorize(&ctx.tokens, &headers, HAS_ADMIN_ACCESS).await?;
     create(&ctx.r, Clipper::Bot(token.display_name), &body).await
+}
+
+async fn add_clip_admin(State(ctx): State<ClipsCtx>, body: Bytes) -> Result<Response, ApiError> {
+    let name = ctx.r.settings.get().instance.name.clone();
+    create(&ctx.r, Clipper::Bot(name), &body).await
 }
 
 async fn create(r: &Arc<Replays>, who: Clipper, body: &[u8]) -> Result<Response, ApiError> {

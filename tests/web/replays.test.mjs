@@ -1,5 +1,5 @@
 // Replays in the browser: a 12 s broadcast becomes a replay; the admin's "Replays & clips" page plays it start to end
-// through hls.js (admin only), a bot's clip plays on its /clips/<id> page (with its OpenGraph title), and once the
+// through hls.js (admin only) and cuts a clip on the player, a bot's clip plays on its /clips/<id> page (with its OpenGraph title), and once the
 // replay is public the viewer page lists it under "Past broadcasts". Screenshot: admin-replays.png.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -72,6 +72,16 @@ test('a replay plays start to end in the admin, a clip on its page, public repla
   assert.ok(played.src.startsWith('blob:'), `hls.js (MSE) plays it: ${played.src}`);
   assert.ok(Math.abs(played.duration - 12) <= 2, `duration ${played.duration} s (published 12 s)`);
   assert.ok(played.currentTime >= played.duration - 0.5, `played to the end: ${played.currentTime} of ${played.duration}`);
+  // Cut a clip on the player: 4 s from 2 s in.
+  await page.evaluate(() => {
+    document.querySelector('#replay-player').currentTime = 2;
+  });
+  await page.fill('#cut-clip input[aria-label="Clip title"]', 'From the admin');
+  await page.fill('#cut-clip input[aria-label="Seconds"]', '4');
+  await page.click('#cut-clip button[type="submit"]');
+  await page.waitForSelector('#cut-clip >> text=Clip created.');
+  const cut = (await castd.getJson('/api/clips')).find((c) => c.title === 'From the admin');
+  assert.ok(cut && cut.durationSeconds === 4, JSON.stringify(cut));
   await page.screenshot({ path: screenshotPath('admin-replays.png'), fullPage: true });
 
   // A bot's clip and its page.

@@ -41,6 +41,36 @@ function PermissionSetting({ value }: { value: string | undefined }) {
   );
 }
 
+/** Cut a clip on the player: from the playhead for the chosen length (`POST /api/admin/clips/create`). */
+function CutClip({ replayId, onMade }: { replayId: string; onMade: () => void }) {
+  const [title, setTitle] = useState('');
+  const [length, setLength] = useState(30);
+  const [state, run] = useSave();
+  const cut = async (e: Event) => {
+    e.preventDefault();
+    const video = document.getElementById('replay-player') as HTMLVideoElement | null;
+    const start = video?.currentTime ?? 0;
+    const ok = await run(async () => {
+      const r = await admin.post<{ success: boolean; message: string; durationSeconds: number }>('clips/create', {
+        streamId: replayId,
+        clipTitle: title,
+        relativeStartTimeSeconds: start,
+        relativeEndTimeSeconds: start + length,
+      });
+      if (!r.success) throw new Error(r.message);
+    }, 'Clip created.');
+    if (ok) onMade();
+  };
+  return (
+    <form class="field-row" id="cut-clip" onSubmit={cut}>
+      <input placeholder="Clip title" aria-label="Clip title" value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
+      <input type="number" min={1} max={3600} aria-label="Seconds" value={length} onInput={(e) => setLength(Number(e.currentTarget.value) || 30)} />
+      <button type="submit">Clip from the playhead</button>
+      <FormStatus state={state} />
+    </form>
+  );
+}
+
 function ReplayRow({ r, reload, play }: { r: Replay; reload: () => void; play: (r: Replay) => void }) {
   const [state, run] = useSave();
   const [title, setTitle] = useState(r.title ?? '');
@@ -102,7 +132,7 @@ export function Replays() {
   const s = config?.replay;
   const replays = useAdminGet<Replay[]>('replays');
   const clips = useAdminGet<Clip[]>('clips');
-  const [playing, setPlaying] = useState<{ title: string; src: string } | null>(null);
+  const [playing, setPlaying] = useState<{ title: string; src: string; replayId?: string } | null>(null);
   const [state, run] = useSave();
   return (
     <>
@@ -118,6 +148,7 @@ export function Replays() {
       {playing && (
         <Section title={`Playing: ${playing.title}`}>
           <HlsPlayer src={playing.src} id="replay-player" />
+          {playing.replayId && <CutClip replayId={playing.replayId} onMade={() => void clips.reload()} />}
           <button type="button" onClick={() => setPlaying(null)}>
             Close
           </button>
@@ -132,7 +163,7 @@ export function Replays() {
             </thead>
             <tbody>
               {(replays.data ?? []).map((r) => (
-                <ReplayRow key={r.id} r={r} reload={() => void replays.reload()} play={(x) => setPlaying({ title: x.title || x.id, src: x.manifest })} />
+                <ReplayRow key={r.id} r={r} reload={() => void replays.reload()} play={(x) => setPlaying({ title: x.title || x.id, src: x.manifest, replayId: x.id })} />
               ))}
               {replays.data && replays.data.length === 0 && <tr><td colSpan={9} class="muted">No replays yet.</td></tr>}
             </tbody>
