@@ -177,6 +177,21 @@ pub fn insert_replay(conn: &Connection, id: &str, stream_title: &str, start: Dat
     Ok(())
 }
 
+/// (variant, next sequence number, media seconds recorded, newest init segment).
+pub type Resume = (i64, i64, f64, Option<String>);
+
+/// Per variant: the next sequence number, the media time recorded so far and the newest init segment (recording resumed in the same
+/// broadcast after replays were turned off and on again).
+pub fn resume_state(conn: &Connection, id: &str) -> Result<Vec<Resume>, StoreError> {
+    let mut st = conn.prepare(
+        "SELECT variant, MAX(seq) + 1, SUM(duration),
+            (SELECT init FROM replay_segments l WHERE l.replay_id = ?1 AND l.variant = s.variant ORDER BY seq DESC LIMIT 1)
+         FROM replay_segments s WHERE replay_id = ?1 GROUP BY variant",
+    )?;
+    let rows = st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 pub fn set_master(conn: &Connection, id: &str, master: &str) -> Result<(), StoreError> {
     conn.execute("UPDATE replays SET master = ?2 WHERE id = ?1", params![id, master])?;
     Ok(())

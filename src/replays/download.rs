@@ -65,6 +65,7 @@ async fn remux(
         None => f.to_string(),
     });
     let list = dir.join(format!(".download-{}.m3u8", crate::password::random_token(8)));
+    tokio::fs::create_dir_all(&dir).await.map_err(|e| ApiError::Internal(e.to_string()))?;
     tokio::fs::write(&list, text).await.map_err(|e| ApiError::Internal(e.to_string()))?;
     let mut cmd = tokio::process::Command::new("ffmpeg");
     cmd.args(["-hide_banner", "-loglevel", "error", "-nostdin"]);

@@ -128,7 +128,15 @@ async fn ensure_current<'a>(r: &Arc<Replays>, current: &'a mut Option<Current>) 
             return None;
         }
         info!(replay = %id, "recording the broadcast");
-        *current = Some(Current { id, variants: HashMap::new() });
+        let (store, rid) = (r.store.clone(), id.clone());
+        let resumed = store.call(move |c| db::resume_state(c, &rid)).await.unwrap_or_default();
+        let variants = resumed
+            .into_iter()
+            .filter_map(|(v, seq, offset, init)| {
+                Some((usize::try_from(v).ok()?, Variant { seq, offset, init, last_msn: None }))
+            })
+            .collect();
+        *current = Some(Current { id, variants });
     }
     current.as_mut()
 }
