@@ -500,3 +500,21 @@ fn a_finished_replay_plays_from_the_bucket_and_deleting_it_removes_every_object(
     assert_eq!(r.status().as_u16(), 200);
     assert!(public.list(&server.client, &format!("pfx/replays/{id}/")).is_empty());
 }
+
+#[test]
+fn a_low_latency_broadcast_is_recorded_with_its_init_segment_and_plays() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
+    server.set("video/streamlatencylevel", json!(0));
+    let id = broadcast(&server, 10);
+    let media = server.admin_get(&format!("/replay/{id}/0")).text().unwrap();
+    assert!(media.contains("#EXT-X-MAP:URI=\""), "fMP4 segments name their init segment: {media}");
+    let d = probe_duration(&server, &server.url(&format!("/replay/{id}")), true).expect("the LL-HLS replay plays");
+    assert!((d - 10.0).abs() <= SEGMENT, "{d} s");
+    let r = server.admin_get(&format!("/replay/{id}/download.mp4"));
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("ll.mp4");
+    std::fs::write(&f, r.bytes().unwrap()).unwrap();
+    let d = file_duration(&f).expect("the download is an MP4");
+    assert!((d - 10.0).abs() <= SEGMENT, "download {d} s");
+}
