@@ -53,6 +53,7 @@ use crate::media::MediaPlane;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
+use crate::replays::{Replays, ReplaysDeps};
 use crate::schedule::Schedule;
 use crate::simulcast::{Simulcast, SimulcastDeps};
 use crate::storage::{Storage, StorageDeps};
@@ -115,6 +116,8 @@ pub enum DaemonError {
     Yp(#[from] crate::yp::YpError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error("replays: {0}")]
+    Replays(#[from] crate::replays::ReplaysError),
 }
 
 /// What the daemon runs with (the command line, resolved).
@@ -170,6 +173,7 @@ pub struct Daemon {
     pub federation: Arc<Federation>,
     pub schedule: Arc<Schedule>,
     pub simulcast: Arc<Simulcast>,
+    pub replays: Arc<Replays>,
     /// Every long-running task (see the module doc).
     pub tasks: Tasks,
 }
@@ -294,6 +298,20 @@ impl Daemon {
             health: health.clone(),
             tasks: tasks.clone(),
         });
+        let replays = Replays::open(ReplaysDeps {
+            store: store.clone(),
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream.clone(),
+            health: health.clone(),
+            media: media.clone(),
+            data_dir: data_dir.clone(),
+            hls_dir: hls_dir.clone(),
+            users: chat.clone(),
+            admin: admin.clone(),
+            storage: storage.clone(),
+            tasks: tasks.clone(),
+        })?;
         let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
         let hls = Arc::new(Hls {
@@ -327,6 +345,7 @@ impl Daemon {
             federation,
             schedule,
             simulcast,
+            replays,
             tasks,
         })
     }
@@ -352,6 +371,7 @@ impl Daemon {
         crate::storage::routes(&mut reg, self.storage.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());
         crate::simulcast::routes(&mut reg, self.simulcast.clone());
+        crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -381,6 +401,7 @@ pub async fn run(
     crate::llhls::start(d.hls.ll.clone(), &d.media, &d.bus, &tasks);
     crate::storage::start(d.storage.clone(), STORAGE_DRAIN_TIMEOUT);
     crate::simulcast::start(d.simulcast.clone(), &tasks);
+    crate::replays::start(d.replays.clone());
     crate::api::warnings::start(d.server.clone(), &tasks);
     crate::yp::start(d.directory.clone(), &tasks);
     crate::schedule::start(d.schedule.clone(), &tasks);

@@ -90,7 +90,7 @@
 //!   settings' setters (`api::setters`) and, on behalf of `transcode` (which sees no HTTP types), the
 //!   video settings' (`api::video`). `GET /api/admin/serverconfig` is assembled from every feature's
 //!   part (`<feature>::settings::server_config`), so `api` uses `chat`, `federation`,
-//!   `notifications`, `storage`, `yp`, `schedule` and `simulcast` for those, `tokens`, and `schedule` for the
+//!   `notifications`, `storage`, `yp`, `schedule`, `simulcast` and `replays` for those, `tokens`, and `schedule` for the
 //!   status' `scheduledEvent`; reads the stream, viewers, health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
@@ -104,6 +104,11 @@
 //!   serverconfig `simulcastTargets`). `variant` targets follow the media feed and remux that variant's
 //!   segments with `transcode::remux` (a `castd remux` child; no encode). Uses `transcode` (the child's
 //!   executable and the remux); given settings, bus, the media plane, the health hub, the tasks.
+//! - [`replays`]: replays and clips: a recorder on the media plane (holds each segment and hard-links it
+//!   into `<data-dir>/replays/<streamId>/`, rows written as it goes), replay and clip playlists,
+//!   Owncast's clip rules, `download.mp4` remuxes, the disk budget, REPLAY_READY / CLIP_CREATED on the
+//!   bus. Uses `tokens` (the bot clip route); given a `UserTokens` handle (clip permissions) and the
+//!   admin check. Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
@@ -136,6 +141,7 @@ pub mod metrics;
 pub mod notifications;
 pub mod password;
 pub mod public_files;
+pub mod replays;
 pub mod schedule;
 pub mod simulcast;
 pub mod storage;

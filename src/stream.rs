@@ -56,6 +56,8 @@ pub struct VariantProgress {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamState {
     pub online: bool,
+    /// The broadcast's id while online (a new one per broadcast; a replay's id is its stream's id).
+    pub stream_id: Option<String>,
     pub broadcaster: Option<Broadcaster>,
     pub last_connect_time: Option<DateTime<Utc>>,
     pub last_disconnect_time: Option<DateTime<Utc>>,

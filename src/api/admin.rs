@@ -182,6 +182,8 @@ pub struct ServerConfig {
     pub schedule: crate::schedule::settings::ScheduleConfigPart,
     #[serde(flatten)]
     pub simulcast: crate::simulcast::settings::SimulcastConfigPart,
+    #[serde(flatten)]
+    pub replay: crate::replays::settings::ReplayConfigPart,
 }
 
 /// Calls `$m` with the type of every part of `ServerConfig`, in order.
@@ -199,7 +201,8 @@ macro_rules! server_config_parts {
             crate::federation::settings::FederationConfigPart,
             crate::notifications::settings::NotificationsConfigPart,
             crate::schedule::settings::ScheduleConfigPart,
-            crate::simulcast::settings::SimulcastConfigPart
+            crate::simulcast::settings::SimulcastConfigPart,
+            crate::replays::settings::ReplayConfigPart
         )
     };
 }
@@ -346,6 +349,7 @@ pub fn server_config(server: &Server) -> ServerConfig {
         notifications: crate::notifications::settings::server_config(&s),
         schedule: crate::schedule::settings::server_config(&s),
         simulcast: crate::simulcast::settings::server_config(&s),
+        replay: crate::replays::settings::server_config(&s),
     }
 }
 

@@ -227,6 +227,13 @@ impl crate::http::UserTokens for Chat {
         })
     }
 
+    fn user<'a>(&'a self, token: &'a str) -> crate::http::auth::UserFetch<'a> {
+        Box::pin(async move {
+            let token = token.to_string();
+            self.store.call(move |c| users::by_token(c, &token)).await.ok().flatten()
+        })
+    }
+
     fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a> {
         Box::pin(async move {
             let id = user_id.to_string();
@@ -301,6 +308,10 @@ pub fn start(ctx: &Arc<Chat>) {
                     broadcast(&ctx, protocol::chat_action(&body));
                 }
                 Event::Chat(c) if c.is_fediverse() => ctx.hub.broadcast(protocol::frame(c)),
+                // castd: "NAME clipped TITLE" when a viewer clips (replays decide whether to announce).
+                Event::ClipCreated { announce: Some(line), .. } => {
+                    broadcast(&ctx, protocol::chat_action(&sanitize::render(line)));
+                }
                 Event::ScheduleChatClosing { body, .. } => {
                     let body = sanitize::render(body);
                     let event = protocol::system(&body, &ctx.settings.get().instance.name);

@@ -2,7 +2,7 @@
 //!
 //! `Settings` is the whole configuration the owner controls through the admin API, made of one section
 //! per feature (one file each: `instance`, `server`, `ingest`, `directory`, `video`, `chat`,
-//! `federation`, `notifications`, `storage`, `schedule`, `simulcast`). The sections are flattened, so every field of a section is
+//! `federation`, `notifications`, `storage`, `schedule`, `simulcast`, `replay`). The sections are flattened, so every field of a section is
 //! one top-level camelCase key, the key under which the settings store (`store::settings`) persists it:
 //! a field added later simply takes its default on an existing database. The section types live here,
 //! below every feature, because features read each other's settings; each feature owns its section's
@@ -15,6 +15,7 @@ pub mod federation;
 pub mod ingest;
 pub mod instance;
 pub mod notifications;
+pub mod replay;
 pub mod schedule;
 pub mod server;
 pub mod simulcast;
@@ -30,6 +31,7 @@ pub use federation::FederationSettings;
 pub use ingest::{IngestSettings, DEFAULT_SRT_PORT};
 pub use instance::{ExternalAction, InstanceSettings, SocialHandle};
 pub use notifications::{BrowserNotification, DiscordNotification, NotificationSettings};
+pub use replay::ReplaySettings;
 pub use schedule::ScheduleSettings;
 pub use server::{ServerSettings, StreamKey};
 pub use simulcast::{SimulcastSettings, SimulcastTarget, TargetVariant};
@@ -68,6 +70,8 @@ pub struct Settings {
     pub schedule: ScheduleSettings,
     #[serde(flatten)]
     pub simulcast: SimulcastSettings,
+    #[serde(flatten)]
+    pub replay: ReplaySettings,
 }
 
 impl Settings {
@@ -129,7 +133,7 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 63, "{:?}", map.keys().collect::<Vec<_>>());
+        assert_eq!(map.len(), 70, "{:?}", map.keys().collect::<Vec<_>>());
         for key in ["name", "adminPasswordHash", "srtServerPort", "directoryEnabled", "latencyLevel", "chatDisabled"] {
             assert!(map.contains_key(key), "{key}");
         }

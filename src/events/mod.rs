@@ -88,11 +88,17 @@ pub enum EventType {
     /// castd addition: a simulcast target changed state (`off`, `connecting`, `live`, `retrying`, `failed`).
     #[serde(rename = "SIMULCAST_STATE_CHANGED")]
     SimulcastStateChanged,
+    /// castd: a broadcast's replay is finished and playable (`data` is the replay).
+    #[serde(rename = "REPLAY_READY")]
+    ReplayReady,
+    /// castd: a clip was created (`data` is the clip; chat announces a viewer's clip).
+    #[serde(rename = "CLIP_CREATED")]
+    ClipCreated,
 }
 
 impl EventType {
     /// The event types a webhook may subscribe to, in the interface's order.
-    pub const WEBHOOK_TYPES: [EventType; 17] = [
+    pub const WEBHOOK_TYPES: [EventType; 19] = [
         EventType::Chat,
         EventType::UserJoined,
         EventType::UserParted,
@@ -110,6 +116,8 @@ impl EventType {
         EventType::FediverseEngagementRepost,
         EventType::ScheduledEvents,
         EventType::SimulcastStateChanged,
+        EventType::ReplayReady,
+        EventType::ClipCreated,
     ];
 
     /// The wire name (`"CHAT"`, `"VISIBILITY-UPDATE"`, ...).
@@ -138,6 +146,8 @@ impl EventType {
             EventType::ScheduleFederation => "SCHEDULE_FEDERATION",
             EventType::ScheduleChatClosing => "SCHEDULE_CHAT_CLOSING",
             EventType::SimulcastStateChanged => "SIMULCAST_STATE_CHANGED",
+            EventType::ReplayReady => "REPLAY_READY",
+            EventType::ClipCreated => "CLIP_CREATED",
         }
     }
 
@@ -179,6 +189,14 @@ pub enum Event {
     },
     /// A simulcast target's status after a state change `{id, name, state, since, bytesSent, ...}`.
     SimulcastStateChanged(serde_json::Value),
+    /// castd: a replay is finished (its JSON as `/api/admin/replays` lists it).
+    ReplayReady(serde_json::Value),
+    /// castd: a clip was created (its JSON as `/api/clips` lists it); `announce` with the chat line
+    /// "NAME clipped TITLE" when a viewer made it and announcing is on.
+    ClipCreated {
+        clip: serde_json::Value,
+        announce: Option<String>,
+    },
 }
 
 impl Event {
@@ -195,6 +213,8 @@ impl Event {
             Event::ScheduleFederation(_) => EventType::ScheduleFederation,
             Event::ScheduleChatClosing { .. } => EventType::ScheduleChatClosing,
             Event::SimulcastStateChanged(_) => EventType::SimulcastStateChanged,
+            Event::ReplayReady(_) => EventType::ReplayReady,
+            Event::ClipCreated { .. } => EventType::ClipCreated,
         }
     }
 
@@ -210,6 +230,8 @@ impl Event {
             Event::ScheduleFederation(a) => serde_json::to_value(a),
             Event::ScheduleChatClosing { event_id, body } => Ok(serde_json::json!({ "id": event_id, "body": body })),
             Event::SimulcastStateChanged(data) => Ok(data.clone()),
+            Event::ReplayReady(replay) => Ok(replay.clone()),
+            Event::ClipCreated { clip, .. } => Ok(clip.clone()),
         };
         v.unwrap_or(serde_json::Value::Null)
     }

@@ -46,6 +46,8 @@ use crate::stream::StreamWatch;
 use crate::tasks::{Stage, Tasks};
 use crate::telemetry::Telemetry;
 
+/// The folder under the prefix that belongs to the replays (never cleaned up as a leftover).
+pub const REPLAYS_FOLDER: &str = "replays/";
 /// Uploads in flight at once, all variants together.
 pub const UPLOAD_CONCURRENCY: usize = 8;
 /// Tries per object (the first and the retries).
@@ -86,6 +88,26 @@ pub struct Target {
 }
 
 impl Target {
+    /// The client (other features' objects, such as replays, go through it too).
+    pub fn client(&self) -> &S3Client {
+        &self.client
+    }
+
+    /// The key of `rel` directly under the `pathPrefix` (the live stream's files are under
+    /// `<prefix>hls/`; replays under `<prefix>replays/`).
+    pub fn key(&self, rel: &str) -> String {
+        format!("{}{rel}", self.prefix)
+    }
+
+    /// The public URL of `key`: on the `videoServingEndpoint` when set, else the bucket's.
+    pub fn public_url(&self, key: &str) -> String {
+        if self.serving.is_empty() {
+            self.client.object_url(key)
+        } else {
+            format!("{}/{key}", self.serving)
+        }
+    }
+
     /// The public URL of the folder holding `rel`'s variant (ends with `/`).
     fn public_folder(&self, variant: usize) -> String {
         let key = playlist::key(&self.prefix, &format!("{variant}/"));
@@ -204,6 +226,12 @@ impl Storage {
         self.target.read().clone()
     }
 
+    /// The bucket while object storage is on (replays keep finished recordings under
+    /// `<pathPrefix>/replays/`, which the leftover clean-up leaves alone).
+    pub fn bucket(&self) -> Option<Arc<Target>> {
+        self.target()
+    }
+
     /// Build the target from the settings (none when storage is disabled or the settings are unusable).
     fn reload(&self) -> Option<Arc<Target>> {
         let s = self.settings.get();
@@ -291,7 +319,8 @@ impl Storage {
         }
     }
 
-    /// Remove everything under `<prefix>hls/` (leftovers of earlier runs); true when done.
+    /// Remove everything under `<prefix>hls/` (leftovers of earlier runs; replays under
+    /// `<prefix>replays/` are not touched); true when done.
     async fn clean_leftovers(&self, target: &Target) -> bool {
         let under = playlist::key(&target.prefix, "");
         let result = async {

@@ -142,6 +142,7 @@ pub fn start(t: &Arc<Transcoder>, publisher: PublisherGuard) -> Feeder {
     let now = Utc::now();
     t.deps.stream.update(|st| {
         st.online = true;
+        st.stream_id = Some(crate::password::random_token(10));
         st.last_connect_time = Some(now);
         st.broadcaster = Some(Broadcaster { remote_addr: remote.to_string(), time: Some(now), ..Default::default() });
         st.worker_pid = None;
@@ -386,6 +387,7 @@ async fn supervise(
     }
     t.deps.stream.update(|st| {
         st.online = false;
+        st.stream_id = None;
         st.last_disconnect_time = Some(Utc::now());
         st.broadcaster = None;
         st.worker_pid = None;

@@ -91,6 +91,7 @@ export interface PublicConfig {
   autoplay?: string;
   authentication?: { indieAuthEnabled: boolean };
   schedule?: { enabled: boolean; showCountdown: boolean; chatOpenMinutesBefore: number };
+  clips?: { enabled: boolean; maxDurationSeconds: number; permissions: string };
 }
 
 /** The current or next scheduled stream, as `/api/status` gives it. */
@@ -141,6 +142,8 @@ export interface PublicStatus {
   serverTime?: string;
   versionNumber?: string;
   scheduledEvent?: ScheduledStatus;
+  /** The live broadcast's id, while live and clipping is on. */
+  streamId?: string;
 }
 
 export interface RegisterResponse {
@@ -358,6 +361,16 @@ export interface ServerConfig {
     firstReminderMinutes: number;
     secondReminderMinutes: number;
   };
+  replay?: {
+    enabled: boolean;
+    clipsEnabled: boolean;
+    maxClipDurationSeconds: number;
+    clipPermissions: string;
+    forcedByCommandLine: boolean;
+    maxGigabytes: number;
+    retentionDays: number;
+    announceClips: boolean;
+  };
   yp: { enabled: boolean; instanceUrl: string };
   externalActions: ExternalAction[];
   chatDisabled: boolean;
@@ -522,6 +535,9 @@ export const postJSON = <T = StatusResponse>(url: string, body: unknown) => requ
 export const api = {
   config: () => getJSON<PublicConfig>('/api/config'),
   status: () => getJSON<PublicStatus>('/api/status'),
+  replays: () => getJSON<Replay[]>('/api/replays'),
+  clip: (accessToken: string, body: { streamId: string; clipTitle: string; relativeStartTimeSeconds: number; relativeEndTimeSeconds: number }) =>
+    postJSON<{ success: boolean; message: string; id: string; durationSeconds: number }>(withQuery('/api/clip', { accessToken }), body),
   ping: () => fetch(apiUrl('/api/ping'), { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
   emoji: () => getJSON<CustomEmoji[]>('/api/emoji'),
   register: (displayName?: string) =>
@@ -554,6 +570,42 @@ export const api = {
       keepalive: true,
     }).then(() => undefined),
 };
+
+// ---------- replays and clips ----------
+
+/** A recorded broadcast (`/api/admin/replays`, `/api/replays`). */
+export interface Replay {
+  id: string;
+  title?: string;
+  startTime: string;
+  endTime?: string;
+  inProgress?: boolean;
+  manifest: string;
+  durationSeconds: number;
+  totalBytes: number;
+  clipCount: number;
+  status: 'recording' | 'finished' | 'interrupted';
+  streamTitle: string;
+  public: boolean;
+  pinned: boolean;
+  download: string;
+}
+
+/** A clip (`/api/clips`). */
+export interface Clip {
+  id: string;
+  streamId: string;
+  clippedBy?: string;
+  title?: string;
+  streamTitle?: string;
+  relativeStartTime: number;
+  relativeEndTime: number;
+  durationSeconds: number;
+  manifest: string;
+  thumbnail?: string;
+  timestamp: string;
+  download: string;
+}
 
 // ---------- admin ----------
 

@@ -12,6 +12,7 @@ import { Health } from './pages/Health';
 import { Logs } from './pages/Logs';
 import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
+import { Replays } from './pages/Replays';
 import { Schedule } from './pages/Schedule';
 import { Server } from './pages/Server';
 import { Simulcast } from './pages/Simulcast';
@@ -33,6 +34,7 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   federation: Federation,
   schedule: Schedule,
   simulcast: Simulcast,
+  replays: Replays,
   server: Server,
 };
 

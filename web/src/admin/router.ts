@@ -15,6 +15,7 @@ export const PAGES = [
   { id: 'federation', label: 'Federation' },
   { id: 'schedule', label: 'Schedule' },
   { id: 'simulcast', label: 'Simulcast' },
+  { id: 'replays', label: 'Replays & clips' },
   { id: 'server', label: 'Server' },
 ] as const;
 

@@ -22,6 +22,8 @@ export const WEBHOOK_EVENTS = [
   'PONG',
   'SCHEDULED_EVENTS',
   'SIMULCAST_STATE_CHANGED',
+  'REPLAY_READY',
+  'CLIP_CREATED',
 ];
 
 /** Outbound webhooks: list, create `{url, events, secret}`, delete `{id}`. */
