@@ -39,6 +39,7 @@ use tracing::{info, warn};
 
 use crate::api::Server;
 use crate::chat::{Chat, ChatDeps};
+use crate::cluster::{Cluster, ClusterConfig};
 use crate::events::Bus;
 use crate::federation::{Federation, FederationConfig};
 use crate::hardware::Hardware;
@@ -113,6 +114,8 @@ pub enum DaemonError {
     Yp(#[from] crate::yp::YpError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error("cluster: {0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
 }
 
 /// What the daemon runs with (the command line, resolved).
@@ -133,6 +136,8 @@ pub struct Config {
     pub logs: LogRing,
     /// Federation switches and timings.
     pub federation: FederationConfig,
+    /// `--redis-url`, `--cluster-secret`, `--origin`: `None` on a single box.
+    pub cluster: Option<ClusterConfig>,
 }
 
 /// The bound listeners.
@@ -167,6 +172,8 @@ pub struct Daemon {
     pub storage: Arc<Storage>,
     pub federation: Arc<Federation>,
     pub schedule: Arc<Schedule>,
+    /// The cluster (origin or edge), when `--redis-url` was given.
+    pub cluster: Option<Arc<Cluster>>,
     /// Every long-running task (see the module doc).
     pub tasks: Tasks,
 }
@@ -185,6 +192,7 @@ impl Daemon {
             yp: yp_config,
             logs,
             federation: federation_config,
+            cluster: cluster_config,
         } = config;
         let tasks = Tasks::new();
         let bus = Bus::default();
@@ -221,6 +229,10 @@ impl Daemon {
             scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
             tasks: tasks.clone(),
         })?;
+        let cluster = match cluster_config {
+            Some(c) => Some(Cluster::attach(c, chat.clone(), viewers.clone())?),
+            None => None,
+        };
         let hls_dir = data_dir.join("hls");
         let media = MediaPlane::new(hls_dir.clone());
         let transcoder = Transcoder::new(TranscodeDeps {
@@ -316,6 +328,7 @@ impl Daemon {
             storage,
             federation,
             schedule,
+            cluster,
             tasks,
         })
     }
@@ -341,6 +354,9 @@ impl Daemon {
         crate::storage::routes(&mut reg, self.storage.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());
         crate::web::routes(&mut reg);
+        if let Some(cluster) = self.cluster.as_ref().filter(|c| !c.is_edge()) {
+            crate::cluster::api::routes(&mut reg, cluster.clone());
+        }
         reg
     }
 }
@@ -376,12 +392,25 @@ pub async fn run(
     }
     crate::hardware::encoders::spawn_startup_probe(d.hardware.clone(), &tasks);
     crate::metrics::start(d.metrics.clone(), &tasks);
-    crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
-    if let Some(srt) = listeners.srt {
-        crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+    let edge = d.cluster.as_ref().filter(|c| c.is_edge());
+    // An edge takes no broadcast: its RTMP listener is closed, SRT is not started.
+    if edge.is_none() {
+        crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
+        if let Some(srt) = listeners.srt {
+            crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+        }
+    }
+    if let Some(cluster) = &d.cluster {
+        crate::cluster::start(cluster, &tasks);
     }
 
-    let web = d.registry().into_service();
+    let web = match edge {
+        Some(cluster) => {
+            let cluster = cluster.clone();
+            d.registry().into_service_behind(move |local| crate::cluster::proxy::front(cluster, local))
+        }
+        None => d.registry().into_service(),
+    };
     // Connections send in-memory segments with sendfile (`http::zerocopy`); the HLS requests take the
     // fast lane (`http::lanes`). The server stops after its open requests when `Connections` stops.
     let listener = crate::http::zerocopy::ZeroCopyListener(listeners.web);

@@ -99,6 +99,11 @@
 //!   hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
+//! - [`cluster`]: beyond one box: an origin and edges sharing one chat over Redis (`--redis-url`,
+//!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and `/ws` here,
+//!   everything else proxied to the origin, HLS cached as `Cache-Control` allows) and presence counts.
+//!   Uses `chat` (through `chat::relay`, the seam: the hub's link, the origin's outbound queue, the
+//!   handling of a remote client's event). Off without `--redis-url`.
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
@@ -110,6 +115,7 @@
 
 pub mod api;
 pub mod chat;
+pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod events;

@@ -23,6 +23,7 @@ pub mod integrations;
 pub mod messages;
 pub mod moderation;
 pub mod protocol;
+pub mod relay;
 pub mod sanitize;
 pub mod settings;
 pub mod socket;
@@ -240,7 +241,8 @@ impl crate::http::UserTokens for Chat {
                     return None;
                 }
             };
-            self.hub.update_user(&user);
+            self.hub.update_user_local(&user);
+            self.to_nodes(relay::Outbound::User { user: user.clone(), info: true });
             let info = protocol::frame(&protocol::connected_user_info(&user));
             for c in self.hub.of_user(&user.id) {
                 c.send(info.clone());
