@@ -230,7 +230,7 @@ impl Daemon {
             tasks: tasks.clone(),
         })?;
         let cluster = match cluster_config {
-            Some(c) => Some(Cluster::attach(c, chat.clone(), viewers.clone())?),
+            Some(c) => Some(Cluster::attach(c, chat.clone(), viewers.clone(), metrics.clone())?),
             None => None,
         };
         let hls_dir = data_dir.join("hls");

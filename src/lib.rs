@@ -103,7 +103,8 @@
 //!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and `/ws` here,
 //!   everything else proxied to the origin, HLS cached as `Cache-Control` allows) and presence counts.
 //!   Uses `chat` (through `chat::relay`, the seam: the hub's link, the origin's outbound queue, the
-//!   handling of a remote client's event). Off without `--redis-url`.
+//!   handling of a remote client's event) and `metrics` (an edge marks the viewers it serves). Off
+//!   without `--redis-url`.
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!

@@ -178,10 +178,19 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     // 2. Moderation from the admin (through an edge) applies on every node.
     let mut watchers: Vec<(Ws, String)> = (0..3)
         .map(|n| {
-            let (_, t, _) = register(c.node(n), None);
-            (connect(c.node(n), &t), t)
+            let (id, t, _) = register(c.node(n), None);
+            (connect(c.node(n), &t), id)
         })
         .collect();
+    // Presence: the origin's admin client list shows every node's clients (within two presence rounds).
+    let ids: Vec<String> = watchers.iter().map(|(_, id)| id.clone()).collect();
+    let listed = c.origin.wait_for(Duration::from_secs(20), || {
+        let clients = c.origin.admin_json("/api/admin/chat/clients");
+        let users: HashSet<&str> =
+            clients.as_array().unwrap().iter().filter_map(|c| c["user"]["id"].as_str()).collect();
+        ids.iter().all(|id| users.contains(id.as_str())).then_some(())
+    });
+    assert!(listed.is_some(), "the origin lists the edges' chat clients");
     let hidden = order[0].clone();
     let r = admin_post(
         &c.edges[1],

@@ -70,7 +70,7 @@ impl Client {
 }
 
 /// A connected client as the admin API lists it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientInfo {
     pub id: u64,

@@ -154,6 +154,8 @@ pub struct Chat {
     scheduled_chat_open: ScheduledChatOpen,
     offline_grace: chrono::TimeDelta,
     pub tasks: Tasks,
+    /// The cluster's other nodes' clients (`relay`), for the admin's client list.
+    remote_clients: RwLock<Vec<hub::ClientInfo>>,
 }
 
 impl Chat {
@@ -179,6 +181,7 @@ impl Chat {
             scheduled_chat_open: deps.scheduled_chat_open,
             offline_grace: offline_grace(),
             tasks: deps.tasks,
+            remote_clients: RwLock::new(Vec::new()),
         }))
     }
 

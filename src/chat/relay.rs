@@ -194,6 +194,16 @@ impl Chat {
         self.hub.set_link(link);
     }
 
+    /// The other nodes' connected clients (their latest presence; empty on a single box).
+    pub fn remote_clients(&self) -> Vec<super::hub::ClientInfo> {
+        self.remote_clients.read().clone()
+    }
+
+    /// Set by the cluster on the origin from the other nodes' presence.
+    pub fn set_remote_clients(&self, clients: Vec<super::hub::ClientInfo>) {
+        *self.remote_clients.write() = clients;
+    }
+
     /// On the origin: queue `entry` for the other nodes (nothing otherwise).
     pub(crate) fn to_nodes(&self, entry: Outbound) {
         if let Some(Link { role: Role::Origin(q), .. }) = self.link() {

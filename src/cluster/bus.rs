@@ -379,13 +379,20 @@ async fn consume_inbound(cluster: &Cluster) {
 // ------------------------------------------------------------------------------------------ presence
 
 /// Every node's counts, as presence (see the `cluster` module doc).
-#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     pub chat_clients: u64,
     pub viewers: u64,
+    /// The node's chat clients as the admin lists them (at most `PRESENCE_CLIENTS_MAX`).
+    #[serde(default)]
+    pub clients: Vec<crate::chat::hub::ClientInfo>,
 }
 
-/// Write this node's counts every `PRESENCE_EVERY` (expiring after `PRESENCE_TTL_SECS`).
+/// Most clients a node lists in its presence.
+const PRESENCE_CLIENTS_MAX: usize = 20_000;
+
+/// Write this node's counts every `PRESENCE_EVERY` (expiring after `PRESENCE_TTL_SECS`); on the
+/// origin, read the others' into the viewer count and the admin's client list.
 pub fn start_presence(cluster: Arc<Cluster>, tasks: &Tasks) {
     tasks.spawn_until_stopped(Stage::Background, "cluster: presence", async move {
         let key = format!("{PRESENCE_PREFIX}{}", cluster.config.node);
@@ -395,13 +402,27 @@ pub fn start_presence(cluster: Arc<Cluster>, tasks: &Tasks) {
                 conn = connect(&cluster.redis).await;
             }
             if let Some(c) = conn.as_mut() {
-                let counts = Counts { chat_clients: cluster.chat.hub.len() as u64, viewers: cluster.viewers.get().0 };
+                let mut clients = cluster.chat.hub.infos(None);
+                clients.truncate(PRESENCE_CLIENTS_MAX);
+                let counts =
+                    Counts { chat_clients: cluster.chat.hub.len() as u64, viewers: cluster.viewers.get().0, clients };
                 let json = serde_json::to_string(&counts).unwrap_or_default();
                 let mut pipe = redis::pipe();
                 pipe.cmd("SET").arg(&key).arg(json).arg("EX").arg(PRESENCE_TTL_SECS).ignore();
                 pipe.cmd("SADD").arg(NODES_KEY).arg(&cluster.config.node).ignore();
                 if !matches!(tokio::time::timeout(COMMAND_TIMEOUT, pipe.query_async::<()>(c)).await, Ok(Ok(()))) {
                     conn = None;
+                }
+            }
+            if !cluster.is_edge() {
+                match others(&cluster).await {
+                    Ok(nodes) => {
+                        let viewers = nodes.iter().map(|(_, c)| c.viewers).sum();
+                        cluster.viewers.remote.store(viewers, std::sync::atomic::Ordering::Relaxed);
+                        cluster.chat.set_remote_clients(nodes.into_iter().flat_map(|(_, c)| c.clients).collect());
+                    }
+                    // Redis down: the last counts stand until it is back (or the nodes' keys expire).
+                    Err(e) => tracing::debug!("cluster: presence: {e}"),
                 }
             }
             tokio::time::sleep(PRESENCE_EVERY).await;

@@ -128,6 +128,8 @@ pub struct Cluster {
     pub cache: proxy::Cache,
     /// This node's viewer count, for presence (the metrics' counts).
     pub viewers: crate::stream::Viewers,
+    /// An edge marks the viewers whose playlist requests it proxies (they count on this node).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Cluster {
@@ -136,6 +138,7 @@ impl Cluster {
         config: ClusterConfig,
         chat: Arc<Chat>,
         viewers: crate::stream::Viewers,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Result<Arc<Cluster>, ClusterError> {
         let redis = redis::Client::open(config.redis_url.as_str())?;
         let http = reqwest::Client::builder()
@@ -152,7 +155,17 @@ impl Cluster {
         };
         chat.set_link(Link { node: config.node.clone(), role });
         tracing::info!(node = %config.node, edge = config.is_edge(), "cluster: joined");
-        Ok(Arc::new(Cluster { config, chat, redis, queue, edge, http, cache: proxy::Cache::default(), viewers }))
+        Ok(Arc::new(Cluster {
+            config,
+            chat,
+            redis,
+            queue,
+            edge,
+            http,
+            cache: proxy::Cache::default(),
+            viewers,
+            metrics,
+        }))
     }
 
     pub fn is_edge(&self) -> bool {

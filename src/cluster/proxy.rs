@@ -150,6 +150,10 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
     let ip = peer.map(|p| crate::http::client_ip(p, req.headers()));
     let cacheable = req.method() == Method::GET && req.uri().path().starts_with("/hls/");
+    if let (true, Some(peer)) = (cacheable && req.uri().path().ends_with(".m3u8"), peer) {
+        // The viewer watches through this node: counted here (presence adds the nodes up).
+        front.cluster.metrics.viewers.mark_request(peer, req.headers());
+    }
     let path_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
     if cacheable {
         let slot = front.cluster.cache.slot(&path_query);
