@@ -4,8 +4,9 @@
 //! 300 clients over the three nodes and 20 senders → every client gets every message, in the same
 //! order on every node, stored once at the origin; hide and disable from the admin (called through an
 //! edge) apply on every node; Redis killed for 10 s and restarted → every message is either refused
-//! to its sender ("temporarily unavailable") or delivered exactly once everywhere, in one order; an
-//! edge killed → its clients reconnect through the other and reload the history.
+//! to its sender ("temporarily unavailable") or delivered exactly once everywhere, in one order; the
+//! origin restarted → the edges' sockets stay and chat resumes; an edge killed → its clients
+//! reconnect through the other and reload the history.
 
 mod common;
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::chatclient::{self, connect_raw, next_of, read_events, register, say, Ws};
 use common::redis::Redis;
+use common::slowproxy::SlowProxy;
 use common::Server;
 use serde_json::{json, Value};
 
@@ -25,7 +27,9 @@ const PER_SENDER: usize = 5;
 struct Cluster {
     redis: Redis,
     _secret_dir: tempfile::TempDir,
-    origin: Server,
+    origin: Option<Server>,
+    /// The edges reach the origin through this (so it may restart on another port).
+    front: SlowProxy,
     edges: Vec<Server>,
 }
 
@@ -36,16 +40,22 @@ fn start_cluster() -> Cluster {
     std::fs::write(&secret, "s3cret-for-the-cluster-test\n").unwrap();
     let (url, secret) = (redis.url(), secret.to_str().unwrap().to_string());
     let origin = Server::start_with_args(&["--redis-url", &url, "--cluster-secret", &secret]);
+    let front = SlowProxy::start(origin.web_port, Duration::ZERO);
+    let via = front.endpoint();
     let edges = (0..2)
-        .map(|_| Server::start_with_args(&["--origin", &origin.base, "--redis-url", &url, "--cluster-secret", &secret]))
+        .map(|_| Server::start_with_args(&["--origin", &via, "--redis-url", &url, "--cluster-secret", &secret]))
         .collect();
-    Cluster { redis, _secret_dir: secret_dir, origin, edges }
+    Cluster { redis, _secret_dir: secret_dir, origin: Some(origin), front, edges }
 }
 
 impl Cluster {
+    fn origin(&self) -> &Server {
+        self.origin.as_ref().expect("the origin")
+    }
+
     fn node(&self, i: usize) -> &Server {
         match i % 3 {
-            0 => &self.origin,
+            0 => self.origin(),
             n => &self.edges[n - 1],
         }
     }
@@ -106,17 +116,17 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     // The edge's token check and the secret: the origin refuses a wrong secret; an edge does not
     // forward the cluster routes at all.
     let (_, token, _) = register(c.node(1), Some("probe"));
-    let url = c.origin.url(&format!("/api/cluster/chat/lookup?accessToken={token}&ip=127.0.0.1"));
-    let wrong = c.origin.client.get(&url).header("x-castd-cluster-secret", "nope").send().unwrap();
+    let url = c.origin().url(&format!("/api/cluster/chat/lookup?accessToken={token}&ip=127.0.0.1"));
+    let wrong = c.origin().client.get(&url).header("x-castd-cluster-secret", "nope").send().unwrap();
     assert_eq!(wrong.status(), 403, "a wrong cluster secret is refused");
     let right =
-        c.origin.client.get(&url).header("x-castd-cluster-secret", "s3cret-for-the-cluster-test").send().unwrap();
+        c.origin().client.get(&url).header("x-castd-cluster-secret", "s3cret-for-the-cluster-test").send().unwrap();
     assert_eq!(right.status(), 200);
     assert_eq!(right.json::<Value>().unwrap()["status"], "ok");
     let through_edge = c.edges[0].get(&format!("/api/cluster/chat/lookup?accessToken={token}&ip=127.0.0.1"));
     assert_eq!(through_edge.status(), 404, "edges do not pass the cluster routes on");
     // The API through an edge is the origin's.
-    assert_eq!(c.edges[0].get_json("/api/config")["name"], c.origin.get_json("/api/config")["name"]);
+    assert_eq!(c.edges[0].get_json("/api/config")["name"], c.origin().get_json("/api/config")["name"]);
 
     // 1. 300 readers over the three nodes, 20 senders.
     let tokens: Vec<(usize, String)> = (0..CLIENTS)
@@ -169,7 +179,7 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     }
     assert_eq!(orders.len(), 1, "every client on every node saw one order ({} different orders)", orders.len());
     let order = orders.into_keys().next().unwrap();
-    let stored_m = stored(&c.origin, "m-");
+    let stored_m = stored(c.origin(), "m-");
     assert_eq!(stored_m.len(), total, "each message stored once at the origin");
     let stored_ids: HashSet<&String> = stored_m.iter().map(|(id, _)| id).collect();
     assert!(order.iter().all(|id| stored_ids.contains(id)), "clients saw the stored ids");
@@ -184,8 +194,8 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
         .collect();
     // Presence: the origin's admin client list shows every node's clients (within two presence rounds).
     let ids: Vec<String> = watchers.iter().map(|(_, id)| id.clone()).collect();
-    let listed = c.origin.wait_for(Duration::from_secs(20), || {
-        let clients = c.origin.admin_json("/api/admin/chat/clients");
+    let listed = c.origin().wait_for(Duration::from_secs(20), || {
+        let clients = c.origin().admin_json("/api/admin/chat/clients");
         let users: HashSet<&str> =
             clients.as_array().unwrap().iter().filter_map(|c| c["user"]["id"].as_str()).collect();
         ids.iter().all(|id| users.contains(id.as_str())).then_some(())
@@ -194,7 +204,7 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     let hidden = order[0].clone();
     let r = admin_post(
         &c.edges[1],
-        &c.origin,
+        c.origin(),
         "/api/admin/chat/messagevisibility",
         &json!({"idArray": [hidden], "visible": false}),
     );
@@ -210,8 +220,8 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     let mut v1 = connect(c.node(1), &victim_token);
     let mut v2 = connect(c.node(2), &victim_token);
     let r = admin_post(
-        &c.origin,
-        &c.origin,
+        c.origin(),
+        c.origin(),
         "/api/admin/chat/users/setenabled",
         &json!({"userId": victim, "enabled": false}),
     );
@@ -306,7 +316,7 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
         let (n, sent, refused) = s.join().unwrap();
         sent_by_node.insert(n, (sent, refused));
     }
-    let stored_r: Vec<String> = stored(&c.origin, "r-").into_iter().map(|(_, b)| b).collect();
+    let stored_r: Vec<String> = stored(c.origin(), "r-").into_iter().map(|(_, b)| b).collect();
     let stored_set: HashSet<&String> = stored_r.iter().collect();
     assert_eq!(stored_set.len(), stored_r.len(), "no message stored twice: {stored_r:?}");
     let mut seen: Option<Vec<String>> = None;
@@ -337,14 +347,35 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     }
     eprintln!("{:?}: Redis outage: {sent_by_node:?}", t0.elapsed());
 
-    // 4. An edge killed: its clients reconnect through the other and reload the history.
+    // 4. The origin restarted: the edges keep their sockets and resume (a message sent just before
+    // the restart and one after reach an edge's client over the same sockets, each stored once).
+    let (_, wt, _) = register(c.node(2), None);
+    let mut watcher = connect(c.node(2), &wt);
+    let (_, st, _) = register(c.node(1), None);
+    let mut sender = connect(c.node(1), &st);
+    say(&mut sender, "o-before");
+    let origin = c.origin.take().expect("the origin").restart();
+    c.front.retarget(origin.web_port);
+    c.origin = Some(origin);
+    eprintln!("{:?}: origin restarted", t0.elapsed());
+    say(&mut sender, "o-after");
+    let mut other = Vec::new();
+    let got = collect(&mut watcher, "o-", 2, Instant::now() + Duration::from_secs(30), &mut other);
+    let bodies: Vec<&str> = got.iter().map(|(_, b)| b.as_str()).collect();
+    assert_eq!(bodies, ["o-before", "o-after"], "an edge's client kept its socket through the origin's restart");
+    let stored_o: Vec<String> = stored(c.origin(), "o-").into_iter().map(|(_, b)| b).collect();
+    assert_eq!(stored_o.len(), 2, "each stored once: {stored_o:?}");
+    let (_, late, _) = register(c.node(2), None);
+    let _late = connect(c.node(2), &late);
+
+    // 5. An edge killed: its clients reconnect through the other and reload the history.
     let (_, token, _) = register(c.node(1), Some("wanderer"));
     let _on_edge1 = connect(c.node(1), &token);
     common::unsafe_kill(c.edges[0].pid().unwrap(), 9);
     let mut moved = connect(c.node(2), &token);
     let history = chatclient::history(c.node(2), &token);
     assert!(!history.is_empty());
-    assert_eq!(history, chatclient::history(&c.origin, &token), "the history through the other edge is the origin's");
+    assert_eq!(history, chatclient::history(c.origin(), &token), "the history through the other edge is the origin's");
     let last = stored_r.last().unwrap();
     assert!(
         history.iter().any(|m| m["body"].as_str().is_some_and(|b| plain(b) == *last)),

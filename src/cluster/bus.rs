@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use redis::streams::StreamReadReply;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::{Cluster, ClusterConfig, SECRET_HEADER};
 use crate::chat::relay::{self, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound};
@@ -150,15 +151,20 @@ impl Edge {
     async fn ask_origin(&self, token: &str, ip: IpAddr) -> Result<Lookup, String> {
         let Some(origin) = &self.config.origin else { return Err("no origin".into()) };
         let url = origin.join("/api/cluster/chat/lookup").map_err(|e| e.to_string())?;
-        let resp = self
-            .http
-            .get(url)
-            .query(&[("accessToken", token), ("ip", &ip.to_string())])
-            .header(SECRET_HEADER, &self.config.secret)
-            .timeout(COMMAND_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
+        let ask = || {
+            self.http
+                .get(url.clone())
+                .query(&[("accessToken", token), ("ip", &ip.to_string())])
+                .header(SECRET_HEADER, &self.config.secret)
+                .timeout(COMMAND_TIMEOUT)
+                .send()
+        };
+        // Once more on a connection error: a kept-alive connection to an origin that restarted is dead.
+        let resp = match ask().await {
+            Err(e) if e.is_connect() || e.is_request() => ask().await,
+            other => other,
+        }
+        .map_err(|e| e.to_string())?;
         if !resp.status().is_success() {
             return Err(format!("the origin answered {}", resp.status()));
         }
@@ -288,15 +294,29 @@ async fn newest_id(conn: &mut MultiplexedConnection) -> Option<String> {
 // -------------------------------------------------------------------------------------------- origin
 
 /// The origin's tasks: write the outbound queue to `OUT_STREAM`, consume `IN_STREAM`.
+///
+/// At shutdown the consumer finishes the entry it is handling (so an entry is either handled and
+/// acknowledged, or left for the next start, never stored but unsent), then waits up to
+/// `FLUSH_AT_STOP` for the writer to hand the queue to Redis; the writer runs in the later
+/// `Background` stage for that.
 pub fn start_origin(cluster: Arc<Cluster>, queue: Arc<OutQueue>, tasks: &Tasks) {
     let redis = cluster.redis.clone();
-    tasks.spawn_until_stopped(Stage::Connections, "cluster: outbound writer", async move {
-        write_outbound(&redis, &queue).await;
+    let q = queue.clone();
+    tasks.spawn_until_stopped(Stage::Background, "cluster: outbound writer", async move {
+        write_outbound(&redis, &q).await;
     });
-    tasks.spawn_until_stopped(Stage::Connections, "cluster: inbound consumer", async move {
-        consume_inbound(&cluster).await;
+    let stop = tasks.token(Stage::Connections);
+    tasks.spawn(Stage::Connections, "cluster: inbound consumer", async move {
+        consume_inbound(&cluster, &stop).await;
+        let deadline = Instant::now() + FLUSH_AT_STOP;
+        while !queue.is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     });
 }
+
+/// How long the origin's shutdown waits for what the other nodes have not been sent yet.
+const FLUSH_AT_STOP: Duration = Duration::from_secs(1);
 
 async fn write_outbound(redis: &redis::Client, queue: &OutQueue) {
     loop {
@@ -324,10 +344,13 @@ async fn write_outbound(redis: &redis::Client, queue: &OutQueue) {
     }
 }
 
-async fn consume_inbound(cluster: &Cluster) {
+async fn consume_inbound(cluster: &Cluster, stop: &CancellationToken) {
     let consumer = cluster.config.node.clone();
-    loop {
-        let mut conn = connect_retrying(&cluster.redis, "inbound consumer").await;
+    while !stop.is_cancelled() {
+        let mut conn = tokio::select! {
+            c = connect_retrying(&cluster.redis, "inbound consumer") => c,
+            _ = stop.cancelled() => return,
+        };
         let mut create = redis::cmd("XGROUP");
         create.arg("CREATE").arg(IN_STREAM).arg(GROUP).arg("0").arg("MKSTREAM");
         if let Err(e) = query::<()>(&mut conn, &create, COMMAND_TIMEOUT).await {
@@ -347,7 +370,12 @@ async fn consume_inbound(cluster: &Cluster) {
             }
             c.arg("STREAMS").arg(IN_STREAM).arg(if pending { "0" } else { ">" });
             let limit = Duration::from_millis(BLOCK_MS) + COMMAND_TIMEOUT;
-            let reply = match query::<Option<StreamReadReply>>(&mut conn, &c, limit).await {
+            let read = tokio::select! {
+                r = query::<Option<StreamReadReply>>(&mut conn, &c, limit) => r,
+                // Entries read but not handled stay pending for the next start.
+                _ = stop.cancelled() => return,
+            };
+            let reply = match read {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::warn!("cluster: reading the inbound stream: {e}");
@@ -361,6 +389,9 @@ async fn consume_inbound(cluster: &Cluster) {
                 continue;
             }
             for entry in entries {
+                if stop.is_cancelled() {
+                    return;
+                }
                 match entry.get::<String>("m").map(|m| serde_json::from_str::<Inbound>(&m)) {
                     Some(Ok(msg)) => crate::chat::ws::handle_remote(&cluster.chat, msg).await,
                     _ => tracing::warn!(id = %entry.id, "cluster: an unreadable inbound entry"),

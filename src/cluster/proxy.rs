@@ -212,15 +212,22 @@ async fn fetch(
             out.insert(HeaderName::from_static("x-forwarded-for"), v);
         }
     }
-    let resp = cluster
-        .http
-        .request(method, url)
-        .headers(out)
-        .body(body)
-        .timeout(ORIGIN_TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
+    let idempotent = matches!(method, Method::GET | Method::HEAD);
+    let send = || {
+        cluster
+            .http
+            .request(method.clone(), url.clone())
+            .headers(out.clone())
+            .body(body.clone())
+            .timeout(ORIGIN_TIMEOUT)
+            .send()
+    };
+    // A GET once more on a connection error: a kept-alive connection to an origin that restarted is dead.
+    let resp = match send().await {
+        Err(e) if idempotent && (e.is_connect() || e.is_request()) => send().await,
+        other => other,
+    }
+    .map_err(|e| e.to_string())?;
     let status = resp.status();
     let mut headers = HeaderMap::new();
     copy_headers(resp.headers(), &mut headers);
