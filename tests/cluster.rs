@@ -402,3 +402,40 @@ fn connect_port(port: u16, token: &str) -> Ws {
 fn next_where_body(ws: &mut Ws, text: &str, timeout: Duration) -> Option<Value> {
     chatclient::next_where(ws, timeout, |e| e["body"].as_str().is_some_and(|b| b.contains(text)))
 }
+
+/// The cluster flags are checked at start: an edge needs Redis and the secret, Redis needs the secret,
+/// the secret file must hold something; `--help` documents them.
+#[test]
+fn cluster_flags_are_checked_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty-secret");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "x").unwrap();
+    let secret = secret.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--origin", "http://127.0.0.1:9"], "--origin needs --redis-url"),
+        (&["--redis-url", "redis://127.0.0.1:9/0"], "--cluster-secret"),
+        (&["--redis-url", "redis://127.0.0.1:9/0", "--cluster-secret", empty], "empty"),
+        (&["--redis-url", "redis://127.0.0.1:9/0", "--cluster-secret", secret, "--origin", "ftp://x"], "http://"),
+    ];
+    for (args, says) in cases {
+        let out = std::process::Command::new(common::BIN)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--webserverip", "127.0.0.1", "--webserverport", "0", "--rtmpport", "0", "--srtport", "0"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} must not start");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let help = std::process::Command::new(common::BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for flag in ["--redis-url", "--cluster-secret", "--origin", "CASTD_REDIS_URL", "CASTD_ORIGIN"] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}
