@@ -40,6 +40,7 @@ use tracing::{info, warn};
 
 use crate::api::Server;
 use crate::chat::{Chat, ChatDeps};
+use crate::cluster::{Cluster, ClusterConfig};
 use crate::events::Bus;
 use crate::federation::{Federation, FederationConfig};
 use crate::hardware::Hardware;
@@ -118,6 +119,8 @@ pub enum DaemonError {
     Io(#[from] std::io::Error),
     #[error("replays: {0}")]
     Replays(#[from] crate::replays::ReplaysError),
+    #[error("cluster: {0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
 }
 
 /// What the daemon runs with (the command line, resolved).
@@ -138,6 +141,8 @@ pub struct Config {
     pub logs: LogRing,
     /// Federation switches and timings.
     pub federation: FederationConfig,
+    /// `--redis-url`, `--cluster-secret`, `--origin`: `None` on a single box.
+    pub cluster: Option<ClusterConfig>,
 }
 
 /// The bound listeners.
@@ -174,6 +179,8 @@ pub struct Daemon {
     pub schedule: Arc<Schedule>,
     pub simulcast: Arc<Simulcast>,
     pub replays: Arc<Replays>,
+    /// The cluster (origin or edge), when `--redis-url` was given.
+    pub cluster: Option<Arc<Cluster>>,
     /// Every long-running task (see the module doc).
     pub tasks: Tasks,
 }
@@ -192,6 +199,7 @@ impl Daemon {
             yp: yp_config,
             logs,
             federation: federation_config,
+            cluster: cluster_config,
         } = config;
         let tasks = Tasks::new();
         let bus = Bus::default();
@@ -228,6 +236,10 @@ impl Daemon {
             scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
             tasks: tasks.clone(),
         })?;
+        let cluster = match cluster_config {
+            Some(c) => Some(Cluster::attach(c, chat.clone(), viewers.clone(), metrics.clone())?),
+            None => None,
+        };
         let hls_dir = data_dir.join("hls");
         let media = MediaPlane::new(hls_dir.clone());
         let transcoder = Transcoder::new(TranscodeDeps {
@@ -346,6 +358,7 @@ impl Daemon {
             schedule,
             simulcast,
             replays,
+            cluster,
             tasks,
         })
     }
@@ -373,6 +386,9 @@ impl Daemon {
         crate::simulcast::routes(&mut reg, self.simulcast.clone());
         crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
         crate::web::routes(&mut reg);
+        if let Some(cluster) = self.cluster.as_ref().filter(|c| !c.is_edge()) {
+            crate::cluster::api::routes(&mut reg, cluster.clone());
+        }
         reg
     }
 }
@@ -410,12 +426,25 @@ pub async fn run(
     }
     crate::hardware::encoders::spawn_startup_probe(d.hardware.clone(), &tasks);
     crate::metrics::start(d.metrics.clone(), &tasks);
-    crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
-    if let Some(srt) = listeners.srt {
-        crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+    let edge = d.cluster.as_ref().filter(|c| c.is_edge());
+    // An edge takes no broadcast: its RTMP listener is closed, SRT is not started.
+    if edge.is_none() {
+        crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
+        if let Some(srt) = listeners.srt {
+            crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+        }
+    }
+    if let Some(cluster) = &d.cluster {
+        crate::cluster::start(cluster, &tasks);
     }
 
-    let web = d.registry().into_service();
+    let web = match edge {
+        Some(cluster) => {
+            let cluster = cluster.clone();
+            d.registry().into_service_behind(move |local| crate::cluster::proxy::front(cluster, local))
+        }
+        None => d.registry().into_service(),
+    };
     // Connections send in-memory segments with sendfile (`http::zerocopy`); the HLS requests take the
     // fast lane (`http::lanes`). The server stops after its open requests when `Connections` stops.
     let listener = crate::http::zerocopy::ZeroCopyListener(listeners.web);

@@ -111,6 +111,12 @@
 //!   admin check. Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
+//! - [`cluster`]: beyond one box: an origin and edges sharing one chat over Redis (`--redis-url`,
+//!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and `/ws` here,
+//!   everything else proxied to the origin, HLS cached as `Cache-Control` allows) and presence counts.
+//!   Uses `chat` (through `chat::relay`, the seam: the hub's link, the origin's outbound queue, the
+//!   handling of a remote client's event) and `metrics` (an edge marks the viewers it serves). Off
+//!   without `--redis-url`.
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
@@ -122,6 +128,7 @@
 
 pub mod api;
 pub mod chat;
+pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod events;

@@ -121,7 +121,7 @@ pub struct LatencyLevel {
 pub fn admin_status(server: &Server) -> AdminStatus {
     let s = server.settings.get();
     let st = server.stream.borrow().clone();
-    let (current, session_max, overall_max) = server.viewers.get();
+    let (current, session_max, overall_max) = server.viewers.everywhere();
     let (seconds, count) = s.latency();
     let current_broadcast = st.online.then(|| CurrentBroadcast {
         output_settings: s.video.video_quality_variants.clone(),

@@ -231,7 +231,7 @@ pub struct PublicStatus {
 pub fn public_status(server: &Server) -> PublicStatus {
     let s = server.settings.get();
     let st = server.stream.borrow().clone();
-    let (current, session_max, overall_max) = server.viewers.get();
+    let (current, session_max, overall_max) = server.viewers.everywhere();
     let shown = |n: u64| (!s.instance.hide_viewer_count).then_some(n);
     let now = Utc::now();
     PublicStatus {
@@ -285,7 +285,7 @@ async fn yp(State(server): State<Arc<Server>>) -> Result<Json<DirectoryInfo>, Ap
         return Err(ApiError::NotFound("the directory is not enabled".into()));
     }
     let st = server.stream.borrow().clone();
-    let (current, session_max, overall_max) = server.viewers.get();
+    let (current, session_max, overall_max) = server.viewers.everywhere();
     Ok(Json(DirectoryInfo {
         name: s.instance.name.clone(),
         description: s.instance.summary.clone(),

@@ -23,6 +23,7 @@ pub mod integrations;
 pub mod messages;
 pub mod moderation;
 pub mod protocol;
+pub mod relay;
 pub mod sanitize;
 pub mod settings;
 pub mod socket;
@@ -153,6 +154,8 @@ pub struct Chat {
     scheduled_chat_open: ScheduledChatOpen,
     offline_grace: chrono::TimeDelta,
     pub tasks: Tasks,
+    /// The cluster's other nodes' clients (`relay`), for the admin's client list.
+    remote_clients: RwLock<Vec<hub::ClientInfo>>,
 }
 
 impl Chat {
@@ -178,6 +181,7 @@ impl Chat {
             scheduled_chat_open: deps.scheduled_chat_open,
             offline_grace: offline_grace(),
             tasks: deps.tasks,
+            remote_clients: RwLock::new(Vec::new()),
         }))
     }
 
@@ -247,7 +251,8 @@ impl crate::http::UserTokens for Chat {
                     return None;
                 }
             };
-            self.hub.update_user(&user);
+            self.hub.update_user_local(&user);
+            self.to_nodes(relay::Outbound::User { user: user.clone(), info: true });
             let info = protocol::frame(&protocol::connected_user_info(&user));
             for c in self.hub.of_user(&user.id) {
                 c.send(info.clone());

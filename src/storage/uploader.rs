@@ -58,7 +58,6 @@ const BACKOFF: Duration = Duration::from_millis(250);
 pub const MAX_QUEUED: usize = 64;
 
 const PLAYLIST_TYPE: &str = "application/x-mpegURL";
-const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
 const SEGMENT_CACHE: &str = "public, max-age=31536000, immutable";
 
 /// What the storage feature is given.
@@ -412,7 +411,7 @@ impl Storage {
 
     /// Bring the master playlist up to date.
     async fn sync_master(&self, target: &Target) -> Result<(), ClientError> {
-        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: NO_CACHE };
+        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: crate::hls::PLAYLIST_CACHE };
         self.upload(target, "stream.m3u8", &meta).await.map(drop)
     }
 
@@ -549,14 +548,15 @@ impl Storage {
             // Named but not uploaded (given up, or from before storage was on): not published.
             return Ok(());
         }
-        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: NO_CACHE };
+        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: crate::hls::PLAYLIST_CACHE };
         if let Err(e) = self.upload(target, &rel, &meta).await {
             self.served.write().remove(&rel);
             return Err(e);
         }
         let served = playlist::rewrite(&text, &target.public_folder(n));
         let max_lag = Duration::from_secs_f64(playlist::target_duration(&text).unwrap_or(2.0).clamp(1.0, 30.0) * 2.0);
-        let body = FileBody::from_content(Bytes::from(served), SystemTime::now(), PLAYLIST_TYPE, NO_CACHE);
+        let body =
+            FileBody::from_content(Bytes::from(served), SystemTime::now(), PLAYLIST_TYPE, crate::hls::PLAYLIST_CACHE);
         // Only a still-current generation may publish what it uploaded.
         if self.target().is_some_and(|t| t.generation == target.generation) {
             self.served.write().insert(rel, Served { body, revision, max_lag });
