@@ -141,6 +141,10 @@ pub struct Listeners {
     pub rtmp: TcpListener,
     /// The SRT server's UDP socket; `None` when SRT is off.
     pub srt: Option<tokio::net::UdpSocket>,
+    /// The WebRTC UDP socket (WHIP); `None` when WebRTC is off.
+    pub webrtc: Option<tokio::net::UdpSocket>,
+    /// `--webrtc-public-ip`: offered as an ICE candidate beside the socket's address.
+    pub webrtc_public_ip: Option<std::net::IpAddr>,
 }
 
 /// Every feature's state, built and wired.
@@ -245,6 +249,7 @@ impl Daemon {
             media: media.clone(),
             transcoder: transcoder.clone(),
             telemetry: telemetry.clone(),
+            whip: Default::default(),
         });
         let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
         let notifications = Arc::new(Notifications::open(store.clone())?);
@@ -379,6 +384,11 @@ pub async fn run(
     crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
     if let Some(srt) = listeners.srt {
         crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+    }
+    if let Some(socket) = listeners.webrtc {
+        let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
+        crate::webrtc::start(webrtc.clone(), &tasks);
+        let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc, tasks: tasks.clone() });
     }
 
     let web = d.registry().into_service();
