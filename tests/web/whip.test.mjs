@@ -102,7 +102,12 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
       );
     }
   } catch (e) {
-    assert.fail(`${e.message}${diag()}`);
+    const lists = [];
+    for (const path of ['/hls/stream.m3u8', '/hls/0/stream.m3u8', '/hls/1/stream.m3u8']) {
+      const res = await castd.fetch(path);
+      lists.push(`${path} ${res.status}: ${(await res.text()).slice(0, 400)}`);
+    }
+    assert.fail(`${e.message}\n${lists.join('\n')}${diag()}`);
   }
 
   for (const n of [0, 1]) {
