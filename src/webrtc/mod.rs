@@ -13,7 +13,8 @@
 //!   what str0m's `Rtc::accepts` decides inside one `Rtc`, done once for all of them;
 //! - the session registry (`Sessions`): every live session by its resource id, with its direction's
 //!   name, so the HTTP resources (`/whip/{id}`, `/whep/{id}`) can end one;
-//! - the session driver (`session`): one task per session (spawned through `tasks`, in the stage its
+//! - the session driver (`session`; a session that does not connect within `CONNECT_TIMEOUT` ends):
+//!   one task per session (spawned through `tasks`, in the stage its
 //!   opener names), which owns the `Rtc`, feeds it datagrams and timeouts, sends what it transmits
 //!   and hands its events to the session's `Peer` (WHIP: media in; WHEP: media out, through
 //!   `Peer::poll_app`);
@@ -44,7 +45,7 @@ use tracing::{debug, info, warn};
 
 use crate::tasks::{Stage, Tasks};
 
-pub use session::{Flow, Peer};
+pub use session::{Flow, Peer, CONNECT_TIMEOUT};
 pub use str0m;
 
 /// The default UDP port of every WebRTC session (mediamtx's WebRTC port is 8189 too).
@@ -219,6 +220,7 @@ impl WebRtc {
             local: self.local,
             stop: stop.clone(),
             label: format!("{kind} {id}"),
+            connected: false,
         };
         let me = self.clone();
         let sid = id.clone();

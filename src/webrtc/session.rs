@@ -16,6 +16,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
+/// Time a session has to connect (ICE and DTLS) after its answer; then it ends.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 use super::Datagram;
 
 /// Whether a session goes on.
@@ -54,6 +57,8 @@ pub(super) struct Driver {
     pub(super) local: SocketAddr,
     pub(super) stop: CancellationToken,
     pub(super) label: String,
+    /// Whether ICE and DTLS are up (`Event::Connected`).
+    pub(super) connected: bool,
 }
 
 enum Wake {
@@ -67,11 +72,17 @@ impl Driver {
     pub(super) async fn run(mut self) {
         let label = self.label.clone();
         debug!("webrtc {label}: started");
+        let connect_by = Instant::now() + CONNECT_TIMEOUT;
         loop {
             let Some(deadline) = self.drain().await else { break };
             if !self.rtc.is_alive() {
                 break;
             }
+            if !self.connected && Instant::now() >= connect_by {
+                info!("webrtc {label}: did not connect within {CONNECT_TIMEOUT:?}");
+                break;
+            }
+            let deadline = if self.connected { deadline } else { deadline.min(connect_by) };
             let sleep = tokio::time::Instant::from_std(deadline);
             let peer = &mut self.peer;
             let wake = tokio::select! {
@@ -128,6 +139,9 @@ impl Driver {
                     let gone = matches!(e, Event::IceConnectionStateChange(IceConnectionState::Disconnected));
                     if gone {
                         info!("webrtc {}: the peer went away", self.label);
+                    }
+                    if e == Event::Connected {
+                        self.connected = true;
                     }
                     if self.peer.event(&mut self.rtc, e) == Flow::Close || gone {
                         return None;
