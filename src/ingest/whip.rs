@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use tracing::{info, warn};
 
 use super::{Feeder, Ingest};
@@ -122,7 +122,7 @@ async fn post(
     }
     let offer = match wh::offer(&headers, &body) {
         Ok(o) => o,
-        Err(resp) => return resp,
+        Err(refused) => return refused.into_response(),
     };
     if let Err(e) = crate::webrtc::str0m::change::SdpOffer::from_sdp_string(&offer) {
         return wh::error(StatusCode::BAD_REQUEST, format!("the SDP offer is malformed: {e}"));

@@ -27,22 +27,32 @@ pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
     cors((status, body).into_response())
 }
 
+/// Why an offer's body was refused: the status and the message of its StatusResponse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused(pub StatusCode, pub &'static str);
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        error(self.0, self.1)
+    }
+}
+
 /// The SDP offer of a POST: `Content-Type: application/sdp` (else 415), a UTF-8 session description
-/// starting with `v=0` of at most `MAX_OFFER_BYTES` (else 400).
-pub fn offer(headers: &HeaderMap, body: &Bytes) -> Result<String, Response> {
+/// starting with `v=0` of at most `MAX_OFFER_BYTES` (else 400, 413).
+pub fn offer(headers: &HeaderMap, body: &Bytes) -> Result<String, Refused> {
     let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let media = ctype.split(';').next().unwrap_or_default().trim();
     if !media.eq_ignore_ascii_case(SDP) {
-        return Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "the offer must be sent as application/sdp"));
+        return Err(Refused(StatusCode::UNSUPPORTED_MEDIA_TYPE, "the offer must be sent as application/sdp"));
     }
     if body.len() > MAX_OFFER_BYTES {
-        return Err(error(StatusCode::PAYLOAD_TOO_LARGE, "the SDP offer is too large"));
+        return Err(Refused(StatusCode::PAYLOAD_TOO_LARGE, "the SDP offer is too large"));
     }
     let Ok(text) = std::str::from_utf8(body) else {
-        return Err(error(StatusCode::BAD_REQUEST, "the SDP offer is not UTF-8 text"));
+        return Err(Refused(StatusCode::BAD_REQUEST, "the SDP offer is not UTF-8 text"));
     };
     if !text.trim_start().starts_with("v=0") {
-        return Err(error(StatusCode::BAD_REQUEST, "the body is not an SDP session description"));
+        return Err(Refused(StatusCode::BAD_REQUEST, "the body is not an SDP session description"));
     }
     Ok(text.to_string())
 }
@@ -118,9 +128,9 @@ mod tests {
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
         assert_eq!(bearer(&h), None);
         let body = Bytes::from_static(b"v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\n");
-        assert_eq!(offer(&h, &body).unwrap_err().status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(offer(&h, &body).unwrap_err().0, StatusCode::UNSUPPORTED_MEDIA_TYPE);
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/sdp; charset=utf-8"));
         assert!(offer(&h, &body).is_ok());
-        assert_eq!(offer(&h, &Bytes::from_static(b"hello")).unwrap_err().status(), StatusCode::BAD_REQUEST);
+        assert_eq!(offer(&h, &Bytes::from_static(b"hello")).unwrap_err().0, StatusCode::BAD_REQUEST);
     }
 }
