@@ -1,7 +1,7 @@
 // WHIP ingest: headless chromium publishes its fake camera and microphone (H.264 + Opus) with RTCPeerConnection and a
 // WHIP fetch (`POST /whip`, `Authorization: Bearer <stream key>`). castd goes live, every HLS variant probes with
 // H.264 video and AAC audio (ffprobe) and decodes, `broadcaster.streamDetails` names the codecs and the picture size,
-// and DELETE on the session's Location ends the stream.
+// and DELETE on the session's Location ends the stream; a second publish ends with the admin's disconnect.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
@@ -39,19 +39,9 @@ async function probe(url) {
   return JSON.parse(stdout).streams ?? [];
 }
 
-test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE ends it', { timeout: 180_000 }, async () => {
-  await castd.setConfig('video/streamoutputvariants', [
-    { name: 'source', videoPassthrough: true, audioPassthrough: true, videoBitrate: 0, framerate: 30 },
-    { name: '240p', videoPassthrough: false, audioPassthrough: false, audioBitrate: 96, videoBitrate: 400, scaledWidth: 320, scaledHeight: 240, framerate: 30, cpuUsageLevel: 0 },
-  ]);
-  await castd.setConfig('streamkeys', [{ key: STREAM_KEY, comment: 'whip' }]);
-
-  const ctx = await newContext(browser);
-  const page = await ctx.newPage();
-  const errors = collectErrors(page);
-  // Same origin as the endpoint; getUserMedia needs a secure context, which 127.0.0.1 is.
-  await page.goto(castd.url('/'));
-  const posted = await page.evaluate(async (key) => {
+/** Publish the page's fake camera and microphone over WHIP; resolves with the POST's answer. */
+function publish(page) {
+  return page.evaluate(async (key) => {
     const stream = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 480, frameRate: 30 }, audio: true });
     const pc = new RTCPeerConnection();
     const video = pc.addTransceiver(stream.getVideoTracks()[0], { direction: 'sendonly' });
@@ -79,6 +69,21 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
     window.whipPc = pc;
     return { status: res.status, location: res.headers.get('Location'), contentType: res.headers.get('Content-Type'), etag: res.headers.get('ETag') };
   }, STREAM_KEY);
+}
+
+test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE ends it', { timeout: 180_000 }, async () => {
+  await castd.setConfig('video/streamoutputvariants', [
+    { name: 'source', videoPassthrough: true, audioPassthrough: true, videoBitrate: 0, framerate: 30 },
+    { name: '240p', videoPassthrough: false, audioPassthrough: false, audioBitrate: 96, videoBitrate: 400, scaledWidth: 320, scaledHeight: 240, framerate: 30, cpuUsageLevel: 0 },
+  ]);
+  await castd.setConfig('streamkeys', [{ key: STREAM_KEY, comment: 'whip' }]);
+
+  const ctx = await newContext(browser);
+  const page = await ctx.newPage();
+  const errors = collectErrors(page);
+  // Same origin as the endpoint; getUserMedia needs a secure context, which 127.0.0.1 is.
+  await page.goto(castd.url('/'));
+  const posted = await publish(page);
   const diag = () => `\nbrowser errors: ${errors.join('; ') || '(none)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
   assert.ok(!posted.error, posted.error);
   assert.equal(posted.status, 201, `POST /whip answered ${posted.status}: ${posted.answer}${diag()}`);
@@ -139,5 +144,18 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
     message: 'offline after DELETE',
   });
   assert.equal((await castd.fetch(posted.location, { method: 'DELETE' })).status, 404, 'the session is gone');
+
+  // Publish again: the admin's disconnect ends a WHIP publish too (the browser sees its connection end).
+  await page.evaluate(() => window.whipPc.close());
+  const again = await publish(page);
+  assert.equal(again.status, 201, `second POST /whip: ${again.status} ${again.answer}${diag()}`);
+  await waitFor(async () => (await castd.getJson('/api/status')).online === true, { timeoutMs: 30_000, message: 'online again' });
+  const disconnect = await castd.fetch('/api/admin/disconnect', { admin: true });
+  assert.equal(disconnect.status, 200);
+  await waitFor(async () => (await castd.getJson('/api/status')).online === false, {
+    timeoutMs: 30_000,
+    message: 'offline after the admin disconnect',
+  });
+  assert.equal((await castd.fetch(again.location, { method: 'DELETE' })).status, 404, 'the session ended');
   await ctx.close();
 });
