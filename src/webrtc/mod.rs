@@ -239,26 +239,26 @@ impl WebRtc {
         }
     }
 
-    /// Hand a datagram to its session.
+    /// Hand a datagram to its session: by its sender's address, or, for a STUN request from a new
+    /// address, by the local ufrag it names (which ties that address to the session).
     fn demux(&self, from: SocketAddr, data: &[u8]) {
-        let mut s = self.sessions.lock();
-        let id = match s.by_addr.get(&from) {
-            Some(id) => Some(id.clone()),
-            None => stun::local_ufrag(data).and_then(|u| s.by_ufrag.get(u).cloned()),
+        let tx = {
+            let mut s = self.sessions.lock();
+            let ufrag = stun::local_ufrag(data);
+            let id = match (s.by_addr.get(&from), ufrag) {
+                (Some(id), _) => Some(id.clone()),
+                (None, Some(u)) => s.by_ufrag.get(u).cloned(),
+                (None, None) => None,
+            };
+            let Some((id, tx)) = id.and_then(|id| s.by_id.get(&id).map(|e| (id, e.tx.clone()))) else {
+                self.unclaimed.fetch_add(1, Ordering::Relaxed);
+                return;
+            };
+            if ufrag.is_some() && !s.by_addr.contains_key(&from) {
+                s.by_addr.insert(from, id);
+            }
+            tx
         };
-        let Some(id) = id else {
-            self.unclaimed.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        let Some(entry) = s.by_id.get(&id) else {
-            self.unclaimed.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        let tx = entry.tx.clone();
-        if stun::local_ufrag(data).is_some() {
-            s.by_addr.insert(from, id);
-        }
-        drop(s);
         let d = Datagram { at: Instant::now(), from, data: Bytes::copy_from_slice(data) };
         if tx.try_send(d).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
