@@ -91,11 +91,8 @@ pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
         || async { wh::options(wh::RESOURCE_ALLOW) }
     })
     .answers(ResponseDoc::NoContent);
-    reg.route(Method::PATCH, resource, "ingest", Auth::Public, "Trickle ICE (not supported: 405)", BodyDoc::None, {
-        || async { wh::patch_not_allowed() }
-    })
-    .answers(ResponseDoc::NoContent)
-    .error(405, "Trickle ICE and ICE restarts are not supported");
+    // PATCH (trickle ICE, ICE restarts) is not routed: the router answers 405 with `Allow: DELETE, OPTIONS`
+    // (a StatusResponse body), RFC 9725's answer from a server without trickle ICE.
 }
 
 fn unauthorized(message: &str) -> Response {

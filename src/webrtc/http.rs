@@ -1,7 +1,8 @@
 //! The HTTP side WHIP (RFC 9725) and WHEP share: the SDP offer body, the `201 Created` answer with
 //! the session resource's `Location` and `ETag`, `OPTIONS` (CORS preflight with `Accept-Post` and
-//! `Allow`), `PATCH` on a session (405 with `Allow`: castd takes no trickle ICE or ICE restarts, the
-//! offer carries every candidate the client gathered) and errors as StatusResponse JSON. The
+//! `Allow`) and errors as StatusResponse JSON. `PATCH` on a session (trickle ICE, ICE restarts) is not routed:
+//! the router answers 405 with `Allow` (a StatusResponse body), RFC 9725's answer from a server without
+//! trickle ICE; the offer carries every candidate the client gathered. The
 //! endpoints are open to any origin (browsers publish and play from other pages), and expose
 //! `Location` and `ETag` to scripts.
 
@@ -95,16 +96,6 @@ pub fn options(allow: &'static str) -> Response {
         h.insert("accept-post", HeaderValue::from_static(SDP));
     }
     cors(resp)
-}
-
-/// `PATCH` on a session resource: 405, as RFC 9725 allows a server without trickle ICE to answer.
-pub fn patch_not_allowed() -> Response {
-    let mut resp = error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "trickle ICE and ICE restarts are not supported: send every candidate in the offer",
-    );
-    resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static(RESOURCE_ALLOW));
-    resp
 }
 
 /// Open to any origin; `Location` and `ETag` readable by scripts.
