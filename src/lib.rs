@@ -40,8 +40,8 @@
 //!   ```text
 //!   OBS --RTMP--> ingest/rtmp --claim PublisherSlot(Source)--> transcode supervisor
 //!       --SRT---> ingest/srt   --MediaChunk (Feeder)-------> worker child process (its container)
-//!       --WHIP--> ingest/whip  (FLV tags; MPEG-TS runs;     (via webrtc; tsmux)
-//!                              WHIP: H.264+Opus muxed to TS)
+//!       --WHIP--> ingest/whip  (FLV tags; MPEG-TS runs;
+//!      (webrtc)                 WHIP: H.264+Opus muxed to TS by media::tsmux)
 //!                                                              | reports exactly what it wrote
 //!                                                              v
 //!                                        media: retention (windows, holds) -> feed
