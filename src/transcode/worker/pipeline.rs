@@ -646,6 +646,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn opus_sized_frames_become_aac_sized_frames_with_continuous_timestamps() {
+        let format = ff::format::Sample::F32(ff::format::sample::Type::Planar);
+        let layout = ff::ChannelLayout::STEREO;
+        let mut fifo = AudioFifo::default();
+        let mut popped = Vec::new();
+        for n in 0..4i64 {
+            let mut f = frame::Audio::new(format, 960, layout);
+            for ch in 0..2 {
+                for (i, s) in f.plane_mut::<f32>(ch).iter_mut().enumerate() {
+                    *s = (n * 960 + i as i64) as f32 + ch as f32 * 0.5;
+                }
+            }
+            fifo.push(&f, 1000 + n * 960);
+            while let Some(out) = fifo.pop(1024, layout, 48_000) {
+                popped.push(out);
+            }
+        }
+        // 3840 samples in: three frames of 1024 out, 768 left.
+        assert_eq!(popped.len(), 3);
+        for (k, out) in popped.iter().enumerate() {
+            assert_eq!(out.samples(), 1024);
+            assert_eq!(out.pts(), Some(1000 + k as i64 * 1024));
+            assert_eq!(out.plane::<f32>(0)[0], (k * 1024) as f32, "samples keep their order");
+            assert_eq!(out.plane::<f32>(1)[5], (k * 1024 + 5) as f32 + 0.5, "and their channel");
+        }
+    }
+
+    #[test]
     fn one_decoder_thread_up_to_1080p60() {
         assert_eq!(decoder_threads(1920, 1080, 30.0), 1);
         assert_eq!(decoder_threads(1920, 1080, 60.0), 1);
