@@ -140,7 +140,7 @@ impl Driver {
                     if gone {
                         info!("webrtc {}: the peer went away", self.label);
                     }
-                    if e == Event::Connected {
+                    if matches!(e, Event::Connected) {
                         self.connected = true;
                     }
                     if self.peer.event(&mut self.rtc, e) == Flow::Close || gone {
