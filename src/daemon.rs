@@ -151,6 +151,10 @@ pub struct Listeners {
     pub rtmp: TcpListener,
     /// The SRT server's UDP socket; `None` when SRT is off.
     pub srt: Option<tokio::net::UdpSocket>,
+    /// The WebRTC UDP socket (WHIP); `None` when WebRTC is off.
+    pub webrtc: Option<tokio::net::UdpSocket>,
+    /// `--webrtc-public-ip`: offered as an ICE candidate beside the socket's address.
+    pub webrtc_public_ip: Option<std::net::IpAddr>,
 }
 
 /// Every feature's state, built and wired.
@@ -264,6 +268,7 @@ impl Daemon {
             media: media.clone(),
             transcoder: transcoder.clone(),
             telemetry: telemetry.clone(),
+            whip: Default::default(),
         });
         let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
         let notifications = Arc::new(Notifications::open(store.clone())?);
@@ -436,6 +441,11 @@ pub async fn run(
     }
     if let Some(cluster) = &d.cluster {
         crate::cluster::start(cluster, &tasks);
+    }
+    if let Some(socket) = listeners.webrtc {
+        let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
+        crate::webrtc::start(webrtc.clone(), &tasks);
+        let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc, tasks: tasks.clone() });
     }
 
     let web = match edge {

@@ -40,7 +40,8 @@
 //!   ```text
 //!   OBS --RTMP--> ingest/rtmp --claim PublisherSlot(Source)--> transcode supervisor
 //!       --SRT---> ingest/srt   --MediaChunk (Feeder)-------> worker child process (its container)
-//!        (WHIP next)           (FLV tags; MPEG-TS runs)
+//!       --WHIP--> ingest/whip  (FLV tags; MPEG-TS runs;
+//!      (webrtc)                 WHIP: H.264+Opus muxed to TS by media::tsmux)
 //!                                                              | reports exactly what it wrote
 //!                                                              v
 //!                                        media: retention (windows, holds) -> feed
@@ -161,6 +162,7 @@ pub mod tokens;
 pub mod transcode;
 pub mod web;
 pub mod webhooks;
+pub mod webrtc;
 pub mod yp;
 
 pub use daemon::run;

@@ -57,6 +57,16 @@ struct Cli {
     #[arg(long, env = "CASTD_SRTPORT", value_name = "PORT")]
     srtport: Option<u16>,
 
+    /// UDP port of every WebRTC (WHIP) session, on the RTMP address; 0 for an ephemeral port (logged)
+    /// [default: 8189]. A port that cannot be bound turns WebRTC off.
+    #[arg(long = "webrtc-udp-port", env = "CASTD_WEBRTC_UDP_PORT", value_name = "PORT")]
+    webrtc_udp_port: Option<u16>,
+
+    /// Public IP address offered as an extra ICE candidate (on the WebRTC UDP port), for a server
+    /// behind NAT.
+    #[arg(long = "webrtc-public-ip", env = "CASTD_WEBRTC_PUBLIC_IP", value_name = "IP")]
+    webrtc_public_ip: Option<std::net::IpAddr>,
+
     /// Set the admin password (saved, as a hash).
     #[arg(long, env = "CASTD_ADMINPASSWORD", value_name = "PASSWORD", hide_env_values = true)]
     adminpassword: Option<String>,
@@ -405,6 +415,16 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
             }
         }
     };
-    castd::run(config, Listeners { web, rtmp, srt }, shutdown_signal()).await.context("castd")?;
+    // WebRTC is optional too: one UDP port for every session.
+    let webrtc_addr = SocketAddr::new(rtmp_ip, cli.webrtc_udp_port.unwrap_or(castd::webrtc::DEFAULT_UDP_PORT));
+    let webrtc = match tokio::net::UdpSocket::bind(webrtc_addr).await {
+        Ok(sock) => Some(sock),
+        Err(e) => {
+            tracing::error!("cannot bind the WebRTC UDP port {webrtc_addr}: {e}; WHIP ingest is off");
+            None
+        }
+    };
+    let listeners = Listeners { web, rtmp, srt, webrtc, webrtc_public_ip: cli.webrtc_public_ip };
+    castd::run(config, listeners, shutdown_signal()).await.context("castd")?;
     Ok(())
 }

@@ -27,6 +27,7 @@ const BOTTOM: &[&str] = &[
     "systemd",
     "logs",
     "media",
+    "webrtc",
 ];
 /// Features that must talk through the bus or handles only.
 const ISOLATED: &[&str] = &["chat", "metrics", "transcode"];

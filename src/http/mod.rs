@@ -221,6 +221,8 @@ pub enum BodyDoc {
     Multipart,
     /// A multipart form upload of one file in the named field.
     MultipartFile(&'static str),
+    /// A body of this media type that is not JSON (an SDP offer), documented as a string.
+    Content(&'static str),
 }
 
 /// Shape of the `value` of a setter (or of a query parameter).
@@ -256,6 +258,8 @@ pub enum ResponseDoc {
     Content(&'static str),
     /// 204 without a body.
     NoContent,
+    /// 201 Created with a body of this content type (an SDP answer) and a `Location`.
+    Created(&'static str),
     /// A redirect (this 3xx status, a `Location` and no body), with where it goes.
     Redirect(u16, &'static str),
     /// 101 Switching Protocols: a websocket handshake, with what the socket carries.

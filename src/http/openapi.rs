@@ -135,13 +135,20 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
             ctype,
             json_content(RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::String).build()))),
         )),
-        ResponseDoc::NoContent | ResponseDoc::Redirect(..) | ResponseDoc::Upgrade(..) => None,
+        ResponseDoc::NoContent | ResponseDoc::Redirect(..) | ResponseDoc::Upgrade(..) | ResponseDoc::Created(_) => None,
     };
     responses = match (ok, doc.response) {
         (Some(ok), _) => responses.response("200", ok),
         (None, ResponseDoc::Redirect(status, to)) => {
             responses.response(status.to_string(), ResponseBuilder::new().description(to))
         }
+        (None, ResponseDoc::Created(ctype)) => responses.response(
+            "201",
+            ResponseBuilder::new().description("Created: the session resource is in Location").content(
+                ctype,
+                json_content(RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::String).build()))),
+            ),
+        ),
         (None, ResponseDoc::Upgrade(what)) => responses.response("101", ResponseBuilder::new().description(what)),
         (None, _) => responses.response("204", ResponseBuilder::new().description("Done")),
     };
@@ -223,6 +230,9 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
             "multipart/form-data",
             RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::Object).build())),
         )),
+        BodyDoc::Content(ctype) => {
+            Some((ctype, RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(Type::String).build()))))
+        }
         BodyDoc::MultipartFile(field) => Some((
             "multipart/form-data",
             RefOr::T(Schema::Object(

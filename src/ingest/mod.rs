@@ -2,14 +2,15 @@
 //! (the media plane's `PublisherSlot`, which `GET /api/admin/disconnect` closes whatever the protocol)
 //! and the hand-off of an accepted publisher's media to the transcoder.
 //!
-//! One module per protocol: `rtmp` (RTMP on `rtmpServerPort`), `srt` (MPEG-TS over SRT on `srtServerPort`);
-//! WHIP comes next. A protocol module
+//! One module per protocol: `rtmp` (RTMP on `rtmpServerPort`), `srt` (MPEG-TS over SRT on `srtServerPort`),
+//! `whip` (WebRTC through `crate::webrtc`, `POST /whip`). A protocol module
 //! checks the key with `Ingest::stream_key_valid`, claims the slot with a `media::Source`, and hands its
 //! media on through the `Feeder` that `Ingest::hand_off` returns; it does not reach into the transcoder.
 
 pub mod rtmp;
 pub mod settings;
 pub mod srt;
+pub mod whip;
 
 use std::sync::Arc;
 
@@ -38,6 +39,8 @@ pub struct Ingest {
     pub media: Arc<MediaPlane>,
     pub transcoder: Arc<Transcoder>,
     pub telemetry: Arc<Telemetry>,
+    /// The WebRTC stack WHIP publishes through, once the daemon has bound its socket.
+    pub whip: whip::WhipSlot,
 }
 
 impl Ingest {
@@ -58,6 +61,7 @@ impl Ingest {
 
 pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     settings::routes(reg, ingest.clone());
+    whip::routes(reg, ingest.clone());
     let mut reg = reg.scope(ingest);
     reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound broadcaster", disconnect)
         .returns::<StatusResponse>()

@@ -1,14 +1,23 @@
-//! H.264 bitstream facts a protocol needs without decoding: finding NAL units in an Annex B byte
-//! stream and reading the picture size and frame rate from a sequence parameter set (ITU-T H.264
-//! 7.3.2.1.1 and Annex E.1.1, the VUI timing info).
+//! H.264 bitstream facts a protocol needs without decoding: the NAL units of an Annex B byte stream,
+//! whether an access unit holds a keyframe, and the picture size and frame rate a sequence parameter
+//! set declares (ITU-T H.264 7.3.2.1.1 and Annex E.1.1, the VUI timing info).
 //!
 //! RTMP publishers say their size and frame rate in `onMetaData`; MPEG-TS (SRT) and RTP (WHIP) carry
-//! only the bitstream, so the broadcaster details come from the SPS. Every read is bounds-checked: a
-//! truncated or hostile SPS gives `None`, never a panic.
+//! only the bitstream, so the broadcaster details come from the SPS; `media::tsmux` (WHIP) rewrites
+//! access units NAL by NAL. Every read is bounds-checked: a truncated or hostile SPS gives `None`,
+//! never a panic.
+
+/// NAL unit types used here.
+pub const NAL_IDR: u8 = 5;
+pub const NAL_SPS: u8 = 7;
+pub const NAL_PPS: u8 = 8;
+pub const NAL_AUD: u8 = 9;
 
 /// What an SPS says about the pictures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpsInfo {
+    /// `profile_idc` (66 baseline, 77 main, 100 high, ...).
+    pub profile: u8,
     pub width: u32,
     pub height: u32,
     /// Frames per second from the VUI timing info (`time_scale / (2 * num_units_in_tick)`), if present.
@@ -16,7 +25,7 @@ pub struct SpsInfo {
 }
 
 /// The NAL units of an Annex B byte stream (start codes `00 00 01` / `00 00 00 01`), each from its
-/// header byte to the next start code.
+/// header byte to the next start code (empty units are skipped).
 pub fn nal_units(es: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut starts = Vec::new();
     let mut i = 0;
@@ -30,23 +39,37 @@ pub fn nal_units(es: &[u8]) -> impl Iterator<Item = &[u8]> {
     }
     let mut ends: Vec<usize> = starts.iter().skip(1).map(|&s| s - 3).collect();
     ends.push(es.len());
-    starts.into_iter().zip(ends).map(move |(s, mut e)| {
-        // A four-byte start code leaves its leading zero on the previous unit.
-        while e > s && es[e - 1] == 0 {
-            e -= 1;
-        }
-        &es[s..e]
-    })
+    starts
+        .into_iter()
+        .zip(ends)
+        .map(move |(s, mut e)| {
+            // A four-byte start code leaves its leading zero on the previous unit.
+            while e > s && es[e - 1] == 0 {
+                e -= 1;
+            }
+            &es[s..e]
+        })
+        .filter(|n| !n.is_empty())
+}
+
+/// The type of a NAL unit (its header byte's low five bits; 0 for an empty unit).
+pub fn nal_type(nal: &[u8]) -> u8 {
+    nal.first().map_or(0, |b| b & 0x1f)
+}
+
+/// Whether the access unit (Annex B) holds an IDR picture.
+pub fn is_keyframe(au: &[u8]) -> bool {
+    nal_units(au).any(|n| nal_type(n) == NAL_IDR)
 }
 
 /// The SPS facts of the first SPS NAL unit (type 7) in an Annex B byte stream, if it parses.
 pub fn find_sps(es: &[u8]) -> Option<SpsInfo> {
-    nal_units(es).find(|n| n.first().is_some_and(|b| b & 0x1f == 7)).and_then(parse_sps)
+    nal_units(es).find(|n| nal_type(n) == NAL_SPS).and_then(parse_sps)
 }
 
 /// Parse an SPS NAL unit (with its one-byte header).
 pub fn parse_sps(nal: &[u8]) -> Option<SpsInfo> {
-    if nal.first()? & 0x1f != 7 {
+    if nal_type(nal) != NAL_SPS {
         return None;
     }
     let rbsp = unescape(&nal[1..]);
@@ -128,7 +151,12 @@ pub fn parse_sps(nal: &[u8]) -> Option<SpsInfo> {
     let width = (width_mbs * 16).checked_sub(crop_x * (crop_l + crop_r))?;
     let height = (height_map_units * 16 * field_factor).checked_sub(crop_y * (crop_t + crop_b))?;
     let framerate = vui_framerate(&mut r);
-    Some(SpsInfo { width: u32::try_from(width).ok()?, height: u32::try_from(height).ok()?, framerate })
+    Some(SpsInfo {
+        profile: profile_idc as u8,
+        width: u32::try_from(width).ok()?,
+        height: u32::try_from(height).ok()?,
+        framerate,
+    })
 }
 
 /// The frame rate from the VUI timing info, if the SPS has VUI parameters with timing.
@@ -259,6 +287,26 @@ mod tests {
         assert_eq!(units.len(), 3);
         assert_eq!(units[1], SPS_720P30);
         assert_eq!(find_sps(&es).map(|s| (s.width, s.height)), Some((1280, 720)));
+    }
+
+    #[test]
+    fn baseline_640x480_and_its_profile() {
+        let sps = [
+            0x67, 0x42, 0xc0, 0x1e, 0xda, 0x02, 0x80, 0xf6, 0x84, 0x00, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x03, 0x00,
+            0xf0, 0x3c, 0x58, 0xba, 0x80,
+        ];
+        let s = parse_sps(&sps).expect("sps");
+        assert_eq!((s.width, s.height, s.profile), (640, 480, 66));
+        assert_eq!(parse_sps(SPS_720P30_HIGH).map(|s| s.profile), Some(100));
+    }
+
+    #[test]
+    fn nal_units_and_keyframes() {
+        let au = [0, 0, 0, 1, 0x67, 1, 2, 0, 0, 1, 0x68, 3, 0, 0, 0, 1, 0x65, 9, 9];
+        let nals: Vec<&[u8]> = nal_units(&au).collect();
+        assert_eq!(nals, vec![&[0x67, 1, 2][..], &[0x68, 3][..], &[0x65, 9, 9][..]]);
+        assert!(is_keyframe(&au));
+        assert!(!is_keyframe(&[0, 0, 1, 0x41, 1]));
     }
 
     #[test]

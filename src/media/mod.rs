@@ -1,7 +1,7 @@
 //! The media plane: the one owner of the live media between ingest and every output.
 //!
 //! ```text
-//! ingest/{rtmp,srt} --claims--> source::PublisherSlot (one publisher, any protocol)
+//! ingest/{rtmp,srt,whip} --claims--> source::PublisherSlot (one publisher, any protocol)
 //!        |  container bytes
 //!        v
 //! transcode (worker child process) --reports exactly what it wrote--> MediaPlane::publish
@@ -16,7 +16,8 @@
 //! - `source`: publishers and the single-publisher rule.
 //! - `flv`: FLV tags, the container RTMP publishers send.
 //! - `ts`: MPEG-TS, the container SRT publishers send: packet framing, program tables, random access.
-//! - `h264`: NAL units and the SPS (picture size, frame rate) of H.264 bitstreams without FLV metadata.
+//! - `tsmux`: MPEG-TS written from bare H.264 and Opus access units (WHIP), for the worker's demuxer.
+//! - `h264`: H.264 Annex-B NAL units, keyframes and the SPS's picture size and frame rate.
 //! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
 //! - `retention`: live windows per variant and holds; the only deleter of segment files.
@@ -32,6 +33,7 @@ pub mod retention;
 pub mod source;
 pub mod tap;
 pub mod ts;
+pub mod tsmux;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -54,12 +54,17 @@ fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> Spawned {
         .args(extra)
         .env_remove("CASTD_STREAMKEY")
         .env_remove("CASTD_SRTPORT")
+        .env_remove("CASTD_WEBRTC_UDP_PORT")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     // SRT off unless the test asks for a port: parallel daemons would all want 8890.
     if !extra.iter().any(|a| a == "--srtport") {
         cmd.args(["--srtport", "0"]);
+    }
+    // WebRTC on an ephemeral UDP port unless the test names one: parallel daemons would all want 8189.
+    if !extra.iter().any(|a| a == "--webrtc-udp-port") {
+        cmd.args(["--webrtc-udp-port", "0"]);
     }
     let mut child = cmd.spawn().expect("start castd");
     let stderr = child.stderr.take().expect("stderr");

@@ -31,7 +31,7 @@ cleanup() {
   rm -rf "$DIR"
 }
 trap cleanup EXIT
-"$BIN" --data-dir "$DIR/data" --webserverip 127.0.0.1 --webserverport 0 --rtmpport 0 --srtport 0 --log-level info \
+"$BIN" --data-dir "$DIR/data" --webserverip 127.0.0.1 --webserverport 0 --rtmpport 0 --srtport 0 --webrtc-udp-port 0 --log-level info \
   >/dev/null 2>"$LOG" &
 PID=$!
 for _ in $(seq 1 300); do

@@ -36,7 +36,7 @@ async function streamKeysPage(castd) {
   return { ctx, page };
 }
 
-test('the SRT URL to copy into OBS is shown beside the RTMP one', { timeout: 60_000 }, async () => {
+test('the SRT and WHIP URLs to copy into OBS are shown beside the RTMP one', { timeout: 60_000 }, async () => {
   const port = await freeUdpPort();
   const castd = await Castd.start({ args: ['--srtport', String(port)] });
   started.push(castd);
@@ -51,6 +51,8 @@ test('the SRT URL to copy into OBS is shown beside the RTMP one', { timeout: 60_
   await page.locator('#publish-url-srt-copy').click();
   const copied = await waitFor(async () => page.evaluate(() => navigator.clipboard.readText()), { message: 'clipboard' });
   assert.equal(copied, `srt://127.0.0.1:${port}?streamid=live/first-key-123&passphrase=pass-phrase-42`);
+  // WHIP: the endpoint on the web server (the key goes in OBS's Bearer Token field).
+  assert.equal(await page.locator('#publish-url-whip').textContent(), `${castd.base}/whip`);
   await ctx.close();
 });
 

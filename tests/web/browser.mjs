@@ -23,12 +23,12 @@ const ARGS = [
   '--autoplay-policy=no-user-gesture-required',
 ];
 
-/** Launch chromium; `await browser.close()` when done. */
-export async function launchBrowser() {
+/** Launch chromium (with `extraArgs` besides the usual ones); `await browser.close()` when done. */
+export async function launchBrowser({ extraArgs = [] } = {}) {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`chromium not found at ${CHROMIUM}: run ./packaging/deps.sh (installs Debian's chromium) or set CHROMIUM`);
   }
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS, timeout: 60_000 });
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...ARGS, ...extraArgs], timeout: 60_000 });
 }
 
 /** A new context with a 1280x800 viewport (and admin credentials when given); default action timeout 15 s. */

@@ -107,6 +107,8 @@ export class Castd {
     // SRT off unless a test asks for a port (`--srtport` wins over the environment): parallel daemons would
     // all want 8890. The environment, not a flag, so binaries from before SRT run too (bench/compare).
     childEnv.CASTD_SRTPORT = env.CASTD_SRTPORT ?? '0';
+    // WebRTC (WHIP) on an ephemeral UDP port for the same reason (8189 by default); the port is in the log.
+    childEnv.CASTD_WEBRTC_UDP_PORT = env.CASTD_WEBRTC_UDP_PORT ?? '0';
     const child = spawn(
       CASTD_BIN,
       ['--data-dir', dataDir, '--webserverip', '127.0.0.1', '--webserverport', '0', '--rtmpport', '0', ...args],

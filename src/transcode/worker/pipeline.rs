@@ -44,6 +44,8 @@ pub(super) struct Pipeline {
     filtered: frame::Video,
     master_written: bool,
     warned_audio: bool,
+    /// Decoded audio waiting to fill the AAC encoder's frames.
+    fifo: AudioFifo,
     /// Time of the first decoded frame: segment boundaries count from here, so the first segment
     /// is one segment long (the HLS muxer cuts at `hls_time` after the first packet).
     t0: Option<f64>,
@@ -61,7 +63,7 @@ impl Pipeline {
         let any_encode = cfg.variants.iter().any(|v| !v.video_passthrough);
         let vdec = open_video_decoder(hw.as_ref(), any_encode, &input)?;
         let (sw, sh) = input_size(vdec.as_ref(), &input.v_par)?;
-        let adec = match (&input.a_par, cfg.variants.iter().any(audio_encoded)) {
+        let adec = match (&input.a_par, cfg.variants.iter().any(|v| audio_encoded(v, input.a_par.as_ref()))) {
             (Some(p), true) => Some(codec::context::Context::from_parameters(p.clone())?.decoder().audio()?),
             _ => None,
         };
@@ -103,6 +105,7 @@ impl Pipeline {
             filtered: frame::Video::empty(),
             master_written: false,
             warned_audio: false,
+            fifo: AudioFifo::default(),
             t0: None,
             start: Instant::now(),
             last_report: Instant::now(),
@@ -308,32 +311,51 @@ impl Pipeline {
                 return Ok(());
             }
             let Some(ts) = decoded.timestamp() else { continue };
-            for i in 0..self.variants.len() {
-                let v = &mut self.variants[i];
-                let (AudioPath::Encode(enc), Some(a_ost)) = (&mut v.audio, v.a_ost) else { continue };
-                if decoded.format() != enc.format()
-                    || (enc.frame_size() > 0 && decoded.samples() != enc.frame_size() as usize)
-                {
-                    if !self.warned_audio {
-                        tracing::warn!(
-                            "audio frames ({} samples, {:?}) do not fit the AAC encoder; variant {i} goes without audio",
-                            decoded.samples(),
-                            decoded.format()
-                        );
-                        self.warned_audio = true;
-                    }
-                    continue;
-                }
-                let rate = enc.rate() as i32;
-                let pts = (ts as f64 * f64::from(self.a_tb) * f64::from(rate)).round() as i64;
+            // Every encoded variant's AAC encoder takes the same format, frame size and rate.
+            let target = self.variants.iter().find_map(|v| match &v.audio {
+                AudioPath::Encode(e) => Some((e.format(), e.frame_size() as usize, e.rate())),
+                _ => None,
+            });
+            let Some((format, size, rate)) = target else { continue };
+            let pts = (ts as f64 * f64::from(self.a_tb) * f64::from(rate)).round() as i64;
+            if decoded.format() == format && (size == 0 || decoded.samples() == size) {
                 decoded.set_pts(Some(pts));
-                enc.send_frame(&decoded)?;
-                let mut pkt = Packet::empty();
-                while enc.receive_packet(&mut pkt).is_ok() {
-                    v.sink.write_audio(std::mem::replace(&mut pkt, Packet::empty()), Rational(1, rate), a_ost)?;
+                self.encode_audio(&decoded)?;
+                continue;
+            }
+            let planar_f32 = ff::format::Sample::F32(ff::format::sample::Type::Planar);
+            if decoded.format() != planar_f32 || format != planar_f32 || decoded.rate() != rate || size == 0 {
+                if !self.warned_audio {
+                    tracing::warn!(
+                        "audio frames ({} samples, {:?}, {} Hz) do not fit the AAC encoder; the variants go without audio",
+                        decoded.samples(),
+                        decoded.format(),
+                        decoded.rate()
+                    );
+                    self.warned_audio = true;
                 }
+                continue;
+            }
+            // Another frame size (Opus: 960 samples; AAC takes 1024): through the sample queue.
+            self.fifo.push(&decoded, pts);
+            while let Some(frame) = self.fifo.pop(size, decoded.channel_layout(), rate) {
+                self.encode_audio(&frame)?;
             }
         }
+    }
+
+    /// Encode one frame (its pts in samples) on every variant that encodes audio.
+    fn encode_audio(&mut self, frame: &frame::Audio) -> Result<(), TranscodeError> {
+        for v in self.variants.iter_mut() {
+            let (AudioPath::Encode(enc), Some(a_ost)) = (&mut v.audio, v.a_ost) else { continue };
+            let rate = enc.rate() as i32;
+            enc.send_frame(frame)?;
+            let mut pkt = Packet::empty();
+            while enc.receive_packet(&mut pkt).is_ok() {
+                v.sink.write_audio(std::mem::replace(&mut pkt, Packet::empty()), Rational(1, rate), a_ost)?;
+            }
+        }
+        Ok(())
     }
 
     /// After a video packet: notice new segments (the playlist is rewritten) and write the master
@@ -624,10 +646,82 @@ mod tests {
     use super::*;
 
     #[test]
+    fn opus_sized_frames_become_aac_sized_frames_with_continuous_timestamps() {
+        let format = ff::format::Sample::F32(ff::format::sample::Type::Planar);
+        let layout = ff::ChannelLayout::STEREO;
+        let mut fifo = AudioFifo::default();
+        let mut popped = Vec::new();
+        for n in 0..4i64 {
+            let mut f = frame::Audio::new(format, 960, layout);
+            for ch in 0..2 {
+                for (i, s) in f.plane_mut::<f32>(ch).iter_mut().enumerate() {
+                    *s = (n * 960 + i as i64) as f32 + ch as f32 * 0.5;
+                }
+            }
+            fifo.push(&f, 1000 + n * 960);
+            while let Some(out) = fifo.pop(1024, layout, 48_000) {
+                popped.push(out);
+            }
+        }
+        // 3840 samples in: three frames of 1024 out, 768 left.
+        assert_eq!(popped.len(), 3);
+        for (k, out) in popped.iter().enumerate() {
+            assert_eq!(out.samples(), 1024);
+            assert_eq!(out.pts(), Some(1000 + k as i64 * 1024));
+            assert_eq!(out.plane::<f32>(0)[0], (k * 1024) as f32, "samples keep their order");
+            assert_eq!(out.plane::<f32>(1)[5], (k * 1024 + 5) as f32 + 0.5, "and their channel");
+        }
+    }
+
+    #[test]
     fn one_decoder_thread_up_to_1080p60() {
         assert_eq!(decoder_threads(1920, 1080, 30.0), 1);
         assert_eq!(decoder_threads(1920, 1080, 60.0), 1);
         assert_eq!(decoder_threads(2560, 1440, 60.0), 0);
         assert_eq!(decoder_threads(3840, 2160, 30.0), 0);
+    }
+}
+
+/// Planar float samples between a decoder and an encoder with another frame size.
+#[derive(Default)]
+struct AudioFifo {
+    planes: Vec<Vec<f32>>,
+    /// The pts (in samples) of the first queued sample.
+    next_pts: Option<i64>,
+}
+
+impl AudioFifo {
+    /// Queue a planar float frame whose pts (in samples) is `pts`.
+    fn push(&mut self, f: &frame::Audio, pts: i64) {
+        let channels = usize::from(f.channels());
+        if self.planes.len() != channels {
+            self.planes = vec![Vec::new(); channels];
+            self.next_pts = None;
+        }
+        if self.planes.first().is_none_or(|p| p.is_empty()) {
+            self.next_pts = Some(pts);
+        }
+        for (ch, plane) in self.planes.iter_mut().enumerate() {
+            let samples = f.plane::<f32>(ch);
+            plane.extend_from_slice(&samples[..f.samples().min(samples.len())]);
+        }
+    }
+
+    /// A frame of `size` samples, when that many are queued.
+    fn pop(&mut self, size: usize, layout: ff::ChannelLayout, rate: u32) -> Option<frame::Audio> {
+        if self.planes.is_empty() || self.planes.iter().any(|p| p.len() < size) {
+            return None;
+        }
+        let format = ff::format::Sample::F32(ff::format::sample::Type::Planar);
+        let mut out = frame::Audio::new(format, size, layout);
+        out.set_rate(rate);
+        for (ch, plane) in self.planes.iter_mut().enumerate() {
+            out.plane_mut::<f32>(ch)[..size].copy_from_slice(&plane[..size]);
+            plane.drain(..size);
+        }
+        let pts = self.next_pts.unwrap_or(0);
+        out.set_pts(Some(pts));
+        self.next_pts = Some(pts + size as i64);
+        Some(out)
     }
 }

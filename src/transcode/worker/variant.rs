@@ -248,9 +248,14 @@ impl VariantVideo for HardwareVideo<'_> {
     }
 }
 
-/// Whether a variant encodes its audio to AAC (otherwise it copies the broadcaster's).
-pub(super) fn audio_encoded(v: &StreamOutputVariant) -> bool {
-    !v.audio_passthrough && v.audio_bitrate > 0
+/// The AAC bitrate (kbps) of a variant whose passthrough audio cannot be copied.
+const FALLBACK_AUDIO_KBPS: u32 = 128;
+
+/// Whether a variant encodes its audio to AAC (otherwise it copies the broadcaster's). Audio that is
+/// not AAC (Opus from WHIP or SRT) is always encoded: HLS players take AAC.
+pub(super) fn audio_encoded(v: &StreamOutputVariant, input: Option<&codec::Parameters>) -> bool {
+    let copyable = input.is_none_or(|p| p.id() == codec::Id::AAC);
+    !copyable || (!v.audio_passthrough && v.audio_bitrate > 0)
 }
 
 /// Add the variant's audio stream (copied, or encoded to AAC from the shared decoder); returns the
@@ -263,7 +268,7 @@ fn add_audio(
     dec: Option<&ff::decoder::Audio>,
 ) -> Result<(AudioPath, Option<usize>, u64), TranscodeError> {
     let Some(p) = par else { return Ok((AudioPath::None, None, 0)) };
-    if !audio_encoded(v) {
+    if !audio_encoded(v, Some(p)) {
         let mut ost = octx.add_stream(ff::encoder::find(codec::Id::None))?;
         ost.set_parameters(p.clone());
         clear_codec_tag(&mut ost);
@@ -281,13 +286,14 @@ fn add_audio(
     };
     enc.set_channel_layout(layout);
     enc.set_format(ff::format::Sample::F32(ff::format::sample::Type::Planar));
-    enc.set_bit_rate(v.audio_bitrate as usize * 1000);
+    let kbps = if v.audio_bitrate > 0 { v.audio_bitrate } else { FALLBACK_AUDIO_KBPS };
+    enc.set_bit_rate(kbps as usize * 1000);
     enc.set_time_base(Rational(1, dec.rate() as i32));
     let opened = enc.open_as(codec)?;
     let mut ost = octx.add_stream(codec)?;
     ost.set_parameters(&opened);
     ost.set_time_base(Rational(1, dec.rate() as i32));
-    Ok((AudioPath::Encode(opened), Some(1), u64::from(v.audio_bitrate)))
+    Ok((AudioPath::Encode(opened), Some(1), u64::from(kbps)))
 }
 
 /// What every variant's setup shares: the configuration, the input, and what the pipeline opened for

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { publishUrls, urlHost } from './ingest';
+import { publishUrls, urlHost, whipUrl } from './ingest';
 
 describe('publishUrls', () => {
   it('gives the RTMP server and the whole SRT URL', () => {
@@ -20,5 +20,12 @@ describe('publishUrls', () => {
     expect(urlHost('::1')).toBe('[::1]');
     expect(urlHost('[::1]')).toBe('[::1]');
     expect(publishUrls('::1', 1935, 8890, 'k').rtmp).toBe('rtmp://[::1]:1935/live');
+  });
+});
+
+describe('whipUrl', () => {
+  it('is /whip on the web server', () => {
+    expect(whipUrl('https://live.example.com')).toBe('https://live.example.com/whip');
+    expect(whipUrl('http://127.0.0.1:8080/')).toBe('http://127.0.0.1:8080/whip');
   });
 });

@@ -22,3 +22,11 @@ export function publishUrls(host: string, rtmpPort: number, srtPort: number, key
   const pass = passphrase ? `&passphrase=${encodeURIComponent(passphrase)}` : '';
   return { rtmp, srt: `srt://${h}:${srtPort}?streamid=live/${key}${pass}` };
 }
+
+/**
+ * The WHIP endpoint of a server whose web pages are at `origin` (`https://live.example.com`): OBS 30+ takes it as the
+ * Server of its WHIP service, with a stream key as the Bearer Token.
+ */
+export function whipUrl(origin: string): string {
+  return `${origin.replace(/\/+$/, '')}/whip`;
+}

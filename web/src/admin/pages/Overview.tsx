@@ -91,7 +91,7 @@ export function Overview() {
         </Section>
       ) : (
         <Section title="No one is streaming">
-          <p class="muted">Point your broadcasting software at <code>rtmp://&lt;this server&gt;:&lt;RTMP port&gt;/live</code> or <code>srt://&lt;this server&gt;:&lt;SRT port&gt;?streamid=live/&lt;key&gt;</code> with one of your stream keys (the URLs to copy are under Stream keys).</p>
+          <p class="muted">Point your broadcasting software at <code>rtmp://&lt;this server&gt;:&lt;RTMP port&gt;/live</code> or <code>srt://&lt;this server&gt;:&lt;SRT port&gt;?streamid=live/&lt;key&gt;</code> with one of your stream keys, or publish over WHIP to <code>/whip</code> on this server with a key as Bearer Token (the URLs to copy are under Stream keys).</p>
         </Section>
       )}
 

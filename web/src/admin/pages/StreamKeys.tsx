@@ -2,11 +2,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { admin, type StreamKey } from '../../api';
 import { FormStatus, LoadError, Section, randomKey, useSave, useServerConfig } from '../forms';
 import { StatusWarnings } from '../Warnings';
-import { publishUrls } from '../../lib/ingest';
+import { publishUrls, whipUrl } from '../../lib/ingest';
 
-/** The server addresses to copy into OBS: RTMP's server URL, and the SRT URL with the first key. */
+/** The server addresses to copy into OBS: RTMP's server URL, the SRT URL with the first key, the WHIP endpoint. */
 function PublishTargets({ rtmpPort, srtPort, passphrase, firstKey }: { rtmpPort: number; srtPort: number; passphrase: string; firstKey: string }) {
   const urls = publishUrls(window.location.hostname, rtmpPort, srtPort, firstKey || 'STREAM-KEY', passphrase);
+  const whip = whipUrl(window.location.origin);
   const copy = (text: string) => void navigator.clipboard?.writeText(text);
   return (
     <table class="table kv" id="publish-urls">
@@ -35,6 +36,20 @@ function PublishTargets({ rtmpPort, srtPort, passphrase, firstKey }: { rtmpPort:
             ) : (
               <span class="muted" id="publish-url-srt">SRT is off (its port is 0 under Server settings).</span>
             )}
+          </td>
+        </tr>
+        <tr>
+          <th>WHIP URL</th>
+          <td>
+            <div class="field-row">
+              <code id="publish-url-whip">{whip}</code>
+              <button type="button" onClick={() => copy(whip)}>Copy</button>
+            </div>
+            <span class="muted">
+              OBS 30+: Service <em>WHIP</em>, this URL as Server, one of the keys below as Bearer Token (H.264 and Opus). Media
+              goes over WebRTC on one UDP port (8189 unless castd runs with <code>--webrtc-udp-port</code>), which must be
+              reachable; behind NAT, start castd with <code>--webrtc-public-ip</code>.
+            </span>
           </td>
         </tr>
       </tbody>
@@ -66,7 +81,7 @@ export function StreamKeys() {
   return (
     <>
       <StatusWarnings />
-      <Section title="Where to stream" description="What to enter in OBS (Settings → Stream, Service: Custom) or any RTMP/SRT encoder.">
+      <Section title="Where to stream" description="What to enter in OBS (Settings → Stream, Service: Custom, or WHIP) or any RTMP/SRT/WHIP encoder.">
         <PublishTargets rtmpPort={config.rtmpServerPort} srtPort={config.srtServerPort ?? 0} passphrase={config.srtPassphrase ?? ''} firstKey={config.streamKeys?.[0]?.key ?? ''} />
       </Section>
       <Section title="Stream keys" description="Broadcasters authenticate with any of these keys. Keep them secret.">

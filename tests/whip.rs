@@ -1,0 +1,163 @@
+//! WHIP's HTTP side against the real daemon (plain HTTP; the browser publish is tests/web/whip.test.mjs):
+//! the CORS preflight, a wrong or missing stream key (401), an offer that is not SDP (415, 400) or has
+//! no H.264 (400), a second publisher while one is live, over WHIP or RTMP (409, StatusResponse), PATCH
+//! (405 with Allow), DELETE of an unknown session (404) and of a live one (204). An offer castd
+//! answers but that never connects frees the publisher slot after `webrtc::CONNECT_TIMEOUT`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::media::{online, publish, wait_exit};
+use common::Server;
+use reqwest::blocking::{Client, Response};
+use serde_json::Value;
+
+const KEY: &str = "whip-stream-key-1";
+
+/// A browser-like offer: H.264 (packetization-mode 1) video and Opus audio, send-only, ICE and DTLS
+/// attributes as Chromium writes them.
+fn offer(video_codec: &str) -> String {
+    let fingerprint = (0..32).map(|i| format!("{:02X}", i * 7 % 256)).collect::<Vec<_>>().join(":");
+    let lines = [
+        "v=0",
+        "o=- 4611731400430051336 2 IN IP4 127.0.0.1",
+        "s=-",
+        "t=0 0",
+        "a=group:BUNDLE 0 1",
+        "a=msid-semantic: WMS",
+        "m=video 9 UDP/TLS/RTP/SAVPF 102",
+        "c=IN IP4 0.0.0.0",
+        "a=rtcp:9 IN IP4 0.0.0.0",
+        "a=ice-ufrag:Abcd",
+        "a=ice-pwd:abcdefghijklmnopqrstuvwx",
+        "a=ice-options:trickle",
+        &format!("a=fingerprint:sha-256 {fingerprint}"),
+        "a=setup:actpass",
+        "a=mid:0",
+        "a=sendonly",
+        "a=rtcp-mux",
+        &format!("a=rtpmap:102 {video_codec}/90000"),
+        "a=rtcp-fb:102 nack",
+        "a=rtcp-fb:102 nack pli",
+        "a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f",
+        "a=ssrc:1111 cname:whiptest",
+        "m=audio 9 UDP/TLS/RTP/SAVPF 111",
+        "c=IN IP4 0.0.0.0",
+        "a=rtcp:9 IN IP4 0.0.0.0",
+        "a=ice-ufrag:Abcd",
+        "a=ice-pwd:abcdefghijklmnopqrstuvwx",
+        &format!("a=fingerprint:sha-256 {fingerprint}"),
+        "a=setup:actpass",
+        "a=mid:1",
+        "a=sendonly",
+        "a=rtcp-mux",
+        "a=rtpmap:111 opus/48000/2",
+        "a=fmtp:111 minptime=10;useinbandfec=1",
+        "a=ssrc:2222 cname:whiptest",
+    ];
+    lines.iter().map(|l| format!("{l}\r\n")).collect()
+}
+
+fn client() -> Client {
+    Client::builder().timeout(Duration::from_secs(15)).build().expect("client")
+}
+
+fn post(server: &Server, key: Option<&str>, ctype: &str, body: String) -> Response {
+    let mut req = client().post(server.url("/whip")).header("Content-Type", ctype).body(body);
+    if let Some(k) = key {
+        req = req.header("Authorization", format!("Bearer {k}"));
+    }
+    req.send().expect("POST /whip")
+}
+
+/// The status and the StatusResponse message of an error answer.
+fn error_of(r: Response) -> (u16, String) {
+    let status = r.status().as_u16();
+    let v: Value = r.json().expect("a StatusResponse body");
+    assert_eq!(v["success"], false, "{v}");
+    (status, v["message"].as_str().unwrap_or_default().to_string())
+}
+
+#[test]
+fn whip_http_answers_and_refusals() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    let sdp = "application/sdp";
+
+    // CORS preflight of the endpoint and of a session.
+    let r = client().request(reqwest::Method::OPTIONS, server.url("/whip")).send().expect("OPTIONS");
+    assert_eq!(r.status().as_u16(), 204);
+    assert_eq!(r.headers()["accept-post"], sdp);
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    assert!(r.headers()["allow"].to_str().unwrap_or_default().contains("POST"));
+    let r = client().request(reqwest::Method::OPTIONS, server.url("/whip/abc")).send().expect("OPTIONS");
+    assert_eq!(r.status().as_u16(), 204);
+    assert!(r.headers()["allow"].to_str().unwrap_or_default().contains("DELETE"));
+
+    // The key: missing, wrong.
+    let (status, _) = error_of(post(&server, None, sdp, offer("H264")));
+    assert_eq!(status, 401);
+    let r = post(&server, Some("not-the-key"), sdp, offer("H264"));
+    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    assert_eq!(error_of(r).0, 401);
+
+    // Not SDP, malformed SDP, no H.264.
+    assert_eq!(error_of(post(&server, Some(KEY), "application/json", offer("H264"))).0, 415);
+    assert_eq!(error_of(post(&server, Some(KEY), sdp, "hello".into())).0, 400);
+    assert_eq!(error_of(post(&server, Some(KEY), sdp, "v=0\r\nm=video nonsense\r\n".into())).0, 400);
+    let (status, message) = error_of(post(&server, Some(KEY), sdp, offer("VP8")));
+    assert_eq!(status, 400);
+    assert!(message.contains("H.264"), "{message}");
+
+    // PATCH (trickle ICE): 405 with Allow. DELETE of an unknown session: 404.
+    let r = client().patch(server.url("/whip/abc")).body("a=candidate").send().expect("PATCH");
+    let allow = r.headers()["allow"].to_str().unwrap_or_default().to_ascii_uppercase();
+    assert!(allow.contains("DELETE") && !allow.contains("PATCH"), "Allow: {allow}");
+    assert_eq!(error_of(r).0, 405);
+    let r = client().delete(server.url("/whip/nosuchsession")).send().expect("DELETE");
+    assert_eq!(error_of(r).0, 404);
+
+    // A good offer: 201, the SDP answer, the session in Location. It holds the publisher slot, so a
+    // second WHIP publisher is refused with 409; DELETE ends it and frees the slot.
+    let r = post(&server, Some(KEY), sdp, offer("H264"));
+    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(r.headers()["content-type"], sdp);
+    let location = r.headers()["location"].to_str().expect("Location").to_string();
+    assert!(location.starts_with("/whip/"), "{location}");
+    let answer = r.text().expect("answer");
+    assert!(answer.starts_with("v=0") && answer.contains("a=ice-lite") && answer.contains("H264"), "{answer}");
+    assert!(answer.contains("a=candidate:") && answer.contains("127.0.0.1"), "a host candidate: {answer}");
+    let (status, message) = error_of(post(&server, Some(KEY), sdp, offer("H264")));
+    assert_eq!(status, 409, "{message}");
+    let r = client().delete(server.url(&location)).send().expect("DELETE");
+    assert_eq!(r.status().as_u16(), 204);
+    let freed = server.wait_for(Duration::from_secs(10), || {
+        let r = post(&server, Some(KEY), sdp, offer("H264"));
+        (r.status().as_u16() == 201).then_some(())
+    });
+    assert!(freed.is_some(), "the slot is free again after DELETE");
+
+    // That one never connects: its session ends after the connect timeout and frees the slot.
+    assert_eq!(error_of(post(&server, Some(KEY), sdp, offer("H264"))).0, 409, "still pending");
+    let freed = server.wait_for(Duration::from_secs(40), || {
+        (post(&server, Some(KEY), sdp, offer("H264")).status().as_u16() == 201).then_some(())
+    });
+    assert!(freed.is_some(), "a session that never connects frees the slot; log:\n{}", server.log_text());
+}
+
+#[test]
+fn a_whip_publisher_is_refused_while_rtmp_is_live() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    server.set(
+        "video/streamoutputvariants",
+        serde_json::json!([{"name": "low", "videoPassthrough": true, "audioPassthrough": true, "framerate": 30}]),
+    );
+    let mut ffmpeg = publish(&server, KEY, "320x240", 20);
+    let live = server.wait_for(Duration::from_secs(30), || online(&server).then_some(()));
+    assert!(live.is_some(), "the RTMP publish goes live; log:\n{}", server.log_text());
+    let (status, message) = error_of(post(&server, Some(KEY), "application/sdp", offer("H264")));
+    assert_eq!(status, 409);
+    assert!(message.contains("live"), "{message}");
+    let _ = ffmpeg.kill();
+    let _ = wait_exit(&mut ffmpeg, Duration::from_secs(5));
+}
