@@ -54,7 +54,7 @@ pub struct SimulcastTarget {
     pub stream_key: String,
     pub enabled: bool,
     /// `"source"` or a variant index.
-    #[schema(value_type = Object)]
+    #[schema(value_type = serde_json::Value)]
     pub variant: TargetVariant,
 }
 

@@ -103,7 +103,8 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>) {
     reg.schema::<IdBody>();
     reg.schema::<ReplayUpdate>();
     reg.get("/api/admin/replays", GROUP, Auth::Admin, "Every replay (recorded broadcast), newest first", admin_list)
-        .returns_list::<Replay>();
+        .returns_list::<Replay>()
+        .error(404, "replay features are off (Owncast answers 404)");
     reg.post(
         "/api/admin/replays/delete",
         GROUP,
@@ -123,9 +124,10 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>) {
     )
     .error(404, "replay not found");
     reg.get("/api/replays", GROUP, Auth::Public, "castd: the public replays, newest first (paged)", public_list)
-        .query("limit", false, ValueDoc::Integer)
-        .query("offset", false, ValueDoc::Integer)
-        .returns_list::<Replay>();
+        .query("limit", false, ValueDoc::Json(r#"{"type":"integer","minimum":1,"maximum":100}"#))
+        .query("offset", false, ValueDoc::Json(r#"{"type":"integer","minimum":0,"maximum":1000000000}"#))
+        .returns_list::<Replay>()
+        .error(404, "replay features are off");
     reg.get(
         "/replay/{stream_id}",
         GROUP,

@@ -199,7 +199,11 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: Tokens) {
     )
     .query("accessToken", false, ValueDoc::String)
     .optional_body()
-    .returns::<ClipCreated>();
+    .returns::<ClipCreated>()
+    .error(400, "unknown stream, no recorded media, or a window outside it (Owncast's messages)")
+    .error(403, "the chat user's permission level is too low")
+    .error(429, "more than 6 clips a minute from one address")
+    .error(404, "replay features are off (Owncast answers 404)");
     reg.post(
         "/api/integrations/clips",
         GROUP,
@@ -209,7 +213,10 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: Tokens) {
         add_clip_integration,
     )
     .optional_body()
-    .returns::<ClipCreated>();
+    .returns::<ClipCreated>()
+    .error(400, "a body that does not decode, an unknown stream, no recorded media, or a window outside it")
+    .error(403, "clip creation is disabled")
+    .error(404, "replay features are off (Owncast answers 404)");
     reg.post(
         "/api/admin/clips/create",
         GROUP,
@@ -219,13 +226,20 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: Tokens) {
         add_clip_admin,
     )
     .optional_body()
-    .returns::<ClipCreated>();
-    reg.get("/api/clips", GROUP, Auth::Public, "Every clip, newest first", list).returns_list::<Clip>();
+    .returns::<ClipCreated>()
+    .error(400, "a body that does not decode, an unknown stream, no recorded media, or a window outside it")
+    .error(403, "clip creation is disabled")
+    .error(404, "replay features are off (Owncast answers 404)");
+    reg.get("/api/clips", GROUP, Auth::Public, "Every clip, newest first", list)
+        .returns_list::<Clip>()
+        .error(404, "replay features are off (Owncast answers 404)");
     reg.get("/api/clips/{clip_id}", GROUP, Auth::Public, "One clip", details)
         .path_param("clip_id", ValueDoc::String)
         .returns::<Clip>()
         .error(404, "no such clip");
-    reg.get("/api/admin/clips", GROUP, Auth::Admin, "Every clip, newest first", list).returns_list::<Clip>();
+    reg.get("/api/admin/clips", GROUP, Auth::Admin, "Every clip, newest first", list)
+        .returns_list::<Clip>()
+        .error(404, "replay features are off (Owncast answers 404)");
     reg.post("/api/admin/clips/delete", GROUP, Auth::Admin, "Delete a clip", BodyDoc::Schema("IdBody"), delete)
         .error(404, "clip not found");
     reg.get("/clip/{clip_id}", GROUP, Auth::Public, "A clip's master playlist", master)
@@ -295,7 +309,7 @@ async fn add_clip(
         Some(token) => ctx.r.users.user(&token).await,
         None => None,
     };
-    create(&ctx.r, Clipper::Viewer(user, ip), &body).await
+    create(&ctx.r, Clipper::Viewer(user, ip), &body, Answers::Owncast).await
 }
 
 async fn add_clip_integration(
@@ -304,24 +318,41 @@ async fn add_clip_integration(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let token = authorize(&ctx.tokens, &headers, HAS_ADMIN_ACCESS).await?;
-    create(&ctx.r, Clipper::Bot(token.display_name), &body).await
+    create(&ctx.r, Clipper::Bot(token.display_name), &body, Answers::Castd).await
 }
 
 async fn add_clip_admin(State(ctx): State<ClipsCtx>, body: Bytes) -> Result<Response, ApiError> {
     let name = ctx.r.settings.get().instance.name.clone();
-    create(&ctx.r, Clipper::Bot(name), &body).await
+    create(&ctx.r, Clipper::Bot(name), &body, Answers::Castd).await
 }
 
-async fn create(r: &Arc<Replays>, who: Clipper, body: &[u8]) -> Result<Response, ApiError> {
+/// How a creation route answers a disabled feature and a body that does not decode: Owncast's
+/// `POST /api/clip` with 200 `success:false` (its fixed answers), castd's own routes (bots, the admin)
+/// with 403 and 400, as every other castd route does.
+#[derive(Clone, Copy, PartialEq)]
+enum Answers {
+    Owncast,
+    Castd,
+}
+
+async fn create(r: &Arc<Replays>, who: Clipper, body: &[u8], answers: Answers) -> Result<Response, ApiError> {
     if !r.enabled() {
         return Ok(not_found());
     }
     let settings = r.settings.get();
     let s = &settings.replay;
     if !s.clips_enabled {
+        if answers == Answers::Castd {
+            return Ok(status(StatusCode::FORBIDDEN, "clip creation is disabled"));
+        }
         return Ok(simple("clip creation is disabled"));
     }
     let Ok(req) = serde_json::from_slice::<AddClip>(body) else {
+        if answers == Answers::Castd {
+            return Err(ApiError::bad(
+                "unable to create clip: the body must be {streamId, relativeStartTimeSeconds, relativeEndTimeSeconds, clipTitle}",
+            ));
+        }
         return Ok(simple("unable to create clip"));
     };
     let sid = req.stream_id.clone();

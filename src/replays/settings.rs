@@ -33,28 +33,28 @@ static SETTERS: &[(&str, &str, ValueDoc, Apply, &str)] = &[
     (
         "replay/maxclipduration",
         "Longest clip in seconds (1-3600)",
-        ValueDoc::Integer,
+        ValueDoc::Json(r#"{"type":"integer","minimum":1,"maximum":3600}"#),
         set_max_clip,
         "maximum clip duration saved",
     ),
     (
         "replay/clippermissions",
         "Who may clip: moderators, authenticated or established (accounts at least an hour old)",
-        ValueDoc::String,
+        ValueDoc::Json(r#"{"type":"string","enum":["moderators","authenticated","established"]}"#),
         set_permissions,
         "clip permissions saved",
     ),
     (
         "replay/maxgigabytes",
         "castd: disk budget of all replays, GB (the oldest unpinned finished replays go first)",
-        ValueDoc::Json(r#"{"type":"number","minimum":0}"#),
+        ValueDoc::Json(r#"{"type":"number","minimum":0,"maximum":1000000}"#),
         set_max_gb,
         "replay disk budget saved",
     ),
     (
         "replay/retentiondays",
         "castd: delete finished unpinned replays older than this many days (0 = keep)",
-        ValueDoc::Integer,
+        ValueDoc::Json(r#"{"type":"integer","minimum":0}"#),
         set_retention,
         "replay retention saved",
     ),
@@ -114,8 +114,9 @@ fn set_max_gb(v: &Value, s: &mut ReplaySettings) -> Result<(), &'static str> {
 }
 
 fn set_retention(v: &Value, s: &mut ReplaySettings) -> Result<(), &'static str> {
-    let n = v.as_u64().ok_or("a whole number of days is required")?;
-    s.replay_retention_days = u32::try_from(n.min(100_000)).unwrap_or(100_000);
+    // A whole number, also when written with a fraction of zero (JSON Schema's integer, as 7.0).
+    let n = v.as_f64().filter(|n| *n >= 0.0 && n.fract() == 0.0).ok_or("a whole number of days is required")?;
+    s.replay_retention_days = n.min(100_000.0) as u32;
     Ok(())
 }
 

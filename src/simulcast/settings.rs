@@ -22,13 +22,13 @@ use crate::http::{Registry, ValueDoc};
 pub const MAX_TARGETS: usize = 20;
 
 const TARGETS: &str = r#"{"type":"array","maxItems":20,"items":{"type":"object","required":["name","url"],
-  "properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_-]{0,64}$"},
+  "properties":{"id":{"type":["string","null"],"pattern":"^[A-Za-z0-9_-]{0,64}$"},
   "name":{"type":"string","minLength":1,"maxLength":100,"pattern":"\\S"},
   "url":{"type":"string","maxLength":2048,
     "pattern":"^(rtmps?://[A-Za-z0-9]+([.-][A-Za-z0-9]+)*(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]+)+/?|srt://[A-Za-z0-9]+([.-][A-Za-z0-9]+)*:[1-9][0-9]{0,3})$"},
-  "streamKey":{"type":"string","maxLength":1024},
-  "enabled":{"type":"boolean"},
-  "variant":{"anyOf":[{"const":"source"},{"type":"integer","minimum":0,"maximum":63}]}}}}"#;
+  "streamKey":{"type":["string","null"],"maxLength":1024},
+  "enabled":{"type":["boolean","null"]},
+  "variant":{"oneOf":[{"type":"string","enum":["source"]},{"type":"integer","minimum":0,"maximum":63},{"type":"null"}]}}}}"#;
 
 /// The simulcast setter, by path under `/api/admin/config/`.
 pub static SETTERS: &[Setter<Simulcast>] = &[Setter::new(
@@ -94,7 +94,8 @@ pub fn validate_targets(v: &Value, current: &[SimulcastTarget]) -> Result<Vec<Si
         let variant = match map.get("variant") {
             None | Some(Value::Null) => TargetVariant::Source,
             Some(Value::String(s)) if s == "source" => TargetVariant::Source,
-            Some(Value::Number(n)) => match n.as_u64().filter(|n| *n < 64) {
+            // A whole number, also written with a fraction of zero (JSON Schema's integer, as 2.0).
+            Some(Value::Number(n)) => match n.as_f64().filter(|n| n.fract() == 0.0 && (0.0..64.0).contains(n)) {
                 Some(n) => TargetVariant::Index(n as usize),
                 None => return bad(format!("target {i}: variant is \"source\" or a variant index")),
             },
