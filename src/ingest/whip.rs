@@ -280,7 +280,7 @@ impl Publish {
                 self.request_keyframe(rtc, &data);
             }
             if keyframe {
-                if let Some(sps) = h264::nal_units(&data.data).find_map(h264::parse_sps) {
+                if let Some(sps) = h264::find_sps(&data.data) {
                     if (sps.width, sps.height) != (self.details.width, self.details.height) {
                         self.details.width = sps.width;
                         self.details.height = sps.height;

@@ -27,29 +27,25 @@ pub struct SpsInfo {
 /// The NAL units of an Annex B byte stream (start codes `00 00 01` / `00 00 00 01`), each from its
 /// header byte to the next start code (empty units are skipped).
 pub fn nal_units(es: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut starts = Vec::new();
-    let mut i = 0;
-    while i + 2 < es.len() {
-        if es[i] == 0 && es[i + 1] == 0 && es[i + 2] == 1 {
-            starts.push(i + 3);
-            i += 3;
-        } else {
-            i += 1;
+    // Lazily, without allocating: this runs on every access unit WHIP and SRT carry.
+    let mut next = start_after(es, 0);
+    std::iter::from_fn(move || loop {
+        let s = next?;
+        next = start_after(es, s);
+        let mut e = next.map_or(es.len(), |n| n - 3);
+        // A four-byte start code leaves its leading zero on the previous unit.
+        while e > s && es[e - 1] == 0 {
+            e -= 1;
         }
-    }
-    let mut ends: Vec<usize> = starts.iter().skip(1).map(|&s| s - 3).collect();
-    ends.push(es.len());
-    starts
-        .into_iter()
-        .zip(ends)
-        .map(move |(s, mut e)| {
-            // A four-byte start code leaves its leading zero on the previous unit.
-            while e > s && es[e - 1] == 0 {
-                e -= 1;
-            }
-            &es[s..e]
-        })
-        .filter(|n| !n.is_empty())
+        if e > s {
+            return Some(&es[s..e]);
+        }
+    })
+}
+
+/// The index just after the first start code (`00 00 01`) at or after `from`.
+fn start_after(es: &[u8], from: usize) -> Option<usize> {
+    es.get(from..)?.windows(3).position(|w| w == [0, 0, 1]).map(|p| from + p + 3)
 }
 
 /// The type of a NAL unit (its header byte's low five bits; 0 for an empty unit).
