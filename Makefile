@@ -1,6 +1,10 @@
 # castd — the two commands: `make run` and `make test` (each installs what is missing first).
 CARGO ?= cargo
 DATA_DIR ?= ./data
+# CI builds once from clean: incremental caches would only cost disk (GBs across the test binaries).
+ifneq ($(CI),)
+export CARGO_INCREMENTAL ?= 0
+endif
 
 .PHONY: all deps web build run test test-deb test-deb-nspawn lint deb deny bench clean
 
