@@ -2,7 +2,7 @@
 //!
 //! `Settings` is the whole configuration the owner controls through the admin API, made of one section
 //! per feature (one file each: `instance`, `server`, `ingest`, `directory`, `video`, `chat`,
-//! `federation`, `notifications`, `storage`, `schedule`). The sections are flattened, so every field of a section is
+//! `federation`, `notifications`, `storage`, `schedule`, `webrtc`). The sections are flattened, so every field of a section is
 //! one top-level camelCase key, the key under which the settings store (`store::settings`) persists it:
 //! a field added later simply takes its default on an existing database. The section types live here,
 //! below every feature, because features read each other's settings; each feature owns its section's
@@ -20,6 +20,7 @@ pub mod server;
 pub mod storage;
 pub mod validate;
 pub mod video;
+pub mod webrtc;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +34,7 @@ pub use schedule::ScheduleSettings;
 pub use server::{ServerSettings, StreamKey};
 pub use storage::{S3Info, StorageSettings, MASKED};
 pub use video::{StreamOutputVariant, VideoSettings, DEFAULT_LATENCY_LEVEL, LATENCY_LEVELS, LOW_LATENCY_HLS_LEVEL};
+pub use webrtc::WebRtcSettings;
 
 /// The warning while the directory listing is on without a server URL (nothing is listed until it is
 /// set).
@@ -64,6 +66,8 @@ pub struct Settings {
     pub storage: StorageSettings,
     #[serde(flatten)]
     pub schedule: ScheduleSettings,
+    #[serde(flatten)]
+    pub webrtc: WebRtcSettings,
 }
 
 impl Settings {

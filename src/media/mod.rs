@@ -19,12 +19,15 @@
 //! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
 //! - `retention`: live windows per variant and holds; the only deleter of segment files.
+//! - `realtime`: the real-time feed for WebRTC viewers (one variant's H.264 access units and Opus
+//!   audio, from the worker), a bounded broadcast with coalesced keyframe requests.
 //!
 //! This module is in the bottom layer: features use it, it imports no feature.
 
 pub mod feed;
 pub mod flv;
 pub mod h264;
+pub mod realtime;
 pub mod retention;
 pub mod source;
 pub mod ts;
@@ -42,6 +45,8 @@ pub struct MediaPlane {
     pub feed: Feed,
     pub retention: Arc<Retention>,
     pub slot: Arc<PublisherSlot>,
+    /// The real-time feed (WHEP).
+    pub realtime: Arc<realtime::Realtime>,
 }
 
 impl MediaPlane {
@@ -51,6 +56,7 @@ impl MediaPlane {
             feed: Feed::default(),
             retention: Retention::new(hls_dir),
             slot: Arc::new(PublisherSlot::default()),
+            realtime: Arc::new(realtime::Realtime::default()),
         })
     }
 
