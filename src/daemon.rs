@@ -171,6 +171,8 @@ pub struct Daemon {
     pub storage: Arc<Storage>,
     pub federation: Arc<Federation>,
     pub schedule: Arc<Schedule>,
+    /// WHEP playback (the WebRTC stack is set once its socket is bound).
+    pub whep: Arc<crate::whep::Whep>,
     /// Every long-running task (see the module doc).
     pub tasks: Tasks,
 }
@@ -289,6 +291,7 @@ impl Daemon {
             media: media.clone(),
             tasks: tasks.clone(),
         });
+        let settings_for_whep = settings.clone();
         let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
         let hls = Arc::new(Hls {
@@ -298,6 +301,14 @@ impl Daemon {
             live: Default::default(),
             ll,
             remote: Some(storage.clone()),
+        });
+        let whep = Arc::new(crate::whep::Whep {
+            settings: settings_for_whep,
+            bus: bus.clone(),
+            stream: stream.clone(),
+            media: media.clone(),
+            store: store.clone(),
+            webrtc: Default::default(),
         });
         Ok(Daemon {
             store,
@@ -321,6 +332,7 @@ impl Daemon {
             storage,
             federation,
             schedule,
+            whep,
             tasks,
         })
     }
@@ -345,6 +357,7 @@ impl Daemon {
         crate::logs::routes(&mut reg, self.logs.clone());
         crate::storage::routes(&mut reg, self.storage.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());
+        crate::whep::routes(&mut reg, self.whep.clone());
         crate::web::routes(&mut reg);
         reg
     }
@@ -388,6 +401,7 @@ pub async fn run(
     if let Some(socket) = listeners.webrtc {
         let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
         crate::webrtc::start(webrtc.clone(), &tasks);
+        let _ = d.whep.webrtc.set((webrtc.clone(), tasks.clone()));
         let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc, tasks: tasks.clone() });
     }
 

@@ -100,6 +100,10 @@
 //!   hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
+//! - [`whep`]: WebRTC playback (WHEP, `POST /whep`): viewers get the media plane's real-time feed
+//!   (`media::realtime`: one encoded variant's H.264 access units and Opus audio from the worker)
+//!   through the WebRTC stack. Uses `chat` (chat access tokens when authentication is required) and
+//!   `ingest` (the H.264 offer check). Owns the WebRTC playback settings' setters (`webrtc/*`).
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
@@ -142,6 +146,7 @@ pub mod transcode;
 pub mod web;
 pub mod webhooks;
 pub mod webrtc;
+pub mod whep;
 pub mod yp;
 
 pub use daemon::run;

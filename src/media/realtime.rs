@@ -171,6 +171,11 @@ impl Subscription {
         }
     }
 
+    /// Send no more video until the next keyframe (a viewer that just connected).
+    pub fn wait_for_keyframe(&mut self) {
+        self.wait_key = true;
+    }
+
     /// Whether video waits for a keyframe.
     pub fn waiting_for_keyframe(&self) -> bool {
         self.wait_key
