@@ -140,7 +140,8 @@ impl Driver {
                     if gone {
                         info!("webrtc {}: the peer went away", self.label);
                     }
-                    if e == Event::Connected {
+                    // Not `==`: str0m's PartialEq for Event is false for Connected.
+                    if matches!(e, Event::Connected) {
                         self.connected = true;
                     }
                     if self.peer.event(&mut self.rtc, e) == Flow::Close || gone {

@@ -95,7 +95,7 @@ pub fn routes(reg: &mut Registry, whep: Arc<Whep>) {
         Auth::Public,
         "CORS preflight of a WHEP session",
         BodyDoc::None,
-        { || async { wh::options(wh::RESOURCE_ALLOW) } },
+        || async { wh::options(wh::RESOURCE_ALLOW) },
     )
     .answers(ResponseDoc::NoContent);
 }

@@ -1,0 +1,117 @@
+// WHEP playback: ffmpeg publishes the clocked test pattern over RTMP (tests/web/latency.mjs), headless chromium plays
+// it over WebRTC (RTCPeerConnection, recvonly H.264 + Opus, `POST /whep`), frames decode, and glass-to-glass is
+// measured per presented frame with requestVideoFrameCallback (its `now`): the frame's RTP timestamp is the worker's output pts
+// (90 kHz, the publisher's timeline), so the frame left ffmpeg at sourceOffset + rtp/90; glass = display time − that.
+// Asserted loosely (p95 < 1.5 s); p50/p95 are printed. DELETE on the session's Location ends it.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { launchBrowser, newContext } from './browser.mjs';
+import { Castd, waitFor } from './castd.mjs';
+import { publishClocked, quantile } from './latency.mjs';
+
+const STREAM_KEY = 'whep-e2e-key-1';
+let castd;
+let browser;
+let publisher;
+
+before(async () => {
+  castd = await Castd.start();
+  browser = await launchBrowser({ extraArgs: ['--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'] });
+});
+
+after(async () => {
+  await publisher?.stop();
+  await browser?.close();
+  await castd?.stop();
+});
+
+/** Play over WHEP in the page; resolves with { status, location } of the POST. */
+function playWhep(page) {
+  return page.evaluate(async () => {
+    const pc = new RTCPeerConnection();
+    pc.addTransceiver('video', { direction: 'recvonly' });
+    pc.addTransceiver('audio', { direction: 'recvonly' });
+    const video = document.createElement('video');
+    video.muted = true;
+    video.autoplay = true;
+    video.playsInline = true;
+    document.body.appendChild(video);
+    window.whepSamples = [];
+    pc.ontrack = (e) => {
+      if (e.track.kind !== 'video') return;
+      video.srcObject = new MediaStream([e.track]);
+      // `now` is when the frame is presented (expectedDisplayTime is derived from the RTP clock itself).
+      const onFrame = (now, meta) => {
+        window.whepSamples.push({ shown: performance.timeOrigin + now, rtp: meta.rtpTimestamp });
+        video.requestVideoFrameCallback(onFrame);
+      };
+      video.requestVideoFrameCallback(onFrame);
+      video.play().catch(() => undefined);
+    };
+    window.whepPc = pc;
+    await pc.setLocalDescription(await pc.createOffer());
+    await new Promise((resolve) => {
+      if (pc.iceGatheringState === 'complete') return resolve();
+      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
+      setTimeout(resolve, 3000);
+    });
+    const res = await fetch('/whep', { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription.sdp });
+    if (res.status !== 201) return { status: res.status, body: await res.text() };
+    await pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
+    return { status: res.status, location: res.headers.get('Location') };
+  });
+}
+
+test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_000 }, async () => {
+  await castd.setConfig('video/streamoutputvariants', [
+    { name: '360p', audioPassthrough: true, videoBitrate: 800, scaledWidth: 640, scaledHeight: 360, framerate: 30, cpuUsageLevel: 0 },
+  ]);
+  await castd.setConfig('video/streamlatencylevel', 0);
+  await castd.setConfig('streamkeys', [{ key: STREAM_KEY, comment: 'e2e' }]);
+  publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 60 });
+  const diag = () => `\nffmpeg: ${publisher.stderr().trim() || '(no output)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
+  await waitFor(async () => (await castd.getJson('/api/status')).online === true, { timeoutMs: 40_000, message: 'online' }).catch((e) =>
+    assert.fail(`${e.message}${diag()}`),
+  );
+
+  const ctx = await newContext(browser);
+  const page = await ctx.newPage();
+  await page.goto(castd.url('/api/status'));
+  const joinedAt = Date.now();
+  const res = await playWhep(page);
+  assert.equal(res.status, 201, `POST /whep: ${JSON.stringify(res)}${diag()}`);
+  await waitFor(async () => (await page.evaluate(() => window.whepSamples.length)) > 0, {
+    timeoutMs: 15_000,
+    message: 'a decoded WebRTC frame',
+  }).catch((e) => assert.fail(`${e.message}${diag()}`));
+  const firstFrameMs = Date.now() - joinedAt;
+  const decoded = await page.evaluate(async () => {
+    const stats = await window.whepPc.getStats();
+    let frames = 0;
+    stats.forEach((s) => {
+      if (s.type === 'inbound-rtp' && s.kind === 'video') frames = s.framesDecoded;
+    });
+    return frames;
+  });
+  assert.ok(decoded > 0, 'getStats framesDecoded > 0');
+
+  // Skip the first seconds (jitter buffer settling), then measure for 15 s.
+  await new Promise((r) => setTimeout(r, 3000));
+  const from = await page.evaluate(() => window.whepSamples.length);
+  await new Promise((r) => setTimeout(r, 15_000));
+  const samples = await page.evaluate((n) => window.whepSamples.slice(n), from);
+  const offset = publisher.sourceOffset();
+  const glass = samples.map((s) => (s.shown - (offset + s.rtp / 90)) / 1000);
+  const p50 = quantile(glass, 0.5);
+  const p95 = quantile(glass, 0.95);
+  console.log(
+    `WHEP glass-to-glass over ${glass.length} frames: p50 ${p50.toFixed(3)} s, p95 ${p95.toFixed(3)} s; first frame ${firstFrameMs} ms after the POST`,
+  );
+  assert.ok(glass.length > 100, `frames decoded in 15 s: ${glass.length}`);
+  assert.ok(p50 > 0, `glass-to-glass is positive (${p50})`);
+  assert.ok(p95 < 1.5, `glass-to-glass p95 ${p95} s < 1.5 s${diag()}`);
+
+  const del = await castd.fetch(res.location, { method: 'DELETE' });
+  assert.equal(del.status, 204, `DELETE ${res.location}${diag()}`);
+  await ctx.close();
+});
