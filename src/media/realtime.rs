@@ -195,6 +195,20 @@ mod tests {
         RtFrame { video, keyframe, pts_us: n, at: Instant::now(), data: Bytes::from(data) }
     }
 
+    /// Everything the subscription yields until it has nothing for 50 ms: (frames' pts, a loss seen).
+    async fn drain(sub: &mut Subscription) -> (Vec<u64>, bool) {
+        let (mut got, mut lost) = (Vec::new(), false);
+        while let Ok(r) =
+            tokio::time::timeout(Duration::from_millis(50), std::future::poll_fn(|cx| sub.poll_next(cx))).await
+        {
+            match r {
+                Received::Frame(f) => got.push(f.pts_us),
+                Received::Lost(_) => lost = true,
+            }
+        }
+        (got, lost)
+    }
+
     #[tokio::test]
     async fn joins_at_a_keyframe_and_skips_to_the_next_after_a_loss() {
         let rt = Realtime::default();
@@ -202,33 +216,14 @@ mod tests {
         rt.publish(frame(true, false, 1));
         rt.publish(frame(false, false, 2));
         rt.publish(frame(true, true, 3));
-        let mut got = Vec::new();
-        std::future::poll_fn(|cx| {
-            while let Poll::Ready(r) = sub.poll_next(cx) {
-                if let Received::Frame(f) = r {
-                    got.push(f.pts_us);
-                }
-            }
-            Poll::Ready(())
-        })
-        .await;
+        let (got, lost) = drain(&mut sub).await;
         assert_eq!(got, vec![2, 3], "audio passes, video starts at the keyframe");
+        assert!(!lost);
         for n in 0..(CAPACITY as u64 + 10) {
             rt.publish(frame(true, false, 100 + n));
         }
-        let mut lost = false;
-        let mut after = Vec::new();
         rt.publish(frame(true, true, 9999));
-        std::future::poll_fn(|cx| {
-            while let Poll::Ready(r) = sub.poll_next(cx) {
-                match r {
-                    Received::Lost(_) => lost = true,
-                    Received::Frame(f) => after.push(f.pts_us),
-                }
-            }
-            Poll::Ready(())
-        })
-        .await;
+        let (after, lost) = drain(&mut sub).await;
         assert!(lost);
         assert_eq!(after, vec![9999], "after the loss, video waits for the keyframe");
     }
