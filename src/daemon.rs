@@ -308,6 +308,7 @@ impl Daemon {
             stream: stream.clone(),
             media: media.clone(),
             store: store.clone(),
+            metrics: metrics.clone(),
             webrtc: Default::default(),
         });
         Ok(Daemon {

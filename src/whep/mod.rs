@@ -16,6 +16,9 @@
 //! each viewer reads the bounded broadcast at its own pace; one that falls `realtime::CAPACITY` frames
 //! behind loses them, skips video to the next keyframe (asking for one) and goes on, so no viewer holds
 //! more memory than the broadcast's bound and none slows the others or the encoder.
+//!
+//! A WebRTC viewer counts in the viewer count, `/api/admin/viewers` and Prometheus's active viewers as
+//! an HLS viewer does (by address and User-Agent, touched every few seconds while its session lives).
 
 pub mod settings;
 mod viewer;
@@ -52,6 +55,9 @@ pub struct Whep {
     pub media: Arc<MediaPlane>,
     /// Chat users (their access tokens) live here.
     pub store: Store,
+    /// Viewers: a WebRTC viewer counts as one (by address and User-Agent, as HLS viewers are) while
+    /// its session lives.
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// Set by the daemon when the WebRTC socket is bound.
     pub webrtc: OnceLock<(Arc<WebRtc>, Tasks)>,
 }
@@ -154,7 +160,8 @@ async fn post(
         );
     }
     let remote = SocketAddr::new(crate::http::client_ip(peer, &headers), peer.port());
-    let viewer = viewer::Viewer::new(whep.media.realtime.clone(), remote);
+    let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let viewer = viewer::Viewer::new(whep.media.realtime.clone(), remote, whep.metrics.clone(), agent);
     let config = RtcConfig::new().clear_codecs().enable_h264(true).enable_opus(true, false);
     match webrtc.open(KIND, &offer, config, Box::new(viewer), tasks, Stage::Connections) {
         Ok(o) => {

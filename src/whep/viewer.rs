@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use tracing::{debug, info};
 
@@ -15,6 +16,9 @@ use crate::webrtc::str0m::format::Codec;
 use crate::webrtc::str0m::media::{Frequency, MediaKind, MediaTime, Mid, Pt};
 use crate::webrtc::str0m::{Event, Rtc};
 use crate::webrtc::{Flow, Peer};
+
+/// How often a connected viewer is touched in the viewer list (it expires after 15 s without).
+const TOUCH_INTERVAL: Duration = Duration::from_secs(5);
 
 /// A viewer's sending side.
 pub(super) struct Viewer {
@@ -30,10 +34,18 @@ pub(super) struct Viewer {
     /// Frames written and frames lost to slowness (for the logs).
     sent: u64,
     lost: u64,
+    metrics: Arc<crate::metrics::Metrics>,
+    agent: String,
+    touched: Option<Instant>,
 }
 
 impl Viewer {
-    pub(super) fn new(rt: Arc<Realtime>, remote: SocketAddr) -> Viewer {
+    pub(super) fn new(
+        rt: Arc<Realtime>,
+        remote: SocketAddr,
+        metrics: Arc<crate::metrics::Metrics>,
+        agent: String,
+    ) -> Viewer {
         let sub = rt.subscribe();
         Viewer {
             rt,
@@ -47,6 +59,9 @@ impl Viewer {
             pending: None,
             sent: 0,
             lost: 0,
+            metrics,
+            agent,
+            touched: None,
         }
     }
 
@@ -106,6 +121,10 @@ impl Peer for Viewer {
     }
 
     fn app(&mut self, rtc: &mut Rtc) -> Flow {
+        if self.touched.is_none_or(|t| t.elapsed() >= TOUCH_INTERVAL) {
+            self.touched = Some(Instant::now());
+            self.metrics.viewers.touch(self.remote.ip(), &self.agent);
+        }
         let Some(f) = self.pending.take() else { return Flow::Continue };
         let (mid, pt, time) = if f.video {
             let Some(mid) = self.video else { return Flow::Continue };

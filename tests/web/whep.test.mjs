@@ -2,7 +2,8 @@
 // it over WebRTC (RTCPeerConnection, recvonly H.264 + Opus, `POST /whep`), frames decode, and glass-to-glass is
 // measured per presented frame with requestVideoFrameCallback (its `now`): the frame's RTP timestamp is the worker's output pts
 // (90 kHz, the publisher's timeline), so the frame left ffmpeg at sourceOffset + rtp/90; glass = display time − that.
-// Asserted loosely (p95 < 1.5 s); p50/p95 are printed. DELETE on the session's Location ends it.
+// Asserted loosely (p95 < 1.5 s); p50/p95 are printed. The viewer counts in /api/status viewerCount; DELETE on the
+// session's Location ends it.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newContext } from './browser.mjs';
@@ -110,6 +111,10 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
   assert.ok(glass.length > 100, `frames decoded in 15 s: ${glass.length}`);
   assert.ok(p50 > 0, `glass-to-glass is positive (${p50})`);
   assert.ok(p95 < 1.5, `glass-to-glass p95 ${p95} s < 1.5 s${diag()}`);
+
+  // The WebRTC viewer counts as a viewer.
+  const status = await castd.getJson('/api/status');
+  assert.ok(status.viewerCount >= 1, `viewerCount ${status.viewerCount}`);
 
   const del = await castd.fetch(res.location, { method: 'DELETE' });
   assert.equal(del.status, 204, `DELETE ${res.location}${diag()}`);
