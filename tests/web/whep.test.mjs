@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newContext } from './browser.mjs';
 import { Castd, waitFor } from './castd.mjs';
-import { publishClocked, quantile } from './latency.mjs';
+import { playWhep, publishClocked, quantile, sampleWhepGlass } from './latency.mjs';
 
 const STREAM_KEY = 'whep-e2e-key-1';
 let castd;
@@ -25,43 +25,6 @@ after(async () => {
   await browser?.close();
   await castd?.stop();
 });
-
-/** Play over WHEP in the page; resolves with { status, location } of the POST. */
-function playWhep(page) {
-  return page.evaluate(async () => {
-    const pc = new RTCPeerConnection();
-    pc.addTransceiver('video', { direction: 'recvonly' });
-    pc.addTransceiver('audio', { direction: 'recvonly' });
-    const video = document.createElement('video');
-    video.muted = true;
-    video.autoplay = true;
-    video.playsInline = true;
-    document.body.appendChild(video);
-    window.whepSamples = [];
-    pc.ontrack = (e) => {
-      if (e.track.kind !== 'video') return;
-      video.srcObject = new MediaStream([e.track]);
-      // `now` is when the frame is presented (expectedDisplayTime is derived from the RTP clock itself).
-      const onFrame = (now, meta) => {
-        window.whepSamples.push({ shown: performance.timeOrigin + now, rtp: meta.rtpTimestamp });
-        video.requestVideoFrameCallback(onFrame);
-      };
-      video.requestVideoFrameCallback(onFrame);
-      video.play().catch(() => undefined);
-    };
-    window.whepPc = pc;
-    await pc.setLocalDescription(await pc.createOffer());
-    await new Promise((resolve) => {
-      if (pc.iceGatheringState === 'complete') return resolve();
-      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
-      setTimeout(resolve, 3000);
-    });
-    const res = await fetch('/whep', { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription.sdp });
-    if (res.status !== 201) return { status: res.status, body: await res.text() };
-    await pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
-    return { status: res.status, location: res.headers.get('Location') };
-  });
-}
 
 test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_000 }, async () => {
   await castd.setConfig('video/streamoutputvariants', [
@@ -98,11 +61,7 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
 
   // Skip the first seconds (jitter buffer settling), then measure for 15 s.
   await new Promise((r) => setTimeout(r, 3000));
-  const from = await page.evaluate(() => window.whepSamples.length);
-  await new Promise((r) => setTimeout(r, 15_000));
-  const samples = await page.evaluate((n) => window.whepSamples.slice(n), from);
-  const offset = publisher.sourceOffset();
-  const glass = samples.map((s) => (s.shown - (offset + s.rtp / 90)) / 1000);
+  const glass = await sampleWhepGlass(page, { sourceOffset: publisher.sourceOffset, seconds: 15 });
   const p50 = quantile(glass, 0.5);
   const p95 = quantile(glass, 0.95);
   console.log(
