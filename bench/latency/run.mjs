@@ -52,8 +52,7 @@ for (const level of LEVELS) {
       await ctx.close();
       continue;
     }
-    // The viewer page's Real-time switch off: this row is HLS.
-    await page.addInitScript(() => localStorage.setItem('castd.realtime', 'off'));
+    // newContext starts the viewer page's Real-time switch off: this row is HLS.
     await page.goto(castd.url('/'));
     await startPlayback(page, { timeoutMs: 90_000 });
     // Warm-up: hls.js settles on its target latency (LL: PART-HOLD-BACK; classic: three target durations).

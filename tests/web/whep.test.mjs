@@ -32,7 +32,7 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
   ]);
   await castd.setConfig('video/streamlatencylevel', 0);
   await castd.setConfig('streamkeys', [{ key: STREAM_KEY, comment: 'e2e' }]);
-  publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 60 });
+  publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 90 });
   const diag = () => `\nffmpeg: ${publisher.stderr().trim() || '(no output)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
   await waitFor(async () => (await castd.getJson('/api/status')).online === true, { timeoutMs: 40_000, message: 'online' }).catch((e) =>
     assert.fail(`${e.message}${diag()}`),
@@ -78,4 +78,32 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
   const del = await castd.fetch(res.location, { method: 'DELETE' });
   assert.equal(del.status, 204, `DELETE ${res.location}${diag()}`);
   await ctx.close();
+});
+
+test('the viewer page plays in real time by default and falls back to LL-HLS over the WebRTC viewer cap', { timeout: 90_000 }, async () => {
+  const mode = (page) => page.evaluate(() => document.querySelector('video#player')?.dataset.mode ?? '');
+  const ctx = await newContext(browser, { realtime: true });
+  const page = await ctx.newPage();
+  await page.goto(castd.url('/'));
+  await waitFor(async () => (await mode(page)) === 'webrtc', { timeoutMs: 20_000, message: 'the viewer page on WebRTC' });
+  assert.ok(await page.locator('#realtime-switch').isChecked(), 'the Real-time switch is on');
+  await ctx.close();
+
+  // Over the cap (503): LL-HLS, within 5 s of the page asking.
+  await castd.setConfig('webrtc/maxviewers', 0);
+  const ctx2 = await newContext(browser, { realtime: true });
+  const page2 = await ctx2.newPage();
+  let asked = null;
+  page2.on('request', (r) => {
+    if (r.url().endsWith('/whep') && asked === null) asked = Date.now();
+  });
+  await page2.goto(castd.url('/'));
+  await waitFor(async () => (await mode(page2)) === 'hls' && (await page2.evaluate(() => Boolean(window.castdHls))), {
+    timeoutMs: 20_000,
+    message: 'the viewer page falls back to LL-HLS',
+  });
+  const fellBackMs = Date.now() - asked;
+  console.log(`fell back to LL-HLS ${fellBackMs} ms after POST /whep (503)`);
+  assert.ok(fellBackMs < 5000, `fell back within 5 s (${fellBackMs} ms)`);
+  await ctx2.close();
 });
