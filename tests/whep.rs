@@ -128,6 +128,14 @@ fn whep_answers_and_refusals() {
     assert_eq!(client().delete(server.url(&location)).send().expect("DELETE").status().as_u16(), 204);
     server.set("webrtc/maxviewers", json!(0));
     assert_eq!(error_of(post(&server, None, sdp, offer())).0, 503);
+    server.set("webrtc/maxviewers", json!(5));
+    server.set(
+        "video/streamoutputvariants",
+        json!([{"name": "source", "videoPassthrough": true, "audioPassthrough": true, "framerate": 30}]),
+    );
+    let (status, message) = error_of(post(&server, None, sdp, offer()));
+    assert_eq!(status, 503, "no encoded variant to send");
+    assert!(message.contains("passthrough"), "{message}");
     let linked = server
         .wait_for(Duration::from_secs(20), || server.log_text().contains("real-time output connected").then_some(()));
     assert!(linked.is_some(), "the worker's real-time output connects; log:\n{}", server.log_text());

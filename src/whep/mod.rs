@@ -8,7 +8,7 @@
 //! off (`config/webrtc/enabled`) 403; a chat access token required (`config/webrtc/requireauthentication`)
 //! and missing or unknown 401; a body that is not an SDP offer 400 (415 when not application/sdp);
 //! the stream offline 404; `config/webrtc/maxviewers` viewers already watching 503 (the player falls
-//! back to LL-HLS); no WebRTC UDP port 503.
+//! back to LL-HLS); no WebRTC UDP port, or no encoded variant to send (every variant passthrough), 503.
 //!
 //! A viewer (`viewer::Viewer`) joins at a keyframe: it asks for one when it connects (requests are
 //! coalesced in `media::realtime`: at most one forced keyframe a second for all viewers) and sends no
@@ -152,6 +152,12 @@ async fn post(
     let Some((webrtc, tasks)) = whep.webrtc.get() else {
         return wh::error(StatusCode::SERVICE_UNAVAILABLE, "WebRTC is off: castd has no WebRTC UDP port");
     };
+    if s.webrtc.realtime_variant(&s.video.video_quality_variants).is_none() {
+        return wh::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no real-time feed: every video variant is passthrough (WebRTC sends an encoded variant); watch over HLS",
+        );
+    }
     let max = s.webrtc.webrtc_max_viewers as usize;
     if webrtc.count(KIND) >= max {
         return wh::error(
