@@ -129,11 +129,13 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 62, "{:?}", map.keys().collect::<Vec<_>>());
+        assert_eq!(map.len(), 66, "{:?}", map.keys().collect::<Vec<_>>());
         for key in ["name", "adminPasswordHash", "srtServerPort", "directoryEnabled", "latencyLevel", "chatDisabled"] {
             assert!(map.contains_key(key), "{key}");
         }
-        for key in ["federationBlockedDomains", "browserNotifications", "s3", "scheduleChatOpenMinutes"] {
+        for key in
+            ["federationBlockedDomains", "browserNotifications", "s3", "scheduleChatOpenMinutes", "webrtcMaxViewers"]
+        {
             assert!(map.contains_key(key), "{key}");
         }
         assert!(!map.contains_key("chat") && !map.contains_key("instance"));
