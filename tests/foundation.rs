@@ -195,6 +195,10 @@ fn setter_cases() -> Vec<SetterCase> {
         ("rtmpserverport", json!(19350), "/rtmpServerPort", json!(19350), None),
         ("srtserverport", json!(18890), "/srtServerPort", json!(18890), None),
         ("srt/passphrase", json!("a-passphrase-42"), "/srtPassphrase", json!("a-passphrase-42"), None),
+        ("webrtc/enabled", json!(false), "/webrtcEnabled", json!(false), None),
+        ("webrtc/maxviewers", json!(42), "/webrtcMaxViewers", json!(42), None),
+        ("webrtc/variant", json!(1), "/webrtcVariant", json!(1), None),
+        ("webrtc/requireauthentication", json!(true), "/webrtcRequireAuthentication", json!(true), None),
         ("rtmpserverbindaddress", json!("127.0.0.1"), "/rtmpServerAddress", json!("127.0.0.1"), None),
         ("webserverport", json!(18080), "/webServerPort", json!(18080), None),
         ("webserverip", json!("127.0.0.1"), "/webServerIP", json!("127.0.0.1"), None),
@@ -806,6 +810,10 @@ fn serverconfig_is_every_features_part_in_owncast_order() {
         "federation",
         "notifications",
         "schedule",
+        "webrtcEnabled",
+        "webrtcMaxViewers",
+        "webrtcVariant",
+        "webrtcRequireAuthentication",
     ];
     let nested: &[(&str, &[&str])] = &[
         (

@@ -180,6 +180,8 @@ pub struct ServerConfig {
     pub notifications: crate::notifications::settings::NotificationsConfigPart,
     #[serde(flatten)]
     pub schedule: crate::schedule::settings::ScheduleConfigPart,
+    #[serde(flatten)]
+    pub webrtc: crate::whep::settings::WebRtcConfigPart,
 }
 
 /// Calls `$m` with the type of every part of `ServerConfig`, in order.
@@ -196,7 +198,8 @@ macro_rules! server_config_parts {
             PageConfigPart,
             crate::federation::settings::FederationConfigPart,
             crate::notifications::settings::NotificationsConfigPart,
-            crate::schedule::settings::ScheduleConfigPart
+            crate::schedule::settings::ScheduleConfigPart,
+            crate::whep::settings::WebRtcConfigPart
         )
     };
 }
@@ -342,6 +345,7 @@ pub fn server_config(server: &Server) -> ServerConfig {
         federation: crate::federation::settings::server_config(&s),
         notifications: crate::notifications::settings::server_config(&s),
         schedule: crate::schedule::settings::server_config(&s),
+        webrtc: crate::whep::settings::server_config(&s),
     }
 }
 

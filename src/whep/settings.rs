@@ -50,3 +50,28 @@ impl SettingsHost for Whep {
 pub fn routes(reg: &mut Registry, whep: Arc<Whep>) {
     setters::register(reg, whep, SETTERS);
 }
+
+/// The WHEP feature's part of `GET /api/admin/serverconfig` (flattened into it).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebRtcConfigPart {
+    /// WebRTC (WHEP) playback on.
+    pub webrtc_enabled: bool,
+    /// WebRTC viewers at once (beyond it `POST /whep` answers 503).
+    pub webrtc_max_viewers: u32,
+    /// The variant sent over WebRTC (-1: the lowest encoded one).
+    pub webrtc_variant: i32,
+    /// WebRTC viewers must present a chat access token.
+    pub webrtc_require_authentication: bool,
+}
+
+/// The WHEP feature's part of the server configuration.
+pub fn server_config(s: &crate::config::Settings) -> WebRtcConfigPart {
+    let w = &s.webrtc;
+    WebRtcConfigPart {
+        webrtc_enabled: w.webrtc_enabled,
+        webrtc_max_viewers: w.webrtc_max_viewers,
+        webrtc_variant: w.webrtc_variant,
+        webrtc_require_authentication: w.webrtc_require_authentication,
+    }
+}
