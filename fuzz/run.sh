@@ -12,7 +12,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 secs=${CASTD_FUZZ_SECS:-60}
-targets=${*:-rtmp chat cmcd setters ts}
+targets=${*:-rtmp chat cmcd setters ts srt}
 triple=$(rustc -vV | sed -n 's/^host: //p')
 export CARGO_TARGET_DIR="$root/target/fuzz"
 

@@ -5,7 +5,7 @@
 //! Each target's dictionary (the tokens its format is made of) is `tests/fuzz/dict/<target>.dict`.
 #![allow(dead_code)]
 
-pub const TARGETS: [&str; 5] = ["rtmp", "chat", "cmcd", "setters", "ts"];
+pub const TARGETS: [&str; 6] = ["rtmp", "chat", "cmcd", "setters", "ts", "srt"];
 
 /// The target function by name.
 pub fn target(name: &str) -> Option<fn(&[u8])> {
@@ -15,6 +15,7 @@ pub fn target(name: &str) -> Option<fn(&[u8])> {
         "cmcd" => Some(cmcd_one),
         "setters" => Some(setters_one),
         "ts" => Some(ts_one),
+        "srt" => Some(srt_one),
         _ => None,
     }
 }
@@ -242,4 +243,75 @@ pub fn ts_one(data: &[u8]) {
     }
     // PAT/PMT copies lead random-access runs, so the output may exceed the input by a few packets each.
     let _ = total;
+}
+
+// ---- srt: datagrams from one peer to castd's SRT listener, through the (patched, vendored) srt-protocol
+// state machines srt-tokio drives: each datagram is parsed, handed to the multiplexing listener (which
+// runs the handshake and asks for access, answered "accepted" as a valid stream key would be), and once
+// a connection opens, to that connection (ACK/NAK/loss lists, key refresh, shutdown), whose timers and
+// output are driven too. The input is datagrams, each led by its length (2 bytes, big-endian). A
+// handshake whose SYN cookie is 0 gets the cookie the listener last sent, so the conclusion phase is
+// reachable.
+
+pub fn srt_one(data: &[u8]) {
+    use srt_protocol::connection::{DuplexConnection, Input as ConnInput};
+    use srt_protocol::listener::{Action, Input, MultiplexListener, NextInputContext, ResultOf};
+    use srt_protocol::packet::{ControlTypes, Packet};
+    use srt_protocol::settings::ConnInitSettings;
+    use std::net::SocketAddr;
+    use std::time::{Duration, Instant};
+
+    let peer: SocketAddr = ([127, 0, 0, 1], 5000).into();
+    let local: SocketAddr = ([127, 0, 0, 1], 8890).into();
+    let mut now = Instant::now();
+    let mut listener = MultiplexListener::new(now, local, ConnInitSettings::default());
+    let mut connection: Option<DuplexConnection> = None;
+    let mut cookie = 0;
+    let mut rest = data;
+    while rest.len() >= 2 {
+        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
+        let (datagram, after) = rest[2..].split_at(len);
+        rest = after;
+        now += Duration::from_millis(10);
+        let Ok(mut packet) = Packet::parse(&mut std::io::Cursor::new(datagram), false) else { continue };
+        if let Packet::Control(c) = &mut packet {
+            if let ControlTypes::Handshake(hs) = &mut c.control_type {
+                if hs.syn_cookie == 0 {
+                    hs.syn_cookie = cookie;
+                }
+            }
+        }
+        if let Some(conn) = connection.as_mut() {
+            conn.handle_packet_input(now, Ok((packet, peer)));
+            let _ = conn.check_timers(now);
+            while conn.next_packet(now).is_some() {}
+            while conn.next_data(now).is_some() {}
+            let _ = conn.handle_input(now, ConnInput::Timer);
+            continue;
+        }
+        let mut input = Input::Packet(Ok((packet, peer)));
+        // A bounded number of steps per datagram: the listener answers each result it is told.
+        for _ in 0..8 {
+            let action = listener.handle_input(now, input);
+            let context = NextInputContext::for_action(&action);
+            input = match action {
+                Action::SendPacket((Packet::Control(c), _)) => {
+                    if let ControlTypes::Handshake(hs) = &c.control_type {
+                        cookie = hs.syn_cookie;
+                    }
+                    Input::Success(ResultOf::SendPacket(peer))
+                }
+                Action::RequestAccess(id, _) => {
+                    Input::AccessResponse(Some((id, srt_protocol::listener::AccessControlResponse::Accepted(None))))
+                }
+                Action::OpenConnection(_, boxed) => {
+                    let (_, conn) = *boxed;
+                    connection = Some(DuplexConnection::new(conn));
+                    break;
+                }
+                Action::WaitForInput | Action::Close => break,
+                _ => context.input_from(Ok::<(), ()>(())),
+            };
+        }
+    }
 }

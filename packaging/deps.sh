@@ -16,11 +16,12 @@ APT_PKGS=(
   libswscale-dev libswresample-dev
   chromium fonts-noto-color-emoji fonts-dejavu-core
   lintian dpkg-dev fakeroot systemd
-  man-db curl python3 python3-venv binutils adduser
+  man-db curl python3 python3-venv binutils adduser redis-server nginx
   debootstrap systemd-container
   obs-studio xvfb libgl1-mesa-dri socat iproute2 util-linux xdotool x11-apps imagemagick
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   gstreamer1.0-plugins-ugly gstreamer1.0-libav
+  stunnel4
 )
 if [ "${CASTD_SKIP_APT:-0}" != 1 ]; then
   missing=()

@@ -16,7 +16,8 @@
 //!    (the worker's stdin is closed, it writes its last segments, every playlist gets `#EXT-X-ENDLIST`,
 //!    STREAM_STOPPED is published).
 //! 3. `Outputs` ([`STORAGE_DRAIN_TIMEOUT`] and a margin): object storage uploads the stream's last
-//!    segments and final playlists (`Storage::drain`); the HLS and LL-HLS live windows stop.
+//!    segments and final playlists (`Storage::drain`); the HLS and LL-HLS live windows stop; simulcast
+//!    targets stop (they unpublished when the stream ended in `Ingest`).
 //! 4. `Delivery` ([`DELIVERY_STOP_TIMEOUT`]): the webhook dispatcher delivers what is on the bus (or
 //!    keeps it in the outbox for the next start, within `webhooks::DRAIN_TIMEOUT`); go-live
 //!    notifications being sent are finished ([`NOTIFY_DRAIN_TIMEOUT`]); federation's posts in flight
@@ -39,6 +40,7 @@ use tracing::{info, warn};
 
 use crate::api::Server;
 use crate::chat::{Chat, ChatDeps};
+use crate::cluster::{Cluster, ClusterConfig};
 use crate::events::Bus;
 use crate::federation::{Federation, FederationConfig};
 use crate::hardware::Hardware;
@@ -52,7 +54,9 @@ use crate::media::MediaPlane;
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
 use crate::public_files::PublicFiles;
+use crate::replays::{Replays, ReplaysDeps};
 use crate::schedule::Schedule;
+use crate::simulcast::{Simulcast, SimulcastDeps};
 use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
@@ -113,6 +117,10 @@ pub enum DaemonError {
     Yp(#[from] crate::yp::YpError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error("replays: {0}")]
+    Replays(#[from] crate::replays::ReplaysError),
+    #[error("cluster: {0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
 }
 
 /// What the daemon runs with (the command line, resolved).
@@ -133,6 +141,8 @@ pub struct Config {
     pub logs: LogRing,
     /// Federation switches and timings.
     pub federation: FederationConfig,
+    /// `--redis-url`, `--cluster-secret`, `--origin`: `None` on a single box.
+    pub cluster: Option<ClusterConfig>,
 }
 
 /// The bound listeners.
@@ -173,6 +183,10 @@ pub struct Daemon {
     pub schedule: Arc<Schedule>,
     /// WHEP playback (the WebRTC stack is set once its socket is bound).
     pub whep: Arc<crate::whep::Whep>,
+    pub simulcast: Arc<Simulcast>,
+    pub replays: Arc<Replays>,
+    /// The cluster (origin or edge), when `--redis-url` was given.
+    pub cluster: Option<Arc<Cluster>>,
     /// Every long-running task (see the module doc).
     pub tasks: Tasks,
 }
@@ -191,6 +205,7 @@ impl Daemon {
             yp: yp_config,
             logs,
             federation: federation_config,
+            cluster: cluster_config,
         } = config;
         let tasks = Tasks::new();
         let bus = Bus::default();
@@ -227,6 +242,10 @@ impl Daemon {
             scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
             tasks: tasks.clone(),
         })?;
+        let cluster = match cluster_config {
+            Some(c) => Some(Cluster::attach(c, chat.clone(), viewers.clone(), metrics.clone())?),
+            None => None,
+        };
         let hls_dir = data_dir.join("hls");
         let media = MediaPlane::new(hls_dir.clone());
         let transcoder = Transcoder::new(TranscodeDeps {
@@ -292,6 +311,27 @@ impl Daemon {
             tasks: tasks.clone(),
         });
         let settings_for_whep = settings.clone();
+        let simulcast = Simulcast::new(SimulcastDeps {
+            settings: settings.clone(),
+            bus: bus.clone(),
+            media: media.clone(),
+            health: health.clone(),
+            tasks: tasks.clone(),
+        });
+        let replays = Replays::open(ReplaysDeps {
+            store: store.clone(),
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream.clone(),
+            health: health.clone(),
+            media: media.clone(),
+            data_dir: data_dir.clone(),
+            hls_dir: hls_dir.clone(),
+            users: chat.clone(),
+            admin: admin.clone(),
+            storage: storage.clone(),
+            tasks: tasks.clone(),
+        })?;
         let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
         let hls = Arc::new(Hls {
@@ -334,6 +374,9 @@ impl Daemon {
             federation,
             schedule,
             whep,
+            simulcast,
+            replays,
+            cluster,
             tasks,
         })
     }
@@ -359,7 +402,12 @@ impl Daemon {
         crate::storage::routes(&mut reg, self.storage.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());
         crate::whep::routes(&mut reg, self.whep.clone());
+        crate::simulcast::routes(&mut reg, self.simulcast.clone());
+        crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
         crate::web::routes(&mut reg);
+        if let Some(cluster) = self.cluster.as_ref().filter(|c| !c.is_edge()) {
+            crate::cluster::api::routes(&mut reg, cluster.clone());
+        }
         reg
     }
 }
@@ -387,6 +435,8 @@ pub async fn run(
     crate::hls::start(d.hls.clone(), &d.media, &d.bus, &tasks);
     crate::llhls::start(d.hls.ll.clone(), &d.media, &d.bus, &tasks);
     crate::storage::start(d.storage.clone(), STORAGE_DRAIN_TIMEOUT);
+    crate::simulcast::start(d.simulcast.clone(), &tasks);
+    crate::replays::start(d.replays.clone());
     crate::api::warnings::start(d.server.clone(), &tasks);
     crate::yp::start(d.directory.clone(), &tasks);
     crate::schedule::start(d.schedule.clone(), &tasks);
@@ -395,9 +445,16 @@ pub async fn run(
     }
     crate::hardware::encoders::spawn_startup_probe(d.hardware.clone(), &tasks);
     crate::metrics::start(d.metrics.clone(), &tasks);
-    crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
-    if let Some(srt) = listeners.srt {
-        crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+    let edge = d.cluster.as_ref().filter(|c| c.is_edge());
+    // An edge takes no broadcast: its RTMP listener is closed, SRT is not started.
+    if edge.is_none() {
+        crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
+        if let Some(srt) = listeners.srt {
+            crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+        }
+    }
+    if let Some(cluster) = &d.cluster {
+        crate::cluster::start(cluster, &tasks);
     }
     if let Some(socket) = listeners.webrtc {
         let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
@@ -406,7 +463,13 @@ pub async fn run(
         let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc, tasks: tasks.clone() });
     }
 
-    let web = d.registry().into_service();
+    let web = match edge {
+        Some(cluster) => {
+            let cluster = cluster.clone();
+            d.registry().into_service_behind(move |local| crate::cluster::proxy::front(cluster, local))
+        }
+        None => d.registry().into_service(),
+    };
     // Connections send in-memory segments with sendfile (`http::zerocopy`); the HLS requests take the
     // fast lane (`http::lanes`). The server stops after its open requests when `Connections` stops.
     let listener = crate::http::zerocopy::ZeroCopyListener(listeners.web);

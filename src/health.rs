@@ -1,13 +1,14 @@
 //! Stream health as admin status and hardware stats show it, aggregated from typed inputs.
 //!
-//! Five features report into the one `HealthHub`, each through its own input: hardware (a CPU,
+//! Six features report into the one `HealthHub`, each through its own input: hardware (a CPU,
 //! memory or disk alert raised or cleared), the transcoder (an encoder notice: a fallback after a
 //! fault, or a ladder that could not go entirely on the chosen encoder; cleared when the stream
 //! stops), metrics (the playback evaluation of each window: percentage, representation, healthy,
 //! and its own message) and the server's configuration checks (the first security warning, such as
-//! a weak admin password), object storage (uploads failing or behind). The hub is the only writer of
+//! a weak admin password), object storage (uploads failing or behind), simulcast (a forward target
+//! failed). The hub is the only writer of
 //! `Health`: it combines the inputs — the encoder notice first, then the storage notice (viewers are
-//! affected at once), then the newest hardware alert, then the playback message, then the security warning — publishes the result on a `watch` channel, and puts HEALTH_ALERT on the bus
+//! affected at once), then the newest hardware alert, then the playback message, then the simulcast notice (viewers here are not affected), then the security warning — publishes the result on a `watch` channel, and puts HEALTH_ALERT on the bus
 //! when the message changes.
 
 use std::sync::Arc;
@@ -48,6 +49,8 @@ pub enum HealthInput {
     Security(Option<String>),
     /// Object storage's notice (uploads failing or behind; `None` once they keep up again).
     Storage(Option<String>),
+    /// Simulcast's notice (a forward target failed; `None` once none has).
+    Simulcast(Option<String>),
 }
 
 #[derive(Default)]
@@ -58,6 +61,7 @@ struct Inputs {
     encoder: Option<String>,
     security: Option<String>,
     storage: Option<String>,
+    simulcast: Option<String>,
 }
 
 impl Inputs {
@@ -69,6 +73,7 @@ impl Inputs {
             .or_else(|| self.storage.clone())
             .or_else(|| self.hardware.last().map(|(_, m)| m.clone()))
             .or(playback)
+            .or_else(|| self.simulcast.clone())
             .or_else(|| self.security.clone())
             .unwrap_or_default();
         Health { message, ..self.playback.clone() }
@@ -109,6 +114,10 @@ impl HealthHub {
             HealthInput::Storage(notice) => {
                 inputs.storage = notice.filter(|n| !n.trim().is_empty());
                 HealthSource::Storage
+            }
+            HealthInput::Simulcast(notice) => {
+                inputs.simulcast = notice.filter(|n| !n.trim().is_empty());
+                HealthSource::Simulcast
             }
             HealthInput::Security(warning) => {
                 inputs.security = warning.filter(|w| !w.trim().is_empty());

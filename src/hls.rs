@@ -1,8 +1,7 @@
 //! Serving the stream: `GET /hls/*` (playlists and segments), `/thumbnail.jpg` and `/preview.gif`.
 //!
 //! Owncast's rules: only `.m3u8`, `.ts`, `.m4s` and `.mp4` files are served (anything else is 404);
-//! playlists are `application/x-mpegURL` with no-cache; segments are immutable (their names are never
-//! reused); CORS is open (the API's CORS layer covers `/hls/`). Paths are checked component by
+//! playlists are `application/x-mpegURL`; segments are immutable (their names are never reused); CORS is open (the API's CORS layer covers `/hls/`). Paths are checked component by
 //! component (letters, digits, `-`, `_`, `.`; no `..`, no empty or hidden parts), so nothing outside
 //! `<data-dir>/hls` can be named. The thumbnail and preview are made by the transcoder
 //! (`transcode::thumbnail`); this module only serves them.
@@ -123,7 +122,7 @@ impl LiveFiles {
             Some(n) => format!("{n}/stream.m3u8"),
             None => "stream.m3u8".to_string(),
         };
-        let body = Self::load(&hls_dir.join(&rel), PLAYLIST_TYPE, NO_CACHE)?;
+        let body = Self::load(&hls_dir.join(&rel), PLAYLIST_TYPE, PLAYLIST_CACHE)?;
         self.files.write().insert(rel, Arc::new(body));
         Ok(())
     }
@@ -210,6 +209,11 @@ const PLAYLIST_TYPE: &str = "application/x-mpegURL";
 const GROUP: &str = "hls";
 /// `Cache-Control` of segments: their names are never reused.
 pub const SEGMENT_CACHE: &str = "public, max-age=31536000, immutable";
+/// `Cache-Control` of playlists (master and media): a shared cache (nginx `proxy_cache`, a CDN, a
+/// castd edge) may keep one for a second, half the shortest target duration castd makes (2 s), as
+/// Apple's authoring rules and AWS MediaPackage do; players reload every target duration. LL-HLS
+/// playlists have their own rules (`llhls`).
+pub const PLAYLIST_CACHE: &str = "public, max-age=1";
 const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
 
 pub fn routes(reg: &mut Registry, state: Arc<Hls>) {
@@ -305,7 +309,7 @@ async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, Ap
         Some(f) => f,
         None => {
             let (rel, kind) = safe_relative(path).ok_or_else(not_found)?;
-            let cache = if kind == PLAYLIST_TYPE { NO_CACHE } else { SEGMENT_CACHE };
+            let cache = if kind == PLAYLIST_TYPE { PLAYLIST_CACHE } else { SEGMENT_CACHE };
             Arc::new(from_disk(&hls.hls_dir.join(rel), kind, cache).await.ok_or_else(not_found)?)
         }
     };

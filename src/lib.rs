@@ -91,19 +91,37 @@
 //!   settings' setters (`api::setters`) and, on behalf of `transcode` (which sees no HTTP types), the
 //!   video settings' (`api::video`). `GET /api/admin/serverconfig` is assembled from every feature's
 //!   part (`<feature>::settings::server_config`), so `api` uses `chat`, `federation`,
-//!   `notifications`, `storage`, `yp` and `schedule` for those, `tokens`, and `schedule` for the
+//!   `notifications`, `storage`, `yp`, `schedule`, `simulcast` and `replays` for those, `tokens`, and `schedule` for the
 //!   status' `scheduledEvent`; reads the stream, viewers, health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
 //!   and the bus; uses `hls` (gives
 //!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
 //!   hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
+//! - [`simulcast`]: forwarding the live stream to other platforms (RTMP(S) targets), each target with its
+//!   own state (`GET /api/admin/simulcast/status`), backoff, SIMULCAST_STATE_CHANGED and a health notice
+//!   for a failed one. A consumer on the media plane: `source` targets read the source tap
+//!   (`media::SourceTap`). Owns the simulcast settings: `simulcast::settings` (`simulcast/targets`, the
+//!   serverconfig `simulcastTargets`). `variant` targets follow the media feed and remux that variant's
+//!   segments with `transcode::remux` (a `castd remux` child; no encode). Uses `transcode` (the child's
+//!   executable and the remux); given settings, bus, the media plane, the health hub, the tasks.
+//! - [`replays`]: replays and clips: a recorder on the media plane (holds each segment and hard-links it
+//!   into `<data-dir>/replays/<streamId>/`, rows written as it goes), replay and clip playlists,
+//!   Owncast's clip rules, `download.mp4` remuxes, the disk budget, REPLAY_READY / CLIP_CREATED on the
+//!   bus. Uses `tokens` (the bot clip route); given a `UserTokens` handle (clip permissions) and the
+//!   admin check. Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
 //! - [`whep`]: WebRTC playback (WHEP, `POST /whep`): viewers get the media plane's real-time feed
 //!   (`media::realtime`: one encoded variant's H.264 access units and Opus audio from the worker)
 //!   through the WebRTC stack. Uses `chat` (chat access tokens when authentication is required) and
 //!   `ingest` (the H.264 offer check). Owns the WebRTC playback settings' setters (`webrtc/*`).
+//! - [`cluster`]: beyond one box: an origin and edges sharing one chat over Redis (`--redis-url`,
+//!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and `/ws` here,
+//!   everything else proxied to the origin, HLS cached as `Cache-Control` allows) and presence counts.
+//!   Uses `chat` (through `chat::relay`, the seam: the hub's link, the origin's outbound queue, the
+//!   handling of a remote client's event) and `metrics` (an edge marks the viewers it serves). Off
+//!   without `--redis-url`.
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
@@ -115,6 +133,7 @@
 
 pub mod api;
 pub mod chat;
+pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod events;
@@ -134,7 +153,9 @@ pub mod metrics;
 pub mod notifications;
 pub mod password;
 pub mod public_files;
+pub mod replays;
 pub mod schedule;
+pub mod simulcast;
 pub mod storage;
 pub mod store;
 pub mod stream;

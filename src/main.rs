@@ -93,6 +93,20 @@ struct Cli {
     #[arg(long = "llhls-part-ms", env = "CASTD_LLHLS_PART_MS", value_name = "MS", default_value_t = 334,
           value_parser = clap::value_parser!(u32).range(200..=500))]
     llhls_part_ms: u32,
+
+    /// Cluster: the Redis server the origin and its edges share chat through (redis://HOST:6379/0).
+    /// Without it castd is a single box.
+    #[arg(long = "redis-url", env = "CASTD_REDIS_URL", value_name = "URL")]
+    redis_url: Option<String>,
+
+    /// Cluster: a file holding the secret shared by the origin and its edges (authenticates their calls).
+    #[arg(long = "cluster-secret", env = "CASTD_CLUSTER_SECRET", value_name = "FILE")]
+    cluster_secret: Option<PathBuf>,
+
+    /// Cluster: run as an edge of this origin (http://ORIGIN:8080): serve the web UI, chat and cached
+    /// HLS here, send everything else to the origin. Needs --redis-url and --cluster-secret.
+    #[arg(long, env = "CASTD_ORIGIN", value_name = "URL")]
+    origin: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -135,6 +149,9 @@ enum Command {
         #[arg(long)]
         config: String,
     },
+    /// Internal: HLS segments on stdin remuxed to FLV on stdout (simulcast's variant targets).
+    #[command(hide = true)]
+    Remux,
     /// Internal: make the thumbnail and preview from the newest segment of a variant, once.
     #[command(hide = true)]
     Thumbnail {
@@ -230,6 +247,9 @@ fn main() -> Result<()> {
     }
     if let Some(Command::Worker { config }) = &cli.command {
         std::process::exit(castd::transcode::worker::main(config));
+    }
+    if let Some(Command::Remux) = &cli.command {
+        std::process::exit(castd::transcode::remux::main());
     }
     if let Some(Command::Thumbnail { variant_dir, out }) = &cli.command {
         std::process::exit(castd::transcode::thumbnail::main(variant_dir, out));
@@ -345,6 +365,11 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
             "--debug-encoder-fault {secs}: the transcoder's encoder will fail {secs} s into each stream (test switch)"
         );
     }
+    let cluster = castd::cluster::ClusterConfig::from_flags(
+        cli.origin.as_deref(),
+        cli.redis_url.as_deref(),
+        cli.cluster_secret.as_deref(),
+    )?;
     let s = settings.get();
     let config = Config {
         data_dir: cli.data_dir.clone(),
@@ -357,6 +382,7 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
         yp: YpConfig::from_env(),
         logs,
         federation: FederationConfig::from_env(cli.federation_allow_http_loopback),
+        cluster,
     };
 
     if let Some(Command::Openapi) = cli.command {

@@ -56,6 +56,8 @@ pub struct VariantProgress {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamState {
     pub online: bool,
+    /// The broadcast's id while online (a new one per broadcast; a replay's id is its stream's id).
+    pub stream_id: Option<String>,
     pub broadcaster: Option<Broadcaster>,
     pub last_connect_time: Option<DateTime<Utc>>,
     pub last_disconnect_time: Option<DateTime<Utc>>,
@@ -102,6 +104,8 @@ pub struct ViewerCounts {
     pub current: AtomicU64,
     pub session_max: AtomicU64,
     pub overall_max: AtomicU64,
+    /// Viewers on the cluster's other nodes (written by `cluster` on the origin; 0 on a single box).
+    pub remote: AtomicU64,
 }
 
 impl ViewerCounts {
@@ -112,6 +116,15 @@ impl ViewerCounts {
             self.session_max.load(Ordering::Relaxed),
             self.overall_max.load(Ordering::Relaxed),
         )
+    }
+}
+
+impl ViewerCounts {
+    /// `get()` with the cluster's other nodes' viewers added to the current count (what the status
+    /// routes show).
+    pub fn everywhere(&self) -> (u64, u64, u64) {
+        let (current, session, overall) = self.get();
+        (current + self.remote.load(Ordering::Relaxed), session, overall)
     }
 }
 

@@ -192,6 +192,12 @@ fn mime_for(path: &str) -> &'static str {
 }
 
 /// Whether this binary carries the web UI.
+/// The text of an embedded page (`clip.html`), for features that fill in its `<head>` (the clip page's
+/// OpenGraph tags); `None` when the UI was not built in.
+pub fn page_text(name: &str) -> Option<String> {
+    Dist::get(name).map(|f| String::from_utf8_lossy(&f.data).into_owned())
+}
+
 pub fn embedded() -> bool {
     Dist::get("index.html").is_some()
 }

@@ -152,7 +152,7 @@ impl Directory {
     fn ping_body(&self, key: &str) -> Value {
         let s = self.settings.get();
         let online = self.stream.borrow().online;
-        let (viewers, _, _) = self.viewers.get();
+        let (viewers, _, _) = self.viewers.everywhere();
         json!({
             "key": key,
             "url": s.server.server_url,

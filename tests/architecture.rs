@@ -291,12 +291,12 @@ fn ingest_protocols_hand_media_on_without_reaching_into_the_transcoder() {
 
 #[test]
 fn media_consumers_learn_what_is_new_from_the_feed_not_from_disk() {
-    // hls, llhls and storage follow the media plane's feed; none reads a playlist or segment back from
+    // hls, llhls, storage and simulcast follow the media plane (its feed, or its source tap); none reads a playlist or segment back from
     // disk to discover new media (segments and parts they serve or upload are mapped:
     // `http::zerocopy::MappedFile`). The only reads left are hls serving a file to a viewer: a playlist
     // copied onto the heap to serve (`LiveFiles::load`: libav rewrites playlists, which a mapping must not
     // see) and a file from disk after the stream (`from_disk`).
-    for dir in ["hls", "llhls", "storage"] {
+    for dir in ["hls", "llhls", "storage", "simulcast"] {
         let files = sources_of(dir);
         assert!(!files.is_empty(), "src/{dir} is missing");
         for (file, code) in &files {
@@ -486,6 +486,7 @@ fn each_feature_owns_the_setters_of_its_section() {
         ("\"directoryenabled\"", "yp/settings.rs"),
         ("\"directoryurl\"", "yp/settings.rs"),
         ("\"video/", "api/video.rs"),
+        ("\"simulcast/", "simulcast/settings.rs"),
     ];
     let files: Vec<_> = sources_of("api").into_iter().filter(|(f, _)| f.ends_with("api/setters.rs")).collect();
     assert_eq!(files.len(), 1, "api/setters.rs is missing");

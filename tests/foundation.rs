@@ -221,6 +221,40 @@ fn setter_cases() -> Vec<SetterCase> {
         ),
         ("schedule/firstreminderminutes", json!(60), "/schedule/firstReminderMinutes", json!(60), None),
         ("schedule/secondreminderminutes", json!(0), "/schedule/secondReminderMinutes", json!(0), None),
+        (
+            "simulcast/targets",
+            json!([{"id": "yt", "name": "YouTube", "url": "rtmp://127.0.0.1:1/live2", "streamKey": "secret-key",
+                    "enabled": false, "variant": "source"}]),
+            "/simulcastTargets",
+            json!([{"id": "yt", "name": "YouTube", "url": "rtmp://127.0.0.1:1/live2", "streamKey": "********",
+                    "enabled": false, "variant": "source"}]),
+            None,
+        ),
+        ("replay/enable", json!(false), "/replay/enabled", json!(false), Some(("/clips/enabled", json!(false)))),
+        (
+            "replay/clipsenabled",
+            json!(false),
+            "/replay/clipsEnabled",
+            json!(false),
+            Some(("/clips/enabled", json!(false))),
+        ),
+        (
+            "replay/maxclipduration",
+            json!(30),
+            "/replay/maxClipDurationSeconds",
+            json!(30),
+            Some(("/clips/maxDurationSeconds", json!(30))),
+        ),
+        (
+            "replay/clippermissions",
+            json!("moderators"),
+            "/replay/clipPermissions",
+            json!("moderators"),
+            Some(("/clips/permissions", json!("moderators"))),
+        ),
+        ("replay/maxgigabytes", json!(2.5), "/replay/maxGigabytes", json!(2.5), None),
+        ("replay/retentiondays", json!(7), "/replay/retentionDays", json!(7), None),
+        ("replay/announceclips", json!(false), "/replay/announceClips", json!(false), None),
     ]
 }
 
@@ -814,6 +848,8 @@ fn serverconfig_is_every_features_part_in_owncast_order() {
         "webrtcMaxViewers",
         "webrtcVariant",
         "webrtcRequireAuthentication",
+        "simulcastTargets",
+        "replay",
     ];
     let nested: &[(&str, &[&str])] = &[
         (
@@ -865,6 +901,19 @@ fn serverconfig_is_every_features_part_in_owncast_order() {
                 "reminderMessage",
                 "firstReminderMinutes",
                 "secondReminderMinutes",
+            ],
+        ),
+        (
+            "replay",
+            &[
+                "enabled",
+                "clipsEnabled",
+                "maxClipDurationSeconds",
+                "clipPermissions",
+                "forcedByCommandLine",
+                "maxGigabytes",
+                "retentionDays",
+                "announceClips",
             ],
         ),
     ];

@@ -70,3 +70,8 @@ fn fuzz_setter_value_decoder() {
 fn fuzz_mpeg_ts_demux_and_srt_stream_ids() {
     replay("ts");
 }
+
+#[test]
+fn fuzz_srt_datagrams_through_the_listener_and_connection() {
+    replay("srt");
+}

@@ -236,6 +236,14 @@ fn ll_hls_parts_playlists_blocking_reload_and_delta_updates() {
     let r = get(&format!("/hls/0/stream.m3u8?_HLS_msn={msn}&_HLS_part={}", part + 1));
     assert_eq!(r.status().as_u16(), 200);
     let blocked = t0.elapsed();
+    // Apple's LL-HLS rules for caches: a blocking reload is cacheable by its whole URL (every answer
+    // to it holds the part asked for); a plain playlist reload a second at most; nothing varies.
+    assert_eq!(r.headers()["cache-control"], "public, max-age=10", "blocking reload");
+    assert!(!r.headers().contains_key("vary"));
+    let plain = get("/hls/0/stream.m3u8");
+    assert_eq!(plain.headers()["cache-control"], "public, max-age=1", "playlist without directives");
+    let delta = get("/hls/0/stream.m3u8?_HLS_skip=YES");
+    assert_eq!(delta.headers()["cache-control"], "public, max-age=1", "delta update without _HLS_msn");
     let q = parse(&r.text().unwrap());
     let (msn2, part2) = last_part(&q);
     assert!(
@@ -253,6 +261,7 @@ fn ll_hls_parts_playlists_blocking_reload_and_delta_updates() {
     let t0 = Instant::now();
     let r = get(&format!("/hls/0/{hint}"));
     assert_eq!(r.status().as_u16(), 200, "hinted part {hint}");
+    assert_eq!(r.headers()["cache-control"], "public, max-age=31536000, immutable", "parts are immutable");
     assert!(r.bytes().unwrap().len() > 100);
     eprintln!("hinted part answered in {:?}", t0.elapsed());
 
@@ -286,7 +295,9 @@ fn ll_hls_parts_playlists_blocking_reload_and_delta_updates() {
     assert_eq!(delta.media_sequence, full.media_sequence);
 
     // ffprobe: init + the parts of a segment, and init + the segment, are valid fMP4 with video and audio.
-    let init = get(&format!("/hls/0/{}", full.map)).bytes().unwrap().to_vec();
+    let init = get(&format!("/hls/0/{}", full.map));
+    assert_eq!(init.headers()["cache-control"], "public, max-age=31536000, immutable", "init segments");
+    let init = init.bytes().unwrap().to_vec();
     let seg = &full.segments[full.segments.len() - 2];
     let mut joined = init.clone();
     for part in &seg.parts {
@@ -314,7 +325,8 @@ fn ll_hls_parts_playlists_blocking_reload_and_delta_updates() {
     let r = get(&format!("/hls/0/stream.m3u8?_HLS_msn={}", now.current.msn + 2));
     let waited = t0.elapsed();
     unsafe_kill(ff.id(), 18);
-    assert_eq!(r.status().as_u16(), 503, "{:?}", r.text());
+    assert_eq!(r.status().as_u16(), 503);
+    assert_eq!(r.headers()["cache-control"], "no-store", "a timed-out reload is not cached");
     assert!(waited >= Duration::from_millis(2500) && waited < Duration::from_secs(6), "timed out after {waited:?}");
     let (m, _) = last_part(&now);
     let t0 = Instant::now();

@@ -177,6 +177,9 @@ fn ffmpeg_publishes_over_srt_in_each_streamid_form_and_refusals_happen_in_the_ha
     assert_eq!(d["videoCodec"], "H.264", "{st}");
     assert_eq!(d["audioCodec"], "AAC", "{st}");
     assert!(d["encoder"].as_str().unwrap_or_default().contains("FFmpeg"), "the SDT's provider: {st}");
+    // From the H.264 SPS (the publisher sends 640x360 at 30 fps).
+    assert_eq!((d["width"].as_u64(), d["height"].as_u64()), (Some(640), Some(360)), "{st}");
+    assert_eq!(d["framerate"].as_f64(), Some(30.0), "{st}");
     assert!(st["broadcaster"]["remoteAddr"].as_str().unwrap_or_default().starts_with("127.0.0.1"), "{st}");
     let kbps = server
         .wait_for(Duration::from_secs(10), || {
@@ -295,22 +298,38 @@ fn srt_settings_and_passphrase() {
 
     // Off again: an unencrypted publish works.
     server.set("srt/passphrase", json!(""));
-    let mut ff = srt_publish(port, KEY, "", "320x240", 30);
+    let mut live = srt_publish(port, KEY, "", "320x240", 60);
     wait_online(&server, 1, Duration::from_secs(20));
-    let _ = ff.kill();
-    let _ = ff.wait();
-    wait_offline(&server, 1);
 
-    // An encrypting publisher when castd has no passphrase is refused; SRT keeps working after it
-    // (srt-tokio's listener fails on it and castd binds it again).
+    // While it is live, an encrypting publisher (castd has no passphrase now) is refused in the
+    // handshake (SRT_REJ_UNSECURE) and datagrams srt-protocol 0.4.4 panicked on (a group extension
+    // shorter than its word, the fuzz regression) are dropped: the SRT listener stays up, so the live
+    // publisher is not dropped (before the vendored fix both took the listener task down with it).
     let mut enc = srt_publish(port, KEY, right, "320x240", 3);
     let status = wait_exit(&mut enc, Duration::from_secs(30)).expect("the encrypting publisher exits");
+    let err = stderr_of(&mut enc);
     assert!(!status.success(), "an encrypting publisher without a passphrase set must be refused");
-    assert!(!online(&server));
-    let mut ff = srt_publish(port, KEY, "", "320x240", 30);
-    wait_online(&server, 1, Duration::from_secs(30));
-    let _ = ff.kill();
-    let _ = ff.wait();
+    assert!(err.contains("reject"), "refused in the handshake, not timed out: {err}");
+    let junk =
+        std::fs::read(format!("{}/tests/fuzz/regressions/srt/group-extension-short", env!("CARGO_MANIFEST_DIR")))
+            .expect("the fuzz regression");
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut rest = &junk[..];
+    while rest.len() >= 2 {
+        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
+        sock.send_to(&rest[2..2 + len], ("127.0.0.1", port)).unwrap();
+        rest = &rest[2 + len..];
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(online(&server), "the live SRT publisher was dropped; log:\n{}", server.log_text());
+    assert!(live.try_wait().unwrap().is_none(), "the live publisher's ffmpeg ended: {}", stderr_of(&mut live));
+    assert!(
+        !server.log_text().contains("the SRT stack failed"),
+        "the SRT listener failed and was bound again; log:\n{}",
+        server.log_text()
+    );
+    let _ = live.kill();
+    let _ = live.wait();
     wait_offline(&server, 1);
 }
 

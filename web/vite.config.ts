@@ -12,6 +12,7 @@ const PAGE_ROUTES: Array<[RegExp, string]> = [
   [/^\/embed\/chat\/readonly\/?$/, '/embed-chat-readonly.html'],
   [/^\/embed\/chat\/readwrite\/?$/, '/embed-chat-readwrite.html'],
   [/^\/embed\/video\/?$/, '/embed-video.html'],
+  [/^\/clips\/[^/]+\/?$/, '/clip.html'],
 ];
 
 function rewritePages(): Connect.NextHandleFunction {
@@ -103,6 +104,7 @@ export default defineConfig({
         'embed-chat-readonly': resolve(import.meta.dirname, 'embed-chat-readonly.html'),
         'embed-chat-readwrite': resolve(import.meta.dirname, 'embed-chat-readwrite.html'),
         'embed-video': resolve(import.meta.dirname, 'embed-video.html'),
+        clip: resolve(import.meta.dirname, 'clip.html'),
       },
       output: {
         codeSplitting: {

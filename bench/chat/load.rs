@@ -6,6 +6,9 @@
 //!
 //! Usage: chat-load --target castd|anchor --addr 127.0.0.1:PORT --clients N --pid PID
 //!        [--senders 20] [--seconds 20]
+//!
+//! A cluster (bench/cluster): `--addr A,B,C --pid P1,P2,P3`: listeners and senders are spread over
+//! the nodes in turn (users registered on the first); CPU and RSS are the nodes' sums.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,8 +28,12 @@ fn arg(name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
 }
 
-/// (utime + stime) in clock ticks, RSS in KiB.
-fn proc_stats(pid: u32) -> (u64, u64) {
+/// (utime + stime) in clock ticks, RSS in KiB, summed over the processes.
+fn proc_stats(pids: &[u32]) -> (u64, u64) {
+    pids.iter().map(|p| proc_stats_of(*p)).fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+}
+
+fn proc_stats_of(pid: u32) -> (u64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = after.split_whitespace().collect();
@@ -75,22 +82,25 @@ fn config() -> WebSocketConfig {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let target = arg("--target").unwrap_or_else(|| "castd".into());
-    let addr = arg("--addr").expect("--addr HOST:PORT");
+    let addrs: Vec<String> = arg("--addr").expect("--addr HOST:PORT").split(',').map(str::to_string).collect();
+    let addr = addrs[0].clone();
     let clients: usize = arg("--clients").and_then(|v| v.parse().ok()).unwrap_or(1000);
     let senders: usize = arg("--senders").and_then(|v| v.parse().ok()).unwrap_or(20);
     let seconds: u64 = arg("--seconds").and_then(|v| v.parse().ok()).unwrap_or(20);
-    let pid: u32 = arg("--pid").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let pid: Vec<u32> = arg("--pid").map(|v| v.split(',').filter_map(|p| p.parse().ok()).collect()).unwrap_or_default();
+    let pid = &pid[..];
     let castd = target == "castd";
 
     let (listen_url, sender_urls) = if castd {
         let t = register(&addr, "listener").await;
         let mut s = Vec::new();
         for i in 0..senders {
-            s.push(format!("ws://{addr}/ws?accessToken={}", register(&addr, &format!("sender{i}")).await));
+            let at = &addrs[i % addrs.len()];
+            s.push(format!("ws://{at}/ws?accessToken={}", register(&addr, &format!("sender{i}")).await));
         }
-        (format!("ws://{addr}/ws?accessToken={t}"), s)
+        (addrs.iter().map(|a| format!("ws://{a}/ws?accessToken={t}")).collect::<Vec<_>>(), s)
     } else {
-        (format!("ws://{addr}/ws"), vec![format!("ws://{addr}/ws"); senders])
+        (vec![format!("ws://{addr}/ws")], vec![format!("ws://{addr}/ws"); senders])
     };
 
     let (_, rss0) = proc_stats(pid);
@@ -101,8 +111,9 @@ async fn main() {
     let gate = Arc::new(Semaphore::new(64));
     let t_connect = std::time::Instant::now();
     let mut tasks = Vec::with_capacity(clients);
-    for _ in 0..clients {
-        let (url, gate, mut stop) = (listen_url.clone(), gate.clone(), stop_rx.clone());
+    for i in 0..clients {
+        let url = listen_url[i % listen_url.len()].clone();
+        let (gate, mut stop) = (gate.clone(), stop_rx.clone());
         let (connected, failed, closed_early) = (connected.clone(), failed.clone(), closed_early.clone());
         tasks.push(tokio::spawn(async move {
             let permit = gate.acquire_owned().await.ok();
@@ -197,8 +208,9 @@ async fn main() {
     let cpu_pct = (cpu1.saturating_sub(cpu0)) as f64 / tck / (seconds as f64 + 1.0) * 100.0;
     let per_conn_kib = if n > 0 { rss1.saturating_sub(rss0) as f64 / n as f64 } else { 0.0 };
     println!(
-        "{target:7} clients={n:6} failed={} dropped={} connect={connect_secs:.1}s sent={sent} delivered={:.2}% \
+        "{target:7} nodes={} clients={n:6} failed={} dropped={} connect={connect_secs:.1}s sent={sent} delivered={:.2}% \
          p50={}ms p99={}ms max={}ms server_cpu={cpu_pct:.0}% rss={}MiB rss/conn={per_conn_kib:.1}KiB",
+        addrs.len(),
         failed.load(Ordering::Relaxed),
         closed_early.load(Ordering::Relaxed),
         if expected > 0 { all.len() as f64 * 100.0 / expected as f64 } else { 0.0 },

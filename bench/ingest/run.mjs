@@ -148,7 +148,7 @@ const median = (xs) => {
 };
 
 const rows = [];
-for (const protocol of ['idle', 'rtmp', 'srt', 'whip']) {
+for (const protocol of (process.env.PROTOCOLS ?? 'idle,rtmp,srt,whip').split(',')) {
   const ready = [];
   const cpu = [];
   for (let i = 0; i < Number(RUNS); i++) {

@@ -121,7 +121,7 @@ pub struct LatencyLevel {
 pub fn admin_status(server: &Server) -> AdminStatus {
     let s = server.settings.get();
     let st = server.stream.borrow().clone();
-    let (current, session_max, overall_max) = server.viewers.get();
+    let (current, session_max, overall_max) = server.viewers.everywhere();
     let (seconds, count) = s.latency();
     let current_broadcast = st.online.then(|| CurrentBroadcast {
         output_settings: s.video.video_quality_variants.clone(),
@@ -182,6 +182,10 @@ pub struct ServerConfig {
     pub schedule: crate::schedule::settings::ScheduleConfigPart,
     #[serde(flatten)]
     pub webrtc: crate::whep::settings::WebRtcConfigPart,
+    #[serde(flatten)]
+    pub simulcast: crate::simulcast::settings::SimulcastConfigPart,
+    #[serde(flatten)]
+    pub replay: crate::replays::settings::ReplayConfigPart,
 }
 
 /// Calls `$m` with the type of every part of `ServerConfig`, in order.
@@ -199,7 +203,9 @@ macro_rules! server_config_parts {
             crate::federation::settings::FederationConfigPart,
             crate::notifications::settings::NotificationsConfigPart,
             crate::schedule::settings::ScheduleConfigPart,
-            crate::whep::settings::WebRtcConfigPart
+            crate::whep::settings::WebRtcConfigPart,
+            crate::simulcast::settings::SimulcastConfigPart,
+            crate::replays::settings::ReplayConfigPart
         )
     };
 }
@@ -346,6 +352,8 @@ pub fn server_config(server: &Server) -> ServerConfig {
         notifications: crate::notifications::settings::server_config(&s),
         schedule: crate::schedule::settings::server_config(&s),
         webrtc: crate::whep::settings::server_config(&s),
+        simulcast: crate::simulcast::settings::server_config(&s),
+        replay: crate::replays::settings::server_config(&s),
     }
 }
 

@@ -95,6 +95,8 @@ pub struct PublicConfig {
     pub autoplay: String,
     pub authentication: PublicAuthentication,
     pub schedule: PublicSchedule,
+    /// Clip creation (Owncast's `clips`: `{enabled, maxDurationSeconds, permissions}`).
+    pub clips: crate::replays::settings::ClipsConfig,
 }
 
 /// `schedule` of `/api/config`.
@@ -181,6 +183,7 @@ pub fn public_config(server: &Server) -> PublicConfig {
             show_countdown: s.schedule.schedule_show_countdown,
             chat_open_minutes_before: s.schedule.schedule_chat_open_minutes,
         },
+        clips: crate::replays::settings::public_clips(&s),
     }
 }
 
@@ -218,13 +221,17 @@ pub struct PublicStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub scheduled_event: Option<ScheduledStatus>,
+    /// The live broadcast's id (a replay's id), only while live and clipping is on (Owncast).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub stream_id: Option<String>,
 }
 
 /// Public status; the viewer counts are left out when the owner hides them.
 pub fn public_status(server: &Server) -> PublicStatus {
     let s = server.settings.get();
     let st = server.stream.borrow().clone();
-    let (current, session_max, overall_max) = server.viewers.get();
+    let (current, session_max, overall_max) = server.viewers.everywhere();
     let shown = |n: u64| (!s.instance.hide_viewer_count).then_some(n);
     let now = Utc::now();
     PublicStatus {
@@ -244,6 +251,7 @@ pub fn public_status(server: &Server) -> PublicStatus {
         session_max_viewer_count: shown(session_max),
         overall_max_viewer_count: shown(overall_max),
         scheduled_event: server.schedule.status(st.online, now),
+        stream_id: crate::replays::settings::status_stream_id(&s, st.stream_id.as_ref().filter(|_| st.online)),
     }
 }
 
@@ -277,7 +285,7 @@ async fn yp(State(server): State<Arc<Server>>) -> Result<Json<DirectoryInfo>, Ap
         return Err(ApiError::NotFound("the directory is not enabled".into()));
     }
     let st = server.stream.borrow().clone();
-    let (current, session_max, overall_max) = server.viewers.get();
+    let (current, session_max, overall_max) = server.viewers.everywhere();
     Ok(Json(DirectoryInfo {
         name: s.instance.name.clone(),
         description: s.instance.summary.clone(),

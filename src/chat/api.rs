@@ -440,7 +440,10 @@ impl From<ClientInfo> for ChatClient {
 
 /// The connected clients (of one user, or all).
 pub(crate) fn chat_clients(ctx: &Chat, user_id: Option<&str>) -> Vec<ChatClient> {
-    ctx.hub.infos(user_id).into_iter().map(ChatClient::from).collect()
+    let mut infos = ctx.hub.infos(user_id);
+    // In a cluster, the origin also lists the other nodes' clients (their presence, see `relay`).
+    infos.extend(ctx.remote_clients().into_iter().filter(|c| user_id.is_none_or(|u| u == c.user.id)));
+    infos.into_iter().map(ChatClient::from).collect()
 }
 
 async fn clients(State(ctx): State<Arc<Chat>>) -> Json<Vec<ChatClient>> {

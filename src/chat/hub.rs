@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, OnceLock};
 
 use axum::extract::ws::Utf8Bytes;
 use bytes::Bytes;
@@ -31,6 +31,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::User;
+use super::relay::{Inbound, Link, Outbound, Role, ROOM};
 use super::socket::{text_frame, Offer, Writer};
 use crate::telemetry::Telemetry;
 
@@ -69,7 +70,7 @@ impl Client {
 }
 
 /// A connected client as the admin API lists it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientInfo {
     pub id: u64,
@@ -104,6 +105,8 @@ pub struct Hub {
     next_id: AtomicU64,
     /// Where the fan-out counts the clients it drops as slow consumers.
     telemetry: Arc<Telemetry>,
+    /// The cluster link (`relay`); unset on a single box.
+    link: OnceLock<Link>,
 }
 
 impl Hub {
@@ -117,6 +120,19 @@ impl Hub {
             presence: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             telemetry,
+            link: OnceLock::new(),
+        }
+    }
+
+    /// The cluster link, when this node is part of one (see `relay`).
+    pub fn link(&self) -> Option<&Link> {
+        self.link.get()
+    }
+
+    /// Join a cluster; a second call is ignored.
+    pub fn set_link(&self, link: Link) {
+        if self.link.set(link).is_err() {
+            tracing::warn!("chat: the cluster link was already set");
         }
     }
 
@@ -225,8 +241,36 @@ impl Hub {
         }
     }
 
-    /// Send a frame to every connection (see the module docs).
+    /// Send a frame to every connection (see the module docs); in a cluster, to every node's
+    /// connections (`relay`: the origin fans out and queues it for the others in one order; an edge
+    /// hands it to the origin, whose copy comes back to it).
     pub fn broadcast(&self, frame: Utf8Bytes) {
+        match self.link.get() {
+            None => self.broadcast_local(frame),
+            Some(Link { role: Role::Origin(q), .. }) => {
+                let entry = Outbound::Room { frame: frame.to_string() };
+                q.push_with(|| self.broadcast_local(frame), entry);
+            }
+            Some(Link { role: Role::Edge(edge), node }) => {
+                let msg = Inbound {
+                    id: super::protocol::short_id(),
+                    node: node.clone(),
+                    client: 0,
+                    user_id: String::new(),
+                    ip: IpAddr::from([0, 0, 0, 0]),
+                    kind: ROOM.into(),
+                    body: None,
+                    new_name: None,
+                    new_color: None,
+                    frame: Some(frame.to_string()),
+                };
+                edge.post(msg);
+            }
+        }
+    }
+
+    /// Send a frame to this node's connections only.
+    pub fn broadcast_local(&self, frame: Utf8Bytes) {
         // An error only means nobody is connected (no fan-out thread yet).
         let _ = self.room.send(text_frame(frame.as_bytes()));
     }
@@ -252,8 +296,16 @@ impl Hub {
         self.clients.read().values().filter(|c| c.ip == ip).cloned().collect()
     }
 
-    /// Update the user object held by each of the user's connections.
+    /// Update the user object held by each of the user's connections (on every node of a cluster).
     pub fn update_user(&self, user: &User) {
+        self.update_user_local(user);
+        if let Some(Link { role: Role::Origin(q), .. }) = self.link.get() {
+            q.push(Outbound::User { user: user.clone(), info: false });
+        }
+    }
+
+    /// Update the user object held by each of the user's connections on this node.
+    pub fn update_user_local(&self, user: &User) {
         for c in self.of_user(&user.id) {
             *c.user.write() = user.clone();
         }

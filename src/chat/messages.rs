@@ -6,7 +6,7 @@
 //! the admin get hidden messages too (with `hiddenAt`).
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, params_from_iter, Connection};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::protocol::User;
@@ -34,6 +34,13 @@ pub struct ChatMessage {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub hidden_at: Option<DateTime<Utc>>,
+}
+
+/// Whether a message with this id is stored (a cluster's redelivered entry is stored once).
+pub fn exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    let found: Option<i64> =
+        conn.query_row("SELECT 1 FROM chat_messages WHERE id = ?1", [id], |r| r.get(0)).optional()?;
+    Ok(found.is_some())
 }
 
 pub fn insert(conn: &Connection, msg: &ChatMessage) -> Result<(), StoreError> {

@@ -23,6 +23,7 @@ pub mod integrations;
 pub mod messages;
 pub mod moderation;
 pub mod protocol;
+pub mod relay;
 pub mod sanitize;
 pub mod settings;
 pub mod socket;
@@ -153,6 +154,8 @@ pub struct Chat {
     scheduled_chat_open: ScheduledChatOpen,
     offline_grace: chrono::TimeDelta,
     pub tasks: Tasks,
+    /// The cluster's other nodes' clients (`relay`), for the admin's client list.
+    remote_clients: RwLock<Vec<hub::ClientInfo>>,
 }
 
 impl Chat {
@@ -178,6 +181,7 @@ impl Chat {
             scheduled_chat_open: deps.scheduled_chat_open,
             offline_grace: offline_grace(),
             tasks: deps.tasks,
+            remote_clients: RwLock::new(Vec::new()),
         }))
     }
 
@@ -227,6 +231,13 @@ impl crate::http::UserTokens for Chat {
         })
     }
 
+    fn user<'a>(&'a self, token: &'a str) -> crate::http::auth::UserFetch<'a> {
+        Box::pin(async move {
+            let token = token.to_string();
+            self.store.call(move |c| users::by_token(c, &token)).await.ok().flatten()
+        })
+    }
+
     fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a> {
         Box::pin(async move {
             let id = user_id.to_string();
@@ -240,7 +251,8 @@ impl crate::http::UserTokens for Chat {
                     return None;
                 }
             };
-            self.hub.update_user(&user);
+            self.hub.update_user_local(&user);
+            self.to_nodes(relay::Outbound::User { user: user.clone(), info: true });
             let info = protocol::frame(&protocol::connected_user_info(&user));
             for c in self.hub.of_user(&user.id) {
                 c.send(info.clone());
@@ -301,6 +313,10 @@ pub fn start(ctx: &Arc<Chat>) {
                     broadcast(&ctx, protocol::chat_action(&body));
                 }
                 Event::Chat(c) if c.is_fediverse() => ctx.hub.broadcast(protocol::frame(c)),
+                // castd: "NAME clipped TITLE" when a viewer clips (replays decide whether to announce).
+                Event::ClipCreated { announce: Some(line), .. } => {
+                    broadcast(&ctx, protocol::chat_action(&sanitize::render(line)));
+                }
                 Event::ScheduleChatClosing { body, .. } => {
                     let body = sanitize::render(body);
                     let event = protocol::system(&body, &ctx.settings.get().instance.name);

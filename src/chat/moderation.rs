@@ -19,6 +19,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::protocol::{self as p, User};
+use super::relay::Outbound;
 use super::users::{parse_ts, ts};
 use super::Chat;
 use super::{broadcast, messages, users};
@@ -90,6 +91,7 @@ pub async fn ban_ip(ctx: &Chat, ip: IpAddr, notes: &str) -> Result<(), Moderatio
     for c in ctx.hub.from_ip(ip) {
         c.close();
     }
+    ctx.to_nodes(Outbound::Banned { ip });
     Ok(())
 }
 
@@ -131,6 +133,8 @@ pub async fn set_user_enabled(ctx: &Arc<Chat>, user_id: &str, enabled: bool) -> 
     }
     let clients = ctx.hub.of_user(&user.id);
     let error = p::frame(&p::error(p::ERROR_USER_DISABLED, Some(&user)));
+    let delay_ms = u64::try_from(KICK_DELAY.as_millis()).unwrap_or(u64::MAX);
+    ctx.to_nodes(Outbound::Kick { user_id: user.id.clone(), frame: Some(error.to_string()), delay_ms });
     for c in &clients {
         c.send(error.clone());
         if !c.ip.is_loopback() {
@@ -158,7 +162,8 @@ pub async fn set_moderator(ctx: &Chat, user_id: &str, moderator: bool) -> Result
     let id = user_id.to_string();
     let user = ctx.store.call(move |c| users::set_moderator(c, &id, moderator)).await?;
     let user = user.ok_or(ModerationError::UserNotFound)?;
-    ctx.hub.update_user(&user);
+    ctx.hub.update_user_local(&user);
+    ctx.to_nodes(Outbound::User { user: user.clone(), info: true });
     let info = p::frame(&p::connected_user_info(&user));
     for c in ctx.hub.of_user(&user.id) {
         c.send(info.clone());
@@ -189,5 +194,6 @@ pub async fn delete_user(ctx: &Chat, user_id: &str) -> Result<(), ModerationErro
     for c in ctx.hub.of_user(user_id) {
         c.close();
     }
+    ctx.to_nodes(Outbound::Kick { user_id: user_id.to_string(), frame: None, delay_ms: 0 });
     Ok(())
 }

@@ -468,6 +468,22 @@ mod tests {
         assert!(q.is_empty());
     }
 
+    /// A connected pair (the writing side first) with small, fixed socket buffers (setting them turns
+    /// the kernel's autotuning off: the reader's receive buffer through the listener, whose accepted
+    /// socket inherits it), so how much fits in flight does not depend on the machine's `tcp_rmem` /
+    /// `tcp_wmem` (a box with a 32 MB receive maximum took all 4 MB the test sent without queueing).
+    async fn small_buffered_pair() -> (TcpStream, TcpStream) {
+        let listening = tokio::net::TcpSocket::new_v4().unwrap();
+        listening.set_recv_buffer_size(64 * 1024).unwrap();
+        listening.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = listening.listen(8).unwrap();
+        let writing = tokio::net::TcpSocket::new_v4().unwrap();
+        writing.set_send_buffer_size(64 * 1024).unwrap();
+        let server = writing.connect(listener.local_addr().unwrap()).await.unwrap();
+        let (client, _) = listener.accept().await.unwrap();
+        (server, client)
+    }
+
     async fn pair() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
@@ -504,7 +520,7 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             }
         }
-        assert!(queued > 0, "4 MB without a reader fills the socket buffer");
+        assert!(queued > 0, "4 MB without a reader fill the socket buffers");
         writer.finish();
         assert_eq!(writer.offer(&text_frame(b"late")), Offer::Closed, "nothing goes after the close frame");
         let mut got = Vec::new();
@@ -517,14 +533,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_tcp_sink_delivers_every_frame_through_queue_and_drain() {
-        let (server, client) = pair().await;
+        let (server, client) = small_buffered_pair().await;
         let (_read, write) = server.into_split();
         frames_arrive_in_order(Sink::tcp(write), client).await;
     }
 
     #[tokio::test]
     async fn any_other_sink_delivers_every_frame_through_queue_and_drain() {
-        let (server, client) = pair().await;
+        let (server, client) = small_buffered_pair().await;
         frames_arrive_in_order(Sink::Other(Box::new(server)), client).await;
     }
 

@@ -34,6 +34,7 @@ use super::filter::WordFilter;
 use super::hub::Client;
 use super::messages::ChatMessage;
 use super::protocol::{self as p, Inbound, User};
+use super::relay::{self, Inbound as RemoteEvent, Link, Outbound, Role};
 use super::socket::{self, Offer, Socket, Upgrade, Writer};
 use super::Chat;
 use super::{action_to, broadcast, sanitize, users};
@@ -97,8 +98,29 @@ pub async fn handler(
         Ok(ws) => ws,
         Err(e) => return ApiError::bad(format!("a websocket upgrade is required: {e}")).into_response(),
     };
+    let edge = match ctx.link() {
+        Some(Link { role: Role::Edge(edge), .. }) => Some(edge.clone()),
+        _ => None,
+    };
     let lookup = match q.access_token.filter(|t| !t.is_empty()) {
         None => Lookup::NoToken,
+        // An edge asks the origin, which owns the users and bans.
+        Some(token) if edge.is_some() => match edge.as_ref().map(|e| e.lookup(token, ip)) {
+            Some(asked) => match asked.await {
+                Ok(relay::Lookup::Ok { user }) => Lookup::Ok(user),
+                Ok(relay::Lookup::Disabled { user }) => Lookup::Disabled(user),
+                Ok(relay::Lookup::Unknown) => Lookup::Unknown,
+                Ok(relay::Lookup::Banned) => return ApiError::Forbidden("forbidden".into()).into_response(),
+                Ok(relay::Lookup::ChatDisabled) => {
+                    return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response()
+                }
+                Err(e) => {
+                    tracing::warn!("chat: the origin did not answer a token check: {e}");
+                    return (StatusCode::SERVICE_UNAVAILABLE, relay::MSG_UNAVAILABLE).into_response();
+                }
+            },
+            None => Lookup::Unknown,
+        },
         Some(token) => match ctx.store.call(move |c| users::by_token(c, &token)).await {
             Ok(Some(u)) if u.is_enabled() => Lookup::Ok(u),
             Ok(Some(u)) => Lookup::Disabled(u),
@@ -296,31 +318,139 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
             Verdict::Blocked => return,
         }
     }
+    if let Some(Link { role: Role::Edge(edge), node }) = ctx.link() {
+        // An edge only relays: the origin applies everything else and sends the result to every node.
+        let msg = RemoteEvent {
+            id: p::short_id(),
+            node: node.clone(),
+            client: client.id,
+            user_id: client.user_id.clone(),
+            ip: client.ip,
+            kind: ev.kind,
+            body: ev.body,
+            new_name: ev.new_name,
+            new_color: ev.new_color,
+            frame: None,
+        };
+        let is_chat = msg.kind == p::CHAT;
+        if !edge.forward(msg).await {
+            action_to(client, relay::MSG_UNAVAILABLE);
+        } else if is_chat {
+            client.message_count.fetch_add(1, Ordering::Relaxed);
+        }
+        return;
+    }
+    let speaker = Speaker::Local(client.clone());
     match ev.kind.as_str() {
-        p::CHAT => chat(ctx, client, ev.body.unwrap_or_default()).await,
-        p::NAME_CHANGE => name_change(ctx, client, ev.new_name.unwrap_or_default()).await,
-        _ => color_change(ctx, client, ev.new_color).await,
+        p::CHAT => chat(ctx, &speaker, ev.body.unwrap_or_default(), None).await,
+        p::NAME_CHANGE => name_change(ctx, &speaker, ev.new_name.unwrap_or_default()).await,
+        _ => color_change(ctx, &speaker, ev.new_color).await,
     }
 }
 
-async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
+/// Who sent an event: a connection of this node, or (on the origin) one of another node's.
+enum Speaker {
+    Local(Arc<Client>),
+    Remote { node: String, client: u64, user: User },
+}
+
+impl Speaker {
+    fn user(&self) -> User {
+        match self {
+            Speaker::Local(c) => c.user.read().clone(),
+            Speaker::Remote { user, .. } => user.clone(),
+        }
+    }
+
+    fn user_id(&self) -> String {
+        match self {
+            Speaker::Local(c) => c.user_id.clone(),
+            Speaker::Remote { user, .. } => user.id.clone(),
+        }
+    }
+
+    fn client_id(&self) -> u64 {
+        match self {
+            Speaker::Local(c) => c.id,
+            Speaker::Remote { client, .. } => *client,
+        }
+    }
+
+    /// A frame to this connection only.
+    fn send(&self, ctx: &Chat, frame: axum::extract::ws::Utf8Bytes) {
+        match self {
+            Speaker::Local(c) => {
+                c.send(frame);
+            }
+            Speaker::Remote { node, client, .. } => {
+                ctx.to_nodes(Outbound::Client { node: node.clone(), client: *client, frame: frame.to_string() })
+            }
+        }
+    }
+
+    /// A CHAT_ACTION to this connection only.
+    fn action(&self, ctx: &Chat, body: &str) {
+        self.send(ctx, p::frame(&p::chat_action(&sanitize::render(body))));
+    }
+}
+
+/// On the origin: an event a client of another node sent (see `relay`). The checks the edge made per
+/// connection (size, rate limit) are not repeated; everything else applies as for a local client.
+/// A CHAT whose id is already stored was delivered before (a redelivered entry) and is skipped.
+pub async fn handle_remote(ctx: &Arc<Chat>, msg: RemoteEvent) {
+    if msg.kind == relay::ROOM {
+        if let Some(frame) = msg.frame {
+            ctx.hub.broadcast(frame.into());
+        }
+        return;
+    }
+    if ctx.is_banned(msg.ip) {
+        return;
+    }
+    let (user_id, id) = (msg.user_id.clone(), msg.id.clone());
+    let found = ctx
+        .store
+        .call(move |c| {
+            let user = users::by_id(c, &user_id)?;
+            let seen = super::messages::exists(c, &id)?;
+            Ok((user, seen))
+        })
+        .await;
+    let user = match found {
+        Ok((Some(user), false)) if user.is_enabled() => user,
+        Ok(_) => return,
+        Err(e) => {
+            tracing::error!(error = %e, "chat: could not look up a remote sender");
+            return;
+        }
+    };
+    let speaker = Speaker::Remote { node: msg.node, client: msg.client, user };
+    match msg.kind.as_str() {
+        p::CHAT => chat(ctx, &speaker, msg.body.unwrap_or_default(), Some(msg.id)).await,
+        p::NAME_CHANGE => name_change(ctx, &speaker, msg.new_name.unwrap_or_default()).await,
+        p::COLOR_CHANGE => color_change(ctx, &speaker, msg.new_color).await,
+        _ => {}
+    }
+}
+
+async fn chat(ctx: &Arc<Chat>, client: &Speaker, body: String, id: Option<String>) {
     // Offline for more than 5 minutes and no scheduled stream opened chat: ignored, as Owncast does;
     // only the sender is told why (a CHAT_ACTION).
     if !ctx.takes_messages() {
-        action_to(client, p::MSG_CHAT_CLOSED);
+        client.action(ctx, p::MSG_CHAT_CLOSED);
         return;
     }
-    let user = client.user.read().clone();
+    let user = client.user();
     let settings = ctx.settings.get();
     if settings.chat.chat_require_authentication && !user.authenticated {
-        action_to(client, p::MSG_AUTHENTICATION_REQUIRED);
+        client.action(ctx, p::MSG_AUTHENTICATION_REQUIRED);
         return;
     }
     if settings.chat.chat_established_user_mode
         && !user.is_moderator
         && Utc::now() - user.created_at < ESTABLISHED_AFTER
     {
-        action_to(client, p::MSG_ESTABLISHED_ONLY);
+        client.action(ctx, p::MSG_ESTABLISHED_ONLY);
         return;
     }
     let mut raw = body;
@@ -334,34 +464,36 @@ async fn chat(ctx: &Arc<Chat>, client: &Arc<Client>, body: String) {
         raw = filter.mask_text(&raw);
     }
     drop(settings);
-    let (id, timestamp) = (p::short_id(), Utc::now());
+    let (id, timestamp) = (id.unwrap_or_else(p::short_id), Utc::now());
     let event = p::chat(&id, timestamp, &body, &user, true);
     let msg =
         ChatMessage { id, timestamp, kind: p::CHAT.into(), body, user: Some(user), visible: true, hidden_at: None };
     if let Err(e) = ctx.store.call(move |c| super::messages::insert(c, &msg)).await {
         tracing::error!(error = %e, "could not store a chat message; it is still delivered");
     }
-    client.message_count.fetch_add(1, Ordering::Relaxed);
+    if let Speaker::Local(c) = client {
+        c.message_count.fetch_add(1, Ordering::Relaxed);
+    }
     ctx.hub.broadcast(p::frame(&event));
 
     // Owncast's CHAT webhook payload also carries the unrendered text and the connection id.
     let mut data = event;
     if let ChatEvent::Message(m) = &mut data {
         m.raw_body = Some(raw);
-        m.client_id = Some(client.id);
+        m.client_id = Some(client.client_id());
     }
     ctx.bus.publish(Event::Chat(data));
 }
 
-async fn name_change(ctx: &Arc<Chat>, client: &Arc<Client>, new_name: String) {
+async fn name_change(ctx: &Arc<Chat>, client: &Speaker, new_name: String) {
     let proposed = users::clean_name(&new_name);
-    let current = client.user.read().clone();
+    let current = client.user();
     if proposed.is_empty() || proposed == current.display_name {
         return;
     }
     let reject = |why: String| {
-        action_to(client, &why);
-        client.send(p::frame(&p::connected_user_info(&current)));
+        client.action(ctx, &why);
+        client.send(ctx, p::frame(&p::connected_user_info(&current)));
     };
     let shown = ammonia::clean_text(&proposed);
     if users::is_forbidden(&proposed, &ctx.settings.get().chat.forbidden_usernames) {
@@ -380,16 +512,16 @@ async fn name_change(ctx: &Arc<Chat>, client: &Arc<Client>, new_name: String) {
     match result {
         Ok(Some(user)) => {
             ctx.hub.update_user(&user);
-            broadcast(ctx, p::name_change(&user, &current.display_name, Some(client.id)));
+            broadcast(ctx, p::name_change(&user, &current.display_name, Some(client.client_id())));
         }
         Ok(None) => reject(format!("The name <strong>{shown}</strong> has been already registered.")),
         Err(e) => tracing::error!(error = %e, "could not rename a chat user"),
     }
 }
 
-async fn color_change(ctx: &Arc<Chat>, client: &Arc<Client>, color: Option<i64>) {
+async fn color_change(ctx: &Arc<Chat>, client: &Speaker, color: Option<i64>) {
     let Some(color) = color.filter(|c| (0..=users::MAX_USER_COLOR).contains(c)) else { return };
-    let id = client.user_id.clone();
+    let id = client.user_id();
     match ctx.store.call(move |c| users::set_color(c, &id, color)).await {
         Ok(Some(user)) => {
             ctx.hub.update_user(&user);

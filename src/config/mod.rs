@@ -2,7 +2,7 @@
 //!
 //! `Settings` is the whole configuration the owner controls through the admin API, made of one section
 //! per feature (one file each: `instance`, `server`, `ingest`, `directory`, `video`, `chat`,
-//! `federation`, `notifications`, `storage`, `schedule`, `webrtc`). The sections are flattened, so every field of a section is
+//! `federation`, `notifications`, `storage`, `schedule`, `webrtc`, `simulcast`, `replay`). The sections are flattened, so every field of a section is
 //! one top-level camelCase key, the key under which the settings store (`store::settings`) persists it:
 //! a field added later simply takes its default on an existing database. The section types live here,
 //! below every feature, because features read each other's settings; each feature owns its section's
@@ -15,8 +15,10 @@ pub mod federation;
 pub mod ingest;
 pub mod instance;
 pub mod notifications;
+pub mod replay;
 pub mod schedule;
 pub mod server;
+pub mod simulcast;
 pub mod storage;
 pub mod validate;
 pub mod video;
@@ -30,8 +32,10 @@ pub use federation::FederationSettings;
 pub use ingest::{IngestSettings, DEFAULT_SRT_PORT};
 pub use instance::{ExternalAction, InstanceSettings, SocialHandle};
 pub use notifications::{BrowserNotification, DiscordNotification, NotificationSettings};
+pub use replay::ReplaySettings;
 pub use schedule::ScheduleSettings;
 pub use server::{ServerSettings, StreamKey};
+pub use simulcast::{SimulcastSettings, SimulcastTarget, TargetVariant};
 pub use storage::{S3Info, StorageSettings, MASKED};
 pub use video::{StreamOutputVariant, VideoSettings, DEFAULT_LATENCY_LEVEL, LATENCY_LEVELS, LOW_LATENCY_HLS_LEVEL};
 pub use webrtc::WebRtcSettings;
@@ -68,6 +72,10 @@ pub struct Settings {
     pub schedule: ScheduleSettings,
     #[serde(flatten)]
     pub webrtc: WebRtcSettings,
+    #[serde(flatten)]
+    pub simulcast: SimulcastSettings,
+    #[serde(flatten)]
+    pub replay: ReplaySettings,
 }
 
 impl Settings {
@@ -129,13 +137,19 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 66, "{:?}", map.keys().collect::<Vec<_>>());
+        assert_eq!(map.len(), 74, "{:?}", map.keys().collect::<Vec<_>>());
         for key in ["name", "adminPasswordHash", "srtServerPort", "directoryEnabled", "latencyLevel", "chatDisabled"] {
             assert!(map.contains_key(key), "{key}");
         }
-        for key in
-            ["federationBlockedDomains", "browserNotifications", "s3", "scheduleChatOpenMinutes", "webrtcMaxViewers"]
-        {
+        for key in [
+            "federationBlockedDomains",
+            "browserNotifications",
+            "s3",
+            "scheduleChatOpenMinutes",
+            "webrtcMaxViewers",
+            "simulcastTargets",
+            "replayEnabled",
+        ] {
             assert!(map.contains_key(key), "{key}");
         }
         assert!(!map.contains_key("chat") && !map.contains_key("instance"));

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::EventType;
 
 /// A chat user as the API and the websocket show it.
-#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct User {
     pub id: String,
@@ -23,7 +23,7 @@ pub struct User {
     pub is_moderator: bool,
     pub disabled_at: Option<DateTime<Utc>>,
     /// How the user signed in (`"indieauth"`, `"fediverse"`), when `authenticated`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub auth_provider: Option<String>,
 }

@@ -27,8 +27,8 @@ pub use chat::ChatEvent;
 pub use schedule::ScheduleActivity;
 
 /// Every kind of event castd publishes. `WEBHOOK_TYPES` lists Owncast's webhook event types (their
-/// wire names are the webhook `type`s), SCHEDULED_EVENTS and the two Fediverse engagement types among them; the
-/// rest are internal.
+/// wire names are the webhook `type`s), SCHEDULED_EVENTS, the two Fediverse engagement types and castd's
+/// SIMULCAST_STATE_CHANGED among them; the rest are internal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum EventType {
     #[serde(rename = "CHAT")]
@@ -85,11 +85,20 @@ pub enum EventType {
     /// Internal: a scheduled stream never started and its chat closes (chat says so).
     #[serde(rename = "SCHEDULE_CHAT_CLOSING")]
     ScheduleChatClosing,
+    /// castd addition: a simulcast target changed state (`off`, `connecting`, `live`, `retrying`, `failed`).
+    #[serde(rename = "SIMULCAST_STATE_CHANGED")]
+    SimulcastStateChanged,
+    /// castd: a broadcast's replay is finished and playable (`data` is the replay).
+    #[serde(rename = "REPLAY_READY")]
+    ReplayReady,
+    /// castd: a clip was created (`data` is the clip; chat announces a viewer's clip).
+    #[serde(rename = "CLIP_CREATED")]
+    ClipCreated,
 }
 
 impl EventType {
     /// The event types a webhook may subscribe to, in the interface's order.
-    pub const WEBHOOK_TYPES: [EventType; 16] = [
+    pub const WEBHOOK_TYPES: [EventType; 19] = [
         EventType::Chat,
         EventType::UserJoined,
         EventType::UserParted,
@@ -106,6 +115,9 @@ impl EventType {
         EventType::FediverseEngagementLike,
         EventType::FediverseEngagementRepost,
         EventType::ScheduledEvents,
+        EventType::SimulcastStateChanged,
+        EventType::ReplayReady,
+        EventType::ClipCreated,
     ];
 
     /// The wire name (`"CHAT"`, `"VISIBILITY-UPDATE"`, ...).
@@ -133,6 +145,9 @@ impl EventType {
             EventType::ScheduleReminder => "SCHEDULE_REMINDER",
             EventType::ScheduleFederation => "SCHEDULE_FEDERATION",
             EventType::ScheduleChatClosing => "SCHEDULE_CHAT_CLOSING",
+            EventType::SimulcastStateChanged => "SIMULCAST_STATE_CHANGED",
+            EventType::ReplayReady => "REPLAY_READY",
+            EventType::ClipCreated => "CLIP_CREATED",
         }
     }
 
@@ -172,6 +187,16 @@ pub enum Event {
         event_id: String,
         body: String,
     },
+    /// A simulcast target's status after a state change `{id, name, state, since, bytesSent, ...}`.
+    SimulcastStateChanged(serde_json::Value),
+    /// castd: a replay is finished (its JSON as `/api/admin/replays` lists it).
+    ReplayReady(serde_json::Value),
+    /// castd: a clip was created (its JSON as `/api/clips` lists it); `announce` with the chat line
+    /// "NAME clipped TITLE" when a viewer made it and announcing is on.
+    ClipCreated {
+        clip: serde_json::Value,
+        announce: Option<String>,
+    },
 }
 
 impl Event {
@@ -187,6 +212,9 @@ impl Event {
             Event::ScheduleReminder { .. } => EventType::ScheduleReminder,
             Event::ScheduleFederation(_) => EventType::ScheduleFederation,
             Event::ScheduleChatClosing { .. } => EventType::ScheduleChatClosing,
+            Event::SimulcastStateChanged(_) => EventType::SimulcastStateChanged,
+            Event::ReplayReady(_) => EventType::ReplayReady,
+            Event::ClipCreated { .. } => EventType::ClipCreated,
         }
     }
 
@@ -201,6 +229,9 @@ impl Event {
             Event::ScheduleReminder { event_id, text } => Ok(serde_json::json!({ "id": event_id, "text": text })),
             Event::ScheduleFederation(a) => serde_json::to_value(a),
             Event::ScheduleChatClosing { event_id, body } => Ok(serde_json::json!({ "id": event_id, "body": body })),
+            Event::SimulcastStateChanged(data) => Ok(data.clone()),
+            Event::ReplayReady(replay) => Ok(replay.clone()),
+            Event::ClipCreated { clip, .. } => Ok(clip.clone()),
         };
         v.unwrap_or(serde_json::Value::Null)
     }
@@ -247,6 +278,8 @@ pub enum HealthSource {
     Security,
     /// Object storage uploads failing or falling behind (or recovered).
     Storage,
+    /// A simulcast target failing for `simulcast::FAIL_AFTER` (or recovered).
+    Simulcast,
 }
 
 /// HEALTH_ALERT: the health after the change, and what changed it.

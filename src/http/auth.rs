@@ -49,6 +49,15 @@ impl AdminAuth {
         Self { settings, bus, cache: Arc::default() }
     }
 
+    /// Whether a request's headers carry the admin's Basic credentials (for routes that are public in
+    /// part, such as a replay the owner made public).
+    pub async fn is_admin(&self, headers: &axum::http::HeaderMap) -> bool {
+        match basic_password(headers) {
+            Some(p) => self.check(&p).await,
+            None => false,
+        }
+    }
+
     /// Check `password` against the stored admin hash (the slow hash runs off the async threads and
     /// is cached on success).
     pub async fn check(&self, password: &str) -> bool {
@@ -125,7 +134,7 @@ pub async fn require_admin(State(auth): State<AdminAuth>, req: Request, next: Ne
     if !same_origin(&req) {
         return ApiError::Forbidden("forbidden: cross-origin admin request".into()).into_response();
     }
-    let Some(password) = basic_password(&req) else {
+    let Some(password) = basic_password(req.headers()) else {
         return ApiError::Unauthorized.into_response();
     };
     if !auth.check(&password).await {
@@ -135,8 +144,8 @@ pub async fn require_admin(State(auth): State<AdminAuth>, req: Request, next: Ne
 }
 
 /// The password of a Basic `admin:<password>` header, if that is what the request carries.
-fn basic_password(req: &Request) -> Option<String> {
-    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+fn basic_password(headers: &axum::http::HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, encoded) = value.split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;
@@ -199,4 +208,9 @@ pub trait UserTokens: Send + Sync {
     /// and identity, take over the display name if one is given (unless an authenticated user has
     /// it), and tell the user's open chat sockets.
     fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a>;
+    /// The user holding `token`, enabled or not (clip permissions tell a disabled user apart).
+    fn user<'a>(&'a self, token: &'a str) -> UserFetch<'a>;
 }
+
+/// The future `UserTokens::user` returns.
+pub type UserFetch<'a> = Pin<Box<dyn Future<Output = Option<crate::events::chat::User>> + Send + 'a>>;

@@ -460,6 +460,13 @@ impl Registry {
         lanes::WebService::new(router, lanes)
     }
 
+    /// The service with `front` ahead of everything (no fast lanes): `front` decides, and hands what it
+    /// serves locally to the router it is given (a cluster edge, `cluster::proxy`).
+    pub fn into_service_behind(self, front: impl FnOnce(Router) -> Router) -> lanes::WebService {
+        let (router, _lanes) = self.into_service_parts();
+        lanes::WebService::new(front(router), Vec::new())
+    }
+
     #[allow(clippy::type_complexity)]
     fn into_service_parts(self) -> (Router, Vec<(&'static str, Arc<dyn lanes::Lane>)>) {
         let doc = Arc::new(self.document());

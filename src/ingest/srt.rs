@@ -9,15 +9,16 @@
 //! publisher while one is live `2409 conflict` (the media plane's one-publisher rule), a malformed
 //! streamid `2400 bad request`. With a passphrase set (`srt/passphrase`), the connection is encrypted
 //! and a publisher with the wrong passphrase is refused by the handshake (`1010 bad secret`), one
-//! without any (`1011 unsecure`). Without a passphrase, an encrypting publisher that announces its key
-//! length is refused `1011`; one that does not (libsrt's default `pbkeylen`) makes srt-tokio's listener
-//! task panic (`unimplemented!` in its handshake code), so `serve` binds the listener again: that
-//! publisher's connection times out, and a live SRT publisher is dropped (known srt-tokio 0.4.4 limit;
-//! unknown handshake extensions, such as a packet filter, do the same).
+//! without any (`1011 unsecure`). Without a passphrase, an encrypting publisher is refused `1011`.
+//! srt-protocol 0.4.4 panicked on that and on other packets from the network (unknown handshake
+//! extensions such as a packet filter, short extensions, peer-error packets), taking the listener task
+//! and every SRT connection with it; castd builds a patched copy (`vendor/srt-protocol`, see its
+//! CASTD-CHANGES.md; the `srt` fuzz target drives its listener and connection with arbitrary
+//! datagrams). `serve` still binds the listener again should its task ever end.
 //!
 //! The accepted publisher's payloads are cut into TS packets and runs (`media::ts`) and handed on
-//! through the ingest's `Feeder`; the program tables give the broadcaster details (codecs, encoder)
-//! and the payload bytes the measured bitrates. A publisher that sends nothing for `IDLE_TIMEOUT` is
+//! through the ingest's `Feeder`; the program tables give the broadcaster details (codecs, encoder),
+//! the H.264 SPS the picture size and frame rate, and the payload bytes the measured bitrates. A publisher that sends nothing for `IDLE_TIMEOUT` is
 //! dropped; so is one the admin disconnects.
 
 use std::net::SocketAddr;
@@ -96,6 +97,24 @@ pub fn stream_key(stream_id: &str) -> Result<String, StreamIdRefusal> {
     }
 }
 
+/// The stream key a publisher's streamid names, as `stream_key` reads it; when that is not a valid key
+/// (`valid`) and the streamid holds `%XX` escapes, its percent-decoded form is tried too (a client that
+/// does not decode its URL's query sends `%23%21%3A%3Ar%3Dlive%2FKEY` for `#!::r=live/KEY`; a key that
+/// really contains `%` still works as it is).
+pub fn publish_key(stream_id: &str, valid: impl Fn(&str) -> bool) -> Result<String, StreamIdRefusal> {
+    let plain = stream_key(stream_id);
+    if matches!(&plain, Ok(k) if valid(k)) || !stream_id.contains('%') {
+        return plain;
+    }
+    match percent_encoding::percent_decode_str(stream_id).decode_utf8() {
+        Ok(decoded) if decoded != stream_id => match stream_key(&decoded) {
+            Ok(k) if valid(&k) => Ok(k),
+            _ => plain,
+        },
+        _ => plain,
+    }
+}
+
 /// `KEY`, `live/KEY`, `/live/KEY` (a `?query` is ignored); `live` alone has no key.
 fn path_key(path: &str) -> String {
     let path = path.split('?').next().unwrap_or("").trim_matches('/');
@@ -115,9 +134,9 @@ pub fn bind_address(s: &crate::config::Settings) -> Result<std::net::IpAddr, std
 /// Listen for SRT publishers on `socket` until `stop` fires; then the live SRT broadcaster (if any)
 /// is dropped, which ends the stream the normal way.
 ///
-/// srt-tokio's listener task can panic on handshakes it does not implement (an unknown handshake
-/// extension such as a packet filter, or an encrypting publisher when no passphrase is set); the
-/// listener is then bound again (which also drops a live SRT publisher), so SRT ingest stays up.
+/// Should srt-tokio's listener task end on its own (it panicked on network input before castd patched
+/// srt-protocol; see the module doc), the listener is bound again (which also drops a live SRT
+/// publisher), so SRT ingest stays up.
 pub fn start(ingest: Arc<Ingest>, socket: UdpSocket, tasks: &Tasks) {
     tasks.spawn(Stage::Ingest, "srt listener", serve(ingest, socket, tasks.clone()));
 }
@@ -216,7 +235,7 @@ async fn decide(
 ) -> Option<(PublisherGuard, SrtSocket)> {
     let addr = request.remote();
     let stream_id = request.stream_id().map(|s| s.to_string()).unwrap_or_default();
-    let refusal = match stream_key(&stream_id) {
+    let refusal = match publish_key(&stream_id, |k| ingest.stream_key_valid(k)) {
         Err(StreamIdRefusal::Malformed) => Some((server(ServerRejectReason::BadRequest), "a malformed streamid")),
         Err(StreamIdRefusal::NotPublish) => Some((server(ServerRejectReason::BadMode), "not a publish")),
         Err(StreamIdRefusal::NoKey) => Some((server(ServerRejectReason::Unauthorized), "no stream key")),
@@ -336,6 +355,12 @@ impl Publish {
             d.encoder = program.encoder;
             changed = true;
         }
+        if let Some(picture) = self.demux.take_picture_change() {
+            let d = &mut self.details;
+            (d.width, d.height) = (picture.width, picture.height);
+            d.framerate = picture.framerate.unwrap_or_default();
+            changed = true;
+        }
         let elapsed = self.window_start.elapsed();
         if elapsed >= BITRATE_WINDOW {
             let (video, audio) = self.demux.take_bytes();
@@ -359,6 +384,22 @@ impl Publish {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_encoded_stream_ids_are_decoded_only_when_that_names_a_valid_key() {
+        let valid = |k: &str| k == "abc123" || k == "50%off";
+        assert_eq!(publish_key("%23%21%3A%3Ar%3Dlive%2Fabc123%2Cm%3Dpublish", valid), Ok("abc123".into()));
+        assert_eq!(publish_key("live%2Fabc123", valid), Ok("abc123".into()));
+        // A key that contains `%` is taken as it is; so is one that does not decode to a valid key.
+        assert_eq!(publish_key("50%off", valid), Ok("50%off".into()));
+        assert_eq!(publish_key("live%2Fwrong", valid), Ok("live%2Fwrong".into()));
+        assert_eq!(publish_key("%ff%fe", valid), Ok("%ff%fe".into()));
+        // Decoded, a refusal is still a refusal (and the plain reading's answer is kept).
+        assert_eq!(
+            publish_key("%23%21%3A%3Ar%3Dlive%2Fabc123%2Cm%3Drequest", valid),
+            Ok("%23%21%3A%3Ar%3Dlive%2Fabc123%2Cm%3Drequest".into())
+        );
+    }
 
     #[test]
     fn stream_id_forms() {

@@ -40,8 +40,16 @@ pub const BLOCK_TARGETS: u32 = 3;
 pub const PARTS_KEPT_SEGMENTS: usize = 4;
 
 const PLAYLIST_TYPE: &str = "application/x-mpegURL";
-const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
-const MEDIA_CACHE: &str = "public, max-age=31536000, immutable";
+/// `Cache-Control` of a playlist asked for without delivery directives: it changes with every part,
+/// so a shared cache keeps it one second at most (as AWS MediaPackage does for LL-HLS).
+pub const PLAYLIST_CACHE: &str = "public, max-age=1";
+/// `Cache-Control` of a blocking reload (`_HLS_msn`, with or without `_HLS_part`/`_HLS_skip`): every
+/// answer to that query holds the part asked for, so a cache keyed by the whole URL (query included,
+/// as Apple's LL-HLS spec expects of CDNs) may serve it to every player that asks the same; longer
+/// than any player waits on one, shorter than the live window.
+pub const BLOCKING_CACHE: &str = "public, max-age=10";
+/// `Cache-Control` of parts, segments and init segments: their names are never reused.
+pub const MEDIA_CACHE: &str = "public, max-age=31536000, immutable";
 
 /// One part in the window.
 #[derive(Debug, Clone)]
@@ -237,7 +245,8 @@ impl Directives {
 
 fn unavailable(msg: &str) -> Response {
     let body = serde_json::json!({ "success": false, "message": msg }).to_string();
-    (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "application/json")], Body::from(body)).into_response()
+    let headers = [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-store")];
+    (StatusCode::SERVICE_UNAVAILABLE, headers, Body::from(body)).into_response()
 }
 
 impl LlHls {
@@ -348,7 +357,8 @@ impl LlHls {
             reports.sort_unstable();
             playlist::render(v, d.skip, &reports)
         };
-        let file = FileBody::from_content(Bytes::from(text), SystemTime::now(), PLAYLIST_TYPE, NO_CACHE);
+        let cache = if d.msn.is_some() { BLOCKING_CACHE } else { PLAYLIST_CACHE };
+        let file = FileBody::from_content(Bytes::from(text), SystemTime::now(), PLAYLIST_TYPE, cache);
         Ok(respond(headers, &file))
     }
 

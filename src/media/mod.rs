@@ -8,19 +8,23 @@
 //!                                                                         |  retention records it first
 //!                                                                         v
 //!                        feed::Feed (typed MediaEvents, a bounded queue per consumer)
-//!                          |            |             |          (next: recordings, simulcast, webrtc)
-//!                         hls         llhls        storage  (holds segments it still uploads)
+//!                          |            |             |          |        (next: recordings, webrtc)
+//!                         hls         llhls        storage   simulcast (variant targets)
+//!
+//! ingest --Feeder--> tap::SourceTap (the source's own chunks, one bounded ring) --> simulcast (source targets)
 //! ```
 //! - `source`: publishers and the single-publisher rule.
 //! - `flv`: FLV tags, the container RTMP publishers send.
 //! - `ts`: MPEG-TS, the container SRT publishers send: packet framing, program tables, random access.
 //! - `tsmux`: MPEG-TS written from bare H.264 and Opus access units (WHIP), for the worker's demuxer.
-//! - `h264`: H.264 Annex-B NAL units, keyframes and the SPS's picture size.
+//! - `h264`: H.264 Annex-B NAL units, keyframes and the SPS's picture size and frame rate.
 //! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
 //! - `retention`: live windows per variant and holds; the only deleter of segment files.
 //! - `realtime`: the real-time feed for WebRTC viewers (one variant's H.264 access units and Opus
 //!   audio, from the worker), a bounded broadcast with coalesced keyframe requests.
+//! - `tap`: the live source's own media for consumers that forward it without an encode (a late
+//!   reader starts at a keyframe; a slow one skips to the next; the publisher never waits).
 //!
 //! This module is in the bottom layer: features use it, it imports no feature.
 
@@ -30,6 +34,7 @@ pub mod h264;
 pub mod realtime;
 pub mod retention;
 pub mod source;
+pub mod tap;
 pub mod ts;
 pub mod tsmux;
 
@@ -39,14 +44,16 @@ use std::sync::Arc;
 pub use feed::{Delivery, Feed, HlsPart, MediaEvent, SegmentWritten, Subscription};
 pub use retention::{Hold, Retention};
 pub use source::{Container, MediaChunk, Protocol, PublisherGuard, PublisherSlot, Source};
+pub use tap::{SourceTap, TapReader, TapStream};
 
-/// The plane's shared state: the feed, retention and the publisher slot.
+/// The plane's shared state: the feed, retention, the publisher slot and the source tap.
 pub struct MediaPlane {
     pub feed: Feed,
     pub retention: Arc<Retention>,
     pub slot: Arc<PublisherSlot>,
     /// The real-time feed (WHEP).
     pub realtime: Arc<realtime::Realtime>,
+    pub tap: Arc<SourceTap>,
 }
 
 impl MediaPlane {
@@ -57,6 +64,7 @@ impl MediaPlane {
             retention: Retention::new(hls_dir),
             slot: Arc::new(PublisherSlot::default()),
             realtime: Arc::new(realtime::Realtime::default()),
+            tap: Arc::new(SourceTap::default()),
         })
     }
 

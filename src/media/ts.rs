@@ -279,6 +279,10 @@ pub struct Demux {
     done: Vec<MediaChunk>,
     /// Payload bytes of the video and audio streams since `take_bytes`.
     bytes: (u64, u64),
+    /// The picture size and frame rate of the latest H.264 SPS, and whether it changed since
+    /// `take_picture_change`.
+    picture: Option<super::h264::SpsInfo>,
+    picture_changed: bool,
 }
 
 impl Demux {
@@ -290,6 +294,11 @@ impl Demux {
     /// The program, once after each change.
     pub fn take_program_change(&mut self) -> Option<Program> {
         std::mem::take(&mut self.program_changed).then(|| self.program.clone())
+    }
+
+    /// The picture size and frame rate (from the H.264 SPS), once after each change.
+    pub fn take_picture_change(&mut self) -> Option<super::h264::SpsInfo> {
+        std::mem::take(&mut self.picture_changed).then_some(self.picture).flatten()
     }
 
     /// Video and audio payload bytes since the last call.
@@ -328,6 +337,15 @@ impl Demux {
         let is_video = Some(h.pid) == self.program.video_pid;
         if is_video {
             self.bytes.0 += pl.len() as u64;
+            // The SPS leads each keyframe's PES (after the access unit delimiter) in the first packet.
+            if h.start && self.program.video_codec == "H.264" {
+                if let Some(sps) = pes_payload(pl).and_then(super::h264::find_sps) {
+                    if self.picture != Some(sps) {
+                        self.picture = Some(sps);
+                        self.picture_changed = true;
+                    }
+                }
+            }
         } else if Some(h.pid) == self.program.audio_pid {
             self.bytes.1 += pl.len() as u64;
         }

@@ -46,6 +46,8 @@ use crate::stream::StreamWatch;
 use crate::tasks::{Stage, Tasks};
 use crate::telemetry::Telemetry;
 
+/// The folder under the prefix that belongs to the replays (never cleaned up as a leftover).
+pub const REPLAYS_FOLDER: &str = "replays/";
 /// Uploads in flight at once, all variants together.
 pub const UPLOAD_CONCURRENCY: usize = 8;
 /// Tries per object (the first and the retries).
@@ -56,7 +58,6 @@ const BACKOFF: Duration = Duration::from_millis(250);
 pub const MAX_QUEUED: usize = 64;
 
 const PLAYLIST_TYPE: &str = "application/x-mpegURL";
-const NO_CACHE: &str = "no-cache, no-store, must-revalidate";
 const SEGMENT_CACHE: &str = "public, max-age=31536000, immutable";
 
 /// What the storage feature is given.
@@ -86,6 +87,26 @@ pub struct Target {
 }
 
 impl Target {
+    /// The client (other features' objects, such as replays, go through it too).
+    pub fn client(&self) -> &S3Client {
+        &self.client
+    }
+
+    /// The key of `rel` directly under the `pathPrefix` (the live stream's files are under
+    /// `<prefix>hls/`; replays under `<prefix>replays/`).
+    pub fn key(&self, rel: &str) -> String {
+        format!("{}{rel}", self.prefix)
+    }
+
+    /// The public URL of `key`: on the `videoServingEndpoint` when set, else the bucket's.
+    pub fn public_url(&self, key: &str) -> String {
+        if self.serving.is_empty() {
+            self.client.object_url(key)
+        } else {
+            format!("{}/{key}", self.serving)
+        }
+    }
+
     /// The public URL of the folder holding `rel`'s variant (ends with `/`).
     fn public_folder(&self, variant: usize) -> String {
         let key = playlist::key(&self.prefix, &format!("{variant}/"));
@@ -204,6 +225,12 @@ impl Storage {
         self.target.read().clone()
     }
 
+    /// The bucket while object storage is on (replays keep finished recordings under
+    /// `<pathPrefix>/replays/`, which the leftover clean-up leaves alone).
+    pub fn bucket(&self) -> Option<Arc<Target>> {
+        self.target()
+    }
+
     /// Build the target from the settings (none when storage is disabled or the settings are unusable).
     fn reload(&self) -> Option<Arc<Target>> {
         let s = self.settings.get();
@@ -291,7 +318,8 @@ impl Storage {
         }
     }
 
-    /// Remove everything under `<prefix>hls/` (leftovers of earlier runs); true when done.
+    /// Remove everything under `<prefix>hls/` (leftovers of earlier runs; replays under
+    /// `<prefix>replays/` are not touched); true when done.
     async fn clean_leftovers(&self, target: &Target) -> bool {
         let under = playlist::key(&target.prefix, "");
         let result = async {
@@ -383,7 +411,7 @@ impl Storage {
 
     /// Bring the master playlist up to date.
     async fn sync_master(&self, target: &Target) -> Result<(), ClientError> {
-        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: NO_CACHE };
+        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: crate::hls::PLAYLIST_CACHE };
         self.upload(target, "stream.m3u8", &meta).await.map(drop)
     }
 
@@ -520,14 +548,15 @@ impl Storage {
             // Named but not uploaded (given up, or from before storage was on): not published.
             return Ok(());
         }
-        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: NO_CACHE };
+        let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: crate::hls::PLAYLIST_CACHE };
         if let Err(e) = self.upload(target, &rel, &meta).await {
             self.served.write().remove(&rel);
             return Err(e);
         }
         let served = playlist::rewrite(&text, &target.public_folder(n));
         let max_lag = Duration::from_secs_f64(playlist::target_duration(&text).unwrap_or(2.0).clamp(1.0, 30.0) * 2.0);
-        let body = FileBody::from_content(Bytes::from(served), SystemTime::now(), PLAYLIST_TYPE, NO_CACHE);
+        let body =
+            FileBody::from_content(Bytes::from(served), SystemTime::now(), PLAYLIST_TYPE, crate::hls::PLAYLIST_CACHE);
         // Only a still-current generation may publish what it uploaded.
         if self.target().is_some_and(|t| t.generation == target.generation) {
             self.served.write().insert(rel, Served { body, revision, max_lag });

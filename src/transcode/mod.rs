@@ -36,6 +36,7 @@ pub mod cmaf;
 pub mod encoders;
 pub mod hw;
 pub mod recipe;
+pub mod remux;
 pub mod report;
 pub mod rtlink;
 pub mod scale;

@@ -55,7 +55,7 @@ use super::{new_segment_id, thumbnail, Transcoder, WorkerConfig, WorkerEvent};
 use crate::events::Event;
 use crate::health::HealthInput;
 use crate::media::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
-use crate::media::{MediaChunk, MediaEvent, PublisherGuard};
+use crate::media::{MediaChunk, MediaEvent, PublisherGuard, SourceTap};
 use crate::stream::{stream_event, Broadcaster, StreamDetails};
 use crate::tasks::{Stage, Tasks};
 use tokio_util::sync::CancellationToken;
@@ -78,12 +78,22 @@ const HLS_PROBE_BYTES: usize = 256 * 1024;
 /// How long a finishing worker may take to finalise its playlists.
 pub const FINISH_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The ingest's end of the feed.
+/// The ingest's end of the feed. Every chunk also goes to the media plane's source tap (before this
+/// feed's own queue, so a transcoder that is behind does not cost a forward target media); dropping
+/// the feeder ends the stream on the tap.
 pub struct Feeder {
     tx: mpsc::Sender<MediaChunk>,
     details: watch::Sender<StreamDetails>,
     skipping: bool,
     dropped: u64,
+    tap: Arc<SourceTap>,
+    tap_stream: u64,
+}
+
+impl Drop for Feeder {
+    fn drop(&mut self) {
+        self.tap.end(self.tap_stream);
+    }
 }
 
 impl Feeder {
@@ -94,6 +104,7 @@ impl Feeder {
 
     /// Hand a chunk of media to the supervisor without waiting (see the slow-consumer policy above).
     pub fn push(&mut self, chunk: MediaChunk) {
+        self.tap.publish(self.tap_stream, &chunk);
         if self.skipping {
             if chunk.is_random_access() {
                 warn!(dropped = self.dropped, "transcoder was behind; media skipped up to this keyframe");
@@ -131,6 +142,7 @@ pub fn start(t: &Arc<Transcoder>, publisher: PublisherGuard) -> Feeder {
     let now = Utc::now();
     t.deps.stream.update(|st| {
         st.online = true;
+        st.stream_id = Some(crate::password::random_token(10));
         st.last_connect_time = Some(now);
         st.broadcaster = Some(Broadcaster { remote_addr: remote.to_string(), time: Some(now), ..Default::default() });
         st.worker_pid = None;
@@ -138,8 +150,10 @@ pub fn start(t: &Arc<Transcoder>, publisher: PublisherGuard) -> Feeder {
     });
     publish_stream_event(t, Event::StreamStarted);
     // Chat sends Owncast's "Stay tuned, the stream is starting!" when it sees STREAM_STARTED.
+    let tap = t.deps.media.tap.clone();
+    let tap_stream = tap.begin(publisher.source().container);
     t.deps.tasks.spawn(Stage::Stream, "stream supervisor", supervise(t.clone(), rx, details_rx, publisher));
-    Feeder { tx, details: details_tx, skipping: false, dropped: 0 }
+    Feeder { tx, details: details_tx, skipping: false, dropped: 0, tap, tap_stream }
 }
 
 /// Publish STREAM_STARTED or STREAM_STOPPED with the current state.
@@ -385,6 +399,7 @@ async fn supervise(
     }
     t.deps.stream.update(|st| {
         st.online = false;
+        st.stream_id = None;
         st.last_disconnect_time = Some(Utc::now());
         st.broadcaster = None;
         st.worker_pid = None;

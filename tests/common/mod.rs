@@ -7,6 +7,7 @@ pub mod fedactor;
 pub mod media;
 pub mod push;
 pub mod receiver;
+pub mod redis;
 pub mod s3;
 pub mod slowproxy;
 

@@ -1,16 +1,18 @@
 //! A slow network in front of a loopback server: a TCP proxy on 127.0.0.1 that holds every chunk a
 //! client sends for a fixed delay before passing it on (answers come back at once). Used to make the
-//! S3 server slow for castd's uploader.
+//! S3 server slow for castd's uploader. With no delay it is a stable address for a server that
+//! restarts on another port (`retarget`), as the cluster test's origin.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub struct SlowProxy {
     pub port: u16,
     stop: Arc<AtomicBool>,
+    upstream: Arc<AtomicU16>,
 }
 
 impl SlowProxy {
@@ -20,13 +22,15 @@ impl SlowProxy {
         let port = listener.local_addr().expect("proxy address").port();
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
+        let upstream = Arc::new(AtomicU16::new(upstream));
+        let target = upstream.clone();
         listener.set_nonblocking(true).expect("non-blocking accept");
         std::thread::spawn(move || {
             while !stopping.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((client, _)) => {
                         let _ = client.set_nonblocking(false);
-                        if let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) {
+                        if let Ok(server) = TcpStream::connect(("127.0.0.1", target.load(Ordering::Relaxed))) {
                             pipe(client, server, delay);
                         }
                     }
@@ -34,7 +38,12 @@ impl SlowProxy {
                 }
             }
         });
-        SlowProxy { port, stop }
+        SlowProxy { port, stop, upstream }
+    }
+
+    /// New connections go to `127.0.0.1:upstream` from now on.
+    pub fn retarget(&self, upstream: u16) {
+        self.upstream.store(upstream, Ordering::Relaxed);
     }
 
     pub fn endpoint(&self) -> String {

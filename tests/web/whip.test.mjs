@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { collectErrors, launchBrowser, newContext } from './browser.mjs';
-import { Castd, waitFor } from './castd.mjs';
+import { Castd, sleep, waitFor } from './castd.mjs';
 
 const run = promisify(execFile);
 const STREAM_KEY = 'whip-e2e-key-1';
@@ -84,6 +84,7 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
   // Same origin as the endpoint; getUserMedia needs a secure context, which 127.0.0.1 is.
   await page.goto(castd.url('/'));
   const posted = await publish(page);
+  const publishedAt = Date.now();
   const diag = () => `\nbrowser errors: ${errors.join('; ') || '(none)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
   assert.ok(!posted.error, posted.error);
   assert.equal(posted.status, 201, `POST /whip answered ${posted.status}: ${posted.answer}${diag()}`);
@@ -135,6 +136,10 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
   assert.equal(details.height, 480);
   assert.ok(details.framerate > 5, `a measured framerate: ${details.framerate}`);
   assert.match(status.broadcaster.remoteAddr ?? '', /127\.0\.0\.1/);
+
+  // Still live past the connect timeout (15 s: a session that never connects ends then; this one did).
+  await sleep(Math.max(0, 20_000 - (Date.now() - publishedAt)));
+  assert.equal((await castd.getJson('/api/status')).online, true, `still live 20 s after the publish${diag()}`);
 
   // DELETE on the resource ends the publish.
   const del = await castd.fetch(posted.location, { method: 'DELETE' });

@@ -91,6 +91,7 @@ export interface PublicConfig {
   autoplay?: string;
   authentication?: { indieAuthEnabled: boolean };
   schedule?: { enabled: boolean; showCountdown: boolean; chatOpenMinutesBefore: number };
+  clips?: { enabled: boolean; maxDurationSeconds: number; permissions: string };
 }
 
 /** The current or next scheduled stream, as `/api/status` gives it. */
@@ -141,6 +142,8 @@ export interface PublicStatus {
   serverTime?: string;
   versionNumber?: string;
   scheduledEvent?: ScheduledStatus;
+  /** The live broadcast's id, while live and clipping is on. */
+  streamId?: string;
 }
 
 export interface RegisterResponse {
@@ -160,6 +163,29 @@ export interface CustomEmoji {
 export interface StreamKey {
   key: string;
   comment: string;
+}
+
+/** A simulcast target as `serverconfig` shows it (`streamKey`: `********` when set, empty when not). */
+export interface SimulcastTarget {
+  id: string;
+  name: string;
+  url: string;
+  streamKey: string;
+  enabled: boolean;
+  /** `source` (the broadcaster's stream, no encode) or a variant index. */
+  variant: 'source' | number;
+}
+
+/** `GET /api/admin/simulcast/status`: one per target. */
+export interface SimulcastStatus {
+  id: string;
+  name: string;
+  state: 'off' | 'connecting' | 'live' | 'retrying' | 'failed';
+  since: string;
+  bytesSent: number;
+  bitrateKbps: number;
+  lastError: string | null;
+  reconnects: number;
 }
 
 export interface OutputVariant {
@@ -335,6 +361,16 @@ export interface ServerConfig {
     firstReminderMinutes: number;
     secondReminderMinutes: number;
   };
+  replay?: {
+    enabled: boolean;
+    clipsEnabled: boolean;
+    maxClipDurationSeconds: number;
+    clipPermissions: string;
+    forcedByCommandLine: boolean;
+    maxGigabytes: number;
+    retentionDays: number;
+    announceClips: boolean;
+  };
   yp: { enabled: boolean; instanceUrl: string };
   externalActions: ExternalAction[];
   chatDisabled: boolean;
@@ -354,6 +390,8 @@ export interface ServerConfig {
   srtServerPort: number;
   /** SRT encryption passphrase; empty when SRT is unencrypted. */
   srtPassphrase: string;
+  /** castd: simulcast targets, stream keys masked. */
+  simulcastTargets?: SimulcastTarget[];
 }
 
 export interface EncoderInfo {
@@ -497,6 +535,9 @@ export const postJSON = <T = StatusResponse>(url: string, body: unknown) => requ
 export const api = {
   config: () => getJSON<PublicConfig>('/api/config'),
   status: () => getJSON<PublicStatus>('/api/status'),
+  replays: () => getJSON<Replay[]>('/api/replays'),
+  clip: (accessToken: string, body: { streamId: string; clipTitle: string; relativeStartTimeSeconds: number; relativeEndTimeSeconds: number }) =>
+    postJSON<{ success: boolean; message: string; id: string; durationSeconds: number }>(withQuery('/api/clip', { accessToken }), body),
   ping: () => fetch(apiUrl('/api/ping'), { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
   emoji: () => getJSON<CustomEmoji[]>('/api/emoji'),
   register: (displayName?: string) =>
@@ -529,6 +570,42 @@ export const api = {
       keepalive: true,
     }).then(() => undefined),
 };
+
+// ---------- replays and clips ----------
+
+/** A recorded broadcast (`/api/admin/replays`, `/api/replays`). */
+export interface Replay {
+  id: string;
+  title?: string;
+  startTime: string;
+  endTime?: string;
+  inProgress?: boolean;
+  manifest: string;
+  durationSeconds: number;
+  totalBytes: number;
+  clipCount: number;
+  status: 'recording' | 'finished' | 'interrupted';
+  streamTitle: string;
+  public: boolean;
+  pinned: boolean;
+  download: string;
+}
+
+/** A clip (`/api/clips`). */
+export interface Clip {
+  id: string;
+  streamId: string;
+  clippedBy?: string;
+  title?: string;
+  streamTitle?: string;
+  relativeStartTime: number;
+  relativeEndTime: number;
+  durationSeconds: number;
+  manifest: string;
+  thumbnail?: string;
+  timestamp: string;
+  download: string;
+}
 
 // ---------- admin ----------
 

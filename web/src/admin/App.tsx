@@ -12,8 +12,10 @@ import { Health } from './pages/Health';
 import { Logs } from './pages/Logs';
 import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
+import { Replays } from './pages/Replays';
 import { Schedule } from './pages/Schedule';
 import { Server } from './pages/Server';
+import { Simulcast } from './pages/Simulcast';
 import { StreamKeys } from './pages/StreamKeys';
 import { Video } from './pages/Video';
 import { Webhooks } from './pages/Webhooks';
@@ -31,6 +33,8 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   notifications: Notifications,
   federation: Federation,
   schedule: Schedule,
+  simulcast: Simulcast,
+  replays: Replays,
   server: Server,
 };
 

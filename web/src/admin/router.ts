@@ -14,6 +14,8 @@ export const PAGES = [
   { id: 'notifications', label: 'Notifications' },
   { id: 'federation', label: 'Federation' },
   { id: 'schedule', label: 'Schedule' },
+  { id: 'simulcast', label: 'Simulcast' },
+  { id: 'replays', label: 'Replays & clips' },
   { id: 'server', label: 'Server' },
 ] as const;
 

@@ -8,6 +8,7 @@ import { About, ExternalActions } from './Info';
 import { pushSupported, subscribeToNotifications } from './notify';
 import { applyCustomisation } from './page';
 import { NextStream } from './Schedule';
+import { ClipButton, PastBroadcasts } from './Replays';
 import { Stage, StreamBar } from './Stage';
 import { useConfig, usePing, useStatus } from './useServer';
 
@@ -107,12 +108,14 @@ export function ViewerApp() {
         <section class="stage">
           <Stage config={config} status={status} />
           <StreamBar config={config} status={status} />
+          <ClipButton config={config} status={status} />
         </section>
         <section class="info">
           {config.nsfw && <NsfwNotice />}
           <NextStream config={config} status={status} />
           <ExternalActions actions={config.externalActions ?? []} />
           <About config={config} />
+          <PastBroadcasts />
         </section>
         {chat && <ChatPanel config={config} />}
       </main>

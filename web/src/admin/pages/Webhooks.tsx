@@ -21,6 +21,9 @@ export const WEBHOOK_EVENTS = [
   'PING',
   'PONG',
   'SCHEDULED_EVENTS',
+  'SIMULCAST_STATE_CHANGED',
+  'REPLAY_READY',
+  'CLIP_CREATED',
 ];
 
 /** Outbound webhooks: list, create `{url, events, secret}`, delete `{id}`. */

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Chat across a cluster (issue 33): origin + 2 edges sharing one chat through redis-server, with
+# 3 x N listening clients spread over the three nodes, against one castd with N clients; 20 senders
+# x 1 msg/s (bench/chat's load generator, chat-load). Prints chat-load's line for each, side by side:
+# delivered %, p50/p99/max latency (send stamp to receipt at every client), server CPU and RSS
+# (summed over the three nodes for the cluster).
+# Usage: bench/cluster/run.sh [PER_NODE_COUNTS...]   (default: 1000 3000 10000)  SECONDS_PER_RUN=20.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ulimit -n "$(ulimit -Hn)"
+COUNTS=("${@:-1000 3000 10000}"); COUNTS=(${COUNTS[*]})
+SECS="${SECONDS_PER_RUN:-20}"
+if [ -z "${CASTD_BIN:-}" ]; then
+  cargo build --profile perf --bin castd --example chat-load >&2
+fi
+BIN=${BENCH_TARGET:-target/perf}
+CASTD=${CASTD_BIN:-$BIN/castd}
+command -v redis-server >/dev/null || { echo "redis-server is needed (packaging/deps.sh)"; exit 1; }
+echo "machine: $(nproc) cores, $(awk '/MemTotal/{print int($2/1024)" MiB"}' /proc/meminfo), open files $(ulimit -n); window ${SECS}s; $(redis-server --version | cut -d' ' -f1-3)"
+
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# start_castd NAME ARGS...: prints "PID PORT"
+start_castd() {
+  local name=$1; shift
+  mkdir -p "$work/$name"
+  "$CASTD" --data-dir "$work/$name" --webserverip 127.0.0.1 --webserverport 0 --rtmpport 0 --srtport 0 \
+    --log-level warn,castd=info "$@" 2>"$work/$name/log" &
+  local pid=$!
+  for _ in $(seq 200); do grep -q "castd is ready" "$work/$name/log" 2>/dev/null && break; sleep 0.1; done
+  local port
+  port=$(sed -n 's/.*web server listening on http:\/\/[^ ]*:\([0-9]*\).*/\1/p' "$work/$name/log" | head -1)
+  echo "$pid $port"
+}
+
+for n in "${COUNTS[@]}"; do
+  # one node, N clients
+  read -r pid port < <(start_castd "single-$n")
+  "$BIN/examples/chat-load" --target castd --addr "127.0.0.1:$port" --clients "$n" --pid "$pid" --seconds "$SECS" \
+    | sed 's/^castd  /single /' || true
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  sleep 2
+
+  # origin + 2 edges over Redis, 3N clients
+  rport=$(free_port)
+  mkdir -p "$work/redis-$n"
+  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work/redis-$n" >/dev/null &
+  rpid=$!
+  for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  head -c 24 /dev/urandom | base64 > "$work/secret"
+  cl=(--redis-url "redis://127.0.0.1:$rport/0" --cluster-secret "$work/secret")
+  read -r opid oport < <(start_castd "origin-$n" "${cl[@]}")
+  read -r e1pid e1port < <(start_castd "edge1-$n" "${cl[@]}" --origin "http://127.0.0.1:$oport")
+  read -r e2pid e2port < <(start_castd "edge2-$n" "${cl[@]}" --origin "http://127.0.0.1:$oport")
+  pids+=("$rpid" "$opid" "$e1pid" "$e2pid")
+  "$BIN/examples/chat-load" --target castd --addr "127.0.0.1:$oport,127.0.0.1:$e1port,127.0.0.1:$e2port" \
+    --clients "$((3 * n))" --pid "$opid,$e1pid,$e2pid" --seconds "$SECS" | sed 's/^castd  /cluster/' || true
+  kill "$opid" "$e1pid" "$e2pid" "$rpid" 2>/dev/null || true
+  wait "$opid" "$e1pid" "$e2pid" "$rpid" 2>/dev/null || true
+  pids=()
+  sleep 2
+done

@@ -1,0 +1,323 @@
+//! The seam between chat and a cluster of castd nodes (the `cluster` feature does the Redis and HTTP
+//! work; chat only sees this module's types).
+//!
+//! Without a cluster the hub has no `Link` and chat is exactly the single box. With one:
+//! - on the **origin** (`Role::Origin`) everything chat does today still happens here (auth,
+//!   moderation, rate limits, filters, storage); every room frame is fanned out locally *and* queued
+//!   in the `OutQueue`, in the same order under one lock, and so are the changes the other nodes must
+//!   apply (`Outbound`: a user's new name or scopes, a kick, an IP ban, a reply to one remote client).
+//!   The cluster drains the queue into Redis in order; while Redis is down the queue keeps what the
+//!   nodes have not been sent yet (at most `OUT_QUEUE_MAX` entries, the oldest dropped beyond that).
+//! - on an **edge** (`Role::Edge`) the hub only relays: a client's CHAT/NAME_CHANGE/COLOR_CHANGE that
+//!   passed the per-connection checks (size, rate limit) is forwarded to the origin as an [`Inbound`]
+//!   (its id doubles as the stored message id, so a redelivered entry is stored and sent once), and
+//!   the room is fanned out only from what the origin sends (`apply`), so every node shows the same
+//!   order. A forward that Redis did not take is answered with [`MSG_UNAVAILABLE`] to that client.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use super::protocol::{self as p, User};
+use super::Chat;
+use crate::tasks::Stage;
+
+/// The text an edge's client gets when its message could not be handed to the origin.
+pub const MSG_UNAVAILABLE: &str = "Chat is temporarily unavailable; your message was not sent. Please try again.";
+/// Most entries the origin keeps for the other nodes while Redis is unreachable.
+pub const OUT_QUEUE_MAX: usize = 65_536;
+
+/// What the origin sends to every node (one entry of the outbound stream each).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum Outbound {
+    /// A room frame: every node fans it out to its clients.
+    Room { frame: String },
+    /// A frame for one client of one node (the answer to a remote client's message).
+    Client { node: String, client: u64, frame: String },
+    /// A user changed: every node updates its connections' copy (`info`: and sends them a fresh
+    /// CONNECTED_USER_INFO).
+    User { user: User, info: bool },
+    /// Close a user's connections `delay_ms` after sending them `frame` (disabled, deleted).
+    Kick { user_id: String, frame: Option<String>, delay_ms: u64 },
+    /// An address was banned: every node refuses and closes its connections.
+    Banned { ip: IpAddr },
+}
+
+/// What an edge sends to the origin (one entry of the inbound stream).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Inbound {
+    /// Unique per message; a CHAT is stored under this id (at-least-once delivery is deduplicated).
+    pub id: String,
+    pub node: String,
+    pub client: u64,
+    pub user_id: String,
+    pub ip: IpAddr,
+    /// CHAT, NAME_CHANGE, COLOR_CHANGE, or ROOM (a room event the edge made: join/part).
+    pub kind: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub new_name: Option<String>,
+    #[serde(default)]
+    pub new_color: Option<i64>,
+    #[serde(default)]
+    pub frame: Option<String>,
+}
+
+/// Kind of an [`Inbound`] that carries a room frame made by an edge.
+pub const ROOM: &str = "ROOM";
+
+/// The origin's answer to an edge asking who holds an access token (the edge's `/ws` check).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Lookup {
+    Ok { user: User },
+    Disabled { user: User },
+    Unknown,
+    Banned,
+    ChatDisabled,
+}
+
+/// A boxed future (the edge link's calls).
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What an edge's chat needs from the cluster.
+pub trait EdgeLink: Send + Sync {
+    /// Hand one client event to the origin; false when it was not taken (Redis unreachable).
+    fn forward(&self, msg: Inbound) -> BoxFuture<bool>;
+    /// Hand a room notice (join/part) to the origin when it can be; not waited for, not retried.
+    fn post(&self, msg: Inbound);
+    /// Ask the origin who holds `token` (connecting from `ip`); `Err` when the origin cannot answer.
+    fn lookup(&self, token: String, ip: IpAddr) -> BoxFuture<Result<Lookup, String>>;
+}
+
+/// This node's place in the cluster.
+pub enum Role {
+    Origin(Arc<OutQueue>),
+    Edge(Arc<dyn EdgeLink>),
+}
+
+/// The hub's link to the cluster (see the module doc).
+pub struct Link {
+    /// This node's name (unique in the cluster).
+    pub node: String,
+    pub role: Role,
+}
+
+/// The origin's ordered queue of what the other nodes must be sent (see the module doc).
+#[derive(Default)]
+pub struct OutQueue {
+    queue: Mutex<VecDeque<Outbound>>,
+    ready: Notify,
+    dropped: AtomicU64,
+}
+
+impl OutQueue {
+    /// Run `local` (the local fan-out) and queue `entry` under one lock, so the nodes get the room's
+    /// frames in the order the origin's clients did.
+    pub fn push_with(&self, local: impl FnOnce(), entry: Outbound) {
+        let mut q = self.queue.lock();
+        local();
+        if q.len() >= OUT_QUEUE_MAX {
+            q.pop_front();
+            let n = self.dropped.fetch_add(1, Ordering::Relaxed);
+            if n.is_power_of_two() {
+                tracing::warn!(
+                    dropped = n + 1,
+                    "cluster: the outbound queue is full (Redis down?); dropping the oldest"
+                );
+            }
+        }
+        q.push_back(entry);
+        drop(q);
+        self.ready.notify_one();
+    }
+
+    pub fn push(&self, entry: Outbound) {
+        self.push_with(|| {}, entry);
+    }
+
+    /// Up to `max` entries from the front (left in the queue until `consume`); waits for one.
+    pub async fn peek(&self, max: usize) -> Vec<Outbound> {
+        loop {
+            let notified = self.ready.notified();
+            {
+                let q = self.queue.lock();
+                if !q.is_empty() {
+                    return q.iter().take(max).cloned().collect();
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Remove `n` entries from the front (they were sent). Entries dropped meanwhile for room are not
+    /// removed twice: only what is still there is.
+    pub fn consume(&self, sent: &[Outbound]) {
+        let mut q = self.queue.lock();
+        for s in sent {
+            if q.front() == Some(s) {
+                q.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.queue.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Chat {
+    /// The cluster link, when this node is part of one.
+    pub fn link(&self) -> Option<&Link> {
+        self.hub.link()
+    }
+
+    /// Join a cluster (before the first connection).
+    pub fn set_link(&self, link: Link) {
+        self.hub.set_link(link);
+    }
+
+    /// The other nodes' connected clients (their latest presence; empty on a single box).
+    pub fn remote_clients(&self) -> Vec<super::hub::ClientInfo> {
+        self.remote_clients.read().clone()
+    }
+
+    /// Set by the cluster on the origin from the other nodes' presence.
+    pub fn set_remote_clients(&self, clients: Vec<super::hub::ClientInfo>) {
+        *self.remote_clients.write() = clients;
+    }
+
+    /// On the origin: queue `entry` for the other nodes (nothing otherwise).
+    pub(crate) fn to_nodes(&self, entry: Outbound) {
+        if let Some(Link { role: Role::Origin(q), .. }) = self.link() {
+            q.push(entry);
+        }
+    }
+}
+
+/// On every node but the origin: apply what the origin sent (see `Outbound`).
+pub fn apply(ctx: &Arc<Chat>, entry: Outbound) {
+    let node = ctx.link().map(|l| l.node.as_str()).unwrap_or_default();
+    match entry {
+        Outbound::Room { frame } => ctx.hub.broadcast_local(frame.into()),
+        Outbound::Client { node: n, client, frame } if n == node => {
+            if let Some(c) = ctx.hub.client(client) {
+                c.send(frame.into());
+            }
+        }
+        Outbound::Client { .. } => {}
+        Outbound::User { user, info } => {
+            ctx.hub.update_user_local(&user);
+            if info {
+                let info = p::frame(&p::connected_user_info(&user));
+                for c in ctx.hub.of_user(&user.id) {
+                    c.send(info.clone());
+                }
+            }
+        }
+        Outbound::Kick { user_id, frame, delay_ms } => {
+            let clients = ctx.hub.of_user(&user_id);
+            if clients.is_empty() {
+                return;
+            }
+            if let Some(frame) = frame {
+                let frame: axum::extract::ws::Utf8Bytes = frame.into();
+                for c in &clients {
+                    c.send(frame.clone());
+                }
+            }
+            ctx.tasks.spawn_until_stopped(Stage::Connections, "chat: cluster kick", async move {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                for c in clients {
+                    c.close();
+                }
+            });
+        }
+        Outbound::Banned { ip } => {
+            for c in ctx.hub.from_ip(ip) {
+                c.close();
+            }
+        }
+    }
+}
+
+/// The origin's answer to an edge's `/ws` token check (see `Lookup`).
+pub async fn lookup(ctx: &Chat, token: String, ip: IpAddr) -> Result<Lookup, crate::store::StoreError> {
+    if ctx.settings.get().chat.chat_disabled {
+        return Ok(Lookup::ChatDisabled);
+    }
+    if ctx.is_banned(ip) {
+        return Ok(Lookup::Banned);
+    }
+    Ok(match ctx.store.call(move |c| super::users::by_token(c, &token)).await? {
+        Some(user) if user.is_enabled() => Lookup::Ok { user },
+        Some(user) => Lookup::Disabled { user },
+        None => Lookup::Unknown,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn room(i: usize) -> Outbound {
+        Outbound::Room { frame: format!("f{i}") }
+    }
+
+    #[tokio::test]
+    async fn the_queue_keeps_order_until_sent_and_drops_the_oldest_when_full() {
+        let q = OutQueue::default();
+        for i in 0..3 {
+            q.push(room(i));
+        }
+        let first = q.peek(2).await;
+        assert_eq!(first, vec![room(0), room(1)]);
+        assert_eq!(q.len(), 3, "peeked entries stay until consumed");
+        q.consume(&first);
+        assert_eq!(q.peek(10).await, vec![room(2)]);
+        for i in 3..OUT_QUEUE_MAX + 3 {
+            q.push(room(i));
+        }
+        assert_eq!(q.len(), OUT_QUEUE_MAX);
+        assert_eq!(q.peek(1).await, vec![room(3)], "the oldest went");
+    }
+
+    #[test]
+    fn entries_round_trip_as_json() {
+        let i = Inbound {
+            id: "abc".into(),
+            node: "edge-1".into(),
+            client: 7,
+            user_id: "u".into(),
+            ip: "203.0.113.9".parse().unwrap(),
+            kind: p::CHAT.into(),
+            body: Some("hi".into()),
+            new_name: None,
+            new_color: None,
+            frame: None,
+        };
+        let back: Inbound = serde_json::from_str(&serde_json::to_string(&i).unwrap()).unwrap();
+        assert_eq!(back, i);
+        let o = Outbound::Banned { ip: "::1".parse().unwrap() };
+        let json = serde_json::to_string(&o).unwrap();
+        assert_eq!(json, r#"{"t":"banned","ip":"::1"}"#);
+        assert_eq!(serde_json::from_str::<Outbound>(&json).unwrap(), o);
+    }
+}

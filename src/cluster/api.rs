@@ -1,0 +1,60 @@
+//! The origin's route for its edges: `GET /api/cluster/chat/lookup?accessToken=&ip=` (who holds a
+//! chat access token, for an edge's `/ws` check; see `chat::relay::Lookup`). It needs the cluster
+//! secret in `X-Castd-Cluster-Secret`; without it, or with a wrong one, 403.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::Json;
+use serde::Deserialize;
+
+use super::{Cluster, SECRET_HEADER};
+use crate::chat::relay::{self, Lookup};
+use crate::http::{ApiError, Auth, Registry};
+
+const GROUP: &str = "Cluster";
+
+#[derive(Debug, Deserialize)]
+pub struct LookupQuery {
+    #[serde(rename = "accessToken")]
+    access_token: String,
+    ip: IpAddr,
+}
+
+/// The origin's cluster routes (registered only when it runs with `--redis-url`).
+pub fn routes(reg: &mut Registry, cluster: Arc<Cluster>) {
+    let mut reg = reg.scope(cluster);
+    reg.get(
+        "/api/cluster/chat/lookup",
+        GROUP,
+        Auth::Public,
+        "An edge's chat token check (needs the cluster secret)",
+        lookup,
+    )
+    .error(403, "No cluster secret, or a wrong one");
+}
+
+/// Refuse a request without the right cluster secret.
+pub fn check_secret(cluster: &Cluster, headers: &HeaderMap) -> Result<(), ApiError> {
+    let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
+    if cluster.secret_ok(given) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden("a valid cluster secret is required".into()))
+    }
+}
+
+async fn lookup(
+    State(cluster): State<Arc<Cluster>>,
+    headers: HeaderMap,
+    Query(q): Query<LookupQuery>,
+) -> Result<Json<Lookup>, ApiError> {
+    check_secret(&cluster, &headers)?;
+    if cluster.is_edge() {
+        return Err(ApiError::NotFound("this node is an edge".into()));
+    }
+    let ip = crate::chat::moderation::normalize_ip(q.ip);
+    Ok(Json(relay::lookup(&cluster.chat, q.access_token, ip).await?))
+}

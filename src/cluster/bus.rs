@@ -1,0 +1,488 @@
+//! The cluster's Redis work: the inbound stream (edges → origin, consumer group), the outbound stream
+//! (origin → every edge, each reading from the last entry it saw), presence counts, and the edge's
+//! token check against the origin (HTTP). See the module doc of `cluster` for the design.
+//!
+//! Connections: each task holds its own multiplexed connection, opened again after any error (with a
+//! pause of `RETRY`); every command is bounded by `COMMAND_TIMEOUT` (a blocking read by its block time
+//! plus that), so a Redis that stops answering looks like one that is down.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use redis::aio::MultiplexedConnection;
+use redis::streams::StreamReadReply;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::{Cluster, ClusterConfig, SECRET_HEADER};
+use crate::chat::relay::{self, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound};
+use crate::tasks::{Stage, Tasks};
+
+/// Edges → origin.
+pub const IN_STREAM: &str = "castd:chat:in";
+/// The origin's consumer group on `IN_STREAM`.
+pub const GROUP: &str = "origin";
+/// Origin → every node.
+pub const OUT_STREAM: &str = "castd:chat:out";
+/// Presence keys: `castd:presence:<node>`.
+pub const PRESENCE_PREFIX: &str = "castd:presence:";
+/// The set of node names that wrote presence.
+pub const NODES_KEY: &str = "castd:nodes";
+/// About how many entries each stream keeps (approximate trimming).
+const IN_MAX: usize = 100_000;
+const OUT_MAX: usize = 20_000;
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
+const BLOCK_MS: u64 = 2_000;
+const RETRY: Duration = Duration::from_millis(500);
+/// How often a node writes its counts, and how long they live.
+const PRESENCE_EVERY: Duration = Duration::from_secs(5);
+const PRESENCE_TTL_SECS: u64 = 30;
+/// How long an edge keeps the origin's answer about a token.
+const LOOKUP_TTL: Duration = Duration::from_secs(1);
+
+async fn connect(client: &redis::Client) -> Option<MultiplexedConnection> {
+    match tokio::time::timeout(COMMAND_TIMEOUT, client.get_multiplexed_async_connection()).await {
+        Ok(Ok(c)) => Some(c),
+        Ok(Err(e)) => {
+            tracing::debug!("cluster: Redis connection failed: {e}");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+/// Connect, retrying every `RETRY` until it works or the stage stops (`None`).
+async fn connect_retrying(client: &redis::Client, what: &str) -> MultiplexedConnection {
+    let mut warned = false;
+    loop {
+        if let Some(c) = connect(client).await {
+            if warned {
+                tracing::info!("cluster: {what}: Redis is back");
+            }
+            return c;
+        }
+        if !warned {
+            tracing::warn!("cluster: {what}: Redis is unreachable; retrying");
+            warned = true;
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+async fn query<T: redis::FromRedisValue>(
+    conn: &mut MultiplexedConnection,
+    cmd: &redis::Cmd,
+    limit: Duration,
+) -> Result<T, String> {
+    match tokio::time::timeout(limit, cmd.query_async::<T>(conn)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("timed out".into()),
+    }
+}
+
+fn xadd(stream: &str, max: usize, json: &str) -> redis::Cmd {
+    let mut c = redis::cmd("XADD");
+    c.arg(stream).arg("MAXLEN").arg("~").arg(max).arg("*").arg("m").arg(json);
+    c
+}
+
+/// A stream id as `(ms, seq)`, for comparing.
+fn parse_id(id: &str) -> (u64, u64) {
+    let (a, b) = id.split_once('-').unwrap_or((id, "0"));
+    (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
+}
+
+// ---------------------------------------------------------------------------------------------- edge
+
+/// An edge's side of the chat link (`chat::relay::EdgeLink`).
+pub struct Edge {
+    config: ClusterConfig,
+    redis: redis::Client,
+    http: reqwest::Client,
+    /// The connection for forwards (opened on demand, dropped after an error).
+    conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    /// Room notices waiting to be handed to the origin (`post`), at most `POSTS_MAX`.
+    posts: Mutex<VecDeque<Inbound>>,
+    posted: Notify,
+    lookups: Mutex<HashMap<(String, IpAddr), (Instant, Lookup)>>,
+}
+
+const POSTS_MAX: usize = 1024;
+
+impl Edge {
+    pub fn new(config: ClusterConfig, redis: redis::Client, http: reqwest::Client) -> Edge {
+        Edge {
+            config,
+            redis,
+            http,
+            conn: tokio::sync::Mutex::new(None),
+            posts: Mutex::new(VecDeque::new()),
+            posted: Notify::new(),
+            lookups: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn add(&self, msg: &Inbound) -> bool {
+        let Ok(json) = serde_json::to_string(msg) else { return false };
+        let mut conn = {
+            let mut slot = self.conn.lock().await;
+            if slot.is_none() {
+                *slot = connect(&self.redis).await;
+            }
+            match slot.as_ref() {
+                Some(c) => c.clone(),
+                None => return false,
+            }
+        };
+        match query::<String>(&mut conn, &xadd(IN_STREAM, IN_MAX, &json), COMMAND_TIMEOUT).await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!("cluster: could not hand a chat event to the origin: {e}");
+                *self.conn.lock().await = None;
+                false
+            }
+        }
+    }
+
+    async fn ask_origin(&self, token: &str, ip: IpAddr) -> Result<Lookup, String> {
+        let Some(origin) = &self.config.origin else { return Err("no origin".into()) };
+        let url = origin.join("/api/cluster/chat/lookup").map_err(|e| e.to_string())?;
+        let ask = || {
+            self.http
+                .get(url.clone())
+                .query(&[("accessToken", token), ("ip", &ip.to_string())])
+                .header(SECRET_HEADER, &self.config.secret)
+                .timeout(COMMAND_TIMEOUT)
+                .send()
+        };
+        // Once more on a connection error: a kept-alive connection to an origin that restarted is dead.
+        let resp = match ask().await {
+            Err(e) if e.is_connect() || e.is_request() => ask().await,
+            other => other,
+        }
+        .map_err(|e| e.to_string())?;
+        if !resp.status().is_success() {
+            return Err(format!("the origin answered {}", resp.status()));
+        }
+        resp.json::<Lookup>().await.map_err(|e| e.to_string())
+    }
+}
+
+impl EdgeLink for Arc<Edge> {
+    fn forward(&self, msg: Inbound) -> BoxFuture<bool> {
+        let me = self.clone();
+        Box::pin(async move { me.add(&msg).await })
+    }
+
+    fn post(&self, msg: Inbound) {
+        let mut posts = self.posts.lock();
+        if posts.len() >= POSTS_MAX {
+            posts.pop_front();
+        }
+        posts.push_back(msg);
+        drop(posts);
+        self.posted.notify_one();
+    }
+
+    fn lookup(&self, token: String, ip: IpAddr) -> BoxFuture<Result<Lookup, String>> {
+        let me = self.clone();
+        Box::pin(async move {
+            let key = (token, ip);
+            if let Some((at, found)) = me.lookups.lock().get(&key) {
+                if at.elapsed() < LOOKUP_TTL {
+                    return Ok(found.clone());
+                }
+            }
+            let found = me.ask_origin(&key.0, ip).await?;
+            let mut cache = me.lookups.lock();
+            if cache.len() > 10_000 {
+                cache.retain(|_, (at, _)| at.elapsed() < LOOKUP_TTL);
+            }
+            cache.insert(key, (Instant::now(), found.clone()));
+            Ok(found)
+        })
+    }
+}
+
+/// The edge's tasks: read the outbound stream into the local room, hand room notices to the origin.
+pub fn start_edge(cluster: Arc<Cluster>, edge: Arc<Edge>, tasks: &Tasks) {
+    let c = cluster.clone();
+    tasks.spawn_until_stopped(Stage::Connections, "cluster: outbound reader", async move {
+        read_outbound(&c).await;
+    });
+    tasks.spawn_until_stopped(Stage::Connections, "cluster: room notices", async move {
+        loop {
+            let next = edge.posts.lock().pop_front();
+            match next {
+                Some(msg) => {
+                    if !edge.add(&msg).await {
+                        tracing::debug!("cluster: dropped a room notice (Redis unreachable)");
+                    }
+                }
+                None => edge.posted.notified().await,
+            }
+        }
+    });
+}
+
+/// Follow `OUT_STREAM` from the newest entry at start and apply each entry to the local chat. After a
+/// reconnection it goes on from the last entry seen; if the stream is behind that (a Redis that
+/// restarted empty), from its start.
+async fn read_outbound(cluster: &Cluster) {
+    let mut last: Option<String> = None;
+    loop {
+        let mut conn = connect_retrying(&cluster.redis, "outbound reader").await;
+        if let Some(seen) = &last {
+            let mut c = redis::cmd("XREVRANGE");
+            c.arg(OUT_STREAM).arg("+").arg("-").arg("COUNT").arg(1);
+            match query::<redis::streams::StreamRangeReply>(&mut conn, &c, COMMAND_TIMEOUT).await {
+                Ok(r) => {
+                    let top = r.ids.first().map(|i| parse_id(&i.id)).unwrap_or((0, 0));
+                    if top < parse_id(seen) {
+                        tracing::warn!("cluster: the outbound stream restarted; reading it from its start");
+                        last = Some("0-0".into());
+                    }
+                }
+                Err(_) => continue,
+            }
+        }
+        loop {
+            let from = last.clone().unwrap_or_else(|| "$".into());
+            let mut c = redis::cmd("XREAD");
+            c.arg("COUNT").arg(512).arg("BLOCK").arg(BLOCK_MS).arg("STREAMS").arg(OUT_STREAM).arg(&from);
+            let limit = Duration::from_millis(BLOCK_MS) + COMMAND_TIMEOUT;
+            let reply = match query::<Option<StreamReadReply>>(&mut conn, &c, limit).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!("cluster: reading the outbound stream: {e}");
+                    tokio::time::sleep(RETRY).await;
+                    break;
+                }
+            };
+            let Some(reply) = reply else {
+                if last.is_none() {
+                    // Nothing yet: from here on, resume after "the start" rather than "$" (an entry
+                    // added while reconnecting is not skipped).
+                    last = Some(newest_id(&mut conn).await.unwrap_or_else(|| "0-0".into()));
+                }
+                continue;
+            };
+            for key in reply.keys {
+                for entry in key.ids {
+                    match entry.get::<String>("m").map(|m| serde_json::from_str::<Outbound>(&m)) {
+                        Some(Ok(out)) => relay::apply(&cluster.chat, out),
+                        _ => tracing::warn!(id = %entry.id, "cluster: an unreadable outbound entry"),
+                    }
+                    last = Some(entry.id);
+                }
+            }
+        }
+    }
+}
+
+async fn newest_id(conn: &mut MultiplexedConnection) -> Option<String> {
+    let mut c = redis::cmd("XREVRANGE");
+    c.arg(OUT_STREAM).arg("+").arg("-").arg("COUNT").arg(1);
+    let r = query::<redis::streams::StreamRangeReply>(conn, &c, COMMAND_TIMEOUT).await.ok()?;
+    Some(r.ids.first().map_or_else(|| "0-0".to_string(), |i| i.id.clone()))
+}
+
+// -------------------------------------------------------------------------------------------- origin
+
+/// The origin's tasks: write the outbound queue to `OUT_STREAM`, consume `IN_STREAM`.
+///
+/// At shutdown the consumer finishes the entry it is handling (so an entry is either handled and
+/// acknowledged, or left for the next start, never stored but unsent), then waits up to
+/// `FLUSH_AT_STOP` for the writer to hand the queue to Redis; the writer runs in the later
+/// `Background` stage for that.
+pub fn start_origin(cluster: Arc<Cluster>, queue: Arc<OutQueue>, tasks: &Tasks) {
+    let redis = cluster.redis.clone();
+    let q = queue.clone();
+    tasks.spawn_until_stopped(Stage::Background, "cluster: outbound writer", async move {
+        write_outbound(&redis, &q).await;
+    });
+    let stop = tasks.token(Stage::Connections);
+    tasks.spawn(Stage::Connections, "cluster: inbound consumer", async move {
+        consume_inbound(&cluster, &stop).await;
+        let deadline = Instant::now() + FLUSH_AT_STOP;
+        while !queue.is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+}
+
+/// How long the origin's shutdown waits for what the other nodes have not been sent yet.
+const FLUSH_AT_STOP: Duration = Duration::from_secs(1);
+
+async fn write_outbound(redis: &redis::Client, queue: &OutQueue) {
+    loop {
+        let mut conn = connect_retrying(redis, "outbound writer").await;
+        loop {
+            let batch = queue.peek(256).await;
+            let mut pipe = redis::pipe();
+            for entry in &batch {
+                let Ok(json) = serde_json::to_string(entry) else { continue };
+                pipe.add_command(xadd(OUT_STREAM, OUT_MAX, &json)).ignore();
+            }
+            match tokio::time::timeout(COMMAND_TIMEOUT, pipe.query_async::<()>(&mut conn)).await {
+                Ok(Ok(())) => queue.consume(&batch),
+                Ok(Err(e)) => {
+                    tracing::warn!(waiting = queue.len(), "cluster: writing to the outbound stream: {e}");
+                    tokio::time::sleep(RETRY).await;
+                    break;
+                }
+                Err(_) => {
+                    tracing::warn!(waiting = queue.len(), "cluster: writing to the outbound stream timed out");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn consume_inbound(cluster: &Cluster, stop: &CancellationToken) {
+    let consumer = cluster.config.node.clone();
+    while !stop.is_cancelled() {
+        let mut conn = tokio::select! {
+            c = connect_retrying(&cluster.redis, "inbound consumer") => c,
+            _ = stop.cancelled() => return,
+        };
+        let mut create = redis::cmd("XGROUP");
+        create.arg("CREATE").arg(IN_STREAM).arg(GROUP).arg("0").arg("MKSTREAM");
+        if let Err(e) = query::<()>(&mut conn, &create, COMMAND_TIMEOUT).await {
+            if !e.contains("BUSYGROUP") {
+                tracing::warn!("cluster: creating the inbound consumer group: {e}");
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        }
+        // What was delivered to this consumer but not acknowledged (a restart) comes first.
+        let mut pending = true;
+        loop {
+            let mut c = redis::cmd("XREADGROUP");
+            c.arg("GROUP").arg(GROUP).arg(&consumer).arg("COUNT").arg(256);
+            if !pending {
+                c.arg("BLOCK").arg(BLOCK_MS);
+            }
+            c.arg("STREAMS").arg(IN_STREAM).arg(if pending { "0" } else { ">" });
+            let limit = Duration::from_millis(BLOCK_MS) + COMMAND_TIMEOUT;
+            let read = tokio::select! {
+                r = query::<Option<StreamReadReply>>(&mut conn, &c, limit) => r,
+                // Entries read but not handled stay pending for the next start.
+                _ = stop.cancelled() => return,
+            };
+            let reply = match read {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!("cluster: reading the inbound stream: {e}");
+                    tokio::time::sleep(RETRY).await;
+                    break;
+                }
+            };
+            let entries: Vec<_> = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids).collect();
+            if entries.is_empty() {
+                pending = false;
+                continue;
+            }
+            for entry in entries {
+                if stop.is_cancelled() {
+                    return;
+                }
+                match entry.get::<String>("m").map(|m| serde_json::from_str::<Inbound>(&m)) {
+                    Some(Ok(msg)) => crate::chat::ws::handle_remote(&cluster.chat, msg).await,
+                    _ => tracing::warn!(id = %entry.id, "cluster: an unreadable inbound entry"),
+                }
+                let mut ack = redis::cmd("XACK");
+                ack.arg(IN_STREAM).arg(GROUP).arg(&entry.id);
+                if let Err(e) = query::<i64>(&mut conn, &ack, COMMAND_TIMEOUT).await {
+                    // Redelivered later: a CHAT is then found stored and skipped.
+                    tracing::warn!("cluster: acknowledging an inbound entry: {e}");
+                }
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------ presence
+
+/// Every node's counts, as presence (see the `cluster` module doc).
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Counts {
+    pub chat_clients: u64,
+    pub viewers: u64,
+    /// The node's chat clients as the admin lists them (at most `PRESENCE_CLIENTS_MAX`).
+    #[serde(default)]
+    pub clients: Vec<crate::chat::hub::ClientInfo>,
+}
+
+/// Most clients a node lists in its presence.
+const PRESENCE_CLIENTS_MAX: usize = 20_000;
+
+/// Write this node's counts every `PRESENCE_EVERY` (expiring after `PRESENCE_TTL_SECS`); on the
+/// origin, read the others' into the viewer count and the admin's client list.
+pub fn start_presence(cluster: Arc<Cluster>, tasks: &Tasks) {
+    tasks.spawn_until_stopped(Stage::Background, "cluster: presence", async move {
+        let key = format!("{PRESENCE_PREFIX}{}", cluster.config.node);
+        let mut conn: Option<MultiplexedConnection> = None;
+        loop {
+            if conn.is_none() {
+                conn = connect(&cluster.redis).await;
+            }
+            if let Some(c) = conn.as_mut() {
+                let mut clients = cluster.chat.hub.infos(None);
+                clients.truncate(PRESENCE_CLIENTS_MAX);
+                let counts =
+                    Counts { chat_clients: cluster.chat.hub.len() as u64, viewers: cluster.viewers.get().0, clients };
+                let json = serde_json::to_string(&counts).unwrap_or_default();
+                let mut pipe = redis::pipe();
+                pipe.cmd("SET").arg(&key).arg(json).arg("EX").arg(PRESENCE_TTL_SECS).ignore();
+                pipe.cmd("SADD").arg(NODES_KEY).arg(&cluster.config.node).ignore();
+                if !matches!(tokio::time::timeout(COMMAND_TIMEOUT, pipe.query_async::<()>(c)).await, Ok(Ok(()))) {
+                    conn = None;
+                }
+            }
+            if !cluster.is_edge() {
+                match others(&cluster).await {
+                    Ok(nodes) => {
+                        let viewers = nodes.iter().map(|(_, c)| c.viewers).sum();
+                        cluster.viewers.remote.store(viewers, std::sync::atomic::Ordering::Relaxed);
+                        cluster.chat.set_remote_clients(nodes.into_iter().flat_map(|(_, c)| c.clients).collect());
+                    }
+                    // Redis down: the last counts stand until it is back (or the nodes' keys expire).
+                    Err(e) => tracing::debug!("cluster: presence: {e}"),
+                }
+            }
+            tokio::time::sleep(PRESENCE_EVERY).await;
+        }
+    });
+}
+
+/// The counts of every other node that is alive (its presence key has not expired).
+pub async fn others(cluster: &Cluster) -> Result<Vec<(String, Counts)>, String> {
+    let mut conn = connect(&cluster.redis).await.ok_or("Redis is unreachable")?;
+    let nodes: Vec<String> = query(&mut conn, redis::cmd("SMEMBERS").arg(NODES_KEY), COMMAND_TIMEOUT).await?;
+    let nodes: Vec<String> = nodes.into_iter().filter(|n| *n != cluster.config.node).collect();
+    if nodes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut mget = redis::cmd("MGET");
+    for n in &nodes {
+        mget.arg(format!("{PRESENCE_PREFIX}{n}"));
+    }
+    let values: Vec<Option<String>> = query(&mut conn, &mget, COMMAND_TIMEOUT).await?;
+    let mut out = Vec::new();
+    for (node, v) in nodes.into_iter().zip(values) {
+        match v.and_then(|v| serde_json::from_str::<Counts>(&v).ok()) {
+            Some(c) => out.push((node, c)),
+            None => {
+                // Expired: the node is gone.
+                let _ = query::<i64>(&mut conn, redis::cmd("SREM").arg(NODES_KEY).arg(&node), COMMAND_TIMEOUT).await;
+            }
+        }
+    }
+    Ok(out)
+}

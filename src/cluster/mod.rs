@@ -1,0 +1,191 @@
+//! Beyond one box: one origin and any number of edges sharing one chat over Redis.
+//!
+//! The **origin** is castd as it is (database, transcoder, federation, webhooks) started with
+//! `--redis-url` and `--cluster-secret`. An **edge** is castd started with `--origin URL` as well: it
+//! serves the web UI and the chat websocket `/ws` itself, and hands everything else (`/api/*`, HLS
+//! and LL-HLS, thumbnails, emoji, federation, ...) to the origin (`proxy`; HLS responses are cached
+//! for as long as their `Cache-Control` says). Without `--redis-url` none of this runs.
+//!
+//! Chat (`chat::relay` is the seam; `bus` does the Redis work):
+//! - edge → origin: each client event goes on the Redis Stream `castd:chat:in` (consumer group
+//!   `origin`, at-least-once; the entry's id is the stored message id, so a redelivery is stored and
+//!   sent once). The origin applies everything it applies to its own clients.
+//! - origin → every node: the room's frames and the changes the nodes apply (user updates, kicks, IP
+//!   bans, replies to one client) go on the Redis Stream `castd:chat:out`, which every edge reads from
+//!   the last entry it saw. A Stream rather than pub/sub: a node that was cut off from Redis (or a
+//!   Redis that restarted with its append-only file) resumes where it was, so nothing the origin sent
+//!   in between is lost, and the one writer keeps one order for every node.
+//! - an edge checks a client's access token with the origin (`GET /api/cluster/chat/lookup`, which
+//!   needs the cluster secret in `X-Castd-Cluster-Secret`; a wrong secret is refused with 403).
+//! - presence: each node writes its chat client and viewer counts to `castd:presence:<node>` with a
+//!   30 s expiry every 5 s; the origin's `/api/status` and admin chat client count add them up.
+//!
+//! Faults: while Redis is unreachable each node keeps serving its own room (the origin stores and
+//! sends its own clients' messages; an edge answers a client whose message Redis did not take with a
+//! CHAT_ACTION "chat temporarily unavailable"), the origin keeps what the edges have not been sent in
+//! order (`chat::relay::OutQueue`), and everything resumes when Redis is back.
+
+pub mod api;
+pub mod bus;
+pub mod proxy;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::chat::relay::{Link, OutQueue, Role};
+use crate::chat::Chat;
+use crate::tasks::Tasks;
+
+/// The header that carries the cluster secret on edge → origin calls.
+pub const SECRET_HEADER: &str = "x-castd-cluster-secret";
+
+/// Errors of the cluster's configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("--cluster-secret {0}: {1}")]
+    Secret(String, std::io::Error),
+    #[error("--cluster-secret: the file is empty")]
+    EmptySecret,
+    #[error("--redis-url: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("--origin: {0}")]
+    Origin(String),
+    #[error("{0}")]
+    Usage(&'static str),
+}
+
+/// The cluster flags, resolved.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// `--origin`: set on an edge.
+    pub origin: Option<reqwest::Url>,
+    /// `--redis-url`.
+    pub redis_url: String,
+    /// The contents of `--cluster-secret FILE` (trimmed).
+    pub secret: String,
+    /// This node's name in the cluster (`origin`, or `edge-<random>`).
+    pub node: String,
+}
+
+impl ClusterConfig {
+    /// From the command line: `None` without `--redis-url` (a single box).
+    pub fn from_flags(
+        origin: Option<&str>,
+        redis_url: Option<&str>,
+        secret_file: Option<&Path>,
+    ) -> Result<Option<ClusterConfig>, ClusterError> {
+        let Some(redis_url) = redis_url else {
+            if origin.is_some() {
+                return Err(ClusterError::Usage("--origin needs --redis-url and --cluster-secret"));
+            }
+            return Ok(None);
+        };
+        let Some(file) = secret_file else {
+            return Err(ClusterError::Usage("--redis-url needs --cluster-secret FILE"));
+        };
+        let secret = std::fs::read_to_string(file)
+            .map_err(|e| ClusterError::Secret(file.display().to_string(), e))?
+            .trim()
+            .to_string();
+        if secret.is_empty() {
+            return Err(ClusterError::EmptySecret);
+        }
+        // Checked here so a typo stops the start rather than every chat message.
+        redis::Client::open(redis_url)?;
+        let origin = match origin {
+            None => None,
+            Some(o) => {
+                let url = reqwest::Url::parse(o).map_err(|e| ClusterError::Origin(e.to_string()))?;
+                if !matches!(url.scheme(), "http" | "https") {
+                    return Err(ClusterError::Origin("must be an http:// or https:// URL".into()));
+                }
+                Some(url)
+            }
+        };
+        let node = match origin {
+            None => "origin".to_string(),
+            Some(_) => format!("edge-{}", crate::password::random_token(8)),
+        };
+        Ok(Some(ClusterConfig { origin, redis_url: redis_url.to_string(), secret, node }))
+    }
+
+    pub fn is_edge(&self) -> bool {
+        self.origin.is_some()
+    }
+}
+
+/// The cluster feature's state.
+pub struct Cluster {
+    pub config: ClusterConfig,
+    pub chat: Arc<Chat>,
+    pub redis: redis::Client,
+    /// The origin's queue for the other nodes (origin only).
+    queue: Option<Arc<OutQueue>>,
+    /// The edge's link (edge only).
+    edge: Option<Arc<bus::Edge>>,
+    /// HTTP client for the origin (edge only).
+    pub http: reqwest::Client,
+    pub cache: proxy::Cache,
+    /// This node's viewer count, for presence (the metrics' counts).
+    pub viewers: crate::stream::Viewers,
+    /// An edge marks the viewers whose playlist requests it proxies (they count on this node).
+    pub metrics: Arc<crate::metrics::Metrics>,
+}
+
+impl Cluster {
+    /// Join the cluster: the chat hub gets its link (before any connection).
+    pub fn attach(
+        config: ClusterConfig,
+        chat: Arc<Chat>,
+        viewers: crate::stream::Viewers,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Result<Arc<Cluster>, ClusterError> {
+        let redis = redis::Client::open(config.redis_url.as_str())?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| ClusterError::Origin(e.to_string()))?;
+        let (queue, edge, role) = if config.is_edge() {
+            let edge = Arc::new(bus::Edge::new(config.clone(), redis.clone(), http.clone()));
+            (None, Some(edge.clone()), Role::Edge(Arc::new(edge)))
+        } else {
+            let q = Arc::new(OutQueue::default());
+            (Some(q.clone()), None, Role::Origin(q))
+        };
+        chat.set_link(Link { node: config.node.clone(), role });
+        tracing::info!(node = %config.node, edge = config.is_edge(), "cluster: joined");
+        Ok(Arc::new(Cluster {
+            config,
+            chat,
+            redis,
+            queue,
+            edge,
+            http,
+            cache: proxy::Cache::default(),
+            viewers,
+            metrics,
+        }))
+    }
+
+    pub fn is_edge(&self) -> bool {
+        self.config.is_edge()
+    }
+
+    /// Whether `given` is the cluster secret (constant time).
+    pub fn secret_ok(&self, given: &[u8]) -> bool {
+        let want = self.config.secret.as_bytes();
+        given.len() == want.len() && given.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+}
+
+/// Start the cluster's tasks (Redis readers and writers, presence).
+pub fn start(cluster: &Arc<Cluster>, tasks: &Tasks) {
+    if let Some(q) = &cluster.queue {
+        bus::start_origin(cluster.clone(), q.clone(), tasks);
+    }
+    if let Some(edge) = &cluster.edge {
+        bus::start_edge(cluster.clone(), edge.clone(), tasks);
+    }
+    bus::start_presence(cluster.clone(), tasks);
+}

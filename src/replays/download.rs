@@ -1,0 +1,177 @@
+//! `GET /replay/{streamId}/download.mp4` and `GET /clip/{clipId}/download.mp4` (castd): the recording
+//! remuxed to MP4 without re-encoding, streamed while it is made.
+//!
+//! A child `ffmpeg` reads a playlist of the recorded files (the best variant; a clip's segments with
+//! its window cut at keyframes) and writes a fragmented MP4 with an empty `moov` first
+//! (`-movflags frag_keyframe+empty_moov+default_base_moof`): the `moov` comes before any `mdat`, so the
+//! file plays from its first bytes, and nothing has to be seeked back to, so it streams from stdout.
+//! The child is killed when the client goes away (the body's stream owns it).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use tokio::io::AsyncReadExt;
+
+use super::api::{not_found, playable};
+use super::clips::{best_variant, ClipsCtx};
+use super::db::{self, ReplayRow, SegmentRow};
+use super::{playlist, Replays};
+use crate::http::ApiError;
+
+/// The temporary playlist and the child: both go when the response body is dropped.
+struct Running {
+    _child: tokio::process::Child,
+    playlist: PathBuf,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.playlist);
+    }
+}
+
+/// A file name for `Content-Disposition` from a title: letters, digits, `-` and `_` only.
+pub fn file_name(title: &str, fallback: &str) -> String {
+    let cleaned: String = title
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let base = if cleaned.is_empty() { fallback.to_string() } else { cleaned.chars().take(80).collect() };
+    format!("{base}.mp4")
+}
+
+/// Spawn the remux of `segs` (files of `variant` of replay `row`); `cut` is (seek into the first
+/// segment, duration) for a clip.
+async fn remux(
+    r: &Arc<Replays>,
+    row: &ReplayRow,
+    variant: i64,
+    segs: &[SegmentRow],
+    cut: Option<(f64, f64)>,
+    name: String,
+) -> Result<Response, ApiError> {
+    let dir = r.variant_dir(&row.id, variant as usize);
+    let text = playlist::media(segs, true, |f| match &row.remote_base {
+        Some(base) => format!("{base}{variant}/{f}"),
+        None => f.to_string(),
+    });
+    let list = dir.join(format!(".download-{}.m3u8", crate::password::random_token(8)));
+    tokio::fs::create_dir_all(&dir).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+    tokio::fs::write(&list, text).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut cmd = tokio::process::Command::new("ffmpeg");
+    cmd.args(["-hide_banner", "-loglevel", "error", "-nostdin"]);
+    cmd.args(["-protocol_whitelist", "file,http,https,tcp,tls,crypto", "-allowed_extensions", "ALL"]);
+    if let Some((seek, _)) = cut {
+        cmd.args(["-ss", &format!("{seek:.3}")]);
+    }
+    cmd.arg("-i").arg(&list);
+    if let Some((_, len)) = cut {
+        cmd.args(["-t", &format!("{len:.3}")]);
+    }
+    cmd.args([
+        "-map",
+        "0:v?",
+        "-map",
+        "0:a?",
+        "-c",
+        "copy",
+        "-bsf:a",
+        "aac_adtstoasc",
+        "-movflags",
+        "frag_keyframe+empty_moov+default_base_moof",
+    ]);
+    cmd.args(["-f", "mp4", "pipe:1"]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = tokio::fs::remove_file(&list).await;
+            return Err(ApiError::Internal(format!("cannot start ffmpeg: {e}")));
+        }
+    };
+    let Some(stdout) = child.stdout.take() else {
+        let _ = tokio::fs::remove_file(&list).await;
+        return Err(ApiError::Internal("ffmpeg has no stdout".into()));
+    };
+    let running = Running { _child: child, playlist: list };
+    let stream = futures_util::stream::unfold((stdout, running), |(mut out, running)| async move {
+        let mut buf = vec![0u8; 256 * 1024];
+        match out.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok::<_, std::io::Error>(axum::body::Bytes::from(buf)), (out, running)))
+            }
+            Err(e) => Some((Err(e), (out, running))),
+        }
+    });
+    let mut resp = Body::from_stream(stream).into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("video/mp4"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    Ok(resp)
+}
+
+pub async fn replay(
+    State(r): State<Arc<Replays>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Some(row) = playable(&r, &id, &headers).await? else { return Ok(not_found()) };
+    let rid = id.clone();
+    let variants = r.store.call(move |c| db::variants(c, &rid)).await?;
+    let Some(v) = best_variant(&row.master, &variants) else { return Ok(not_found()) };
+    let rid = id.clone();
+    let segs = r.store.call(move |c| db::segments(c, &rid, v)).await?;
+    if segs.is_empty() {
+        return Ok(not_found());
+    }
+    let title = if row.title.is_empty() { row.stream_title.clone() } else { row.title.clone() };
+    let name = file_name(&title, &format!("replay-{id}"));
+    remux(&r, &row, v, &segs, None, name).await
+}
+
+pub async fn clip(State(ctx): State<ClipsCtx>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let r = &ctx.r;
+    if !r.enabled() || !super::api::safe_name(&id) {
+        return Ok(not_found());
+    }
+    let cid = id.clone();
+    let Some(c) = r.store.call(move |conn| db::clip(conn, &cid)).await? else { return Ok(not_found()) };
+    let sid = c.stream_id.clone();
+    let (row, variants) = r.store.call(move |conn| Ok((db::replay(conn, &sid)?, db::variants(conn, &sid)?))).await?;
+    let Some(row) = row else { return Ok(not_found()) };
+    let Some(v) = best_variant(&row.master, &variants) else { return Ok(not_found()) };
+    let sid = c.stream_id.clone();
+    let segs = r.store.call(move |conn| db::segments(conn, &sid, v)).await?;
+    let segs = playlist::window(&segs, c.start, c.end);
+    let Some(first) = segs.first() else { return Ok(not_found()) };
+    let cut = ((c.start - first.media_offset).max(0.0), c.end - c.start);
+    let title = if c.title.is_empty() { format!("clip-{}", c.id) } else { c.title.clone() };
+    let name = file_name(&title, &format!("clip-{id}"));
+    remux(r, &row, v, &segs, Some(cut), name).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sane_file_names() {
+        assert_eq!(file_name("My \"great\" show / part 2", "x"), "My-great-show-part-2.mp4");
+        assert_eq!(file_name("", "replay-abc"), "replay-abc.mp4");
+        assert_eq!(file_name("日本", "clip-1"), "clip-1.mp4");
+    }
+}

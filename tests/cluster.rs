@@ -1,0 +1,441 @@
+//! Beyond one box (`cluster`): an origin and two edges sharing one chat through a real `redis-server`.
+//!
+//! One cluster for the whole file (the steps run in order in one test, as they build on each other):
+//! 300 clients over the three nodes and 20 senders → every client gets every message, in the same
+//! order on every node, stored once at the origin; hide and disable from the admin (called through an
+//! edge) apply on every node; Redis killed for 10 s and restarted → every message is either refused
+//! to its sender ("temporarily unavailable") or delivered exactly once everywhere, in one order; the
+//! origin restarted → the edges' sockets stay and chat resumes; an edge killed → its clients
+//! reconnect through the other and reload the history.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use common::chatclient::{self, connect_raw, next_of, read_events, register, say, Ws};
+use common::redis::Redis;
+use common::slowproxy::SlowProxy;
+use common::Server;
+use serde_json::{json, Value};
+
+const CLIENTS: usize = 300;
+const SENDERS: usize = 20;
+const PER_SENDER: usize = 5;
+
+struct Cluster {
+    redis: Redis,
+    _secret_dir: tempfile::TempDir,
+    origin: Option<Server>,
+    /// The edges reach the origin through this (so it may restart on another port).
+    front: SlowProxy,
+    edges: Vec<Server>,
+}
+
+fn start_cluster() -> Cluster {
+    let redis = Redis::start();
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("cluster-secret");
+    std::fs::write(&secret, "s3cret-for-the-cluster-test\n").unwrap();
+    let (url, secret) = (redis.url(), secret.to_str().unwrap().to_string());
+    let origin = Server::start_with_args(&["--redis-url", &url, "--cluster-secret", &secret]);
+    let front = SlowProxy::start(origin.web_port, Duration::ZERO);
+    let via = front.endpoint();
+    let edges = (0..2)
+        .map(|_| Server::start_with_args(&["--origin", &via, "--redis-url", &url, "--cluster-secret", &secret]))
+        .collect();
+    Cluster { redis, _secret_dir: secret_dir, origin: Some(origin), front, edges }
+}
+
+impl Cluster {
+    fn origin(&self) -> &Server {
+        self.origin.as_ref().expect("the origin")
+    }
+
+    fn node(&self, i: usize) -> &Server {
+        match i % 3 {
+            0 => self.origin(),
+            n => &self.edges[n - 1],
+        }
+    }
+}
+
+/// Connect with `token` and wait for CONNECTED_USER_INFO.
+fn connect(s: &Server, token: &str) -> Ws {
+    let mut ws = connect_raw(s, token);
+    next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(20)).expect("CONNECTED_USER_INFO");
+    ws
+}
+
+/// CHAT events whose body starts with `prefix`, as (id, body), read until `want` of them or `deadline`.
+fn collect(ws: &mut Ws, prefix: &str, want: usize, deadline: Instant, other: &mut Vec<Value>) -> Vec<(String, String)> {
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        match read_events(ws, Duration::from_millis(300)) {
+            Ok(evs) => {
+                for e in evs {
+                    let body = e["body"].as_str().unwrap_or_default();
+                    if e["type"] == "CHAT" && body.contains(prefix) {
+                        got.push((e["id"].as_str().unwrap_or_default().to_string(), plain(body)));
+                    } else {
+                        other.push(e);
+                    }
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+/// The text of a rendered body (`<p>m-1-2</p>` → `m-1-2`).
+fn plain(body: &str) -> String {
+    body.trim().trim_start_matches("<p>").trim_end_matches("</p>").to_string()
+}
+
+fn stored(origin: &Server, prefix: &str) -> Vec<(String, String)> {
+    let all = origin.admin_json("/api/admin/chat/messages");
+    all.as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["type"] == "CHAT" && m["body"].as_str().unwrap_or_default().contains(prefix))
+        .map(|m| (m["id"].as_str().unwrap().to_string(), plain(m["body"].as_str().unwrap())))
+        .collect()
+}
+
+fn admin_post(via: &Server, origin: &Server, path: &str, body: &Value) -> reqwest::blocking::Response {
+    via.client.post(via.url(path)).basic_auth("admin", Some(&origin.admin_password)).json(body).send().unwrap()
+}
+
+#[test]
+fn origin_and_two_edges_share_one_chat_over_redis() {
+    let mut c = start_cluster();
+    let t0 = Instant::now();
+
+    // The edge's token check and the secret: the origin refuses a wrong secret; an edge does not
+    // forward the cluster routes at all.
+    let (_, token, _) = register(c.node(1), Some("probe"));
+    let url = c.origin().url(&format!("/api/cluster/chat/lookup?accessToken={token}&ip=127.0.0.1"));
+    let wrong = c.origin().client.get(&url).header("x-castd-cluster-secret", "nope").send().unwrap();
+    assert_eq!(wrong.status(), 403, "a wrong cluster secret is refused");
+    let right =
+        c.origin().client.get(&url).header("x-castd-cluster-secret", "s3cret-for-the-cluster-test").send().unwrap();
+    assert_eq!(right.status(), 200);
+    assert_eq!(right.json::<Value>().unwrap()["status"], "ok");
+    let through_edge = c.edges[0].get(&format!("/api/cluster/chat/lookup?accessToken={token}&ip=127.0.0.1"));
+    assert_eq!(through_edge.status(), 404, "edges do not pass the cluster routes on");
+    // The API through an edge is the origin's.
+    assert_eq!(c.edges[0].get_json("/api/config")["name"], c.origin().get_json("/api/config")["name"]);
+
+    // 1. 300 readers over the three nodes, 20 senders.
+    let tokens: Vec<(usize, String)> = (0..CLIENTS)
+        .map(|i| {
+            let (_, t, _) = register(c.node(i), None);
+            (i % 3, t)
+        })
+        .collect();
+    let total = SENDERS * PER_SENDER;
+    let ready = Arc::new(Barrier::new(CLIENTS + 1));
+    let ports: Vec<u16> = (0..3).map(|n| c.node(n).web_port).collect();
+    let readers: Vec<_> = tokens
+        .into_iter()
+        .map(|(node, token)| {
+            let (ready, port) = (ready.clone(), ports[node]);
+            std::thread::spawn(move || {
+                let mut ws = connect_port(port, &token);
+                ready.wait();
+                let mut other = Vec::new();
+                let got = collect(&mut ws, "m-", total, Instant::now() + Duration::from_secs(60), &mut other);
+                (node, got)
+            })
+        })
+        .collect();
+    ready.wait();
+    eprintln!("{:?}: 300 readers connected", t0.elapsed());
+    let senders: Vec<_> = (0..SENDERS)
+        .map(|s| {
+            let (_, token, _) = register(c.node(s), None);
+            let port = ports[s % 3];
+            std::thread::spawn(move || {
+                let mut ws = connect_port(port, &token);
+                for k in 0..PER_SENDER {
+                    say(&mut ws, &format!("m-{s}-{k}"));
+                    std::thread::sleep(Duration::from_millis(700));
+                }
+                // Stay until the room has had every message (a closing sender's part notice is fine).
+                std::thread::sleep(Duration::from_secs(2));
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().unwrap();
+    }
+    let mut orders: HashMap<Vec<String>, usize> = HashMap::new();
+    for r in readers {
+        let (node, got) = r.join().unwrap();
+        assert_eq!(got.len(), total, "a client on node {node} got {} of {total} messages", got.len());
+        *orders.entry(got.iter().map(|(id, _)| id.clone()).collect()).or_default() += 1;
+    }
+    assert_eq!(orders.len(), 1, "every client on every node saw one order ({} different orders)", orders.len());
+    let order = orders.into_keys().next().unwrap();
+    let stored_m = stored(c.origin(), "m-");
+    assert_eq!(stored_m.len(), total, "each message stored once at the origin");
+    let stored_ids: HashSet<&String> = stored_m.iter().map(|(id, _)| id).collect();
+    assert!(order.iter().all(|id| stored_ids.contains(id)), "clients saw the stored ids");
+    eprintln!("{:?}: {total} messages to {CLIENTS} clients in one order, stored once", t0.elapsed());
+
+    // 2. Moderation from the admin (through an edge) applies on every node.
+    let mut watchers: Vec<(Ws, String)> = (0..3)
+        .map(|n| {
+            let (id, t, _) = register(c.node(n), None);
+            (connect(c.node(n), &t), id)
+        })
+        .collect();
+    // Presence: the origin's admin client list shows every node's clients (within two presence rounds).
+    let ids: Vec<String> = watchers.iter().map(|(_, id)| id.clone()).collect();
+    let listed = c.origin().wait_for(Duration::from_secs(20), || {
+        let clients = c.origin().admin_json("/api/admin/chat/clients");
+        let users: HashSet<&str> =
+            clients.as_array().unwrap().iter().filter_map(|c| c["user"]["id"].as_str()).collect();
+        ids.iter().all(|id| users.contains(id.as_str())).then_some(())
+    });
+    assert!(listed.is_some(), "the origin lists the edges' chat clients");
+    let hidden = order[0].clone();
+    let r = admin_post(
+        &c.edges[1],
+        c.origin(),
+        "/api/admin/chat/messagevisibility",
+        &json!({"idArray": [hidden], "visible": false}),
+    );
+    assert!(r.status().is_success(), "hide through an edge: {}", r.status());
+    for (n, (ws, _)) in watchers.iter_mut().enumerate() {
+        let ev = next_of(ws, "VISIBILITY-UPDATE", Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("node {n} did not hear the hide"));
+        assert!(ev["ids"].as_array().unwrap().iter().any(|i| *i == hidden.as_str()), "{ev}");
+        assert_eq!(ev["visible"], false);
+    }
+    // A user connected to two edges is disabled: both sockets hear it and close, on every node.
+    let (victim, victim_token, _) = register(c.node(1), Some("victim"));
+    let mut v1 = connect(c.node(1), &victim_token);
+    let mut v2 = connect(c.node(2), &victim_token);
+    let r = admin_post(
+        c.origin(),
+        c.origin(),
+        "/api/admin/chat/users/setenabled",
+        &json!({"userId": victim, "enabled": false}),
+    );
+    assert!(r.status().is_success());
+    for (n, ws) in [(1, &mut v1), (2, &mut v2)] {
+        assert!(
+            next_of(ws, "ERROR_USER_DISABLED", Duration::from_secs(10)).is_some(),
+            "the disabled user's socket on node {n} was told"
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while read_events(ws, Duration::from_millis(300)).is_ok() {
+            assert!(Instant::now() < deadline, "the disabled user's socket on node {n} stays open");
+        }
+    }
+    for (n, (ws, _)) in watchers.iter_mut().enumerate() {
+        let ev = next_where_body(ws, "has been removed from chat", Duration::from_secs(10));
+        assert!(ev.is_some(), "node {n} heard the removal");
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let mut again = connect_raw(c.node(2), &victim_token);
+    assert!(
+        next_of(&mut again, "ERROR_USER_DISABLED", Duration::from_secs(10)).is_some(),
+        "a disabled user is refused on an edge"
+    );
+    eprintln!("{:?}: moderation applied on every node", t0.elapsed());
+
+    // 3. Redis killed for 10 s mid-conversation, then restarted on its append-only file.
+    let fault_senders: Vec<_> = (0..3)
+        .map(|n| {
+            let (_, t, _) = register(c.node(n), None);
+            (n, t)
+        })
+        .collect();
+    let stop_at = Instant::now() + Duration::from_secs(20);
+    let sending: Vec<_> = fault_senders
+        .into_iter()
+        .map(|(n, token)| {
+            let port = ports[n];
+            std::thread::spawn(move || {
+                let mut ws = connect_port(port, &token);
+                let (mut sent, mut refused, mut i) = (Vec::new(), 0usize, 0);
+                while Instant::now() < stop_at {
+                    let body = format!("r-{n}-{i}");
+                    say(&mut ws, &body);
+                    sent.push(body);
+                    i += 1;
+                    let until = Instant::now() + Duration::from_millis(900);
+                    while Instant::now() < until {
+                        for e in read_events(&mut ws, Duration::from_millis(100)).unwrap_or_default() {
+                            if e["type"] == "CHAT_ACTION"
+                                && e["body"].as_str().unwrap_or_default().contains("temporarily unavailable")
+                            {
+                                refused += 1;
+                            }
+                        }
+                    }
+                }
+                // Late refusals.
+                let until = Instant::now() + Duration::from_secs(4);
+                while Instant::now() < until {
+                    for e in read_events(&mut ws, Duration::from_millis(100)).unwrap_or_default() {
+                        if e["type"] == "CHAT_ACTION"
+                            && e["body"].as_str().unwrap_or_default().contains("temporarily unavailable")
+                        {
+                            refused += 1;
+                        }
+                    }
+                }
+                (n, sent, refused)
+            })
+        })
+        .collect();
+    let watching: Vec<_> = watchers
+        .drain(..)
+        .enumerate()
+        .map(|(n, (mut ws, _))| {
+            std::thread::spawn(move || {
+                let mut other = Vec::new();
+                let got = collect(&mut ws, "r-", usize::MAX, stop_at + Duration::from_secs(10), &mut other);
+                (n, got)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(4));
+    c.redis.kill();
+    eprintln!("{:?}: Redis killed", t0.elapsed());
+    std::thread::sleep(Duration::from_secs(10));
+    c.redis.restart();
+    eprintln!("{:?}: Redis restarted", t0.elapsed());
+    let mut sent_by_node = HashMap::new();
+    for s in sending {
+        let (n, sent, refused) = s.join().unwrap();
+        sent_by_node.insert(n, (sent, refused));
+    }
+    let stored_r: Vec<String> = stored(c.origin(), "r-").into_iter().map(|(_, b)| b).collect();
+    let stored_set: HashSet<&String> = stored_r.iter().collect();
+    assert_eq!(stored_set.len(), stored_r.len(), "no message stored twice: {stored_r:?}");
+    let mut seen: Option<Vec<String>> = None;
+    for w in watching {
+        let (n, got) = w.join().unwrap();
+        let bodies: Vec<String> = got.into_iter().map(|(_, b)| b).collect();
+        let set: HashSet<&String> = bodies.iter().collect();
+        assert_eq!(set.len(), bodies.len(), "node {n} got a message twice: {bodies:?}");
+        assert_eq!(set, stored_set, "node {n} got exactly what the origin stored");
+        match &seen {
+            None => seen = Some(bodies),
+            Some(first) => assert_eq!(first, &bodies, "node {n} saw another order"),
+        }
+    }
+    for (n, (sent, refused)) in &sent_by_node {
+        let delivered = sent.iter().filter(|b| stored_set.contains(b)).count();
+        assert_eq!(
+            delivered + refused,
+            sent.len(),
+            "node {n}: every message was delivered or refused to its sender, never lost (sent {}, delivered {delivered}, refused {refused})",
+            sent.len()
+        );
+        if *n == 0 {
+            assert_eq!(*refused, 0, "the origin's own clients are served while Redis is down");
+        } else {
+            assert!(*refused > 0, "an edge's client is told while Redis is down");
+        }
+    }
+    eprintln!("{:?}: Redis outage: {sent_by_node:?}", t0.elapsed());
+
+    // 4. The origin restarted: the edges keep their sockets and resume (a message sent just before
+    // the restart and one after reach an edge's client over the same sockets, each stored once).
+    let (_, wt, _) = register(c.node(2), None);
+    let mut watcher = connect(c.node(2), &wt);
+    let (_, st, _) = register(c.node(1), None);
+    let mut sender = connect(c.node(1), &st);
+    say(&mut sender, "o-before");
+    let origin = c.origin.take().expect("the origin").restart();
+    c.front.retarget(origin.web_port);
+    c.origin = Some(origin);
+    eprintln!("{:?}: origin restarted", t0.elapsed());
+    say(&mut sender, "o-after");
+    let mut other = Vec::new();
+    let got = collect(&mut watcher, "o-", 2, Instant::now() + Duration::from_secs(30), &mut other);
+    let bodies: Vec<&str> = got.iter().map(|(_, b)| b.as_str()).collect();
+    assert_eq!(bodies, ["o-before", "o-after"], "an edge's client kept its socket through the origin's restart");
+    let stored_o: Vec<String> = stored(c.origin(), "o-").into_iter().map(|(_, b)| b).collect();
+    assert_eq!(stored_o.len(), 2, "each stored once: {stored_o:?}");
+    let (_, late, _) = register(c.node(2), None);
+    let _late = connect(c.node(2), &late);
+
+    // 5. An edge killed: its clients reconnect through the other and reload the history.
+    let (_, token, _) = register(c.node(1), Some("wanderer"));
+    let _on_edge1 = connect(c.node(1), &token);
+    common::unsafe_kill(c.edges[0].pid().unwrap(), 9);
+    let mut moved = connect(c.node(2), &token);
+    let history = chatclient::history(c.node(2), &token);
+    assert!(!history.is_empty());
+    assert_eq!(history, chatclient::history(c.origin(), &token), "the history through the other edge is the origin's");
+    let last = stored_r.last().unwrap();
+    assert!(
+        history.iter().any(|m| m["body"].as_str().is_some_and(|b| plain(b) == *last)),
+        "the history has the latest message ({last})"
+    );
+    say(&mut moved, "after the edge died");
+    assert!(
+        next_where_body(&mut moved, "after the edge died", Duration::from_secs(10)).is_some(),
+        "chat goes on through the other edge"
+    );
+    eprintln!("{:?}: done", t0.elapsed());
+}
+
+fn connect_port(port: u16, token: &str) -> Ws {
+    let url = format!("ws://127.0.0.1:{port}/ws?accessToken={token}");
+    let (mut ws, _) = tungstenite::connect(url).expect("websocket connect");
+    if let tungstenite::stream::MaybeTlsStream::Plain(t) = ws.get_ref() {
+        t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    }
+    next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(30)).expect("CONNECTED_USER_INFO");
+    ws
+}
+
+fn next_where_body(ws: &mut Ws, text: &str, timeout: Duration) -> Option<Value> {
+    chatclient::next_where(ws, timeout, |e| e["body"].as_str().is_some_and(|b| b.contains(text)))
+}
+
+/// The cluster flags are checked at start: an edge needs Redis and the secret, Redis needs the secret,
+/// the secret file must hold something; `--help` documents them.
+#[test]
+fn cluster_flags_are_checked_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty-secret");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "x").unwrap();
+    let secret = secret.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--origin", "http://127.0.0.1:9"], "--origin needs --redis-url"),
+        (&["--redis-url", "redis://127.0.0.1:9/0"], "--cluster-secret"),
+        (&["--redis-url", "redis://127.0.0.1:9/0", "--cluster-secret", empty], "empty"),
+        (&["--redis-url", "redis://127.0.0.1:9/0", "--cluster-secret", secret, "--origin", "ftp://x"], "http://"),
+    ];
+    for (args, says) in cases {
+        let out = std::process::Command::new(common::BIN)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--webserverip", "127.0.0.1", "--webserverport", "0", "--rtmpport", "0", "--srtport", "0"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} must not start");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let help = std::process::Command::new(common::BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for flag in ["--redis-url", "--cluster-secret", "--origin", "CASTD_REDIS_URL", "CASTD_ORIGIN"] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}

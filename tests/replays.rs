@@ -1,0 +1,520 @@
+//! Replays and clips end to end: a broadcast becomes a replay (recorded by holding its segments on the
+//! media plane), plays as EVENT while live and VOD after, downloads as an MP4 with `moov` before
+//! `mdat`; clips by an established chat user and by a bot are their window's length; every Owncast
+//! refusal answers its status and message; a `kill -9` leaves an `interrupted` replay that plays; the
+//! disk budget deletes the oldest unpinned replay first.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use common::media::{publish, wait_exit};
+use common::Server;
+use serde_json::{json, Value};
+
+const KEY: &str = "replays-test-key";
+/// A segment at latency level 1 (and the publisher's GOP): the tolerance on durations.
+const SEGMENT: f64 = 2.0;
+
+fn setup(server: &Server) {
+    server.set(
+        "video/streamoutputvariants",
+        json!([{"name": "source", "videoPassthrough": true, "audioPassthrough": true}]),
+    );
+    server.set("video/streamlatencylevel", json!(1));
+}
+
+fn auth_header(server: &Server) -> String {
+    let b = base64::engine::general_purpose::STANDARD.encode(format!("admin:{}", server.admin_password));
+    format!("Authorization: Basic {b}\r\n")
+}
+
+/// ffprobe's duration of `url` (with the admin's credentials when `admin`).
+fn probe_duration(server: &Server, url: &str, admin: bool) -> Option<f64> {
+    let mut cmd = Command::new("ffprobe");
+    cmd.args(["-v", "error"]);
+    if admin {
+        cmd.args(["-headers", &auth_header(server)]);
+    }
+    let out = cmd
+        .args(["-show_entries", "format=duration", "-of", "default=noprint_wrappers=1:nokey=1"])
+        .arg(url)
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// ffprobe's duration of a local file.
+fn file_duration(path: &std::path::Path) -> Option<f64> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-show_entries", "format=duration", "-of", "default=noprint_wrappers=1:nokey=1"])
+        .arg(path)
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// The top-level MP4 box types, in order.
+fn boxes(bytes: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while at + 8 <= bytes.len() {
+        let mut size = u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as u64;
+        let kind = String::from_utf8_lossy(&bytes[at + 4..at + 8]).to_string();
+        if size == 1 && at + 16 <= bytes.len() {
+            size = u64::from_be_bytes(bytes[at + 8..at + 16].try_into().unwrap());
+        }
+        out.push(kind);
+        if size < 8 {
+            break;
+        }
+        at += size as usize;
+    }
+    out
+}
+
+fn replays(server: &Server) -> Vec<Value> {
+    server.admin_json("/api/admin/replays").as_array().cloned().unwrap_or_default()
+}
+
+fn wait_finished(server: &Server, id: &str) -> Value {
+    server
+        .wait_for(Duration::from_secs(30), || {
+            replays(server).into_iter().find(|r| r["id"] == id && r["status"] != "recording")
+        })
+        .unwrap_or_else(|| panic!("replay {id} did not finish: {:?}", replays(server)))
+}
+
+/// A chat user; `established` makes the account two hours old (in the database, as time would).
+fn chat_user(server: &Server, name: &str, established: bool) -> String {
+    let v: Value = server.post_json("/api/chat/register", &json!({ "displayName": name })).json().unwrap();
+    let token = v["accessToken"].as_str().unwrap().to_string();
+    if established {
+        let db = rusqlite::Connection::open(server.data_dir.join("castd.db")).unwrap();
+        db.busy_timeout(Duration::from_secs(5)).unwrap();
+        let old =
+            (chrono::Utc::now() - chrono::TimeDelta::hours(2)).to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let n = db
+            .execute(
+                "UPDATE chat_users SET created_at = ?1 WHERE id = ?2",
+                rusqlite::params![old, v["id"].as_str().unwrap()],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    token
+}
+
+/// POST /api/clip as `token` from the address `ip` (X-Forwarded-For from loopback).
+fn clip(server: &Server, token: Option<&str>, ip: &str, body: &Value) -> (u16, Value) {
+    let path = match token {
+        Some(t) => format!("/api/clip?accessToken={t}"),
+        None => "/api/clip".to_string(),
+    };
+    let r = server.client.post(server.url(&path)).header("x-forwarded-for", ip).json(body).send().unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().unwrap_or(Value::Null))
+}
+
+fn assert_refused(got: (u16, Value), status: u16, message: &str) {
+    assert_eq!(got.0, status, "{got:?}");
+    assert_eq!(got.1["success"], false, "{got:?}");
+    assert_eq!(got.1["message"], message, "{got:?}");
+}
+
+fn window(sid: &str, start: f64, end: f64) -> Value {
+    json!({"streamId": sid, "clipTitle": "a moment", "relativeStartTimeSeconds": start, "relativeEndTimeSeconds": end})
+}
+
+#[test]
+fn a_broadcast_becomes_a_replay_with_clips_and_downloads() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
+    let hook = common::receiver::Receiver::start(&[]);
+    let r = server.admin_post(
+        "/api/admin/webhooks/create",
+        &json!({"url": hook.url, "events": ["REPLAY_READY", "CLIP_CREATED"]}),
+    );
+    assert!(r.status().is_success(), "REPLAY_READY and CLIP_CREATED are webhook events");
+    assert_eq!(
+        server.get_json("/api/config")["clips"],
+        json!({"enabled": true, "maxDurationSeconds": 120, "permissions": "established"})
+    );
+    let published = 30.0;
+    let mut ff = publish(&server, KEY, "320x180", published as u32);
+    let sid = server
+        .wait_for(Duration::from_secs(30), || server.get_json("/api/status")["streamId"].as_str().map(str::to_string))
+        .expect("/api/status gives the streamId while live");
+
+    // Live: the replay is listed in progress and its media playlist is an EVENT playlist.
+    let live = server
+        .wait_for(Duration::from_secs(30), || {
+            replays(&server).into_iter().find(|r| r["id"] == sid.as_str() && r["durationSeconds"].as_f64() > Some(8.0))
+        })
+        .expect("the live replay is listed with media");
+    assert_eq!(live["inProgress"], true);
+    assert_eq!(live["manifest"], format!("/replay/{sid}"));
+    let media = server.admin_get(&format!("/replay/{sid}/0")).text().unwrap();
+    assert!(media.contains("#EXT-X-PLAYLIST-TYPE:EVENT") && !media.contains("ENDLIST"), "{media}");
+
+    // Clip refusals, in Owncast's order and words.
+    let fresh = chat_user(&server, "Newbie", false);
+    let viewer = chat_user(&server, "Clipper", true);
+    assert_refused(clip(&server, Some(&viewer), "10.0.0.1", &window("nope", 1.0, 5.0)), 400, "stream not found");
+    assert_refused(
+        clip(&server, Some(&viewer), "10.0.0.1", &window(&sid, -1.0, 5.0)),
+        400,
+        "start time must not be negative",
+    );
+    assert_refused(
+        clip(&server, Some(&viewer), "10.0.0.1", &window(&sid, 5.0, 5.0)),
+        400,
+        "end time must be after start time",
+    );
+    assert_refused(
+        clip(&server, Some(&viewer), "10.0.0.1", &window(&sid, 9999.0, 10000.0)),
+        400,
+        "start time is after the known end of the stream",
+    );
+    assert_refused(
+        clip(&server, None, "10.0.0.1", &window(&sid, 1.0, 5.0)),
+        403,
+        "clip creation requires joining chat first",
+    );
+    assert_refused(
+        clip(&server, Some(&fresh), "10.0.0.1", &window(&sid, 1.0, 5.0)),
+        403,
+        "your account is too new to create clips",
+    );
+    server.set("replay/clippermissions", json!("moderators"));
+    assert_refused(
+        clip(&server, Some(&viewer), "10.0.0.1", &window(&sid, 1.0, 5.0)),
+        403,
+        "clip creation is limited to moderators",
+    );
+    server.set("replay/clippermissions", json!("authenticated"));
+    assert_refused(
+        clip(&server, Some(&viewer), "10.0.0.1", &window(&sid, 1.0, 5.0)),
+        403,
+        "clip creation is limited to authenticated viewers",
+    );
+    server.set("replay/clippermissions", json!("established"));
+    let bad =
+        server.client.post(server.url(&format!("/api/clip?accessToken={viewer}"))).body("{not json").send().unwrap();
+    assert_eq!(bad.status().as_u16(), 200);
+    assert_eq!(bad.json::<Value>().unwrap(), json!({"success": false, "message": "unable to create clip"}));
+    server.set("replay/clipsenabled", json!(false));
+    assert_refused(clip(&server, Some(&viewer), "10.0.0.1", &window(&sid, 1.0, 5.0)), 200, "clip creation is disabled");
+    server.set("replay/clipsenabled", json!(true));
+    // Setter validation, Owncast's messages.
+    let r = server.admin_post("/api/admin/config/replay/maxclipduration", &json!({"value": 0}));
+    assert_eq!(r.status().as_u16(), 400);
+    assert_eq!(r.json::<Value>().unwrap()["message"], "clip duration must be between 1 and 3600 seconds");
+    let r = server.admin_post("/api/admin/config/replay/clippermissions", &json!({"value": "everyone"}));
+    assert_eq!(
+        r.json::<Value>().unwrap()["message"],
+        "clip permissions must be one of: moderators, authenticated, established"
+    );
+    let r = server.admin_post("/api/admin/config/replay/enable", &json!({"value": true}));
+    assert_eq!(r.json::<Value>().unwrap()["message"], "replay features saved");
+
+    server
+        .wait_for(Duration::from_secs(30), || {
+            replays(&server).into_iter().find(|r| r["id"] == sid.as_str() && r["durationSeconds"].as_f64() > Some(18.0))
+        })
+        .expect("18 s recorded");
+    // The viewer's clip (while live), announced in chat; then the rate limit: 3 back to back, the 4th
+    // is refused.
+    let mut watcher = common::chatclient::join(&server, "Watcher");
+    let (status, made) = clip(&server, Some(&viewer), "10.0.0.2", &window(&sid, 2.0, 16.0));
+    assert_eq!(status, 200, "{made}");
+    let action = common::chatclient::next_where(&mut watcher.ws, Duration::from_secs(10), |e| {
+        e["type"] == "CHAT_ACTION" && e["body"].as_str().is_some_and(|b| b.contains("Clipper clipped a moment"))
+    });
+    assert!(action.is_some(), "the clip is announced in chat");
+    assert_eq!(made["success"], true);
+    assert_eq!(made["message"], "clip created");
+    assert_eq!(made["durationSeconds"], 14);
+    let viewer_clip = made["id"].as_str().unwrap().to_string();
+    assert_eq!(clip(&server, Some(&viewer), "10.0.0.2", &window(&sid, 0.0, 4.0)).0, 200);
+    assert_eq!(clip(&server, Some(&viewer), "10.0.0.2", &window(&sid, 0.0, 4.0)).0, 200);
+    assert_refused(
+        clip(&server, Some(&viewer), "10.0.0.2", &window(&sid, 0.0, 4.0)),
+        429,
+        "too many clips created, please wait before creating another",
+    );
+    // An over-long window keeps its newest `max` seconds.
+    server.set("replay/maxclipduration", json!(5));
+    let (_, short) = clip(&server, Some(&viewer), "10.0.0.3", &window(&sid, 0.0, 8.0));
+    assert_eq!(short["durationSeconds"], 5, "{short}");
+    let c: Value = server.get_json(&format!("/api/clips/{}", short["id"].as_str().unwrap()));
+    assert_eq!((c["relativeStartTime"].as_f64(), c["relativeEndTime"].as_f64()), (Some(3.0), Some(8.0)));
+    server.set("replay/maxclipduration", json!(120));
+
+    assert!(wait_exit(&mut ff, Duration::from_secs(60)).is_some(), "the publisher ends");
+    let done = wait_finished(&server, &sid);
+    assert_eq!(done["status"], "finished");
+    assert!(done.get("inProgress").is_none());
+    assert!(done["totalBytes"].as_i64() > Some(10_000));
+    assert_eq!(done["clipCount"], 4);
+    let ready = hook.wait_for(Duration::from_secs(20), |r| r.json()["type"] == "REPLAY_READY");
+    assert_eq!(ready.expect("REPLAY_READY webhook").json()["eventData"]["id"], sid.as_str());
+    let clipped = hook.wait_for(Duration::from_secs(5), |r| r.json()["type"] == "CLIP_CREATED");
+    assert_eq!(clipped.expect("CLIP_CREATED webhook").json()["eventData"]["clippedBy"], "Clipper");
+
+    // The bot's clip: no permission level, no rate limit.
+    let token = server
+        .admin_post("/api/admin/accesstokens/create", &json!({"name": "clipbot", "scopes": ["HAS_ADMIN_ACCESS"]}));
+    let token = token.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
+    let no_auth = server.post_json("/api/integrations/clips", &window(&sid, 10.0, 22.0));
+    assert_eq!(no_auth.status().as_u16(), 401);
+    let bot = server
+        .client
+        .post(server.url("/api/integrations/clips"))
+        .header("authorization", format!("Bearer {token}"))
+        .json(&window(&sid, 10.0, 22.0))
+        .send()
+        .unwrap();
+    assert_eq!(bot.status().as_u16(), 200);
+    let bot: Value = bot.json().unwrap();
+    assert_eq!(bot["durationSeconds"], 12);
+    let bot_clip = bot["id"].as_str().unwrap().to_string();
+    // The admin's form (castd): same rules, clippedBy is the server's name.
+    let r = server.admin_post("/api/admin/clips/create", &window(&sid, 20.0, 26.0));
+    let admin_clip: Value = r.json().unwrap();
+    assert_eq!(admin_clip["durationSeconds"], 6, "{admin_clip}");
+    assert_eq!(server.post_json("/api/admin/clips/create", &window(&sid, 20.0, 26.0)).status().as_u16(), 401);
+    let listed = server.get_json(&format!("/api/clips/{bot_clip}"));
+    assert_eq!(listed["clippedBy"], "clipbot");
+    assert_eq!(server.get_json(&format!("/api/clips/{viewer_clip}"))["clippedBy"], "Clipper");
+
+    // The finished replay: VOD + ENDLIST, the published duration within one segment.
+    let media = server.admin_get(&format!("/replay/{sid}/0")).text().unwrap();
+    assert!(media.contains("#EXT-X-PLAYLIST-TYPE:VOD") && media.trim_end().ends_with("#EXT-X-ENDLIST"), "{media}");
+    let master_url = server.url(&format!("/replay/{sid}"));
+    let d = probe_duration(&server, &master_url, true).expect("ffprobe reads the replay");
+    assert!((d - published).abs() <= SEGMENT, "replay lasts {d} s, published {published} s");
+
+    // Admin-only until made public.
+    assert_eq!(server.get(&format!("/replay/{sid}")).status().as_u16(), 401);
+    assert_eq!(server.get_json("/api/replays"), json!([]));
+    let r = server.admin_post(
+        "/api/admin/replays/update",
+        &json!({"id": sid, "public": true, "pinned": true, "title": "Show #1"}),
+    );
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(server.get(&format!("/replay/{sid}")).status().as_u16(), 200);
+    let public = server.get_json("/api/replays");
+    assert_eq!(public[0]["id"], sid.as_str());
+    assert_eq!(public[0]["title"], "Show #1");
+    // Segments: Range and ETag like live segments.
+    let seg = media.lines().find(|l| l.starts_with('/')).unwrap().to_string();
+    let r = server.client.get(server.url(&seg)).header("range", "bytes=0-187").send().unwrap();
+    assert_eq!(r.status().as_u16(), 206);
+    let etag = r.headers()["etag"].to_str().unwrap().to_string();
+    let r = server.client.get(server.url(&seg)).header("if-none-match", &etag).send().unwrap();
+    assert_eq!(r.status().as_u16(), 304);
+
+    // download.mp4: moov before mdat, the same duration, a sane file name, streamed.
+    let started = Instant::now();
+    let r = server.admin_get(&format!("/replay/{sid}/download.mp4"));
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["content-type"], "video/mp4");
+    assert_eq!(r.headers()["content-disposition"], "attachment; filename=\"Show-1.mp4\"");
+    let bytes = r.bytes().unwrap();
+    eprintln!("download.mp4: {} bytes in {:?}", bytes.len(), started.elapsed());
+    let kinds = boxes(&bytes);
+    let moov = kinds.iter().position(|k| k == "moov").expect("a moov box");
+    let mdat = kinds.iter().position(|k| k == "mdat").expect("an mdat box");
+    assert!(moov < mdat, "{kinds:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("replay.mp4");
+    std::fs::write(&file, &bytes).unwrap();
+    let d = file_duration(&file).expect("ffprobe reads the download");
+    assert!((d - published).abs() <= SEGMENT, "download lasts {d} s");
+
+    // Clips play for their length ± one GOP, have thumbnails and downloads.
+    for (id, len) in [(&viewer_clip, 14.0), (&bot_clip, 12.0)] {
+        let d = probe_duration(&server, &server.url(&format!("/clip/{id}")), false).expect("the clip plays");
+        assert!((d - len).abs() <= SEGMENT + 0.5, "clip {id} lasts {d} s, asked {len} s");
+        let thumb = server.wait_for(Duration::from_secs(20), || {
+            let r = server.get(&format!("/clip-thumbnail/{id}.jpg"));
+            (r.status().as_u16() == 200).then(|| r.bytes().unwrap())
+        });
+        let thumb = thumb.expect("a thumbnail");
+        assert_eq!(&thumb[..2], &[0xff, 0xd8], "a JPEG");
+        assert_eq!(server.get_json(&format!("/api/clips/{id}"))["thumbnail"], format!("/clip-thumbnail/{id}.jpg"));
+        let r = server.get(&format!("/clip/{id}/download.mp4"));
+        assert_eq!(r.status().as_u16(), 200);
+        let f = tmp.path().join(format!("{id}.mp4"));
+        std::fs::write(&f, r.bytes().unwrap()).unwrap();
+        let d = file_duration(&f).expect("the clip download is an MP4");
+        assert!((d - len).abs() <= SEGMENT + 0.5, "clip download lasts {d} s");
+    }
+    let page = server.get(&format!("/clips/{viewer_clip}")).text().unwrap();
+    assert!(page.contains("og:title\" content=\"a moment\""), "{page}");
+
+    // Unknown ids: 404; bad bodies: Owncast's answers.
+    assert_eq!(server.admin_get("/replay/nope").status().as_u16(), 404);
+    assert_eq!(server.get("/api/clips/nope").status().as_u16(), 404);
+    assert_eq!(server.get("/clip/nope").status().as_u16(), 404);
+    let r = server.admin_post("/api/admin/replays/delete", &json!({"id": "nope"}));
+    assert_eq!((r.status().as_u16(), r.json::<Value>().unwrap()["message"].clone()), (404, json!("replay not found")));
+    let r = server.admin_post("/api/admin/replays/delete", &json!({}));
+    assert_eq!(r.json::<Value>().unwrap()["message"], "an id is required");
+    let r = server
+        .client
+        .post(server.url("/api/admin/replays/delete"))
+        .basic_auth("admin", Some(&server.admin_password))
+        .body("{")
+        .send()
+        .unwrap();
+    assert_eq!(
+        (r.status().as_u16(), r.json::<Value>().unwrap()["message"].clone()),
+        (400, json!("unable to read request"))
+    );
+    let r = server.admin_post("/api/admin/clips/delete", &json!({"id": bot_clip}));
+    assert_eq!(r.json::<Value>().unwrap()["message"], "clip deleted");
+    assert_eq!(server.get(&format!("/api/clips/{bot_clip}")).status().as_u16(), 404);
+
+    // Deleting the replay deletes its clips and files.
+    let r = server.admin_post("/api/admin/replays/delete", &json!({"id": sid}));
+    assert_eq!(r.json::<Value>().unwrap()["message"], "replay deleted");
+    assert!(replays(&server).is_empty());
+    assert_eq!(server.get_json("/api/clips"), json!([]));
+    assert!(!server.data_dir.join("replays").join(&sid).exists());
+
+    // Features off: every route is a 404.
+    server.set("replay/enable", json!(false));
+    assert_eq!(server.admin_get("/api/admin/replays").status().as_u16(), 404);
+    assert_eq!(clip(&server, Some(&viewer), "10.0.0.9", &window(&sid, 1.0, 5.0)).0, 404);
+}
+
+/// Publish `secs` and wait for the replay it makes to be listed finished; returns its id.
+fn broadcast(server: &Server, secs: u32) -> String {
+    let before: Vec<Value> = replays(server);
+    let mut ff = publish(server, KEY, "320x180", secs);
+    assert!(wait_exit(&mut ff, Duration::from_secs(u64::from(secs) + 30)).is_some());
+    let new = server
+        .wait_for(Duration::from_secs(30), || {
+            replays(server)
+                .into_iter()
+                .find(|r| !before.iter().any(|b| b["id"] == r["id"]) && r["status"] == "finished")
+        })
+        .expect("a new finished replay");
+    new["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn kill_9_leaves_an_interrupted_replay_and_the_budget_keeps_the_newest_and_the_pinned() {
+    let mut server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
+    let mut ff = publish(&server, KEY, "320x180", 60);
+    let sid = server
+        .wait_for(Duration::from_secs(40), || {
+            replays(&server).into_iter().find(|r| r["durationSeconds"].as_f64() >= Some(8.0)).map(|r| r["id"].clone())
+        })
+        .expect("recording");
+    let sid = sid.as_str().unwrap().to_string();
+    common::unsafe_kill(server.pid().unwrap(), 9);
+    let _ = ff.kill();
+    let _ = ff.wait();
+    server.stop();
+    let server = server.restart();
+    let r = replays(&server);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["id"], sid.as_str());
+    assert_eq!(r[0]["status"], "interrupted");
+    let media = server.admin_get(&format!("/replay/{sid}/0")).text().unwrap();
+    assert!(media.contains("#EXT-X-ENDLIST"), "{media}");
+    let d =
+        probe_duration(&server, &server.url(&format!("/replay/{sid}")), true).expect("the interrupted replay plays");
+    assert!(d >= 8.0 - SEGMENT, "it plays up to its last segment: {d} s");
+
+    // Budget: pin the interrupted one, record two more, then a budget that holds the first and the
+    // last but not the middle one.
+    setup(&server);
+    let r = server.admin_post("/api/admin/replays/update", &json!({"id": sid, "pinned": true}));
+    assert_eq!(r.status().as_u16(), 200);
+    let second = broadcast(&server, 8);
+    let third = broadcast(&server, 8);
+    let all = replays(&server);
+    assert_eq!(all.len(), 3, "{all:?}");
+    let size = |id: &str| all.iter().find(|r| r["id"] == id).unwrap()["totalBytes"].as_i64().unwrap();
+    let keep = size(&sid) + size(&third);
+    assert!(keep + size(&second) > keep);
+    server.set("replay/maxgigabytes", json!((keep as f64 + 1000.0) / 1e9));
+    let left = server
+        .wait_for(Duration::from_secs(20), || {
+            let ids: Vec<String> = replays(&server).iter().map(|r| r["id"].as_str().unwrap().to_string()).collect();
+            (ids.len() == 2).then_some(ids)
+        })
+        .expect("the budget deletes one replay");
+    assert!(left.contains(&sid) && left.contains(&third), "{left:?}");
+    assert!(!server.data_dir.join("replays").join(&second).exists());
+    assert!(server.data_dir.join("replays").join(&third).exists());
+}
+
+#[test]
+fn a_finished_replay_plays_from_the_bucket_and_deleting_it_removes_every_object() {
+    use common::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY};
+    let dir = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(dir.path());
+    let public = s3.public();
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
+    server.set(
+        "s3",
+        json!({
+            "enabled": true, "endpoint": s3.endpoint(), "accessKey": ACCESS_KEY, "secret": SECRET_KEY,
+            "bucket": BUCKET, "region": "us-east-1", "acl": "public-read", "pathPrefix": "pfx",
+            "forcePathStyle": true,
+        }),
+    );
+    // Players read the bucket through the anonymous instance.
+    server.set("videoservingendpoint", json!(format!("{}/{BUCKET}", public.endpoint())));
+    let published = 10.0;
+    let id = broadcast(&server, published as u32);
+    let media = server
+        .wait_for(Duration::from_secs(30), || {
+            let m = server.admin_get(&format!("/replay/{id}/0")).text().unwrap();
+            m.contains(&public.endpoint()).then_some(m)
+        })
+        .expect("the replay's playlist names the bucket");
+    assert!(media.contains(&format!("/{BUCKET}/pfx/replays/{id}/0/")), "{media}");
+    let keys = public.list(&server.client, &format!("pfx/replays/{id}/"));
+    assert!(keys.len() >= 4, "{keys:?}");
+    // No local copy is left of the segments; it plays from the bucket.
+    let local: Vec<_> =
+        std::fs::read_dir(server.data_dir.join("replays").join(&id).join("0")).unwrap().flatten().collect();
+    assert!(local.is_empty(), "{local:?}");
+    // (Public, so the player sends no credentials the bucket would refuse.)
+    let r = server.admin_post("/api/admin/replays/update", &json!({"id": id, "public": true}));
+    assert_eq!(r.status().as_u16(), 200);
+    let d = probe_duration(&server, &server.url(&format!("/replay/{id}")), false).expect("plays from the bucket");
+    assert!((d - published).abs() <= SEGMENT, "{d} s");
+    // The live stream's leftovers clean-up at the next start leaves replays alone; deleting removes them.
+    let r = server.admin_post("/api/admin/replays/delete", &json!({"id": id}));
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(public.list(&server.client, &format!("pfx/replays/{id}/")).is_empty());
+}
+
+#[test]
+fn a_low_latency_broadcast_is_recorded_with_its_init_segment_and_plays() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
+    server.set("video/streamlatencylevel", json!(0));
+    let id = broadcast(&server, 10);
+    let media = server.admin_get(&format!("/replay/{id}/0")).text().unwrap();
+    assert!(media.contains("#EXT-X-MAP:URI=\""), "fMP4 segments name their init segment: {media}");
+    let d = probe_duration(&server, &server.url(&format!("/replay/{id}")), true).expect("the LL-HLS replay plays");
+    assert!((d - 10.0).abs() <= SEGMENT, "{d} s");
+    let r = server.admin_get(&format!("/replay/{id}/download.mp4"));
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("ll.mp4");
+    std::fs::write(&f, r.bytes().unwrap()).unwrap();
+    let d = file_duration(&f).expect("the download is an MP4");
+    assert!((d - 10.0).abs() <= SEGMENT, "download {d} s");
+}

@@ -1,0 +1,46 @@
+/** A clip's page at `/clips/{clipId}`: the clip (hls.js), its title, who clipped it and a download link.
+ * castd serves this page with OpenGraph tags for link previews filled in. */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import '../styles.css';
+import { type Clip } from '../api';
+import { HlsPlayer } from '../components/HlsPlayer';
+import { formatDateTime } from '../lib/format';
+
+const clipId = () => decodeURIComponent(window.location.pathname.replace(/^\/clips\//, '').replace(/\/$/, ''));
+
+function ClipPage() {
+  const [clip, setClip] = useState<Clip | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    fetch(`/api/clips/${encodeURIComponent(clipId())}`)
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(r.status === 404 ? 'This clip does not exist.' : `HTTP ${r.status}`))))
+      .then((c: Clip) => {
+        setClip(c);
+        document.title = c.title || 'Clip';
+      })
+      .catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)));
+  }, []);
+  if (error) return <main class="clip-main"><p id="clip-error">{error}</p></main>;
+  if (!clip) return <main class="clip-main"><p>Loading…</p></main>;
+  return (
+    <main class="clip-main" style={{ maxWidth: '960px', margin: 'auto', padding: '1rem' }}>
+      <h1 id="clip-title">{clip.title || 'Clip'}</h1>
+      <HlsPlayer src={clip.manifest} id="clip-player" />
+      <p class="muted">
+        {clip.clippedBy && <>Clipped by {clip.clippedBy} · </>}
+        {clip.streamTitle && <>{clip.streamTitle} · </>}
+        {clip.durationSeconds} s · {formatDateTime(clip.timestamp)}
+      </p>
+      <p>
+        <a href={clip.download} download id="clip-download">
+          Download MP4
+        </a>{' '}
+        · <a href="/">Watch live</a>
+      </p>
+    </main>
+  );
+}
+
+const root = document.getElementById('app');
+if (root) render(<ClipPage />, root);
