@@ -181,6 +181,8 @@ pub struct Daemon {
     pub storage: Arc<Storage>,
     pub federation: Arc<Federation>,
     pub schedule: Arc<Schedule>,
+    /// WHEP playback (the WebRTC stack is set once its socket is bound).
+    pub whep: Arc<crate::whep::Whep>,
     pub simulcast: Arc<Simulcast>,
     pub replays: Arc<Replays>,
     /// The cluster (origin or edge), when `--redis-url` was given.
@@ -308,6 +310,7 @@ impl Daemon {
             media: media.clone(),
             tasks: tasks.clone(),
         });
+        let settings_for_whep = settings.clone();
         let simulcast = Simulcast::new(SimulcastDeps {
             settings: settings.clone(),
             bus: bus.clone(),
@@ -339,6 +342,15 @@ impl Daemon {
             ll,
             remote: Some(storage.clone()),
         });
+        let whep = Arc::new(crate::whep::Whep {
+            settings: settings_for_whep,
+            bus: bus.clone(),
+            stream: stream.clone(),
+            media: media.clone(),
+            store: store.clone(),
+            metrics: metrics.clone(),
+            webrtc: Default::default(),
+        });
         Ok(Daemon {
             store,
             bus,
@@ -361,6 +373,7 @@ impl Daemon {
             storage,
             federation,
             schedule,
+            whep,
             simulcast,
             replays,
             cluster,
@@ -388,6 +401,7 @@ impl Daemon {
         crate::logs::routes(&mut reg, self.logs.clone());
         crate::storage::routes(&mut reg, self.storage.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());
+        crate::whep::routes(&mut reg, self.whep.clone());
         crate::simulcast::routes(&mut reg, self.simulcast.clone());
         crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
         crate::web::routes(&mut reg);
@@ -445,6 +459,7 @@ pub async fn run(
     if let Some(socket) = listeners.webrtc {
         let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
         crate::webrtc::start(webrtc.clone(), &tasks);
+        let _ = d.whep.webrtc.set((webrtc.clone(), tasks.clone()));
         let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc, tasks: tasks.clone() });
     }
 

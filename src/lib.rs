@@ -112,6 +112,10 @@
 //!   admin check. Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
+//! - [`whep`]: WebRTC playback (WHEP, `POST /whep`): viewers get the media plane's real-time feed
+//!   (`media::realtime`: one encoded variant's H.264 access units and Opus audio from the worker)
+//!   through the WebRTC stack. Uses `chat` (chat access tokens when authentication is required) and
+//!   `ingest` (the H.264 offer check). Owns the WebRTC playback settings' setters (`webrtc/*`).
 //! - [`cluster`]: beyond one box: an origin and edges sharing one chat over Redis (`--redis-url`,
 //!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and `/ws` here,
 //!   everything else proxied to the origin, HLS cached as `Cache-Control` allows) and presence counts.
@@ -163,6 +167,7 @@ pub mod transcode;
 pub mod web;
 pub mod webhooks;
 pub mod webrtc;
+pub mod whep;
 pub mod yp;
 
 pub use daemon::run;

@@ -3,17 +3,28 @@
 // clocked test pattern in real time (tests/web/latency.mjs: the wall clock of every packet ffmpeg sends, and the
 // clock burnt into the picture), the viewer page playing through hls.js; after a warm-up, the latency is sampled
 // every 500 ms for SECONDS. Prints p50/p95 of glass-to-glass, of now − PROGRAM-DATE-TIME and of hls.latency.
-//   node bench/latency/run.mjs [SECONDS] [LEVELS]   e.g. node bench/latency/run.mjs 60 0,1,2,3,4
+// `whep` among the levels: the same stream played over WebRTC (WHEP) in a bare page, glass-to-glass of every
+// presented frame (tests/web/latency.mjs `playWhep`, `sampleWhepGlass`), in the same run.
+//   node bench/latency/run.mjs [SECONDS] [LEVELS]   e.g. node bench/latency/run.mjs 60 whep,0,1,2,3,4
 import { launchBrowser, newContext } from '../../tests/web/browser.mjs';
 import { Castd } from '../../tests/web/castd.mjs';
-import { firstSegmentDate, publishClocked, sampleLatency, startPlayback, summary } from '../../tests/web/latency.mjs';
+import {
+  firstSegmentDate,
+  playWhep,
+  publishClocked,
+  quantile,
+  sampleLatency,
+  sampleWhepGlass,
+  startPlayback,
+  summary,
+} from '../../tests/web/latency.mjs';
 
 const SECONDS = Number(process.argv[2] || 60);
-const LEVELS = (process.argv[3] || '0,1,2,3,4').split(',').map(Number);
+const LEVELS = (process.argv[3] || 'whep,0,1,2,3,4').split(',').map((l) => (l === 'whep' ? l : Number(l)));
 const SEGMENT = [1, 2, 3, 4, 5];
 const KEY = 'bench-latency-key';
 
-const browser = await launchBrowser();
+const browser = await launchBrowser({ extraArgs: ['--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'] });
 const rows = [];
 for (const level of LEVELS) {
   const castd = await Castd.start();
@@ -22,13 +33,26 @@ for (const level of LEVELS) {
     await castd.setConfig('video/streamoutputvariants', [
       { name: '360p', audioPassthrough: true, videoBitrate: 800, scaledWidth: 640, scaledHeight: 360, framerate: 30, cpuUsageLevel: 0 },
     ]);
-    await castd.setConfig('video/streamlatencylevel', level);
+    await castd.setConfig('video/streamlatencylevel', level === 'whep' ? 0 : level);
     await castd.setConfig('streamkeys', [{ key: KEY, comment: 'bench' }]);
     // A keyframe a second, as castd's encoders cut them anyway; the broadcaster's GOP only matters for passthrough.
     publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${KEY}`, { seconds: SECONDS + 90 });
     const firstPdt = await firstSegmentDate(castd, { timeoutMs: 60_000 });
     const ctx = await newContext(browser);
     const page = await ctx.newPage();
+    if (level === 'whep') {
+      await page.goto(castd.url('/api/status'));
+      const res = await playWhep(page);
+      if (res.status !== 201) throw new Error(`POST /whep: ${JSON.stringify(res)}`);
+      await new Promise((r) => setTimeout(r, 5000));
+      const glass = await sampleWhepGlass(page, { sourceOffset: publisher.sourceOffset, seconds: SECONDS });
+      const none = { p50: NaN, p95: NaN };
+      const row = { p50: quantile(glass, 0.5), p95: quantile(glass, 0.95) };
+      rows.push({ level, mode: 'WebRTC (WHEP), per frame', segment: '-', n: glass.length, glass: row, pdt: none, hlsjs: none, stalls: 0 });
+      await ctx.close();
+      continue;
+    }
+    // newContext starts the viewer page's Real-time switch off: this row is HLS.
     await page.goto(castd.url('/'));
     await startPlayback(page, { timeoutMs: 90_000 });
     // Warm-up: hls.js settles on its target latency (LL: PART-HOLD-BACK; classic: three target durations).
@@ -53,8 +77,12 @@ console.log('| level | mode | segment | samples | glass p50 | glass p95 | PDT p5
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   console.log(
-    `| ${r.level} | ${r.mode} | ${r.segment} s | ${r.n} | ${f(r.glass.p50)} | ${f(r.glass.p95)} | ${f(r.pdt.p50)} | ${f(r.pdt.p95)} | ${f(r.hlsjs.p50)} | ${f(r.hlsjs.p95)} | ${r.stalls} |`,
+    `| ${r.level} | ${r.mode} | ${r.segment}${r.level === 'whep' ? '' : ' s'} | ${r.n} | ${f(r.glass.p50)} | ${f(r.glass.p95)} | ${f(r.pdt.p50)} | ${f(r.pdt.p95)} | ${f(r.hlsjs.p50)} | ${f(r.hlsjs.p95)} | ${r.stalls} |`,
   );
+}
+const rt = rows.find((r) => r.level === 'whep');
+if (rt) {
+  console.log(`\ntarget: WHEP glass p50 <= 0.5 s (${f(rt.glass.p50)}), p95 <= 0.8 s (${f(rt.glass.p95)}): ${rt.glass.p50 <= 0.5 && rt.glass.p95 <= 0.8 ? 'met' : 'NOT met'}`);
 }
 const ll = rows.find((r) => r.level === 0);
 if (ll) {

@@ -5,14 +5,15 @@
 #      SECONDS of playback per level);
 #   2. CPU cost of packaging: `castd worker` on a pre-encoded 60 s 720p30 FLV with 1 and 3 passthrough variants
 #      (no encoding: demux + mux only), CMAF parts vs the HLS muxer's MPEG-TS, user+system CPU seconds, best of 3.
-# Usage: bench/latency/run.sh [SECONDS] [LEVELS]   (default 60 s, levels 0,1,2,3,4)
+#   WebRTC playback (WHEP, `whep` among the levels) is measured in the same run, per presented frame.
+# Usage: bench/latency/run.sh [SECONDS] [LEVELS]   (default 60 s, levels whep,0,1,2,3,4)
 # CASTD_BIN picks the binary (default: the perf profile, built here). Output: bench/out/latency (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=$ROOT/bench/out/latency
 SECS=${1:-60}
-LEVELS=${2:-0,1,2,3,4}
+LEVELS=${2:-whep,0,1,2,3,4}
 mkdir -p "$OUT"
 for tool in ffmpeg node; do command -v "$tool" >/dev/null || { echo "missing $tool (packaging/deps.sh)" >&2; exit 1; }; done
 if [ -z "${CASTD_BIN:-}" ]; then

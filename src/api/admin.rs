@@ -181,6 +181,8 @@ pub struct ServerConfig {
     #[serde(flatten)]
     pub schedule: crate::schedule::settings::ScheduleConfigPart,
     #[serde(flatten)]
+    pub webrtc: crate::whep::settings::WebRtcConfigPart,
+    #[serde(flatten)]
     pub simulcast: crate::simulcast::settings::SimulcastConfigPart,
     #[serde(flatten)]
     pub replay: crate::replays::settings::ReplayConfigPart,
@@ -201,6 +203,7 @@ macro_rules! server_config_parts {
             crate::federation::settings::FederationConfigPart,
             crate::notifications::settings::NotificationsConfigPart,
             crate::schedule::settings::ScheduleConfigPart,
+            crate::whep::settings::WebRtcConfigPart,
             crate::simulcast::settings::SimulcastConfigPart,
             crate::replays::settings::ReplayConfigPart
         )
@@ -348,6 +351,7 @@ pub fn server_config(server: &Server) -> ServerConfig {
         federation: crate::federation::settings::server_config(&s),
         notifications: crate::notifications::settings::server_config(&s),
         schedule: crate::schedule::settings::server_config(&s),
+        webrtc: crate::whep::settings::server_config(&s),
         simulcast: crate::simulcast::settings::server_config(&s),
         replay: crate::replays::settings::server_config(&s),
     }

@@ -2,7 +2,7 @@
 //!
 //! `Settings` is the whole configuration the owner controls through the admin API, made of one section
 //! per feature (one file each: `instance`, `server`, `ingest`, `directory`, `video`, `chat`,
-//! `federation`, `notifications`, `storage`, `schedule`, `simulcast`, `replay`). The sections are flattened, so every field of a section is
+//! `federation`, `notifications`, `storage`, `schedule`, `webrtc`, `simulcast`, `replay`). The sections are flattened, so every field of a section is
 //! one top-level camelCase key, the key under which the settings store (`store::settings`) persists it:
 //! a field added later simply takes its default on an existing database. The section types live here,
 //! below every feature, because features read each other's settings; each feature owns its section's
@@ -22,6 +22,7 @@ pub mod simulcast;
 pub mod storage;
 pub mod validate;
 pub mod video;
+pub mod webrtc;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +38,7 @@ pub use server::{ServerSettings, StreamKey};
 pub use simulcast::{SimulcastSettings, SimulcastTarget, TargetVariant};
 pub use storage::{S3Info, StorageSettings, MASKED};
 pub use video::{StreamOutputVariant, VideoSettings, DEFAULT_LATENCY_LEVEL, LATENCY_LEVELS, LOW_LATENCY_HLS_LEVEL};
+pub use webrtc::WebRtcSettings;
 
 /// The warning while the directory listing is on without a server URL (nothing is listed until it is
 /// set).
@@ -68,6 +70,8 @@ pub struct Settings {
     pub storage: StorageSettings,
     #[serde(flatten)]
     pub schedule: ScheduleSettings,
+    #[serde(flatten)]
+    pub webrtc: WebRtcSettings,
     #[serde(flatten)]
     pub simulcast: SimulcastSettings,
     #[serde(flatten)]
@@ -133,13 +137,19 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 70, "{:?}", map.keys().collect::<Vec<_>>());
+        assert_eq!(map.len(), 74, "{:?}", map.keys().collect::<Vec<_>>());
         for key in ["name", "adminPasswordHash", "srtServerPort", "directoryEnabled", "latencyLevel", "chatDisabled"] {
             assert!(map.contains_key(key), "{key}");
         }
-        for key in
-            ["federationBlockedDomains", "browserNotifications", "s3", "scheduleChatOpenMinutes", "simulcastTargets"]
-        {
+        for key in [
+            "federationBlockedDomains",
+            "browserNotifications",
+            "s3",
+            "scheduleChatOpenMinutes",
+            "webrtcMaxViewers",
+            "simulcastTargets",
+            "replayEnabled",
+        ] {
             assert!(map.contains_key(key), "{key}");
         }
         assert!(!map.contains_key("chat") && !map.contains_key("instance"));

@@ -21,6 +21,8 @@
 //! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
 //!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
 //! - `retention`: live windows per variant and holds; the only deleter of segment files.
+//! - `realtime`: the real-time feed for WebRTC viewers (one variant's H.264 access units and Opus
+//!   audio, from the worker), a bounded broadcast with coalesced keyframe requests.
 //! - `tap`: the live source's own media for consumers that forward it without an encode (a late
 //!   reader starts at a keyframe; a slow one skips to the next; the publisher never waits).
 //!
@@ -29,6 +31,7 @@
 pub mod feed;
 pub mod flv;
 pub mod h264;
+pub mod realtime;
 pub mod retention;
 pub mod source;
 pub mod tap;
@@ -48,6 +51,8 @@ pub struct MediaPlane {
     pub feed: Feed,
     pub retention: Arc<Retention>,
     pub slot: Arc<PublisherSlot>,
+    /// The real-time feed (WHEP).
+    pub realtime: Arc<realtime::Realtime>,
     pub tap: Arc<SourceTap>,
 }
 
@@ -58,6 +63,7 @@ impl MediaPlane {
             feed: Feed::default(),
             retention: Retention::new(hls_dir),
             slot: Arc::new(PublisherSlot::default()),
+            realtime: Arc::new(realtime::Realtime::default()),
             tap: Arc::new(SourceTap::default()),
         })
     }

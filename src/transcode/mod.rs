@@ -13,6 +13,7 @@
 //! - `stage`: the software ladder's encoding stages (a thread per variant: scale, encode, pass the picture on).
 //! - `timing`: output frame slots (frame-rate conversion, segment boundaries), shared by `stage` and `hw`'s path.
 //! - `hw`: the worker's hardware path (device, hardware decode or one upload, libavfilter ladder).
+//! - `rtlink`: the real-time link (Unix socket) from the worker's real-time output to `media::realtime`.
 //! - `report`: what the worker reports about the files it wrote (classic HLS: its own muxer's playlist).
 //! - `supervisor`: spawning, feeding, restarting, and the stream's online/offline life cycle.
 //! - `encoders`: which encoder a stream starts on, and the notices when that changes.
@@ -37,6 +38,7 @@ pub mod hw;
 pub mod recipe;
 pub mod remux;
 pub mod report;
+pub mod rtlink;
 pub mod scale;
 pub mod stage;
 pub mod supervisor;
@@ -160,6 +162,18 @@ pub struct WorkerConfig {
     /// LL-HLS part length in milliseconds (0: `cmaf::DEFAULT_PART_SECONDS`).
     #[serde(default)]
     pub part_ms: u32,
+    /// The real-time output for WebRTC viewers (`rtlink`), when WebRTC is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realtime: Option<RealtimeConfig>,
+}
+
+/// What the worker needs for the real-time output (`rtlink`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RealtimeConfig {
+    /// The variant whose encoded video goes out in real time.
+    pub variant: usize,
+    /// The Unix socket the daemon listens on.
+    pub socket: PathBuf,
 }
 
 fn default_container() -> crate::media::Container {

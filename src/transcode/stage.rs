@@ -11,6 +11,7 @@
 //! holds at most `FRAMES_IN_FLIGHT` frames, so at most a few packets per stage are ever queued; an
 //! unbounded return path is what keeps a blocked sender from deadlocking the muxer.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -21,6 +22,18 @@ use ffmpeg_next as ff;
 
 use super::recipe::EncoderRecipe;
 use super::{scale, TranscodeError};
+
+/// The variant whose encoder takes forced keyframes (the real-time variant; `usize::MAX`: none). The
+/// worker is a process of its own, so there is one per process.
+pub static FORCE_KEYFRAME_VARIANT: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// A keyframe request (from a WebRTC viewer, coalesced by the daemon) waiting for the next frame.
+pub static FORCE_KEYFRAME: AtomicBool = AtomicBool::new(false);
+
+/// Whether variant `variant`'s next frame is forced to be a keyframe (takes the request). A forced
+/// keyframe adds an IDR inside a segment; segments still end at the boundary keyframes.
+pub fn take_forced_keyframe(variant: usize) -> bool {
+    FORCE_KEYFRAME_VARIANT.load(Ordering::Relaxed) == variant && FORCE_KEYFRAME.swap(false, Ordering::Relaxed)
+}
 
 /// Frames queued into a stage before its feeder blocks.
 pub const FRAMES_IN_FLIGHT: usize = 2;
@@ -145,7 +158,7 @@ impl Stage {
             let fps = f64::from(rec.framerate);
             let gop = i64::from(rec.gop.max(1));
             let segment = super::timing::output_slot(msg.plan.t - msg.plan.t0, fps).div_euclid(gop);
-            let key = self.last_segment != Some(segment);
+            let key = self.last_segment != Some(segment) || take_forced_keyframe(i);
             self.last_segment = Some(segment);
             pic.set_pts(Some(pts));
             pic.set_kind(if key { picture::Type::I } else { picture::Type::None });

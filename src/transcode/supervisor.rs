@@ -274,7 +274,9 @@ async fn supervise(
         segment_id: new_segment_id(),
         low_latency: s.low_latency_hls(),
         part_ms: t.deps.llhls_part_ms,
+        realtime: None,
     };
+    let realtime_variant = s.webrtc.realtime_variant(&cfg.variants);
     let variant_count = cfg.variants.len();
     t.deps.media.start_stream(list as usize);
     let thumb_variant = highest_variant(&cfg.variants);
@@ -291,6 +293,16 @@ async fn supervise(
             disk_full = false;
             room_again(&t);
         }
+        cfg.realtime = realtime_variant.and_then(|variant| {
+            let socket = super::rtlink::socket_path(&cfg.segment_id);
+            match super::rtlink::start(&socket, t.deps.media.realtime.clone(), &t.deps.tasks) {
+                Ok(()) => Some(super::RealtimeConfig { variant, socket }),
+                Err(e) => {
+                    warn!("no real-time output (WebRTC playback): cannot listen on {}: {e}", socket.display());
+                    None
+                }
+            }
+        });
         let mut worker = match spawn_worker(&cfg, &t.deps.tasks) {
             Ok(w) => w,
             Err(e) => {

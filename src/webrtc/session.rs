@@ -140,6 +140,7 @@ impl Driver {
                     if gone {
                         info!("webrtc {}: the peer went away", self.label);
                     }
+                    // Not `==`: str0m's PartialEq for Event is false for Connected.
                     if matches!(e, Event::Connected) {
                         self.connected = true;
                     }

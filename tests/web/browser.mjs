@@ -31,10 +31,22 @@ export async function launchBrowser({ extraArgs = [] } = {}) {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...ARGS, ...extraArgs], timeout: 60_000 });
 }
 
-/** A new context with a 1280x800 viewport (and admin credentials when given); default action timeout 15 s. */
-export async function newContext(browser, { httpCredentials } = {}) {
+/**
+ * A new context with a 1280x800 viewport (and admin credentials when given); default action timeout 15 s. The viewer
+ * page's Real-time (WebRTC) switch starts off, so the page plays HLS as these tests expect, unless `realtime` is set.
+ */
+export async function newContext(browser, { httpCredentials, realtime = false } = {}) {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, httpCredentials });
   ctx.setDefaultTimeout(15_000);
+  if (!realtime) {
+    await ctx.addInitScript(() => {
+      try {
+        if (localStorage.getItem('castd.realtime') === null) localStorage.setItem('castd.realtime', 'off');
+      } catch {
+        // opaque origins have no storage
+      }
+    });
+  }
   return ctx;
 }
 

@@ -1,5 +1,6 @@
 // Live latency as a viewer sees it, measured in the viewer page (hls.js) while ffmpeg publishes in real time.
-// Shared by tests/web/llhls.test.mjs and bench/latency/run.mjs.
+// Shared by tests/web/llhls.test.mjs, tests/web/whep.test.mjs and bench/latency/run.mjs. WHEP (WebRTC) playback:
+// `playWhep` plays in a bare page with RTCPeerConnection and `sampleWhepGlass` measures each presented frame.
 //
 // Three figures per sample:
 // - glass: wall clock now − the wall-clock time at which the broadcaster's ffmpeg sent the frame on screen.
@@ -110,6 +111,55 @@ export async function sampleLatency(page, { sourceOffset, firstPdt, seconds, int
     await new Promise((r) => setTimeout(r, intervalMs));
   }
   return samples;
+}
+
+/** Play over WHEP in the page; resolves with { status, location } of the POST. */
+export function playWhep(page) {
+  return page.evaluate(async () => {
+    const pc = new RTCPeerConnection();
+    pc.addTransceiver('video', { direction: 'recvonly' });
+    pc.addTransceiver('audio', { direction: 'recvonly' });
+    const video = document.createElement('video');
+    video.muted = true;
+    video.autoplay = true;
+    video.playsInline = true;
+    document.body.appendChild(video);
+    window.whepSamples = [];
+    pc.ontrack = (e) => {
+      if (e.track.kind !== 'video') return;
+      video.srcObject = new MediaStream([e.track]);
+      // `now` is when the frame is presented (expectedDisplayTime is derived from the RTP clock itself).
+      const onFrame = (now, meta) => {
+        window.whepSamples.push({ shown: performance.timeOrigin + now, rtp: meta.rtpTimestamp });
+        video.requestVideoFrameCallback(onFrame);
+      };
+      video.requestVideoFrameCallback(onFrame);
+      video.play().catch(() => undefined);
+    };
+    window.whepPc = pc;
+    await pc.setLocalDescription(await pc.createOffer());
+    await new Promise((resolve) => {
+      if (pc.iceGatheringState === 'complete') return resolve();
+      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
+      setTimeout(resolve, 3000);
+    });
+    const res = await fetch('/whep', { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription.sdp });
+    if (res.status !== 201) return { status: res.status, body: await res.text() };
+    await pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
+    return { status: res.status, location: res.headers.get('Location') };
+  });
+}
+
+/**
+ * Glass-to-glass of the frames a WHEP page (`playWhep`) presents during `seconds`: the RTP timestamp of a frame is
+ * the worker's output pts (90 kHz, the publisher's timeline), so it left ffmpeg at sourceOffset + rtp/90.
+ */
+export async function sampleWhepGlass(page, { sourceOffset, seconds }) {
+  const from = await page.evaluate(() => window.whepSamples.length);
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const samples = await page.evaluate((n) => window.whepSamples.slice(n), from);
+  const offset = sourceOffset();
+  return samples.map((s) => (s.shown - (offset + s.rtp / 90)) / 1000);
 }
 
 /** The q-quantile (0..1) of numbers (nearest rank). */

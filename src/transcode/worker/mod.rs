@@ -19,12 +19,14 @@
 //!
 //! Files: `pipeline` (demux, decode, dispatch, finish), `variant` (one variant's setup: sink, video,
 //! audio), `sink` (the HLS muxer or the CMAF packager), `codecs` (the `CODECS` strings), `master` (the
-//! master playlist), `emit` (events to stdout); this file is the process entry.
+//! master playlist), `emit` (events to stdout), `realtime` (the real-time variant's access units and
+//! Opus audio to the daemon, for WebRTC viewers); this file is the process entry.
 
 mod codecs;
 mod emit;
 mod master;
 mod pipeline;
+mod realtime;
 mod sink;
 mod variant;
 

@@ -13,6 +13,7 @@ use hwaccel::{EncoderInfo, EncoderKind, InputSpec};
 use super::codecs::codec_from_annexb;
 use super::emit::emit;
 use super::master::write_master;
+use super::realtime::RealtimeOut;
 use super::sink::Sink;
 use super::variant::{audio_encoded, AudioPath, Setup, Source, StageInfo, Variant, VideoPath};
 use crate::media::SegmentWritten;
@@ -51,6 +52,8 @@ pub(super) struct Pipeline {
     t0: Option<f64>,
     start: Instant,
     last_report: Instant,
+    /// The real-time output (WebRTC viewers), when the daemon asked for it.
+    realtime: Option<RealtimeOut>,
 }
 
 impl Pipeline {
@@ -63,7 +66,8 @@ impl Pipeline {
         let any_encode = cfg.variants.iter().any(|v| !v.video_passthrough);
         let vdec = open_video_decoder(hw.as_ref(), any_encode, &input)?;
         let (sw, sh) = input_size(vdec.as_ref(), &input.v_par)?;
-        let adec = match (&input.a_par, cfg.variants.iter().any(|v| audio_encoded(v, input.a_par.as_ref()))) {
+        let wants_audio = cfg.realtime.is_some() || cfg.variants.iter().any(|v| audio_encoded(v, input.a_par.as_ref()));
+        let adec = match (&input.a_par, wants_audio) {
             (Some(p), true) => Some(codec::context::Context::from_parameters(p.clone())?.decoder().audio()?),
             _ => None,
         };
@@ -90,6 +94,7 @@ impl Pipeline {
             encoders: variants.iter().map(|v| v.encoder_name.clone()).collect(),
         });
         log_variants(&variants);
+        let realtime = cfg.realtime.as_ref().and_then(RealtimeOut::connect);
         Ok(Pipeline {
             cfg,
             variants,
@@ -109,6 +114,7 @@ impl Pipeline {
             t0: None,
             start: Instant::now(),
             last_report: Instant::now(),
+            realtime,
         })
     }
 
@@ -258,7 +264,7 @@ impl Pipeline {
                 }
                 let gop = i64::from(enc.recipe.gop.max(1));
                 let segment = output_slot(t - t0, fps).div_euclid(gop);
-                let key = enc.last_segment != Some(segment);
+                let key = enc.last_segment != Some(segment) || crate::transcode::stage::take_forced_keyframe(i);
                 enc.last_segment = Some(segment);
                 enc.last_pts = Some(pts);
                 self.filtered.set_pts(Some(pts));
@@ -296,6 +302,9 @@ impl Pipeline {
             v.codecs = pkt.data().and_then(codec_from_annexb);
         }
         let key = pkt.is_key();
+        if let Some(rt) = self.realtime.as_mut().filter(|rt| rt.variant == i) {
+            rt.video(&pkt, enc_tb);
+        }
         v.sink.write_video(pkt, enc_tb, v.v_ost)?;
         self.after_video_write(i, key)
     }
@@ -311,6 +320,9 @@ impl Pipeline {
                 return Ok(());
             }
             let Some(ts) = decoded.timestamp() else { continue };
+            if let Some(rt) = self.realtime.as_mut() {
+                rt.audio(&decoded, ts as f64 * f64::from(self.a_tb));
+            }
             // Every encoded variant's AAC encoder takes the same format, frame size and rate.
             let target = self.variants.iter().find_map(|v| match &v.audio {
                 AudioPath::Encode(e) => Some((e.format(), e.frame_size() as usize, e.rate())),

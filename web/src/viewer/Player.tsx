@@ -9,6 +9,7 @@ import { Icon } from '../components/Icon';
 import { buildCmcdReport, newSessionId, videoState } from '../lib/cmcd';
 import { levelLabel } from '../lib/format';
 import { choosePlaybackEngine, isLowLatency } from '../lib/urls';
+import { playWhep, webrtcSupported, type WhepSession } from '../lib/whep';
 
 export const STREAM_URL = '/hls/stream.m3u8';
 const REPORT_INTERVAL_MS = 10_000;
@@ -24,6 +25,19 @@ const LL_MAX_BEHIND_TARGET = 1.5;
  * hls.js counts them).
  */
 const LL_STARTUP_GRACE_MS = 3000;
+/** WebRTC must play within this long, else the player falls back to LL-HLS. */
+const WEBRTC_TIMEOUT_MS = 3000;
+const REALTIME_KEY = 'castd.realtime';
+
+/** The viewer's "Real-time" choice (on by default where WebRTC exists). */
+function realtimeDefault(): boolean {
+  if (!webrtcSupported()) return false;
+  try {
+    return localStorage.getItem(REALTIME_KEY) !== 'off';
+  } catch {
+    return true;
+  }
+}
 
 interface Props {
   /** Start playback when true; tear the player down when false. */
@@ -39,6 +53,9 @@ export function Player({ active, autoplay }: Props) {
   const [selected, setSelected] = useState(-1);
   const [needsClick, setNeedsClick] = useState(false);
   const [failure, setFailure] = useState<string | null>(null);
+  const [realtime, setRealtime] = useState(realtimeDefault);
+  /** What is playing: WebRTC (real time) or HLS. */
+  const [mode, setMode] = useState<'webrtc' | 'hls' | null>(null);
 
   useEffect(() => {
     const video = videoRef.current;
@@ -146,7 +163,29 @@ export function Player({ active, autoplay }: Props) {
         setFailure('This browser cannot play HLS video.');
       }
     };
-    start();
+    let whep: WhepSession | null = null;
+    if (realtime && webrtcSupported()) {
+      video.muted = true;
+      playWhep(video, WEBRTC_TIMEOUT_MS).then(
+        (session) => {
+          if (destroyed) return session.close();
+          whep = session;
+          setMode('webrtc');
+          void tryPlay();
+        },
+        () => {
+          // Not within 3 s (UDP blocked, the viewer cap, WebRTC off): LL-HLS.
+          if (destroyed) return;
+          video.srcObject = null;
+          setMode('hls');
+          start();
+        },
+      );
+      void video.play().catch(() => undefined);
+    } else {
+      setMode('hls');
+      start();
+    }
 
     const report = window.setInterval(() => {
       if (video.paused && video.currentTime === 0) return; // never started: nothing to report
@@ -170,6 +209,9 @@ export function Player({ active, autoplay }: Props) {
       video.removeEventListener('playing', onPlay);
       hlsRef.current?.destroy();
       hlsRef.current = null;
+      whep?.close();
+      video.srcObject = null;
+      setMode(null);
       delete (window as unknown as { castdHls?: Hls }).castdHls;
       video.removeAttribute('src');
       video.load();
@@ -177,7 +219,16 @@ export function Player({ active, autoplay }: Props) {
       setSelected(-1);
       setNeedsClick(false);
     };
-  }, [active, autoplay]);
+  }, [active, autoplay, realtime]);
+
+  const chooseRealtime = (on: boolean) => {
+    try {
+      localStorage.setItem(REALTIME_KEY, on ? 'on' : 'off');
+    } catch {
+      // storage unavailable: the choice lasts for this page
+    }
+    setRealtime(on);
+  };
 
   const chooseLevel = (value: number) => {
     setSelected(value);
@@ -199,8 +250,15 @@ export function Player({ active, autoplay }: Props) {
 
   return (
     <>
-      <video id="player" ref={videoRef} controls playsInline preload="auto" aria-label="Live stream" />
-      {levels.length > 1 && (
+      <video id="player" ref={videoRef} controls playsInline preload="auto" aria-label="Live stream" data-mode={mode ?? ''} />
+      {webrtcSupported() && (
+        <div class="player-controls">
+          <label title="Play over WebRTC, under a second behind live (LL-HLS when it cannot)">
+            <input id="realtime-switch" type="checkbox" checked={realtime} onChange={(e) => chooseRealtime(e.currentTarget.checked)} /> Real-time
+          </label>
+        </div>
+      )}
+      {levels.length > 1 && mode === 'hls' && (
         <div class="player-controls">
           <label class="sr-only" for="quality-select">
             Quality

@@ -1,0 +1,189 @@
+//! WHEP playback (the WebRTC-HTTP Egress Protocol): viewers watch the real-time feed
+//! (`media::realtime`: one encoded variant's H.264 and Opus encoded once) over WebRTC, through the one
+//! WebRTC stack (`crate::webrtc`: the single UDP port, ICE-lite, DTLS-SRTP, NACK/RTX).
+//!
+//! `POST /whep` (`Content-Type: application/sdp`) answers `201 Created` with the SDP answer and the
+//! session in `Location` (`/whep/{id}`); `DELETE /whep/{id}` ends it; `OPTIONS` answers CORS
+//! preflights; `PATCH` is 405 (no trickle ICE). Refusals are StatusResponse bodies: WebRTC playback
+//! off (`config/webrtc/enabled`) 403; a chat access token required (`config/webrtc/requireauthentication`)
+//! and missing or unknown 401; a body that is not an SDP offer 400 (415 when not application/sdp);
+//! the stream offline 404; `config/webrtc/maxviewers` viewers already watching 503 (the player falls
+//! back to LL-HLS); no WebRTC UDP port, or no encoded variant to send (every variant passthrough), 503.
+//!
+//! A viewer (`viewer::Viewer`) joins at a keyframe: it asks for one when it connects (requests are
+//! coalesced in `media::realtime`: at most one forced keyframe a second for all viewers) and sends no
+//! video before it. PLI/FIR from the viewer become (coalesced) keyframe requests. Slow-viewer policy:
+//! each viewer reads the bounded broadcast at its own pace; one that falls `realtime::CAPACITY` frames
+//! behind loses them, skips video to the next keyframe (asking for one) and goes on, so no viewer holds
+//! more memory than the broadcast's bound and none slows the others or the encoder.
+//!
+//! A WebRTC viewer counts in the viewer count, `/api/admin/viewers` and Prometheus's active viewers as
+//! an HLS viewer does (by address and User-Agent, touched every few seconds while its session lives).
+
+pub mod settings;
+mod viewer;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tracing::info;
+
+use crate::events::Bus;
+use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
+use crate::media::MediaPlane;
+use crate::store::settings::SettingsStore;
+use crate::store::Store;
+use crate::stream::StreamWatch;
+use crate::tasks::{Stage, Tasks};
+use crate::webrtc::str0m::RtcConfig;
+use crate::webrtc::{http as wh, WebRtc, WebRtcError};
+
+/// The endpoint.
+pub const PATH: &str = "/whep";
+/// What the WebRTC registry calls WHEP sessions.
+pub const KIND: &str = "whep";
+
+/// The WHEP feature's state.
+pub struct Whep {
+    pub settings: SettingsStore,
+    pub bus: Bus,
+    pub stream: StreamWatch,
+    pub media: Arc<MediaPlane>,
+    /// Chat users (their access tokens) live here.
+    pub store: Store,
+    /// Viewers: a WebRTC viewer counts as one (by address and User-Agent, as HLS viewers are) while
+    /// its session lives.
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// Set by the daemon when the WebRTC socket is bound.
+    pub webrtc: OnceLock<(Arc<WebRtc>, Tasks)>,
+}
+
+impl Whep {
+    /// WebRTC viewers now.
+    pub fn viewers(&self) -> usize {
+        self.webrtc.get().map_or(0, |(w, _)| w.count(KIND))
+    }
+}
+
+pub fn routes(reg: &mut Registry, whep: Arc<Whep>) {
+    settings::routes(reg, whep.clone());
+    let mut reg = reg.scope(whep);
+    reg.route(
+        Method::POST,
+        PATH,
+        "playback",
+        Auth::Public,
+        "WHEP playback: an SDP offer in, the SDP answer out (201, Location of the session)",
+        BodyDoc::Content(wh::SDP),
+        post,
+    )
+    .answers(ResponseDoc::Created(wh::SDP))
+    .error(401, "A chat access token is required")
+    .error(403, "WebRTC playback is disabled")
+    .error(404, "The stream is offline")
+    .error(415, "The offer is not application/sdp")
+    .error(503, "Too many WebRTC viewers, or WebRTC is off (no UDP port)");
+    reg.route(Method::OPTIONS, PATH, "playback", Auth::Public, "CORS preflight of the WHEP endpoint", BodyDoc::None, {
+        || async { wh::options(wh::ENDPOINT_ALLOW) }
+    })
+    .answers(ResponseDoc::NoContent);
+    let resource = "/whep/{id}";
+    reg.route(Method::DELETE, resource, "playback", Auth::Public, "End a WHEP session", BodyDoc::None, delete)
+        .answers(ResponseDoc::NoContent);
+    reg.route(
+        Method::OPTIONS,
+        resource,
+        "playback",
+        Auth::Public,
+        "CORS preflight of a WHEP session",
+        BodyDoc::None,
+        || async { wh::options(wh::RESOURCE_ALLOW) },
+    )
+    .answers(ResponseDoc::NoContent);
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut resp = wh::error(StatusCode::UNAUTHORIZED, message);
+    resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    resp
+}
+
+async fn post(
+    State(whep): State<Arc<Whep>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let s = whep.settings.get();
+    if !s.webrtc.webrtc_enabled {
+        return wh::error(StatusCode::FORBIDDEN, "WebRTC playback is disabled on this server");
+    }
+    if s.webrtc.webrtc_require_authentication {
+        let Some(token) = wh::bearer(&headers).map(str::to_string) else {
+            return unauthorized("WebRTC playback needs a chat access token in Authorization: Bearer <token>");
+        };
+        let user = whep.store.call(move |c| crate::chat::users::by_token(c, &token)).await;
+        match user {
+            Ok(Some(u)) if u.disabled_at.is_none() => {}
+            Ok(_) => return unauthorized("unknown or disabled chat access token"),
+            Err(e) => {
+                tracing::warn!("whep: token lookup: {e}");
+                return wh::error(StatusCode::SERVICE_UNAVAILABLE, "cannot check the access token now");
+            }
+        }
+    }
+    let offer = match wh::offer(&headers, &body) {
+        Ok(o) => o,
+        Err(refused) => return refused.into_response(),
+    };
+    if let Err(e) = crate::webrtc::str0m::change::SdpOffer::from_sdp_string(&offer) {
+        return wh::error(StatusCode::BAD_REQUEST, format!("the SDP offer is malformed: {e}"));
+    }
+    if !crate::ingest::whip::offers_h264(&offer) {
+        return wh::error(StatusCode::BAD_REQUEST, "the offer has no H.264 video (castd sends H.264 and Opus)");
+    }
+    if !whep.stream.borrow().online {
+        return wh::error(StatusCode::NOT_FOUND, "the stream is offline");
+    }
+    let Some((webrtc, tasks)) = whep.webrtc.get() else {
+        return wh::error(StatusCode::SERVICE_UNAVAILABLE, "WebRTC is off: castd has no WebRTC UDP port");
+    };
+    if s.webrtc.realtime_variant(&s.video.video_quality_variants).is_none() {
+        return wh::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no real-time feed: every video variant is passthrough (WebRTC sends an encoded variant); watch over HLS",
+        );
+    }
+    let max = s.webrtc.webrtc_max_viewers as usize;
+    if webrtc.count(KIND) >= max {
+        return wh::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the WebRTC viewer limit ({max}) is reached; watch over HLS"),
+        );
+    }
+    let remote = SocketAddr::new(crate::http::client_ip(peer, &headers), peer.port());
+    let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let viewer = viewer::Viewer::new(whep.media.realtime.clone(), remote, whep.metrics.clone(), agent);
+    let config = RtcConfig::new().clear_codecs().enable_h264(true).enable_opus(true, false);
+    match webrtc.open(KIND, &offer, config, Box::new(viewer), tasks, Stage::Connections) {
+        Ok(o) => {
+            info!(%remote, id = %o.id, "whep viewer accepted");
+            wh::created(&format!("{PATH}/{}", o.id), &o.id, o.answer)
+        }
+        Err(e @ (WebRtcError::BadOffer(_) | WebRtcError::Rejected(_))) => {
+            wh::error(StatusCode::BAD_REQUEST, e.to_string())
+        }
+        Err(e @ WebRtcError::Full) => wh::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn delete(State(whep): State<Arc<Whep>>, Path(id): Path<String>) -> Response {
+    match whep.webrtc.get() {
+        Some((webrtc, _)) if webrtc.close(KIND, &id) => wh::deleted(),
+        _ => wh::error(StatusCode::NOT_FOUND, "no such WHEP session"),
+    }
+}

@@ -1,0 +1,155 @@
+//! One WHEP viewer's session (`webrtc::Peer`): the real-time feed written with str0m's `Writer`
+//! (H.264 packetization-mode 1 and Opus, the payload types the offer negotiated; str0m answers NACKs
+//! from its send buffer and sends RTX when negotiated). Video starts at a keyframe, asked for when the
+//! connection is up; PLI and FIR become coalesced keyframe requests; a viewer that loses frames (too
+//! slow for the bounded broadcast) skips video to the next keyframe (see the module doc of `whep`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tracing::{debug, info};
+
+use crate::media::realtime::{Realtime, Received, RtFrame, Subscription};
+use crate::webrtc::str0m::format::Codec;
+use crate::webrtc::str0m::media::{Frequency, MediaKind, MediaTime, Mid, Pt};
+use crate::webrtc::str0m::{Event, Rtc};
+use crate::webrtc::{Flow, Peer};
+
+/// How often a connected viewer is touched in the viewer list (it expires after 15 s without).
+const TOUCH_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A viewer's sending side.
+pub(super) struct Viewer {
+    rt: Arc<Realtime>,
+    sub: Subscription,
+    remote: SocketAddr,
+    video: Option<Mid>,
+    audio: Option<Mid>,
+    video_pt: Option<Pt>,
+    audio_pt: Option<Pt>,
+    connected: bool,
+    pending: Option<RtFrame>,
+    /// Frames written and frames lost to slowness (for the logs).
+    sent: u64,
+    lost: u64,
+    metrics: Arc<crate::metrics::Metrics>,
+    agent: String,
+    touched: Option<Instant>,
+}
+
+impl Viewer {
+    pub(super) fn new(
+        rt: Arc<Realtime>,
+        remote: SocketAddr,
+        metrics: Arc<crate::metrics::Metrics>,
+        agent: String,
+    ) -> Viewer {
+        let sub = rt.subscribe();
+        Viewer {
+            rt,
+            sub,
+            remote,
+            video: None,
+            audio: None,
+            video_pt: None,
+            audio_pt: None,
+            connected: false,
+            pending: None,
+            sent: 0,
+            lost: 0,
+            metrics,
+            agent,
+            touched: None,
+        }
+    }
+
+    /// The payload type of `codec` on `mid` (H.264: packetization mode 1).
+    fn pt(rtc: &mut Rtc, mid: Mid, codec: Codec) -> Option<Pt> {
+        let w = rtc.writer(mid)?;
+        let found = w
+            .payload_params()
+            .find(|p| {
+                let spec = p.spec();
+                spec.codec == codec && (codec != Codec::H264 || spec.format.packetization_mode == Some(1))
+            })
+            .map(|p| p.pt());
+        found.or_else(|| {
+            let w = rtc.writer(mid)?;
+            let pt = w.payload_params().find(|p| p.spec().codec == codec).map(|p| p.pt());
+            pt
+        })
+    }
+}
+
+impl Peer for Viewer {
+    fn event(&mut self, _rtc: &mut Rtc, event: Event) -> Flow {
+        match event {
+            Event::MediaAdded(m) => match m.kind {
+                MediaKind::Video => self.video = Some(m.mid),
+                MediaKind::Audio => self.audio = Some(m.mid),
+            },
+            Event::Connected => {
+                info!(addr = %self.remote, "whep: viewer connected");
+                self.connected = true;
+                self.sub.wait_for_keyframe();
+                self.rt.request_keyframe();
+            }
+            Event::KeyframeRequest(_) => self.rt.request_keyframe(),
+            _ => {}
+        }
+        Flow::Continue
+    }
+
+    fn poll_app(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        loop {
+            match self.sub.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Received::Lost(n)) => {
+                    self.lost += n;
+                    self.rt.request_keyframe();
+                }
+                Poll::Ready(Received::Frame(f)) => {
+                    if self.connected {
+                        self.pending = Some(f);
+                        return Poll::Ready(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn app(&mut self, rtc: &mut Rtc) -> Flow {
+        if self.touched.is_none_or(|t| t.elapsed() >= TOUCH_INTERVAL) {
+            self.touched = Some(Instant::now());
+            self.metrics.viewers.touch(self.remote.ip(), &self.agent);
+        }
+        let Some(f) = self.pending.take() else { return Flow::Continue };
+        let (mid, pt, time) = if f.video {
+            let Some(mid) = self.video else { return Flow::Continue };
+            if self.video_pt.is_none() {
+                self.video_pt = Self::pt(rtc, mid, Codec::H264);
+            }
+            let Some(pt) = self.video_pt else { return Flow::Continue };
+            (mid, pt, MediaTime::new(f.pts_us * 9 / 100, Frequency::NINETY_KHZ))
+        } else {
+            let Some(mid) = self.audio else { return Flow::Continue };
+            if self.audio_pt.is_none() {
+                self.audio_pt = Self::pt(rtc, mid, Codec::Opus);
+            }
+            let Some(pt) = self.audio_pt else { return Flow::Continue };
+            (mid, pt, MediaTime::new(f.pts_us * 48 / 1000, Frequency::FORTY_EIGHT_KHZ))
+        };
+        let Some(w) = rtc.writer(mid) else { return Flow::Continue };
+        match w.write(pt, f.at, time, &f.data[..]) {
+            Ok(()) => self.sent += 1,
+            Err(e) => debug!("whep: write: {e}"),
+        }
+        Flow::Continue
+    }
+
+    fn closed(&mut self) {
+        info!(addr = %self.remote, sent = self.sent, lost = self.lost, "whep: viewer left");
+    }
+}

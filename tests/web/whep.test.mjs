@@ -1,0 +1,109 @@
+// WHEP playback: ffmpeg publishes the clocked test pattern over RTMP (tests/web/latency.mjs), headless chromium plays
+// it over WebRTC (RTCPeerConnection, recvonly H.264 + Opus, `POST /whep`), frames decode, and glass-to-glass is
+// measured per presented frame with requestVideoFrameCallback (its `now`): the frame's RTP timestamp is the worker's output pts
+// (90 kHz, the publisher's timeline), so the frame left ffmpeg at sourceOffset + rtp/90; glass = display time − that.
+// Asserted loosely (p95 < 1.5 s); p50/p95 are printed. The viewer counts in /api/status viewerCount; DELETE on the
+// session's Location ends it.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { launchBrowser, newContext } from './browser.mjs';
+import { Castd, waitFor } from './castd.mjs';
+import { playWhep, publishClocked, quantile, sampleWhepGlass } from './latency.mjs';
+
+const STREAM_KEY = 'whep-e2e-key-1';
+let castd;
+let browser;
+let publisher;
+
+before(async () => {
+  castd = await Castd.start();
+  browser = await launchBrowser({ extraArgs: ['--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'] });
+});
+
+after(async () => {
+  await publisher?.stop();
+  await browser?.close();
+  await castd?.stop();
+});
+
+test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_000 }, async () => {
+  await castd.setConfig('video/streamoutputvariants', [
+    { name: '360p', audioPassthrough: true, videoBitrate: 800, scaledWidth: 640, scaledHeight: 360, framerate: 30, cpuUsageLevel: 0 },
+  ]);
+  await castd.setConfig('video/streamlatencylevel', 0);
+  await castd.setConfig('streamkeys', [{ key: STREAM_KEY, comment: 'e2e' }]);
+  publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 90 });
+  const diag = () => `\nffmpeg: ${publisher.stderr().trim() || '(no output)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
+  await waitFor(async () => (await castd.getJson('/api/status')).online === true, { timeoutMs: 40_000, message: 'online' }).catch((e) =>
+    assert.fail(`${e.message}${diag()}`),
+  );
+
+  const ctx = await newContext(browser);
+  const page = await ctx.newPage();
+  await page.goto(castd.url('/api/status'));
+  const joinedAt = Date.now();
+  const res = await playWhep(page);
+  assert.equal(res.status, 201, `POST /whep: ${JSON.stringify(res)}${diag()}`);
+  await waitFor(async () => (await page.evaluate(() => window.whepSamples.length)) > 0, {
+    timeoutMs: 15_000,
+    message: 'a decoded WebRTC frame',
+  }).catch((e) => assert.fail(`${e.message}${diag()}`));
+  const firstFrameMs = Date.now() - joinedAt;
+  const decoded = await page.evaluate(async () => {
+    const stats = await window.whepPc.getStats();
+    let frames = 0;
+    stats.forEach((s) => {
+      if (s.type === 'inbound-rtp' && s.kind === 'video') frames = s.framesDecoded;
+    });
+    return frames;
+  });
+  assert.ok(decoded > 0, 'getStats framesDecoded > 0');
+
+  // Skip the first seconds (jitter buffer settling), then measure for 15 s.
+  await new Promise((r) => setTimeout(r, 3000));
+  const glass = await sampleWhepGlass(page, { sourceOffset: publisher.sourceOffset, seconds: 15 });
+  const p50 = quantile(glass, 0.5);
+  const p95 = quantile(glass, 0.95);
+  console.log(
+    `WHEP glass-to-glass over ${glass.length} frames: p50 ${p50.toFixed(3)} s, p95 ${p95.toFixed(3)} s; first frame ${firstFrameMs} ms after the POST`,
+  );
+  assert.ok(glass.length > 100, `frames decoded in 15 s: ${glass.length}`);
+  assert.ok(p50 > 0, `glass-to-glass is positive (${p50})`);
+  assert.ok(p95 < 1.5, `glass-to-glass p95 ${p95} s < 1.5 s${diag()}`);
+
+  // The WebRTC viewer counts as a viewer.
+  const status = await castd.getJson('/api/status');
+  assert.ok(status.viewerCount >= 1, `viewerCount ${status.viewerCount}`);
+
+  const del = await castd.fetch(res.location, { method: 'DELETE' });
+  assert.equal(del.status, 204, `DELETE ${res.location}${diag()}`);
+  await ctx.close();
+});
+
+test('the viewer page plays in real time by default and falls back to LL-HLS over the WebRTC viewer cap', { timeout: 90_000 }, async () => {
+  const mode = (page) => page.evaluate(() => document.querySelector('video#player')?.dataset.mode ?? '');
+  const ctx = await newContext(browser, { realtime: true });
+  const page = await ctx.newPage();
+  await page.goto(castd.url('/'));
+  await waitFor(async () => (await mode(page)) === 'webrtc', { timeoutMs: 20_000, message: 'the viewer page on WebRTC' });
+  assert.ok(await page.locator('#realtime-switch').isChecked(), 'the Real-time switch is on');
+  await ctx.close();
+
+  // Over the cap (503): LL-HLS, within 5 s of the page asking.
+  await castd.setConfig('webrtc/maxviewers', 0);
+  const ctx2 = await newContext(browser, { realtime: true });
+  const page2 = await ctx2.newPage();
+  let asked = null;
+  page2.on('request', (r) => {
+    if (r.url().endsWith('/whep') && asked === null) asked = Date.now();
+  });
+  await page2.goto(castd.url('/'));
+  await waitFor(async () => (await mode(page2)) === 'hls' && (await page2.evaluate(() => Boolean(window.castdHls))), {
+    timeoutMs: 20_000,
+    message: 'the viewer page falls back to LL-HLS',
+  });
+  const fellBackMs = Date.now() - asked;
+  console.log(`fell back to LL-HLS ${fellBackMs} ms after POST /whep (503)`);
+  assert.ok(fellBackMs < 5000, `fell back within 5 s (${fellBackMs} ms)`);
+  await ctx2.close();
+});

@@ -1,0 +1,144 @@
+//! WHEP's HTTP side against the real daemon (plain HTTP; the browser playback is
+//! tests/web/whep.test.mjs): the CORS preflight, refusals as StatusResponse bodies (not SDP 415,
+//! malformed SDP 400, offline 404, playback disabled 403, a chat access token required 401, over
+//! `webrtc/maxviewers` 503), PATCH (405), DELETE of an unknown session (404); while live, a good offer
+//! gets 201 with an H.264 answer and the worker's real-time output connects to the daemon.
+
+mod common;
+
+use std::time::Duration;
+
+use common::media::{online, publish, wait_exit};
+use common::Server;
+use reqwest::blocking::{Client, Response};
+use serde_json::{json, Value};
+
+const KEY: &str = "whep-stream-key-1";
+
+/// A browser-like receive-only offer: H.264 (packetization-mode 1) video and Opus audio.
+fn offer() -> String {
+    let fingerprint = (0..32).map(|i| format!("{:02X}", i * 7 % 256)).collect::<Vec<_>>().join(":");
+    let mut lines = vec![
+        "v=0".to_string(),
+        "o=- 4611731400430051337 2 IN IP4 127.0.0.1".into(),
+        "s=-".into(),
+        "t=0 0".into(),
+        "a=group:BUNDLE 0 1".into(),
+        "a=msid-semantic: WMS".into(),
+    ];
+    for (mid, media) in [("0", "video"), ("1", "audio")] {
+        let (pt, rtpmap, fmtp) = if media == "video" {
+            ("102", "H264/90000", "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f")
+        } else {
+            ("111", "opus/48000/2", "minptime=10;useinbandfec=1")
+        };
+        lines.extend([
+            format!("m={media} 9 UDP/TLS/RTP/SAVPF {pt}"),
+            "c=IN IP4 0.0.0.0".into(),
+            "a=rtcp:9 IN IP4 0.0.0.0".into(),
+            "a=ice-ufrag:Wxyz".into(),
+            "a=ice-pwd:abcdefghijklmnopqrstuvwx".into(),
+            format!("a=fingerprint:sha-256 {fingerprint}"),
+            "a=setup:actpass".into(),
+            format!("a=mid:{mid}"),
+            "a=recvonly".into(),
+            "a=rtcp-mux".into(),
+            format!("a=rtpmap:{pt} {rtpmap}"),
+            format!("a=rtcp-fb:{pt} nack"),
+            format!("a=rtcp-fb:{pt} nack pli"),
+            format!("a=fmtp:{pt} {fmtp}"),
+        ]);
+    }
+    lines.iter().map(|l| format!("{l}\r\n")).collect()
+}
+
+fn client() -> Client {
+    Client::builder().timeout(Duration::from_secs(15)).build().expect("client")
+}
+
+fn post(server: &Server, token: Option<&str>, ctype: &str, body: String) -> Response {
+    let mut req = client().post(server.url("/whep")).header("Content-Type", ctype).body(body);
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    req.send().expect("POST /whep")
+}
+
+/// The status and the StatusResponse message of an error answer.
+fn error_of(r: Response) -> (u16, String) {
+    let status = r.status().as_u16();
+    let v: Value = r.json().expect("a StatusResponse body");
+    assert_eq!(v["success"], false, "{v}");
+    (status, v["message"].as_str().unwrap_or_default().to_string())
+}
+
+#[test]
+fn whep_answers_and_refusals() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    let sdp = "application/sdp";
+
+    let r = client().request(reqwest::Method::OPTIONS, server.url("/whep")).send().expect("OPTIONS");
+    assert_eq!(r.status().as_u16(), 204);
+    assert_eq!(r.headers()["accept-post"], sdp);
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+
+    // Not SDP, malformed SDP; offline.
+    assert_eq!(error_of(post(&server, None, "application/json", offer())).0, 415);
+    assert_eq!(error_of(post(&server, None, sdp, "hello".into())).0, 400);
+    assert_eq!(error_of(post(&server, None, sdp, "v=0\r\nm=video nonsense\r\n".into())).0, 400);
+    let (status, message) = error_of(post(&server, None, sdp, offer()));
+    assert_eq!(status, 404);
+    assert!(message.contains("offline"), "{message}");
+
+    // PATCH: 405; DELETE of an unknown session: 404.
+    let r = client().patch(server.url("/whep/abc")).body("a=candidate").send().expect("PATCH");
+    assert_eq!(error_of(r).0, 405);
+    assert_eq!(error_of(client().delete(server.url("/whep/nosuch")).send().expect("DELETE")).0, 404);
+
+    // Disabled; a token required (none, a wrong one, a chat user's).
+    server.set("webrtc/enabled", json!(false));
+    assert_eq!(error_of(post(&server, None, sdp, offer())).0, 403);
+    server.set("webrtc/enabled", json!(true));
+    server.set("webrtc/requireauthentication", json!(true));
+    let r = post(&server, None, sdp, offer());
+    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    assert_eq!(error_of(r).0, 401);
+    assert_eq!(error_of(post(&server, Some("nope"), sdp, offer())).0, 401);
+    let user: Value = server.post_json("/api/chat/register", &json!({"displayName": "viewer1"})).json().expect("user");
+    let token = user["accessToken"].as_str().expect("accessToken").to_string();
+    assert_eq!(error_of(post(&server, Some(&token), sdp, offer())).0, 404, "authorised, but offline");
+    server.set("webrtc/requireauthentication", json!(false));
+
+    // Live: a good offer gets an answer; the cap refuses the next one.
+    server.set("webrtc/maxviewers", json!(1));
+    let mut ffmpeg = publish(&server, KEY, "320x240", 25);
+    let live = server.wait_for(Duration::from_secs(40), || online(&server).then_some(()));
+    assert!(live.is_some(), "the RTMP publish goes live; log:\n{}", server.log_text());
+    let r = post(&server, None, sdp, offer());
+    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(r.headers()["content-type"], sdp);
+    let location = r.headers()["location"].to_str().expect("Location").to_string();
+    assert!(location.starts_with("/whep/"), "{location}");
+    let answer = r.text().expect("answer");
+    assert!(answer.contains("a=ice-lite") && answer.contains("H264") && answer.contains("opus"), "{answer}");
+    assert!(answer.contains("a=sendonly"), "{answer}");
+    let (status, message) = error_of(post(&server, None, sdp, offer()));
+    assert_eq!(status, 503);
+    assert!(message.contains("limit"), "{message}");
+    assert_eq!(client().delete(server.url(&location)).send().expect("DELETE").status().as_u16(), 204);
+    server.set("webrtc/maxviewers", json!(0));
+    assert_eq!(error_of(post(&server, None, sdp, offer())).0, 503);
+    server.set("webrtc/maxviewers", json!(5));
+    server.set(
+        "video/streamoutputvariants",
+        json!([{"name": "source", "videoPassthrough": true, "audioPassthrough": true, "framerate": 30}]),
+    );
+    let (status, message) = error_of(post(&server, None, sdp, offer()));
+    assert_eq!(status, 503, "no encoded variant to send");
+    assert!(message.contains("passthrough"), "{message}");
+    let linked = server
+        .wait_for(Duration::from_secs(20), || server.log_text().contains("real-time output connected").then_some(()));
+    assert!(linked.is_some(), "the worker's real-time output connects; log:\n{}", server.log_text());
+    let _ = ffmpeg.kill();
+    let _ = wait_exit(&mut ffmpeg, Duration::from_secs(5));
+}
