@@ -460,6 +460,7 @@ pub async fn run(
         let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
         crate::webrtc::start(webrtc.clone(), &tasks);
         let _ = d.whep.webrtc.set((webrtc.clone(), tasks.clone()));
+        crate::whep::start(d.whep.clone(), &tasks);
         let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc, tasks: tasks.clone() });
     }
 

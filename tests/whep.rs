@@ -2,7 +2,8 @@
 //! tests/web/whep.test.mjs): the CORS preflight, refusals as StatusResponse bodies (not SDP 415,
 //! malformed SDP 400, offline 404, playback disabled 403, a chat access token required 401, over
 //! `webrtc/maxviewers` 503), PATCH (405), DELETE of an unknown session (404); while live, a good offer
-//! gets 201 with an H.264 answer and the worker's real-time output connects to the daemon.
+//! gets 201 with an H.264 answer and the worker's real-time output connects to the daemon; the stream's
+//! end ends its WHEP sessions.
 
 mod common;
 
@@ -139,6 +140,23 @@ fn whep_answers_and_refusals() {
     let linked = server
         .wait_for(Duration::from_secs(20), || server.log_text().contains("real-time output connected").then_some(()));
     assert!(linked.is_some(), "the worker's real-time output connects; log:\n{}", server.log_text());
+
+    // The stream ends: its WHEP sessions end with it (well before a session's 15 s connect timeout).
+    server.set(
+        "video/streamoutputvariants",
+        json!([{"name": "360p", "audioPassthrough": true, "videoBitrate": 600, "scaledWidth": 640, "framerate": 25}]),
+    );
+    let r = post(&server, None, sdp, offer());
+    assert_eq!(r.status().as_u16(), 201);
+    let posted = std::time::Instant::now();
+    let location = r.headers()["location"].to_str().expect("Location").to_string();
     let _ = ffmpeg.kill();
     let _ = wait_exit(&mut ffmpeg, Duration::from_secs(5));
+    let offline = server.wait_for(Duration::from_secs(10), || (!online(&server)).then_some(()));
+    assert!(offline.is_some(), "offline after the publisher went away");
+    let closed =
+        server.wait_for(Duration::from_secs(5), || server.log_text().contains("sessions are closed").then_some(()));
+    assert!(closed.is_some(), "the stream's end closes its WHEP sessions; log:\n{}", server.log_text());
+    assert_eq!(error_of(client().delete(server.url(&location)).send().expect("DELETE")).0, 404);
+    assert!(posted.elapsed() < Duration::from_secs(15), "ended by the stream, not the connect timeout");
 }

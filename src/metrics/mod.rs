@@ -442,6 +442,39 @@ mod tests {
         assert_eq!((timed.bandwidth_kbps, timed.download_seconds), (2000.0, Some(2.0)));
     }
 
+    #[test]
+    fn a_webrtc_viewer_is_its_own_entry_with_loss_and_round_trip() {
+        let (_dir, metrics, _stream) = metrics();
+        let ip = std::net::IpAddr::from([198, 51, 100, 9]);
+        let ctx = playback::ClientCtx::new(ip, "Chromium");
+        metrics.viewers.touch(ip, "Chromium");
+        let first = playback::WebrtcSample { loss: None, rtt_seconds: Some(0.02), sent_kbps: Some(900.0) };
+        playback::record_webrtc(&metrics.playback, &ctx, "webrtc-1", first);
+        // a later report: loss arrives, the round-trip time stays the last measured
+        let later = playback::WebrtcSample { loss: Some(0.0314), rtt_seconds: None, sent_kbps: Some(1100.0) };
+        playback::record_webrtc(&metrics.playback, &ctx, "webrtc-1", later);
+        let clients = playback::clients(&metrics.playback, &metrics.viewers);
+        assert_eq!(clients.len(), 1, "the viewer is the WebRTC session's entry, not a second one: {clients:?}");
+        let p = clients[0].playback.as_ref().unwrap();
+        assert_eq!((p.source, p.measurement_status), (playback::Source::Webrtc, "measured"));
+        assert_eq!((p.packet_loss_percent, p.round_trip_seconds), (Some(3.1), Some(0.02)));
+        assert_eq!((p.bitrate_kbps, p.bandwidth_kbps), (1100.0, 1100.0));
+        let json = serde_json::to_value(&clients[0]).unwrap();
+        assert_eq!(json["playback"]["source"], "webrtc");
+        assert_eq!(json["playback"]["packetLossPercent"], 3.1);
+        // an HLS entry has neither field
+        let hls = playback::ClientCtx::new(std::net::IpAddr::from([198, 51, 100, 10]), "hls.js");
+        playback::record_legacy(&metrics.playback, &hls, &playback::LegacyValues::default());
+        let clients = playback::clients(&metrics.playback, &metrics.viewers);
+        let hls = clients.iter().find(|c| c.ip_address == "198.51.100.10").unwrap();
+        let json = serde_json::to_value(hls).unwrap();
+        assert!(json["playback"].get("packetLossPercent").is_none(), "{json}");
+        // the session ends: the entry goes (the viewer itself expires with the viewer list)
+        metrics.playback.remove("webrtc-1");
+        let clients = playback::clients(&metrics.playback, &metrics.viewers);
+        assert!(clients.iter().all(|c| c.client_id != "webrtc-1"), "{clients:?}");
+    }
+
     #[tokio::test]
     async fn overall_peak_is_persisted_and_session_peak_resets_after_a_gap() {
         let (dir, metrics, stream) = metrics();

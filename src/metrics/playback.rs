@@ -60,6 +60,8 @@ pub enum Source {
     Legacy,
     /// CMCD reports posted to the collector.
     Client,
+    /// A WHEP (WebRTC) viewer: the server's RTCP view of its session (receiver reports).
+    Webrtc,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +81,9 @@ struct Session {
     bitrate_kbps: Option<f64>,
     error_count: u64,
     quality_variant_changes: u64,
+    /// WebRTC only: the fraction of packets lost (0..1) and the round-trip time from RTCP.
+    packet_loss: Option<f64>,
+    rtt_seconds: Option<f64>,
     /// The client reports its own download times (`ttlb`), so the server does not time it.
     self_reporting: bool,
     client_measured: bool,
@@ -104,6 +109,8 @@ impl Session {
             bitrate_kbps: None,
             error_count: 0,
             quality_variant_changes: 0,
+            packet_loss: None,
+            rtt_seconds: None,
             self_reporting: false,
             client_measured: false,
             server_estimated: false,
@@ -163,6 +170,12 @@ pub struct PlaybackJson {
     pub bitrate_kbps: f64,
     pub error_count: u64,
     pub quality_variant_changes: u64,
+    /// WebRTC viewers: the percentage of packets lost (from their RTCP receiver reports); absent for HLS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packet_loss_percent: Option<f64>,
+    /// WebRTC viewers: the round-trip time in seconds (RTCP); absent for HLS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_trip_seconds: Option<f64>,
 }
 
 /// One entry of `GET /api/admin/viewers/playback`.
@@ -238,6 +251,12 @@ impl Playback {
         }
     }
 
+    /// Forget the session `client_id` (a WebRTC viewer that left); its window entry stays until the
+    /// window is reduced.
+    pub fn remove(&self, client_id: &str) {
+        self.sessions.lock().remove(client_id);
+    }
+
     /// Number of tracked sessions.
     pub fn len(&self) -> usize {
         self.sessions.lock().len()
@@ -287,6 +306,37 @@ pub fn record_cmcd(playback: &Playback, ctx: &ClientCtx, report: &Report, source
         }
     });
     client_id
+}
+
+/// What the server knows of a WebRTC viewer's session, from RTCP (one sample a second or so).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WebrtcSample {
+    /// Fraction of packets lost (0..1) in the viewer's latest receiver reports.
+    pub loss: Option<f64>,
+    pub rtt_seconds: Option<f64>,
+    /// What castd sent the viewer since the previous sample.
+    pub sent_kbps: Option<f64>,
+}
+
+/// Record a WebRTC viewer's session `client_id` (its own entry, `source: "webrtc"`): the bitrate it is
+/// sent, and its loss and round-trip time as its receiver reports say. The player is measured by the
+/// server's RTCP view, so the entry is "measured".
+pub fn record_webrtc(playback: &Playback, ctx: &ClientCtx, client_id: &str, sample: WebrtcSample) {
+    playback.update(client_id, ctx, Source::Webrtc, |s, w| {
+        s.player_state = "playing".to_string();
+        s.client_measured = true;
+        if let Some(kbps) = sample.sent_kbps {
+            s.bitrate_kbps = Some(kbps);
+            s.bandwidth_kbps = Some(kbps);
+            w.bandwidth = Some(kbps);
+        }
+        if let Some(l) = sample.loss {
+            s.packet_loss = Some(l.clamp(0.0, 1.0));
+        }
+        if let Some(r) = sample.rtt_seconds {
+            s.rtt_seconds = Some(r);
+        }
+    });
 }
 
 /// A legacy `POST /api/metrics/playback` report; counts are per interval (not running totals).
@@ -409,6 +459,8 @@ pub fn clients(playback: &Playback, viewers: &Viewers) -> Vec<ClientEntry> {
                         bitrate_kbps: s.bitrate_kbps.unwrap_or(0.0),
                         error_count: s.error_count,
                         quality_variant_changes: s.quality_variant_changes,
+                        packet_loss_percent: s.packet_loss.map(|l| (l * 1000.0).round() / 10.0),
+                        round_trip_seconds: s.rtt_seconds,
                     }),
                 }
             })

@@ -43,6 +43,8 @@ pub struct Prom {
     pub webhook_failures: Counter,
     pub gpu_utilization: Family<Labels, FloatGauge>,
     pub playback_clients: Gauge,
+    /// WebRTC (WHEP) viewers connected now (they also count in the active viewers).
+    pub webrtc_viewers: Gauge,
     pub storage_uploads: Counter,
     pub storage_failures: Counter,
     pub storage_bytes: Counter,
@@ -82,6 +84,7 @@ impl Prom {
             webhook_failures: Counter::default(),
             gpu_utilization: Family::default(),
             playback_clients: Gauge::default(),
+            webrtc_viewers: Gauge::default(),
             storage_uploads: Counter::default(),
             storage_failures: Counter::default(),
             storage_bytes: Counter::default(),
@@ -138,6 +141,11 @@ impl Prom {
         r.register("castd_webhook_failures", "Webhook deliveries that failed", p.webhook_failures.clone());
         r.register("castd_gpu_utilization_percent", "GPU utilization in percent, per GPU", p.gpu_utilization.clone());
         r.register("castd_playback_clients", "Playback clients with a live session", p.playback_clients.clone());
+        r.register(
+            "castd_webrtc_viewers",
+            "WebRTC (WHEP) viewers connected now; they are also counted in the active viewers",
+            p.webrtc_viewers.clone(),
+        );
         r.register("castd_storage_uploads", "Objects uploaded to object storage", p.storage_uploads.clone());
         r.register(
             "castd_storage_failures",

@@ -154,6 +154,17 @@ impl WebRtc {
         self.sessions.lock().by_id.values().filter(|e| e.kind == kind).count()
     }
 
+    /// End every session of `kind` (WHEP viewers when the stream ends); returns how many.
+    pub fn close_all(&self, kind: &str) -> usize {
+        let sessions = self.sessions.lock();
+        let mut n = 0;
+        for e in sessions.by_id.values().filter(|e| e.kind == kind) {
+            e.stop.cancel();
+            n += 1;
+        }
+        n
+    }
+
     /// Datagrams dropped so far: (a session's queue was full, no session claimed them).
     pub fn dropped(&self) -> (u64, u64) {
         (self.dropped.load(Ordering::Relaxed), self.unclaimed.load(Ordering::Relaxed))

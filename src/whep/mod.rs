@@ -18,7 +18,9 @@
 //! more memory than the broadcast's bound and none slows the others or the encoder.
 //!
 //! A WebRTC viewer counts in the viewer count, `/api/admin/viewers` and Prometheus's active viewers as
-//! an HLS viewer does (by address and User-Agent, touched every few seconds while its session lives).
+//! an HLS viewer does (by address and User-Agent, touched every few seconds while its session lives),
+//! and is a playback client of its own (`source: "webrtc"`, with its packet loss and round-trip time)
+//! in `/api/admin/viewers/playback`; `castd_webrtc_viewers` counts the connected ones.
 
 pub mod settings;
 mod viewer;
@@ -106,6 +108,27 @@ pub fn routes(reg: &mut Registry, whep: Arc<Whep>) {
     .answers(ResponseDoc::NoContent);
 }
 
+/// When the stream ends, end every WHEP session: the viewers' players go back to the offline page
+/// (and DELETE, which then finds nothing), and no session waits for a feed that is not coming.
+pub fn start(whep: Arc<Whep>, tasks: &Tasks) {
+    let mut stream = whep.stream.clone();
+    tasks.spawn_until_stopped(Stage::Connections, "whep: end sessions with the stream", async move {
+        let mut was_online = stream.borrow().online;
+        while stream.changed().await.is_ok() {
+            let online = stream.borrow_and_update().online;
+            if was_online && !online {
+                if let Some((webrtc, _)) = whep.webrtc.get() {
+                    let n = webrtc.close_all(KIND);
+                    if n > 0 {
+                        info!(sessions = n, "whep: the stream ended; its WebRTC viewers' sessions are closed");
+                    }
+                }
+            }
+            was_online = online;
+        }
+    });
+}
+
 fn unauthorized(message: &str) -> Response {
     let mut resp = wh::error(StatusCode::UNAUTHORIZED, message);
     resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -168,7 +191,11 @@ async fn post(
     let remote = SocketAddr::new(crate::http::client_ip(peer, &headers), peer.port());
     let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let viewer = viewer::Viewer::new(whep.media.realtime.clone(), remote, whep.metrics.clone(), agent);
-    let config = RtcConfig::new().clear_codecs().enable_h264(true).enable_opus(true, false);
+    let config = RtcConfig::new()
+        .clear_codecs()
+        .enable_h264(true)
+        .enable_opus(true, false)
+        .set_stats_interval(Some(viewer::STATS_INTERVAL));
     match webrtc.open(KIND, &offer, config, Box::new(viewer), tasks, Stage::Connections) {
         Ok(o) => {
             info!(%remote, id = %o.id, "whep viewer accepted");

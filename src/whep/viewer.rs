@@ -3,6 +3,10 @@
 //! from its send buffer and sends RTX when negotiated). Video starts at a keyframe, asked for when the
 //! connection is up; PLI and FIR become coalesced keyframe requests; a viewer that loses frames (too
 //! slow for the bounded broadcast) skips video to the next keyframe (see the module doc of `whep`).
+//!
+//! While connected the viewer is a playback client of its own (`source: "webrtc"` in
+//! `/api/admin/viewers/playback`): str0m's egress statistics (every `STATS_INTERVAL`) give the bitrate
+//! sent and, from the viewer's RTCP receiver reports, its packet loss and round-trip time.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,6 +16,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info};
 
 use crate::media::realtime::{Realtime, Received, RtFrame, Subscription};
+use crate::metrics::playback::{self, ClientCtx, WebrtcSample};
 use crate::webrtc::str0m::format::Codec;
 use crate::webrtc::str0m::media::{Frequency, MediaKind, MediaTime, Mid, Pt};
 use crate::webrtc::str0m::{Event, Rtc};
@@ -19,6 +24,8 @@ use crate::webrtc::{Flow, Peer};
 
 /// How often a connected viewer is touched in the viewer list (it expires after 15 s without).
 const TOUCH_INTERVAL: Duration = Duration::from_secs(5);
+/// How often str0m reports a session's statistics (set on the session's `RtcConfig`).
+pub(super) const STATS_INTERVAL: Duration = Duration::from_secs(2);
 
 /// A viewer's sending side.
 pub(super) struct Viewer {
@@ -37,6 +44,9 @@ pub(super) struct Viewer {
     metrics: Arc<crate::metrics::Metrics>,
     agent: String,
     touched: Option<Instant>,
+    /// Its playback-client entry (`webrtc-<random>`), and the last video egress sample (bytes, when).
+    client_id: String,
+    last_egress: Option<(u64, Instant)>,
 }
 
 impl Viewer {
@@ -62,7 +72,21 @@ impl Viewer {
             metrics,
             agent,
             touched: None,
+            client_id: format!("webrtc-{}", crate::password::random_token(12)),
+            last_egress: None,
         }
+    }
+
+    /// A stats sample of the video stream: the bitrate since the last one, loss and RTT from RTCP.
+    fn egress_stats(&mut self, bytes: u64, at: Instant, loss: Option<f32>, rtt: Option<Duration>) {
+        let sent_kbps = self.last_egress.and_then(|(b, t)| {
+            let secs = at.checked_duration_since(t)?.as_secs_f64();
+            (secs > 0.0).then(|| (bytes.saturating_sub(b) as f64 * 8.0 / 1000.0 / secs).round())
+        });
+        self.last_egress = Some((bytes, at));
+        let sample = WebrtcSample { loss: loss.map(f64::from), rtt_seconds: rtt.map(|d| d.as_secs_f64()), sent_kbps };
+        let ctx = ClientCtx::new(self.remote.ip(), &self.agent);
+        playback::record_webrtc(&self.metrics.playback, &ctx, &self.client_id, sample);
     }
 
     /// The payload type of `codec` on `mid` (H.264: packetization mode 1).
@@ -92,11 +116,17 @@ impl Peer for Viewer {
             },
             Event::Connected => {
                 info!(addr = %self.remote, "whep: viewer connected");
+                if !self.connected {
+                    self.metrics.prom.webrtc_viewers.inc();
+                }
                 self.connected = true;
                 self.sub.wait_for_keyframe();
                 self.rt.request_keyframe();
             }
             Event::KeyframeRequest(_) => self.rt.request_keyframe(),
+            Event::MediaEgressStats(st) if Some(st.mid) == self.video && self.connected => {
+                self.egress_stats(st.bytes, st.timestamp, st.loss, st.rtt);
+            }
             _ => {}
         }
         Flow::Continue
@@ -150,6 +180,10 @@ impl Peer for Viewer {
     }
 
     fn closed(&mut self) {
+        if self.connected {
+            self.metrics.prom.webrtc_viewers.dec();
+        }
+        self.metrics.playback.remove(&self.client_id);
         info!(addr = %self.remote, sent = self.sent, lost = self.lost, "whep: viewer left");
     }
 }

@@ -123,6 +123,16 @@ impl Browser {
     }
 }
 
+/// Wait (up to 10 s) until the page's document has loaded far enough to have its own origin's storage.
+fn wait_document(browser: &mut Browser) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while browser.eval("document.readyState") == json!("loading") || browser.eval("location.protocol") != json!("http:")
+    {
+        assert!(Instant::now() < deadline, "the viewer page did not load");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 const STATE_JS: &str = r#"(() => {
   const b = document.querySelector('#play-button');
   if (b && b.offsetParent !== null) b.click();
@@ -137,6 +147,11 @@ const STATE_JS: &str = r#"(() => {
 /// through hls.js. Returns where playback started and the last state.
 pub fn play_viewer_page(dir: &Path, url: &str, seconds: f64, timeout: Duration) -> (f64, VideoState) {
     let mut browser = Browser::launch(dir);
+    // The page plays over WebRTC by default (its Real-time switch); this checks the HLS path, so the switch
+    // starts off, as a viewer who turned it off would have it (tests/web/browser.mjs's newContext does the same).
+    browser.navigate(url);
+    wait_document(&mut browser);
+    browser.eval("localStorage.setItem('castd.realtime', 'off')");
     browser.navigate(url);
     let deadline = Instant::now() + timeout;
     let mut started: Option<f64> = None;

@@ -2,8 +2,8 @@
 // it over WebRTC (RTCPeerConnection, recvonly H.264 + Opus, `POST /whep`), frames decode, and glass-to-glass is
 // measured per presented frame with requestVideoFrameCallback (its `now`): the frame's RTP timestamp is the worker's output pts
 // (90 kHz, the publisher's timeline), so the frame left ffmpeg at sourceOffset + rtp/90; glass = display time − that.
-// Asserted loosely (p95 < 1.5 s); p50/p95 are printed. The viewer counts in /api/status viewerCount; DELETE on the
-// session's Location ends it.
+// Asserted loosely (p95 < 1.5 s); p50/p95 are printed. The viewer counts in /api/status viewerCount, is a playback
+// client with source "webrtc" (loss, RTT) and in castd_webrtc_viewers; DELETE on the session's Location ends it.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newContext } from './browser.mjs';
@@ -74,9 +74,31 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
   // The WebRTC viewer counts as a viewer.
   const status = await castd.getJson('/api/status');
   assert.ok(status.viewerCount >= 1, `viewerCount ${status.viewerCount}`);
+  // ... and is a playback client of its own (source "webrtc") with the loss and round-trip time its receiver
+  // reports give; Prometheus counts it.
+  let entry;
+  await waitFor(
+    async () => {
+      const clients = await castd.getJson('/api/admin/viewers/playback', { admin: true });
+      entry = clients.find((c) => c.playback?.source === 'webrtc');
+      return typeof entry?.playback?.roundTripSeconds === 'number' && typeof entry.playback.packetLossPercent === 'number';
+    },
+    { timeoutMs: 10_000, message: 'a webrtc playback client with loss and RTT' },
+  ).catch((e) => assert.fail(`${e.message}: ${JSON.stringify(entry)}`));
+  assert.ok(entry.playback.roundTripSeconds < 0.5, `RTT on loopback ${entry.playback.roundTripSeconds} s`);
+  assert.ok(entry.playback.packetLossPercent <= 1, `loss on loopback ${entry.playback.packetLossPercent} %`);
+  assert.ok(entry.playback.bitrateKbps > 100, `bitrate sent ${entry.playback.bitrateKbps} kbps`);
+  const prom = await (await castd.fetch('/api/admin/prometheus', { admin: true })).text();
+  assert.match(prom, /^castd_webrtc_viewers 1$/m);
 
   const del = await castd.fetch(res.location, { method: 'DELETE' });
   assert.equal(del.status, 204, `DELETE ${res.location}${diag()}`);
+  await waitFor(async () => /^castd_webrtc_viewers 0$/m.test(await (await castd.fetch('/api/admin/prometheus', { admin: true })).text()), {
+    timeoutMs: 5000,
+    message: 'castd_webrtc_viewers back to 0 after DELETE',
+  });
+  const left = await castd.getJson('/api/admin/viewers/playback', { admin: true });
+  assert.ok(!left.some((c) => c.playback?.source === 'webrtc'), `the session's entry is gone: ${JSON.stringify(left)}`);
   await ctx.close();
 });
 

@@ -283,6 +283,10 @@ export interface PlaybackMeasurement {
   bitrateKbps: number;
   errorCount: number;
   qualityVariantChanges: number;
+  /** WebRTC viewers only (`source: "webrtc"`): packet loss from their RTCP receiver reports, percent. */
+  packetLossPercent?: number;
+  /** WebRTC viewers only: round-trip time, seconds. */
+  roundTripSeconds?: number;
 }
 
 /** One entry of `GET /api/admin/viewers/playback`. */

@@ -1,5 +1,5 @@
 import { Fragment } from 'preact';
-import { admin, type PlaybackClient, type TimePoint, type VideoMetrics } from '../../api';
+import { admin, type PlaybackClient, type PlaybackMeasurement, type TimePoint, type VideoMetrics } from '../../api';
 import { formatBitrate, formatDateTime, formatSince } from '../../lib/format';
 import { roundTo } from '../../lib/series';
 import { TimeChart, type ChartSeries } from '../charts';
@@ -97,6 +97,14 @@ function Playback() {
 
 const dash = (v: number | null | undefined, f: (n: number) => string) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? f(v) : '–');
 
+/** A WebRTC viewer's loss and round-trip time ("0.4 % · 23 ms"); '–' for HLS players (they report neither). */
+function lossRtt(p: PlaybackMeasurement): string {
+  const parts = [];
+  if (typeof p.packetLossPercent === 'number') parts.push(`${p.packetLossPercent} %`);
+  if (typeof p.roundTripSeconds === 'number') parts.push(`${Math.round(p.roundTripSeconds * 1000)} ms`);
+  return parts.length ? parts.join(' · ') : '–';
+}
+
 /** Playback clients from `/api/admin/viewers/playback` and their latest measurements, refreshed every 10 s. */
 function Clients() {
   const { data, error } = usePoll(() => admin.playbackClients(), 10_000);
@@ -113,7 +121,8 @@ function Clients() {
             <thead>
               <tr>
                 <th>Client</th><th>Address</th><th>Player</th><th>Watching for</th><th>State</th><th>Bandwidth</th>
-                <th>Latency</th><th>Download</th><th>Bitrate</th><th>Errors</th><th>Quality changes</th><th>Updated</th>
+                <th>Latency</th><th>Download</th><th>Bitrate</th><th>Errors</th><th>Quality changes</th>
+                <th title="WebRTC viewers: packet loss and round-trip time from their RTCP reports">Loss · RTT</th><th>Updated</th>
               </tr>
             </thead>
             <tbody>
@@ -139,10 +148,11 @@ function Clients() {
                         <td class="nowrap">{dash(p.bitrateKbps, formatBitrate)}</td>
                         <td>{p.errorCount ?? 0}</td>
                         <td>{p.qualityVariantChanges ?? 0}</td>
+                        <td class="nowrap webrtc-loss-rtt">{lossRtt(p)}</td>
                         <td class="nowrap" title={formatDateTime(p.lastUpdate)}>{formatSince(p.lastUpdate)} ago</td>
                       </>
                     ) : (
-                      <td colSpan={8} class="muted">No measurements yet</td>
+                      <td colSpan={9} class="muted">No measurements yet</td>
                     )}
                   </tr>
                 );
