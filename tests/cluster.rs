@@ -246,6 +246,20 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
         ids.iter().all(|id| users.contains(id.as_str())).then_some(())
     });
     assert!(listed.is_some(), "the origin lists the edges' chat clients");
+    // A system message to one client by the id the list gives it reaches it on its node.
+    let r = c.origin().admin_post(
+        "/api/admin/accesstokens/create",
+        &json!({"name": "announcer", "scopes": ["CAN_SEND_SYSTEM_MESSAGES"]}),
+    );
+    let sys = r.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
+    let clients = c.origin().admin_json("/api/admin/chat/clients");
+    let on_edge2 = clients.as_array().unwrap().iter().find(|c| c["user"]["id"] == ids[2].as_str()).unwrap();
+    let path = format!("/api/integrations/chat/system/client/{}", on_edge2["id"]);
+    let r = c.edges[0].client.post(c.edges[0].url(&path)).bearer_auth(&sys).json(&json!({"body": "just you"})).send();
+    assert_eq!(r.unwrap().status(), 200, "a system message to {path}");
+    let ev =
+        next_where_body(&mut watchers[2].0, "just you", Duration::from_secs(10)).expect("it reached edge 2's client");
+    assert_eq!(ev["type"], "SYSTEM");
     let hidden = order[0].clone();
     let r = admin_post(
         &c.edges[1],

@@ -6,7 +6,7 @@
 //! the admin get hidden messages too (with `hiddenAt`).
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
+use rusqlite::{params, params_from_iter, Connection};
 use serde::Serialize;
 
 use super::protocol::User;

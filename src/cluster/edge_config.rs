@@ -109,3 +109,26 @@ pub fn start(cluster: Arc<Cluster>, tasks: &Tasks) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    #[tokio::test]
+    async fn an_edge_takes_the_origin_settings_into_its_memory_store() {
+        let edge = SettingsStore::open(Store::open_in_memory().unwrap()).unwrap();
+        let mut origin = (*edge.get()).clone();
+        origin.chat.chat_spam_protection_enabled = false;
+        origin.chat.chat_disabled = true;
+        origin.instance.name = "the origin".into();
+        origin.instance.welcome_message = "hello".into();
+        origin.instance.summary = "not an edge's business".into();
+        assert!(EdgeConfig::of(&origin).apply(&edge).await.unwrap(), "changed");
+        let s = edge.get();
+        assert!(!s.chat.chat_spam_protection_enabled && s.chat.chat_disabled);
+        assert_eq!((s.instance.name.as_str(), s.instance.welcome_message.as_str()), ("the origin", "hello"));
+        assert_ne!(s.instance.summary, "not an edge's business", "only what an edge applies is taken");
+        assert!(!EdgeConfig::of(&origin).apply(&edge).await.unwrap(), "nothing new the second time");
+    }
+}
