@@ -441,12 +441,21 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     // origin's counts drop what the dead edge held (its presence key expires) within 30 s.
     let (_, token, _) = register(c.node(1), Some("wanderer"));
     let _on_edge1 = connect(c.node(1), &token);
-    // A viewer watching through the edge (its playlist requests count it there).
+    // A viewer watching through the edge: its playlist requests count it there, and only there (the
+    // origin serves the playlist, a file in its HLS directory, without counting it again).
+    let hls_dir = c.origin().data_dir.join("hls");
+    std::fs::create_dir_all(&hls_dir).unwrap();
+    std::fs::write(hls_dir.join("stream.m3u8"), "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n").unwrap();
+    const VIEWER_UA: &str = "viewer-through-the-dead-edge";
+    let playlist =
+        c.edges[0].client.get(c.edges[0].url("/hls/stream.m3u8")).header("user-agent", VIEWER_UA).send().unwrap();
+    assert_eq!(playlist.status(), 200, "the origin's playlist through the edge");
+    assert!(playlist.text().unwrap().starts_with("#EXTM3U"));
     let edge_port = c.edges[0].web_port;
     let viewer = std::thread::spawn(move || {
         let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
-        let url = format!("http://127.0.0.1:{edge_port}/hls/0/stream.m3u8");
-        while client.get(&url).header("user-agent", "viewer-through-the-dead-edge").send().is_ok() {
+        let url = format!("http://127.0.0.1:{edge_port}/hls/stream.m3u8");
+        while client.get(&url).header("user-agent", VIEWER_UA).send().is_ok() {
             std::thread::sleep(Duration::from_secs(1));
         }
     });
@@ -460,6 +469,8 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
         (clients == 1 && viewers >= 1).then_some(())
     });
     assert!(counted.is_some(), "the origin counts the edge's chat client and viewer: {:?}", edge_users(c.origin()));
+    std::thread::sleep(Duration::from_secs(6)); // another presence round
+    assert_eq!(edge_users(c.origin()), (1, 1), "one chat client and one viewer, each counted once");
     common::unsafe_kill(c.edges[0].pid().unwrap(), 9);
     let killed = Instant::now();
     let mut moved = connect(c.node(2), &token);
