@@ -44,6 +44,11 @@ use crate::tasks::{Stage, Tasks};
 
 pub use crate::transcode::thumbnail::{PREVIEW_FILE, THUMBNAIL_FILE};
 
+/// The header a cluster edge adds to the requests it passes on to the origin (`cluster::proxy`): the
+/// edge counts the viewers behind them itself, so the origin does not count them a second time. (A
+/// client that sends it only keeps itself out of the count.)
+pub const FROM_EDGE_HEADER: &str = "x-castd-edge";
+
 /// What the HLS routes need.
 pub struct Hls {
     /// `<data-dir>/hls`.
@@ -294,7 +299,8 @@ async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, Ap
     // Owncast marks the viewer active on each playlist fetch; players' CMCD keys on any HLS request
     // are request-mode playback data.
     let bookkeeping = |playlist: bool| {
-        if playlist {
+        // A cluster edge counts the viewers it serves itself (presence adds the nodes up).
+        if playlist && !headers.contains_key(FROM_EDGE_HEADER) {
             hls.metrics.viewers.mark_request(peer, headers);
         }
         crate::metrics::playback::harvest_request(&hls.metrics.playback, peer, headers, req.uri.query());

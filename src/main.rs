@@ -273,12 +273,21 @@ fn write_secret_file(path: &Path, contents: &str) -> Result<()> {
     Ok(())
 }
 
-/// Open the store and settings, apply the saved flags and first-start secrets.
-fn prepare(cli: &Cli) -> Result<(Store, SettingsStore)> {
+/// Open the store and settings, apply the saved flags and first-start secrets. A cluster edge
+/// (`edge`) keeps no database: its store is in memory, its settings the defaults plus the flags until
+/// the origin's arrive (`cluster`), and it writes no admin password file (its admin API is the origin's).
+fn prepare(cli: &Cli, edge: bool) -> Result<(Store, SettingsStore)> {
     std::fs::create_dir_all(&cli.data_dir)
         .with_context(|| format!("creating the data dir {}", cli.data_dir.display()))?;
-    let db_path = cli.database.clone().unwrap_or_else(|| cli.data_dir.join("castd.db"));
-    let store = Store::open(&db_path).with_context(|| format!("opening the database {}", db_path.display()))?;
+    let store = if edge {
+        if cli.database.is_some() {
+            bail!("--database: an edge (--origin) keeps no database of its own");
+        }
+        Store::open_in_memory().context("opening the edge's in-memory database")?
+    } else {
+        let db_path = cli.database.clone().unwrap_or_else(|| cli.data_dir.join("castd.db"));
+        Store::open(&db_path).with_context(|| format!("opening the database {}", db_path.display()))?
+    };
     let settings = SettingsStore::open(store.clone()).context("loading settings")?;
 
     if let Some(pw) = &cli.adminpassword {
@@ -291,6 +300,11 @@ fn prepare(cli: &Cli) -> Result<(Store, SettingsStore)> {
             s.server.admin_password_hash = hash;
             s.server.admin_password_weak = weak;
         })?;
+    }
+    if settings.get().server.admin_password_hash.is_empty() && edge {
+        // Nobody signs in to an edge: its /api/admin/* goes to the origin.
+        let hash = password::hash(&password::random_token(20))?;
+        settings.update_blocking(|s| s.server.admin_password_hash = hash)?;
     }
     if settings.get().server.admin_password_hash.is_empty() {
         let pw = password::random_token(20);
@@ -306,7 +320,7 @@ fn prepare(cli: &Cli) -> Result<(Store, SettingsStore)> {
             file.display()
         );
     }
-    if settings.get().server.stream_keys.is_empty() {
+    if settings.get().server.stream_keys.is_empty() && !edge {
         let key = password::random_token(24);
         settings.update_blocking(|s| {
             s.server.stream_keys = vec![StreamKey { key: key.clone(), comment: "Default stream key".into() }]
@@ -347,7 +361,12 @@ async fn shutdown_signal() {
 }
 
 async fn run(cli: Cli, logs: LogRing) -> Result<()> {
-    let (store, settings) = prepare(&cli)?;
+    let cluster = castd::cluster::ClusterConfig::from_flags(
+        cli.origin.as_deref(),
+        cli.redis_url.as_deref(),
+        cli.cluster_secret.as_deref(),
+    )?;
+    let (store, settings) = prepare(&cli, cluster.as_ref().is_some_and(|c| c.is_edge()))?;
     // Any non-empty key without control characters, as Owncast takes it; a short one is warned about.
     let temp_stream_key = match &cli.streamkey {
         Some(key) => {
@@ -365,11 +384,6 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
             "--debug-encoder-fault {secs}: the transcoder's encoder will fail {secs} s into each stream (test switch)"
         );
     }
-    let cluster = castd::cluster::ClusterConfig::from_flags(
-        cli.origin.as_deref(),
-        cli.redis_url.as_deref(),
-        cli.cluster_secret.as_deref(),
-    )?;
     let s = settings.get();
     let config = Config {
         data_dir: cli.data_dir.clone(),

@@ -23,6 +23,8 @@ use serde_json::{json, Value};
 const CLIENTS: usize = 300;
 const SENDERS: usize = 20;
 const PER_SENDER: usize = 5;
+/// The origin aborts right after storing an edge's message with this text (a test switch).
+const CRASH_MARK: &str = "crash-right-after-store";
 
 struct Cluster {
     redis: Redis,
@@ -39,7 +41,10 @@ fn start_cluster() -> Cluster {
     let secret = secret_dir.path().join("cluster-secret");
     std::fs::write(&secret, "s3cret-for-the-cluster-test\n").unwrap();
     let (url, secret) = (redis.url(), secret.to_str().unwrap().to_string());
-    let origin = Server::start_with_args(&["--redis-url", &url, "--cluster-secret", &secret]);
+    let origin = Server::start_with_env(
+        &["--redis-url", &url, "--cluster-secret", &secret],
+        &[("CASTD_DEBUG_CLUSTER_CRASH_AFTER_STORE", CRASH_MARK)],
+    );
     let front = SlowProxy::start(origin.web_port, Duration::ZERO);
     let via = front.endpoint();
     let edges = (0..2)
@@ -128,6 +133,35 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     // The API through an edge is the origin's.
     assert_eq!(c.edges[0].get_json("/api/config")["name"], c.origin().get_json("/api/config")["name"]);
 
+    // An edge keeps no database of its own, and applies the origin's chat settings: with flood
+    // protection turned off at the origin, an edge's client may send a burst (an edge on its own
+    // defaults would mute it after the first message).
+    for (n, edge) in c.edges.iter().enumerate() {
+        let files: Vec<String> = std::fs::read_dir(&edge.data_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!files.iter().any(|f| f.contains(".db")), "edge {n} made a database: {files:?}");
+        assert!(!files.iter().any(|f| f == "initial-admin-password"), "edge {n} wrote an admin password: {files:?}");
+    }
+    let set_flood_protection = |on: bool| {
+        let r =
+            admin_post(c.origin(), c.origin(), "/api/admin/config/chat/spamprotectionenabled", &json!({"value": on}));
+        assert!(r.status().is_success(), "{}", r.status());
+    };
+    set_flood_protection(false);
+    std::thread::sleep(Duration::from_secs(5)); // the edges ask every 2 s
+    let (_, bt, _) = register(c.node(2), None);
+    let mut burst = connect(c.node(2), &bt);
+    for k in 0..4 {
+        say(&mut burst, &format!("burst-{k}"));
+    }
+    let mut other = Vec::new();
+    let got = collect(&mut burst, "burst-", 4, Instant::now() + Duration::from_secs(15), &mut other);
+    assert_eq!(got.len(), 4, "an edge applied the origin's flood protection setting: {got:?} {other:?}");
+    set_flood_protection(true);
+    drop(burst);
+
     // 1. 300 readers over the three nodes, 20 senders.
     let tokens: Vec<(usize, String)> = (0..CLIENTS)
         .map(|i| {
@@ -153,6 +187,17 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
         .collect();
     ready.wait();
     eprintln!("{:?}: 300 readers connected", t0.elapsed());
+    // Presence: the origin lists every node's clients, each under an id of its own across the
+    // cluster (every node's hub numbers its clients from 1), within two presence rounds.
+    let listed = c.origin().wait_for(Duration::from_secs(20), || {
+        let clients = c.origin().admin_json("/api/admin/chat/clients");
+        let clients = clients.as_array().unwrap().clone();
+        (clients.len() >= CLIENTS).then_some(clients)
+    });
+    let listed = listed.expect("the origin lists the 300 clients of the three nodes");
+    let ids: HashSet<u64> = listed.iter().map(|c| c["id"].as_u64().expect("a numeric client id")).collect();
+    assert_eq!(ids.len(), listed.len(), "client ids repeat across the nodes in /api/admin/chat/clients");
+    assert!(ids.iter().all(|id| *id < 1 << 53), "client ids stay exact JSON numbers");
     let senders: Vec<_> = (0..SENDERS)
         .map(|s| {
             let (_, token, _) = register(c.node(s), None);
@@ -201,6 +246,20 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
         ids.iter().all(|id| users.contains(id.as_str())).then_some(())
     });
     assert!(listed.is_some(), "the origin lists the edges' chat clients");
+    // A system message to one client by the id the list gives it reaches it on its node.
+    let r = c.origin().admin_post(
+        "/api/admin/accesstokens/create",
+        &json!({"name": "announcer", "scopes": ["CAN_SEND_SYSTEM_MESSAGES"]}),
+    );
+    let sys = r.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
+    let clients = c.origin().admin_json("/api/admin/chat/clients");
+    let on_edge2 = clients.as_array().unwrap().iter().find(|c| c["user"]["id"] == ids[2].as_str()).unwrap();
+    let path = format!("/api/integrations/chat/system/client/{}", on_edge2["id"]);
+    let r = c.edges[0].client.post(c.edges[0].url(&path)).bearer_auth(&sys).json(&json!({"body": "just you"})).send();
+    assert_eq!(r.unwrap().status(), 200, "a system message to {path}");
+    let ev =
+        next_where_body(&mut watchers[2].0, "just you", Duration::from_secs(10)).expect("it reached edge 2's client");
+    assert_eq!(ev["type"], "SYSTEM");
     let hidden = order[0].clone();
     let r = admin_post(
         &c.edges[1],
@@ -271,11 +330,7 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
                     let until = Instant::now() + Duration::from_millis(900);
                     while Instant::now() < until {
                         for e in read_events(&mut ws, Duration::from_millis(100)).unwrap_or_default() {
-                            if e["type"] == "CHAT_ACTION"
-                                && e["body"].as_str().unwrap_or_default().contains("temporarily unavailable")
-                            {
-                                refused += 1;
-                            }
+                            refused += usize::from(is_unavailable(&e));
                         }
                     }
                 }
@@ -283,11 +338,7 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
                 let until = Instant::now() + Duration::from_secs(4);
                 while Instant::now() < until {
                     for e in read_events(&mut ws, Duration::from_millis(100)).unwrap_or_default() {
-                        if e["type"] == "CHAT_ACTION"
-                            && e["body"].as_str().unwrap_or_default().contains("temporarily unavailable")
-                        {
-                            refused += 1;
-                        }
+                        refused += usize::from(is_unavailable(&e));
                     }
                 }
                 (n, sent, refused)
@@ -351,7 +402,7 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     // the restart and one after reach an edge's client over the same sockets, each stored once).
     let (_, wt, _) = register(c.node(2), None);
     let mut watcher = connect(c.node(2), &wt);
-    let (_, st, _) = register(c.node(1), None);
+    let (sender_id, st, _) = register(c.node(1), None);
     let mut sender = connect(c.node(1), &st);
     say(&mut sender, "o-before");
     let origin = c.origin.take().expect("the origin").restart();
@@ -365,13 +416,63 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     assert_eq!(bodies, ["o-before", "o-after"], "an edge's client kept its socket through the origin's restart");
     let stored_o: Vec<String> = stored(c.origin(), "o-").into_iter().map(|(_, b)| b).collect();
     assert_eq!(stored_o.len(), 2, "each stored once: {stored_o:?}");
+    // 4b. The origin killed after storing an edge's message and before anything was sent: restarted,
+    // it is redelivered the inbound entry, does not store it again, and sends it to the edges once.
+    say(&mut sender, &format!("o-{CRASH_MARK}"));
+    let died = c.origin().wait_for(Duration::from_secs(20), || {
+        c.origin().client.get(c.origin().url("/api/status")).send().is_err().then_some(())
+    });
+    assert!(died.is_some(), "the origin's crash switch did not fire");
+    let origin = c.origin.take().expect("the origin").restart();
+    c.front.retarget(origin.web_port);
+    c.origin = Some(origin);
+    let want = format!("o-{CRASH_MARK}");
+    let mut got = collect(&mut watcher, &want, 1, Instant::now() + Duration::from_secs(30), &mut other);
+    got.extend(collect(&mut watcher, &want, 1, Instant::now() + Duration::from_secs(3), &mut other));
+    let bodies: Vec<&str> = got.iter().map(|(_, b)| b.as_str()).collect();
+    assert_eq!(bodies, [want.as_str()], "the message stored just before the crash reached the edges once");
+    let stored_o: Vec<String> = stored(c.origin(), "o-").into_iter().map(|(_, b)| b).collect();
+    assert_eq!(stored_o.iter().filter(|b| **b == want).count(), 1, "stored once: {stored_o:?}");
+    eprintln!("{:?}: a message stored just before the origin crashed was sent after its restart", t0.elapsed());
     let (_, late, _) = register(c.node(2), None);
     let _late = connect(c.node(2), &late);
 
-    // 5. An edge killed: its clients reconnect through the other and reload the history.
+    // 5. An edge killed: its clients reconnect through the other and reload the history, and the
+    // origin's counts drop what the dead edge held (its presence key expires) within 30 s.
     let (_, token, _) = register(c.node(1), Some("wanderer"));
     let _on_edge1 = connect(c.node(1), &token);
+    // A viewer watching through the edge: its playlist requests count it there, and only there (the
+    // origin serves the playlist, a file in its HLS directory, without counting it again).
+    let hls_dir = c.origin().data_dir.join("hls");
+    std::fs::create_dir_all(&hls_dir).unwrap();
+    std::fs::write(hls_dir.join("stream.m3u8"), "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n").unwrap();
+    const VIEWER_UA: &str = "viewer-through-the-dead-edge";
+    let playlist =
+        c.edges[0].client.get(c.edges[0].url("/hls/stream.m3u8")).header("user-agent", VIEWER_UA).send().unwrap();
+    assert_eq!(playlist.status(), 200, "the origin's playlist through the edge");
+    assert!(playlist.text().unwrap().starts_with("#EXTM3U"));
+    let edge_port = c.edges[0].web_port;
+    let viewer = std::thread::spawn(move || {
+        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+        let url = format!("http://127.0.0.1:{edge_port}/hls/stream.m3u8");
+        while client.get(&url).header("user-agent", VIEWER_UA).send().is_ok() {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    });
+    let edge_users = |origin: &Server| -> (usize, u64) {
+        let clients = origin.admin_json("/api/admin/chat/clients");
+        let on_edge = clients.as_array().unwrap().iter().filter(|c| c["user"]["id"] == sender_id.as_str()).count();
+        (on_edge, origin.get_json("/api/status")["viewerCount"].as_u64().unwrap_or_default())
+    };
+    let counted = c.origin().wait_for(Duration::from_secs(20), || {
+        let (clients, viewers) = edge_users(c.origin());
+        (clients == 1 && viewers >= 1).then_some(())
+    });
+    assert!(counted.is_some(), "the origin counts the edge's chat client and viewer: {:?}", edge_users(c.origin()));
+    std::thread::sleep(Duration::from_secs(6)); // another presence round
+    assert_eq!(edge_users(c.origin()), (1, 1), "one chat client and one viewer, each counted once");
     common::unsafe_kill(c.edges[0].pid().unwrap(), 9);
+    let killed = Instant::now();
     let mut moved = connect(c.node(2), &token);
     let history = chatclient::history(c.node(2), &token);
     assert!(!history.is_empty());
@@ -386,7 +487,27 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
         next_where_body(&mut moved, "after the edge died", Duration::from_secs(10)).is_some(),
         "chat goes on through the other edge"
     );
-    eprintln!("{:?}: done", t0.elapsed());
+    let gone = c.origin().wait_for(Duration::from_secs(45), || (edge_users(c.origin()) == (0, 0)).then_some(()));
+    let took = killed.elapsed();
+    assert!(gone.is_some(), "the dead edge's client and viewer are still counted: {:?}", edge_users(c.origin()));
+    // 30 s is the promise (presence expires 20 s after the last write, the origin reads it every 5 s);
+    // the margin is for a loaded 2-core machine.
+    assert!(took < Duration::from_secs(38), "the dead edge's client and viewer took {took:?} to go");
+    viewer.join().unwrap();
+    eprintln!("{:?}: the dead edge's client and viewer left the counts in {took:?}; done", t0.elapsed());
+}
+
+/// The error event an edge answers a message with when Redis did not take it (castd's websocket error
+/// shape: `{id, timestamp, type: "ERROR_...", body}`), never a CHAT_ACTION nor nothing.
+fn is_unavailable(e: &Value) -> bool {
+    let says = e["body"].as_str().unwrap_or_default().contains("temporarily unavailable");
+    assert!(!(says && e["type"] != "ERROR_CHAT_UNAVAILABLE"), "the refusal is an error event: {e}");
+    if e["type"] == "ERROR_CHAT_UNAVAILABLE" {
+        assert!(says, "ERROR_CHAT_UNAVAILABLE says why: {e}");
+        assert!(e["id"].is_string() && e["timestamp"].is_string(), "an error event has id and timestamp: {e}");
+        return true;
+    }
+    false
 }
 
 fn connect_port(port: u16, token: &str) -> Ws {

@@ -5,6 +5,8 @@
 # delivered %, p50/p99/max latency (send stamp to receipt at every client), server CPU and RSS
 # (summed over the three nodes for the cluster).
 # Usage: bench/cluster/run.sh [PER_NODE_COUNTS...]   (default: 1000 3000 10000)  SECONDS_PER_RUN=20.
+# SETUPS="single cluster" (default) picks the runs: SETUPS=single bench/cluster/run.sh 9000 gives the
+# one-node figure at the same total as a 3 x 3000 cluster.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ulimit -n "$(ulimit -Hn)"
@@ -17,6 +19,8 @@ BIN=${BENCH_TARGET:-target/perf}
 CASTD=${CASTD_BIN:-$BIN/castd}
 command -v redis-server >/dev/null || { echo "redis-server is needed (packaging/deps.sh)"; exit 1; }
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{print int($2/1024)" MiB"}' /proc/meminfo), open files $(ulimit -n); window ${SECS}s; $(redis-server --version | cut -d' ' -f1-3)"
+echo "castd: $CASTD ($(date -u -r "$CASTD" '+built %F %T UTC')); load generator: $BIN/examples/chat-load"
+load() { echo "  (load average before the run: $(cut -d' ' -f1-3 /proc/loadavg))"; }
 
 work=$(mktemp -d)
 pids=()
@@ -37,15 +41,21 @@ start_castd() {
   echo "$pid $port"
 }
 
+SETUPS="${SETUPS:-single cluster}"
 for n in "${COUNTS[@]}"; do
   # one node, N clients
-  read -r pid port < <(start_castd "single-$n")
-  "$BIN/examples/chat-load" --target castd --addr "127.0.0.1:$port" --clients "$n" --pid "$pid" --seconds "$SECS" \
-    | sed 's/^castd  /single /' || true
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  sleep 2
+  if [[ " $SETUPS " == *" single "* ]]; then
+    load
+    read -r pid port < <(start_castd "single-$n")
+    "$BIN/examples/chat-load" --target castd --addr "127.0.0.1:$port" --clients "$n" --pid "$pid" --seconds "$SECS" \
+      | sed 's/^castd  /single /' || true
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    sleep 2
+  fi
+  [[ " $SETUPS " == *" cluster "* ]] || continue
 
   # origin + 2 edges over Redis, 3N clients
+  load
   rport=$(free_port)
   mkdir -p "$work/redis-$n"
   redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work/redis-$n" >/dev/null &

@@ -145,8 +145,15 @@ async fn system_to_client(
     authorize(&ctx.tokens, &headers, CAN_SEND_SYSTEM_MESSAGES).await?;
     let id: u64 = client_id.parse().map_err(|_| ApiError::bad("clientId must be a number"))?;
     let body = sanitize::render(&body_text(&bytes)?);
-    let client = ctx.hub.client(id).ok_or_else(|| ApiError::NotFound(format!("no connected client {id}")))?;
-    client.send(p::frame(&p::system(&body, &ctx.settings.get().instance.name)));
+    let frame = p::frame(&p::system(&body, &ctx.settings.get().instance.name));
+    if let Some(client) = ctx.hub.client(id) {
+        client.send(frame);
+    } else if let Some((node, client)) = ctx.remote_client(id) {
+        // In a cluster, a client another node holds (as the admin's client list numbers it).
+        ctx.to_nodes(super::relay::Outbound::Client { node, client, frame: frame.as_str().to_string() });
+    } else {
+        return Err(ApiError::NotFound(format!("no connected client {id}")));
+    }
     Ok(StatusResponse::ok("sent"))
 }
 

@@ -6,7 +6,7 @@
 //! the admin get hidden messages too (with `hiddenAt`).
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
+use rusqlite::{params, params_from_iter, Connection};
 use serde::Serialize;
 
 use super::protocol::User;
@@ -36,11 +36,9 @@ pub struct ChatMessage {
     pub hidden_at: Option<DateTime<Utc>>,
 }
 
-/// Whether a message with this id is stored (a cluster's redelivered entry is stored once).
-pub fn exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
-    let found: Option<i64> =
-        conn.query_row("SELECT 1 FROM chat_messages WHERE id = ?1", [id], |r| r.get(0)).optional()?;
-    Ok(found.is_some())
+/// One stored message (a cluster's redelivered entry is sent again from it, see `relay::resend`).
+pub fn by_id(conn: &Connection, id: &str) -> Result<Option<ChatMessage>, StoreError> {
+    Ok(query(conn, "m.id = ?1", &[id], 1)?.pop())
 }
 
 pub fn insert(conn: &Connection, msg: &ChatMessage) -> Result<(), StoreError> {

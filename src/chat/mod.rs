@@ -155,7 +155,7 @@ pub struct Chat {
     offline_grace: chrono::TimeDelta,
     pub tasks: Tasks,
     /// The cluster's other nodes' clients (`relay`), for the admin's client list.
-    remote_clients: RwLock<Vec<hub::ClientInfo>>,
+    remote_clients: RwLock<relay::RemoteClients>,
 }
 
 impl Chat {
@@ -181,7 +181,7 @@ impl Chat {
             scheduled_chat_open: deps.scheduled_chat_open,
             offline_grace: offline_grace(),
             tasks: deps.tasks,
-            remote_clients: RwLock::new(Vec::new()),
+            remote_clients: RwLock::new(relay::RemoteClients::default()),
         }))
     }
 

@@ -12,9 +12,11 @@
 //!   passed the per-connection checks (size, rate limit) is forwarded to the origin as an [`Inbound`]
 //!   (its id doubles as the stored message id, so a redelivered entry is stored and sent once), and
 //!   the room is fanned out only from what the origin sends (`apply`), so every node shows the same
-//!   order. A forward that Redis did not take is answered with [`MSG_UNAVAILABLE`] to that client.
+//!   order. A forward that Redis did not take is answered to that client with the error event
+//!   [`ERROR_CHAT_UNAVAILABLE`] (castd's websocket error shape, `{id, timestamp, type}` like
+//!   `ERROR_NEEDS_REGISTRATION`, with the text [`MSG_UNAVAILABLE`] in `body`), never dropped silently.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
@@ -26,12 +28,15 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
+use super::hub::ClientInfo;
 use super::protocol::{self as p, User};
 use super::Chat;
 use crate::tasks::Stage;
 
 /// The text an edge's client gets when its message could not be handed to the origin.
 pub const MSG_UNAVAILABLE: &str = "Chat is temporarily unavailable; your message was not sent. Please try again.";
+/// The error event an edge's client gets when its message could not be handed to the origin.
+pub const ERROR_CHAT_UNAVAILABLE: &str = "ERROR_CHAT_UNAVAILABLE";
 /// Most entries the origin keeps for the other nodes while Redis is unreachable.
 pub const OUT_QUEUE_MAX: usize = 65_536;
 
@@ -114,12 +119,75 @@ pub struct Link {
     pub role: Role,
 }
 
-/// The origin's ordered queue of what the other nodes must be sent (see the module doc).
+/// How many bits of a listed client id are the node's own id (see `RemoteClients`).
+pub const NODE_ID_SHIFT: u32 = 32;
+/// Most node numbers the origin remembers (nodes that left are forgotten beyond this).
+const NODE_NUMBERS_MAX: usize = 1024;
+
+/// The other nodes' connected clients as the origin lists them (`/api/admin/chat/clients`), with ids
+/// unique across the cluster in the same JSON number field: the origin's own clients keep the hub's
+/// ids (which stay below 2^32), and client `id` of another node is listed as `(n << 32) | id`, where
+/// `n` ≥ 1 is the number the origin gave that node when it first saw it. `n` stays below 2^21 so the
+/// id is below 2^53 (exact in JavaScript); numbers are not reused while the origin runs.
+#[derive(Default)]
+pub struct RemoteClients {
+    numbers: HashMap<String, u64>,
+    next: u64,
+    clients: Vec<ClientInfo>,
+}
+
+impl RemoteClients {
+    fn set(&mut self, nodes: Vec<(String, Vec<ClientInfo>)>) {
+        if self.numbers.len() + nodes.len() > NODE_NUMBERS_MAX {
+            let live: HashSet<&String> = nodes.iter().map(|(n, _)| n).collect();
+            self.numbers.retain(|n, _| live.contains(n));
+        }
+        let mut clients = Vec::new();
+        for (node, list) in nodes {
+            let n = match self.numbers.get(&node) {
+                Some(n) => *n,
+                None => {
+                    // 1 ..= 2^21 - 1, then around again (a node that old is long gone).
+                    self.next = self.next % ((1 << 21) - 1) + 1;
+                    self.numbers.insert(node, self.next);
+                    self.next
+                }
+            };
+            clients.extend(list.into_iter().map(|mut c| {
+                c.id = (n << NODE_ID_SHIFT) | (c.id & ((1 << NODE_ID_SHIFT) - 1));
+                c
+            }));
+        }
+        self.clients = clients;
+    }
+
+    fn find(&self, id: u64) -> Option<(String, u64)> {
+        if !self.clients.iter().any(|c| c.id == id) {
+            return None;
+        }
+        let n = id >> NODE_ID_SHIFT;
+        let node = self.numbers.iter().find(|(_, v)| **v == n)?.0.clone();
+        Some((node, id & ((1 << NODE_ID_SHIFT) - 1)))
+    }
+}
+
+/// The origin's ordered queue of what the other nodes must be sent (see the module doc). Entries are
+/// numbered in push order, so the inbound consumer can wait until what it queued is written
+/// (`mark`, `written`) before it acknowledges the inbound entries that made it.
 #[derive(Default)]
 pub struct OutQueue {
-    queue: Mutex<VecDeque<Outbound>>,
+    queue: Mutex<Queued>,
     ready: Notify,
+    /// Wakes `written` when entries leave the front.
+    removed: Notify,
     dropped: AtomicU64,
+}
+
+#[derive(Default)]
+struct Queued {
+    entries: VecDeque<Outbound>,
+    /// How many entries ever left the front (written, or dropped for room).
+    head: u64,
 }
 
 impl OutQueue {
@@ -128,8 +196,9 @@ impl OutQueue {
     pub fn push_with(&self, local: impl FnOnce(), entry: Outbound) {
         let mut q = self.queue.lock();
         local();
-        if q.len() >= OUT_QUEUE_MAX {
-            q.pop_front();
+        if q.entries.len() >= OUT_QUEUE_MAX {
+            q.entries.pop_front();
+            q.head += 1;
             let n = self.dropped.fetch_add(1, Ordering::Relaxed);
             if n.is_power_of_two() {
                 tracing::warn!(
@@ -138,7 +207,7 @@ impl OutQueue {
                 );
             }
         }
-        q.push_back(entry);
+        q.entries.push_back(entry);
         drop(q);
         self.ready.notify_one();
     }
@@ -153,8 +222,8 @@ impl OutQueue {
             let notified = self.ready.notified();
             {
                 let q = self.queue.lock();
-                if !q.is_empty() {
-                    return q.iter().take(max).cloned().collect();
+                if !q.entries.is_empty() {
+                    return q.entries.iter().take(max).cloned().collect();
                 }
             }
             notified.await;
@@ -166,16 +235,37 @@ impl OutQueue {
     pub fn consume(&self, sent: &[Outbound]) {
         let mut q = self.queue.lock();
         for s in sent {
-            if q.front() == Some(s) {
-                q.pop_front();
+            if q.entries.front() == Some(s) {
+                q.entries.pop_front();
+                q.head += 1;
             } else {
                 break;
             }
         }
+        drop(q);
+        self.removed.notify_waiters();
+    }
+
+    /// The number the next pushed entry gets: `written(mark())` waits for everything queued so far.
+    pub fn mark(&self) -> u64 {
+        let q = self.queue.lock();
+        q.head + q.entries.len() as u64
+    }
+
+    /// Wait until every entry numbered below `mark` has left the queue (written to Redis, or dropped
+    /// for room while Redis was down).
+    pub async fn written(&self, mark: u64) {
+        loop {
+            let removed = self.removed.notified();
+            if self.queue.lock().head >= mark {
+                return;
+            }
+            removed.await;
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.queue.lock().len()
+        self.queue.lock().entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -194,14 +284,21 @@ impl Chat {
         self.hub.set_link(link);
     }
 
-    /// The other nodes' connected clients (their latest presence; empty on a single box).
-    pub fn remote_clients(&self) -> Vec<super::hub::ClientInfo> {
-        self.remote_clients.read().clone()
+    /// The other nodes' connected clients (their latest presence, with cluster-wide ids, see
+    /// `RemoteClients`; empty on a single box).
+    pub fn remote_clients(&self) -> Vec<ClientInfo> {
+        self.remote_clients.read().clients.clone()
     }
 
-    /// Set by the cluster on the origin from the other nodes' presence.
-    pub fn set_remote_clients(&self, clients: Vec<super::hub::ClientInfo>) {
-        *self.remote_clients.write() = clients;
+    /// Set by the cluster on the origin from the other nodes' presence: each node's clients, with
+    /// the ids that node gave them.
+    pub fn set_remote_clients(&self, nodes: Vec<(String, Vec<ClientInfo>)>) {
+        self.remote_clients.write().set(nodes);
+    }
+
+    /// Which node holds the listed client `id` (a cluster-wide id of `remote_clients`), and its id there.
+    pub fn remote_client(&self, id: u64) -> Option<(String, u64)> {
+        self.remote_clients.read().find(id)
     }
 
     /// On the origin: queue `entry` for the other nodes (nothing otherwise).
@@ -210,6 +307,13 @@ impl Chat {
             q.push(entry);
         }
     }
+}
+
+/// The `ERROR_CHAT_UNAVAILABLE` event (`{id, timestamp, type, body}`), as one frame.
+pub fn unavailable_frame() -> axum::extract::ws::Utf8Bytes {
+    let mut ev = p::error(ERROR_CHAT_UNAVAILABLE, None);
+    ev["body"] = serde_json::Value::from(MSG_UNAVAILABLE);
+    p::frame(&ev)
 }
 
 /// On every node but the origin: apply what the origin sent (see `Outbound`).
@@ -258,6 +362,40 @@ pub fn apply(ctx: &Arc<Chat>, entry: Outbound) {
     }
 }
 
+/// On the origin: a CHAT an edge sent again (its inbound entry was redelivered: the origin stopped
+/// after storing it and before acknowledging it) is not stored again, but its stored copy goes to the
+/// other nodes once more: the origin may have stopped before the first copy was written for them. A
+/// node that has the first copy drops this one (same event id, see `cluster::bus`).
+pub fn resend(ctx: &Chat, stored: &super::messages::ChatMessage) {
+    if stored.kind != p::CHAT || !stored.visible {
+        return;
+    }
+    if let Some(user) = &stored.user {
+        let frame = p::frame(&p::chat(&stored.id, stored.timestamp, &stored.body, user, true));
+        ctx.to_nodes(Outbound::Room { frame: frame.as_str().to_string() });
+    }
+}
+
+/// Test switch: with `CASTD_DEBUG_CLUSTER_CRASH_AFTER_STORE=TEXT` the origin aborts right after it
+/// stored a remote client's message containing TEXT, before the message is sent anywhere (the crash
+/// `resend` recovers from; tests/cluster.rs).
+pub fn crash_after_store_if(raw: &str) {
+    static SWITCH: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let switch = SWITCH.get_or_init(|| {
+        let text = std::env::var("CASTD_DEBUG_CLUSTER_CRASH_AFTER_STORE").ok().filter(|t| !t.is_empty());
+        if let Some(t) = &text {
+            tracing::warn!(
+                "CASTD_DEBUG_CLUSTER_CRASH_AFTER_STORE={t}: the origin aborts after storing it (test switch)"
+            );
+        }
+        text
+    });
+    if switch.as_deref().is_some_and(|t| raw.contains(t)) {
+        tracing::error!("aborting after storing a message (CASTD_DEBUG_CLUSTER_CRASH_AFTER_STORE)");
+        std::process::abort();
+    }
+}
+
 /// The origin's answer to an edge's `/ws` token check (see `Lookup`).
 pub async fn lookup(ctx: &Chat, token: String, ip: IpAddr) -> Result<Lookup, crate::store::StoreError> {
     if ctx.settings.get().chat.chat_disabled {
@@ -297,6 +435,59 @@ mod tests {
         }
         assert_eq!(q.len(), OUT_QUEUE_MAX);
         assert_eq!(q.peek(1).await, vec![room(3)], "the oldest went");
+    }
+
+    fn info(id: u64) -> ClientInfo {
+        ClientInfo {
+            id,
+            connected_at: chrono::Utc::now(),
+            user: serde_json::from_value(serde_json::json!({
+                "id": "u", "displayName": "u", "displayColor": 0, "createdAt": "2024-01-01T00:00:00Z",
+                "previousNames": [], "nameChangedAt": null, "scopes": [], "isBot": false,
+                "authenticated": false, "isModerator": false
+            }))
+            .unwrap(),
+            geo: None,
+            user_agent: String::new(),
+            message_count: 0,
+            ip_address: "127.0.0.1".into(),
+        }
+    }
+
+    #[test]
+    fn other_nodes_clients_get_ids_unique_across_the_cluster_and_are_found_by_them() {
+        let mut r = RemoteClients::default();
+        // Two edges number their clients from 1 alike.
+        r.set(vec![("edge-a".into(), vec![info(1), info(2)]), ("edge-b".into(), vec![info(1), info(2)])]);
+        let ids: HashSet<u64> = r.clients.iter().map(|c| c.id).collect();
+        assert_eq!(ids.len(), 4, "{ids:?}");
+        assert!(ids.iter().all(|id| *id >= 1 << NODE_ID_SHIFT && *id < 1 << 53), "{ids:?}");
+        let a1 = r.clients[0].id;
+        assert_eq!(r.find(a1), Some(("edge-a".to_string(), 1)));
+        assert_eq!(r.find(r.clients[3].id), Some(("edge-b".to_string(), 2)));
+        assert_eq!(r.find(1), None, "an origin id is not a remote one");
+        // A node keeps its number from one presence round to the next.
+        r.set(vec![("edge-b".into(), vec![info(2)]), ("edge-a".into(), vec![info(1)])]);
+        assert_eq!(r.clients[1].id, a1);
+        assert_eq!(r.find(r.clients[0].id), Some(("edge-b".to_string(), 2)));
+    }
+
+    #[tokio::test]
+    async fn written_waits_for_what_was_queued_before_the_mark() {
+        let q = OutQueue::default();
+        q.push(room(0));
+        q.push(room(1));
+        let mark = q.mark();
+        assert_eq!(mark, 2);
+        q.push(room(2));
+        let batch = q.peek(1).await;
+        q.consume(&batch);
+        let waiting = tokio::time::timeout(Duration::from_millis(50), q.written(mark)).await;
+        assert!(waiting.is_err(), "one of the two entries is still queued");
+        let batch = q.peek(1).await;
+        q.consume(&batch);
+        tokio::time::timeout(Duration::from_secs(1), q.written(mark)).await.expect("both written");
+        assert_eq!(q.len(), 1, "the entry after the mark is not waited for");
     }
 
     #[test]

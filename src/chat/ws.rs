@@ -334,7 +334,7 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
         };
         let is_chat = msg.kind == p::CHAT;
         if !edge.forward(msg).await {
-            action_to(client, relay::MSG_UNAVAILABLE);
+            client.send(relay::unavailable_frame());
         } else if is_chat {
             client.message_count.fetch_add(1, Ordering::Relaxed);
         }
@@ -412,12 +412,14 @@ pub async fn handle_remote(ctx: &Arc<Chat>, msg: RemoteEvent) {
         .store
         .call(move |c| {
             let user = users::by_id(c, &user_id)?;
-            let seen = super::messages::exists(c, &id)?;
-            Ok((user, seen))
+            let stored = super::messages::by_id(c, &id)?;
+            Ok((user, stored))
         })
         .await;
     let user = match found {
-        Ok((Some(user), false)) if user.is_enabled() => user,
+        Ok((Some(user), None)) if user.is_enabled() => user,
+        // Redelivered: stored once, sent to the other nodes again (`relay::resend`).
+        Ok((_, Some(stored))) => return relay::resend(ctx, &stored),
         Ok(_) => return,
         Err(e) => {
             tracing::error!(error = %e, "chat: could not look up a remote sender");
@@ -470,6 +472,9 @@ async fn chat(ctx: &Arc<Chat>, client: &Speaker, body: String, id: Option<String
         ChatMessage { id, timestamp, kind: p::CHAT.into(), body, user: Some(user), visible: true, hidden_at: None };
     if let Err(e) = ctx.store.call(move |c| super::messages::insert(c, &msg)).await {
         tracing::error!(error = %e, "could not store a chat message; it is still delivered");
+    }
+    if matches!(client, Speaker::Remote { .. }) {
+        relay::crash_after_store_if(&raw);
     }
     if let Speaker::Local(c) = client {
         c.message_count.fetch_add(1, Ordering::Relaxed);

@@ -1,6 +1,7 @@
-//! The origin's route for its edges: `GET /api/cluster/chat/lookup?accessToken=&ip=` (who holds a
-//! chat access token, for an edge's `/ws` check; see `chat::relay::Lookup`). It needs the cluster
-//! secret in `X-Castd-Cluster-Secret`; without it, or with a wrong one, 403.
+//! The origin's routes for its edges: `GET /api/cluster/chat/lookup?accessToken=&ip=` (who holds a
+//! chat access token, for an edge's `/ws` check; see `chat::relay::Lookup`) and
+//! `GET /api/cluster/settings` (`edge_config`). They need the cluster secret in
+//! `X-Castd-Cluster-Secret`; without it, or with a wrong one, 403.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -32,6 +33,14 @@ pub fn routes(reg: &mut Registry, cluster: Arc<Cluster>) {
         Auth::Public,
         "An edge's chat token check (needs the cluster secret)",
         lookup,
+    )
+    .error(403, "No cluster secret, or a wrong one");
+    reg.get(
+        "/api/cluster/settings",
+        GROUP,
+        Auth::Public,
+        "The settings an edge applies itself (needs the cluster secret)",
+        super::edge_config::serve,
     )
     .error(403, "No cluster secret, or a wrong one");
 }

@@ -6,7 +6,7 @@
 //! pause of `RETRY`); every command is bounded by `COMMAND_TIMEOUT` (a blocking read by its block time
 //! plus that), so a Redis that stops answering looks like one that is down.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,9 +37,11 @@ const OUT_MAX: usize = 20_000;
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
 const BLOCK_MS: u64 = 2_000;
 const RETRY: Duration = Duration::from_millis(500);
-/// How often a node writes its counts, and how long they live.
+/// How often a node writes its counts, and how long they live: a node that stopped writing (killed)
+/// leaves the origin's counts within `PRESENCE_TTL_SECS` + `PRESENCE_EVERY` (the origin's next read),
+/// 25 s, inside the 30 s promised.
 const PRESENCE_EVERY: Duration = Duration::from_secs(5);
-const PRESENCE_TTL_SECS: u64 = 30;
+const PRESENCE_TTL_SECS: u64 = 20;
 /// How long an edge keeps the origin's answer about a token.
 const LOOKUP_TTL: Duration = Duration::from_secs(1);
 
@@ -234,6 +236,7 @@ pub fn start_edge(cluster: Arc<Cluster>, edge: Arc<Edge>, tasks: &Tasks) {
 /// restarted empty), from its start.
 async fn read_outbound(cluster: &Cluster) {
     let mut last: Option<String> = None;
+    let mut recent = Recent::default();
     loop {
         let mut conn = connect_retrying(&cluster.redis, "outbound reader").await;
         if let Some(seen) = &last {
@@ -274,6 +277,9 @@ async fn read_outbound(cluster: &Cluster) {
             for key in reply.keys {
                 for entry in key.ids {
                     match entry.get::<String>("m").map(|m| serde_json::from_str::<Outbound>(&m)) {
+                        Some(Ok(Outbound::Room { frame })) if !recent.first_time(&frame) => {
+                            tracing::debug!(id = %entry.id, "cluster: a room event sent again; already applied");
+                        }
                         Some(Ok(out)) => relay::apply(&cluster.chat, out),
                         _ => tracing::warn!(id = %entry.id, "cluster: an unreadable outbound entry"),
                     }
@@ -281,6 +287,39 @@ async fn read_outbound(cluster: &Cluster) {
                 }
             }
         }
+    }
+}
+
+/// The event ids of the last `RECENT_MAX` room frames an edge applied: the origin sends a CHAT again
+/// when it was redelivered its inbound entry (`chat::relay::resend`), and a node that had the first
+/// copy drops the second.
+#[derive(Default)]
+struct Recent {
+    order: VecDeque<String>,
+    ids: HashSet<String>,
+}
+
+const RECENT_MAX: usize = 8192;
+
+impl Recent {
+    /// Whether `frame`'s event was not seen yet (remembering it); a frame without an id is always new.
+    fn first_time(&mut self, frame: &str) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Event {
+            id: String,
+        }
+        let Ok(Event { id }) = serde_json::from_str::<Event>(frame) else { return true };
+        if self.ids.contains(&id) {
+            return false;
+        }
+        if self.order.len() >= RECENT_MAX {
+            if let Some(old) = self.order.pop_front() {
+                self.ids.remove(&old);
+            }
+        }
+        self.ids.insert(id.clone());
+        self.order.push_back(id);
+        true
     }
 }
 
@@ -295,10 +334,11 @@ async fn newest_id(conn: &mut MultiplexedConnection) -> Option<String> {
 
 /// The origin's tasks: write the outbound queue to `OUT_STREAM`, consume `IN_STREAM`.
 ///
-/// At shutdown the consumer finishes the entry it is handling (so an entry is either handled and
-/// acknowledged, or left for the next start, never stored but unsent), then waits up to
-/// `FLUSH_AT_STOP` for the writer to hand the queue to Redis; the writer runs in the later
-/// `Background` stage for that.
+/// An inbound entry is acknowledged only after what handling it queued for the other nodes was
+/// written to Redis, so an origin that stops (or is killed) in between is redelivered the entry at
+/// its next start, and a message is never stored but unsent (`chat::relay::resend`). At shutdown the
+/// consumer finishes the entry it is handling, then waits up to `FLUSH_AT_STOP` for the writer to
+/// hand the queue to Redis; the writer runs in the later `Background` stage for that.
 pub fn start_origin(cluster: Arc<Cluster>, queue: Arc<OutQueue>, tasks: &Tasks) {
     let redis = cluster.redis.clone();
     let q = queue.clone();
@@ -307,7 +347,7 @@ pub fn start_origin(cluster: Arc<Cluster>, queue: Arc<OutQueue>, tasks: &Tasks) 
     });
     let stop = tasks.token(Stage::Connections);
     tasks.spawn(Stage::Connections, "cluster: inbound consumer", async move {
-        consume_inbound(&cluster, &stop).await;
+        consume_inbound(&cluster, &queue, &stop).await;
         let deadline = Instant::now() + FLUSH_AT_STOP;
         while !queue.is_empty() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -344,7 +384,10 @@ async fn write_outbound(redis: &redis::Client, queue: &OutQueue) {
     }
 }
 
-async fn consume_inbound(cluster: &Cluster, stop: &CancellationToken) {
+/// How long the consumer waits for what it queued to be written before it leaves its entries pending.
+const ACK_WAIT: Duration = Duration::from_secs(10);
+
+async fn consume_inbound(cluster: &Cluster, queue: &OutQueue, stop: &CancellationToken) {
     let consumer = cluster.config.node.clone();
     while !stop.is_cancelled() {
         let mut conn = tokio::select! {
@@ -388,20 +431,49 @@ async fn consume_inbound(cluster: &Cluster, stop: &CancellationToken) {
                 pending = false;
                 continue;
             }
+            let mut handled = Vec::with_capacity(entries.len());
             for entry in entries {
                 if stop.is_cancelled() {
-                    return;
+                    break;
                 }
                 match entry.get::<String>("m").map(|m| serde_json::from_str::<Inbound>(&m)) {
                     Some(Ok(msg)) => crate::chat::ws::handle_remote(&cluster.chat, msg).await,
                     _ => tracing::warn!(id = %entry.id, "cluster: an unreadable inbound entry"),
                 }
-                let mut ack = redis::cmd("XACK");
-                ack.arg(IN_STREAM).arg(GROUP).arg(&entry.id);
-                if let Err(e) = query::<i64>(&mut conn, &ack, COMMAND_TIMEOUT).await {
-                    // Redelivered later: a CHAT is then found stored and skipped.
-                    tracing::warn!("cluster: acknowledging an inbound entry: {e}");
+                handled.push(entry.id);
+            }
+            // Acknowledged only once what they made is written for the other nodes: an origin that
+            // stops in between is redelivered them at its next start (a CHAT is then found stored,
+            // not stored again, and sent again: `chat::relay::resend`).
+            if handled.is_empty() {
+                return;
+            }
+            let mark = queue.mark();
+            let stopping = stop.is_cancelled();
+            let written = tokio::select! {
+                biased;
+                _ = queue.written(mark) => true,
+                _ = tokio::time::sleep(if stopping { FLUSH_AT_STOP } else { ACK_WAIT }) => false,
+                _ = stop.cancelled(), if !stopping => false,
+            };
+            if !written {
+                if !stop.is_cancelled() {
+                    // Redis is down for the writer too: read them again (pending) once it is back.
+                    tracing::warn!(n = handled.len(), "cluster: inbound entries left pending (not yet written out)");
+                    break;
                 }
+                return;
+            }
+            let mut ack = redis::cmd("XACK");
+            ack.arg(IN_STREAM).arg(GROUP).arg(&handled);
+            if let Err(e) = query::<i64>(&mut conn, &ack, COMMAND_TIMEOUT).await {
+                // Redelivered later: a CHAT is then found stored and sent again, not stored again.
+                tracing::warn!("cluster: acknowledging inbound entries: {e}");
+                tokio::time::sleep(RETRY).await;
+                break;
+            }
+            if stop.is_cancelled() {
+                return;
             }
         }
     }
@@ -450,7 +522,7 @@ pub fn start_presence(cluster: Arc<Cluster>, tasks: &Tasks) {
                     Ok(nodes) => {
                         let viewers = nodes.iter().map(|(_, c)| c.viewers).sum();
                         cluster.viewers.remote.store(viewers, std::sync::atomic::Ordering::Relaxed);
-                        cluster.chat.set_remote_clients(nodes.into_iter().flat_map(|(_, c)| c.clients).collect());
+                        cluster.chat.set_remote_clients(nodes.into_iter().map(|(n, c)| (n, c.clients)).collect());
                     }
                     // Redis down: the last counts stand until it is back (or the nodes' keys expire).
                     Err(e) => tracing::debug!("cluster: presence: {e}"),
@@ -485,4 +557,23 @@ pub async fn others(cluster: &Cluster) -> Result<Vec<(String, Counts)>, String> 
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edge_applies_a_room_event_once() {
+        let mut r = Recent::default();
+        assert!(r.first_time(r#"{"id":"a","type":"CHAT","body":"x"}"#));
+        assert!(r.first_time(r#"{"id":"b","type":"CHAT"}"#));
+        assert!(!r.first_time(r#"{"type":"CHAT","id":"a","body":"x (sent again)"}"#), "the second copy is dropped");
+        assert!(r.first_time("not json"), "a frame without an id is applied");
+        assert!(r.first_time("not json"));
+        for i in 0..RECENT_MAX {
+            r.first_time(&format!(r#"{{"id":"n{i}"}}"#));
+        }
+        assert!(r.first_time(r#"{"id":"a"}"#), "only the last RECENT_MAX are remembered");
+    }
 }

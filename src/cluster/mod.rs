@@ -15,18 +15,24 @@
 //!   the last entry it saw. A Stream rather than pub/sub: a node that was cut off from Redis (or a
 //!   Redis that restarted with its append-only file) resumes where it was, so nothing the origin sent
 //!   in between is lost, and the one writer keeps one order for every node.
+//! - an edge keeps no database (an in-memory one for the code that expects a store) and takes the
+//!   settings its chat applies itself (flood protection, chat disabled, join messages, the welcome
+//!   message) from the origin every 2 s (`edge_config`, `GET /api/cluster/settings`).
 //! - an edge checks a client's access token with the origin (`GET /api/cluster/chat/lookup`, which
 //!   needs the cluster secret in `X-Castd-Cluster-Secret`; a wrong secret is refused with 403).
 //! - presence: each node writes its chat client and viewer counts to `castd:presence:<node>` with a
-//!   30 s expiry every 5 s; the origin's `/api/status` and admin chat client count add them up.
+//!   20 s expiry every 5 s; the origin's `/api/status` and admin chat client list add them up (a
+//!   killed node's clients leave them within 25 s). The admin list numbers another node's clients
+//!   `(n << 32) | id` so ids stay unique across the cluster (`chat::relay::RemoteClients`).
 //!
 //! Faults: while Redis is unreachable each node keeps serving its own room (the origin stores and
-//! sends its own clients' messages; an edge answers a client whose message Redis did not take with a
-//! CHAT_ACTION "chat temporarily unavailable"), the origin keeps what the edges have not been sent in
+//! sends its own clients' messages; an edge answers a client whose message Redis did not take with the
+//! error event `ERROR_CHAT_UNAVAILABLE`, body "Chat is temporarily unavailable; ..."), the origin keeps what the edges have not been sent in
 //! order (`chat::relay::OutQueue`), and everything resumes when Redis is back.
 
 pub mod api;
 pub mod bus;
+pub mod edge_config;
 pub mod proxy;
 
 use std::path::Path;
@@ -186,6 +192,7 @@ pub fn start(cluster: &Arc<Cluster>, tasks: &Tasks) {
     }
     if let Some(edge) = &cluster.edge {
         bus::start_edge(cluster.clone(), edge.clone(), tasks);
+        edge_config::start(cluster.clone(), tasks);
     }
     bus::start_presence(cluster.clone(), tasks);
 }

@@ -52,6 +52,20 @@ impl Store {
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
 
+    /// An empty database in memory, gone with the process: a cluster edge's (it owns no data; the
+    /// origin's database is the one, see `cluster`).
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory()?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                module TEXT PRIMARY KEY,
+                version INTEGER NOT NULL
+            );",
+        )?;
+        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+    }
+
     /// Apply the migrations of `module` that have not run yet.
     pub fn migrate(&self, module: &str, migrations: Migrations) -> Result<(), StoreError> {
         let mut conn = self.conn.lock();

@@ -69,6 +69,12 @@ export function ChatMessageView({ item, canModerate, onHide, onDisableUser }: Pr
           <div class="body html-content" dangerouslySetInnerHTML={{ __html: item.body ?? '' }} />
         </div>
       );
+    case 'ERROR_CHAT_UNAVAILABLE':
+      return (
+        <div class="chat-message action error" data-id={item.id} data-type="ERROR_CHAT_UNAVAILABLE" role="alert">
+          <div class="body">{item.body ?? 'Chat is temporarily unavailable; your message was not sent.'}</div>
+        </div>
+      );
     case 'USER_JOINED':
     case 'USER_PARTED':
       return (

@@ -37,6 +37,8 @@ const RENDERED = new Set([
   'CHAT',
   'SYSTEM',
   'CHAT_ACTION',
+  // A cluster edge could not hand the message to the origin (Redis down): shown so it is not lost silently.
+  'ERROR_CHAT_UNAVAILABLE',
   'USER_JOINED',
   'USER_PARTED',
   'NAME_CHANGE',

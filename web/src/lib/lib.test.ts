@@ -94,6 +94,13 @@ describe('chat model', () => {
     m = applyEvent(m, { type: 'ERROR_USER_DISABLED' });
     expect(m.disabled).toBe(true);
   });
+  it('shows a cluster edge\'s "chat temporarily unavailable" error event as a line', () => {
+    const body = 'Chat is temporarily unavailable; your message was not sent. Please try again.';
+    const m = applyEvent(emptyChat(), { type: 'ERROR_CHAT_UNAVAILABLE', id: 'e1', timestamp: '2024-01-01T00:00:01Z', body });
+    expect(m.items).toHaveLength(1);
+    expect(m.items[0].type).toBe('ERROR_CHAT_UNAVAILABLE');
+    expect(m.items[0].body).toBe(body);
+  });
   it('merges history in timestamp order', () => {
     let m = applyEvent(emptyChat(), { type: 'CHAT', id: 'live', timestamp: '2024-01-01T00:00:05Z', user });
     m = mergeHistory(m, [
