@@ -476,7 +476,8 @@ struct Delivered {
 
 fn delivered(rec: &Record, t0: Instant, t1: Instant) -> Delivered {
     let frames: Vec<&Frame> = rec.video.iter().filter(|f| f.at >= t0 && f.at < t1).collect();
-    let mut deltas: Vec<u64> = frames.windows(2).filter_map(|w| w[1].ts.checked_sub(w[0].ts)).filter(|d| *d > 0).collect();
+    let mut deltas: Vec<u64> =
+        frames.windows(2).filter_map(|w| w[1].ts.checked_sub(w[0].ts)).filter(|d| *d > 0).collect();
     deltas.sort_unstable();
     let interval = deltas.get(deltas.len() / 2).copied().unwrap_or(0);
     let (mut missing, mut gaps) = (0u64, 0u32);
@@ -611,7 +612,13 @@ fn report(
                 pct(c.children)
             );
             (
-                format!("{} | {} | {} | {}", pct(base.main), pct(c.main), pct(per(c.main - base.main)), pct(c.children)),
+                format!(
+                    "{} | {} | {} | {}",
+                    pct(base.main),
+                    pct(c.main),
+                    pct(per(c.main - base.main)),
+                    pct(c.children)
+                ),
                 format!("{r0:.0} → {r1:.0} MB | {:.0} KiB", per((r1 - r0) * 1024.0)),
             )
         }
