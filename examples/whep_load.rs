@@ -51,6 +51,7 @@ struct Args {
     warmup: f64,
     baseline: f64,
     castd_pid: Option<u32>,
+    castd_udp_port: Option<u16>,
     fps: f64,
     connect_concurrency: usize,
     connect_timeout: f64,
@@ -64,6 +65,7 @@ fn parse_args() -> anyhow::Result<Args> {
         warmup: 5.0,
         baseline: 10.0,
         castd_pid: None,
+        castd_udp_port: None,
         fps: 30.0,
         connect_concurrency: 10,
         connect_timeout: 30.0,
@@ -78,6 +80,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--warmup" => a.warmup = value()?.parse().context("--warmup")?,
             "--baseline" => a.baseline = value()?.parse().context("--baseline")?,
             "--castd-pid" => a.castd_pid = Some(value()?.parse().context("--castd-pid")?),
+            "--castd-udp-port" => a.castd_udp_port = Some(value()?.parse().context("--castd-udp-port")?),
             "--fps" => a.fps = value()?.parse().context("--fps")?,
             "--connect-concurrency" => a.connect_concurrency = value()?.parse().context("--connect-concurrency")?,
             "--connect-timeout" => a.connect_timeout = value()?.parse().context("--connect-timeout")?,
@@ -118,6 +121,13 @@ struct Record {
     /// Video frames str0m reported as not contiguous with the one before (a loss NACK did not repair).
     discontinuities: u32,
     plis: u32,
+    /// PLIs due while str0m had no receive stream for the video yet.
+    plis_unsent: u32,
+    /// Frames after a gap that were keyframes (castd skipping to a keyframe, or a lost keyframe's
+    /// successor being one).
+    keys_after_gap: u32,
+    /// The viewer's UDP port (for its drop count in /proc/net/udp).
+    port: u16,
     deleted: bool,
     error: Option<String>,
 }
@@ -167,6 +177,7 @@ async fn main() -> anyhow::Result<()> {
 
     // The window.
     let me0 = cpu_self();
+    let udp0 = udp_drops();
     let c0 = args.castd_pid.map(cpu);
     let t0 = Instant::now();
     let end = t0 + Duration::from_secs_f64(args.seconds);
@@ -184,6 +195,7 @@ async fn main() -> anyhow::Result<()> {
         _ => None,
     };
     let me = cpu_self().minus(&me0).per_second(window);
+    let udp1 = udp_drops();
     let load1 = loadavg();
 
     stop.cancel();
@@ -192,7 +204,10 @@ async fn main() -> anyhow::Result<()> {
         records.push(h.await.unwrap_or_else(|e| Record { error: Some(format!("task: {e}")), ..Record::default() }));
     }
 
-    report(&args, &records, t0, t1, connect_secs, base_cpu, castd_cpu, me, rss_before, rss_peak, (load0, load1));
+    // Datagrams the kernel dropped in the window at the viewers' sockets and at castd's.
+    let diff = |port: u16| udp1.get(&port).copied().unwrap_or(0).saturating_sub(udp0.get(&port).copied().unwrap_or(0));
+    let drops = (records.iter().filter(|r| r.port != 0).map(|r| diff(r.port)).sum(), args.castd_udp_port.map(diff));
+    report(&args, &records, t0, t1, connect_secs, base_cpu, castd_cpu, me, rss_before, rss_peak, (load0, load1), drops);
     Ok(())
 }
 
@@ -250,6 +265,7 @@ impl Viewer {
     async fn session(&self, rec: &mut Record, location: &mut Option<String>) -> anyhow::Result<()> {
         let socket = UdpSocket::bind("127.0.0.1:0").await.context("bind")?;
         let local = socket.local_addr()?;
+        rec.port = local.port();
         let mut rtc = RtcConfig::new()
             .clear_codecs()
             .enable_h264(true)
@@ -280,6 +296,8 @@ impl Viewer {
                 if let Some(rx) = rtc.direct_api().stream_rx_by_mid(state.video, None) {
                     rx.request_keyframe(KeyframeRequestKind::Pli);
                     rec.plis += 1;
+                } else {
+                    rec.plis_unsent += 1;
                 }
                 state.last_pli = Some(Instant::now());
                 continue;
@@ -356,6 +374,9 @@ impl Viewer {
                         if !d.contiguous {
                             rec.discontinuities += 1;
                             state.need_key = true;
+                        }
+                        if key && !d.contiguous {
+                            rec.keys_after_gap += 1;
                         }
                         if key {
                             state.need_key = false;
@@ -458,6 +479,23 @@ fn rss_mb(pid: u32) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// Datagrams each 127.0.0.1 UDP socket dropped so far (its receive buffer was full), by port, from
+/// /proc/net/udp.
+fn udp_drops() -> std::collections::HashMap<u16, u64> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(s) = std::fs::read_to_string("/proc/net/udp") else { return out };
+    for line in s.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(local), Some(drops)) = (f.get(1), f.last()) else { continue };
+        let Some((ip, port)) = local.split_once(':') else { continue };
+        let (Ok(port), Ok(drops)) = (u16::from_str_radix(port, 16), drops.parse::<u64>()) else { continue };
+        if ip == "0100007F" {
+            out.insert(port, drops);
+        }
+    }
+    out
+}
+
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -525,6 +563,7 @@ fn report(
     rss_before: Option<f64>,
     rss_peak: Option<f64>,
     load: (String, String),
+    drops: (u64, Option<u64>),
 ) {
     let secs = (t1 - t0).as_secs_f64();
     let n = args.peers;
@@ -568,6 +607,8 @@ fn report(
     let with_gaps = d.iter().filter(|x| x.gaps > 0).count();
     let disc: u32 = records.iter().map(|r| r.discontinuities).sum();
     let plis: u32 = records.iter().map(|r| r.plis).sum();
+    let plis_unsent: u32 = records.iter().map(|r| r.plis_unsent).sum();
+    let keys_after_gap: u32 = records.iter().map(|r| r.keys_after_gap).sum();
     let mut ttff: Vec<f64> = playing
         .iter()
         .filter_map(|r| Some(r.first_video?.saturating_duration_since(r.posted?).as_secs_f64()))
@@ -598,7 +639,12 @@ fn report(
         pct(mean(&wall_ratio))
     );
     println!(
-        "gaps in the window: {gaps} ({missing} frames missing) over {with_gaps} viewers; not contiguous (whole run): {disc}; PLIs sent: {plis}"
+        "gaps in the window: {gaps} ({missing} frames missing) over {with_gaps} viewers; not contiguous (whole run): {disc}, of them keyframes: {keys_after_gap}; PLIs sent: {plis} (due before the stream was known: {plis_unsent})"
+    );
+    println!(
+        "UDP datagrams dropped by the kernel in the window (receive buffer full): at the viewers' sockets {}, at castd's {}",
+        drops.0,
+        drops.1.map_or("not measured (--castd-udp-port)".to_string(), |d| d.to_string())
     );
     println!(
         "audio frames per viewer: min {:.0}, median {:.0} (50/s x window = {:.0})",

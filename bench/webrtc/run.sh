@@ -69,9 +69,10 @@ run_one() {
     --srtport 0 --streamkey "$KEY" 2>"$log" &
   CASTD=$!
   for _ in $(seq 300); do grep -q "castd is ready" "$log" && break; sleep 0.1; done
-  local web rtmp pass
+  local web rtmp udp pass
   web=$(grep -o 'web server listening on http://[0-9.:]*' "$log" | grep -o '[0-9]*$')
   rtmp=$(grep -o 'rtmp server listening on rtmp://[0-9.:]*' "$log" | grep -o '[0-9]*$')
+  udp=$(grep -o 'webrtc listening on udp://[0-9.:]*' "$log" | grep -o '[0-9]*$')
   pass=$(cat "$DATA/initial-admin-password")
   api() { curl -sf -u "admin:$pass" -H 'content-type: application/json' "http://127.0.0.1:$web/api/admin/$1" -d "$2" >/dev/null; }
   api config/video/streamoutputvariants \
@@ -90,7 +91,7 @@ run_one() {
   done
   if [ "$online" = 0 ]; then echo "N=$n: the stream did not come online; see $log" >&2; stop_all; return 1; fi
   sleep 3
-  "$WHEP_LOAD" --url "http://127.0.0.1:$web" --peers "$n" --castd-pid "$CASTD" --seconds "$SECS" \
+  "$WHEP_LOAD" --url "http://127.0.0.1:$web" --peers "$n" --castd-pid "$CASTD" --castd-udp-port "$udp" --seconds "$SECS" \
     --warmup "$WARMUP" --baseline "$BASELINE" | tee "$OUT/whep_load-$n.txt"
   grep '^row: ' "$OUT/whep_load-$n.txt" | sed 's/^row: //' >>"$OUT/rows"
   grep -E 'whep: viewer left|dropped' "$log" | tail -n 3 || true
