@@ -20,10 +20,13 @@
 //! (utime+stime of the main process; its children, the transcode worker, apart) over a baseline window
 //! with no viewers (`--baseline`) and over the measured window, and its RSS (before the viewers, and
 //! the peak during the window), read from /proc. The client's own CPU is printed too (it shares the
-//! machine). The last line is one markdown table row for `bench/webrtc/run.sh`.
+//! machine), and the datagrams the kernel dropped in the window at the viewers' sockets and, with
+//! `--castd-udp-port`, at castd's WebRTC socket (/proc/net/udp). The last line is one markdown table
+//! row for `bench/webrtc/run.sh`.
 //!
 //! Usage: `whep_load --url http://127.0.0.1:PORT --peers N [--seconds 20] [--warmup 5] [--baseline 10]
-//!         [--castd-pid PID] [--fps 30] [--connect-concurrency 10] [--connect-timeout 30]`
+//!         [--castd-pid PID] [--castd-udp-port PORT] [--fps 30] [--connect-concurrency 10]
+//!         [--connect-timeout 30]`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -87,7 +90,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "-h" | "--help" => {
                 println!(
                     "whep_load --url http://127.0.0.1:PORT --peers N [--seconds 20] [--warmup 5] [--baseline 10] \
-                     [--castd-pid PID] [--fps 30] [--connect-concurrency 10] [--connect-timeout 30]"
+                     [--castd-pid PID] [--castd-udp-port PORT] [--fps 30] [--connect-concurrency 10] [--connect-timeout 30]"
                 );
                 std::process::exit(0);
             }

@@ -9,7 +9,8 @@
 # whep_load then measures castd's CPU with no viewers (BASELINE s), opens the N sessions (10 POSTs at a time), waits
 # until every viewer has its first frame plus WARMUP s, and measures SECONDS: castd's CPU (utime+stime of the main
 # process from /proc; the transcode worker apart), castd's RSS (before the viewers, peak during the window), and per
-# viewer the frames it received against the frames the source produced (RTP timeline; gaps reported).
+# viewer the frames it received against the frames the source produced (RTP timeline; gaps reported), and the
+# datagrams the kernel dropped at the viewers' sockets and at castd's WebRTC socket (/proc/net/udp).
 #
 # Usage: bench/webrtc/run.sh [SECONDS] [COUNTS]          default 20 s, N = 10,50,100
 #        bench/webrtc/run.sh --chromium [SECONDS] [COUNTS]  the viewers in headless chromium instead (run.mjs;
