@@ -5,6 +5,9 @@
 // castd's CPU (utime+stime of castd and its worker, from /proc) per viewer above the no-viewer baseline, and castd's
 // RSS growth per viewer.
 //   node bench/webrtc/run.mjs [SECONDS] [N,...]   e.g. node bench/webrtc/run.mjs 20 10,50,100
+// This is the `--chromium` variant of bench/webrtc/run.sh: chromium itself needs most of a 2-core machine at N = 50,
+// so the default there is whep_load (examples/whep_load.rs), a light str0m client. Here castd's CPU includes its
+// transcode worker (whep_load reports the worker apart).
 import { readdirSync, readFileSync } from 'node:fs';
 import { launchBrowser, newContext } from '../../tests/web/browser.mjs';
 import { Castd, waitFor } from '../../tests/web/castd.mjs';
