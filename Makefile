@@ -26,12 +26,18 @@ run: build
 # In CI (CI set) or with CASTD_TEST_DEB=1, also build the .deb and run its acceptance check
 # (needs root: it installs, upgrades and purges the package on this machine).
 test: web
+	@echo "== make test $$(date +%T): build"
 	$(CARGO) build --locked --all-targets
-	$(CARGO) test --locked --workspace -- --test-threads=2
+	@echo "== make test $$(date +%T): cargo tests, in two concurrent lanes of test files (see the script)"
+	./tests/cargo-lanes.sh
+	@echo "== make test $$(date +%T): schemathesis"
 	./tests/schemathesis/run.sh
+	@echo "== make test $$(date +%T): fuzz"
 	CASTD_FUZZ_SECS=$${CASTD_FUZZ_SECS:-30} ./fuzz/run.sh
+	@echo "== make test $$(date +%T): web unit tests, then the browser tests"
 	cd web && npm test
 	./tests/web/run.sh
+	@echo "== make test $$(date +%T): browser tests done"
 	@if [ -n "$$CI" ] || [ "$${CASTD_TEST_DEB:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb; fi
 	@if [ "$${CASTD_TEST_NSPAWN:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb-nspawn; fi
 
