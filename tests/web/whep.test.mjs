@@ -90,6 +90,15 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
   assert.ok(entry.playback.bitrateKbps > 100, `bitrate sent ${entry.playback.bitrateKbps} kbps`);
   const prom = await (await castd.fetch('/api/admin/prometheus', { admin: true })).text();
   assert.match(prom, /^castd_webrtc_viewers 1$/m);
+  // The admin's Health page lists the WebRTC viewer with its loss and round-trip time.
+  const adminCtx = await newContext(browser, { httpCredentials: castd.httpCredentials });
+  const admin = await adminCtx.newPage();
+  await admin.goto(castd.url('/admin/health'));
+  const row = admin.locator(`tr.playback-client[data-client="${entry.clientID}"]`);
+  await row.waitFor({ timeout: 15_000 });
+  assert.match(await row.locator('.webrtc-loss-rtt').innerText(), /^[\d.]+ % · \d+ ms$/);
+  assert.match(await row.innerText(), /webrtc/);
+  await adminCtx.close();
 
   const del = await castd.fetch(res.location, { method: 'DELETE' });
   assert.equal(del.status, 204, `DELETE ${res.location}${diag()}`);
