@@ -10,8 +10,8 @@ mod common;
 use std::time::Duration;
 
 use common::media::{online, publish, wait_exit};
+use common::sdp::{client, error_of};
 use common::Server;
-use reqwest::blocking::{Client, Response};
 use serde_json::{json, Value};
 
 const KEY: &str = "whep-stream-key-1";
@@ -53,24 +53,8 @@ fn offer() -> String {
     lines.iter().map(|l| format!("{l}\r\n")).collect()
 }
 
-fn client() -> Client {
-    Client::builder().timeout(Duration::from_secs(15)).build().expect("client")
-}
-
-fn post(server: &Server, token: Option<&str>, ctype: &str, body: String) -> Response {
-    let mut req = client().post(server.url("/whep")).header("Content-Type", ctype).body(body);
-    if let Some(t) = token {
-        req = req.header("Authorization", format!("Bearer {t}"));
-    }
-    req.send().expect("POST /whep")
-}
-
-/// The status and the StatusResponse message of an error answer.
-fn error_of(r: Response) -> (u16, String) {
-    let status = r.status().as_u16();
-    let v: Value = r.json().expect("a StatusResponse body");
-    assert_eq!(v["success"], false, "{v}");
-    (status, v["message"].as_str().unwrap_or_default().to_string())
+fn post(server: &Server, bearer: Option<&str>, ctype: &str, body: String) -> reqwest::blocking::Response {
+    common::sdp::post(server, "/whep", bearer, ctype, body)
 }
 
 #[test]

@@ -9,9 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::media::{online, publish, wait_exit};
+use common::sdp::{client, error_of};
 use common::Server;
-use reqwest::blocking::{Client, Response};
-use serde_json::Value;
 
 const KEY: &str = "whip-stream-key-1";
 
@@ -59,24 +58,8 @@ fn offer(video_codec: &str) -> String {
     lines.iter().map(|l| format!("{l}\r\n")).collect()
 }
 
-fn client() -> Client {
-    Client::builder().timeout(Duration::from_secs(15)).build().expect("client")
-}
-
-fn post(server: &Server, key: Option<&str>, ctype: &str, body: String) -> Response {
-    let mut req = client().post(server.url("/whip")).header("Content-Type", ctype).body(body);
-    if let Some(k) = key {
-        req = req.header("Authorization", format!("Bearer {k}"));
-    }
-    req.send().expect("POST /whip")
-}
-
-/// The status and the StatusResponse message of an error answer.
-fn error_of(r: Response) -> (u16, String) {
-    let status = r.status().as_u16();
-    let v: Value = r.json().expect("a StatusResponse body");
-    assert_eq!(v["success"], false, "{v}");
-    (status, v["message"].as_str().unwrap_or_default().to_string())
+fn post(server: &Server, bearer: Option<&str>, ctype: &str, body: String) -> reqwest::blocking::Response {
+    common::sdp::post(server, "/whip", bearer, ctype, body)
 }
 
 #[test]

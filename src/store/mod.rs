@@ -41,21 +41,18 @@ impl Store {
         // NORMAL in WAL mode is durable against a process crash (kill -9); only power loss can drop
         // the last transactions.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (
-                module TEXT PRIMARY KEY,
-                version INTEGER NOT NULL
-            );",
-        )?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+        Self::prepared(conn)
     }
 
     /// An empty database in memory, gone with the process: a cluster edge's (it owns no data; the
     /// origin's database is the one, see `cluster`).
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        let conn = Connection::open_in_memory()?;
+        Self::prepared(Connection::open_in_memory()?)
+    }
+
+    /// Foreign keys on and the migrations table ready.
+    fn prepared(conn: Connection) -> Result<Self, StoreError> {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS schema_migrations (

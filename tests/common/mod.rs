@@ -9,6 +9,7 @@ pub mod push;
 pub mod receiver;
 pub mod redis;
 pub mod s3;
+pub mod sdp;
 pub mod slowproxy;
 
 use std::io::{BufRead, BufReader};
