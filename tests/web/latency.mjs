@@ -51,6 +51,27 @@ export function publishClocked(rtmpUrl, { seconds = 60, gop = 30, ffmpeg = proce
   };
 }
 
+/**
+ * The WebRTC tests' stream: one 640x360 30 fps encoded variant (the real-time feed) at LL-HLS latency, the clocked
+ * test pattern published to `key` for `seconds`, and castd online. Returns the publisher and `diag()` (ffmpeg's
+ * errors and castd's log tail, for assertion messages); throws with them when castd does not go online in 40 s.
+ */
+export async function goLiveForWebrtc(castd, key, { seconds = 90, videoBitrate = 800 } = {}) {
+  await castd.setConfig('video/streamoutputvariants', [
+    { name: '360p', audioPassthrough: true, videoBitrate, scaledWidth: 640, scaledHeight: 360, framerate: 30, cpuUsageLevel: 0 },
+  ]);
+  await castd.setConfig('video/streamlatencylevel', 0);
+  await castd.setConfig('streamkeys', [{ key, comment: 'e2e' }]);
+  const publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${key}`, { seconds });
+  const diag = () => `\nffmpeg: ${publisher.stderr().trim() || '(no output)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
+  const deadline = Date.now() + 40_000;
+  while (!(await castd.getJson('/api/status')).online) {
+    if (Date.now() > deadline) throw new Error(`castd did not go online within 40 s${diag()}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { publisher, diag };
+}
+
 /** The PROGRAM-DATE-TIME (ms) of media sequence 0 of variant 0, once it is listed. */
 export async function firstSegmentDate(castd, { timeoutMs = 30_000 } = {}) {
   let date = null;

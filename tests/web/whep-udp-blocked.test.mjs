@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { launchBrowser, newContext } from './browser.mjs';
 import { Castd, waitFor } from './castd.mjs';
-import { publishClocked } from './latency.mjs';
+import { goLiveForWebrtc } from './latency.mjs';
 
 const STREAM_KEY = 'whep-udp-blocked-key-1';
 const FALLBACK_LIMIT_MS = 5000;
@@ -69,16 +69,8 @@ if (!process.env.CASTD_NETNS) {
   test(`inside ${process.env.CASTD_NETNS}: WebRTC plays, then with UDP dropped the page falls back to LL-HLS`, { timeout: 200_000 }, async () => {
     const webrtcPort = Number(castd.log.map((l) => l.match(/webrtc listening on udp:\/\/[^\s]*:(\d+)/)?.[1]).find(Boolean));
     assert.ok(webrtcPort > 0, `castd logged its WebRTC UDP port:\n${castd.log.join('\n')}`);
-    await castd.setConfig('video/streamoutputvariants', [
-      { name: '360p', audioPassthrough: true, videoBitrate: 600, scaledWidth: 640, scaledHeight: 360, framerate: 30, cpuUsageLevel: 0 },
-    ]);
-    await castd.setConfig('video/streamlatencylevel', 0);
-    await castd.setConfig('streamkeys', [{ key: STREAM_KEY, comment: 'e2e' }]);
-    publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 120 });
-    const diag = () => `\nffmpeg: ${publisher.stderr().trim() || '(no output)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
-    await waitFor(async () => (await castd.getJson('/api/status')).online === true, { timeoutMs: 40_000, message: 'online' }).catch((e) =>
-      assert.fail(`${e.message}${diag()}`),
-    );
+    let diag;
+    ({ publisher, diag } = await goLiveForWebrtc(castd, STREAM_KEY, { seconds: 120, videoBitrate: 600 }));
     const mode = (page) => page.evaluate(() => document.querySelector('video#player')?.dataset.mode ?? '');
 
     // With UDP open the page plays over WebRTC (so what follows is the rule's doing, not a page that never could).

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newContext } from './browser.mjs';
 import { Castd, waitFor } from './castd.mjs';
-import { playWhep, publishClocked, quantile, sampleWhepGlass } from './latency.mjs';
+import { goLiveForWebrtc, playWhep, quantile, sampleWhepGlass } from './latency.mjs';
 
 const STREAM_KEY = 'whep-e2e-key-1';
 let castd;
@@ -27,16 +27,8 @@ after(async () => {
 });
 
 test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_000 }, async () => {
-  await castd.setConfig('video/streamoutputvariants', [
-    { name: '360p', audioPassthrough: true, videoBitrate: 800, scaledWidth: 640, scaledHeight: 360, framerate: 30, cpuUsageLevel: 0 },
-  ]);
-  await castd.setConfig('video/streamlatencylevel', 0);
-  await castd.setConfig('streamkeys', [{ key: STREAM_KEY, comment: 'e2e' }]);
-  publisher = publishClocked(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${STREAM_KEY}`, { seconds: 90 });
-  const diag = () => `\nffmpeg: ${publisher.stderr().trim() || '(no output)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
-  await waitFor(async () => (await castd.getJson('/api/status')).online === true, { timeoutMs: 40_000, message: 'online' }).catch((e) =>
-    assert.fail(`${e.message}${diag()}`),
-  );
+  let diag;
+  ({ publisher, diag } = await goLiveForWebrtc(castd, STREAM_KEY, { seconds: 90 }));
 
   const ctx = await newContext(browser);
   const page = await ctx.newPage();
