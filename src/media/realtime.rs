@@ -10,8 +10,6 @@
 //! Keyframe requests from viewers (a join, a PLI) are coalesced: at most one per `KEYFRAME_INTERVAL`
 //! reaches the encoder, however many viewers ask.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -19,6 +17,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, Notify};
+use tokio_util::sync::ReusableBoxFuture;
 
 /// Frames the broadcast holds (about 4 s of 30 fps video and 50 Opus packets a second).
 pub const CAPACITY: usize = 512;
@@ -89,7 +88,7 @@ impl Realtime {
 
     /// A new subscriber: it starts at the next keyframe.
     pub fn subscribe(&self) -> Subscription {
-        Subscription { rx: Some(self.tx.subscribe()), fut: None, wait_key: true }
+        Subscription { next: ReusableBoxFuture::new(recv(self.tx.subscribe())), closed: false, wait_key: true }
     }
 
     /// Subscribers now.
@@ -115,14 +114,20 @@ impl Realtime {
     }
 }
 
-type Next =
-    Pin<Box<dyn Future<Output = (Result<RtFrame, broadcast::error::RecvError>, broadcast::Receiver<RtFrame>)> + Send>>;
+type Next = (Result<RtFrame, broadcast::error::RecvError>, broadcast::Receiver<RtFrame>);
+
+/// One receive, handing the receiver back (the subscription reuses one boxed future for every frame).
+async fn recv(mut rx: broadcast::Receiver<RtFrame>) -> Next {
+    let r = rx.recv().await;
+    (r, rx)
+}
 
 /// One subscriber's view of the feed: video from a keyframe on; after a loss, video skips to the next
 /// keyframe (audio goes on).
 pub struct Subscription {
-    rx: Option<broadcast::Receiver<RtFrame>>,
-    fut: Option<Next>,
+    next: ReusableBoxFuture<'static, Next>,
+    /// The feed is gone (its sender dropped): nothing more will come.
+    closed: bool,
     wait_key: bool,
 }
 
@@ -137,20 +142,14 @@ impl Subscription {
     /// The next frame to send, or a loss. `Pending` until there is one.
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Received> {
         loop {
-            if self.fut.is_none() {
-                let Some(mut rx) = self.rx.take() else { return Poll::Pending };
-                self.fut = Some(Box::pin(async move {
-                    let r = rx.recv().await;
-                    (r, rx)
-                }));
+            if self.closed {
+                return Poll::Pending;
             }
-            let Some(fut) = self.fut.as_mut() else { return Poll::Pending };
-            let (r, rx) = match fut.as_mut().poll(cx) {
+            let (r, rx) = match self.next.poll(cx) {
                 Poll::Ready(x) => x,
                 Poll::Pending => return Poll::Pending,
             };
-            self.fut = None;
-            self.rx = Some(rx);
+            self.next.set(recv(rx));
             match r {
                 Ok(f) if f.video && self.wait_key && !f.keyframe => continue,
                 Ok(f) => {
@@ -164,7 +163,7 @@ impl Subscription {
                     return Poll::Ready(Received::Lost(n));
                 }
                 Err(broadcast::error::RecvError::Closed) => {
-                    self.rx = None;
+                    self.closed = true;
                     return Poll::Pending;
                 }
             }
