@@ -45,7 +45,9 @@ export function ChatPanel({ config, readonly }: Props) {
     }
   }, [visible.length]);
 
-  useEffect(() => {
+  // A layout effect, not a passive one: the address bar is cleaned before the notice is painted, so nothing (a
+  // reload, a copy of the URL, a test) sees the notice and the stale outcome together.
+  useLayoutEffect(() => {
     if (signInNotice) clearSignInOutcome();
   }, []);
 
