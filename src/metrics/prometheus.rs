@@ -45,6 +45,8 @@ pub struct Prom {
     pub playback_clients: Gauge,
     /// WebRTC (WHEP) viewers connected now (they also count in the active viewers).
     pub webrtc_viewers: Gauge,
+    /// Inbound WebRTC datagrams dropped, by `reason`: `queue_full` (a session did not keep up) or `unclaimed`.
+    pub webrtc_dropped: Family<Labels, Counter>,
     pub storage_uploads: Counter,
     pub storage_failures: Counter,
     pub storage_bytes: Counter,
@@ -85,6 +87,7 @@ impl Prom {
             gpu_utilization: Family::default(),
             playback_clients: Gauge::default(),
             webrtc_viewers: Gauge::default(),
+            webrtc_dropped: Family::default(),
             storage_uploads: Counter::default(),
             storage_failures: Counter::default(),
             storage_bytes: Counter::default(),
@@ -145,6 +148,11 @@ impl Prom {
             "castd_webrtc_viewers",
             "WebRTC (WHEP) viewers connected now; they are also counted in the active viewers",
             p.webrtc_viewers.clone(),
+        );
+        r.register(
+            "castd_webrtc_dropped_datagrams",
+            "Inbound WebRTC datagrams dropped: reason queue_full (a session's queue was full), unclaimed (no session)",
+            p.webrtc_dropped.clone(),
         );
         r.register("castd_storage_uploads", "Objects uploaded to object storage", p.storage_uploads.clone());
         r.register(

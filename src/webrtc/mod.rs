@@ -122,7 +122,7 @@ impl WebRtc {
     /// The stack on a bound socket; `public_ip` is offered as a host candidate on the same port.
     pub fn new(socket: UdpSocket, public_ip: Option<IpAddr>) -> std::io::Result<Arc<WebRtc>> {
         let local = socket.local_addr()?;
-        set_recv_buffer(&socket, RECV_BUFFER);
+        size_recv_buffer(&socket, RECV_BUFFER);
         let mut candidates = if local.ip().is_unspecified() {
             interface_addresses(local.is_ipv6()).into_iter().map(|ip| SocketAddr::new(ip, local.port())).collect()
         } else {
@@ -303,8 +303,9 @@ pub fn start(rtc: Arc<WebRtc>, tasks: &Tasks) {
     });
 }
 
-/// Ask for a receive buffer of `bytes` on `socket` (best effort: the kernel caps it, a failure is logged).
-fn set_recv_buffer(socket: &UdpSocket, bytes: usize) {
+/// Ask for a receive buffer of `bytes` on `socket`; returns what the kernel granted (it caps the
+/// request at `net.core.rmem_max`).
+fn set_recv_buffer(socket: &UdpSocket, bytes: usize) -> std::io::Result<usize> {
     use std::os::fd::AsRawFd;
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a live c_int on an fd the socket owns.
@@ -318,7 +319,39 @@ fn set_recv_buffer(socket: &UdpSocket, bytes: usize) {
         )
     };
     if rc != 0 {
-        warn!("webrtc: cannot set the UDP receive buffer: {}", std::io::Error::last_os_error());
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut granted: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into a live c_int and updates `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut granted as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // Linux reports twice what it grants (the doubling covers its bookkeeping).
+    Ok(usize::try_from(granted).unwrap_or(0) / 2)
+}
+
+/// Set the receive buffer, and say so when the kernel gives less than asked (many viewers then lose
+/// datagrams in bursts: `castd_webrtc_dropped_datagrams` does not see those, the kernel drops them).
+fn size_recv_buffer(socket: &UdpSocket, bytes: usize) {
+    match set_recv_buffer(socket, bytes) {
+        Ok(granted) if granted < bytes => warn!(
+            "webrtc: the kernel gave the UDP socket a {} KiB receive buffer of the {} KiB asked for \
+             (net.core.rmem_max caps it); with many WebRTC viewers, raise it: sysctl -w net.core.rmem_max={bytes}",
+            granted / 1024,
+            bytes / 1024
+        ),
+        Ok(_) => {}
+        Err(e) => warn!("webrtc: cannot set the UDP receive buffer: {e}"),
     }
 }
 
@@ -361,4 +394,20 @@ fn interface_addresses(v6: bool) -> Vec<IpAddr> {
     out.sort_by_key(|ip| ip.is_loopback());
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel grants a small buffer in full and caps a huge one (at rmem_max); both are reported.
+    #[tokio::test]
+    async fn the_receive_buffer_reports_what_the_kernel_granted() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let small = set_recv_buffer(&socket, 64 * 1024).unwrap();
+        assert!(small >= 64 * 1024, "64 KiB asked, {small} granted");
+        let huge = set_recv_buffer(&socket, 1 << 30).unwrap();
+        assert!(huge < 1 << 30, "1 GiB asked, {huge} granted: rmem_max must cap it");
+        assert!(huge >= small, "a bigger request never shrinks the buffer below the small one's");
+    }
 }

@@ -108,25 +108,52 @@ pub fn routes(reg: &mut Registry, whep: Arc<Whep>) {
     .answers(ResponseDoc::NoContent);
 }
 
+/// How often the WebRTC socket's drop counts are copied into Prometheus.
+const DROPS_SYNC: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// When the stream ends, end every WHEP session: the viewers' players go back to the offline page
 /// (and DELETE, which then finds nothing), and no session waits for a feed that is not coming.
+/// Also copies the WebRTC socket's drop counts into `castd_webrtc_dropped_datagrams` every 5 s.
 pub fn start(whep: Arc<Whep>, tasks: &Tasks) {
     let mut stream = whep.stream.clone();
     tasks.spawn_until_stopped(Stage::Connections, "whep: end sessions with the stream", async move {
         let mut was_online = stream.borrow().online;
-        while stream.changed().await.is_ok() {
-            let online = stream.borrow_and_update().online;
-            if was_online && !online {
-                if let Some((webrtc, _)) = whep.webrtc.get() {
-                    let n = webrtc.close_all(KIND);
-                    if n > 0 {
-                        info!(sessions = n, "whep: the stream ended; its WebRTC viewers' sessions are closed");
+        let mut sync = tokio::time::interval(DROPS_SYNC);
+        sync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut seen = (0u64, 0u64);
+        loop {
+            tokio::select! {
+                changed = stream.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let online = stream.borrow_and_update().online;
+                    if was_online && !online {
+                        if let Some((webrtc, _)) = whep.webrtc.get() {
+                            let n = webrtc.close_all(KIND);
+                            if n > 0 {
+                                info!(sessions = n, "whep: the stream ended; its WebRTC viewers' sessions are closed");
+                            }
+                        }
+                    }
+                    was_online = online;
+                }
+                _ = sync.tick() => {
+                    if let Some((webrtc, _)) = whep.webrtc.get() {
+                        seen = sync_drops(&whep.metrics.prom, webrtc.dropped(), seen);
                     }
                 }
             }
-            was_online = online;
         }
     });
+}
+
+/// Add what the socket dropped since `seen` to the Prometheus counters; returns the new `seen`.
+fn sync_drops(prom: &crate::metrics::prometheus::Prom, now: (u64, u64), seen: (u64, u64)) -> (u64, u64) {
+    let label = |reason: &str| vec![("reason".to_string(), reason.to_string())];
+    prom.webrtc_dropped.get_or_create(&label("queue_full")).inc_by(now.0.saturating_sub(seen.0));
+    prom.webrtc_dropped.get_or_create(&label("unclaimed")).inc_by(now.1.saturating_sub(seen.1));
+    (now.0.max(seen.0), now.1.max(seen.1))
 }
 
 fn unauthorized(message: &str) -> Response {
@@ -212,5 +239,22 @@ async fn delete(State(whep): State<Arc<Whep>>, Path(id): Path<String>) -> Respon
     match whep.webrtc.get() {
         Some((webrtc, _)) if webrtc.close(KIND, &id) => wh::deleted(),
         _ => wh::error(StatusCode::NOT_FOUND, "no such WHEP session"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The socket's running totals become counter increments: each drop is counted once.
+    #[test]
+    fn drop_totals_are_added_once() {
+        let prom = crate::metrics::prometheus::Prom::new();
+        let seen = sync_drops(&prom, (3, 1), (0, 0));
+        let seen = sync_drops(&prom, (5, 1), seen);
+        assert_eq!(seen, (5, 1));
+        let text = prom.encode().unwrap();
+        assert!(text.contains("castd_webrtc_dropped_datagrams_total{reason=\"queue_full\"} 5"), "{text}");
+        assert!(text.contains("castd_webrtc_dropped_datagrams_total{reason=\"unclaimed\"} 1"), "{text}");
     }
 }

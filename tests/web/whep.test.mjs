@@ -82,6 +82,8 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
   assert.ok(entry.playback.bitrateKbps > 100, `bitrate sent ${entry.playback.bitrateKbps} kbps`);
   const prom = await (await castd.fetch('/api/admin/prometheus', { admin: true })).text();
   assert.match(prom, /^castd_webrtc_viewers 1$/m);
+  // Datagrams the WebRTC socket dropped are exported (none expected from one viewer on loopback).
+  assert.match(prom, /^castd_webrtc_dropped_datagrams_total\{reason="queue_full"\} 0$/m);
   // The admin's Health page lists the WebRTC viewer with its loss and round-trip time.
   const adminCtx = await newContext(browser, { httpCredentials: castd.httpCredentials });
   const admin = await adminCtx.newPage();
