@@ -443,11 +443,12 @@ pub async fn run(
     if let Err(e) = crate::hardware::stats::start(d.hardware.clone(), &tasks) {
         warn!("no hardware statistics: {e}");
     }
-    crate::hardware::encoders::spawn_startup_probe(d.hardware.clone(), &tasks);
     crate::metrics::start(d.metrics.clone(), &tasks);
     let edge = d.cluster.as_ref().filter(|c| c.is_edge());
-    // An edge takes no broadcast: its RTMP listener is closed, SRT is not started.
+    // An edge takes no broadcast: its RTMP listener is closed, SRT is not started, and it does not probe
+    // the encoders (it transcodes nothing; its admin API is the origin's).
     if edge.is_none() {
+        crate::hardware::encoders::spawn_startup_probe(d.hardware.clone(), &tasks);
         crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
         if let Some(srt) = listeners.srt {
             crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
