@@ -341,6 +341,7 @@ impl Daemon {
             live: Default::default(),
             ll,
             remote: Some(storage.clone()),
+            edge_mark: cluster.as_ref().filter(|c| !c.is_edge()).map(|c| c.edge_mark.clone()),
         });
         let whep = Arc::new(crate::whep::Whep {
             settings: settings_for_whep,

@@ -45,9 +45,17 @@ use crate::tasks::{Stage, Tasks};
 pub use crate::transcode::thumbnail::{PREVIEW_FILE, THUMBNAIL_FILE};
 
 /// The header a cluster edge adds to the requests it passes on to the origin (`cluster::proxy`): the
-/// edge counts the viewers behind them itself, so the origin does not count them a second time. (A
-/// client that sends it only keeps itself out of the count.)
+/// edge counts the viewers behind them itself, so the origin does not count them a second time. Only
+/// the cluster's edge mark (`Hls::edge_mark`) is honoured, so a client cannot use it to hide.
 pub const FROM_EDGE_HEADER: &str = "x-castd-edge";
+
+/// Whether `headers` carry this origin's edge mark (compared in constant time).
+fn from_edge(mark: Option<&str>, headers: &HeaderMap) -> bool {
+    let (Some(mark), Some(given)) = (mark, headers.get(FROM_EDGE_HEADER)) else {
+        return false;
+    };
+    crate::password::same_secret(given.as_bytes(), mark.as_bytes())
+}
 
 /// What the HLS routes need.
 pub struct Hls {
@@ -63,6 +71,10 @@ pub struct Hls {
     /// Playlists served instead of the local ones when present (object storage: segment URIs on the
     /// bucket or CDN).
     pub remote: Option<Arc<dyn PlaylistOverride>>,
+    /// On a cluster origin, the `X-Castd-Edge` value its edges send (`ClusterConfig::edge_mark`): a
+    /// playlist request carrying it is a viewer the edge already counted. `None` elsewhere: the header
+    /// is ignored and every viewer counts.
+    pub edge_mark: Option<String>,
 }
 
 /// A source of variant playlists that point elsewhere (object storage); asked before the live window.
@@ -300,7 +312,7 @@ async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, Ap
     // are request-mode playback data.
     let bookkeeping = |playlist: bool| {
         // A cluster edge counts the viewers it serves itself (presence adds the nodes up).
-        if playlist && !headers.contains_key(FROM_EDGE_HEADER) {
+        if playlist && !from_edge(hls.edge_mark.as_deref(), headers) {
             hls.metrics.viewers.mark_request(peer, headers);
         }
         crate::metrics::playback::harvest_request(&hls.metrics.playback, peer, headers, req.uri.query());

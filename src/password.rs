@@ -1,4 +1,4 @@
-//! Admin password hashing (bcrypt, as Owncast stores it) and random secrets.
+//! Admin password hashing (bcrypt, as Owncast stores it), random secrets, and comparing secrets in constant time.
 //!
 //! New hashes are bcrypt (`$2a$`, cost [`BCRYPT_COST`]), the format Owncast keeps and tools check
 //! with `bcrypt.compare`. Databases from earlier castd versions hold argon2id PHC strings: `verify`
@@ -65,6 +65,11 @@ pub fn is_weak(secret: &str) -> bool {
     secret.chars().count() < MIN_STRONG_CHARS || secret == OWNCAST_DEFAULT
 }
 
+/// Whether `given` equals `want`, in time that depends only on the lengths (for secrets a client sends).
+pub fn same_secret(given: &[u8], want: &[u8]) -> bool {
+    given.len() == want.len() && given.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
 /// A random alphanumeric string of `len` characters from the OS-seeded thread RNG.
 pub fn random_token(len: usize) -> String {
     rand::thread_rng().sample_iter(&Alphanumeric).take(len).map(char::from).collect()
@@ -75,6 +80,14 @@ mod tests {
     use super::*;
     use argon2::password_hash::rand_core::OsRng;
     use argon2::password_hash::{PasswordHasher, SaltString};
+
+    #[test]
+    fn same_secret_needs_the_same_bytes_and_length() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abd", b"abc"));
+        assert!(!same_secret(b"ab", b"abc"), "a prefix is not the secret");
+        assert!(!same_secret(b"", b"abc"));
+    }
 
     #[test]
     fn hash_and_verify() {

@@ -553,3 +553,31 @@ fn huge_client_counts_saturate_instead_of_overflowing() {
     let r = r.json(&json!({ "id": 12.0 })).send().unwrap();
     assert_eq!(r.status(), 404, "a whole-number float id is read as the id");
 }
+
+/// A playlist request counts its viewer (Owncast's rule). `X-Castd-Edge` keeps a request out of the
+/// count only with the cluster's edge mark, which a single box has none of: a viewer that sends the
+/// header is still counted.
+#[test]
+fn a_playlist_request_counts_its_viewer_even_with_a_forged_edge_header() {
+    let server = Server::start_with_env(&[], FAST);
+    let hls_dir = server.data_dir.join("hls");
+    std::fs::create_dir_all(&hls_dir).unwrap();
+    std::fs::write(hls_dir.join("stream.m3u8"), "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n").unwrap();
+    let get = |ip: &str, edge: Option<&str>| {
+        let mut req = server
+            .client
+            .get(server.url("/hls/stream.m3u8"))
+            .header("X-Forwarded-For", ip)
+            .header("User-Agent", "player");
+        if let Some(v) = edge {
+            req = req.header("X-Castd-Edge", v);
+        }
+        let r = req.send().unwrap();
+        assert_eq!(r.status().as_u16(), 200, "the playlist from disk");
+    };
+    get("203.0.113.20", None);
+    get("203.0.113.21", Some("origin"));
+    get("203.0.113.22", Some("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+    let status = server.get_json("/api/status");
+    assert_eq!(status["viewerCount"], json!(3), "every viewer counted: {status}");
+}

@@ -118,6 +118,17 @@ impl ClusterConfig {
     pub fn is_edge(&self) -> bool {
         self.origin.is_some()
     }
+
+    /// The value an edge sends in `X-Castd-Edge` on what it forwards, and the only one the origin
+    /// honours: derived from the cluster secret (the secret itself is not sent), so a viewer cannot
+    /// keep itself out of the viewer count by sending the header.
+    pub fn edge_mark(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"castd edge mark\0");
+        h.update(self.secret.as_bytes());
+        hex::encode(h.finalize())
+    }
 }
 
 /// The cluster feature's state.
@@ -132,6 +143,8 @@ pub struct Cluster {
     /// HTTP client for the origin (edge only).
     pub http: reqwest::Client,
     pub cache: proxy::Cache,
+    /// `ClusterConfig::edge_mark`, computed once.
+    pub edge_mark: String,
     /// This node's viewer count, for presence (the metrics' counts).
     pub viewers: crate::stream::Viewers,
     /// An edge marks the viewers whose playlist requests it proxies (they count on this node).
@@ -162,6 +175,7 @@ impl Cluster {
         chat.set_link(Link { node: config.node.clone(), role });
         tracing::info!(node = %config.node, edge = config.is_edge(), "cluster: joined");
         Ok(Arc::new(Cluster {
+            edge_mark: config.edge_mark(),
             config,
             chat,
             redis,
@@ -180,8 +194,7 @@ impl Cluster {
 
     /// Whether `given` is the cluster secret (constant time).
     pub fn secret_ok(&self, given: &[u8]) -> bool {
-        let want = self.config.secret.as_bytes();
-        given.len() == want.len() && given.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        crate::password::same_secret(given, self.config.secret.as_bytes())
     }
 }
 

@@ -1,7 +1,7 @@
 //! The edge's HTTP front: the web UI and the chat websocket are served here; every other request
 //! (`/api/*`, HLS and LL-HLS, thumbnails, logo, emoji, public files, federation, ...) goes to the
 //! origin unchanged (method, path, query, headers but the hop-by-hop ones, body), with the client's
-//! address in `X-Forwarded-For` and this node's name in `X-Castd-Edge` (the origin does not count the
+//! address in `X-Forwarded-For` and the cluster's edge mark in `X-Castd-Edge` (the origin does not count the
 //! viewers behind it again: the edge does, see `hls::FROM_EDGE_HEADER`). A client's `X-Castd-Cluster-Secret` is never passed on.
 //!
 //! HLS (`GET /hls/...`) goes through a small cache: identical requests in flight share one origin
@@ -214,7 +214,7 @@ async fn fetch(
         }
     }
     // This edge counted the viewer (presence); the origin does not count it again.
-    if let Ok(v) = HeaderValue::from_str(&cluster.config.node) {
+    if let Ok(v) = HeaderValue::from_str(&cluster.edge_mark) {
         out.insert(HeaderName::from_static(crate::hls::FROM_EDGE_HEADER), v);
     }
     let idempotent = matches!(method, Method::GET | Method::HEAD);
