@@ -17,6 +17,7 @@ import {
   sampleWhepGlass,
   startPlayback,
   summary,
+  WEBRTC_PLAYER_ARGS,
 } from '../../tests/web/latency.mjs';
 
 const SECONDS = Number(process.argv[2] || 60);
@@ -24,7 +25,7 @@ const LEVELS = (process.argv[3] || 'whep,0,1,2,3,4').split(',').map((l) => (l ==
 const SEGMENT = [1, 2, 3, 4, 5];
 const KEY = 'bench-latency-key';
 
-const browser = await launchBrowser({ extraArgs: ['--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'] });
+const browser = await launchBrowser({ extraArgs: WEBRTC_PLAYER_ARGS });
 const rows = [];
 for (const level of LEVELS) {
   const castd = await Castd.start();

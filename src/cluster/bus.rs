@@ -17,7 +17,7 @@ use redis::streams::StreamReadReply;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{Cluster, ClusterConfig, SECRET_HEADER};
+use super::{Cluster, ClusterConfig};
 use crate::chat::relay::{self, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound};
 use crate::tasks::{Stage, Tasks};
 
@@ -151,26 +151,8 @@ impl Edge {
     }
 
     async fn ask_origin(&self, token: &str, ip: IpAddr) -> Result<Lookup, String> {
-        let Some(origin) = &self.config.origin else { return Err("no origin".into()) };
-        let url = origin.join("/api/cluster/chat/lookup").map_err(|e| e.to_string())?;
-        let ask = || {
-            self.http
-                .get(url.clone())
-                .query(&[("accessToken", token), ("ip", &ip.to_string())])
-                .header(SECRET_HEADER, &self.config.secret)
-                .timeout(COMMAND_TIMEOUT)
-                .send()
-        };
-        // Once more on a connection error: a kept-alive connection to an origin that restarted is dead.
-        let resp = match ask().await {
-            Err(e) if e.is_connect() || e.is_request() => ask().await,
-            other => other,
-        }
-        .map_err(|e| e.to_string())?;
-        if !resp.status().is_success() {
-            return Err(format!("the origin answered {}", resp.status()));
-        }
-        resp.json::<Lookup>().await.map_err(|e| e.to_string())
+        let query = [("accessToken", token), ("ip", &ip.to_string())];
+        self.config.ask_origin(&self.http, "/api/cluster/chat/lookup", &query, COMMAND_TIMEOUT).await
     }
 }
 

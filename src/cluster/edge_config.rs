@@ -13,7 +13,7 @@ use axum::http::HeaderMap;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::{Cluster, SECRET_HEADER};
+use super::Cluster;
 use crate::config::chat::ChatSettings;
 use crate::http::ApiError;
 use crate::store::settings::SettingsStore;
@@ -69,20 +69,7 @@ pub async fn serve(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> R
 }
 
 async fn fetch(cluster: &Cluster) -> Result<EdgeConfig, String> {
-    let origin = cluster.config.origin.as_ref().ok_or("no origin")?;
-    let url = origin.join("/api/cluster/settings").map_err(|e| e.to_string())?;
-    let resp = cluster
-        .http
-        .get(url)
-        .header(SECRET_HEADER, &cluster.config.secret)
-        .timeout(TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    if !resp.status().is_success() {
-        return Err(format!("the origin answered {}", resp.status()));
-    }
-    resp.json::<EdgeConfig>().await.map_err(|e| e.to_string())
+    cluster.config.ask_origin(&cluster.http, "/api/cluster/settings", &[], TIMEOUT).await
 }
 
 /// The edge's task: take the origin's settings every `EVERY`.

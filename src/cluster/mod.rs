@@ -27,8 +27,9 @@
 //!
 //! Faults: while Redis is unreachable each node keeps serving its own room (the origin stores and
 //! sends its own clients' messages; an edge answers a client whose message Redis did not take with the
-//! error event `ERROR_CHAT_UNAVAILABLE`, body "Chat is temporarily unavailable; ..."), the origin keeps what the edges have not been sent in
-//! order (`chat::relay::OutQueue`), and everything resumes when Redis is back.
+//! error event `ERROR_CHAT_UNAVAILABLE`, body "Chat is temporarily unavailable; ..."), the origin
+//! keeps what the edges have not been sent in order (`chat::relay::OutQueue`), and everything resumes
+//! when Redis is back.
 
 pub mod api;
 pub mod bus;
@@ -117,6 +118,30 @@ impl ClusterConfig {
 
     pub fn is_edge(&self) -> bool {
         self.origin.is_some()
+    }
+
+    /// An edge's GET of the origin's cluster route `path` (with `query`), carrying the cluster secret:
+    /// the JSON answer. Once more on a connection error (a kept-alive connection to an origin that
+    /// restarted is dead).
+    pub async fn ask_origin<T: serde::de::DeserializeOwned>(
+        &self,
+        http: &reqwest::Client,
+        path: &str,
+        query: &[(&str, &str)],
+        timeout: std::time::Duration,
+    ) -> Result<T, String> {
+        let origin = self.origin.as_ref().ok_or("no origin")?;
+        let url = origin.join(path).map_err(|e| e.to_string())?;
+        let ask = || http.get(url.clone()).query(query).header(SECRET_HEADER, &self.secret).timeout(timeout).send();
+        let resp = match ask().await {
+            Err(e) if e.is_connect() || e.is_request() => ask().await,
+            other => other,
+        }
+        .map_err(|e| e.to_string())?;
+        if !resp.status().is_success() {
+            return Err(format!("the origin answered {}", resp.status()));
+        }
+        resp.json::<T>().await.map_err(|e| e.to_string())
     }
 
     /// The value an edge sends in `X-Castd-Edge` on what it forwards, and the only one the origin

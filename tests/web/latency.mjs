@@ -134,6 +134,9 @@ export async function sampleLatency(page, { sourceOffset, firstPdt, seconds, int
   return samples;
 }
 
+/** Chromium flags for a page that plays over WebRTC from castd on loopback, with sound, without a click. */
+export const WEBRTC_PLAYER_ARGS = ['--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'];
+
 /** Play over WHEP in the page; resolves with { status, location } of the POST. */
 export function playWhep(page) {
   return page.evaluate(async () => {

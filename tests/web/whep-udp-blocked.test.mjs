@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { launchBrowser, newContext } from './browser.mjs';
 import { Castd, waitFor } from './castd.mjs';
-import { goLiveForWebrtc } from './latency.mjs';
+import { goLiveForWebrtc, WEBRTC_PLAYER_ARGS } from './latency.mjs';
 
 const STREAM_KEY = 'whep-udp-blocked-key-1';
 const FALLBACK_LIMIT_MS = 5000;
@@ -57,7 +57,7 @@ if (!process.env.CASTD_NETNS) {
 
   before(async () => {
     castd = await Castd.start();
-    browser = await launchBrowser({ extraArgs: ['--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'] });
+    browser = await launchBrowser({ extraArgs: WEBRTC_PLAYER_ARGS });
   });
 
   after(async () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newContext } from './browser.mjs';
 import { Castd, waitFor } from './castd.mjs';
-import { goLiveForWebrtc, playWhep, quantile, sampleWhepGlass } from './latency.mjs';
+import { goLiveForWebrtc, playWhep, quantile, sampleWhepGlass, WEBRTC_PLAYER_ARGS } from './latency.mjs';
 
 const STREAM_KEY = 'whep-e2e-key-1';
 let castd;
@@ -17,7 +17,7 @@ let publisher;
 
 before(async () => {
   castd = await Castd.start();
-  browser = await launchBrowser({ extraArgs: ['--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'] });
+  browser = await launchBrowser({ extraArgs: WEBRTC_PLAYER_ARGS });
 });
 
 after(async () => {
