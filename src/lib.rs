@@ -13,7 +13,12 @@
 //!   other's settings; each section's setters and its part of the admin server configuration belong
 //!   to the feature that owns it (listed with each feature below).
 //! - [`store`]: the SQLite database (one file, WAL, per-module migrations) and the settings table.
-//! - [`password`], [`markdown`]: password hashing (bcrypt) and random tokens; Markdown rendering.
+//! - [`password`], [`markdown`]: password hashing (bcrypt, checked on its own small pool) and random
+//!   tokens; Markdown rendering.
+//! - [`throttle`]: limits per client address (backoff after failed guesses of a secret, token-bucket
+//!   rates, caps on what one address holds at once).
+//! - [`outbound`]: the one guarded HTTP client for fetches made on behalf of anyone but the admin
+//!   (public addresses only after resolution, bounded bodies, per-host limits, generic errors).
 //! - [`events`]: the typed events bus (every event name in one enum, typed payloads; chat's wire
 //!   types live in `events::chat`).
 //! - [`stream`]: the stream's runtime state (one writer, the transcoder; readers get a `watch`) and the
@@ -151,6 +156,7 @@ pub mod markdown;
 pub mod media;
 pub mod metrics;
 pub mod notifications;
+pub mod outbound;
 pub mod password;
 pub mod public_files;
 pub mod replays;
@@ -162,6 +168,7 @@ pub mod stream;
 pub mod systemd;
 pub mod tasks;
 pub mod telemetry;
+pub mod throttle;
 pub mod tokens;
 pub mod transcode;
 pub mod web;

@@ -1,5 +1,10 @@
 //! Admin password hashing (bcrypt, as Owncast stores it), random secrets, and comparing secrets in constant time.
 //!
+//! The slow hash never runs on tokio's blocking pool (which every SQLite call shares): [`verify_pooled`]
+//! and [`hash_pooled`] hand it to the hash's own small pool of threads ([`POOL_THREADS`], at most half the
+//! cores) with a bounded queue ([`POOL_QUEUE`]); when the queue is full the caller is told [`Busy`] at
+//! once, so a flood of wrong passwords costs the flood its answers, not everyone else theirs.
+//!
 //! New hashes are bcrypt (`$2a$`, cost [`BCRYPT_COST`]), the format Owncast keeps and tools check
 //! with `bcrypt.compare`. Databases from earlier castd versions hold argon2id PHC strings: `verify`
 //! still accepts those, and `needs_rehash` tells the caller to replace them with bcrypt after the
@@ -20,6 +25,64 @@ pub const MAX_PASSWORD_BYTES: usize = 72;
 pub const MIN_STRONG_CHARS: usize = 8;
 /// Owncast's well-known default admin password and stream key.
 pub const OWNCAST_DEFAULT: &str = "abc123";
+
+/// Threads of the slow hash's pool at most (fewer on a small machine: half its cores, at least one).
+pub const POOL_THREADS: usize = 2;
+/// Hashes waiting for a thread at most; beyond that a caller gets [`Busy`].
+pub const POOL_QUEUE: usize = 16;
+
+/// The slow hash's pool is full: try again later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the server is busy checking passwords; try again shortly")]
+pub struct Busy;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The pool's queue (threads start on first use).
+fn pool() -> &'static std::sync::mpsc::SyncSender<Job> {
+    static POOL: std::sync::OnceLock<std::sync::mpsc::SyncSender<Job>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(POOL_QUEUE);
+        let rx = std::sync::Arc::new(parking_lot::Mutex::new(rx));
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        for i in 0..(cores / 2).clamp(1, POOL_THREADS) {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new().name(format!("castd-hash-{i}")).spawn(move || loop {
+                let job = rx.lock().recv();
+                match job {
+                    Ok(job) => job(),
+                    Err(_) => return,
+                }
+            });
+            if let Err(e) = spawned {
+                tracing::error!("could not start a password-hash thread: {e}");
+            }
+        }
+        tx
+    })
+}
+
+/// Run `f` on the hash pool; `Busy` when its queue is full.
+async fn on_pool<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Busy> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job: Job = Box::new(move || {
+        let _ = tx.send(f());
+    });
+    pool().try_send(job).map_err(|_| Busy)?;
+    rx.await.map_err(|_| Busy)
+}
+
+/// [`verify`] on the hash's own pool.
+pub async fn verify_pooled(password: &str, stored: &str) -> Result<bool, Busy> {
+    let (p, h) = (password.to_string(), stored.to_string());
+    on_pool(move || verify(&p, &h)).await
+}
+
+/// [`hash`] on the hash's own pool.
+pub async fn hash_pooled(password: &str) -> Result<Result<String, HashError>, Busy> {
+    let p = password.to_string();
+    on_pool(move || hash(&p)).await
+}
 
 /// Errors from hashing.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +150,19 @@ mod tests {
         assert!(!same_secret(b"abd", b"abc"));
         assert!(!same_secret(b"ab", b"abc"), "a prefix is not the secret");
         assert!(!same_secret(b"", b"abc"));
+    }
+
+    #[tokio::test]
+    async fn the_pool_verifies_and_says_busy_when_its_queue_is_full() {
+        let h = hash("correct horse").unwrap();
+        assert_eq!(verify_pooled("correct horse", &h).await, Ok(true));
+        assert_eq!(verify_pooled("wrong", &h).await, Ok(false));
+        assert!(hash_pooled("x").await.unwrap().is_ok());
+        let many: Vec<_> = (0..POOL_QUEUE * 4).map(|_| verify_pooled("wrong", &h)).collect();
+        let results = futures_util::future::join_all(many).await;
+        assert!(results.contains(&Err(Busy)), "a full queue refuses at once");
+        assert!(results.contains(&Ok(false)));
+        assert_eq!(verify_pooled("correct horse", &h).await, Ok(true), "the pool still works afterwards");
     }
 
     #[test]

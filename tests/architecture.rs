@@ -17,6 +17,8 @@ const BOTTOM: &[&str] = &[
     "config",
     "store",
     "password",
+    "throttle",
+    "outbound",
     "markdown",
     "events",
     "stream",

@@ -75,6 +75,12 @@ pub enum ApiError {
     Conflict(String),
     #[error("request body is too large")]
     TooLarge,
+    /// 429 with `Retry-After`: a rate limit or backoff (see `throttle`).
+    #[error("{0}")]
+    TooManyRequests(crate::throttle::Limited),
+    /// 503: a server-wide capacity limit (downloads, workers) is reached; try again later.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("internal error")]
     Internal(String),
 }
@@ -82,6 +88,12 @@ pub enum ApiError {
 impl ApiError {
     pub fn bad(msg: impl Into<String>) -> Self {
         ApiError::BadRequest(msg.into())
+    }
+}
+
+impl From<crate::throttle::Limited> for ApiError {
+    fn from(l: crate::throttle::Limited) -> Self {
+        ApiError::TooManyRequests(l)
     }
 }
 
@@ -106,6 +118,8 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(detail) => {
                 tracing::error!(%detail, "internal error answering a request");
                 StatusCode::INTERNAL_SERVER_ERROR
@@ -118,6 +132,9 @@ impl IntoResponse for ApiError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Basic realm=\"castd Authenticated Request\""),
             );
+        }
+        if let ApiError::TooManyRequests(limited) = &self {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(limited.retry_after_secs()));
         }
         resp
     }

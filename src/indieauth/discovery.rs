@@ -1,123 +1,57 @@
 //! Fetching other people's pages safely, and finding IndieAuth endpoints on them.
 //!
-//! [`Fetcher`] is the only way this feature talks to the outside: every URL it is given (and every
-//! redirect it follows, at most [`MAX_REDIRECTS`]) must be `http`/`https` on a public address. Host
-//! names resolve through a guarded resolver that drops private (RFC 1918), shared (CGNAT), link-local,
-//! unique-local, unspecified, multicast and broadcast addresses, so a name cannot be re-pointed at an
-//! internal address between the check and the connection; loopback is refused too unless the
-//! development switch `CASTD_INDIEAUTH_ALLOW_LOOPBACK` is on (the tests run two daemons on
-//! 127.0.0.1). No proxy from the environment is used (it would resolve names for us). Each request
-//! has a timeout and a body is read to at most [`MAX_BODY`] bytes.
+//! [`Fetcher`] is the only way this feature talks to the outside. It is castd's one guarded client
+//! (`crate::outbound`): every URL it is given (and every redirect it follows, at most
+//! [`MAX_REDIRECTS`]) must be `http`/`https` on a public address, checked again after name resolution;
+//! loopback is refused too unless the development switch `CASTD_INDIEAUTH_ALLOW_LOOPBACK` is on (the
+//! tests run two daemons on 127.0.0.1). Each request has a timeout, a body is read to at most
+//! [`MAX_BODY`] bytes, and each remote host gets a limited number of requests.
 //!
 //! Discovery (IndieAuth §4.1): the profile page's HTTP `Link` headers, then its HTML `<link>`
 //! elements; `indieauth-metadata` (a JSON document naming `authorization_endpoint` and `issuer`) is
 //! preferred over a bare `authorization_endpoint`. Relative links resolve against the final URL.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, ACCEPT, LINK, LOCATION};
+use reqwest::header::{ACCEPT, LINK};
+use reqwest::Method;
 use url::Url;
+
+use crate::outbound::{Outbound, OutboundConfig, OutboundError};
 
 use super::Refused;
 
 /// Redirects followed on one fetch, each re-checked.
-pub const MAX_REDIRECTS: usize = 5;
+pub const MAX_REDIRECTS: usize = crate::outbound::MAX_REDIRECTS;
 /// Most bytes read of a fetched page or answer (the `<head>` is what matters).
 pub const MAX_BODY: usize = 512 * 1024;
 /// Time limit of one request (connect + answer).
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether an address may be fetched: public addresses only, loopback under the development switch.
-pub fn address_allowed(ip: IpAddr, allow_loopback: bool) -> bool {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => v4_allowed(v4, allow_loopback),
-        IpAddr::V6(v6) => v6_allowed(v6, allow_loopback),
-    }
-}
+pub use crate::outbound::{address_allowed, Fetched};
 
-fn v4_allowed(ip: Ipv4Addr, allow_loopback: bool) -> bool {
-    let o = ip.octets();
-    if ip.is_loopback() {
-        return allow_loopback;
-    }
-    !(ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || o[0] == 0
-        || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64.0.0/10, shared address space
-        || o[0] >= 240)
-}
-
-fn v6_allowed(ip: Ipv6Addr, allow_loopback: bool) -> bool {
-    if ip.is_loopback() {
-        return allow_loopback;
-    }
-    let first = ip.segments()[0];
-    !(ip.is_unspecified()
-        || ip.is_multicast()
-        || (first & 0xfe00) == 0xfc00 // fc00::/7, unique local
-        || (first & 0xffc0) == 0xfe80) // fe80::/10, link local
-}
-
-/// A name resolver that only ever hands reqwest allowed addresses.
-struct GuardedResolver {
-    allow_loopback: bool,
-}
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow = self.allow_loopback;
-        Box::pin(async move {
-            let host = name.as_str().to_string();
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| address_allowed(a.ip(), allow)).collect();
-            if allowed.is_empty() {
-                let e: Box<dyn std::error::Error + Send + Sync> =
-                    format!("{host} resolves only to private or local addresses").into();
-                return Err(e);
-            }
-            let addrs: reqwest::dns::Addrs = Box::new(allowed.into_iter());
-            Ok(addrs)
-        })
-    }
-}
-
-/// A fetched answer (status, headers, at most `MAX_BODY` bytes of body) and the URL it came from.
-#[derive(Debug)]
-pub struct Fetched {
-    pub url: Url,
-    pub status: u16,
-    pub headers: HeaderMap,
-    pub body: Vec<u8>,
-}
-
-/// The guarded HTTP client (see the module doc).
+/// The guarded HTTP client (see the module doc): castd's one guarded client ([`Outbound`]), its
+/// answers cut at [`MAX_BODY`], its refusals put in IndieAuth's terms.
 #[derive(Clone)]
 pub struct Fetcher {
-    client: reqwest::Client,
-    allow_loopback: bool,
+    outbound: Outbound,
 }
 
 impl Fetcher {
-    pub fn new(allow_loopback: bool) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .connect_timeout(FETCH_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(Arc::new(GuardedResolver { allow_loopback }))
-            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION"), " (IndieAuth)"))
-            .build()?;
-        Ok(Self { client, allow_loopback })
+    pub fn new(allow_loopback: bool) -> Result<Self, OutboundError> {
+        let config = OutboundConfig {
+            timeout: FETCH_TIMEOUT,
+            max_body: MAX_BODY,
+            truncate: true,
+            ..OutboundConfig::new("IndieAuth", allow_loopback)
+        };
+        Ok(Self { outbound: Outbound::new(config)? })
     }
 
     /// Refuse a URL that is not http(s) or names a disallowed address (names are resolved and
-    /// checked here for a clear message; the resolver enforces it again at connect time).
+    /// checked here for a clear message; the resolver enforces it again at connect time). The URL is
+    /// the one the user entered (or its endpoints), so the message may name it.
     pub async fn check_url(&self, url: &Url) -> Result<(), Refused> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(Refused::new("invalid_request", format!("{url} is not an http or https URL")));
@@ -128,13 +62,10 @@ impl Fetcher {
         let private = |what: &str| {
             Refused::new("forbidden_address", format!("{what} is a private or local address; castd will not fetch it"))
         };
+        let allow_loopback = self.outbound.config().allow_loopback;
         match host {
-            url::Host::Ipv4(ip) if !address_allowed(IpAddr::V4(ip), self.allow_loopback) => {
-                Err(private(&ip.to_string()))
-            }
-            url::Host::Ipv6(ip) if !address_allowed(IpAddr::V6(ip), self.allow_loopback) => {
-                Err(private(&ip.to_string()))
-            }
+            url::Host::Ipv4(ip) if !address_allowed(IpAddr::V4(ip), allow_loopback) => Err(private(&ip.to_string())),
+            url::Host::Ipv6(ip) if !address_allowed(IpAddr::V6(ip), allow_loopback) => Err(private(&ip.to_string())),
             url::Host::Domain(name) => {
                 let port = url.port_or_known_default().unwrap_or(80);
                 let found: Vec<SocketAddr> = tokio::time::timeout(FETCH_TIMEOUT, tokio::net::lookup_host((name, port)))
@@ -142,7 +73,7 @@ impl Fetcher {
                     .map_err(|_| Refused::new("discovery_failed", format!("looking up {name} timed out")))?
                     .map_err(|e| Refused::new("discovery_failed", format!("cannot resolve {name}: {e}")))?
                     .collect();
-                if found.iter().any(|a| address_allowed(a.ip(), self.allow_loopback)) {
+                if found.iter().any(|a| address_allowed(a.ip(), allow_loopback)) {
                     Ok(())
                 } else {
                     Err(private(&format!("{name} ({})", found.first().map(|a| a.ip().to_string()).unwrap_or_default())))
@@ -154,72 +85,28 @@ impl Fetcher {
 
     /// GET `url` (following at most `MAX_REDIRECTS` checked redirects).
     pub async fn get(&self, url: Url, accept: &str) -> Result<Fetched, Refused> {
-        let mut url = url;
-        for _ in 0..=MAX_REDIRECTS {
-            self.check_url(&url).await?;
-            let resp =
-                self.client.get(url.clone()).header(ACCEPT, accept).send().await.map_err(|e| {
-                    Refused::new("discovery_failed", format!("cannot fetch {url}: {}", error_chain(&e)))
-                })?;
-            if resp.status().is_redirection() {
-                let next = resp
-                    .headers()
-                    .get(LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|l| url.join(l).ok())
-                    .ok_or_else(|| Refused::new("discovery_failed", format!("{url} redirects nowhere")))?;
-                url = next;
-                continue;
-            }
-            return read(url, resp).await;
-        }
-        Err(Refused::new("discovery_failed", format!("more than {MAX_REDIRECTS} redirects")))
+        self.check_url(&url).await?;
+        let shown = url.clone();
+        self.outbound.get(url, accept, MAX_REDIRECTS).await.map_err(|e| fetch_failed("discovery_failed", &shown, &e))
     }
 
     /// POST a form to `url` (no redirects followed) and read the answer.
     pub async fn post_form(&self, url: Url, form: &[(&str, &str)]) -> Result<Fetched, Refused> {
         self.check_url(&url).await?;
-        let resp = self
-            .client
-            .post(url.clone())
-            .header(ACCEPT, "application/json")
-            .form(form)
-            .send()
-            .await
-            .map_err(|e| Refused::new("server_error", format!("cannot reach {url}: {}", error_chain(&e))))?;
-        read(url, resp).await
+        let req = self.outbound.request(Method::POST, url.clone()).header(ACCEPT, "application/json").form(form);
+        self.outbound.send(req).await.map_err(|e| fetch_failed("server_error", &url, &e))
     }
 }
 
-/// A reqwest error with its causes (the resolver's refusal is a cause).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let s = c.to_string();
-        if !out.contains(&s) {
-            out.push_str(": ");
-            out.push_str(&s);
+/// A failed fetch of a URL the user gave: the detail goes to the log, the user learns which URL failed.
+fn fetch_failed(code: &'static str, url: &Url, e: &OutboundError) -> Refused {
+    tracing::debug!("IndieAuth: {e}");
+    match e {
+        OutboundError::NotAllowed(_) => {
+            Refused::new("forbidden_address", format!("{url} is a private or local address; castd will not fetch it"))
         }
-        cur = c.source();
+        other => Refused::new(code, format!("cannot fetch {url}: {}", other.public_message())),
     }
-    out
-}
-
-async fn read(url: Url, mut resp: reqwest::Response) -> Result<Fetched, Refused> {
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let mut body = Vec::new();
-    while let Some(chunk) =
-        resp.chunk().await.map_err(|e| Refused::new("discovery_failed", format!("reading {url}: {e}")))?
-    {
-        let room = MAX_BODY - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() >= MAX_BODY {
-            break;
-        }
-    }
-    Ok(Fetched { url, status, headers, body })
 }
 
 /// One link: its target (unresolved) and its space-separated `rel` values.

@@ -143,7 +143,7 @@ impl IndieAuthConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum IndieAuthError {
     #[error("HTTP client: {0}")]
-    Client(#[from] reqwest::Error),
+    Client(#[from] crate::outbound::OutboundError),
 }
 
 /// The feature's state: both sides' pending state, the fetcher, and the handles it is given.
