@@ -119,6 +119,29 @@ pub struct FediverseEngagementEvent {
     pub title: String,
 }
 
+impl FediverseEngagementEvent {
+    /// The event with only http(s) links: a `link` or `image` of another scheme (`javascript:`,
+    /// `data:`, ...) comes from a remote document and must never reach a browser; it is dropped.
+    pub fn with_safe_links(&self) -> FediverseEngagementEvent {
+        FediverseEngagementEvent {
+            image: self.image.as_deref().and_then(http_link),
+            link: http_link(&self.link).unwrap_or_default(),
+            ..self.clone()
+        }
+    }
+}
+
+/// `s` as an absolute `http`/`https` URL with a host (normalised), or `None` for anything else. Every
+/// URL that comes from outside (a remote actor's profile, avatar, links) passes through this before it
+/// is stored or shown.
+pub fn http_link(s: &str) -> Option<String> {
+    let u = url::Url::parse(s.trim()).ok()?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) {
+        return None;
+    }
+    Some(u.to_string())
+}
+
 /// A chat event; serialises with its `type` as Owncast's clients expect.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "type")]
@@ -151,6 +174,17 @@ impl ChatEvent {
     /// A fediverse engagement, which federation publishes and chat only relays to the room.
     pub fn is_fediverse(&self) -> bool {
         matches!(self, ChatEvent::FediverseFollow(_) | ChatEvent::FediverseLike(_) | ChatEvent::FediverseRepost(_))
+    }
+
+    /// The event with every remote link checked ([`FediverseEngagementEvent::with_safe_links`]);
+    /// other events are returned as they are.
+    pub fn with_safe_links(&self) -> ChatEvent {
+        match self {
+            ChatEvent::FediverseFollow(e) => ChatEvent::FediverseFollow(e.with_safe_links()),
+            ChatEvent::FediverseLike(e) => ChatEvent::FediverseLike(e.with_safe_links()),
+            ChatEvent::FediverseRepost(e) => ChatEvent::FediverseRepost(e.with_safe_links()),
+            other => other.clone(),
+        }
     }
 
     pub fn kind(&self) -> EventType {
