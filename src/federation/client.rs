@@ -172,9 +172,13 @@ pub fn is_loopback_host(host: &url::Host<&str>) -> bool {
 impl Client {
     pub fn new(config: &FederationConfig) -> Result<Self, FedError> {
         let allow = config.allow_http_loopback;
+        // Fetches are mostly caused by strangers (an inbox request from an actor not cached): a
+        // remote host gets 20 at once, then 5 a second.
         let fetch = Outbound::new(OutboundConfig {
             timeout: FETCH_TIMEOUT,
             max_body: MAX_DOCUMENT,
+            per_host_burst: 20,
+            per_host_every: Duration::from_millis(200),
             ..OutboundConfig::new("ActivityPub", allow)
         })?;
         let deliver = Outbound::new(OutboundConfig {
@@ -256,6 +260,16 @@ impl Client {
         }
     }
 
+    /// `actor` when castd may deliver to its inbox (the URL policy); a shared inbox the policy refuses
+    /// is replaced by the inbox.
+    pub fn deliverable(&self, mut actor: RemoteActor) -> Result<RemoteActor, FedError> {
+        self.check_url(&actor.inbox)?;
+        if !self.allowed(&actor.shared_inbox) {
+            actor.shared_inbox = actor.inbox.clone();
+        }
+        Ok(actor)
+    }
+
     /// Whether the actor `iri` is cached (so identifying it costs no fetch).
     pub fn is_cached(&self, iri: &str) -> bool {
         self.actors.lock().get(iri).is_some_and(|c| c.at.elapsed() < ACTOR_TTL)
@@ -294,8 +308,9 @@ impl Client {
             if doc.get("id").and_then(Value::as_str) != Some(iri) {
                 return Err(FedError::Remote(format!("the document at {iri} is not that actor")));
             }
-            let actor =
-                RemoteActor::from_json(&doc).ok_or_else(|| FedError::Remote(format!("{iri} is not an actor")))?;
+            let actor = RemoteActor::from_json(&doc)
+                .ok_or_else(|| FedError::Remote(format!("{iri} is not an actor")))
+                .and_then(|a| self.deliverable(a))?;
             Ok((actor, listed_keys(&doc)))
         }
         .await;

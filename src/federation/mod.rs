@@ -210,7 +210,7 @@ impl Local {
 
 /// Limits per client address on what strangers can make federation do (see `throttle`).
 pub struct Limits {
-    /// Inbox requests that need a remote fetch (an actor not cached, or fetched again): 60 at once,
+    /// Inbox requests that need a remote fetch (an actor not cached, or fetched again): 30 at once,
     /// then one a second, per sending address.
     pub inbox_fetch: Rate,
     /// Inbox fetches in flight at once (`inbox::MAX_FETCHES`).
@@ -226,7 +226,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            inbox_fetch: Rate::new(60, Duration::from_secs(1)),
+            inbox_fetch: Rate::new(30, Duration::from_secs(1)),
             inbox_fetches: Arc::new(tokio::sync::Semaphore::new(inbox::MAX_FETCHES)),
             signin_codes: Backoff::new(BackoffConfig::SECRETS),
             signin_requests: Rate::new(10, Duration::from_secs(30)),

@@ -52,6 +52,14 @@ fn http_date(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
 }
 
+/// `host[:port]` of a URL, as its `Host` header.
+fn authority(u: &url::Url) -> String {
+    match u.port() {
+        Some(p) => format!("{}:{p}", u.host_str().unwrap()),
+        None => u.host_str().unwrap().to_string(),
+    }
+}
+
 pub fn digest(body: &[u8]) -> String {
     format!("SHA-256={}", B64.encode(Sha256::digest(body)))
 }
@@ -196,8 +204,7 @@ impl FedActor {
         host: Option<&str>,
     ) -> Vec<(String, String)> {
         let u = url::Url::parse(url).unwrap();
-        let host =
-            host.map(str::to_string).unwrap_or_else(|| format!("{}:{}", u.host_str().unwrap(), u.port().unwrap()));
+        let host = host.map(str::to_string).unwrap_or_else(|| authority(&u));
         let values: HashMap<&str, String> = [
             ("(request-target)", format!("post {}", u.path())),
             ("host", host.clone()),
@@ -233,7 +240,7 @@ impl FedActor {
     pub fn post_raw_answer(&self, url: &str, headers: &[(String, String)], body: &[u8]) -> (u16, String) {
         let client = reqwest::blocking::Client::new();
         let u = url::Url::parse(url).unwrap();
-        let authority = format!("{}:{}", u.host_str().unwrap(), u.port().unwrap());
+        let authority = authority(&u);
         let mut req = client.post(url).header("content-type", "application/activity+json").body(body.to_vec());
         for (k, v) in headers {
             if k != "host" || *v != authority {

@@ -1,5 +1,6 @@
 //! `Update` of the signer's own actor: the follower's profile (name, avatar, profile page, inboxes;
-//! http(s) URLs only) is refreshed. Updates of anything else are ignored.
+//! http(s) URLs only, inboxes castd may deliver to) is refreshed. Updates of anything else are
+//! ignored.
 
 use serde_json::Value;
 
@@ -23,9 +24,17 @@ impl Update {
     }
 
     pub async fn receive(self, cx: &Context<'_>) -> Result<(), FedError> {
-        if let Some(updated) = RemoteActor::from_json(&self.object).filter(|a| a.iri == cx.actor.iri) {
-            cx.fed.store.call(move |c| data::update_profile(c, &updated)).await?;
-        }
+        let Some(updated) = RemoteActor::from_json(&self.object).filter(|a| a.iri == cx.actor.iri) else {
+            return Ok(());
+        };
+        // An inbox castd may not deliver to keeps the one it had.
+        let updated = match cx.fed.client.deliverable(updated.clone()) {
+            Ok(a) => a,
+            Err(_) => {
+                RemoteActor { inbox: cx.actor.inbox.clone(), shared_inbox: cx.actor.shared_inbox.clone(), ..updated }
+            }
+        };
+        cx.fed.store.call(move |c| data::update_profile(c, &updated)).await?;
         Ok(())
     }
 }
