@@ -58,70 +58,75 @@ fn engagement_in_chat(ws: &mut chatclient::Ws, wait: Duration) -> Option<Value> 
     chatclient::next_where(ws, wait, |e| e["type"].as_str().is_some_and(|t| t.starts_with("FEDIVERSE_ENGAGEMENT")))
 }
 
-/// Finding 1: a server signs as another server's actor with a key the actor never listed: its own
-/// key document naming the victim as owner, a key document on the victim's own server that the
-/// victim's actor does not list, and an actor with a `javascript:` IRI (origin `null`, like its key's
-/// owner). Every one is refused, and nothing is stored, shown or answered.
-#[test]
-fn a_forged_key_owner_is_refused_and_nothing_is_stored() {
+/// Finding 1, the setting: a daemon, a victim actor, an evil actor on another server (another origin:
+/// another port), a chat watcher. `forge` prepares what evil serves and returns the activities it sends
+/// and the key id it signs them with (with its own key). Each must be refused with 401 or 403, and
+/// nothing be stored, shown in chat or answered; the victim, signing with its own key, is still heard.
+fn forgery_is_refused(forge: impl FnOnce(&Server, &FedActor, &FedActor) -> (Vec<Value>, String)) {
     let a = federating();
     let victim = FedActor::start("victim");
     let evil = FedActor::start("evil");
     let mut chat = chatclient::join(&a, "watcher");
-    let now = chrono::Utc::now();
-    let send_signed_by_evil = |activity: &Value, key_id: &str| {
+    let (activities, key_id) = forge(&a, &victim, &evil);
+    for activity in &activities {
         let body = activity.to_string().into_bytes();
-        evil.post_raw(&inbox(&a), &evil.sign(&inbox(&a), &body, key_id, now), &body)
-    };
-
-    // 1. evil.example hosts a key document that says it belongs to the victim
-    let key_id = format!("{}/keys/victim#main-key", evil.base);
-    evil.serve(
-        "/keys/victim",
-        &json!({"id": key_id, "type": "Key", "owner": victim.iri(), "publicKeyPem": evil.public_pem()}),
-    );
-    for (n, activity) in [
-        follow_of(&a, &victim.iri(), &format!("{}/follows/forged", victim.base)),
-        json!({"id": format!("{}/updates/forged", victim.base), "type": "Update", "actor": victim.iri(),
-            "object": {"id": victim.iri(), "type": "Person", "inbox": format!("{}/users/evil/inbox", evil.base)}}),
-    ]
-    .iter()
-    .enumerate()
-    {
-        let status = send_signed_by_evil(activity, &key_id);
-        assert!(status == 401 || status == 403, "forgery {n}: {status}");
+        let status = evil.post_raw(&inbox(&a), &evil.sign(&inbox(&a), &body, &key_id, chrono::Utc::now()), &body);
+        assert!(status == 401 || status == 403, "a forged {}: {status}", activity["type"]);
     }
-
-    // 2. a key document on the victim's own server (say, a file one of its users uploaded) that the
-    //    victim's actor document does not list
-    let uploaded = format!("{}/uploads/key.json#main-key", victim.base);
-    victim.serve(
-        "/uploads/key.json",
-        &json!({"id": uploaded, "type": "Key", "owner": victim.iri(), "publicKeyPem": evil.public_pem()}),
-    );
-    let status =
-        send_signed_by_evil(&follow_of(&a, &victim.iri(), &format!("{}/follows/uploaded", victim.base)), &uploaded);
-    assert_eq!(status, 401, "a key the actor does not list");
-
-    // 3. javascript: IRIs: an actor document on evil.example whose id and key owner are javascript:
-    let js = "javascript:alert(document.domain)//";
-    let js_key = format!("{}/users/js#main-key", evil.base);
-    evil.serve(
-        "/users/js",
-        &json!({"id": js, "type": "Person", "preferredUsername": "js", "inbox": format!("{}/users/evil/inbox", evil.base),
-            "url": js, "publicKey": {"id": js_key, "owner": js, "publicKeyPem": evil.public_pem()}}),
-    );
-    let status = send_signed_by_evil(&follow_of(&a, js, &format!("{}/follows/js", evil.base)), &js_key);
-    assert!(status == 401 || status == 403, "a javascript: actor: {status}");
-
     std::thread::sleep(Duration::from_millis(500));
     assert_nothing_stored(&a);
     assert!(engagement_in_chat(&mut chat.ws, Duration::from_secs(1)).is_none(), "nothing shown in chat");
     assert!(victim.received().is_empty() && evil.received().is_empty(), "no Accept sent anywhere");
-
-    // The victim itself, signing with its own key, is still heard.
     assert_eq!(victim.send(&inbox(&a), &follow_of(&a, &victim.iri(), &format!("{}/follows/1", victim.base))), 202);
-    assert_eq!(follower_count(&a, ""), 1);
+    assert_eq!(follower_count(&a, ""), 1, "the victim itself is still heard");
+}
+
+/// Finding 1: evil.example hosts a key document that says it belongs to the victim
+/// (`owner: https://other.example/users/victim`) and signs a Follow and an Update as the victim.
+#[test]
+fn a_key_document_naming_another_servers_actor_is_refused() {
+    forgery_is_refused(|a, victim, evil| {
+        let key_id = format!("{}/keys/victim#main-key", evil.base);
+        evil.serve(
+            "/keys/victim",
+            &json!({"id": key_id, "type": "Key", "owner": victim.iri(), "publicKeyPem": evil.public_pem()}),
+        );
+        let follow = follow_of(a, &victim.iri(), &format!("{}/follows/forged", victim.base));
+        let update = json!({"id": format!("{}/updates/forged", victim.base), "type": "Update", "actor": victim.iri(),
+            "object": {"id": victim.iri(), "type": "Person", "inbox": format!("{}/users/evil/inbox", evil.base)}});
+        (vec![follow, update], key_id)
+    });
+}
+
+/// Finding 1: a key document on the victim's own server (say, a file one of its users uploaded) that
+/// the victim's actor document does not list.
+#[test]
+fn a_key_the_actors_own_document_does_not_list_is_refused() {
+    forgery_is_refused(|a, victim, evil| {
+        let uploaded = format!("{}/uploads/key.json#main-key", victim.base);
+        victim.serve(
+            "/uploads/key.json",
+            &json!({"id": uploaded, "type": "Key", "owner": victim.iri(), "publicKeyPem": evil.public_pem()}),
+        );
+        (vec![follow_of(a, &victim.iri(), &format!("{}/follows/uploaded", victim.base))], uploaded)
+    });
+}
+
+/// Finding 1: `javascript:` IRIs have the origin `null`: an actor document on evil.example whose `id`
+/// and key `owner` are `javascript:` URLs.
+#[test]
+fn actors_with_javascript_iris_are_refused() {
+    forgery_is_refused(|a, _victim, evil| {
+        let js = "javascript:alert(document.domain)//";
+        let js_key = format!("{}/users/js#main-key", evil.base);
+        evil.serve(
+            "/users/js",
+            &json!({"id": js, "type": "Person", "preferredUsername": "js",
+                "inbox": format!("{}/users/evil/inbox", evil.base), "url": js,
+                "publicKey": {"id": js_key, "owner": js, "publicKeyPem": evil.public_pem()}}),
+        );
+        (vec![follow_of(a, js, &format!("{}/follows/js", evil.base))], js_key)
+    });
 }
 
 /// A signature must cover `host`, and the `Host` must be this server's: a request signed without it,
@@ -476,24 +481,16 @@ fn floods_of_unknown_keys_or_bad_signatures_cause_few_fetches() {
     assert_eq!(actions(&a).len(), 1, "only the follow");
 }
 
-/// Blocked domains are normalised (case, trailing dot) and refused inbound, on delivery, on Fediverse
-/// sign-in and on remote follow.
+/// Blocked domains are refused on delivery, on Fediverse sign-in and on remote follow (not only
+/// inbound): nothing is sent to, fetched from or accepted for a blocked server.
 #[test]
-fn blocked_domains_are_normalised_and_refused_everywhere() {
+fn blocked_domains_are_refused_on_delivery_sign_in_and_remote_follow() {
     let a = Server::start_with_args(&["--federation-allow-http-loopback"]);
     let alice = followed_by(&a, "alice");
     let (_, token, _) = chatclient::register(&a, Some("viewer"));
-    a.set("federation/blockdomains", json!(["127.0.0.1."]));
-    assert_eq!(a.admin_json("/api/admin/serverconfig")["federation"]["blockedDomains"], json!(["127.0.0.1"]));
-    let before = actions(&a).len();
+    a.set("federation/blockdomains", json!(["127.0.0.1"]));
     let gets_before = alice.gets.lock().unwrap().len();
     let received_before = alice.received().len();
-
-    // inbound
-    let like =
-        json!({"id": format!("{}/likes/1", alice.base), "type": "Like", "actor": alice.iri(), "object": actor_iri(&a)});
-    assert_eq!(alice.send(&inbox(&a), &like), 403);
-    assert_eq!(actions(&a).len(), before);
     // delivery: a post does not go to the (already recorded) follower
     assert!(a
         .admin_post("/api/admin/federation/send", &json!({"value": "not for blocked servers"}))
@@ -508,6 +505,21 @@ fn blocked_domains_are_normalised_and_refused_everywhere() {
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(alice.received().len(), received_before, "nothing delivered to a blocked domain");
     assert_eq!(alice.gets.lock().unwrap().len(), gets_before, "nothing fetched from a blocked domain");
+}
+
+/// Blocked domains are normalised (lower case, no trailing dot) when set and when checked: `host.` is
+/// the same host.
+#[test]
+fn blocked_domains_are_normalised() {
+    let a = Server::start_with_args(&["--federation-allow-http-loopback"]);
+    let alice = followed_by(&a, "alice");
+    let before = actions(&a).len();
+    a.set("federation/blockdomains", json!(["127.0.0.1."]));
+    let like =
+        json!({"id": format!("{}/likes/1", alice.base), "type": "Like", "actor": alice.iri(), "object": actor_iri(&a)});
+    assert_eq!(alice.send(&inbox(&a), &like), 403, "inbound");
+    assert_eq!(actions(&a).len(), before);
+    assert_eq!(a.admin_json("/api/admin/serverconfig")["federation"]["blockedDomains"], json!(["127.0.0.1"]));
 }
 
 /// `hidefollowers` hides the list from `/api/followers` too (only the total is public, as in the
