@@ -203,3 +203,37 @@ impl ChatEvent {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_http_links_survive() {
+        for (given, kept) in [
+            ("https://a.example/@x", Some("https://a.example/@x")),
+            (" http://a.example ", Some("http://a.example/")),
+            ("javascript:alert(1)", None),
+            ("JavaScript:alert(1)", None),
+            ("data:text/html,<script>alert(1)</script>", None),
+            ("vbscript:x", None),
+            ("//a.example/x", None),
+            ("/relative", None),
+            ("https://", None),
+            ("", None),
+        ] {
+            assert_eq!(http_link(given).as_deref(), kept, "{given}");
+        }
+        let ev = FediverseEngagementEvent {
+            id: "1".into(),
+            timestamp: Utc::now(),
+            body: "x".into(),
+            image: Some("javascript:alert(2)".into()),
+            link: "javascript:alert(1)".into(),
+            title: "t".into(),
+        };
+        let safe = ChatEvent::FediverseLike(ev).with_safe_links();
+        let ChatEvent::FediverseLike(safe) = safe else { panic!("the same kind") };
+        assert_eq!((safe.link.as_str(), safe.image), ("", None));
+    }
+}

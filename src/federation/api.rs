@@ -648,7 +648,7 @@ async fn send_post(
 const NO_FOLLOW_PAGE: &str = "could not find a follow page for that account; check it, or follow from your own server";
 
 /// The follow page a WebFinger answer offers (`http://ostatus.org/schema/1.0/subscribe`), with this
-/// actor filled in; `None` unless it is an http(s) URL.
+/// actor filled in (normalised, as a browser will read it); `None` unless it is an http(s) URL.
 fn follow_page(jrd: &Value, actor: &str) -> Option<String> {
     let template = jrd
         .get("links")
@@ -658,9 +658,7 @@ fn follow_page(jrd: &Value, actor: &str) -> Option<String> {
         .get("template")?
         .as_str()?;
     let actor: String = url::form_urlencoded::byte_serialize(actor.as_bytes()).collect();
-    let page = template.replace("{uri}", &actor);
-    crate::events::chat::http_link(&page)?;
-    Some(page)
+    crate::events::chat::http_link(&template.replace("{uri}", &actor))
 }
 
 /// `POST /api/remotefollow`: anyone may ask, so the account's server must be one castd may contact

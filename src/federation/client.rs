@@ -3,8 +3,9 @@
 //! Every request goes through the guarded client ([`crate::outbound::Outbound`]): public addresses
 //! only after resolution (loopback too with `--federation-allow-http-loopback`), bounded answers,
 //! per-host concurrency and rate limits, no redirects. Two instances: `fetch` for what castd reads
-//! (actors, keys, WebFinger, a federated server's config and status), `deliver` for the signed POSTs
-//! of the delivery queue (its own per-host limits, so deliveries never starve the inbox's fetches).
+//! (actors, keys, WebFinger, a federated server's config and status; a remote host gets 20 at once,
+//! then 5 a second, and 4 in flight), `deliver` for the signed POSTs of the delivery queue (its own
+//! per-host limits, so deliveries never starve the inbox's fetches).
 //!
 //! The URL policy on top ([`Client::check_url`]): an ActivityPub IRI castd contacts is `https://`, or,
 //! with the development switch, `http://` on a loopback host. Nothing else (`javascript:`, `data:`,
