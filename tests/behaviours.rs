@@ -70,7 +70,11 @@ fn like_and_repost_webhooks() {
     let follow = json!({"@context": "https://www.w3.org/ns/activitystreams", "id": format!("{}/follows/1", alice.base),
         "type": "Follow", "actor": alice.iri(), "object": actor});
     assert_eq!(alice.send(&inbox, &follow), 202);
-    let note = format!("{}/federation/somenote", a.base);
+    // Likes and boosts count only of what castd published: a post of its own.
+    let r = a.admin_post("/api/admin/federation/send", &json!({"value": "a post to like"}));
+    assert!(r.status().is_success());
+    let post = alice.wait_for(Duration::from_secs(10), |v| v["type"] == "Create").expect("the post");
+    let note = post.json()["object"]["id"].as_str().unwrap().to_string();
     let like = json!({"id": format!("{}/likes/1", alice.base), "type": "Like", "actor": alice.iri(), "object": note});
     assert_eq!(alice.send(&inbox, &like), 202);
     let boost =

@@ -269,8 +269,15 @@ fn inbox_verifies_signatures_and_handles_activities() {
     let hooked = hook.wait_for(Duration::from_secs(10), |r| r.json()["type"] == "FEDIVERSE_ENGAGEMENT_FOLLOW");
     assert!(hooked.is_some(), "the follow webhook");
 
-    // Like and Announce: activity list, chat events
-    let note = format!("{}/federation/somenote", a.base);
+    // an admin post reaches the follower
+    let r = a.admin_post("/api/admin/federation/send", &json!({"value": "hello **fediverse**"}));
+    assert!(r.status().is_success());
+    let post = alice.wait_for(Duration::from_secs(10), |v| v["type"] == "Create").expect("the admin's post");
+    assert!(post.json()["object"]["content"].as_str().unwrap().contains("<strong>fediverse</strong>"));
+    fedactor::verify_request(&post, &a_pem).expect("signed");
+
+    // Like and Announce of that post: activity list, chat events
+    let note = post.json()["object"]["id"].as_str().unwrap().to_string();
     let like = json!({"id": format!("{}/likes/1", alice.base), "type": "Like", "actor": alice.iri(), "object": note});
     assert_eq!(alice.send(&inbox(&a), &like), 202);
     assert!(next_of(&mut chat.ws, "FEDIVERSE_ENGAGEMENT_LIKE", Duration::from_secs(5)).is_some());
@@ -327,18 +334,16 @@ fn inbox_verifies_signatures_and_handles_activities() {
                    "inbox": format!("{}/inbox", alice.iri())}});
     assert_eq!(alice.send(&inbox(&a), &update), 202);
     assert_eq!(followers(&a, "")["results"][0]["name"], "Alice Renamed");
-    // an admin post reaches the follower
-    let r = a.admin_post("/api/admin/federation/send", &json!({"value": "hello **fediverse**"}));
-    assert!(r.status().is_success());
-    let post = alice.wait_for(Duration::from_secs(10), |v| v["type"] == "Create").expect("the admin's post");
-    assert!(post.json()["object"]["content"].as_str().unwrap().contains("<strong>fediverse</strong>"));
-    fedactor::verify_request(&post, &a_pem).expect("signed");
     // Undo Follow unfollows
     let undo = json!({"id": format!("{}/undo/2", alice.base), "type": "Undo", "actor": alice.iri(), "object": follow});
     assert_eq!(alice.send(&inbox(&a), &undo), 202);
     assert_eq!(followers(&a, "")["total"], 0);
-    // follow again, then a Delete of the actor removes it
+    // follow again (a new Follow: the same one again is a replay), then a Delete of the actor removes it
     assert_eq!(alice.send(&inbox(&a), &follow), 202);
+    assert_eq!(followers(&a, "")["total"], 0, "the same Follow again is dropped");
+    let follow2 = json!({"id": format!("{}/follows/2", alice.base), "type": "Follow", "actor": alice.iri(),
+        "object": actor_iri(&a)});
+    assert_eq!(alice.send(&inbox(&a), &follow2), 202);
     assert_eq!(followers(&a, "")["total"], 1);
     let del =
         json!({"id": format!("{}/del/1", alice.base), "type": "Delete", "actor": alice.iri(), "object": alice.iri()});
@@ -416,11 +421,11 @@ fn fediverse_chat_sign_in() {
     assert_eq!(v["object"]["tag"][0]["type"], "Mention");
     let content = v["object"]["content"].as_str().unwrap();
     let code = content.split("<strong>").nth(1).unwrap().split("</strong>").next().unwrap().to_string();
-    assert_eq!(code.len(), 6);
+    assert_eq!(code.len(), 11, "XXXXX-XXXXX: {code}");
     let verify = |code: &str| {
         a.post_json(&format!("/api/auth/fediverse/verify?accessToken={}", user.token), &json!({"code": code}))
     };
-    let wrong = if code == "000000" { "000001" } else { "000000" };
+    let wrong = if code == "00000-00000" { "00000-00001" } else { "00000-00000" };
     assert_eq!(verify(wrong).status().as_u16(), 403, "a wrong code");
     assert!(verify(&code).status().is_success(), "the right code");
     let info = chatclient::next_where(&mut user.ws, Duration::from_secs(5), |e| {

@@ -312,7 +312,7 @@ pub fn start(ctx: &Arc<Chat>) {
                     let body = sanitize::render(&format!("Stream title changed to **{}**", s.stream_title));
                     broadcast(&ctx, protocol::chat_action(&body));
                 }
-                Event::Chat(c) if c.is_fediverse() => ctx.hub.broadcast(protocol::frame(c)),
+                Event::Chat(c) if c.is_fediverse() => ctx.hub.broadcast(protocol::frame(&c.with_safe_links())),
                 // castd: "NAME clipped TITLE" when a viewer clips (replays decide whether to announce).
                 Event::ClipCreated { announce: Some(line), .. } => {
                     broadcast(&ctx, protocol::chat_action(&sanitize::render(line)));

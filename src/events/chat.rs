@@ -119,6 +119,29 @@ pub struct FediverseEngagementEvent {
     pub title: String,
 }
 
+impl FediverseEngagementEvent {
+    /// The event with only http(s) links: a `link` or `image` of another scheme (`javascript:`,
+    /// `data:`, ...) comes from a remote document and must never reach a browser; it is dropped.
+    pub fn with_safe_links(&self) -> FediverseEngagementEvent {
+        FediverseEngagementEvent {
+            image: self.image.as_deref().and_then(http_link),
+            link: http_link(&self.link).unwrap_or_default(),
+            ..self.clone()
+        }
+    }
+}
+
+/// `s` as an absolute `http`/`https` URL with a host (normalised), or `None` for anything else. Every
+/// URL that comes from outside (a remote actor's profile, avatar, links) passes through this before it
+/// is stored or shown.
+pub fn http_link(s: &str) -> Option<String> {
+    let u = url::Url::parse(s.trim()).ok()?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) {
+        return None;
+    }
+    Some(u.to_string())
+}
+
 /// A chat event; serialises with its `type` as Owncast's clients expect.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "type")]
@@ -153,6 +176,17 @@ impl ChatEvent {
         matches!(self, ChatEvent::FediverseFollow(_) | ChatEvent::FediverseLike(_) | ChatEvent::FediverseRepost(_))
     }
 
+    /// The event with every remote link checked ([`FediverseEngagementEvent::with_safe_links`]);
+    /// other events are returned as they are.
+    pub fn with_safe_links(&self) -> ChatEvent {
+        match self {
+            ChatEvent::FediverseFollow(e) => ChatEvent::FediverseFollow(e.with_safe_links()),
+            ChatEvent::FediverseLike(e) => ChatEvent::FediverseLike(e.with_safe_links()),
+            ChatEvent::FediverseRepost(e) => ChatEvent::FediverseRepost(e.with_safe_links()),
+            other => other.clone(),
+        }
+    }
+
     pub fn kind(&self) -> EventType {
         match self {
             ChatEvent::Message(_) => EventType::Chat,
@@ -167,5 +201,39 @@ impl ChatEvent {
             ChatEvent::FediverseLike(_) => EventType::FediverseEngagementLike,
             ChatEvent::FediverseRepost(_) => EventType::FediverseEngagementRepost,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_http_links_survive() {
+        for (given, kept) in [
+            ("https://a.example/@x", Some("https://a.example/@x")),
+            (" http://a.example ", Some("http://a.example/")),
+            ("javascript:alert(1)", None),
+            ("JavaScript:alert(1)", None),
+            ("data:text/html,<script>alert(1)</script>", None),
+            ("vbscript:x", None),
+            ("//a.example/x", None),
+            ("/relative", None),
+            ("https://", None),
+            ("", None),
+        ] {
+            assert_eq!(http_link(given).as_deref(), kept, "{given}");
+        }
+        let ev = FediverseEngagementEvent {
+            id: "1".into(),
+            timestamp: Utc::now(),
+            body: "x".into(),
+            image: Some("javascript:alert(2)".into()),
+            link: "javascript:alert(1)".into(),
+            title: "t".into(),
+        };
+        let safe = ChatEvent::FediverseLike(ev).with_safe_links();
+        let ChatEvent::FediverseLike(safe) = safe else { panic!("the same kind") };
+        assert_eq!((safe.link.as_str(), safe.image), ("", None));
     }
 }

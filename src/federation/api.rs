@@ -11,9 +11,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::activities::{engagement, follow};
 use super::actor::{self, ap_json, wants_activitypub, PAGE_SIZE};
 use super::data::{self, FollowerState};
-use super::{discovery, inbox, servers, signin, Federation, HttpError, AP_CONTENT_TYPE};
+use super::{discovery, inbox, servers, signin, FedError, Federation, HttpError, AP_CONTENT_TYPE};
 use crate::http::auth::TokenQuery;
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
 
@@ -132,9 +133,12 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         inbox::post_inbox,
     )
     .error(202, "Accepted (the answer to every activity taken)")
-    .error(401, "No valid HTTP signature")
-    .error(403, "The signature does not verify, or the sender is blocked")
-    .error(405, OFF);
+    .error(400, "Not an activity (JSON object with an actor)")
+    .error(401, "No valid HTTP signature (or not by a key the actor lists)")
+    .error(403, "The key is not on the actor's server, or the sender is blocked")
+    .error(405, OFF)
+    .error(429, "Too many requests that need a fetch from this address")
+    .error(503, "Too many fetches at once, or the sender's server is busy");
     reg.get("/federation/user/{username}/outbox", GROUP, p, "The actor's outbox (?page=)", get_outbox)
         .query("page", false, ValueDoc::Json(PAGE))
         .returns_as::<actor::Collection>(AP_CONTENT_TYPE)
@@ -174,8 +178,14 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
     .returns_as::<actor::StoredObject>(AP_CONTENT_TYPE)
     .redirects(307, TO_WEB_PAGE)
     .error(405, OFF);
-    reg.get("/api/followers", GROUP, p, "Fediverse followers (offset, limit)", public_followers)
-        .returns::<FollowerPage>();
+    reg.get(
+        "/api/followers",
+        GROUP,
+        p,
+        "Fediverse followers (offset, limit); only the total while hidefollowers is on",
+        public_followers,
+    )
+    .returns::<FollowerPage>();
     reg.get("/api/federation/servers", GROUP, p, "Federated servers", list_servers).returns::<FederatedServers>();
     reg.post(
         "/api/remotefollow",
@@ -186,8 +196,11 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         remote_follow,
     )
     .returns::<RemoteFollow>()
+    .error(400, "Not an account, or its server gave no http(s) follow page (one message, whatever went wrong)")
+    .error(403, "Following from that server is not allowed (a blocked domain)")
     .error(404, NO_URL)
-    .error(405, OFF);
+    .error(405, OFF)
+    .error(429, "Too many lookups from this address");
     reg.post(
         "/api/auth/fediverse",
         GROUP,
@@ -196,20 +209,25 @@ pub fn routes(reg: &mut Registry, fed: Arc<Federation>) {
         BodyDoc::Schema("FediverseAccount"),
         fediverse_request,
     )
+    .error(400, "Not an account, or it could not be reached")
+    .error(401, "No valid ?accessToken=")
+    .error(403, "Sign-in from that server is not allowed (a blocked domain)")
     .error(404, NO_URL)
-    .error(405, OFF);
+    .error(405, OFF)
+    .error(429, "Too many codes asked for from this address");
     reg.post(
         "/api/auth/fediverse/verify",
         GROUP,
-        p,
-        "Verify a Fediverse sign-in code (403 when wrong or expired)",
+        Auth::User,
+        "Verify the Fediverse sign-in code sent for this chat user (403 when wrong, expired or burnt)",
         BodyDoc::Schema("FediverseCode"),
         fediverse_verify,
     )
-    .error(401, "The ?accessToken= given is not a chat user's")
-    .error(403, "The code is wrong or has expired")
+    .error(401, "No valid ?accessToken= (the code's own user's is needed)")
+    .error(403, "The code is wrong, has expired, or was burnt after three wrong tries")
     .error(404, NO_URL)
-    .error(405, OFF);
+    .error(405, OFF)
+    .error(429, "Too many wrong codes from this address");
     let a = Auth::Admin;
     reg.get("/api/admin/followers", GROUP, a, "Approved followers (offset, limit)", |s, q| {
         followers(s, q, FollowerState::Approved)
@@ -470,10 +488,16 @@ async fn followers(
     Ok(Json(FollowerPage { total, results }))
 }
 
+/// `/api/followers`: while `hidefollowers` is on, only the total (as the ActivityPub collection); the
+/// admin's list is `/api/admin/followers`.
 async fn public_followers(
     State(fed): State<Arc<Federation>>,
     q: Query<HashMap<String, String>>,
 ) -> Result<Json<FollowerPage>, ApiError> {
+    if fed.settings.get().federation.federation_hide_followers {
+        let (total, _) = fed.store.call(|c| data::followers(c, FollowerState::Approved, 0, 0)).await?;
+        return Ok(Json(FollowerPage { total, results: Vec::new() }));
+    }
     followers(State(fed), q, FollowerState::Approved).await
 }
 
@@ -493,7 +517,7 @@ async fn approve_follower(
         let i = iri.clone();
         fed.store.call(move |c| data::approve(c, &i)).await.map_err(ApiError::from)?;
         if let Some(local) = &local {
-            inbox::answer_follow(&fed, local, &iri, &inbox, &follow_iri, true).await?;
+            follow::answer_follow(&fed, local, &iri, &inbox, &follow_iri, true).await?;
         }
         if !was_approved {
             let actor = super::client::RemoteActor { iri: iri.clone(), url: iri.clone(), ..Default::default() };
@@ -513,7 +537,7 @@ async fn approve_follower(
                 },
                 None => actor,
             };
-            inbox::engagement(&fed, &actor, "Follow", "followed this stream");
+            engagement::publish(&fed, &actor, engagement::Shown::Follow);
         }
         fed.recount().await;
         Ok(StatusResponse::ok("follower approved"))
@@ -521,7 +545,7 @@ async fn approve_follower(
         let i = iri.clone();
         fed.store.call(move |c| data::block(c, &i)).await.map_err(ApiError::from)?;
         if let Some(local) = &local {
-            inbox::answer_follow(&fed, local, &iri, &inbox, &follow_iri, false).await?;
+            follow::answer_follow(&fed, local, &iri, &inbox, &follow_iri, false).await?;
         }
         fed.recount().await;
         Ok(StatusResponse::ok("follower denied"))
@@ -620,32 +644,67 @@ async fn send_post(
     Ok(StatusResponse::ok("sent"))
 }
 
+/// The one sentence `POST /api/remotefollow` answers with, whatever went wrong.
+const NO_FOLLOW_PAGE: &str = "could not find a follow page for that account; check it, or follow from your own server";
+
+/// The follow page a WebFinger answer offers (`http://ostatus.org/schema/1.0/subscribe`), with this
+/// actor filled in (normalised, as a browser will read it); `None` unless it is an http(s) URL.
+fn follow_page(jrd: &Value, actor: &str) -> Option<String> {
+    let template = jrd
+        .get("links")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|l| l.get("rel").and_then(Value::as_str) == Some("http://ostatus.org/schema/1.0/subscribe"))?
+        .get("template")?
+        .as_str()?;
+    let actor: String = url::form_urlencoded::byte_serialize(actor.as_bytes()).collect();
+    crate::events::chat::http_link(&template.replace("{uri}", &actor))
+}
+
+/// `POST /api/remotefollow`: anyone may ask, so the account's server must be one castd may contact
+/// (public addresses only: `client`), the lookups per address are limited, blocked domains are
+/// refused, and any failure is one generic sentence (the detail goes to the log).
 async fn remote_follow(
     State(fed): State<Arc<Federation>>,
+    ClientIp(ip): ClientIp,
     JsonBody(req): JsonBody<FediverseAccount>,
 ) -> Result<Json<RemoteFollow>, HttpError> {
     let local = fed.active()?;
     let account = req.account.trim().trim_start_matches('@').to_string();
-    let Some((_, host)) = account.split_once('@').filter(|(u, h)| !u.is_empty() && !h.is_empty()) else {
+    let Ok((_, host)) = super::client::split_account(&account) else {
         return Err(ApiError::bad("the account must be of the form user@host").into());
     };
-    let host_url = url::Url::parse(&format!("http://{host}/")).map_err(|_| ApiError::bad("invalid host"))?;
-    let scheme = match host_url.host() {
-        Some(h) if fed.config.allow_http_loopback && super::client::is_loopback_host(&h) => "http",
-        _ => "https",
+    let blocked = fed.settings.get().federation.federation_blocked_domains.clone();
+    if inbox::is_blocked_host(&blocked, host) {
+        return Err(ApiError::Forbidden("following from that server is not allowed".into()).into());
+    }
+    if let Some(ip) = ip {
+        fed.limits.remote_follow.take(ip).map_err(ApiError::from)?;
+    }
+    let page = match fed.client.webfinger_jrd(&account).await {
+        Ok((_, jrd)) => follow_page(&jrd, &local.actor),
+        Err(e) => {
+            tracing::info!(account, "remote follow: {e}");
+            None
+        }
     };
-    let q: String = url::form_urlencoded::byte_serialize(format!("acct:{account}").as_bytes()).collect();
-    let jrd = fed.client.get_plain_json(&format!("{scheme}://{host}/.well-known/webfinger?resource={q}")).await?;
-    let template = jrd
-        .get("links")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|l| l.get("rel").and_then(Value::as_str) == Some("http://ostatus.org/schema/1.0/subscribe"))
-        .and_then(|l| l.get("template").and_then(Value::as_str))
-        .ok_or_else(|| ApiError::bad(format!("{account} does not offer remote follow")))?;
-    let actor: String = url::form_urlencoded::byte_serialize(local.actor.as_bytes()).collect();
-    Ok(Json(RemoteFollow { redirect_url: template.replace("{uri}", &actor) }))
+    match page {
+        Some(redirect_url) => Ok(Json(RemoteFollow { redirect_url })),
+        None => Err(ApiError::bad(NO_FOLLOW_PAGE).into()),
+    }
+}
+
+/// A federation error for a requester who is not the admin: castd's own words, or one generic sentence
+/// (the detail goes to the log).
+fn public_error(e: FedError) -> HttpError {
+    match e {
+        FedError::Store(_) | FedError::Key(_) | FedError::Blocked(_) => HttpError::from(e),
+        FedError::Busy(_) => HttpError::Api(ApiError::Unavailable(e.public_message())),
+        e => {
+            tracing::info!("a federation request failed: {e}");
+            HttpError::Api(ApiError::bad(e.public_message()))
+        }
+    }
 }
 
 async fn fediverse_request(
@@ -666,10 +725,17 @@ async fn fediverse_request(
     if req.account.trim().is_empty() {
         return Err(ApiError::bad("account is required").into());
     }
-    let who = signin::request(&fed, &local, &user, &req.account).await?;
-    Ok(StatusResponse::ok(format!("a code was sent to {who}")))
+    if let Some(ip) = ip {
+        fed.limits.signin_requests.take(ip).map_err(ApiError::from)?;
+    }
+    match signin::request(&fed, &local, &user, &req.account).await {
+        Ok(who) => Ok(StatusResponse::ok(format!("a code was sent to {who}"))),
+        Err(e) => Err(public_error(e)),
+    }
 }
 
+/// `POST /api/auth/fediverse/verify?accessToken=`: the code of that chat user only. Wrong codes count
+/// against the address (backoff: 429) and against the code (burnt after three).
 async fn fediverse_verify(
     State(fed): State<Arc<Federation>>,
     ClientIp(ip): ClientIp,
@@ -677,16 +743,28 @@ async fn fediverse_verify(
     JsonBody(req): JsonBody<FediverseCode>,
 ) -> Result<Response, HttpError> {
     fed.active()?;
-    let user = match q.access_token.filter(|t| !t.is_empty()) {
-        Some(t) => Some(fed.users.user_id(&t, ip).await.ok_or(ApiError::UnauthorizedToken)?),
-        None => None,
-    };
-    match signin::verify(&fed, &req.code, user.as_deref()).await {
-        Ok(account) => Ok(StatusResponse::ok(format!("signed in as {account}")).into_response()),
+    if let Some(ip) = ip {
+        fed.limits.signin_codes.check(ip).map_err(ApiError::from)?;
+    }
+    let token = q.access_token.filter(|t| !t.is_empty()).ok_or(ApiError::UnauthorizedToken)?;
+    let user = fed.users.user_id(&token, ip).await.ok_or(ApiError::UnauthorizedToken)?;
+    match signin::verify(&fed, &req.code, &user).await {
+        Ok(account) => {
+            if let Some(ip) = ip {
+                fed.limits.signin_codes.succeeded(ip);
+            }
+            Ok(StatusResponse::ok(format!("signed in as {account}")).into_response())
+        }
         Err(e) => {
+            if let Some(limited) = ip.and_then(|ip| fed.limits.signin_codes.failed(ip)) {
+                tracing::info!(?ip, "wrong Fediverse sign-in codes: backing off for {:?}", limited.0);
+            }
             let why = match e {
                 signin::VerifyError::Expired => "the code has expired",
-                signin::VerifyError::Invalid => "the code is not valid",
+                signin::VerifyError::Wrong { burnt: true } => {
+                    "the code is not valid, and after three wrong tries it no longer is: send a new one"
+                }
+                signin::VerifyError::Wrong { burnt: false } | signin::VerifyError::NoCode => "the code is not valid",
             };
             Err(ApiError::Forbidden(why.into()).into())
         }

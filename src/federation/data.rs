@@ -73,6 +73,19 @@ pub const MIGRATIONS: Migrations = &[
     ALTER TABLE federation_deliveries ADD COLUMN coalesce_key TEXT;
     ALTER TABLE federation_deliveries ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX federation_deliveries_ordering ON federation_deliveries (ordering_key, inbox, id);",
+    // Activities seen (the replay store, see `record_sight`), and only http(s) URLs from remote
+    // documents: what an earlier version stored otherwise is dropped.
+    "CREATE TABLE federation_seen (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key TEXT NOT NULL UNIQUE,
+        signed_at INTEGER NOT NULL
+    );
+    CREATE INDEX federation_seen_signed ON federation_seen (signed_at);
+    CREATE TABLE federation_seen_floor (id INTEGER PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL);
+    DELETE FROM federation_followers WHERE iri NOT LIKE 'http://%' AND iri NOT LIKE 'https://%';
+    DELETE FROM federation_activity WHERE actor_iri NOT LIKE 'http://%' AND actor_iri NOT LIKE 'https://%';
+    UPDATE federation_followers SET image = '' WHERE image NOT LIKE 'http://%' AND image NOT LIKE 'https://%';
+    UPDATE federation_followers SET link = '' WHERE link NOT LIKE 'http://%' AND link NOT LIKE 'https://%';",
 ];
 
 /// Most follower rows kept (a flood of follows cannot grow the table without bound).
@@ -314,6 +327,71 @@ pub fn activities(c: &Connection, offset: i64, limit: i64) -> Result<(i64, Vec<A
         })?
         .collect::<Result<_, _>>()?;
     Ok((total, rows))
+}
+
+/// Most activities the replay store keeps; beyond it the oldest-signed go, and the floor rises.
+pub const MAX_SEEN: i64 = 100_000;
+
+/// What the replay store says of a verified activity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sight {
+    /// Not seen before: recorded now.
+    First,
+    /// Seen before (a replay, or a sender's retry): drop it.
+    Seen,
+    /// Signed no later than an activity the store had to forget for room: it cannot say, so it
+    /// refuses (the sender signs a retry afresh).
+    TooOld,
+}
+
+/// The replay store: record `key` (an activity, see `inbox`) signed at `signed_at_ms`, unless it was
+/// seen. Entries signed before `expired_before_ms` are dropped first (their signatures are outside the
+/// window: a replay of them is refused anyway). When more than `max` are kept, the oldest-signed are
+/// dropped and the floor rises to their signing time: anything signed no later is `TooOld`.
+pub fn record_sight(
+    c: &mut Connection,
+    key: &str,
+    signed_at_ms: i64,
+    expired_before_ms: i64,
+    max: i64,
+) -> Result<Sight, StoreError> {
+    let tx = c.transaction()?;
+    tx.execute("DELETE FROM federation_seen WHERE signed_at < ?1", [expired_before_ms])?;
+    if tx.query_row("SELECT 1 FROM federation_seen WHERE key = ?1", [key], |_| Ok(())).optional()?.is_some() {
+        return Ok(Sight::Seen);
+    }
+    let floor: Option<i64> =
+        tx.query_row("SELECT floor FROM federation_seen_floor WHERE id = 1", [], |r| r.get(0)).optional()?;
+    if floor.is_some_and(|f| signed_at_ms <= f) {
+        return Ok(Sight::TooOld);
+    }
+    tx.execute("INSERT INTO federation_seen (key, signed_at) VALUES (?1, ?2)", params![key, signed_at_ms])?;
+    let id = tx.last_insert_rowid();
+    // Counting is cheap but not free: every 64th insert (the store may exceed `max` by 64 meanwhile).
+    if id % 64 == 0 || max < 64 {
+        let n: i64 = tx.query_row("SELECT COUNT(*) FROM federation_seen", [], |r| r.get(0))?;
+        if n > max {
+            let cut: i64 = tx.query_row(
+                "SELECT signed_at FROM federation_seen ORDER BY signed_at LIMIT 1 OFFSET ?1",
+                [n - max - 1],
+                |r| r.get(0),
+            )?;
+            tx.execute("DELETE FROM federation_seen WHERE signed_at <= ?1", [cut])?;
+            tx.execute(
+                "INSERT INTO federation_seen_floor (id, floor) VALUES (1, ?1)
+                 ON CONFLICT (id) DO UPDATE SET floor = MAX(floor, ?1)",
+                [cut],
+            )?;
+        }
+    }
+    tx.commit()?;
+    Ok(Sight::First)
+}
+
+/// Forget a recorded activity (acting on it failed: the sender's retry must not be dropped).
+pub fn forget_sight(c: &Connection, key: &str) -> Result<(), StoreError> {
+    c.execute("DELETE FROM federation_seen WHERE key = ?1", [key])?;
+    Ok(())
 }
 
 /// Keep a sent object (a Create activity or its Note) so it can be served and paged.
@@ -618,6 +696,33 @@ mod tests {
             let (approved, _, follow, _) = row(c, &a.iri);
             assert!(!approved && follow == "f3", "a blocked follower's follow changes nothing");
         });
+    }
+
+    #[test]
+    fn the_replay_store_drops_what_it_saw_and_refuses_below_its_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        store.migrate("federation", MIGRATIONS).unwrap();
+        store
+            .with(|c| {
+                assert_eq!(record_sight(c, "a", 1000, 0, 3).unwrap(), Sight::First);
+                assert_eq!(record_sight(c, "a", 1000, 0, 3).unwrap(), Sight::Seen);
+                assert_eq!(record_sight(c, "b", 2000, 0, 3).unwrap(), Sight::First);
+                assert_eq!(record_sight(c, "c", 3000, 0, 3).unwrap(), Sight::First);
+                // a fourth: the oldest-signed ("a") goes, and nothing signed at or before it passes
+                assert_eq!(record_sight(c, "d", 4000, 0, 3).unwrap(), Sight::First);
+                assert_eq!(record_sight(c, "a", 1000, 0, 3).unwrap(), Sight::TooOld);
+                assert_eq!(record_sight(c, "e", 900, 0, 3).unwrap(), Sight::TooOld);
+                assert_eq!(record_sight(c, "b", 2000, 0, 3).unwrap(), Sight::Seen);
+                // expired entries go; a forgotten one may be recorded again
+                assert_eq!(record_sight(c, "f", 5000, 2500, 3).unwrap(), Sight::First);
+                let n: i64 = c.query_row("SELECT COUNT(*) FROM federation_seen", [], |r| r.get(0)).unwrap();
+                assert_eq!(n, 3, "c, d, f");
+                forget_sight(c, "f").unwrap();
+                assert_eq!(record_sight(c, "f", 5000, 2500, 3).unwrap(), Sight::First);
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! it for good); anything else (timeout, connection error, 5xx, 408, 429) retries after
 //! `retry_base × 2^(attempts-1)` (at most six hours) until `max_attempts`, and backs the whole host
 //! off for a while, so a dead instance occupies at most `per_host` workers once and then waits while
-//! every other inbox is served.
+//! every other inbox is served. Requests go through the guarded client (`client`): public addresses
+//! only, its own per-host limits (a delivery they hold back is tried again a second later, not counted
+//! as an attempt). An inbox on a blocked domain is not queued, and a queued one is dropped when its
+//! domain was blocked since.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +35,8 @@ const MAX_RETRY: Duration = Duration::from_secs(6 * 3600);
 const MAX_HOST_BACKOFF: Duration = Duration::from_secs(600);
 /// Rows read per scan step.
 const SCAN_BATCH: i64 = 256;
+/// When a delivery the per-host limit held back is tried again.
+const HOST_BUSY_RETRY: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct Host {
@@ -82,7 +87,8 @@ pub struct Keys {
     pub coalesce: String,
 }
 
-/// Queue `activity` for each inbox (inboxes the URL policy refuses are skipped and logged).
+/// Queue `activity` for each inbox (inboxes the URL policy refuses, or on a blocked domain, are
+/// skipped and logged).
 pub async fn enqueue(fed: &Federation, inboxes: Vec<String>, activity: &Value) -> Result<usize, FedError> {
     enqueue_keyed(fed, inboxes, activity, None).await
 }
@@ -94,9 +100,11 @@ pub async fn enqueue_keyed(
     activity: &Value,
     keys: Option<Keys>,
 ) -> Result<usize, FedError> {
-    let (ok, refused): (Vec<String>, Vec<String>) = inboxes.into_iter().partition(|i| fed.client.allowed(i));
+    let blocked = fed.settings.get().federation.federation_blocked_domains.clone();
+    let (ok, refused): (Vec<String>, Vec<String>) =
+        inboxes.into_iter().partition(|i| fed.client.allowed(i) && !super::inbox::is_blocked(&blocked, i));
     for r in &refused {
-        tracing::warn!(inbox = %r, "not delivering to an inbox the URL policy refuses");
+        tracing::warn!(inbox = %r, "not delivering to an inbox the URL policy refuses or on a blocked domain");
     }
     if ok.is_empty() {
         return Ok(0);
@@ -179,6 +187,10 @@ pub async fn run(fed: Arc<Federation>) {
 
 async fn send(fed: &Federation, row: &Queued) -> Result<u16, FedError> {
     let local = fed.local().ok_or_else(|| FedError::Policy("the server URL is not set".into()))?;
+    // The domain may have been blocked since the delivery was queued.
+    if super::inbox::is_blocked(&fed.settings.get().federation.federation_blocked_domains, &row.inbox) {
+        return Err(FedError::Blocked(format!("{} is on a blocked domain", row.inbox)));
+    }
     let kp = fed.keys.get().await?;
     let limit = fed.config.delivery_timeout;
     match tokio::time::timeout(
@@ -213,16 +225,21 @@ async fn attempt(fed: &Federation, row: Queued, host: &str) {
         }
         Ok(s) => (false, true, format!("HTTP {s}")),
         Err(FedError::Superseded) => (true, false, String::new()),
-        Err(FedError::Policy(m)) => {
+        Err(FedError::Policy(m) | FedError::Blocked(m)) => {
             tracing::warn!(inbox = %row.inbox, "delivery not allowed: {m}; dropped");
             fed.queue.dropped.fetch_add(1, Ordering::Relaxed);
             (true, false, String::new())
         }
+        Err(FedError::Busy(m)) => (false, false, m.clone()),
         Err(e) => (false, true, e.to_string()),
     };
     let id = row.id;
     let db = if finished {
         fed.store.call(move |c| data::finish(c, id)).await
+    } else if matches!(result, Err(FedError::Busy(_))) {
+        // Not sent: castd's own per-host limit. Tried again soon, not counted as an attempt.
+        let (attempts, next) = (row.attempts, now + HOST_BUSY_RETRY.as_millis() as i64);
+        fed.store.call(move |c| data::retry(c, id, attempts, next, "the host is busy")).await
     } else {
         let attempts = row.attempts + 1;
         if attempts >= cfg.max_attempts {

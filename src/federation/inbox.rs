@@ -1,32 +1,42 @@
-//! The inbox: verify an inbound activity, then act on it.
+//! The inbox: establish who signed an inbound activity and that it is new, then hand it to its type
+//! (`activities`).
 //!
-//! Checks, in order: federation on (405), the username (404), a JSON body (400), a `Signature`
-//! header whose key id the URL policy allows (401), blocked domains of the key and the actor (403),
-//! the key itself (fetched by key id and cached; an unknown key is 401), the signature with its digest
-//! and date window (401; a cached key that fails is fetched once more in case it was rotated), and the
-//! actor's origin matching the key owner's (403). Only then does anything change; the answer is 202.
-//!
-//! Types: Follow (auto-accepted, or pending in private mode), Undo (of Follow, Like, Announce), Like,
-//! Announce (engagement: activity list, and a chat event and webhook when `showengagement` is on),
-//! Update (a follower's profile), Create (a federated server's go-live post), Delete (an actor
-//! deleted: it stops being a follower), Accept/Reject (of our follow of a federated server).
+//! Checks, in order, nothing fetched until the request itself passes:
+//! 1. federation on (405), the username (404), a JSON object no larger than `MAX_ACTIVITY_BYTES` (400,
+//!    413) that names its actor (400);
+//! 2. a `Signature` header (401); the actor IRI and the key id are URLs castd may contact (https, or
+//!    http on loopback with the development switch; never `javascript:` or another scheme) (401);
+//!    the key id's origin is the actor's (403); neither is on a blocked domain (403);
+//! 3. the request: the signature covers `(request-target)`, `host`, `date` and `digest`; the `Host`
+//!    is this server's; the date is in its window; the digest matches the body (401);
+//! 4. the signer: the actor's own document, fetched from the actor IRI (or cached), lists that exact
+//!    key id, and the signature verifies with that key (401; a cached key that fails is fetched once
+//!    more, at most once a minute per actor, in case it was rotated). A fetch that is not cached
+//!    takes a token of the sending address's rate (429) and a place among `MAX_FETCHES` at once (503);
+//!    the client's caches and the guarded client's per-host limits bound the rest (see `client`);
+//! 5. the replay store: an activity already received (by actor and activity id, or by signature when
+//!    it has no id) is answered 202 and dropped; kept persistently, as long as its signature could be
+//!    replayed (`data::record_sight`);
+//! 6. the activity's own `verify` (see `activities`); only then does anything change. The answer is
+//!    202.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Value};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
-use super::client::{RemoteActor, RemoteKey};
-use super::{data, delivery, signatures, FedError, Federation, HttpError, Local, AS_CONTEXT};
-use crate::events::chat::FediverseEngagementEvent;
-use crate::events::{ChatEvent, Event};
-use crate::http::ApiError;
+use super::activities::{id_of, Activity, Check, Context};
+use super::{data, signatures, FedError, Federation, HttpError, Local};
+use crate::http::{ApiError, ClientIp};
 
 /// Largest activity accepted.
 pub const MAX_ACTIVITY_BYTES: usize = 256 * 1024;
+/// Fetches of remote actors and keys for the inbox in flight at once; beyond it, 503.
+pub const MAX_FETCHES: usize = 32;
 
 fn unauthorized(why: impl std::fmt::Display) -> HttpError {
     tracing::info!("refused an inbox request: {why}");
@@ -38,36 +48,88 @@ fn forbidden(why: String) -> HttpError {
     HttpError::Api(ApiError::Forbidden(why))
 }
 
-/// Whether `host` (no port) is one of `blocked` or under one.
-pub fn is_blocked(blocked: &[String], url: &str) -> bool {
-    let Some(host) = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase)) else {
-        return false;
+/// A blocked-domain entry or a host, normalised: trimmed, lower case, no trailing dot.
+pub fn normalise_domain(d: &str) -> String {
+    d.trim().trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Whether `host` (no port) is one of `blocked` or under one (both sides normalised).
+pub fn is_blocked_host(blocked: &[String], host: &str) -> bool {
+    let host = match url::Url::parse(&format!("http://{}/", host.trim())) {
+        Ok(u) => normalise_domain(u.host_str().unwrap_or_default()),
+        Err(_) => normalise_domain(host),
     };
-    blocked.iter().any(|d| host == *d || host.ends_with(&format!(".{d}")))
+    let host = host.as_str();
+    !host.is_empty()
+        && blocked
+            .iter()
+            .map(|d| normalise_domain(d))
+            .filter(|d| !d.is_empty())
+            .any(|d| host == d || host.strip_suffix(d.as_str()).is_some_and(|rest| rest.ends_with('.')))
+}
+
+/// Whether the host of `url` is blocked (see [`is_blocked_host`]); a URL without a host is not.
+pub fn is_blocked(blocked: &[String], url: &str) -> bool {
+    url::Url::parse(url).ok().and_then(|u| u.host_str().map(|h| is_blocked_host(blocked, h))).unwrap_or(false)
 }
 
 fn origin(url: &str) -> Option<String> {
-    url::Url::parse(url).ok().map(|u| u.origin().ascii_serialization())
+    let u = url::Url::parse(url).ok()?;
+    u.origin().is_tuple().then(|| u.origin().ascii_serialization())
 }
 
-/// The `id` of a value that is an IRI or an object with an `id`.
-pub fn id_of(v: &Value) -> Option<&str> {
-    match v {
-        Value::String(s) => Some(s),
-        Value::Object(o) => o.get("id").and_then(Value::as_str),
-        _ => None,
+/// Whether the request's `Host` is this server's (case, a trailing dot and a default port aside).
+fn host_is_ours(local: &Local, headers: &HeaderMap, uri: &Uri) -> bool {
+    let given = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| uri.authority().map(|a| a.to_string()));
+    let Some(given) = given else { return false };
+    let scheme = url::Url::parse(&local.base).map(|u| u.scheme().to_string()).unwrap_or_else(|_| "https".into());
+    let normal = |h: &str| {
+        url::Url::parse(&format!("{scheme}://{h}/")).ok().and_then(|u| {
+            let host = u.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+            Some(match u.port() {
+                Some(p) => format!("{host}:{p}"),
+                None => host,
+            })
+        })
+    };
+    normal(&given).is_some_and(|g| Some(g) == normal(&local.host))
+}
+
+/// The replay store's key of an activity: its actor and id (an actor can only ever shadow its own
+/// ids), or its signature when it has no id.
+fn replay_key(actor: &str, activity: &Value, signature: &[u8]) -> String {
+    let mut h = Sha256::new();
+    match activity.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()) {
+        Some(id) => {
+            h.update(b"id\n");
+            h.update(actor.as_bytes());
+            h.update(b"\n");
+            h.update(id.as_bytes());
+        }
+        None => {
+            h.update(b"signature\n");
+            h.update(signature);
+        }
     }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `POST /federation/user/{username}/inbox`.
+#[allow(clippy::too_many_arguments)]
 pub async fn post_inbox(
     State(fed): State<Arc<Federation>>,
     Path(username): Path<String>,
+    ClientIp(ip): ClientIp,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, HttpError> {
+    // 1. The request.
     let local = fed.active()?;
     if username != local.username {
         return Err(ApiError::NotFound(format!("no such user {username}")).into());
@@ -80,238 +142,145 @@ pub async fn post_inbox(
     if !activity.is_object() {
         return Err(ApiError::bad("the activity is not an object").into());
     }
+    let actor_iri = activity.get("actor").and_then(id_of).unwrap_or_default().to_string();
+    if actor_iri.is_empty() {
+        return Err(ApiError::bad("the activity names no actor").into());
+    }
+
+    // 2. Who may have signed.
     let sig_header = headers
         .get("signature")
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| unauthorized(signatures::SigError::Missing))?;
     let params = signatures::parse(sig_header).map_err(unauthorized)?;
+    fed.client.check_url(&actor_iri).map_err(|e| unauthorized(format!("actor: {e}")))?;
     fed.client.check_url(&params.key_id).map_err(|e| unauthorized(format!("key id: {e}")))?;
+    if origin(&params.key_id).is_none() || origin(&params.key_id) != origin(&actor_iri) {
+        return Err(forbidden(format!("the key {} is not on the server of the actor {actor_iri}", params.key_id)));
+    }
     let blocked = fed.settings.get().federation.federation_blocked_domains.clone();
-    let actor_iri = activity.get("actor").and_then(id_of).unwrap_or_default().to_string();
     if is_blocked(&blocked, &params.key_id) || is_blocked(&blocked, &actor_iri) {
         return Err(forbidden(format!("{actor_iri} is on a blocked domain")));
     }
-    let kp = fed.keys.get().await?;
-    let signer = Some((kp.as_ref(), local.key_id.as_str()));
-    let path_and_query = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+
+    // 3. What needs no key.
     let get_header = |name: &str| -> Option<String> {
         let vals: Vec<&str> = headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
         (!vals.is_empty()).then(|| vals.join(", "))
     };
-    let now = chrono::Utc::now();
-    let verify = |k: &RemoteKey| {
-        signatures::verify(&params, method.as_str(), path_and_query, &get_header, Some(&body), &k.key, now)
-    };
-    let key = match fed.client.key(&params.key_id, false, signer).await {
-        Ok(k) => k,
-        Err(e) => {
-            // A deleted actor's key is gone too; its Delete is honoured only if the actor really is.
-            if activity.get("type").and_then(Value::as_str) == Some("Delete") && !actor_iri.is_empty() {
-                return deleted_actor(&fed, &local, &actor_iri, &activity).await;
-            }
-            return Err(unauthorized(format!("unknown key {}: {e}", params.key_id)));
-        }
-    };
-    let key = match verify(&key) {
-        Ok(()) => key,
-        Err(e @ (signatures::SigError::Invalid | signatures::SigError::MissingHeader(_))) => {
-            // maybe the key was rotated: fetch it once more
-            let fresh = fed.client.key(&params.key_id, true, signer).await.map_err(|_| unauthorized(&e))?;
-            verify(&fresh).map_err(unauthorized)?;
-            fresh
-        }
-        Err(e) => return Err(unauthorized(e)),
-    };
-    if actor_iri.is_empty() || origin(&actor_iri) != origin(&key.owner) {
-        return Err(forbidden(format!("the actor {actor_iri} is not the key's owner {}", key.owner)));
+    if !host_is_ours(&local, &headers, &uri) {
+        return Err(unauthorized("the request was not made to this server's host"));
     }
-    let actor = match key.actor.clone().filter(|a| a.iri == actor_iri) {
-        Some(a) => a,
-        None => fed.client.fetch_actor(&actor_iri, signer).await.map_err(|e| unauthorized(e.to_string()))?,
+    let signed_at = signatures::check(&params, &get_header, Some(&body), chrono::Utc::now()).map_err(unauthorized)?;
+
+    // 4. The signer.
+    let kind = activity.get("type").and_then(Value::as_str).unwrap_or_default();
+    let object = activity.get("object").and_then(id_of).unwrap_or_default();
+    let deleting_itself = kind == "Delete" && object == actor_iri;
+    let kp = fed.keys.get().await?;
+    let signer = Some((kp.as_ref(), local.key_id.as_str()));
+    let path_and_query = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let verify =
+        |key: &rsa::RsaPublicKey| signatures::verify_key(&params, method.as_str(), path_and_query, &get_header, key);
+    let found = {
+        let _place = fetch_place(&fed, &actor_iri, ip)?;
+        fed.client.signer(&actor_iri, &params.key_id, false, signer).await
     };
-    handle(&fed, &local, &actor, &activity).await?;
+    let actor = match found {
+        Ok((actor, key)) => match verify(&key) {
+            Ok(()) => actor,
+            Err(signatures::SigError::Invalid) => {
+                // maybe the key was rotated: fetch the actor once more (at most once a minute)
+                let fresh = {
+                    let _place = fetch_place(&fed, "", ip)?;
+                    fed.client.signer(&actor_iri, &params.key_id, true, signer).await
+                };
+                let (actor, key) = fresh.map_err(|e| unauthorized(format!("{e} (after a bad signature)")))?;
+                verify(&key).map_err(unauthorized)?;
+                actor
+            }
+            Err(e) => return Err(unauthorized(e)),
+        },
+        // A deleted actor's key is gone too; its Delete is honoured since the actor really is.
+        Err(FedError::Gone(_)) if deleting_itself => return deleted_actor(&fed, &actor_iri).await,
+        Err(FedError::Busy(m)) => {
+            tracing::info!("an inbox request waits for a busy remote host: {m}");
+            return Err(ApiError::Unavailable("the sender's server is busy for now; try again later".into()).into());
+        }
+        Err(e) => return Err(unauthorized(format!("cannot verify the key {}: {e}", params.key_id))),
+    };
+
+    // 5. New?
+    let seen = replay_key(&actor.iri, &activity, &params.signature);
+    let (key, at, expired) = (
+        seen.clone(),
+        signed_at.timestamp_millis(),
+        (chrono::Utc::now() - signatures::DATE_WINDOW - chrono::TimeDelta::minutes(1)).timestamp_millis(),
+    );
+    match fed.store.call(move |c| data::record_sight(c, &key, at, expired, data::MAX_SEEN)).await? {
+        data::Sight::First => {}
+        data::Sight::Seen => {
+            tracing::info!(actor = %actor.iri, kind, "dropped an activity received before (a replay or a retry)");
+            return Ok(accepted("already received"));
+        }
+        data::Sight::TooOld => return Err(unauthorized("signed too long ago for the replay store to tell")),
+    }
+
+    // 6. Its type.
+    let cx = Context { fed: &fed, local: &local, actor: &actor };
+    let typed = Activity::parse(&activity);
+    let result = match typed.verify(&cx).await {
+        Ok(Check::Act) => typed.receive(&cx).await,
+        Ok(Check::Ignore(why)) => {
+            tracing::info!(actor = %actor.iri, "ignored an activity: {why}");
+            Ok(())
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
+        // The sender's retry must be acted on.
+        if let Err(e) = fed.store.call(move |c| data::forget_sight(c, &seen)).await {
+            tracing::warn!("cannot update the federation replay store: {e}");
+        }
+        return Err(e.into());
+    }
     fed.recount().await;
-    Ok((StatusCode::ACCEPTED, crate::http::StatusResponse::ok("accepted")).into_response())
+    Ok(accepted("accepted"))
 }
 
-async fn deleted_actor(
+fn accepted(message: &str) -> Response {
+    (StatusCode::ACCEPTED, crate::http::StatusResponse::ok(message)).into_response()
+}
+
+/// A place to fetch for the inbox: a token of the address's rate when `actor_iri` is not cached (or
+/// always, for `""`), and one of `MAX_FETCHES`.
+fn fetch_place(
     fed: &Federation,
-    local: &Local,
     actor_iri: &str,
-    activity: &Value,
-) -> Result<Response, HttpError> {
-    let object = activity.get("object").and_then(id_of).unwrap_or_default();
-    if object != actor_iri || !fed.client.allowed(actor_iri) {
-        return Err(unauthorized("unverifiable Delete"));
+    ip: Option<std::net::IpAddr>,
+) -> Result<tokio::sync::OwnedSemaphorePermit, HttpError> {
+    if actor_iri.is_empty() || !fed.client.is_cached(actor_iri) {
+        if let Some(ip) = ip {
+            fed.limits.inbox_fetch.take(ip).map_err(|l| {
+                tracing::info!(%ip, "inbox requests that need a fetch come too fast from one address");
+                HttpError::Api(ApiError::TooManyRequests(l))
+            })?;
+        }
     }
-    let gone = match fed.client.get_json(actor_iri, "application/activity+json", None).await {
-        Ok((status, _)) => status == 404 || status == 410,
-        Err(_) => false,
-    };
-    if !gone {
-        return Err(unauthorized("a Delete of an actor that still exists, with an unknown key"));
-    }
+    fed.limits
+        .inbox_fetches
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| HttpError::Api(ApiError::Unavailable("too many inbox requests at once; try again later".into())))
+}
+
+/// The Delete of an actor whose document is gone (404/410): it stops following.
+async fn deleted_actor(fed: &Federation, actor_iri: &str) -> Result<Response, HttpError> {
     let iri = actor_iri.to_string();
     let removed = fed.store.call(move |c| data::remove_follower(c, &iri)).await?;
-    tracing::info!(actor = actor_iri, removed, local = %local.actor, "a deleted actor stopped following");
+    tracing::info!(actor = actor_iri, removed, "a deleted actor stopped following");
     fed.recount().await;
-    Ok((StatusCode::ACCEPTED, crate::http::StatusResponse::ok("accepted")).into_response())
-}
-
-/// Act on a verified activity from `actor`.
-pub async fn handle(
-    fed: &Arc<Federation>,
-    local: &Local,
-    actor: &RemoteActor,
-    activity: &Value,
-) -> Result<(), FedError> {
-    let kind = activity.get("type").and_then(Value::as_str).unwrap_or_default();
-    let iri = activity.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-    let object = activity.get("object").cloned().unwrap_or(Value::Null);
-    match kind {
-        "Follow" => {
-            if id_of(&object) != Some(local.actor.as_str()) {
-                return Ok(());
-            }
-            follow(fed, local, actor, &iri, activity).await
-        }
-        "Undo" => {
-            let inner = object.get("type").and_then(Value::as_str).unwrap_or_default();
-            let inner_id = id_of(&object).unwrap_or_default().to_string();
-            let a = actor.iri.clone();
-            match inner {
-                "Follow" => {
-                    fed.store.call(move |c| data::remove_follower(c, &a)).await?;
-                    tracing::info!(actor = %actor.iri, "a fediverse follower unfollowed");
-                }
-                _ => {
-                    fed.store.call(move |c| data::remove_activity(c, &inner_id, &a)).await?;
-                }
-            }
-            Ok(())
-        }
-        "Like" | "Announce" => {
-            let (label, ev) = if kind == "Like" { ("LIKE", "liked") } else { ("REPOST", "shared") };
-            log_activity(fed, &iri, &actor.iri, label).await?;
-            engagement(fed, actor, kind, &format!("{ev} a post from this stream"));
-            Ok(())
-        }
-        "Update" => {
-            if let Some(updated) = RemoteActor::from_json(&object).filter(|a| a.iri == actor.iri) {
-                fed.store.call(move |c| data::update_profile(c, &updated)).await?;
-            }
-            Ok(())
-        }
-        "Create" => super::servers::went_live(fed, actor).await,
-        "Delete" => {
-            if id_of(&object) == Some(actor.iri.as_str()) {
-                let a = actor.iri.clone();
-                fed.store.call(move |c| data::remove_follower(c, &a)).await?;
-            }
-            Ok(())
-        }
-        "Accept" => {
-            let a = actor.iri.clone();
-            if fed.store.call(move |c| data::server_followed(c, &a)).await? {
-                tracing::info!(server = %actor.iri, "a federated server accepted our follow");
-            }
-            Ok(())
-        }
-        "Reject" => {
-            tracing::info!(actor = %actor.iri, "a follow was rejected");
-            Ok(())
-        }
-        other => {
-            tracing::debug!(kind = other, "ignored an activity type");
-            Ok(())
-        }
-    }
-}
-
-async fn log_activity(fed: &Federation, iri: &str, actor: &str, kind: &str) -> Result<(), FedError> {
-    let (iri, actor, kind) = (iri.to_string(), actor.to_string(), kind.to_string());
-    fed.store.call(move |c| data::add_activity(c, &iri, &actor, &kind)).await?;
-    Ok(())
-}
-
-/// Publish a fediverse engagement (chat event + webhook) when `showengagement` is on.
-pub fn engagement(fed: &Federation, actor: &RemoteActor, kind: &str, action: &str) {
-    if !fed.settings.get().federation.federation_show_engagement {
-        return;
-    }
-    let name = if actor.name.is_empty() { actor.account() } else { actor.name.clone() };
-    let ev = FediverseEngagementEvent {
-        id: crate::password::random_token(16),
-        timestamp: chrono::Utc::now(),
-        body: format!("{} {action}", super::actor::escape(&name)),
-        image: (!actor.image.is_empty()).then(|| actor.image.clone()),
-        link: actor.url.clone(),
-        title: actor.account(),
-    };
-    let event = match kind {
-        "Follow" => ChatEvent::FediverseFollow(ev),
-        "Like" => ChatEvent::FediverseLike(ev),
-        _ => ChatEvent::FediverseRepost(ev),
-    };
-    fed.bus.publish(Event::Chat(event));
-}
-
-/// An `Accept` (or `Reject`) of a follow, to the follower's inbox.
-pub async fn answer_follow(
-    fed: &Federation,
-    local: &Local,
-    follower: &str,
-    inbox: &str,
-    follow_iri: &str,
-    accept: bool,
-) -> Result<(), FedError> {
-    let activity = json!({
-        "@context": AS_CONTEXT,
-        "id": local.new_iri(),
-        "type": if accept { "Accept" } else { "Reject" },
-        "actor": local.actor,
-        "object": { "id": follow_iri, "type": "Follow", "actor": follower, "object": local.actor },
-    });
-    delivery::enqueue(fed, vec![inbox.to_string()], &activity).await?;
-    Ok(())
-}
-
-async fn follow(
-    fed: &Federation,
-    local: &Local,
-    actor: &RemoteActor,
-    iri: &str,
-    _activity: &Value,
-) -> Result<(), FedError> {
-    let approved = !fed.settings.get().federation.federation_private;
-    let (a, f) = (actor.clone(), iri.to_string());
-    let before = match fed.store.call(move |c| data::upsert_follower(c, &a, &f, approved)).await? {
-        data::Followed::New => None,
-        data::Followed::Again { was_approved } => Some(was_approved),
-        data::Followed::Blocked => {
-            tracing::info!(actor = %actor.iri, "a blocked follower tried to follow again; ignored");
-            return Ok(());
-        }
-        data::Followed::Full => {
-            tracing::warn!(
-                actor = %actor.iri,
-                max = data::MAX_FOLLOWERS,
-                "a follow was rejected: this server has as many followers as it keeps"
-            );
-            return answer_follow(fed, local, &actor.iri, &actor.inbox, iri, false).await;
-        }
-    };
-    let now_approved = approved || before == Some(true);
-    log_activity(fed, iri, &actor.iri, "FOLLOW").await?;
-    if now_approved {
-        answer_follow(fed, local, &actor.iri, &actor.inbox, iri, true).await?;
-        if before != Some(true) {
-            engagement(fed, actor, "Follow", "followed this stream");
-        }
-    } else {
-        tracing::info!(actor = %actor.iri, "a follow waits for the admin's approval (private mode)");
-    }
-    Ok(())
+    Ok(accepted("accepted"))
 }
 
 #[cfg(test)]
@@ -319,11 +288,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blocked_domains_match_subdomains() {
-        let b = vec!["bad.example".to_string()];
+    fn blocked_domains_match_subdomains_whatever_the_case_or_trailing_dot() {
+        let b = vec!["bad.example".to_string(), "Worse.Example.".to_string()];
         assert!(is_blocked(&b, "https://bad.example/users/x"));
         assert!(is_blocked(&b, "https://a.bad.example/users/x"));
+        assert!(is_blocked(&b, "https://BAD.example./users/x"));
+        assert!(is_blocked(&b, "https://worse.example:8443/users/x"));
         assert!(!is_blocked(&b, "https://notbad.example/users/x"));
         assert!(!is_blocked(&b, "garbage"));
+        assert!(is_blocked_host(&b, "bad.example."));
+        assert!(is_blocked_host(&b, "sub.worse.example:443"));
+        assert!(!is_blocked_host(&b, "example"));
+        let ip = vec!["127.0.0.1.".to_string()];
+        assert!(is_blocked(&ip, "http://127.0.0.1:8080/users/x"));
+        assert!(is_blocked_host(&ip, "127.0.0.1:8080"));
+    }
+
+    #[test]
+    fn origins_of_other_schemes_never_match() {
+        assert_eq!(origin("javascript:alert(1)"), None);
+        assert_eq!(origin("data:text/plain,x"), None);
+        assert_eq!(origin("https://a.example/u#k"), origin("https://a.example/other"));
+        assert_ne!(origin("https://a.example/u"), origin("https://a.example:8443/u"));
+    }
+
+    #[test]
+    fn the_host_must_be_this_servers() {
+        let local = Local::new("https://Live.Example/", "streamer").unwrap();
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::HOST, v.parse().unwrap());
+            m
+        };
+        let uri: Uri = "/federation/user/streamer/inbox".parse().unwrap();
+        for ok in ["live.example", "LIVE.example", "live.example.", "live.example:443"] {
+            assert!(host_is_ours(&local, &h(ok), &uri), "{ok}");
+        }
+        for bad in ["other.example", "live.example:8443", "live.example.evil"] {
+            assert!(!host_is_ours(&local, &h(bad), &uri), "{bad}");
+        }
+        assert!(!host_is_ours(&local, &HeaderMap::new(), &uri));
     }
 }

@@ -4,18 +4,27 @@
 //! Owncast-compatible servers can be followed ("federated servers") and their go-live posts mark them
 //! online; chat users can prove a Fediverse identity with a one-time code sent by direct message.
 //!
-//! Modules: `keys` (the RSA key pair), `signatures` (HTTP Signatures), `client` (outbound requests,
-//! the URL policy and the remote key cache), `data` (the tables), `delivery` (the persistent outbound
-//! queue), `discovery` (WebFinger, host-meta, NodeInfo, `/api/v1/instance`), `actor` (actor, outbox,
-//! followers, objects), `inbox` (inbound activities), `servers` (federated servers), `signin`
-//! (Fediverse chat sign-in), `scheduled` (scheduled streams as ActivityPub Events, their updates,
-//! deletes and reminders, which the schedule publishes on the bus), `api` (admin and public routes).
+//! Modules: `keys` (the RSA key pair), `signatures` (HTTP Signatures), `client` (outbound requests
+//! through the guarded client, the URL policy, remote actors and their keys), `data` (the tables),
+//! `delivery` (the persistent outbound queue), `discovery` (WebFinger, host-meta, NodeInfo,
+//! `/api/v1/instance`), `actor` (actor, outbox, followers, objects), `inbox` (who signed an inbound
+//! activity, and whether it is new), `activities` (each inbound activity type: what it may do, and
+//! doing it), `servers` (federated servers), `signin` (Fediverse chat sign-in), `scheduled` (scheduled
+//! streams as ActivityPub Events, their updates, deletes and reminders, which the schedule publishes
+//! on the bus), `api` (admin and public routes).
 //!
 //! Every federation route answers 405 while federation is disabled. Federation needs `serverurl`:
-//! its host is the account's domain. Outbound requests go only to `https://` URLs, or, with the
-//! `--federation-allow-http-loopback` development switch, also to `http://` URLs whose host is a
-//! loopback address (so two local daemons can federate without TLS).
+//! its host is the account's domain. Outbound requests go only to `https://` URLs on public
+//! addresses (`crate::outbound`), or, with the `--federation-allow-http-loopback` development switch,
+//! also to loopback addresses, over `http://` too (so two local daemons can federate without TLS).
+//!
+//! Remote documents are hostile: an activity counts only when the actor's own document lists the key
+//! that signed it (`inbox`), once (replays are dropped), and only about what the signer may change
+//! (`activities`); only http(s) URLs from remote documents are stored or shown; blocked domains
+//! (normalised: case, trailing dot) are refused inbound, on delivery, on sign-in and on remote
+//! follow.
 
+pub mod activities;
 pub mod actor;
 pub mod api;
 pub mod client;
@@ -40,9 +49,11 @@ use axum::Json;
 
 use crate::events::{Bus, Event};
 use crate::http::{ApiError, StatusResponse, UserTokens};
+use crate::outbound::OutboundError;
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
 use crate::tasks::{Stage, Tasks};
+use crate::throttle::{Backoff, BackoffConfig, Rate};
 
 /// The ActivityStreams public collection.
 pub const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
@@ -58,13 +69,49 @@ pub enum FedError {
     Store(#[from] StoreError),
     #[error("key: {0}")]
     Key(String),
+    /// A remote request failed; the text is detail for the log (it may carry remote text).
     #[error("{0}")]
     Remote(String),
+    /// castd's policy refuses it (URL, origin, key, blocked domain); detail for the log.
     #[error("{0}")]
     Policy(String),
+    /// castd's own words about what went wrong, safe to show to whoever asked.
+    #[error("{0}")]
+    Public(String),
+    /// The remote host already has as many requests from castd as it gets: try again later.
+    #[error("{0}")]
+    Busy(String),
+    /// The remote document is gone (404 or 410).
+    #[error("{0} is gone")]
+    Gone(String),
+    /// A blocked domain (castd's words, safe to show).
+    #[error("{0}")]
+    Blocked(String),
     /// A queued delivery a newer one replaced (never sent).
     #[error("superseded by a newer activity")]
     Superseded,
+}
+
+impl From<OutboundError> for FedError {
+    fn from(e: OutboundError) -> Self {
+        match e {
+            OutboundError::NotAllowed(_) => FedError::Policy(e.to_string()),
+            OutboundError::HostBusy(_) => FedError::Busy(e.to_string()),
+            OutboundError::TooLarge(_) | OutboundError::Failed(..) => FedError::Remote(e.to_string()),
+        }
+    }
+}
+
+impl FedError {
+    /// What a requester who is not the admin may be told: castd's own words, or one generic
+    /// sentence (the detail goes to the log).
+    pub fn public_message(&self) -> String {
+        match self {
+            FedError::Public(m) | FedError::Blocked(m) => m.clone(),
+            FedError::Busy(_) => "the remote server is busy; try again later".into(),
+            _ => "the remote server could not be reached or gave no usable answer".into(),
+        }
+    }
 }
 
 impl From<rusqlite::Error> for FedError {
@@ -161,6 +208,33 @@ impl Local {
     }
 }
 
+/// Limits per client address on what strangers can make federation do (see `throttle`).
+pub struct Limits {
+    /// Inbox requests that need a remote fetch (an actor not cached, or fetched again): 30 at once,
+    /// then one a second, per sending address.
+    pub inbox_fetch: Rate,
+    /// Inbox fetches in flight at once (`inbox::MAX_FETCHES`).
+    pub inbox_fetches: Arc<tokio::sync::Semaphore>,
+    /// Wrong Fediverse sign-in codes, per address (backoff, 429).
+    pub signin_codes: Backoff,
+    /// Fediverse sign-in code requests (each sends a direct message): 10, then one every 30 s.
+    pub signin_requests: Rate,
+    /// Remote follow lookups (each a WebFinger fetch): 10, then one every 6 s.
+    pub remote_follow: Rate,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            inbox_fetch: Rate::new(30, Duration::from_secs(1)),
+            inbox_fetches: Arc::new(tokio::sync::Semaphore::new(inbox::MAX_FETCHES)),
+            signin_codes: Backoff::new(BackoffConfig::SECRETS),
+            signin_requests: Rate::new(10, Duration::from_secs(30)),
+            remote_follow: Rate::new(10, Duration::from_secs(6)),
+        }
+    }
+}
+
 /// The federation feature's state.
 pub struct Federation {
     pub store: Store,
@@ -173,6 +247,7 @@ pub struct Federation {
     pub client: client::Client,
     pub queue: delivery::Queue,
     pub codes: signin::Codes,
+    pub limits: Limits,
     /// The number of approved followers, kept current for `/api/config` (a handle the composition
     /// root shares with the public API).
     pub follower_count: Arc<AtomicU64>,
@@ -198,6 +273,7 @@ impl Federation {
             keys: keys::Keys::new(store.clone()),
             queue: delivery::Queue::default(),
             codes: signin::Codes::default(),
+            limits: Limits::default(),
             store,
             settings,
             bus,
@@ -264,7 +340,10 @@ impl From<StoreError> for HttpError {
 impl From<FedError> for HttpError {
     fn from(e: FedError) -> Self {
         match e {
-            FedError::Remote(m) | FedError::Policy(m) => HttpError::Api(ApiError::BadRequest(m)),
+            FedError::Remote(m) | FedError::Policy(m) | FedError::Public(m) => HttpError::Api(ApiError::BadRequest(m)),
+            FedError::Gone(iri) => HttpError::Api(ApiError::BadRequest(format!("{iri} is gone"))),
+            FedError::Busy(m) => HttpError::Api(ApiError::Unavailable(m)),
+            FedError::Blocked(m) => HttpError::Api(ApiError::Forbidden(m)),
             other => HttpError::Api(ApiError::Internal(other.to_string())),
         }
     }

@@ -57,7 +57,17 @@ pub static SETTERS: &[Setter<Federation>] = &[
         set(&mut s.federation.federation_hide_followers, validate::boolean(v))
     }),
     Setter::new("federation/blockdomains", "Blocked fediverse domains", JsonSchema(DOMAINS), |_, v, s| {
-        set(&mut s.federation.federation_blocked_domains, validate::domains(v))
+        // Stored normalised (lower case, no trailing dot), as the checked hosts are.
+        let domains = validate::domains(v).map(|list| {
+            let mut out: Vec<String> = Vec::with_capacity(list.len());
+            for d in list.iter().map(|d| super::inbox::normalise_domain(d)).filter(|d| !d.is_empty()) {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+            out
+        });
+        set(&mut s.federation.federation_blocked_domains, domains)
     }),
 ];
 

@@ -1,6 +1,9 @@
 //! HTTP Signatures (draft-cavage-http-signatures-12, as Mastodon and Owncast use them): signing
 //! outbound requests and verifying inbound ones with RSA-SHA256 (`rsa-sha256`, and `hs2019` with an
-//! RSA key), the `Digest: SHA-256=` body hash, and the `Date` window.
+//! RSA key), the `Digest: SHA-256=` body hash, and the `Date` window (12 hours back, 1 hour ahead).
+//!
+//! A signature must cover `(request-target)`, `host` and `date`, and `digest` for a request with a
+//! body (Mastodon signs all four); the inbox also checks that the `Host` is this server's.
 //!
 //! Pure functions over header values; fetching the key belongs to `client`.
 
@@ -12,8 +15,10 @@ use rsa::signature::{SignatureEncoding, Signer, Verifier};
 use rsa::{RsaPrivateKey, RsaPublicKey};
 use sha2::{Digest as _, Sha256};
 
-/// How far a request's `Date` may be from now, either way (Mastodon's window).
+/// How far in the past a request's `Date` may be (Mastodon's window).
 pub const DATE_WINDOW: chrono::TimeDelta = chrono::TimeDelta::hours(12);
+/// How far in the future a request's `Date` may be (clock skew; Mastodon's margin).
+pub const FUTURE_SKEW: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 /// Longest `Signature` header accepted.
 const MAX_HEADER: usize = 8 * 1024;
 
@@ -141,10 +146,7 @@ pub fn parse(header: &str) -> Result<SigParams, SigError> {
     })
 }
 
-/// Verify a request signed as `params` says. `header` looks up a request header (case-insensitive,
-/// several values joined with `", "`); `path_and_query` is the request target. A request with a body
-/// must sign its `digest`, and the digest must match; the `date` must be signed and within
-/// [`DATE_WINDOW`] of `now`.
+/// Verify a request signed as `params` says: [`check`], then [`verify_key`].
 pub fn verify(
     params: &SigParams,
     method: &str,
@@ -154,19 +156,32 @@ pub fn verify(
     key: &RsaPublicKey,
     now: DateTime<Utc>,
 ) -> Result<(), SigError> {
+    check(params, header, body, now)?;
+    verify_key(params, method, path_and_query, header, key)
+}
+
+/// What needs no key, checked before anything is fetched: a supported algorithm; a signature that
+/// covers `(request-target)`, `host` and `date` (and `digest` when there is a body: a POST); a `Date`
+/// at most [`DATE_WINDOW`] before `now` and [`FUTURE_SKEW`] after it; a digest that matches the body. `header` looks up a request
+/// header (case-insensitive, several values joined with `", "`). Returns the signed date.
+pub fn check(
+    params: &SigParams,
+    header: &dyn Fn(&str) -> Option<String>,
+    body: Option<&[u8]>,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, SigError> {
     match params.algorithm.as_deref() {
         None | Some("rsa-sha256") | Some("hs2019") => {}
         Some(other) => return Err(SigError::Algorithm(other.to_string())),
     }
-    if !params.headers.iter().any(|h| h == "(request-target)") {
-        return Err(SigError::NotCovered("(request-target)"));
-    }
-    if !params.headers.iter().any(|h| h == "date") {
-        return Err(SigError::NotCovered("date"));
+    for needed in ["(request-target)", "host", "date"] {
+        if !params.headers.iter().any(|h| h == needed) {
+            return Err(SigError::NotCovered(needed));
+        }
     }
     let date = header("date").ok_or(SigError::BadDate)?;
     let sent = DateTime::parse_from_rfc2822(date.trim()).map_err(|_| SigError::BadDate)?.with_timezone(&Utc);
-    if (now - sent).abs() > DATE_WINDOW {
+    if now - sent > DATE_WINDOW || sent - now > FUTURE_SKEW {
         return Err(SigError::StaleDate);
     }
     if let Some(b) = body {
@@ -186,6 +201,17 @@ pub fn verify(
             return Err(SigError::DigestMismatch);
         }
     }
+    Ok(sent)
+}
+
+/// The RSA-SHA256 check of the text the signature covers (`path_and_query` is the request target).
+pub fn verify_key(
+    params: &SigParams,
+    method: &str,
+    path_and_query: &str,
+    header: &dyn Fn(&str) -> Option<String>,
+    key: &RsaPublicKey,
+) -> Result<(), SigError> {
     let mut lines = Vec::with_capacity(params.headers.len());
     for h in &params.headers {
         if h == "(request-target)" {
@@ -251,6 +277,8 @@ mod tests {
         // stale and future dates
         assert_eq!(check(&h, body, &pk, now + chrono::TimeDelta::hours(13)), Err(SigError::StaleDate));
         assert_eq!(check(&h, body, &pk, now - chrono::TimeDelta::hours(13)), Err(SigError::StaleDate));
+        assert_eq!(check(&h, body, &pk, now - chrono::TimeDelta::minutes(61)), Err(SigError::StaleDate), "future");
+        assert_eq!(check(&h, body, &pk, now + chrono::TimeDelta::hours(11)), Ok(()));
         // a flipped signature byte
         let mut p = parse(&h["signature"]).unwrap();
         p.signature[5] ^= 1;
@@ -278,6 +306,36 @@ mod tests {
         assert_eq!(verify(&p, "POST", "/inbox", &get, None, &pk, now), Ok(()));
         let no_date = |n: &str| if n == "date" { None } else { h.get(n).cloned() };
         assert_eq!(verify(&p, "POST", "/inbox", &no_date, None, &pk, now), Err(SigError::BadDate));
+    }
+
+    #[test]
+    fn host_must_be_signed() {
+        let k = key();
+        let pk = RsaPublicKey::from(&k);
+        let now = Utc::now();
+        let body = b"{}";
+        let date = http_date(now);
+        let d = digest(body);
+        let text = format!("(request-target): post /inbox\ndate: {date}\ndigest: {d}");
+        let sig = SigningKey::<Sha256>::new(k.clone()).sign(text.as_bytes()).to_bytes();
+        let h: HashMap<String, String> = [
+            ("date".to_string(), date),
+            ("digest".to_string(), d),
+            ("host".to_string(), "a.example".to_string()),
+            (
+                "signature".to_string(),
+                format!(
+                    "keyId=\"k\",algorithm=\"rsa-sha256\",headers=\"(request-target) date digest\",signature=\"{}\"",
+                    B64.encode(sig)
+                ),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let p = parse(&h["signature"]).unwrap();
+        let get = |n: &str| h.get(n).cloned();
+        assert_eq!(verify_key(&p, "POST", "/inbox", &get, &pk), Ok(()), "the signature itself is good");
+        assert_eq!(verify(&p, "POST", "/inbox", &get, Some(body), &pk, now), Err(SigError::NotCovered("host")));
     }
 
     #[test]

@@ -1,10 +1,15 @@
 //! A small Fediverse account for federation tests: a real HTTP server on 127.0.0.1 that serves its
 //! WebFinger, its actor document (with its own RSA public key) and an inbox recording what it
 //! receives, and that signs the requests it sends (HTTP Signatures, written here independently of
-//! castd's implementation).
+//! castd's implementation) as Mastodon does: `(request-target) host date digest`.
+//!
+//! For attack tests it can also serve any document at any path (`serve`), add fields to its actor
+//! document (`actor_extra`: a `javascript:` profile URL, another inbox), offer any remote-follow
+//! template, count the GETs it is sent (`gets`), and sign with any key id, any set of headers and
+//! any `Host` (`sign_with`).
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::BufReader;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
@@ -33,10 +38,26 @@ pub struct FedActor {
     /// When set, every inbox request is answered 503.
     pub inbox_down: Arc<Mutex<bool>>,
     pub name: Arc<Mutex<String>>,
+    /// The path of every GET it was sent, in order.
+    pub gets: Arc<Mutex<Vec<String>>>,
+    /// Documents served for GETs at these paths (ahead of everything else): status and JSON body.
+    pub docs: Arc<Mutex<HashMap<String, (u16, String)>>>,
+    /// Fields set in (or, when null, removed from) the actor document.
+    pub actor_extra: Arc<Mutex<serde_json::Map<String, Value>>>,
+    /// The remote-follow template of its WebFinger answer (`{uri}` is the account to follow).
+    pub follow_template: Arc<Mutex<String>>,
 }
 
 fn http_date(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
+}
+
+/// `host[:port]` of a URL, as its `Host` header.
+fn authority(u: &url::Url) -> String {
+    match u.port() {
+        Some(p) => format!("{}:{p}", u.host_str().unwrap()),
+        None => u.host_str().unwrap().to_string(),
+    }
 }
 
 pub fn digest(body: &[u8]) -> String {
@@ -58,22 +79,35 @@ impl FedActor {
             inbox_statuses: Arc::default(),
             inbox_down: Arc::default(),
             name: Arc::new(Mutex::new(format!("{username} (test)"))),
+            gets: Arc::default(),
+            docs: Arc::default(),
+            actor_extra: Arc::default(),
+            follow_template: Arc::new(Mutex::new(format!("{base}/authorize_interaction?uri={{uri}}"))),
         };
         let pem = RsaPublicKey::from(&actor.key).to_public_key_pem(LineEnding::LF).unwrap();
         let (inbox, statuses, down, name) =
             (actor.inbox.clone(), actor.inbox_statuses.clone(), actor.inbox_down.clone(), actor.name.clone());
+        let (gets, docs, extra, template) =
+            (actor.gets.clone(), actor.docs.clone(), actor.actor_extra.clone(), actor.follow_template.clone());
         let user = username.to_string();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let (inbox, statuses, down, name) = (inbox.clone(), statuses.clone(), down.clone(), name.clone());
+                let (gets, docs, extra, template) = (gets.clone(), docs.clone(), extra.clone(), template.clone());
                 let (base, host, user, pem) = (base.clone(), host.clone(), user.clone(), pem.clone());
                 std::thread::spawn(move || {
                     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
                     while let Some(Received { method, path, headers, body }) = read_request(&mut reader) {
                         let actor_iri = format!("{base}/users/{user}");
-                        let (status, ctype, text) = if method == "POST" && path == format!("/users/{user}/inbox") {
+                        if method == "GET" {
+                            gets.lock().unwrap().push(path.clone());
+                        }
+                        let served = (method == "GET").then(|| docs.lock().unwrap().get(&path).cloned()).flatten();
+                        let (status, ctype, text) = if let Some((st, doc)) = served {
+                            (st, "application/activity+json", doc)
+                        } else if method == "POST" && path == format!("/users/{user}/inbox") {
                             let st = if *down.lock().unwrap() {
                                 503
                             } else {
@@ -90,7 +124,7 @@ impl FedActor {
                                     "subject": format!("acct:{user}@{host}"),
                                     "links": [
                                         {"rel": "self", "type": "application/activity+json", "href": actor_iri},
-                                        {"rel": "http://ostatus.org/schema/1.0/subscribe", "template": format!("{base}/authorize_interaction?uri={{uri}}")}
+                                        {"rel": "http://ostatus.org/schema/1.0/subscribe", "template": template.lock().unwrap().clone()}
                                     ]
                                 });
                                 (200, "application/jrd+json", jrd.to_string())
@@ -98,7 +132,7 @@ impl FedActor {
                                 (404, "text/plain", String::new())
                             }
                         } else if method == "GET" && path == format!("/users/{user}") {
-                            let doc = json!({
+                            let mut doc = json!({
                                 "@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
                                 "id": actor_iri,
                                 "type": "Person",
@@ -109,6 +143,12 @@ impl FedActor {
                                 "icon": {"type": "Image", "url": format!("{base}/avatar.png")},
                                 "publicKey": {"id": format!("{actor_iri}#main-key"), "owner": actor_iri, "publicKeyPem": pem}
                             });
+                            for (k, v) in extra.lock().unwrap().iter() {
+                                match v {
+                                    Value::Null => doc.as_object_mut().unwrap().remove(k),
+                                    v => doc.as_object_mut().unwrap().insert(k.clone(), v.clone()),
+                                };
+                            }
                             (200, "application/activity+json", doc.to_string())
                         } else {
                             (404, "text/plain", String::new())
@@ -135,7 +175,13 @@ impl FedActor {
         format!("{}@{}", self.username, self.host)
     }
 
-    /// Signature headers for a POST of `body` to `url`, signed with `key_id` at `date`.
+    /// The actor's public key (PEM), to put in documents served elsewhere.
+    pub fn public_pem(&self) -> String {
+        RsaPublicKey::from(&self.key).to_public_key_pem(LineEnding::LF).unwrap()
+    }
+
+    /// Signature headers for a POST of `body` to `url`, signed with `key_id` at `date`, as Mastodon
+    /// signs: `(request-target) host date digest`.
     pub fn sign(
         &self,
         url: &str,
@@ -143,36 +189,76 @@ impl FedActor {
         key_id: &str,
         date: chrono::DateTime<chrono::Utc>,
     ) -> Vec<(String, String)> {
+        self.sign_with(url, body, key_id, date, &["(request-target)", "host", "date", "digest"], None)
+    }
+
+    /// Signature headers for a POST of `body` to `url` covering `covered` (in order), with `host` as
+    /// the `Host` (the URL's authority when `None`).
+    pub fn sign_with(
+        &self,
+        url: &str,
+        body: &[u8],
+        key_id: &str,
+        date: chrono::DateTime<chrono::Utc>,
+        covered: &[&str],
+        host: Option<&str>,
+    ) -> Vec<(String, String)> {
         let u = url::Url::parse(url).unwrap();
-        let host = format!("{}:{}", u.host_str().unwrap(), u.port().unwrap());
-        let date = http_date(date);
-        let digest = digest(body);
-        let text = format!("(request-target): post {}\nhost: {host}\ndate: {date}\ndigest: {digest}", u.path());
-        let sig = SigningKey::<Sha256>::new(self.key.clone()).sign(text.as_bytes()).to_bytes();
+        let host = host.map(str::to_string).unwrap_or_else(|| authority(&u));
+        let values: HashMap<&str, String> = [
+            ("(request-target)", format!("post {}", u.path())),
+            ("host", host.clone()),
+            ("date", http_date(date)),
+            ("digest", digest(body)),
+        ]
+        .into_iter()
+        .collect();
+        let text: Vec<String> = covered.iter().map(|h| format!("{h}: {}", values[h])).collect();
+        let sig = SigningKey::<Sha256>::new(self.key.clone()).sign(text.join("\n").as_bytes()).to_bytes();
         vec![
             ("host".into(), host),
-            ("date".into(), date),
-            ("digest".into(), digest),
+            ("date".into(), values["date"].clone()),
+            ("digest".into(), values["digest"].clone()),
             (
                 "signature".into(),
                 format!(
-                    "keyId=\"{key_id}\",algorithm=\"rsa-sha256\",headers=\"(request-target) host date digest\",signature=\"{}\"",
+                    "keyId=\"{key_id}\",algorithm=\"rsa-sha256\",headers=\"{}\",signature=\"{}\"",
+                    covered.join(" "),
                     B64.encode(sig)
                 ),
             ),
         ]
     }
 
-    /// POST `headers` + `body` to `url`; the status.
+    /// POST `headers` + `body` to `url`; the status. A `host` header other than the URL's authority
+    /// is sent as the `Host`.
     pub fn post_raw(&self, url: &str, headers: &[(String, String)], body: &[u8]) -> u16 {
+        self.post_raw_answer(url, headers, body).0
+    }
+
+    /// `post_raw`, with the answer's body.
+    pub fn post_raw_answer(&self, url: &str, headers: &[(String, String)], body: &[u8]) -> (u16, String) {
         let client = reqwest::blocking::Client::new();
+        let u = url::Url::parse(url).unwrap();
+        let authority = authority(&u);
         let mut req = client.post(url).header("content-type", "application/activity+json").body(body.to_vec());
         for (k, v) in headers {
-            if k != "host" {
+            if k != "host" || *v != authority {
                 req = req.header(k.as_str(), v.as_str());
             }
         }
-        req.send().expect("POST to inbox").status().as_u16()
+        let r = req.send().expect("POST to inbox");
+        (r.status().as_u16(), r.text().unwrap_or_default())
+    }
+
+    /// How many GETs it was sent at `path`.
+    pub fn gets_of(&self, path: &str) -> usize {
+        self.gets.lock().unwrap().iter().filter(|p| *p == path).count()
+    }
+
+    /// Serve `doc` (JSON, status 200) for GETs at `path`.
+    pub fn serve(&self, path: &str, doc: &Value) {
+        self.docs.lock().unwrap().insert(path.to_string(), (200, doc.to_string()));
     }
 
     /// Send `activity` to `inbox`, properly signed; the status.
