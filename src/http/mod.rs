@@ -4,8 +4,10 @@
 //!
 //! This is the bottom layer of the web server: it imports no feature module. Features add their routes
 //! through `Registry::scope(state)`, each with its own narrow state; `Registry::into_router` adds the
-//! fallback, CORS and the body limit and produces the one `Router`; `Registry::into_service` adds the
-//! fast lanes (`lanes`) to it, which is what the composition root serves.
+//! fallback, CORS, the security headers (`headers`: CSP, framing, nosniff, Referrer-Policy) and the
+//! body limit and produces the one `Router`; `Registry::into_service` adds the fast lanes (`lanes`) to
+//! it, which is what the composition root serves. The client address (`client_ip`, `ClientIp`) is
+//! read through the trusted proxies (`headers::TrustedProxies`, `--trusted-proxies`).
 //!
 //! Errors: handlers return `ApiError`, which answers `{"success":false,"message":...}` with a 4xx for
 //! bad input; `JsonBody` turns unreadable JSON into a 400 instead of axum's plain-text rejections.
