@@ -47,22 +47,31 @@ use sha2::{Digest, Sha256};
 /// `Referrer-Policy` of every answer.
 pub const REFERRER_POLICY: &str = "strict-origin-when-cross-origin";
 
+/// The page policy with `$tail` (a `frame-ancestors` or nothing) at its end.
+macro_rules! page_policy {
+    ($tail:literal) => {
+        concat!(
+            "default-src 'self'; script-src 'self'; worker-src 'self' blob:; ",
+            "style-src 'self' 'unsafe-inline' https:; img-src 'self' https: http: data: blob:; ",
+            "media-src 'self' https: http: blob:; font-src 'self' https: data:; ",
+            "connect-src 'self' https: http: wss: ws:; frame-src 'self' https: http:; ",
+            "object-src 'none'; base-uri 'self'; form-action 'self'",
+            $tail
+        )
+    };
+}
+
 /// The policy of castd's pages, without `frame-ancestors` (see the module doc).
-pub const PAGE_POLICY: &str = concat!(
-    "default-src 'self'; script-src 'self'; worker-src 'self' blob:; ",
-    "style-src 'self' 'unsafe-inline' https:; img-src 'self' https: http: data: blob:; ",
-    "media-src 'self' https: http: blob:; font-src 'self' https: data:; ",
-    "connect-src 'self' https: http: wss: ws:; frame-src 'self' https: http:; ",
-    "object-src 'none'; base-uri 'self'; form-action 'self'"
-);
+pub const PAGE_POLICY: &str = page_policy!("");
+
+/// [`PAGE_POLICY`] for a page nobody may frame.
+const PAGE_POLICY_NOT_FRAMED: &str = page_policy!("; frame-ancestors 'none'");
 
 /// The policy of owner uploads and other script-capable documents nobody declared: a sandbox (no
 /// script, an opaque origin, no forms, popups or navigation of the top page); the file's own images,
 /// media and inline styles still render.
 pub const SANDBOX: &str =
     "sandbox; default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'";
-
-const DENY_FRAMING: &str = "; frame-ancestors 'none'";
 
 /// Who may show a page in a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,6 +116,15 @@ impl Page {
 
     /// The header value.
     pub fn policy(&self) -> String {
+        self.value().to_str().unwrap_or_default().to_string()
+    }
+
+    fn value(&self) -> HeaderValue {
+        let denied = self.framing == Framing::Nobody;
+        if self.script_hashes.is_empty() && self.form_targets.is_empty() {
+            // The web UI's pages: no work per request.
+            return HeaderValue::from_static(if denied { PAGE_POLICY_NOT_FRAMED } else { PAGE_POLICY });
+        }
         let mut p = String::from(PAGE_POLICY);
         if !self.script_hashes.is_empty() {
             let scripts = format!("script-src 'self' {}", self.script_hashes.join(" "));
@@ -116,18 +134,17 @@ impl Page {
             let forms = format!("form-action 'self' {}", self.form_targets.join(" "));
             p = p.replacen("form-action 'self'", &forms, 1);
         }
-        if self.framing == Framing::Nobody {
-            p.push_str(DENY_FRAMING);
+        if denied {
+            p.push_str("; frame-ancestors 'none'");
         }
-        p
+        // Hash sources and serialized origins are header-safe; the fallback never applies.
+        HeaderValue::from_str(&p).unwrap_or(HeaderValue::from_static(PAGE_POLICY_NOT_FRAMED))
     }
 
     /// Set the policy (and `X-Frame-Options: DENY` when nobody may frame the page) on `resp`.
     pub fn apply(&self, resp: &mut Response) {
         let h = resp.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(&self.policy()) {
-            h.insert(header::CONTENT_SECURITY_POLICY, v);
-        }
+        h.insert(header::CONTENT_SECURITY_POLICY, self.value());
         if self.framing == Framing::Nobody {
             h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
         }
@@ -173,9 +190,9 @@ pub fn secure(kind: PathKind, resp: &mut Response) {
         h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(SANDBOX));
         return;
     }
-    let ctype = h.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
+    let ctype = h.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let essence = ctype.split(';').next().unwrap_or_default().trim();
-    if essence == "text/html" {
+    if essence.eq_ignore_ascii_case("text/html") {
         Page::default().apply(resp);
     } else if scriptable(essence) {
         h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(SANDBOX));
@@ -190,8 +207,12 @@ pub fn basic(h: &mut HeaderMap) {
 
 /// Document types besides HTML in which a browser runs script.
 fn scriptable(essence: &str) -> bool {
-    matches!(essence, "image/svg+xml" | "application/xhtml+xml" | "application/xml" | "text/xml" | "text/xsl")
-        || essence.ends_with("+xml")
+    let is = |t: &str| essence.eq_ignore_ascii_case(t);
+    is("application/xml") || is("text/xml") || is("text/xsl") || {
+        // image/svg+xml, application/xhtml+xml and every other XML document type.
+        let n = essence.len();
+        n > 4 && essence.is_char_boundary(n - 4) && essence[n - 4..].eq_ignore_ascii_case("+xml")
+    }
 }
 
 /// How far castd believes `X-Forwarded-For` (`--trusted-proxies`).
@@ -375,9 +396,14 @@ mod tests {
         );
         assert_eq!(r.headers()[header::X_FRAME_OPTIONS], "DENY");
         // Other scriptable documents: the sandbox; JSON, media and scripts: no policy.
-        let mut r = answer("image/svg+xml");
+        for ctype in ["image/svg+xml", "Image/SVG+XML; charset=utf-8", "application/xhtml+xml", "text/xml"] {
+            let mut r = answer(ctype);
+            secure(PathKind::Other, &mut r);
+            assert_eq!(csp(&r).as_deref(), Some(SANDBOX), "{ctype}");
+        }
+        let mut r = answer("TEXT/HTML");
         secure(PathKind::Other, &mut r);
-        assert_eq!(csp(&r).as_deref(), Some(SANDBOX));
+        assert!(csp(&r).unwrap().ends_with("frame-ancestors 'none'"));
         for ctype in ["application/json", "video/mp2t", "text/javascript", "application/activity+json", "image/png"] {
             let mut r = answer(ctype);
             secure(PathKind::Other, &mut r);
