@@ -84,6 +84,14 @@ struct Cli {
     #[arg(long = "federation-allow-http-loopback", env = "CASTD_FEDERATION_ALLOW_HTTP_LOOPBACK")]
     federation_allow_http_loopback: bool,
 
+    /// How many reverse proxies stand in front of castd: the client address is the X-Forwarded-For
+    /// entry the outermost of them wrote (they append: nginx `$proxy_add_x_forwarded_for`, Caddy,
+    /// Traefik); entries left of it are the client's and never read. 0: never read X-Forwarded-For.
+    /// [default: 1 when the connection comes from loopback (a proxy on this machine), else 0]
+    #[arg(long = "trusted-proxies", env = "CASTD_TRUSTED_PROXIES", value_name = "N",
+          value_parser = clap::value_parser!(u8).range(0..=castd::http::headers::MAX_TRUSTED_HOPS as i64))]
+    trusted_proxies: Option<u8>,
+
     /// Test/debug switch, hidden: make the transcode worker's encoder fail SECONDS into each stream, as a
     /// hardware encoder failure, so the fallback to libx264 can be exercised without a GPU.
     #[arg(long = "debug-encoder-fault", env = "CASTD_DEBUG_ENCODER_FAULT", value_name = "SECONDS", hide = true)]
@@ -361,6 +369,10 @@ async fn shutdown_signal() {
 }
 
 async fn run(cli: Cli, logs: LogRing) -> Result<()> {
+    castd::http::headers::set_trusted_proxies(match cli.trusted_proxies {
+        Some(n) => castd::http::headers::TrustedProxies::Hops(n),
+        None => castd::http::headers::TrustedProxies::Loopback,
+    });
     let cluster = castd::cluster::ClusterConfig::from_flags(
         cli.origin.as_deref(),
         cli.redis_url.as_deref(),

@@ -2,6 +2,9 @@
 //! admin and embed paths, with its assets and the social platform icons (`/img/platformlogos/`). `make` builds `web/dist` before cargo; when it is missing (a bare
 //! `cargo build`), the pages answer with a short note saying how to build them.
 //!
+//! Each page carries the page policy of `http::headers` (script only from castd's own files): the admin
+//! pages may not be framed; the viewer page and the embeds may be, by any site, as Owncast's are.
+//!
 //! Every file is answered through `http::files` (strong `ETag` from the embedded SHA-256,
 //! `Last-Modified`, 304, Range, HEAD). The build writes brotli and gzip copies next to each text file
 //! (`web/vite.config.ts`); the copy the browser's `Accept-Encoding` allows is sent as it is, with
@@ -17,6 +20,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use rust_embed::{EmbeddedFile, RustEmbed};
 
 use crate::http::files::{accepts_encoding, respond, FileBody};
+use crate::http::headers::{Framing, Page};
 use crate::http::{Auth, Registry, ResponseDoc};
 
 #[derive(RustEmbed)]
@@ -35,7 +39,8 @@ const INDIEAUTH_LINKS: &str = concat!(
 pub fn routes(reg: &mut Registry) {
     let mut reg = reg.scope(());
     reg.get("/", GROUP, Auth::Public, "Viewer page", |h: HeaderMap| async move {
-        let mut resp = page(h, "index.html").await;
+        // Framable by anyone, as Owncast's viewer page is (sites embed the whole page).
+        let mut resp = page(h, "index.html", Framing::Anyone).await;
         // IndieAuth discovery: this server's URL is the streamer's identity (its authorization
         // endpoint), and its own sign-in callback is the redirect URI it uses as a client.
         resp.headers_mut().insert(header::LINK, axum::http::HeaderValue::from_static(INDIEAUTH_LINKS));
@@ -47,9 +52,10 @@ pub fn routes(reg: &mut Registry) {
         (StatusCode::MOVED_PERMANENTLY, [(LOCATION, "/admin/")])
     })
     .answers(ResponseDoc::Redirect(301, "To /admin/"));
-    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", |h: HeaderMap| page(h, "admin.html")).answers(HTML);
+    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", |h: HeaderMap| page(h, "admin.html", Framing::Nobody))
+        .answers(HTML);
     reg.get("/admin/{*page}", GROUP, Auth::Admin, "Admin dashboard pages", |_: Path<String>, h: HeaderMap| {
-        page(h, "admin.html")
+        page(h, "admin.html", Framing::Nobody)
     })
     .answers(HTML);
     let to_readonly = ResponseDoc::Redirect(307, "To /embed/chat/readonly");
@@ -62,15 +68,17 @@ pub fn routes(reg: &mut Registry) {
     })
     .answers(to_readonly);
     reg.get("/embed/chat/readonly", GROUP, Auth::Public, "Read-only chat embed", |h: HeaderMap| {
-        page(h, "embed-chat-readonly.html")
+        page(h, "embed-chat-readonly.html", Framing::Anyone)
     })
     .answers(HTML);
     reg.get("/embed/chat/readwrite", GROUP, Auth::Public, "Read-write chat embed", |h: HeaderMap| {
-        page(h, "embed-chat-readwrite.html")
+        page(h, "embed-chat-readwrite.html", Framing::Anyone)
     })
     .answers(HTML);
-    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", |h: HeaderMap| page(h, "embed-video.html"))
-        .answers(HTML);
+    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", |h: HeaderMap| {
+        page(h, "embed-video.html", Framing::Anyone)
+    })
+    .answers(HTML);
     reg.get("/serviceworker.js", GROUP, Auth::Public, "Push notification service worker", |h: HeaderMap| async move {
         asset_response(&h, "serviceworker.js", "no-cache")
     })
@@ -102,7 +110,8 @@ const HTML: ResponseDoc = ResponseDoc::Content("text/html");
 /// `Cache-Control` of the hashed asset names Vite writes (a new build has new names).
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
-async fn page(headers: HeaderMap, name: &'static str) -> Response {
+/// A page of the web UI under the page policy (`http::headers`), framable as `framing` says.
+async fn page(headers: HeaderMap, name: &'static str, framing: Framing) -> Response {
     if Dist::get(name).is_none() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -111,7 +120,9 @@ async fn page(headers: HeaderMap, name: &'static str) -> Response {
         )
             .into_response();
     }
-    asset_response(&headers, name, "no-cache")
+    let mut resp = asset_response(&headers, name, "no-cache");
+    Page::new(framing).apply(&mut resp);
+    resp
 }
 
 /// The embedded file `path` (or its precompressed copy the request accepts) as a `FileBody` answer.

@@ -5,9 +5,10 @@
 //! A lane is registered beside an ordinary route that stays in the router (it documents the route and
 //! answers everything the lane does not take: other methods, CORS preflight, the test router). A lane
 //! takes `GET` and `HEAD` requests whose path starts with its prefix and must answer exactly as the
-//! route would; the one convention the router's middleware would add to such an answer, the open CORS
-//! header of the public API (`conventions`), is added here. Its handler already answers bad input
-//! with `StatusResponse` JSON, so nothing else needs rewriting. What a lane saves per request is the
+//! route would; the conventions the router's middleware would add to such an answer, the open CORS
+//! header of the public API and the security headers (`conventions`, `headers::basic`), are added
+//! here. Its handler already answers bad input with `StatusResponse` JSON, so nothing else needs
+//! rewriting. What a lane saves per request is the
 //! route match, the middleware's boxed futures and the request extensions (connect info, matched path,
 //! body limit) that each cost an allocation: about a fifth of castd's CPU per playlist request.
 //!
@@ -93,7 +94,8 @@ impl Connection {
     }
 }
 
-/// A lane's answer with the public API's CORS header (as the router's `conventions` adds it).
+/// A lane's answer with the public API's CORS header and the security headers every answer carries
+/// (as the router's `conventions` adds them; a lane serves no page and no upload).
 pub struct LaneAnswer(LaneFuture);
 
 impl Future for LaneAnswer {
@@ -101,7 +103,9 @@ impl Future for LaneAnswer {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut resp = std::task::ready!(self.0.as_mut().poll(cx));
-        resp.headers_mut().entry(header::ACCESS_CONTROL_ALLOW_ORIGIN).or_insert(HeaderValue::from_static("*"));
+        let h = resp.headers_mut();
+        h.entry(header::ACCESS_CONTROL_ALLOW_ORIGIN).or_insert(HeaderValue::from_static("*"));
+        super::headers::basic(h);
         Poll::Ready(Ok(resp))
     }
 }
@@ -158,6 +162,7 @@ mod tests {
 
         let resp = conn.call(req(Method::GET, "/hls/0/stream.m3u8")).await.unwrap();
         assert_eq!(resp.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
+        assert_eq!(resp.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
         assert_eq!(text(resp).await, "lane /hls/0/stream.m3u8 192.0.2.7");
         let resp = conn.call(req(Method::HEAD, "/hls/x.ts")).await.unwrap();
         assert_eq!(text(resp).await, "lane /hls/x.ts 192.0.2.7");

@@ -4,8 +4,10 @@
 //!
 //! This is the bottom layer of the web server: it imports no feature module. Features add their routes
 //! through `Registry::scope(state)`, each with its own narrow state; `Registry::into_router` adds the
-//! fallback, CORS and the body limit and produces the one `Router`; `Registry::into_service` adds the
-//! fast lanes (`lanes`) to it, which is what the composition root serves.
+//! fallback, CORS, the security headers (`headers`: CSP, framing, nosniff, Referrer-Policy) and the
+//! body limit and produces the one `Router`; `Registry::into_service` adds the fast lanes (`lanes`) to
+//! it, which is what the composition root serves. The client address (`client_ip`, `ClientIp`) is
+//! read through the trusted proxies (`headers::TrustedProxies`, `--trusted-proxies`).
 //!
 //! Errors: handlers return `ApiError`, which answers `{"success":false,"message":...}` with a 4xx for
 //! bad input; `JsonBody` turns unreadable JSON into a 400 instead of axum's plain-text rejections.
@@ -16,6 +18,7 @@
 
 pub mod auth;
 pub mod files;
+pub mod headers;
 pub mod lanes;
 pub mod openapi;
 pub mod setters;
@@ -177,22 +180,12 @@ pub fn setter_value(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
     body.value.ok_or_else(|| ApiError::bad("the request body must be {\"value\": ...}"))
 }
 
-/// The address of a request: the peer, or the first `X-Forwarded-For` entry when the peer is a proxy on
-/// this machine (loopback). IPv4-mapped IPv6 addresses are given as IPv4, so one client always has one
-/// address (viewer IDs, bans). The port is never part of it.
+/// The address of a request: the peer, or the `X-Forwarded-For` entry the outermost trusted proxy
+/// wrote (`headers::TrustedProxies`, `--trusted-proxies`; by default one proxy on this machine).
+/// IPv4-mapped IPv6 addresses are given as IPv4, so one client always has one address (viewer IDs,
+/// bans). The port is never part of it.
 pub fn client_ip(peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
-    let direct = peer.ip().to_canonical();
-    if direct.is_loopback() {
-        let forwarded = headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .and_then(|first| first.trim().parse::<IpAddr>().ok());
-        if let Some(ip) = forwarded {
-            return ip.to_canonical();
-        }
-    }
-    direct
+    headers::client_ip_with(peer, headers, headers::trusted_proxies())
 }
 
 /// The client address of a request (see `client_ip`); `None` without connection info.
@@ -481,7 +474,7 @@ impl Registry {
     /// serves locally to the router it is given (a cluster edge, `cluster::proxy`).
     pub fn into_service_behind(self, front: impl FnOnce(Router) -> Router) -> lanes::WebService {
         let (router, _lanes) = self.into_service_parts();
-        lanes::WebService::new(front(router), Vec::new())
+        lanes::WebService::new(front(router).layer(middleware::from_fn(security_headers)), Vec::new())
     }
 
     #[allow(clippy::type_complexity)]
@@ -605,12 +598,16 @@ const MAX_REJECTION_BODY: usize = 16 * 1024;
 
 /// The conventions every answer follows, in one middleware (one per request, not one per rule):
 /// CORS as Owncast does it (preflight `OPTIONS` on the API answers 204 with the allowed methods and
-/// headers; public API answers carry `Access-Control-Allow-Origin: *`) and JSON rejections.
+/// headers; public API answers carry `Access-Control-Allow-Origin: *`), JSON rejections and the
+/// security headers (`headers::secure`).
 async fn conventions(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let is_api = path.starts_with("/api/") || path.starts_with("/hls/");
+    let kind = headers::PathKind::of(path);
     if req.method() == Method::OPTIONS && is_api {
-        return preflight();
+        let mut resp = preflight();
+        headers::secure(kind, &mut resp);
+        return resp;
     }
     let admin = path.starts_with("/api/admin/");
     let mut resp = next.run(req).await;
@@ -620,6 +617,16 @@ async fn conventions(req: Request, next: Next) -> Response {
     if is_api && !admin && !resp.headers().contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
         resp.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     }
+    headers::secure(kind, &mut resp);
+    resp
+}
+
+/// The security headers alone (`headers::secure`), for a service that is not the router (a cluster
+/// edge's front, whose local answers already have them).
+async fn security_headers(req: Request, next: Next) -> Response {
+    let kind = headers::PathKind::of(req.uri().path());
+    let mut resp = next.run(req).await;
+    headers::secure(kind, &mut resp);
     resp
 }
 
@@ -658,22 +665,4 @@ fn preflight() -> Response {
     );
     h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
     resp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn forwarded_for_only_from_loopback() {
-        let mut h = HeaderMap::new();
-        h.insert("x-forwarded-for", "203.0.113.9, 10.0.0.1".parse().unwrap());
-        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
-        let remote: SocketAddr = "198.51.100.7:5000".parse().unwrap();
-        assert_eq!(client_ip(local, &h).to_string(), "203.0.113.9");
-        assert_eq!(client_ip(remote, &h).to_string(), "198.51.100.7");
-        assert_eq!(client_ip(local, &HeaderMap::new()).to_string(), "127.0.0.1");
-        let mapped: SocketAddr = "[::ffff:127.0.0.1]:1".parse().unwrap();
-        assert_eq!(client_ip(mapped, &HeaderMap::new()).to_string(), "127.0.0.1");
-    }
 }

@@ -34,6 +34,7 @@ use axum::Json;
 use serde_json::json;
 
 use crate::http::auth::TokenQuery;
+use crate::http::headers::{Framing, Page};
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, SignIn, UserTokens};
 use crate::store::settings::SettingsStore;
 use crate::tasks::{Stage, Tasks};
@@ -384,7 +385,11 @@ async fn authorize(State(state): State<Arc<IndieAuth>>, Query(req): Query<server
     }
     match state.provider.request(&state.fetcher, &req).await {
         Ok((id, pending)) => {
-            Html(server::approval_page(&id, &pending, &me, &state.settings.get().instance.name)).into_response()
+            let mut resp =
+                Html(server::approval_page(&id, &pending, &me, &state.settings.get().instance.name)).into_response();
+            // Not framable (clickjacking "Approve"); the form's redirect goes to the client.
+            Page::new(Framing::Nobody).form_target(&pending.redirect_uri).apply(&mut resp);
+            resp
         }
         Err(e) => e.into_response(),
     }

@@ -5,8 +5,8 @@
 //! Owns the counts in `App.viewers`: `current` (active viewers), `session_max` (peak of this
 //! broadcast; reset when a stream starts more than 5 minutes after the previous one stopped) and
 //! `overall_max` (all-time peak, persisted in this module's `metrics_counters` table), the
-//! viewer-count-over-time series, and the IP rule: `X-Forwarded-For` is trusted only when the direct
-//! peer is loopback (a local reverse proxy; `http::client_ip`). At most `MAX_VIEWERS` are tracked; further new viewers
+//! viewer-count-over-time series, and the IP rule: the client address of `http::client_ip` (the
+//! `X-Forwarded-For` entry of the trusted proxies, `--trusted-proxies`). At most `MAX_VIEWERS` are tracked; further new viewers
 //! are not counted until others expire, so a flood of fake agents cannot grow memory without bound.
 //!
 //! `touch` is on the request path of every playlist fetch, so it is cheap: viewers are kept in

@@ -4,7 +4,9 @@
 //! duration, a live countdown, whether it was cancelled, "Add to calendar" (this event as iCalendar,
 //! `/schedule/{id}/calendar.ics`), the schedule's feed and the way to the stream; OpenGraph and
 //! Twitter card tags for link previews. 404 while the schedule is off or for an id that names no
-//! event: a page saying so for a browser, the usual JSON refusal otherwise.
+//! event: a page saying so for a browser, the usual JSON refusal otherwise. The page's one inline
+//! script (local time, countdown) is allowed by its hash in the page's Content-Security-Policy
+//! (`http::headers`); the page may not be framed.
 
 use std::sync::Arc;
 
@@ -15,6 +17,7 @@ use chrono::{Duration, Utc};
 
 use super::model::ScheduledEvent;
 use super::{db, ics, Schedule, ScheduleError};
+use crate::http::headers::{Framing, Page};
 use crate::http::ApiError;
 
 /// HTML escaping for text and attribute values.
@@ -55,6 +58,29 @@ fn duration_text(minutes: i64) -> String {
         (h, m) => format!("{} {}", unit(h, "hour"), unit(m, "minute")),
     }
 }
+
+/// The page's script (the local time and the countdown), inline and allowed by its hash.
+const COUNTDOWN_JS: &str = r#"
+(function () {
+  var main = document.getElementById('scheduled-event');
+  var start = Date.parse(main.dataset.start), end = Date.parse(main.dataset.end);
+  var local = document.getElementById('event-local-time');
+  try { local.textContent = 'Your time: ' + new Date(start).toLocaleString(undefined, { dateStyle: 'full', timeStyle: 'short' }); } catch (e) {}
+  var out = document.getElementById('event-countdown');
+  if (!out) return;
+  function two(n) { return (n < 10 ? '0' : '') + n; }
+  function tick() {
+    var now = Date.now();
+    if (now >= end) { out.textContent = 'ended'; return; }
+    if (now >= start) { out.textContent = 'now (live)'; return; }
+    var s = Math.floor((start - now) / 1000), d = Math.floor(s / 86400);
+    var rest = two(Math.floor(s % 86400 / 3600)) + ':' + two(Math.floor(s % 3600 / 60)) + ':' + two(s % 60);
+    out.textContent = (d > 0 ? d + (d === 1 ? ' day ' : ' days ') : '') + rest;
+  }
+  tick();
+  setInterval(tick, 1000);
+})();
+"#;
 
 /// `GET /schedule/{id}`.
 pub async fn page(
@@ -142,27 +168,7 @@ h1 {{ margin-top: 0; }} .muted {{ color: #5d5d70; }} .cancelled {{ color: #b0002
 <a id="watch" href="/">Watch the stream</a>
 </p>
 </main>
-<script>
-(function () {{
-  var main = document.getElementById('scheduled-event');
-  var start = Date.parse(main.dataset.start), end = Date.parse(main.dataset.end);
-  var local = document.getElementById('event-local-time');
-  try {{ local.textContent = 'Your time: ' + new Date(start).toLocaleString(undefined, {{ dateStyle: 'full', timeStyle: 'short' }}); }} catch (e) {{}}
-  var out = document.getElementById('event-countdown');
-  if (!out) return;
-  function two(n) {{ return (n < 10 ? '0' : '') + n; }}
-  function tick() {{
-    var now = Date.now();
-    if (now >= end) {{ out.textContent = 'ended'; return; }}
-    if (now >= start) {{ out.textContent = 'now (live)'; return; }}
-    var s = Math.floor((start - now) / 1000), d = Math.floor(s / 86400);
-    var rest = two(Math.floor(s % 86400 / 3600)) + ':' + two(Math.floor(s % 3600 / 60)) + ':' + two(s % 60);
-    out.textContent = (d > 0 ? d + (d === 1 ? ' day ' : ' days ') : '') + rest;
-  }}
-  tick();
-  setInterval(tick, 1000);
-}})();
-</script>
+<script>{countdown}</script>
 </body>
 </html>
 "#,
@@ -174,8 +180,11 @@ h1 {{ margin-top: 0; }} .muted {{ color: #5d5d70; }} .cancelled {{ color: #b0002
         when = esc(&when),
         duration = duration_text(e.duration_minutes),
         status_name = if cancelled { "cancelled" } else { "scheduled" },
+        countdown = COUNTDOWN_JS,
     );
     let mut resp = Html(body).into_response();
+    // The page policy of `http::headers`, with this page's one inline script allowed by its hash.
+    Page::new(Framing::Nobody).inline_script(COUNTDOWN_JS).apply(&mut resp);
     resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     Ok(resp)
 }

@@ -2,11 +2,67 @@
  * Browser side of the end-to-end tests: launches Debian's chromium (`/usr/bin/chromium`, or `$CHROMIUM`) through
  * playwright-core — no browser is ever downloaded — headless, offline-friendly, with a fresh profile per launch
  * (Playwright creates and deletes a temporary user-data dir). Also decides where screenshots go.
+ *
+ * Content-Security-Policy watch: every context made by `browser.newContext` (so every `newContext`) reports each CSP
+ * violation of its pages and frames (the `securitypolicyviolation` event, and chromium's own "Content Security Policy"
+ * console errors). Under the test runner, a test with a violation fails (an `afterEach` hook), so every page every
+ * test opens runs under castd's policy without violations. A test that provokes one on purpose (a page framing the
+ * admin) names it with `allowCspViolations(pattern)` for its own duration.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { REPO_ROOT } from './castd.mjs';
+
+/** CSP violations seen since the last check, and the patterns the running test expects. */
+const cspViolations = [];
+let cspAllowed = [];
+
+/** Let violations whose report matches `pattern` (a RegExp) pass, until the end of the running test. */
+export function allowCspViolations(pattern) {
+  cspAllowed.push(pattern);
+}
+
+/** Take the violations seen so far that no allowed pattern matches (and forget them all). */
+export function takeCspViolations() {
+  const seen = cspViolations.splice(0);
+  return seen.filter((v) => !cspAllowed.some((p) => p.test(v)));
+}
+
+const CSP_PREFIX = '[csp-violation]';
+
+function watchPage(page) {
+  page.on('console', (m) => {
+    const text = m.text();
+    if (m.type() !== 'error') return;
+    if (text.startsWith(CSP_PREFIX) || /Content[- ]Security[- ]Policy/i.test(text)) {
+      cspViolations.push(`${page.url()}: ${text}`);
+    }
+  });
+}
+
+async function watchContext(ctx) {
+  // Runs in every frame of every page, before the page's own scripts.
+  await ctx.addInitScript((prefix) => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      const sample = e.sample ? ` sample: ${e.sample}` : '';
+      console.error(`${prefix} ${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} in ${e.documentURI}${sample}`);
+    });
+  }, CSP_PREFIX);
+  ctx.on('page', watchPage);
+}
+
+const underTestRunner = Boolean(process.env.NODE_TEST_CONTEXT) || process.execArgv.some((a) => a.startsWith('--test'));
+if (underTestRunner) {
+  const { afterEach } = await import('node:test');
+  afterEach(async () => {
+    // Console events may still be on their way from the browser.
+    await new Promise((r) => setTimeout(r, 100));
+    const found = takeCspViolations();
+    cspAllowed = [];
+    if (found.length) throw new Error(`Content-Security-Policy violations:\n${found.join('\n')}`);
+  });
+}
 
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
@@ -28,7 +84,21 @@ export async function launchBrowser({ extraArgs = [] } = {}) {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`chromium not found at ${CHROMIUM}: run ./packaging/deps.sh (installs Debian's chromium) or set CHROMIUM`);
   }
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...ARGS, ...extraArgs], timeout: 60_000 });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...ARGS, ...extraArgs], timeout: 60_000 });
+  const newContextRaw = browser.newContext.bind(browser);
+  browser.newContext = async (options) => {
+    const ctx = await newContextRaw(options);
+    await watchContext(ctx);
+    return ctx;
+  };
+  // `browser.newPage` makes a context of its own: watch it through a watched one.
+  browser.newPage = async (options) => {
+    const ctx = await browser.newContext(options);
+    const page = await ctx.newPage();
+    page.on('close', () => void ctx.close().catch(() => undefined));
+    return page;
+  };
+  return browser;
 }
 
 /**

@@ -1,5 +1,7 @@
 import type { User } from '../api';
+import { ExternalLink } from '../components/ExternalLink';
 import { isModerator, type ChatItem } from '../lib/chatState';
+import { httpUrl } from '../lib/safeUrl';
 import { formatTime } from '../lib/format';
 
 export const userColor = (user?: User) => `var(--chat-user-color-${(((user?.displayColor ?? 0) % 8) + 8) % 8})`;
@@ -94,11 +96,11 @@ export function ChatMessageView({ item, canModerate, onHide, onDisableUser }: Pr
         <div class="chat-message system" data-id={item.id} data-type={item.type}>
           {item.title && <span class="author">{item.title}</span>}
           <div class="body html-content" dangerouslySetInnerHTML={{ __html: item.body ?? '' }} />
-          {item.link && (
-            <a href={item.link} target="_blank" rel="noopener noreferrer">
+          {httpUrl(item.link) && (
+            <ExternalLink href={item.link} class="engagement-link">
               {' '}
               view
-            </a>
+            </ExternalLink>
           )}
         </div>
       );

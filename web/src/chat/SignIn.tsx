@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
+import { navigateTo } from '../lib/safeUrl';
 import { ensureToken } from './session';
 
 /**
@@ -48,7 +49,11 @@ function IndieAuthSignIn() {
     try {
       const token = await ensureToken();
       const { redirect } = await api.indieAuthStart(token, authHost);
-      window.location.assign(redirect);
+      // The authorization endpoint was discovered on the viewer's website: only an http(s) address is opened.
+      if (!navigateTo(redirect)) {
+        setError('Your website named a sign-in address that is not a web address.');
+        setBusy(false);
+      }
     } catch (err) {
       setError(`Could not start the sign-in: ${(err as Error).message}`);
       setBusy(false);

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
+import { navigateTo } from '../lib/safeUrl';
 
 /** Fediverse follow: shows the server's account and offers a remote follow through `/api/remotefollow`. */
 export function FollowForm({ account }: { account: string }) {
@@ -12,7 +13,9 @@ export function FollowForm({ account }: { account: string }) {
     setError(null);
     try {
       const res = await api.remoteFollow(mine.trim());
-      if (res.redirectUrl) window.location.href = res.redirectUrl;
+      // The follow page comes from the viewer's server (its WebFinger template): only an http(s) address is opened.
+      if (res.redirectUrl && navigateTo(res.redirectUrl)) return;
+      if (res.redirectUrl) setError('Your server offered a follow page that is not a web address.');
       else setError(res.message || 'Your server did not offer a follow page.');
     } catch (err) {
       setError((err as Error).message);

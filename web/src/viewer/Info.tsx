@@ -2,6 +2,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, apiUrl, type ExternalAction, type PublicConfig, type SocialHandle, type SocialPlatform } from '../api';
 import { Icon } from '../components/Icon';
 import { Modal } from '../components/Modal';
+import { ExternalLink } from '../components/ExternalLink';
+import { httpUrl } from '../lib/safeUrl';
 import { findPlatform, socialIcon } from '../lib/social';
 
 /** External action buttons: open in a modal (iframe of `url`, or the action's `html`), or a new tab when `openExternally`. */
@@ -12,10 +14,10 @@ export function ExternalActions({ actions }: { actions: ExternalAction[] }) {
     <div class="external-actions" data-testid="external-actions">
       {actions.map((a, i) =>
         a.openExternally ? (
-          <a key={i} class="button" href={a.url} target="_blank" rel="noopener noreferrer" title={a.description} style={a.color ? { background: a.color } : undefined}>
+          <ExternalLink key={i} class="button" href={a.url} title={a.description} style={a.color ? { background: a.color } : undefined}>
             {a.icon && <img src={a.icon} alt="" />}
             {a.title}
-          </a>
+          </ExternalLink>
         ) : (
           <button key={i} type="button" title={a.description} style={a.color ? { background: a.color } : undefined} onClick={() => setOpen(a)}>
             {a.icon && <img src={a.icon} alt="" />}
@@ -27,8 +29,10 @@ export function ExternalActions({ actions }: { actions: ExternalAction[] }) {
         <Modal title={open.title} onClose={() => setOpen(null)}>
           {open.html ? (
             <div class="html-content" dangerouslySetInnerHTML={{ __html: open.html }} />
+          ) : httpUrl(open.url) ? (
+            <iframe src={httpUrl(open.url) ?? undefined} title={open.title} allow="clipboard-write; payment" referrerpolicy="no-referrer" />
           ) : (
-            <iframe src={open.url} title={open.title} allow="clipboard-write; payment" referrerpolicy="no-referrer" />
+            <p class="muted">This action has no web address to open.</p>
           )}
         </Modal>
       )}
@@ -67,10 +71,10 @@ function SocialLinks({ handles }: { handles: SocialHandle[] }) {
         const name = findPlatform(s.platform, platforms)?.name || s.platform;
         return (
           <li key={i}>
-            <a href={s.url} target="_blank" rel="noopener noreferrer me" title={name} data-platform={s.platform}>
+            <ExternalLink href={s.url} rel="noopener noreferrer me" title={name} data-platform={s.platform}>
               {icon ? <img src={imageSrc(icon)} alt="" width={18} height={18} /> : <Icon name="link" />}
               {name}
-            </a>
+            </ExternalLink>
           </li>
         );
       })}

@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { admin } from '../../api';
+import { ExternalLink } from '../../components/ExternalLink';
 import { formatDateTime } from '../../lib/format';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
 import { useAdminGet } from '../useAdmin';
@@ -41,7 +42,7 @@ function FollowerTable({ id, rows, actions, empty }: { id: string; rows: Followe
         <tbody>
           {rows.map((f) => (
             <tr key={f.link} data-actor={f.link}>
-              <td class="mono"><a href={f.link} target="_blank" rel="noopener noreferrer">{f.username || f.link}</a></td>
+              <td class="mono"><ExternalLink href={f.link}>{f.username || f.link}</ExternalLink></td>
               <td>{f.name}</td>
               <td class="nowrap">{formatDateTime(f.timestamp)}</td>
               <td class="nowrap">{actions(f)}</td>
@@ -135,7 +136,7 @@ export function Federation() {
             <tbody>
               {(servers.data?.servers ?? []).map((s) => (
                 <tr key={s.id}>
-                  <td><a href={s.url} target="_blank" rel="noopener noreferrer">{s.name || s.url}</a></td>
+                  <td><ExternalLink href={s.url}>{s.name || s.url}</ExternalLink></td>
                   <td>{s.isOnline ? <span class="badge">live: {s.streamTitle}</span> : s.followedAt ? 'offline' : 'follow pending'}</td>
                   <td class="nowrap">{formatDateTime(s.lastSeenOnline ?? undefined)}</td>
                   <td><button type="button" class="danger" onClick={() => void dropServer(s.id)}>Unfollow</button></td>
@@ -159,7 +160,7 @@ export function Federation() {
                 <tr key={`${a.iri}-${i}`}>
                   <td class="nowrap">{formatDateTime(a.timestamp)}</td>
                   <td>{a.type}</td>
-                  <td class="mono"><a href={a.actorIRI} target="_blank" rel="noopener noreferrer">{a.actorIRI}</a></td>
+                  <td class="mono"><ExternalLink href={a.actorIRI}>{a.actorIRI}</ExternalLink></td>
                 </tr>
               ))}
               {activity.data && activity.data.results.length === 0 && <tr><td colSpan={3} class="muted">Nothing yet.</td></tr>}
