@@ -95,8 +95,8 @@ async function codeFromDm(since) {
   assert.deepEqual(v.object.to, [`${actor.base}/users/alice`], 'addressed to the account only');
   assert.equal(v.object.tag?.[0]?.type, 'Mention');
   await verifySignature(r);
-  const code = /<strong>(\d{6})<\/strong>/.exec(v.object.content)?.[1];
-  assert.ok(code, `a six-digit code in ${v.object.content}`);
+  const code = /<strong>([0-9A-Z]{5}-[0-9A-Z]{5})<\/strong>/.exec(v.object.content)?.[1];
+  assert.ok(code, `a ten-character code in ${v.object.content}`);
   return code;
 }
 
@@ -149,7 +149,7 @@ test('a viewer signs in with a Fediverse account: the code arrives by DM and is 
   await page.screenshot({ path: screenshotPath('chat-fediverse-signin.png') });
 
   // A wrong code: the server's 403 message, and the dialog stays on the code step.
-  await page.locator('#fediverse-code').fill(code === '000000' ? '000001' : '000000');
+  await page.locator('#fediverse-code').fill(code === '00000-00000' ? '00000-00001' : '00000-00000');
   await page.locator('#fediverse-verify').click();
   await page.locator('#fediverse-error').filter({ hasText: 'Could not sign in: the code is not valid' }).waitFor({ timeout: 10_000 });
 

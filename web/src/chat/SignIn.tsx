@@ -98,11 +98,14 @@ export function parseFediverseAccount(input: string): { account: string } | { er
   return { account: `${m[1]}@${m[2]}` };
 }
 
-/** The code as castd expects it (six digits; spaces and dashes typed or pasted with it are dropped), or an error. */
+/**
+ * The code as castd expects it (ten letters and digits, sent as `ABCDE-12345`; spaces and dashes typed or pasted
+ * with it are dropped, case does not matter), or an error.
+ */
 export function parseSignInCode(input: string): { code: string } | { error: string } {
-  const code = input.replace(/[\s-]/g, '');
+  const code = input.replace(/[\s-]/g, '').toUpperCase();
   if (!code) return { error: 'Enter the code from the direct message.' };
-  if (!/^\d{6}$/.test(code)) return { error: 'The code is the six digits from the direct message.' };
+  if (!/^[0-9A-Z]{10}$/.test(code)) return { error: 'The code is the ten characters from the direct message.' };
   return { code };
 }
 
@@ -217,9 +220,11 @@ function FediverseSignIn({ enabled, onSignedIn }: { enabled: boolean; onSignedIn
             <input
               id="fediverse-code"
               type="text"
-              inputMode="numeric"
+              inputMode="text"
               autocomplete="one-time-code"
-              placeholder="123456"
+              autocapitalize="characters"
+              spellcheck={false}
+              placeholder="ABCDE-12345"
               aria-label="One-time code"
               value={code}
               maxLength={16}

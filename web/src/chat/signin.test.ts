@@ -41,16 +41,16 @@ describe('parseFediverseAccount', () => {
 });
 
 describe('parseSignInCode', () => {
-  it('takes six digits, ignoring spaces and dashes', () => {
-    expect(parseSignInCode('012345')).toEqual({ code: '012345' });
-    expect(parseSignInCode(' 123 456 ')).toEqual({ code: '123456' });
-    expect(parseSignInCode('123-456')).toEqual({ code: '123456' });
+  it('takes ten letters and digits, ignoring spaces, dashes and case', () => {
+    expect(parseSignInCode('ABCDE-12345')).toEqual({ code: 'ABCDE12345' });
+    expect(parseSignInCode(' abcde 12345 ')).toEqual({ code: 'ABCDE12345' });
+    expect(parseSignInCode('0123456789')).toEqual({ code: '0123456789' });
   });
 
   it('refuses anything else', () => {
     expect(parseSignInCode('')).toEqual({ error: expect.stringMatching(/Enter the code/) });
-    for (const bad of ['12345', '1234567', 'abcdef', '12345a']) {
-      expect(parseSignInCode(bad), bad).toEqual({ error: expect.stringMatching(/six digits/) });
+    for (const bad of ['123456', 'ABCDE-1234', 'ABCDE-123456', 'ABCDE_12345', 'ÄBCDE-12345']) {
+      expect(parseSignInCode(bad), bad).toEqual({ error: expect.stringMatching(/ten characters/) });
     }
   });
 });
