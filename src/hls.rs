@@ -47,7 +47,7 @@ pub use crate::transcode::thumbnail::{PREVIEW_FILE, THUMBNAIL_FILE};
 /// The header a cluster edge adds to the requests it passes on to the origin (`cluster::proxy`): the
 /// edge counts the viewers behind them itself, so the origin does not count them a second time. Only
 /// the cluster's edge mark (`Hls::edge_mark`) is honoured, so a client cannot use it to hide.
-pub const FROM_EDGE_HEADER: &str = "x-castd-edge";
+pub const FROM_EDGE_HEADER: &str = crate::http::headers::EDGE_MARK_HEADER;
 
 /// Whether `headers` carry this origin's edge mark (compared in constant time).
 fn from_edge(mark: Option<&str>, headers: &HeaderMap) -> bool {

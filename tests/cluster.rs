@@ -132,6 +132,18 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     assert_eq!(through_edge.status(), 404, "edges do not pass the cluster routes on");
     // The API through an edge is the origin's.
     assert_eq!(c.edges[0].get_json("/api/config")["name"], c.origin().get_json("/api/config")["name"]);
+    // The admin through an edge, as a browser sends it (Origin: the edge's address): the origin sees the
+    // Host the browser asked for (the edge passes it on), so its same-origin check lets the call in.
+    let edge = &c.edges[0];
+    let r = edge
+        .client
+        .post(edge.url("/api/admin/config/chat/spamprotectionenabled"))
+        .basic_auth("admin", Some(&c.origin().admin_password))
+        .header("origin", edge.base.as_str())
+        .json(&json!({"value": true}))
+        .send()
+        .unwrap();
+    assert!(r.status().is_success(), "an admin call through an edge with the browser's Origin: {}", r.status());
 
     // An edge keeps no database of its own, and applies the origin's chat settings: with flood
     // protection turned off at the origin, an edge's client may send a burst (an edge on its own

@@ -198,6 +198,10 @@ impl Cluster {
             (Some(q.clone()), None, Role::Origin(q))
         };
         chat.set_link(Link { node: config.node.clone(), role });
+        if !config.is_edge() {
+            // The origin believes its edges' X-Forwarded-For wherever they run.
+            crate::http::headers::set_edge_mark(&config.edge_mark());
+        }
         tracing::info!(node = %config.node, edge = config.is_edge(), "cluster: joined");
         Ok(Arc::new(Cluster {
             edge_mark: config.edge_mark(),

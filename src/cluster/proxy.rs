@@ -1,8 +1,11 @@
 //! The edge's HTTP front: the web UI and the chat websocket are served here; every other request
 //! (`/api/*`, HLS and LL-HLS, thumbnails, logo, emoji, public files, federation, ...) goes to the
-//! origin unchanged (method, path, query, headers but the hop-by-hop ones, body), with the client's
-//! address in `X-Forwarded-For` and the cluster's edge mark in `X-Castd-Edge` (the origin does not count the
-//! viewers behind it again: the edge does, see `hls::FROM_EDGE_HEADER`). A client's `X-Castd-Cluster-Secret` is never passed on.
+//! origin unchanged (method, path, query, headers but the hop-by-hop ones, body; `Host` too, so the
+//! origin sees the host the client asked for: signed federation requests cover it, and the admin's
+//! same-origin check compares it), with the client's address in `X-Forwarded-For` and the cluster's
+//! edge mark in `X-Castd-Edge` (the origin does not count the viewers behind it again: the edge does, see
+//! `hls::FROM_EDGE_HEADER`; and it believes the edge's `X-Forwarded-For` wherever the edge runs, see
+//! `http::headers::set_edge_mark`). A client's `X-Castd-Cluster-Secret` is never passed on.
 //!
 //! HLS (`GET /hls/...`) goes through a small cache: identical requests in flight share one origin
 //! request (so a blocking LL-HLS playlist reload from many players is one request to the origin), and
@@ -60,6 +63,16 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
             to.append(name.clone(), value.clone());
         }
     }
+}
+
+/// A request's headers for the origin: [`copy_headers`], and the client's `Host`.
+fn request_headers(from: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    copy_headers(from, &mut out);
+    if let Some(host) = from.get(header::HOST) {
+        out.insert(header::HOST, host.clone());
+    }
+    out
 }
 
 /// One cached (or shared in-flight) origin answer.
@@ -206,8 +219,7 @@ async fn fetch(
 ) -> Result<Answer, String> {
     let origin = cluster.config.origin.as_ref().ok_or("no origin")?;
     let url = origin.join(path_query).map_err(|e| e.to_string())?;
-    let mut out = HeaderMap::new();
-    copy_headers(headers, &mut out);
+    let mut out = request_headers(headers);
     if let Some(ip) = ip {
         if let Ok(v) = HeaderValue::from_str(&ip.to_string()) {
             out.insert(HeaderName::from_static("x-forwarded-for"), v);

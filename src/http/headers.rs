@@ -258,6 +258,27 @@ pub fn trusted_proxies() -> TrustedProxies {
     }
 }
 
+/// The `X-Castd-Edge` value this process's cluster edges send (a cluster origin only; `cluster` sets it).
+static EDGE_MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The header an edge of a cluster marks the requests it forwards with (see `hls::FROM_EDGE_HEADER`).
+pub const EDGE_MARK_HEADER: &str = "x-castd-edge";
+
+/// On a cluster origin: the mark its edges send. A request that carries it came through an edge, which
+/// wrote the client's address as the one `X-Forwarded-For` entry: one more trusted hop, wherever the
+/// edge is (a client cannot send the mark: it is derived from the cluster secret).
+pub fn set_edge_mark(mark: &str) {
+    let _ = EDGE_MARK.set(mark.to_string());
+}
+
+/// Whether `headers` carry this origin's edge mark (compared in constant time).
+fn from_edge(headers: &HeaderMap) -> bool {
+    let (Some(mark), Some(given)) = (EDGE_MARK.get(), headers.get(EDGE_MARK_HEADER)) else {
+        return false;
+    };
+    crate::password::same_secret(given.as_bytes(), mark.as_bytes())
+}
+
 /// The client address of a request from `peer` with `headers`, believing `trusted` proxies: the
 /// `hops`-th `X-Forwarded-For` entry from the right (all header lines, in order, as one list), or the
 /// left-most when there are fewer; the peer when no proxy is trusted, no entry is there, or the
@@ -268,7 +289,7 @@ pub fn client_ip_with(peer: SocketAddr, headers: &HeaderMap, trusted: TrustedPro
         TrustedProxies::Loopback if direct.is_loopback() => 1,
         TrustedProxies::Loopback => 0,
         TrustedProxies::Hops(n) => usize::from(n),
-    };
+    } + usize::from(from_edge(headers));
     if hops == 0 {
         return direct;
     }
@@ -437,5 +458,26 @@ mod tests {
         for other in ["javascript:alert(1)", "data:text/html,x", "com.example.app:/cb"] {
             assert!(to(other).contains("form-action 'self';"), "{other}");
         }
+    }
+
+    #[test]
+    fn an_edges_mark_is_one_more_trusted_hop_and_a_forged_one_is_none() {
+        set_edge_mark("the-mark");
+        let peer: SocketAddr = "198.51.100.7:4000".parse().unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_static("203.0.113.9"));
+        assert_eq!(
+            client_ip_with(peer, &h, TrustedProxies::Loopback),
+            peer.ip(),
+            "no mark: a remote peer is the client"
+        );
+        h.insert(EDGE_MARK_HEADER, HeaderValue::from_static("forged"));
+        assert_eq!(client_ip_with(peer, &h, TrustedProxies::Loopback), peer.ip(), "a forged mark counts for nothing");
+        h.insert(EDGE_MARK_HEADER, HeaderValue::from_static("the-mark"));
+        assert_eq!(client_ip_with(peer, &h, TrustedProxies::Loopback), "203.0.113.9".parse::<IpAddr>().unwrap());
+        // An edge behind the origin's own nginx: nginx appended the edge's address.
+        h.insert("x-forwarded-for", HeaderValue::from_static("203.0.113.9, 198.51.100.7"));
+        let local: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        assert_eq!(client_ip_with(local, &h, TrustedProxies::Loopback), "203.0.113.9".parse::<IpAddr>().unwrap());
     }
 }
