@@ -271,6 +271,7 @@ impl Daemon {
             transcoder: transcoder.clone(),
             telemetry: telemetry.clone(),
             whip: Default::default(),
+            key_backoff: crate::ingest::key_backoff(),
         });
         let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
         let notifications = Arc::new(Notifications::open(store.clone())?);
