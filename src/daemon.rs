@@ -352,6 +352,7 @@ impl Daemon {
             store: store.clone(),
             metrics: metrics.clone(),
             webrtc: Default::default(),
+            per_address: crate::whep::per_address_caps(),
         });
         Ok(Daemon {
             store,
