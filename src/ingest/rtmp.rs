@@ -1,7 +1,7 @@
 //! RTMP ingest: accepts the broadcaster's publish on `rtmpServerPort` (rml_rtmp on tokio).
 //!
 //! Accepted: application `live` (a `?query` on it or on the key is ignored, as OBS-style URLs carry
-//! one) and a key the ingest accepts (`Ingest::stream_key_valid`). A wrong app or key, or a second
+//! one) and a key the ingest accepts (`Ingest::check_key`). A wrong app or key, or a second
 //! publisher while one is live (the media plane's `PublisherSlot`), gets an RTMP `_error` and the socket
 //! is closed. Garbage, a stalled handshake or a client that never publishes is dropped after
 //! `SETUP_TIMEOUT`; a publisher that goes silent for `IDLE_TIMEOUT` is dropped too.
@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 use crate::tasks::{Stage, Tasks};
-use crate::throttle::{CapPermit, CapRefused, Caps};
+use crate::throttle::{CapPermit, CapRefused, Caps, Limited};
 
 use super::{Feeder, Ingest, KeyRefused};
 use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
@@ -66,6 +66,10 @@ pub enum IngestError {
     Timeout(&'static str),
     #[error("rejected: {0}")]
     Rejected(String),
+    /// Refused because the address waits after wrong stream keys (logged quietly: a guesser's
+    /// refusals would fill the log).
+    #[error("refused: the address waits after wrong stream keys")]
+    Waiting,
     #[error("malformed RTMP: {0}")]
     Malformed(String),
 }
@@ -162,6 +166,7 @@ pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, tasks: Tasks) {
         tasks.spawn_until_stopped(Stage::Ingest, format!("rtmp connection {addr}"), async move {
             match handle(ingest, sock, addr, permit).await {
                 Ok(()) => debug!(%addr, "rtmp connection closed"),
+                Err(e @ IngestError::Waiting) => debug!(%addr, "rtmp connection closed: {e}"),
                 Err(e) => info!(%addr, "rtmp connection closed: {e}"),
             }
         });
@@ -296,12 +301,17 @@ impl Conn {
         Err(IngestError::Rejected(why.to_string()))
     }
 
+    /// Refuse `request_id` because the address waits `wait` after wrong stream keys.
+    async fn reject_waiting(&mut self, request_id: u32, code: &str, wait: Limited) -> Result<(), IngestError> {
+        let _ = self.reject(request_id, code, &wait.to_string()).await;
+        Err(IngestError::Waiting)
+    }
+
     async fn event(&mut self, e: ServerSessionEvent) -> Result<(), IngestError> {
         match e {
             ServerSessionEvent::ConnectionRequested { request_id, app_name } => {
                 if let Err(wait) = self.ingest.may_try_key(self.addr.ip()) {
-                    debug!(addr = %self.addr, "rtmp connect refused: the address waits after wrong stream keys");
-                    return self.reject(request_id, "NetConnection.Connect.Rejected", &wait.to_string()).await;
+                    return self.reject_waiting(request_id, "NetConnection.Connect.Rejected", wait).await;
                 }
                 // Only the part before `?`: a misconfigured client may carry a key in a query.
                 let app = strip_query(&app_name);
@@ -325,8 +335,7 @@ impl Conn {
                         return self.reject(request_id, "NetStream.Publish.BadName", "invalid stream key").await;
                     }
                     Err(KeyRefused::Limited(wait)) => {
-                        debug!(addr = %self.addr, "rtmp publish refused: the address waits after wrong stream keys");
-                        return self.reject(request_id, "NetStream.Publish.Rejected", &wait.to_string()).await;
+                        return self.reject_waiting(request_id, "NetStream.Publish.Rejected", wait).await;
                     }
                 }
                 if self.feeder.is_some() {
