@@ -313,11 +313,9 @@ impl Conn {
                 if let Err(wait) = self.ingest.may_try_key(self.addr.ip()) {
                     return self.reject_waiting(request_id, "NetConnection.Connect.Rejected", wait).await;
                 }
-                // Only the part before `?`: a misconfigured client may carry a key in a query.
-                let app = strip_query(&app_name);
-                if app != APP_NAME {
-                    let shown: String = app.chars().take(64).collect();
-                    warn!(addr = %self.addr, app = %shown, "rtmp connect to an unknown application refused");
+                if strip_query(&app_name) != APP_NAME {
+                    // The name is not logged: a misconfigured encoder puts its key there (`rtmp://host/KEY`).
+                    warn!(addr = %self.addr, "rtmp connect to an application other than `{APP_NAME}` refused");
                     return self.reject(request_id, "NetConnection.Connect.Rejected", "unknown application").await;
                 }
                 let results = self.session.accept_request(request_id)?;
