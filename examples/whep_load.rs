@@ -139,7 +139,13 @@ struct Record {
 async fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
     let load0 = loadavg();
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(15)).build()?;
+    // castd caps WHEP sessions per client address (`whep::SESSIONS_PER_ADDRESS`): viewers POST from
+    // many loopback addresses, five to each, as viewers come from many hosts.
+    let http_from = |i: usize| -> anyhow::Result<reqwest::Client> {
+        let n = u16::try_from(i / 5).unwrap_or(u16::MAX).to_be_bytes();
+        let from = std::net::IpAddr::from([127, 2, n[0], n[1]]);
+        Ok(reqwest::Client::builder().local_address(from).timeout(Duration::from_secs(15)).build()?)
+    };
     let crypto = Arc::new(str0m::crypto::from_feature_flags());
 
     // castd with no viewers.
@@ -159,10 +165,10 @@ async fn main() -> anyhow::Result<()> {
     let progress = Arc::new(Progress::default());
     let started = Instant::now();
     let mut handles = Vec::with_capacity(args.peers);
-    for _ in 0..args.peers {
+    for i in 0..args.peers {
         let viewer = Viewer {
             url: args.url.clone(),
-            http: http.clone(),
+            http: http_from(i)?,
             crypto: crypto.clone(),
             stop: stop.clone(),
             permits: permits.clone(),

@@ -271,6 +271,7 @@ impl Daemon {
             transcoder: transcoder.clone(),
             telemetry: telemetry.clone(),
             whip: Default::default(),
+            key_backoff: crate::ingest::key_backoff(),
         });
         let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
         let notifications = Arc::new(Notifications::open(store.clone())?);
@@ -351,6 +352,7 @@ impl Daemon {
             store: store.clone(),
             metrics: metrics.clone(),
             webrtc: Default::default(),
+            per_address: crate::whep::per_address_caps(),
         });
         Ok(Daemon {
             store,

@@ -117,12 +117,16 @@ impl Backoff {
     }
 
     fn failed_at(&self, ip: IpAddr, now: Instant) -> Option<Limited> {
-        let cfg = self.config;
         let mut table = self.table.lock();
+        self.fail_locked(&mut table, ip, now)
+    }
+
+    fn fail_locked(&self, table: &mut HashMap<AddrKey, Failures>, ip: IpAddr, now: Instant) -> Option<Limited> {
+        let cfg = self.config;
         if table.len() >= MAX_TRACKED {
             table.retain(|_, f| f.until > now && now.duration_since(f.last) < cfg.forget_after);
             if table.len() >= MAX_TRACKED {
-                evict_oldest(&mut table, |f| f.last);
+                evict_oldest(table, |f| f.last);
             }
         }
         let f = table.entry(AddrKey::of(ip)).or_insert(Failures { count: 0, until: now, last: now });
@@ -138,6 +142,25 @@ impl Backoff {
         let wait = cfg.base.saturating_mul(1u32 << doublings).min(cfg.max);
         f.until = now + wait;
         Some(Limited(wait))
+    }
+
+    /// Check and count an attempt in one step, for a secret whose check takes time (the admin
+    /// password's bcrypt): refused while `ip` waits; otherwise the attempt is counted as a failure
+    /// before it is checked (call [`Backoff::succeeded`] if it turns out right), so concurrent guesses
+    /// cannot all slip past the backoff before the first of them is found wrong.
+    pub fn attempt(&self, ip: IpAddr) -> Result<(), Limited> {
+        self.attempt_at(ip, Instant::now())
+    }
+
+    fn attempt_at(&self, ip: IpAddr, now: Instant) -> Result<(), Limited> {
+        let mut table = self.table.lock();
+        if let Some(f) = table.get(&AddrKey::of(ip)) {
+            if f.until > now {
+                return Err(Limited(f.until - now));
+            }
+        }
+        self.fail_locked(&mut table, ip, now);
+        Ok(())
     }
 
     /// A correct attempt: `ip` starts afresh.
@@ -313,6 +336,23 @@ mod tests {
         b.succeeded(a);
         assert!(b.check_at(a, t0).is_ok());
         assert_eq!(b.failures(a), 0);
+    }
+
+    #[test]
+    fn attempt_counts_up_front_and_refuses_while_waiting() {
+        let b = Backoff::new(BackoffConfig::SECRETS);
+        let t0 = Instant::now();
+        let a = ip("192.0.2.1");
+        // Six attempts in flight at once: the sixth is still let through (as a sixth sequential
+        // failure would be), the seventh waits, whatever the outcome of the six.
+        for _ in 0..6 {
+            assert!(b.attempt_at(a, t0).is_ok());
+        }
+        assert_eq!(b.attempt_at(a, t0), Err(Limited(Duration::from_secs(1))));
+        assert_eq!(b.failures(a), 6, "a refused attempt is not counted");
+        b.succeeded(a);
+        assert!(b.attempt_at(a, t0).is_ok(), "a right answer clears the address");
+        assert_eq!(b.failures(a), 1);
     }
 
     #[test]

@@ -11,10 +11,11 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::chatclient::{self, connect_raw, next_of, read_events, register, say, Ws};
+use common::chatclient::{self, connect_raw, next_of, read_events, register, register_from, say, Ws};
 use common::redis::Redis;
 use common::slowproxy::SlowProxy;
 use common::Server;
@@ -174,10 +175,11 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     set_flood_protection(true);
     drop(burst);
 
-    // 1. 300 readers over the three nodes, 20 senders.
+    // 1. 300 readers over the three nodes, 20 senders, ten to a client address (as viewers come from
+    // many addresses; castd limits registrations and sockets per address).
     let tokens: Vec<(usize, String)> = (0..CLIENTS)
         .map(|i| {
-            let (_, t, _) = register(c.node(i), None);
+            let (_, t, _) = register_from(c.node(i), None, client_address(i));
             (i % 3, t)
         })
         .collect();
@@ -186,10 +188,11 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     let ports: Vec<u16> = (0..3).map(|n| c.node(n).web_port).collect();
     let readers: Vec<_> = tokens
         .into_iter()
-        .map(|(node, token)| {
+        .enumerate()
+        .map(|(i, (node, token))| {
             let (ready, port) = (ready.clone(), ports[node]);
             std::thread::spawn(move || {
-                let mut ws = connect_port(port, &token);
+                let mut ws = connect_port_from(port, &token, client_address(i));
                 ready.wait();
                 let mut other = Vec::new();
                 let got = collect(&mut ws, "m-", total, Instant::now() + Duration::from_secs(60), &mut other);
@@ -212,10 +215,11 @@ fn origin_and_two_edges_share_one_chat_over_redis() {
     assert!(ids.iter().all(|id| *id < 1 << 53), "client ids stay exact JSON numbers");
     let senders: Vec<_> = (0..SENDERS)
         .map(|s| {
-            let (_, token, _) = register(c.node(s), None);
+            let from = client_address(CLIENTS + s);
+            let (_, token, _) = register_from(c.node(s), None, from);
             let port = ports[s % 3];
             std::thread::spawn(move || {
-                let mut ws = connect_port(port, &token);
+                let mut ws = connect_port_from(port, &token, from);
                 for k in 0..PER_SENDER {
                     say(&mut ws, &format!("m-{s}-{k}"));
                     std::thread::sleep(Duration::from_millis(700));
@@ -523,13 +527,20 @@ fn is_unavailable(e: &Value) -> bool {
 }
 
 fn connect_port(port: u16, token: &str) -> Ws {
-    let url = format!("ws://127.0.0.1:{port}/ws?accessToken={token}");
-    let (mut ws, _) = tungstenite::connect(url).expect("websocket connect");
-    if let tungstenite::stream::MaybeTlsStream::Plain(t) = ws.get_ref() {
-        t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-    }
+    connect_port_from(port, token, IpAddr::from([127, 0, 0, 1]))
+}
+
+/// Connect to the node on `port` from the address `from`, and wait for CONNECTED_USER_INFO.
+fn connect_port_from(port: u16, token: &str, from: IpAddr) -> Ws {
+    let mut ws = chatclient::connect_raw_from(port, token, from);
     next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(30)).expect("CONNECTED_USER_INFO");
     ws
+}
+
+/// The loopback address of the `i`th of many clients: ten to an address (127.0.1.0, 127.0.1.1, …).
+fn client_address(i: usize) -> IpAddr {
+    let n = u16::try_from(i / 10).expect("few clients");
+    IpAddr::from([127, 0, 1 + (n >> 8) as u8, n as u8])
 }
 
 fn next_where_body(ws: &mut Ws, text: &str, timeout: Duration) -> Option<Value> {

@@ -9,7 +9,11 @@
 //!
 //! A cluster (bench/cluster): `--addr A,B,C --pid P1,P2,P3`: listeners and senders are spread over
 //! the nodes in turn (users registered on the first); CPU and RSS are the nodes' sums.
+//!
+//! castd limits chat sockets and registrations per client address, so the clients come from many
+//! loopback addresses (127.1.0.0 onwards, `PER_ADDRESS` to an address), as viewers come from many hosts.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -61,8 +65,38 @@ fn stamps(text: &str, now: u64, out: &mut Vec<u32>) {
     }
 }
 
-async fn register(addr: &str, name: &str) -> String {
-    let client = reqwest::Client::new();
+/// Clients per loopback address (castd allows 20 chat sockets and a burst of 20 registrations each).
+const PER_ADDRESS: usize = 10;
+
+/// The loopback address the `i`th client connects from.
+fn source(i: usize) -> IpAddr {
+    let n = u32::try_from(i / PER_ADDRESS).unwrap_or(u32::MAX).min(0x00fe_ffff);
+    IpAddr::from(0x7f01_0000u32.wrapping_add(n).to_be_bytes())
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A websocket to `url` (on `at`, `HOST:PORT`) from the address `from`.
+async fn connect(url: String, at: &str, from: IpAddr) -> Result<Ws, String> {
+    let Ok(to) = at.parse::<SocketAddr>() else {
+        return tokio_tungstenite::connect_async_with_config(url, Some(config()), false)
+            .await
+            .map(|(ws, _)| ws)
+            .map_err(|e| e.to_string());
+    };
+    let sock = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
+    sock.bind(SocketAddr::new(from, 0)).map_err(|e| e.to_string())?;
+    let tcp = sock.connect(to).await.map_err(|e| e.to_string())?;
+    let _ = tcp.set_nodelay(true);
+    let stream = tokio_tungstenite::MaybeTlsStream::Plain(tcp);
+    tokio_tungstenite::client_async_with_config(url, stream, Some(config()))
+        .await
+        .map(|(ws, _)| ws)
+        .map_err(|e| e.to_string())
+}
+
+async fn register(addr: &str, name: &str, from: IpAddr) -> String {
+    let client = reqwest::Client::builder().local_address(from).build().expect("client");
     let v: serde_json::Value = client
         .post(format!("http://{addr}/api/chat/register"))
         .json(&serde_json::json!({ "displayName": name }))
@@ -91,16 +125,19 @@ async fn main() {
     let pid = &pid[..];
     let castd = target == "castd";
 
+    // Senders come from the addresses after the listeners'.
+    let sender_source = |i: usize| source(clients + PER_ADDRESS * i);
     let (listen_url, sender_urls) = if castd {
-        let t = register(&addr, "listener").await;
+        let t = register(&addr, "listener", source(0)).await;
         let mut s = Vec::new();
         for i in 0..senders {
-            let at = &addrs[i % addrs.len()];
-            s.push(format!("ws://{at}/ws?accessToken={}", register(&addr, &format!("sender{i}")).await));
+            let at = addrs[i % addrs.len()].clone();
+            let token = register(&addr, &format!("sender{i}"), sender_source(i)).await;
+            s.push((format!("ws://{at}/ws?accessToken={token}"), at));
         }
-        (addrs.iter().map(|a| format!("ws://{a}/ws?accessToken={t}")).collect::<Vec<_>>(), s)
+        (addrs.iter().map(|a| (format!("ws://{a}/ws?accessToken={t}"), a.clone())).collect::<Vec<_>>(), s)
     } else {
-        (vec![format!("ws://{addr}/ws")], vec![format!("ws://{addr}/ws"); senders])
+        (vec![(format!("ws://{addr}/ws"), addr.clone())], vec![(format!("ws://{addr}/ws"), addr.clone()); senders])
     };
 
     let (_, rss0) = proc_stats(pid);
@@ -112,13 +149,13 @@ async fn main() {
     let t_connect = std::time::Instant::now();
     let mut tasks = Vec::with_capacity(clients);
     for i in 0..clients {
-        let url = listen_url[i % listen_url.len()].clone();
+        let (url, at) = listen_url[i % listen_url.len()].clone();
         let (gate, mut stop) = (gate.clone(), stop_rx.clone());
         let (connected, failed, closed_early) = (connected.clone(), failed.clone(), closed_early.clone());
         tasks.push(tokio::spawn(async move {
             let permit = gate.acquire_owned().await.ok();
-            let ws = match tokio_tungstenite::connect_async_with_config(url, Some(config()), false).await {
-                Ok((ws, _)) => ws,
+            let ws = match connect(url, &at, source(i)).await {
+                Ok(ws) => ws,
                 Err(_) => {
                     failed.fetch_add(1, Ordering::Relaxed);
                     return Vec::new();
@@ -156,11 +193,12 @@ async fn main() {
     // senders: each sends one message a second, staggered over the second
     let sent = Arc::new(AtomicUsize::new(0));
     let mut stasks = Vec::new();
-    for (i, url) in sender_urls.into_iter().enumerate() {
+    for (i, (url, at)) in sender_urls.into_iter().enumerate() {
         let (sent, mut stop) = (sent.clone(), stop_rx.clone());
         let offset = Duration::from_millis((1000 * i / senders.max(1)) as u64);
+        let from = sender_source(i);
         stasks.push(tokio::spawn(async move {
-            let Ok((ws, _)) = tokio_tungstenite::connect_async_with_config(url, Some(config()), false).await else {
+            let Ok(ws) = connect(url, &at, from).await else {
                 return;
             };
             let (mut sink, mut stream) = ws.split();

@@ -89,7 +89,11 @@ for (const n of COUNTS) {
           pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
           setTimeout(resolve, 2000);
         });
-        const res = await fetch('/whep', { method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription.sdp });
+        // castd caps WHEP sessions per client address: each viewer says it is another host (castd takes
+        // X-Forwarded-For from a peer on loopback), as viewers come from many hosts.
+        const from = `10.9.${(i >> 8) & 255}.${i & 255}`;
+        const headers = { 'Content-Type': 'application/sdp', 'X-Forwarded-For': from };
+        const res = await fetch('/whep', { method: 'POST', headers, body: pc.localDescription.sdp });
         if (res.status !== 201) continue;
         await pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
         window.pcs.push(pc);

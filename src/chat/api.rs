@@ -29,6 +29,13 @@ use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, Respons
 
 const GROUP: &str = "chat";
 
+/// Registrations (`POST /api/chat/register`) one client address (an IPv6 /64) may make at once: a
+/// household's or an office's browsers opening the page together (each registers once and keeps its
+/// token). Beyond it, one more every [`REGISTER_EVERY`]; further ones get 429 with `Retry-After`.
+pub const REGISTER_BURST: u32 = 20;
+/// After the burst, one registration per address this often (10 a minute).
+pub const REGISTER_EVERY: std::time::Duration = std::time::Duration::from_secs(6);
+
 /// `POST /api/chat/register`'s body: Owncast's `{displayName?}`, and nothing is refused. A JSON object whose
 /// `displayName` is a string asks for that name; no body, any other JSON value or a body that is not JSON
 /// registers a user with a picked name (Owncast ignores a body it cannot decode).
@@ -51,14 +58,16 @@ pub fn routes(reg: &mut Registry, chat: Arc<Chat>) {
     reg.get("/ws", GROUP, Public, "Chat websocket (`?accessToken=`)", super::ws::handler)
         .answers(ResponseDoc::Upgrade("Switching to the chat websocket (Owncast's chat protocol)"))
         .error(400, "Not a websocket handshake")
-        .error(403, "The client's address is banned");
+        .error(403, "The client's address is banned")
+        .error(429, "This address already holds as many chat connections as one address may");
     // Owncast registers a user whatever the body holds (a body that does not decode is ignored), and so does
     // castd: the document says so (any value), so schema tools do not expect a refusal.
     let register = BodyDoc::Json(REGISTER_BODY_SCHEMA);
     reg.post("/api/chat/register", GROUP, Public, "Register a chat user", register, register_user)
         .optional_body()
         .returns::<RegisterResponse>()
-        .error(403, "The client's address is banned");
+        .error(403, "The client's address is banned")
+        .error(429, "Too many registrations from this address: wait the Retry-After seconds");
     reg.get("/api/chat", GROUP, U, "Chat history", history).returns_list::<ChatMessage>();
     let vis = BodyDoc::Schema("MessageVisibilityRequest");
     reg.post("/api/chat/messagevisibility", GROUP, Moderator, "Hide or show messages", vis, mod_visibility)
@@ -260,6 +269,8 @@ async fn register_user(
     if ip.is_some_and(|ip| ctx.is_banned(ip)) {
         return Err(ApiError::Forbidden("forbidden".into()));
     }
+    // Without connection info (never when served by the daemon) requests share one address.
+    ctx.registrations.take(ip.unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)))?;
     let req = RegisterRequest::tolerant(&body);
     let s = ctx.settings.get();
     let forwarded = headers.get("x-forwarded-user").and_then(|v| v.to_str().ok()).map(str::to_string);

@@ -156,6 +156,10 @@ pub struct Chat {
     pub tasks: Tasks,
     /// The cluster's other nodes' clients (`relay`), for the admin's client list.
     remote_clients: RwLock<relay::RemoteClients>,
+    /// Chat sockets per client address (`ws::SOCKETS_PER_ADDRESS`).
+    pub(crate) sockets_per_address: crate::throttle::Caps,
+    /// Registrations per client address (`api::REGISTER_BURST`, `api::REGISTER_EVERY`).
+    pub(crate) registrations: crate::throttle::Rate,
 }
 
 impl Chat {
@@ -182,6 +186,8 @@ impl Chat {
             offline_grace: offline_grace(),
             tasks: deps.tasks,
             remote_clients: RwLock::new(relay::RemoteClients::default()),
+            sockets_per_address: crate::throttle::Caps::new(ws::SOCKETS_PER_ADDRESS, usize::MAX),
+            registrations: crate::throttle::Rate::new(api::REGISTER_BURST, api::REGISTER_EVERY),
         }))
     }
 

@@ -12,6 +12,10 @@
 //! normal typing never hits. A client that empties it is blocked for `FLOOD_TIMEOUT` (told once with
 //! Owncast's CHAT_ACTION text; its events are dropped meanwhile). Only that client is affected.
 //!
+//! Per address: a client address (an IPv6 /64) holds at most `SOCKETS_PER_ADDRESS` chat sockets at
+//! once; the upgrade of one more is refused with 429 (a StatusResponse with `Retry-After`), before the
+//! access token is looked up.
+//!
 //! Keepalive: a websocket ping every 54 s; a connection that sends nothing (not even a pong) for 60 s
 //! is closed; a write that takes longer than 10 s closes the connection.
 
@@ -21,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use futures_util::{SinkExt, StreamExt};
@@ -42,6 +46,12 @@ use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
 use crate::events::{ChatEvent, Event};
 use crate::http::ApiError;
 use crate::tasks::Stage;
+
+/// Chat sockets one client address (an IPv6 /64) may hold at once: the tabs and devices of a household
+/// or an office behind one NAT (each viewer page holds one socket).
+pub const SOCKETS_PER_ADDRESS: usize = 20;
+/// How long a client refused for its address's socket cap is asked to wait.
+const SOCKET_CAP_RETRY: Duration = Duration::from_secs(10);
 
 /// Events a client may send in a burst.
 pub const BURST: f64 = 5.0;
@@ -98,6 +108,14 @@ pub async fn handler(
         Ok(ws) => ws,
         Err(e) => return ApiError::bad(format!("a websocket upgrade is required: {e}")).into_response(),
     };
+    // Held by the connection task until the socket closes.
+    let place = match ctx.sockets_per_address.try_acquire(ip) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::debug!(%ip, "chat socket refused: {e}");
+            return socket_cap_refusal();
+        }
+    };
     let edge = match ctx.link() {
         Some(Link { role: Role::Edge(edge), .. }) => Some(edge.clone()),
         _ => None,
@@ -135,7 +153,20 @@ pub async fn handler(
         .read_buffer_size(4096)
         .write_buffer_size(0);
     let tasks = ctx.tasks.clone();
-    ws.on_upgrade(&tasks, config, move |socket, writer| run(ctx, socket, writer, lookup, ip, ua))
+    ws.on_upgrade(&tasks, config, move |socket, writer| async move {
+        run(ctx, socket, writer, lookup, ip, ua).await;
+        drop(place);
+    })
+}
+
+/// 429 for a socket over its address's cap: a StatusResponse that says so, and `Retry-After`.
+fn socket_cap_refusal() -> Response {
+    let message =
+        format!("this address already holds {SOCKETS_PER_ADDRESS} chat connections, the most one address may");
+    let body = axum::Json(crate::http::StatusResponse { success: false, message });
+    let mut resp = (StatusCode::TOO_MANY_REQUESTS, body).into_response();
+    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(SOCKET_CAP_RETRY.as_secs()));
+    resp
 }
 
 /// Send one event and close (registration and disabled errors).

@@ -6,6 +6,19 @@
 //! dashboard's polling does not pay for the slow hash on every request; changing the password changes
 //! the hash and so invalidates the cache.
 //!
+//! Guessing is limited per client address (`throttle::Backoff`, [`BackoffConfig::SECRETS`]: 5 free
+//! failures, then a wait that doubles with each further one, up to 5 minutes). An address that must
+//! wait gets 429 with `Retry-After` before anything is checked: no bcrypt, and not even the cached
+//! password. That last part is deliberate: were the cached (right) password let in while wrong ones
+//! are refused, the refusals themselves would answer "wrong" at network speed, an unlimited oracle
+//! for guessing. So an admin who shares an address with someone guessing (the same NAT) waits too;
+//! an admin elsewhere is not affected. Each attempt that reaches bcrypt is counted before it runs
+//! (concurrent guesses cannot slip through together), and only a password bcrypt accepts clears
+//! the address (a cached one does not, so an admin's polling cannot keep resetting a guesser's count).
+//! bcrypt runs on the password pool (`password::verify_pooled`), never on tokio's blocking pool that
+//! SQLite shares; when that pool is full the answer is 503 at once. Every check of the admin password
+//! goes through [`AdminAuth::check`]: the admin routes' middleware and [`AdminAuth::is_admin`].
+//!
 //! Upgrades: a stored argon2 hash of an earlier version is replaced by a bcrypt hash (Owncast's format)
 //! after the first successful login, and the stored "weak password" flag follows the password that
 //! last logged in; either change is saved to the settings and announced as CONFIG_CHANGED `adminpass`
@@ -13,11 +26,11 @@
 //! Owncast does, so a page elsewhere cannot drive the admin API with cached credentials.
 
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -29,6 +42,7 @@ use super::ApiError;
 use crate::events::{Bus, Event};
 use crate::password;
 use crate::store::settings::SettingsStore;
+use crate::throttle::{Backoff, BackoffConfig};
 
 /// The user name Basic auth requires.
 pub const ADMIN_USER: &str = "admin";
@@ -42,42 +56,52 @@ pub struct AdminAuth {
     settings: SettingsStore,
     bus: Bus,
     cache: Arc<RwLock<Verified>>,
+    /// Failed passwords per client address.
+    backoff: Backoff,
 }
 
 impl AdminAuth {
     pub fn new(settings: SettingsStore, bus: Bus) -> Self {
-        Self { settings, bus, cache: Arc::default() }
+        Self { settings, bus, cache: Arc::default(), backoff: Backoff::new(BackoffConfig::SECRETS) }
     }
 
-    /// Whether a request's headers carry the admin's Basic credentials (for routes that are public in
-    /// part, such as a replay the owner made public).
-    pub async fn is_admin(&self, headers: &axum::http::HeaderMap) -> bool {
+    /// Whether a request from `ip` carries the admin's Basic credentials (for routes that are public
+    /// in part, such as a replay the owner made public). `Err` when `ip` must wait (429) or the
+    /// password pool is full (503): the caller answers that rather than "not the admin".
+    pub async fn is_admin(&self, ip: Option<IpAddr>, headers: &axum::http::HeaderMap) -> Result<bool, ApiError> {
         match basic_password(headers) {
-            Some(p) => self.check(&p).await,
-            None => false,
+            Some(p) => self.check(ip, &p).await,
+            None => Ok(false),
         }
     }
 
-    /// Check `password` against the stored admin hash (the slow hash runs off the async threads and
-    /// is cached on success).
-    pub async fn check(&self, password: &str) -> bool {
+    /// Check `password`, sent from `ip`, against the stored admin hash (see the module doc): `Ok(true)`
+    /// for the admin's password, `Ok(false)` for a wrong one, `Err` (429, 503) when it was not
+    /// checked. `ip` is `None` only without connection info; such requests share one address.
+    pub async fn check(&self, ip: Option<IpAddr>, password: &str) -> Result<bool, ApiError> {
+        let ip = ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         let hash = self.settings.get().server.admin_password_hash.clone();
         if hash.is_empty() {
-            return false;
+            return Ok(false);
         }
+        self.backoff.check(ip)?;
         let digest: [u8; 32] = Sha256::digest(password.as_bytes()).into();
         if let Some((cached_hash, cached_digest)) = self.cache.read().as_ref() {
-            if *cached_hash == hash && *cached_digest == digest {
-                return true;
+            if *cached_hash == hash && password::same_secret(&digest, cached_digest) {
+                return Ok(true);
             }
         }
-        let (pw, h) = (password.to_string(), hash.clone());
-        let ok = tokio::task::spawn_blocking(move || password::verify(&pw, &h)).await.unwrap_or(false);
+        self.backoff.attempt(ip)?;
+        let ok =
+            password::verify_pooled(password, &hash).await.map_err(|busy| ApiError::Unavailable(busy.to_string()))?;
         if ok {
+            self.backoff.succeeded(ip);
             *self.cache.write() = Some((hash.clone(), digest));
             self.after_login(password, &hash).await;
+        } else {
+            tracing::info!(%ip, "a wrong admin password");
         }
-        ok
+        Ok(ok)
     }
 
     /// After a verified login: re-hash an old argon2 hash with bcrypt and keep the weak flag current.
@@ -88,15 +112,15 @@ impl AdminAuth {
             return;
         }
         let new_hash = if rehash {
-            let pw = password.to_string();
-            match tokio::task::spawn_blocking(move || password::hash(&pw)).await {
+            match password::hash_pooled(password).await {
                 Ok(Ok(h)) => Some(h),
                 Ok(Err(e)) => {
                     tracing::warn!("could not re-hash the admin password with bcrypt: {e}");
                     None
                 }
-                Err(e) => {
-                    tracing::warn!("could not re-hash the admin password with bcrypt: {e}");
+                // Done at a later login.
+                Err(busy) => {
+                    tracing::info!("the admin password hash was not upgraded now: {busy}");
                     None
                 }
             }
@@ -137,10 +161,13 @@ pub async fn require_admin(State(auth): State<AdminAuth>, req: Request, next: Ne
     let Some(password) = basic_password(req.headers()) else {
         return ApiError::Unauthorized.into_response();
     };
-    if !auth.check(&password).await {
-        return ApiError::Unauthorized.into_response();
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let ip = peer.map(|p| super::client_ip(p, req.headers()));
+    match auth.check(ip, &password).await {
+        Ok(true) => next.run(req).await,
+        Ok(false) => ApiError::Unauthorized.into_response(),
+        Err(refused) => refused.into_response(),
     }
-    next.run(req).await
 }
 
 /// The password of a Basic `admin:<password>` header, if that is what the request carries.

@@ -96,6 +96,16 @@ pub fn error_statuses(doc: &RouteDoc) -> Vec<(u16, &'static str)> {
             out.push((*status, when));
         }
     }
+    if doc.auth == Auth::Admin {
+        for (status, when) in [
+            (429, "Too many wrong passwords from this address: wait the Retry-After seconds"),
+            (503, "The server is busy checking passwords: try again shortly"),
+        ] {
+            if !out.iter().any(|(s, _)| *s == status) {
+                out.push((status, when));
+            }
+        }
+    }
     out.sort_by_key(|(s, _)| *s);
     out
 }

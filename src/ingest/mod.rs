@@ -4,18 +4,28 @@
 //!
 //! One module per protocol: `rtmp` (RTMP on `rtmpServerPort`), `srt` (MPEG-TS over SRT on `srtServerPort`),
 //! `whip` (WebRTC through `crate::webrtc`, `POST /whip`). A protocol module
-//! checks the key with `Ingest::stream_key_valid`, claims the slot with a `media::Source`, and hands its
+//! checks the key with `Ingest::check_key`, claims the slot with a `media::Source`, and hands its
 //! media on through the `Feeder` that `Ingest::hand_off` returns; it does not reach into the transcoder.
+//!
+//! Stream keys are guessable secrets: they are compared in constant time (the SHA-256 of the key sent
+//! against that of every accepted key, all of them every time, so neither the key's length nor which
+//! key matched shows in the time taken), and wrong ones are limited per client address by one
+//! `throttle::Backoff` the three protocols share (5 free failures, then a doubling wait up to 5
+//! minutes; a right key, with any passphrase, clears the address). An address that must wait is refused in the protocol's
+//! handshake before its key is looked at: RTMP with an error status on connect or publish, SRT with
+//! the reject reason `overload`, WHIP with 429 and `Retry-After`. Keys are never logged.
 
 pub mod rtmp;
 pub mod settings;
 pub mod srt;
 pub mod whip;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::Json;
+use sha2::{Digest, Sha256};
 use tracing::info;
 
 use crate::events::Bus;
@@ -23,10 +33,30 @@ use crate::http::{ApiError, Auth, Registry, StatusResponse};
 use crate::media::{MediaPlane, PublisherGuard};
 use crate::store::settings::SettingsStore;
 use crate::telemetry::Telemetry;
+use crate::throttle::{Backoff, BackoffConfig, Limited};
 use crate::transcode::Transcoder;
 
 pub use crate::transcode::supervisor::Feeder;
-pub use rtmp::{bind_address, serve, start, IngestError, APP_NAME, IDLE_TIMEOUT, MAX_CONNECTIONS, SETUP_TIMEOUT};
+pub use rtmp::{
+    bind_address, serve, start, IngestError, APP_NAME, IDLE_TIMEOUT, MAX_CONNECTIONS, PREAUTH_PER_ADDRESS,
+    SETUP_TIMEOUT,
+};
+
+/// Why a stream key was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KeyRefused {
+    /// Not a key castd accepts (counted against the address).
+    #[error("invalid stream key")]
+    Invalid,
+    /// The address made too many wrong attempts: the key was not looked at.
+    #[error(transparent)]
+    Limited(#[from] Limited),
+}
+
+/// The backoff of wrong stream keys ([`BackoffConfig::SECRETS`]), for [`Ingest::key_backoff`].
+pub fn key_backoff() -> Backoff {
+    Backoff::new(BackoffConfig::SECRETS)
+}
 
 /// The ingest feature's state.
 pub struct Ingest {
@@ -41,15 +71,49 @@ pub struct Ingest {
     pub telemetry: Arc<Telemetry>,
     /// The WebRTC stack WHIP publishes through, once the daemon has bound its socket.
     pub whip: whip::WhipSlot,
+    /// Wrong stream keys per client address, shared by RTMP, SRT and WHIP ([`key_backoff`]).
+    pub key_backoff: Backoff,
 }
 
 impl Ingest {
-    /// Whether `key` may publish: any configured stream key, or the temporary `--streamkey`.
+    /// Whether `key` may publish: any configured stream key, or the temporary `--streamkey` (in
+    /// constant time, see the module doc). Counts nothing: protocols check keys with `check_key`.
     pub fn stream_key_valid(&self, key: &str) -> bool {
-        if self.temp_stream_key.as_deref() == Some(key) {
-            return true;
+        let given: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        let settings = self.settings.get();
+        let configured = settings.server.stream_keys.iter().map(|k| k.key.as_str());
+        let mut valid = false;
+        for want in self.temp_stream_key.as_deref().into_iter().chain(configured) {
+            let want: [u8; 32] = Sha256::digest(want.as_bytes()).into();
+            // Every key is compared, whatever matched before (`black_box`: not skipped once true).
+            valid |= std::hint::black_box(crate::password::same_secret(&given, &want));
         }
-        self.settings.get().server.stream_keys.iter().any(|k| k.key == key)
+        valid
+    }
+
+    /// Whether `ip` may try a stream key now (refuse it in the handshake when not).
+    pub fn may_try_key(&self, ip: IpAddr) -> Result<(), Limited> {
+        self.key_backoff.check(ip)
+    }
+
+    /// Check `key`, sent from `ip`: refused unchecked while `ip` waits after wrong keys; a wrong key
+    /// is counted. A right one does not clear the address yet: the protocol calls `key_proven` once
+    /// every secret it asks for is right (SRT's passphrase comes after the key).
+    pub fn check_key(&self, ip: IpAddr, key: &str) -> Result<(), KeyRefused> {
+        self.key_backoff.check(ip)?;
+        if self.stream_key_valid(key) {
+            Ok(())
+        } else {
+            if let Some(wait) = self.key_backoff.failed(ip) {
+                tracing::warn!(%ip, "wrong stream keys from this address: it waits {} s", wait.retry_after_secs());
+            }
+            Err(KeyRefused::Invalid)
+        }
+    }
+
+    /// `ip` proved it holds the key (and any passphrase): its wrong attempts are forgotten.
+    pub fn key_proven(&self, ip: IpAddr) {
+        self.key_backoff.succeeded(ip);
     }
 
     /// An accepted publisher (holding the slot) goes live: the stream starts and its media goes to the

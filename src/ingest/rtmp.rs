@@ -1,11 +1,17 @@
 //! RTMP ingest: accepts the broadcaster's publish on `rtmpServerPort` (rml_rtmp on tokio).
 //!
 //! Accepted: application `live` (a `?query` on it or on the key is ignored, as OBS-style URLs carry
-//! one) and a key the ingest accepts (`Ingest::stream_key_valid`). A wrong app or key, or a second
+//! one) and a key the ingest accepts (`Ingest::check_key`). A wrong app or key, or a second
 //! publisher while one is live (the media plane's `PublisherSlot`), gets an RTMP `_error` and the socket
 //! is closed. Garbage, a stalled handshake or a client that never publishes is dropped after
-//! `SETUP_TIMEOUT`; a publisher that goes silent for `IDLE_TIMEOUT` is dropped too. At most
-//! `MAX_CONNECTIONS` sockets are handled at once; more are closed at accept.
+//! `SETUP_TIMEOUT`; a publisher that goes silent for `IDLE_TIMEOUT` is dropped too.
+//!
+//! Sockets that have not yet published with a valid key are capped: at most `PREAUTH_PER_ADDRESS` per
+//! client address and `MAX_CONNECTIONS` in all; more are closed at accept (before the handshake, where
+//! RTMP has no way to say why). So one address holding idle sockets cannot lock the broadcaster out, and
+//! the accepted publisher no longer counts. An address that sent too many wrong keys (`Ingest::check_key`)
+//! is refused on connect (`NetConnection.Connect.Rejected`) and on publish (`NetStream.Publish.Rejected`),
+//! with the wait in the description, without its key being looked at.
 //!
 //! While publishing, audio/video messages become FLV tags handed on through the ingest's `Feeder`
 //! (bounded; see `transcode::supervisor` for the slow-consumer policy), and `onMetaData`, the sequence
@@ -19,12 +25,13 @@ use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
 use rml_rtmp::sessions::{ServerSession, ServerSessionConfig, ServerSessionEvent, ServerSessionResult, StreamMetadata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 use crate::tasks::{Stage, Tasks};
+use crate::throttle::{CapPermit, CapRefused, Caps, Limited};
 
-use super::{Feeder, Ingest};
+use super::{Feeder, Ingest, KeyRefused};
 use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
 use crate::media::{Container, MediaChunk, Protocol, PublisherGuard, Source};
 use crate::stream::StreamDetails;
@@ -38,8 +45,13 @@ pub const APP_NAME: &str = "live";
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// A publisher that sends nothing for this long is dropped.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Sockets handled at once.
-pub const MAX_CONNECTIONS: usize = 32;
+/// Sockets not yet publishing (handshake, connect, publish with a valid key still to come) at once,
+/// from all addresses. Such a socket is a task and a few KiB until `SETUP_TIMEOUT`; 256 of them take
+/// `256 / PREAUTH_PER_ADDRESS` addresses to fill.
+pub const MAX_CONNECTIONS: usize = 256;
+/// Sockets not yet publishing from one client address (an IPv6 /64) at once. A broadcaster opens one
+/// (a main and a backup encoder behind one NAT: two); a reconnecting encoder's old socket may linger.
+pub const PREAUTH_PER_ADDRESS: usize = 4;
 
 /// Errors of one RTMP connection (each ends that connection only).
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +66,10 @@ pub enum IngestError {
     Timeout(&'static str),
     #[error("rejected: {0}")]
     Rejected(String),
+    /// Refused because the address waits after wrong stream keys (logged quietly: a guesser's
+    /// refusals would fill the log).
+    #[error("refused: the address waits after wrong stream keys")]
+    Waiting,
     #[error("malformed RTMP: {0}")]
     Malformed(String),
 }
@@ -115,7 +131,7 @@ pub fn start(ingest: Arc<Ingest>, listener: TcpListener, tasks: &Tasks) {
 /// connection is a task of the stage, dropped when it stops.
 pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, tasks: Tasks) {
     let stop = tasks.token(Stage::Ingest);
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let preauth = Caps::new(PREAUTH_PER_ADDRESS, MAX_CONNECTIONS);
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -134,17 +150,25 @@ pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, tasks: Tasks) {
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            warn!(%addr, "too many rtmp connections; closing this one");
-            continue;
+        let permit = match preauth.try_acquire(addr.ip()) {
+            Ok(p) => p,
+            // Each refusal is one line at most per accept; an address over its cap is logged quietly.
+            Err(e @ CapRefused::PerAddress(_)) => {
+                debug!(%addr, "rtmp connection closed at accept: {e} sockets not yet publishing");
+                continue;
+            }
+            Err(e @ CapRefused::Total(_)) => {
+                warn!(%addr, "rtmp connection closed at accept: {e} sockets not yet publishing");
+                continue;
+            }
         };
         let ingest = ingest.clone();
         tasks.spawn_until_stopped(Stage::Ingest, format!("rtmp connection {addr}"), async move {
-            match handle(ingest, sock, addr).await {
+            match handle(ingest, sock, addr, permit).await {
                 Ok(()) => debug!(%addr, "rtmp connection closed"),
+                Err(e @ IngestError::Waiting) => debug!(%addr, "rtmp connection closed: {e}"),
                 Err(e) => info!(%addr, "rtmp connection closed: {e}"),
             }
-            drop(permit);
         });
     }
 }
@@ -179,6 +203,8 @@ struct Conn {
     session: ServerSession,
     feeder: Option<Feeder>,
     notify: Option<Arc<Notify>>,
+    /// Its place among the sockets not yet publishing, given back once it publishes.
+    preauth: Option<CapPermit>,
     finished: bool,
     /// What the broadcaster told and what was measured (passed on through the feeder).
     details: StreamDetails,
@@ -189,7 +215,12 @@ struct Conn {
     announced: (u32, u32),
 }
 
-async fn handle(ingest: Arc<Ingest>, mut sock: TcpStream, addr: SocketAddr) -> Result<(), IngestError> {
+async fn handle(
+    ingest: Arc<Ingest>,
+    mut sock: TcpStream,
+    addr: SocketAddr,
+    preauth: CapPermit,
+) -> Result<(), IngestError> {
     let _ = sock.set_nodelay(true);
     let setup_deadline = tokio::time::Instant::now() + SETUP_TIMEOUT;
     let leftover = tokio::time::timeout_at(setup_deadline, handshake(&mut sock))
@@ -203,6 +234,7 @@ async fn handle(ingest: Arc<Ingest>, mut sock: TcpStream, addr: SocketAddr) -> R
         session,
         feeder: None,
         notify: None,
+        preauth: Some(preauth),
         finished: false,
         details: StreamDetails::default(),
         window_bytes: (0, 0),
@@ -269,11 +301,21 @@ impl Conn {
         Err(IngestError::Rejected(why.to_string()))
     }
 
+    /// Refuse `request_id` because the address waits `wait` after wrong stream keys.
+    async fn reject_waiting(&mut self, request_id: u32, code: &str, wait: Limited) -> Result<(), IngestError> {
+        let _ = self.reject(request_id, code, &wait.to_string()).await;
+        Err(IngestError::Waiting)
+    }
+
     async fn event(&mut self, e: ServerSessionEvent) -> Result<(), IngestError> {
         match e {
             ServerSessionEvent::ConnectionRequested { request_id, app_name } => {
+                if let Err(wait) = self.ingest.may_try_key(self.addr.ip()) {
+                    return self.reject_waiting(request_id, "NetConnection.Connect.Rejected", wait).await;
+                }
                 if strip_query(&app_name) != APP_NAME {
-                    warn!(addr = %self.addr, app = %app_name, "rtmp connect to an unknown application refused");
+                    // The name is not logged: a misconfigured encoder puts its key there (`rtmp://host/KEY`).
+                    warn!(addr = %self.addr, "rtmp connect to an application other than `{APP_NAME}` refused");
                     return self.reject(request_id, "NetConnection.Connect.Rejected", "unknown application").await;
                 }
                 let results = self.session.accept_request(request_id)?;
@@ -284,9 +326,15 @@ impl Conn {
                 if strip_query(&app_name) != APP_NAME {
                     return self.reject(request_id, "NetStream.Publish.BadName", "unknown application").await;
                 }
-                if !self.ingest.stream_key_valid(key) {
-                    warn!(addr = %self.addr, "publish with an invalid stream key refused");
-                    return self.reject(request_id, "NetStream.Publish.BadName", "invalid stream key").await;
+                match self.ingest.check_key(self.addr.ip(), key) {
+                    Ok(()) => self.ingest.key_proven(self.addr.ip()),
+                    Err(KeyRefused::Invalid) => {
+                        warn!(addr = %self.addr, "publish with an invalid stream key refused");
+                        return self.reject(request_id, "NetStream.Publish.BadName", "invalid stream key").await;
+                    }
+                    Err(KeyRefused::Limited(wait)) => {
+                        return self.reject_waiting(request_id, "NetStream.Publish.Rejected", wait).await;
+                    }
                 }
                 if self.feeder.is_some() {
                     return self.reject(request_id, "NetStream.Publish.BadName", "already publishing").await;
@@ -299,6 +347,7 @@ impl Conn {
                         .await;
                 };
                 self.notify = Some(guard.notify());
+                self.preauth = None;
                 let results = self.session.accept_request(request_id)?;
                 self.results(results).await?;
                 info!(addr = %self.addr, "broadcaster connected; stream starting");

@@ -7,9 +7,12 @@
 //! handshake, which answers a refusal with an SRT reject reason: a wrong or missing key
 //! `2401 unauthorized`, a mode other than publish (`m=request`, a player) `2405 bad mode`, a second
 //! publisher while one is live `2409 conflict` (the media plane's one-publisher rule), a malformed
-//! streamid `2400 bad request`. With a passphrase set (`srt/passphrase`), the connection is encrypted
+//! streamid `2400 bad request`, an address that sent too many wrong keys or passphrases
+//! (`Ingest::check_key`'s backoff, shared with RTMP and WHIP) `2402 overload`, before anything else
+//! is looked at. With a passphrase set (`srt/passphrase`), the connection is encrypted
 //! and a publisher with the wrong passphrase is refused by the handshake (`1010 bad secret`), one
-//! without any (`1011 unsecure`). Without a passphrase, an encrypting publisher is refused `1011`.
+//! without any (`1011 unsecure`); that counts as a wrong secret too. Without a passphrase, an
+//! encrypting publisher is refused `1011`.
 //! srt-protocol 0.4.4 panicked on that and on other packets from the network (unknown handshake
 //! extensions such as a packet filter, short extensions, peer-error packets), taking the listener task
 //! and every SRT connection with it; castd builds a patched copy (`vendor/srt-protocol`, see its
@@ -36,7 +39,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
-use super::{Feeder, Ingest, IDLE_TIMEOUT};
+use super::{Feeder, Ingest, KeyRefused, IDLE_TIMEOUT};
 use crate::media::ts::{Demux, Framer};
 use crate::media::{Container, Protocol, PublisherGuard, Source};
 use crate::stream::StreamDetails;
@@ -234,15 +237,23 @@ async fn decide(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Option<(PublisherGuard, SrtSocket)> {
     let addr = request.remote();
+    if ingest.may_try_key(addr.ip()).is_err() {
+        debug!(%addr, "srt publish refused: the address waits after wrong stream keys");
+        let _ = request.reject(server(ServerRejectReason::Overload)).await;
+        return None;
+    }
     let stream_id = request.stream_id().map(|s| s.to_string()).unwrap_or_default();
     let refusal = match publish_key(&stream_id, |k| ingest.stream_key_valid(k)) {
         Err(StreamIdRefusal::Malformed) => Some((server(ServerRejectReason::BadRequest), "a malformed streamid")),
         Err(StreamIdRefusal::NotPublish) => Some((server(ServerRejectReason::BadMode), "not a publish")),
         Err(StreamIdRefusal::NoKey) => Some((server(ServerRejectReason::Unauthorized), "no stream key")),
-        Ok(key) if !ingest.stream_key_valid(&key) => {
-            Some((server(ServerRejectReason::Unauthorized), "an invalid stream key"))
-        }
-        Ok(_) => None,
+        Ok(key) => match ingest.check_key(addr.ip(), &key) {
+            Ok(()) => None,
+            Err(KeyRefused::Invalid) => Some((server(ServerRejectReason::Unauthorized), "an invalid stream key")),
+            Err(KeyRefused::Limited(_)) => {
+                Some((server(ServerRejectReason::Overload), "the address waits after wrong stream keys"))
+            }
+        },
     };
     if let Some((reason, why)) = refusal {
         warn!(%addr, "srt publish refused: {why}");
@@ -274,9 +285,11 @@ async fn decide(
     };
     let socket = match tokio::time::timeout(ACCEPT_TIMEOUT, request.accept(keys)).await {
         Ok(Ok(s)) => s,
-        // A wrong or missing passphrase: the handshake refused it (bad secret / unsecure).
+        // A wrong or missing passphrase: the handshake refused it (bad secret / unsecure). The
+        // passphrase is a secret too: the failure counts against the address like a wrong key.
         Ok(Err(e)) => {
             warn!(%addr, "srt publish refused in the handshake (wrong or missing passphrase?): {e}");
+            ingest.key_backoff.failed(addr.ip());
             return None;
         }
         Err(_) => {
@@ -284,6 +297,7 @@ async fn decide(
             return None;
         }
     };
+    ingest.key_proven(addr.ip());
     drop(permit);
     Some((guard, socket))
 }

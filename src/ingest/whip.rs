@@ -1,7 +1,8 @@
 //! WHIP ingest (RFC 9725): OBS 30+ and browsers publish H.264 and Opus over WebRTC.
 //!
 //! `POST /whip` with `Content-Type: application/sdp` and `Authorization: Bearer <stream key>`: a
-//! wrong or missing key is a 401, an offer that is not SDP or has no H.264 video a 400, a second
+//! wrong or missing key is a 401 (an address that sent too many wrong keys, over any protocol, gets 429
+//! with `Retry-After` before its key is looked at: `Ingest::check_key`), an offer that is not SDP or has no H.264 video a 400, a second
 //! publisher while one is live (whatever its protocol: the media plane's `PublisherSlot`) a 409;
 //! otherwise castd answers `201 Created` with its SDP answer and the session resource in `Location`
 //! (`/whip/{id}`). `DELETE /whip/{id}` ends the publish, as do the remote going away and the admin's
@@ -27,7 +28,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tracing::{info, warn};
 
-use super::{Feeder, Ingest};
+use super::{Feeder, Ingest, KeyRefused};
 use crate::http::{BodyDoc, Registry, ResponseDoc};
 use crate::media::h264;
 use crate::media::tsmux::TsMuxer;
@@ -78,6 +79,7 @@ pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     )
     .answers(ResponseDoc::Created(wh::SDP))
     .error(409, "Another broadcaster is live")
+    .error(429, "Too many wrong stream keys from this address: wait the Retry-After seconds")
     .error(415, "The offer is not application/sdp")
     .error(503, "WebRTC is off (no UDP port)");
     reg.route(Method::OPTIONS, PATH, "ingest", Auth::Public, "CORS preflight of the WHIP endpoint", BodyDoc::None, {
@@ -113,9 +115,14 @@ async fn post(
     let Some(key) = wh::bearer(&headers) else {
         return unauthorized("the stream key goes in Authorization: Bearer <stream key>");
     };
-    if !ingest.stream_key_valid(key) {
-        warn!(%peer, "whip publish refused: an invalid stream key");
-        return unauthorized("invalid stream key");
+    let ip = crate::http::client_ip(peer, &headers);
+    match ingest.check_key(ip, key) {
+        Ok(()) => ingest.key_proven(ip),
+        Err(KeyRefused::Invalid) => {
+            warn!(%ip, "whip publish refused: an invalid stream key");
+            return unauthorized("invalid stream key");
+        }
+        Err(KeyRefused::Limited(wait)) => return wh::too_many(wait, wait.to_string()),
     }
     let offer = match wh::offer(&headers, &body) {
         Ok(o) => o,
@@ -127,7 +134,7 @@ async fn post(
     if !offers_h264(&offer) {
         return wh::error(StatusCode::BAD_REQUEST, "the offer has no H.264 video (castd takes H.264 and Opus)");
     }
-    let remote = SocketAddr::new(crate::http::client_ip(peer, &headers), peer.port());
+    let remote = SocketAddr::new(ip, peer.port());
     let source = Source { protocol: Protocol::Whip, container: Container::MpegTs, remote };
     let Some(guard) = PublisherGuard::claim(&ingest.media.slot, source) else {
         warn!(%remote, "a second publisher was refused: a stream is already live");

@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 use super::db::{self, ReplayRow};
 use super::{playlist, Replays, ReplaysError};
 use crate::http::files::{respond, FileBody};
-use crate::http::{ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
+use crate::http::{ApiError, Auth, BodyDoc, ClientIp, Registry, StatusResponse, ValueDoc};
 
 const GROUP: &str = "replays";
 pub const PLAYLIST_TYPE: &str = "application/x-mpegURL";
@@ -245,14 +245,19 @@ async fn update(State(r): State<Arc<Replays>>, body: Bytes) -> Result<Response, 
 }
 
 /// The replay `id` if the request may play it (public, or the admin's credentials); `None` → 404 (a
-/// private replay is not revealed), `Err` → 401.
-pub async fn playable(r: &Arc<Replays>, id: &str, headers: &HeaderMap) -> Result<Option<ReplayRow>, ApiError> {
+/// private replay is not revealed), `Err` → 401 (or 429/503 from the admin password check).
+pub async fn playable(
+    r: &Arc<Replays>,
+    id: &str,
+    ip: Option<std::net::IpAddr>,
+    headers: &HeaderMap,
+) -> Result<Option<ReplayRow>, ApiError> {
     if !r.enabled() || !safe_name(id) {
         return Ok(None);
     }
     let rid = id.to_string();
     let Some(row) = r.store.call(move |c| db::replay(c, &rid)).await? else { return Ok(None) };
-    if row.public || r.admin.is_admin(headers).await {
+    if row.public || r.admin.is_admin(ip, headers).await? {
         Ok(Some(row))
     } else {
         Err(ApiError::Unauthorized)
@@ -272,9 +277,10 @@ pub fn playlist_response(body: String, finished: bool) -> Response {
 async fn master(
     State(r): State<Arc<Replays>>,
     Path(id): Path<String>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Some(row) = playable(&r, &id, &headers).await? else { return Ok(not_found()) };
+    let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
     let rid = id.clone();
     let variants = r.store.call(move |c| db::variants(c, &rid)).await?;
     if variants.is_empty() {
@@ -287,9 +293,10 @@ async fn master(
 async fn media(
     State(r): State<Arc<Replays>>,
     Path((id, variant)): Path<(String, String)>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Some(row) = playable(&r, &id, &headers).await? else { return Ok(not_found()) };
+    let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
     let Ok(v) = variant.parse::<i64>() else { return Ok(not_found()) };
     let rid = id.clone();
     let segs = r.store.call(move |c| db::segments(c, &rid, v)).await?;
@@ -347,9 +354,10 @@ pub async fn serve_file(
 async fn file(
     State(r): State<Arc<Replays>>,
     Path((id, variant, file)): Path<(String, String, String)>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Some(row) = playable(&r, &id, &headers).await? else { return Ok(not_found()) };
+    let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
     let Ok(v) = variant.parse::<i64>() else { return Ok(not_found()) };
     Ok(serve_file(&r, &id, v, &file, row.public, &headers).await)
 }

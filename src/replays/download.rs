@@ -21,7 +21,7 @@ use super::api::{not_found, playable};
 use super::clips::{best_variant, ClipsCtx};
 use super::db::{self, ReplayRow, SegmentRow};
 use super::{playlist, Replays};
-use crate::http::ApiError;
+use crate::http::{ApiError, ClientIp};
 
 /// The temporary playlist and the child: both go when the response body is dropped.
 struct Running {
@@ -127,9 +127,10 @@ async fn remux(
 pub async fn replay(
     State(r): State<Arc<Replays>>,
     Path(id): Path<String>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Some(row) = playable(&r, &id, &headers).await? else { return Ok(not_found()) };
+    let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
     let rid = id.clone();
     let variants = r.store.call(move |c| db::variants(c, &rid)).await?;
     let Some(v) = best_variant(&row.master, &variants) else { return Ok(not_found()) };

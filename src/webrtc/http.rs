@@ -28,6 +28,14 @@ pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
     cors((status, body).into_response())
 }
 
+/// 429 with `Retry-After` (a StatusResponse, open to any origin): the client's address must wait
+/// (wrong stream keys) or holds as many sessions as one address may.
+pub fn too_many(limited: crate::throttle::Limited, message: impl Into<String>) -> Response {
+    let mut resp = error(StatusCode::TOO_MANY_REQUESTS, message);
+    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(limited.retry_after_secs()));
+    resp
+}
+
 /// Why an offer's body was refused: the status and the message of its StatusResponse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refused(pub StatusCode, pub &'static str);

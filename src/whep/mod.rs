@@ -8,7 +8,10 @@
 //! off (`config/webrtc/enabled`) 403; a chat access token required (`config/webrtc/requireauthentication`)
 //! and missing or unknown 401; a body that is not an SDP offer 400 (415 when not application/sdp);
 //! the stream offline 404; `config/webrtc/maxviewers` viewers already watching 503 (the player falls
-//! back to LL-HLS); no WebRTC UDP port, or no encoded variant to send (every variant passthrough), 503.
+//! back to LL-HLS); no WebRTC UDP port, or no encoded variant to send (every variant passthrough), 503;
+//! the client's address already holding `SESSIONS_PER_ADDRESS` sessions (connected or still waiting to
+//! connect, which they may for `webrtc::CONNECT_TIMEOUT`) 429 with `Retry-After`, so one address cannot
+//! take every viewer slot (the player falls back to LL-HLS on any refusal).
 //!
 //! A viewer (`viewer::Viewer`) joins at a keyframe: it asks for one when it connects (requests are
 //! coalesced in `media::realtime`: at most one forced keyframe a second for all viewers) and sends no
@@ -41,11 +44,18 @@ use crate::store::settings::SettingsStore;
 use crate::store::Store;
 use crate::stream::StreamWatch;
 use crate::tasks::{Stage, Tasks};
+use crate::throttle::{CapRefused, Caps, Limited};
 use crate::webrtc::str0m::RtcConfig;
 use crate::webrtc::{http as wh, WebRtc, WebRtcError};
 
 /// The endpoint.
 pub const PATH: &str = "/whep";
+/// WHEP sessions one client address (an IPv6 /64) may hold at once: a household's or a small office's
+/// screens behind one NAT; beyond it a viewer there watches over LL-HLS. `webrtc/maxviewers` still
+/// bounds the total.
+pub const SESSIONS_PER_ADDRESS: usize = 10;
+/// How long a viewer refused for its address's cap is asked to wait before offering again.
+const CAP_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 /// What the WebRTC registry calls WHEP sessions.
 pub const KIND: &str = "whep";
 
@@ -62,6 +72,13 @@ pub struct Whep {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Set by the daemon when the WebRTC socket is bound.
     pub webrtc: OnceLock<(Arc<WebRtc>, Tasks)>,
+    /// Sessions per client address ([`per_address_caps`]); each viewer holds its place until it ends.
+    pub per_address: Caps,
+}
+
+/// At most [`SESSIONS_PER_ADDRESS`] sessions per address (the total is `webrtc/maxviewers`'s).
+pub fn per_address_caps() -> Caps {
+    Caps::new(SESSIONS_PER_ADDRESS, usize::MAX)
 }
 
 impl Whep {
@@ -88,6 +105,7 @@ pub fn routes(reg: &mut Registry, whep: Arc<Whep>) {
     .error(403, "WebRTC playback is disabled")
     .error(404, "The stream is offline")
     .error(415, "The offer is not application/sdp")
+    .error(429, "This address already holds as many WebRTC sessions as one address may")
     .error(503, "Too many WebRTC viewers, or WebRTC is off (no UDP port)");
     reg.route(Method::OPTIONS, PATH, "playback", Auth::Public, "CORS preflight of the WHEP endpoint", BodyDoc::None, {
         || async { wh::options(wh::ENDPOINT_ALLOW) }
@@ -216,8 +234,21 @@ async fn post(
         );
     }
     let remote = SocketAddr::new(crate::http::client_ip(peer, &headers), peer.port());
+    let place = match whep.per_address.try_acquire(remote.ip()) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::debug!(%remote, "whep offer refused: {e}");
+            let message = match e {
+                CapRefused::PerAddress(n) => {
+                    format!("this address already holds {n} WebRTC sessions, the most one address may; watch over HLS")
+                }
+                CapRefused::Total(n) => format!("{n} WebRTC sessions are open, the most allowed; watch over HLS"),
+            };
+            return wh::too_many(Limited(CAP_RETRY), message);
+        }
+    };
     let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    let viewer = viewer::Viewer::new(whep.media.realtime.clone(), remote, whep.metrics.clone(), agent);
+    let viewer = viewer::Viewer::new(whep.media.realtime.clone(), remote, whep.metrics.clone(), agent, place);
     let config = RtcConfig::new()
         .clear_codecs()
         .enable_h264(true)

@@ -17,6 +17,7 @@ use tracing::{debug, info};
 
 use crate::media::realtime::{Realtime, Received, RtFrame, Subscription};
 use crate::metrics::playback::{self, ClientCtx, WebrtcSample};
+use crate::throttle::CapPermit;
 use crate::webrtc::str0m::format::Codec;
 use crate::webrtc::str0m::media::{Frequency, MediaKind, MediaTime, Mid, Pt};
 use crate::webrtc::str0m::{Event, Rtc};
@@ -47,6 +48,8 @@ pub(super) struct Viewer {
     /// Its playback-client entry (`webrtc-<random>`), and the last video egress sample (bytes, when).
     client_id: String,
     last_egress: Option<(u64, Instant)>,
+    /// Its address's place among `SESSIONS_PER_ADDRESS`, given back when the session ends.
+    _place: CapPermit,
 }
 
 impl Viewer {
@@ -55,6 +58,7 @@ impl Viewer {
         remote: SocketAddr,
         metrics: Arc<crate::metrics::Metrics>,
         agent: String,
+        place: CapPermit,
     ) -> Viewer {
         let sub = rt.subscribe();
         Viewer {
@@ -74,6 +78,7 @@ impl Viewer {
             touched: None,
             client_id: format!("webrtc-{}", crate::password::random_token(12)),
             last_egress: None,
+            _place: place,
         }
     }
 

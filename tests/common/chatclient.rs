@@ -2,7 +2,7 @@
 //! (tungstenite), reading Owncast's `\n`-batched event frames.
 #![allow(dead_code)]
 
-use std::net::TcpStream;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -28,6 +28,43 @@ pub fn register(s: &Server, name: Option<&str>) -> (String, String, Value) {
     assert!(r.status().is_success(), "register: {}", r.status());
     let v: Value = r.json().unwrap();
     (v["id"].as_str().unwrap().to_string(), v["accessToken"].as_str().unwrap().to_string(), v)
+}
+
+/// `register` from the client address `from` (a loopback address such as 127.0.0.7: tests with many
+/// clients spread them over addresses as real viewers are, within castd's per-address limits).
+pub fn register_from(s: &Server, name: Option<&str>, from: IpAddr) -> (String, String, Value) {
+    let body = match name {
+        Some(n) => json!({ "displayName": n }),
+        None => json!({}),
+    };
+    let client = reqwest::blocking::Client::builder().local_address(from).timeout(Duration::from_secs(30)).build();
+    let r = client.expect("client").post(s.url("/api/chat/register")).json(&body).send().expect("register");
+    assert!(r.status().is_success(), "register from {from}: {}", r.status());
+    let v: Value = r.json().unwrap();
+    (v["id"].as_str().unwrap().to_string(), v["accessToken"].as_str().unwrap().to_string(), v)
+}
+
+/// A TCP connection to `to` from the address `from`.
+pub fn tcp_from(from: IpAddr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let sock = if from.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        sock.bind(SocketAddr::new(from, 0))?;
+        let std = sock.connect(to).await?.into_std()?;
+        std.set_nonblocking(false)?;
+        Ok(std)
+    })
+}
+
+/// `connect_raw` to the node on `port`, from the address `from`.
+pub fn connect_raw_from(port: u16, token: &str, from: IpAddr) -> Ws {
+    let tcp = tcp_from(from, SocketAddr::from(([127, 0, 0, 1], port))).expect("tcp connect");
+    let url = format!("ws://127.0.0.1:{port}/ws?accessToken={token}");
+    let (ws, _) = tungstenite::client(url, MaybeTlsStream::Plain(tcp)).expect("websocket connect");
+    if let MaybeTlsStream::Plain(t) = ws.get_ref() {
+        t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    }
+    ws
 }
 
 pub fn connect_raw(s: &Server, token: &str) -> Ws {
