@@ -250,9 +250,10 @@ async fn admin_pass(State(server): State<Arc<Server>>, body: Bytes) -> Result<Js
         )));
     }
     let weak = crate::password::is_weak(&pw);
-    let hash = tokio::task::spawn_blocking(move || crate::password::hash(&pw))
+    // On the hash's own pool, like every bcrypt run (a flood of wrong logins cannot delay it for long).
+    let hash = crate::password::hash_pooled(&pw)
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     server
         .settings
