@@ -315,7 +315,8 @@ fn chat_routes_for_bots() {
 #[test]
 fn going_live_sends_push_discord_and_webhooks() {
     const KEY: &str = "integration-test-key";
-    let server = Server::start_with_args(&["--streamkey", KEY]);
+    // The push service runs on loopback: the development switch lets castd deliver there.
+    let server = Server::start_with_env(&["--streamkey", KEY], &[("CASTD_PUSH_ALLOW_LOOPBACK", "1")]);
     let rx = Receiver::start(&[]);
     let gone = Receiver::start(&[410]);
     server.set("serverurl", json!("https://live.example.com"));

@@ -221,3 +221,191 @@ fn downloads_are_capped_per_address_and_in_all_and_free_again() {
     let r = server.get(&format!("/clip/{}/download.mp4", clip["id"].as_str().unwrap()));
     assert_eq!(r.status(), 200, "clip downloads share the caps and work");
 }
+
+const PUSH_LOOPBACK: (&str, &str) = ("CASTD_PUSH_ALLOW_LOOPBACK", "1");
+
+/// A chat user registered from `ip`: (id, token).
+fn chat_user_from(server: &Server, ip: &str, name: &str) -> (String, String) {
+    let r =
+        client_from(ip).post(server.url("/api/chat/register")).json(&json!({ "displayName": name })).send().unwrap();
+    assert_eq!(r.status(), 200, "chat registration from {ip}");
+    let v: Value = r.json().unwrap();
+    (v["id"].as_str().unwrap().to_string(), v["accessToken"].as_str().unwrap().to_string())
+}
+
+/// Register a push subscription for `endpoint` as the user holding `token`, from `client`.
+fn register_push(server: &Server, client: &Client, token: &str, endpoint: &str) -> (u16, Value) {
+    let (sub, _, _) = common::push::push_subscription(endpoint);
+    let body = json!({"channel": "BROWSER_PUSH_NOTIFICATION", "destination": sub.to_string()});
+    status_json(
+        client
+            .post(server.url(&format!("/api/notifications/register?accessToken={token}")))
+            .json(&body)
+            .send()
+            .unwrap(),
+    )
+}
+
+/// Stored push subscriptions: (id, endpoint, user id).
+fn push_rows(server: &Server) -> Vec<(i64, String, Option<String>)> {
+    let db = rusqlite::Connection::open(server.data_dir.join("castd.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut stmt = db.prepare("SELECT id, destination, user_id FROM notification_destinations ORDER BY id").unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .map(|(id, dest, user)| {
+            let v: Value = serde_json::from_str(&dest).unwrap();
+            (id, v["endpoint"].as_str().unwrap().to_string(), user)
+        });
+    rows.collect()
+}
+
+/// Finding 4 (push): a chat user cannot make castd POST to loopback, private or plain-http addresses.
+#[test]
+fn push_endpoints_must_be_https_on_a_public_address() {
+    let server = Server::start();
+    server.set("notifications/browser", json!({"enabled": true, "goLiveMessage": "live"}));
+    let (_, token) = chat_user_from(&server, "127.0.0.1", "pusher");
+    let rx = common::receiver::Receiver::start(&[]);
+    for endpoint in [
+        format!("{}/push", rx.url),
+        rx.url.replace("http://", "https://") + "/push",
+        "https://localhost/push".to_string(),
+        "https://10.1.2.3/push".to_string(),
+        "https://[fd00::1]/push".to_string(),
+        "https://169.254.169.254/latest/meta-data".to_string(),
+        "http://93.184.216.34/push".to_string(),
+    ] {
+        let (status, r) = register_push(&server, &server.client, &token, &endpoint);
+        assert_eq!(status, 400, "{endpoint}: {r}");
+        assert_eq!(r["success"], false);
+        assert_eq!(r["message"], "the push endpoint must be an https URL on a public address", "{endpoint}");
+    }
+    assert!(push_rows(&server).is_empty(), "nothing is stored");
+    assert!(rx.all().is_empty(), "and nothing was sent");
+}
+
+/// Finding 4 (push): at most 3 subscriptions per chat user (a new one replaces the oldest) and 20 per
+/// client address (429 beyond).
+#[test]
+fn push_subscriptions_are_capped_per_user_and_per_address() {
+    let server = Server::start_with_env(&[], &[PUSH_LOOPBACK]);
+    server.set("notifications/browser", json!({"enabled": true, "goLiveMessage": "live"}));
+    let rx = common::receiver::Receiver::start(&[]);
+    // Users made from other addresses (chat registration has its own limits); subscriptions from one.
+    let users: Vec<(String, String)> =
+        (0..8).map(|i| chat_user_from(&server, &format!("127.0.0.{}", 20 + i), &format!("u{i}"))).collect();
+    let one = client_from("127.0.0.9");
+
+    let (first, token) = &users[0];
+    for n in 0..4 {
+        let (status, r) = register_push(&server, &one, token, &format!("{}/push/a{n}", rx.url));
+        assert_eq!(status, 200, "{r}");
+    }
+    let mine: Vec<String> =
+        push_rows(&server).into_iter().filter(|r| r.2.as_deref() == Some(first)).map(|r| r.1).collect();
+    assert_eq!(mine, (1..4).map(|n| format!("{}/push/a{n}", rx.url)).collect::<Vec<_>>(), "the oldest was replaced");
+
+    let mut stored = 3;
+    'users: for (_, token) in &users[1..] {
+        for n in 0..3 {
+            let (status, r) = register_push(&server, &one, token, &format!("{}/push/{token}{n}", rx.url));
+            if stored == 20 {
+                assert_eq!(status, 429, "{r}");
+                assert_eq!(r["success"], false);
+                assert!(r["message"].as_str().unwrap().contains("this address"), "{r}");
+                break 'users;
+            }
+            assert_eq!(status, 200, "{r}");
+            stored += 1;
+        }
+    }
+    assert_eq!(stored, 20);
+    assert_eq!(push_rows(&server).len(), 20);
+    // Another address still may.
+    let (status, r) = register_push(&server, &client_from("127.0.0.10"), &users[7].1, &format!("{}/push/z", rx.url));
+    assert_eq!(status, 200, "{r}");
+}
+
+/// A push service on loopback that holds each request `hold` and counts how many it holds at once.
+struct SlowPushService {
+    url: String,
+    paths: Arc<std::sync::Mutex<Vec<String>>>,
+    most_at_once: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn slow_push_service(hold: Duration) -> SlowPushService {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let paths = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let most_at_once = Arc::new(AtomicUsize::new(0));
+    let now = Arc::new(AtomicUsize::new(0));
+    let (p, m) = (paths.clone(), most_at_once.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let (p, m, now) = (p.clone(), m.clone(), now.clone());
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                while let Some(req) = common::receiver::read_request(&mut reader) {
+                    let held = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    m.fetch_max(held, Ordering::SeqCst);
+                    std::thread::sleep(hold);
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    p.lock().unwrap().push(req.path);
+                    if !common::receiver::write_response(reader.get_ref(), 201, "text/plain", "") {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    SlowPushService { url, paths, most_at_once }
+}
+
+/// Finding 4 (push): go-live delivery runs several pushes at once, but a bounded number (16), not one
+/// after another; an endpoint castd may not deliver to is removed.
+#[test]
+fn go_live_pushes_are_sent_concurrently_but_bounded() {
+    let server = Server::start_with_env(&["--streamkey", KEY], &[PUSH_LOOPBACK]);
+    setup_replays(&server);
+    server.set("notifications/browser", json!({"enabled": true, "goLiveMessage": "live"}));
+    let service = slow_push_service(Duration::from_millis(400));
+    // Forty subscriptions (written to the database as registrations over time would have) and one on
+    // a private address (as an import from Owncast could bring).
+    {
+        let db = rusqlite::Connection::open(server.data_dir.join("castd.db")).unwrap();
+        db.busy_timeout(Duration::from_secs(5)).unwrap();
+        let add = |endpoint: String| {
+            let (sub, _, _) = common::push::push_subscription(&endpoint);
+            db.execute(
+                "INSERT INTO notification_destinations (channel, destination, created_at) VALUES (?1, ?2, ?3)",
+                rusqlite::params!["BROWSER_PUSH_NOTIFICATION", sub.to_string(), "2024-01-01T00:00:00Z"],
+            )
+            .unwrap();
+        };
+        for n in 0..40 {
+            add(format!("{}/push/{n}", service.url));
+        }
+        add("https://10.9.9.9/push/private".to_string());
+    }
+    let mut ff = publish(&server, KEY, "320x180", 6);
+    let all = server.wait_for(Duration::from_secs(60), || (service.paths.lock().unwrap().len() >= 40).then_some(()));
+    assert!(all.is_some(), "every push arrives: {} of 40", service.paths.lock().unwrap().len());
+    let most = service.most_at_once.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(most > 1, "pushes go out concurrently, not one after another (at most {most} at once)");
+    assert!(most <= 16, "a bounded number at once: {most}");
+    let mut paths = service.paths.lock().unwrap().clone();
+    paths.sort();
+    paths.dedup();
+    assert_eq!(paths.len(), 40, "each once");
+    let left = server.wait_for(Duration::from_secs(10), || {
+        let rows = push_rows(&server);
+        (!rows.iter().any(|r| r.1.contains("10.9.9.9"))).then_some(rows)
+    });
+    assert_eq!(left.expect("the private endpoint is removed").len(), 40);
+    wait_exit(&mut ff, Duration::from_secs(60));
+}
