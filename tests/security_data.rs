@@ -409,3 +409,25 @@ fn go_live_pushes_are_sent_concurrently_but_bounded() {
     assert_eq!(left.expect("the private endpoint is removed").len(), 40);
     wait_exit(&mut ff, Duration::from_secs(60));
 }
+
+/// Finding 11: the generated admin password is in its 0600 file only, never in the log (stderr, the
+/// journal) nor in the admin log view.
+#[test]
+fn the_generated_admin_password_is_never_logged() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::start();
+    let file = server.data_dir.join("initial-admin-password");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let pw = std::fs::read_to_string(&file).unwrap().trim().to_string();
+    assert!(pw.len() >= 16);
+    let log = server.log_text();
+    assert!(!log.contains(&pw), "the password is in the log");
+    assert!(log.contains("initial-admin-password"), "the log says where the password is: {log}");
+    for path in ["/api/admin/logs", "/api/admin/logs/warnings"] {
+        let r = server.admin_get(path);
+        assert_eq!(r.status(), 200, "{path}");
+        let text = r.text().unwrap();
+        assert!(text.contains("initial-admin-password"), "{path} names the file: {text}");
+        assert!(!text.contains(&pw), "{path} shows the password");
+    }
+}
