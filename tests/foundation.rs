@@ -156,7 +156,8 @@ fn setter_cases() -> Vec<SetterCase> {
             "notifications/discord",
             json!({"enabled": true, "webhook": "https://discord.example/hook", "goLiveMessage": "live"}),
             "/notifications/discord",
-            json!({"enabled": true, "webhook": "https://discord.example/hook", "goLiveMessage": "live"}),
+            // The webhook URL is a secret: shown masked.
+            json!({"enabled": true, "webhook": "********", "goLiveMessage": "live"}),
             None,
         ),
         (
@@ -194,7 +195,7 @@ fn setter_cases() -> Vec<SetterCase> {
         ("ffmpegpath", json!("/bin/sh"), "/ffmpegPath", json!("/bin/sh"), None),
         ("rtmpserverport", json!(19350), "/rtmpServerPort", json!(19350), None),
         ("srtserverport", json!(18890), "/srtServerPort", json!(18890), None),
-        ("srt/passphrase", json!("a-passphrase-42"), "/srtPassphrase", json!("a-passphrase-42"), None),
+        ("srt/passphrase", json!("a-passphrase-42"), "/srtPassphrase", json!("********"), None),
         ("webrtc/enabled", json!(false), "/webrtcEnabled", json!(false), None),
         ("webrtc/maxviewers", json!(42), "/webrtcMaxViewers", json!(42), None),
         ("webrtc/variant", json!(1), "/webrtcVariant", json!(1), None),

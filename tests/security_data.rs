@@ -431,3 +431,48 @@ fn the_generated_admin_password_is_never_logged() {
         assert!(!text.contains(&pw), "{path} shows the password");
     }
 }
+
+/// A saved setting as the settings table holds it.
+fn saved_setting(server: &Server, key: &str) -> Value {
+    let db = rusqlite::Connection::open(server.data_dir.join("castd.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let v: String = db.query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| r.get(0)).unwrap();
+    serde_json::from_str(&v).unwrap()
+}
+
+/// Finding 11: the Discord webhook URL and the SRT passphrase are shown masked in the server
+/// configuration, as the object-storage secret is, and sending the masked value back keeps the saved one.
+#[test]
+fn secrets_are_masked_in_the_server_configuration_and_kept_when_sent_back() {
+    let server = Server::start();
+    let hook = "https://discord.com/api/webhooks/123/hook-secret-token";
+    server.set("notifications/discord", json!({"enabled": true, "webhook": hook, "goLiveMessage": "up"}));
+    server.set("srt/passphrase", json!("srt-secret-passphrase"));
+    server.set(
+        "s3",
+        json!({"enabled": false, "endpoint": "https://s3.example.com", "accessKey": "AK", "secret": "s3-secret-value",
+               "bucket": "b", "region": "r"}),
+    );
+    let text = server.admin_get("/api/admin/serverconfig").text().unwrap();
+    for secret in ["hook-secret-token", "srt-secret-passphrase", "s3-secret-value"] {
+        assert!(!text.contains(secret), "{secret} shown in the server configuration");
+    }
+    let cfg: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(cfg["notifications"]["discord"]["webhook"], "********");
+    assert_eq!(cfg["srtPassphrase"], "********");
+    assert_eq!(cfg["s3"]["secret"], "********");
+
+    // A form sends back what it was shown (with another change): the saved secrets stay.
+    let mut discord = cfg["notifications"]["discord"].clone();
+    discord["goLiveMessage"] = json!("we are up");
+    server.set("notifications/discord", discord);
+    server.set("srt/passphrase", json!("********"));
+    let saved = saved_setting(&server, "discordNotifications");
+    assert_eq!((saved["webhook"].as_str(), saved["goLiveMessage"].as_str()), (Some(hook), Some("we are up")));
+    assert_eq!(saved_setting(&server, "srtPassphrase"), "srt-secret-passphrase");
+    // Empty still clears, a new value replaces.
+    server.set("srt/passphrase", json!(""));
+    assert_eq!(server.admin_json("/api/admin/serverconfig")["srtPassphrase"], "");
+    server.set("notifications/discord", json!({"enabled": true, "webhook": "https://discord.com/api/webhooks/9/new"}));
+    assert_eq!(saved_setting(&server, "discordNotifications")["webhook"], "https://discord.com/api/webhooks/9/new");
+}
