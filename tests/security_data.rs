@@ -476,3 +476,26 @@ fn secrets_are_masked_in_the_server_configuration_and_kept_when_sent_back() {
     server.set("notifications/discord", json!({"enabled": true, "webhook": "https://discord.com/api/webhooks/9/new"}));
     assert_eq!(saved_setting(&server, "discordNotifications")["webhook"], "https://discord.com/api/webhooks/9/new");
 }
+
+/// Finding 11: a simulcast key sent back masked is kept only for the URL it was saved with; with a new
+/// URL it is dropped, so the saved key never goes to another host.
+#[test]
+fn a_masked_simulcast_key_is_dropped_when_the_target_url_changes() {
+    let server = Server::start();
+    let target = |url: &str, key: &str| json!([{"id": "yt", "name": "YouTube", "url": url, "streamKey": key}]);
+    server.set("simulcast/targets", target("rtmp://a.rtmp.youtube.com/live2", "the-real-key"));
+    let shown = server.admin_json("/api/admin/serverconfig")["simulcastTargets"].clone();
+    assert_eq!(shown[0]["streamKey"], "********");
+    let saved = || saved_setting(&server, "simulcastTargets")[0]["streamKey"].as_str().unwrap().to_string();
+
+    // The same URL: the saved key stays.
+    server.set("simulcast/targets", target("rtmp://a.rtmp.youtube.com/live2", "********"));
+    assert_eq!(saved(), "the-real-key");
+    // Another host (or another path): the masked key is dropped, not sent there.
+    server.set("simulcast/targets", target("rtmp://attacker.example/live2", "********"));
+    assert_eq!(saved(), "", "the old key would go to a new host");
+    assert_eq!(server.admin_json("/api/admin/serverconfig")["simulcastTargets"][0]["streamKey"], "");
+    // Back at the old URL it does not come back by itself either.
+    server.set("simulcast/targets", target("rtmp://a.rtmp.youtube.com/live2", "********"));
+    assert_eq!(saved(), "");
+}
