@@ -499,3 +499,54 @@ fn a_masked_simulcast_key_is_dropped_when_the_target_url_changes() {
     server.set("simulcast/targets", target("rtmp://a.rtmp.youtube.com/live2", "********"));
     assert_eq!(saved(), "");
 }
+
+/// Finding 11: integration tokens are kept as their SHA-256: the whole token is shown once (in the
+/// creation's answer, where Owncast's bots read it), the list gives a display form, and a token an
+/// earlier castd stored in full keeps working after the upgrade, which removes the stored value.
+#[test]
+fn integration_tokens_are_stored_hashed_shown_once_and_old_plain_ones_keep_working() {
+    use sha2::Digest;
+    let server = Server::start();
+    let created = create_token(&server, "owlbot", &["HAS_ADMIN_ACCESS"]);
+    let token = created["accessToken"].as_str().unwrap().to_string();
+    assert_eq!((token.len(), &created["accessTokenComplete"]), (44, &json!(true)));
+    let title = |server: &Server, token: &str, value: &str| {
+        let r = server.client.post(server.url("/api/integrations/streamtitle")).bearer_auth(token);
+        r.json(&json!({ "value": value })).send().unwrap().status().as_u16()
+    };
+    assert_eq!(title(&server, &token, "from the bot"), 200, "the token works as Bearer");
+    let list = server.admin_get("/api/admin/accesstokens").text().unwrap();
+    assert!(!list.contains(&token), "the list holds the token: {list}");
+    let list: Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list[0]["accessToken"], format!("{}…", &token[..8]));
+    assert_eq!(list[0]["accessTokenComplete"], false);
+    assert_eq!(list[0]["displayName"], "owlbot");
+
+    // A database from before: the tokens table at its second migration, a token stored in full.
+    let mut server = server;
+    server.stop();
+    let old = "old-plain-token-0123456789abcdefghijklmnopq";
+    {
+        let db = rusqlite::Connection::open(server.data_dir.join("castd.db")).unwrap();
+        db.execute_batch("ALTER TABLE access_tokens ADD COLUMN token TEXT;").unwrap();
+        db.execute(
+            "INSERT INTO access_tokens (id, token_hash, token_prefix, display_name, display_color, scopes, created_at, token)
+             VALUES ('oldbot', ?1, ?2, 'old bot', 1, '[\"HAS_ADMIN_ACCESS\"]', '2024-01-01T00:00:00Z', ?3)",
+            rusqlite::params![hex::encode(sha2::Sha256::digest(old.as_bytes())), &old[..8], old],
+        )
+        .unwrap();
+        db.execute("UPDATE schema_migrations SET version = 2 WHERE module = 'tokens'", []).unwrap();
+    }
+    let mut server = server.restart();
+    assert_eq!(title(&server, old, "from the old bot"), 200, "the old token keeps working");
+    assert_eq!(title(&server, &token, "from the new bot"), 200);
+    let list = server.admin_get("/api/admin/accesstokens").text().unwrap();
+    assert!(!list.contains(old), "{list}");
+    assert!(list.contains(&format!("{}…", &old[..8])), "{list}");
+    server.stop();
+    for file in ["castd.db", "castd.db-wal"] {
+        let bytes = std::fs::read(server.data_dir.join(file)).unwrap_or_default();
+        assert!(!bytes.windows(old.len()).any(|w| w == old.as_bytes()), "{file} still holds the old token");
+        assert!(!bytes.windows(token.len()).any(|w| w == token.as_bytes()), "{file} holds the new token");
+    }
+}

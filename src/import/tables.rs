@@ -138,10 +138,11 @@ fn users(source: &Source, tx: &Transaction, report: &mut Report) -> Result<HashS
                 report.skip("access tokens", "a token shared with another user");
                 continue;
             }
+            // As castd keeps every token: its SHA-256 and display form, never the token itself.
             tx.execute(
-                "INSERT INTO access_tokens (id, token_hash, token_prefix, display_name, display_color, scopes, created_at, last_used_at, token)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![id, h, prefix, name, color, json(&api_scopes), created.to_rfc3339(), last_used.map(|t| t.to_rfc3339()), token],
+                "INSERT INTO access_tokens (id, token_hash, token_prefix, display_name, display_color, scopes, created_at, last_used_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![id, h, prefix, name, color, json(&api_scopes), created.to_rfc3339(), last_used.map(|t| t.to_rfc3339())],
             )?;
             tx.execute(
                 "INSERT INTO chat_users (id, token_hash, display_name, display_color, created_at, is_bot, disabled_at)

@@ -64,3 +64,27 @@ test('the Discord form and the SRT passphrase field keep the saved secrets', { t
   assert.ok(!html.includes('hook-secret-token') && !html.includes('srt-secret-passphrase'), 'no secret in the page');
   await ctx.close();
 });
+
+test('an access token is shown once, listed by its first characters, and deleted from the list', { timeout: 60_000 }, async () => {
+  const ctx = await newContext(browser, { httpCredentials: castd.httpCredentials });
+  const page = await ctx.newPage();
+  await page.goto(castd.url('/admin/access-tokens'));
+  await page.locator('#access-token-form').waitFor();
+  await page.fill('#access-token-name', 'owlbot');
+  await page.locator('#access-token-form input[value="CAN_SEND_MESSAGES"]').check();
+  await page.click('#access-token-create');
+  const created = page.locator('#access-token-created code');
+  await created.waitFor();
+  const token = await created.textContent();
+  assert.equal(token.length, 44, 'the whole token, once');
+  const row = page.locator('#access-tokens-table tbody tr').filter({ hasText: 'owlbot' });
+  await row.waitFor();
+  assert.equal((await row.locator('td.mono').textContent()).trim(), `${token.slice(0, 8)}…`);
+  const list = await castd.getJson('/api/admin/accesstokens', { admin: true });
+  assert.ok(!JSON.stringify(list).includes(token), 'the list never holds the token');
+  page.once('dialog', (d) => void d.accept());
+  await row.getByRole('button', { name: 'Delete' }).click();
+  await page.getByText('Token deleted.').waitFor();
+  assert.deepEqual(await castd.getJson('/api/admin/accesstokens', { admin: true }), []);
+  await ctx.close();
+});
