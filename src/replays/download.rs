@@ -48,23 +48,25 @@ pub fn caps() -> Caps {
     Caps::new(DOWNLOADS_PER_ADDRESS, DOWNLOADS_TOTAL)
 }
 
-/// Take a download place for `ip`, or the answer that refuses it.
-fn admit(r: &Replays, ip: Option<IpAddr>) -> Result<CapPermit, Response> {
-    let ip = ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    r.downloads.try_acquire(ip).map_err(|refused| {
-        let (status, message) = match refused {
-            CapRefused::PerAddress(n) => (
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("at most {n} downloads at once from one address; try again when one has finished"),
-            ),
-            CapRefused::Total(_) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "the server is busy with other downloads; try again later".into())
-            }
-        };
-        let mut resp = (status, Json(StatusResponse { success: false, message })).into_response();
-        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
-        resp
-    })
+/// Take a download place for `ip`.
+fn admit(r: &Replays, ip: Option<IpAddr>) -> Result<CapPermit, CapRefused> {
+    r.downloads.try_acquire(ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)))
+}
+
+/// The answer to a download refused its place: 429 (this address) or 503 (the server), with `Retry-After`.
+fn refused(refused: CapRefused) -> Response {
+    let (status, message) = match refused {
+        CapRefused::PerAddress(n) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("at most {n} downloads at once from one address; try again when one has finished"),
+        ),
+        CapRefused::Total(_) => {
+            (StatusCode::SERVICE_UNAVAILABLE, "the server is busy with other downloads; try again later".into())
+        }
+    };
+    let mut resp = (status, Json(StatusResponse { success: false, message })).into_response();
+    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    resp
 }
 
 /// The temporary playlist, the child and the download's place: all go when the response body is
@@ -209,7 +211,7 @@ pub async fn replay(
     let Some(row) = playable(&r, &id, &headers).await? else { return Ok(not_found()) };
     let permit = match admit(&r, ip) {
         Ok(p) => p,
-        Err(refused) => return Ok(refused),
+        Err(no) => return Ok(refused(no)),
     };
     let rid = id.clone();
     let variants = r.store.call(move |c| db::variants(c, &rid)).await?;
@@ -235,7 +237,7 @@ pub async fn clip(
     }
     let permit = match admit(r, ip) {
         Ok(p) => p,
-        Err(refused) => return Ok(refused),
+        Err(no) => return Ok(refused(no)),
     };
     let cid = id.clone();
     let Some(c) = r.store.call(move |conn| db::clip(conn, &cid)).await? else { return Ok(not_found()) };
