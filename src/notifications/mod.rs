@@ -47,7 +47,6 @@ use crate::outbound::{Outbound, OutboundConfig, OutboundError};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 use crate::tasks::{Stage, Tasks};
-use crate::throttle::AddrKey;
 
 /// The channel name browsers register with.
 pub const BROWSER_PUSH: &str = "BROWSER_PUSH_NOTIFICATION";
@@ -465,9 +464,16 @@ async fn register_destination(
     }
 }
 
-/// The key a client address is counted under (an IPv6 /64).
+/// The key a client address is counted under, as stored: IPv4 as is, IPv6 by its /64 (the grouping of
+/// `throttle::AddrKey`, written out so the stored form does not depend on a `Debug` format).
 fn address_key(ip: IpAddr) -> String {
-    format!("{:?}", AddrKey::of(ip))
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{}/64", std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+    }
 }
 
 /// Who registers a subscription.
@@ -647,6 +653,15 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    #[test]
+    fn addresses_are_counted_per_ipv4_and_per_ipv6_64() {
+        let key = |s: &str| address_key(s.parse().unwrap());
+        assert_eq!(key("203.0.113.7"), "203.0.113.7");
+        assert_eq!(key("::ffff:203.0.113.7"), "203.0.113.7");
+        assert_eq!(key("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2::99"), key("2001:db8:1:2:ffff::1"));
     }
 
     #[tokio::test]
