@@ -323,8 +323,11 @@ fn prepare(cli: &Cli, edge: bool) -> Result<(Store, SettingsStore)> {
             s.server.admin_password_hash = hash;
             s.server.admin_password_weak = false;
         })?;
+        // The password itself is never logged (the journal and the admin log view keep logs): only
+        // where the file that holds it is, readable by castd's user alone.
         warn!(
-            "generated the admin password {pw} (user: admin); it is also in {} — change it in the admin page",
+            "generated an admin password (user: admin); read it from {} (readable by castd's user only) and \
+             change it in the admin page",
             file.display()
         );
     }

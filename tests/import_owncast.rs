@@ -485,12 +485,14 @@ fn an_owncast_server_comes_over_whole() {
     let bad =
         s.client.post(s.url("/api/integrations/chat/send")).bearer_auth("nope").json(&json!({"body": "x"})).send();
     assert_eq!(bad.unwrap().status().as_u16(), 401);
-    // And the admin's token list shows its value, as Owncast's does (tools find their token by value).
+    // The admin's token list shows its display form only (castd keeps tokens as their SHA-256).
     let tokens = s.admin_json("/api/admin/accesstokens");
+    let shown = format!("{}…", &BOT_TOKEN[..8]);
     assert!(
-        tokens.as_array().into_iter().flatten().any(|t| t["accessToken"] == BOT_TOKEN),
-        "the imported token is listed by its value: {tokens}"
+        tokens.as_array().into_iter().flatten().any(|t| t["accessToken"] == shown.as_str()),
+        "the imported token is listed by its display form: {tokens}"
     );
+    assert!(!tokens.to_string().contains(BOT_TOKEN), "the token itself is not listed");
 
     // Followers, pending requests, bans.
     let followers = s.get_json("/api/followers");
@@ -687,4 +689,93 @@ fn an_older_owncast_schema_imports_too() {
     let hash = hash.as_str().unwrap();
     assert!(hash.starts_with("$2") && castd::password::verify("plain-old-password", hash), "{hash}");
     assert_eq!(setting("streamKeys"), json!([{"key": "legacy-stream-key", "comment": "Default stream key"}]));
+}
+
+/// Every file under `dir` whose contents hold `needle`.
+fn files_holding(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    snapshot(dir)
+        .into_iter()
+        .filter(|(_, bytes)| bytes.windows(needle.len()).any(|w| w == needle))
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// Issue #39 (finding 11): the importer follows no symbolic link out of the Owncast directory (the logo,
+/// the `public/` folder or a file in it, an emoji), and imported chat bodies go through castd's chat
+/// cleaning: no script, `javascript:` link or foreign image comes out live.
+#[test]
+fn links_are_not_followed_and_imported_chat_bodies_are_cleaned() {
+    use std::os::unix::fs::symlink;
+    let oc = build_owncast("http://127.0.0.1:9/hook");
+    let data = oc.data();
+    // Secrets outside the Owncast directory, and links to them where Owncast's files would be.
+    let outside = oc._tmp.path().join("elsewhere");
+    std::fs::create_dir_all(outside.join("private")).unwrap();
+    let secret = b"SECRET-OUTSIDE-THE-OWNCAST-DIR";
+    let mut png_secret = PNG.to_vec();
+    png_secret.extend_from_slice(secret);
+    std::fs::write(outside.join("secret.png"), &png_secret).unwrap();
+    std::fs::write(outside.join("private/key.txt"), secret).unwrap();
+    std::fs::remove_file(data.join("logo-1690000000.png")).unwrap();
+    symlink(outside.join("secret.png"), data.join("logo-1690000000.png")).unwrap();
+    // The emoji folder itself a link to a folder elsewhere (whose files are plain files).
+    std::fs::rename(data.join("emoji"), outside.join("emoji")).unwrap();
+    std::fs::write(outside.join("emoji/leak.png"), &png_secret).unwrap();
+    symlink(outside.join("emoji"), data.join("emoji")).unwrap();
+    symlink(outside.join("private/key.txt"), data.join("public/docs/leak.txt")).unwrap();
+    symlink(outside.join("private"), data.join("public/linked")).unwrap();
+    // Messages as a hostile Owncast database could hold them.
+    let c = Connection::open(data.join("owncast.db")).unwrap();
+    for (id, body) in [
+        ("x1", r#"<p>hi <script>alert(1)</script>there</p>"#),
+        ("x2", r#"<p><a href="javascript:alert(2)">click me</a></p>"#),
+        ("x3", r#"<p><img src="https://evil.example/x.gif" onerror="alert(3)">pic</p>"#),
+        ("x4", r#"<p onclick="alert(4)"><a href="https://fine.example/">fine</a></p>"#),
+    ] {
+        c.execute(
+            "INSERT INTO messages (id, user_id, body, eventType, timestamp) VALUES (?1, 'alice-id', ?2, 'CHAT', '2024-02-02 20:00:00+00:00')",
+            params![id, body],
+        )
+        .unwrap();
+    }
+    drop(c);
+
+    let target = tempfile::tempdir().unwrap();
+    let data_dir = target.path().join("castd");
+    let (ok, report, err) = import(&oc.root, &data_dir, &[]);
+    assert!(ok, "import failed: {err}\n{report}");
+    assert_eq!(files_holding(&data_dir, secret), Vec::<PathBuf>::new(), "a linked file was copied");
+    assert!(report.contains("not imported logo: 1 (logo-1690000000.png is a symbolic link"), "{report}");
+    assert!(!data_dir.join("public/linked").exists() && !data_dir.join("public/docs/leak.txt").exists());
+    assert!(data_dir.join("public/docs/rules.md").is_file(), "the plain files still come over");
+    assert!(report.contains("not imported custom emoji: 1 (emoji/ is a symbolic link"), "{report}");
+
+    let s = Server::start_in(&data_dir, &[]);
+    assert_ne!(s.get("/logo").bytes().unwrap().as_ref(), &png_secret[..]);
+    assert_eq!(s.get("/public/linked/key.txt").status(), 404);
+    let hist = history(&s, ALICE_TOKEN);
+    let body = |id: &str| hist.iter().find(|m| m["id"] == id).and_then(|m| m["body"].as_str()).unwrap().to_string();
+    for id in ["x1", "x2", "x3", "x4"] {
+        let b = body(id);
+        for bad in ["<script", "alert", "javascript:", "onerror", "onclick", "evil.example"] {
+            assert!(!b.contains(bad), "message {id} kept {bad}: {b}");
+        }
+    }
+    assert!(body("x1").contains("hi") && body("x1").contains("there"));
+    assert!(body("x2").contains("click me"));
+    assert!(body("x4").contains(r#"href="https://fine.example/""#), "{}", body("x4"));
+    assert_eq!(body("m1"), "hello everyone", "plain bodies stay as they were");
+}
+
+/// The database itself is not read through a link either.
+#[test]
+fn a_linked_owncast_database_is_refused() {
+    let oc = build_owncast("http://127.0.0.1:9/hook");
+    let data = oc.data();
+    let elsewhere = oc._tmp.path().join("other.db");
+    std::fs::rename(data.join("owncast.db"), &elsewhere).unwrap();
+    let _ = std::fs::remove_file(data.join("owncast.db-wal"));
+    let _ = std::fs::remove_file(data.join("owncast.db-shm"));
+    std::os::unix::fs::symlink(&elsewhere, data.join("owncast.db")).unwrap();
+    assert_refused(&oc, "symbolic link");
 }

@@ -1,7 +1,8 @@
 //! IndieAuth across two real daemons on loopback: a chat user on castd B signs in with castd A's URL,
 //! A's admin approves, B marks the user authenticated (and "require authentication" then admits them
 //! and not an anonymous user). The refusals: wrong state, wrong verifier, reused code, expired code,
-//! `me` on another host, authorization endpoints on private addresses, a denied request — each
+//! `me` on another host, a `me` on the same host whose page names another authorization endpoint
+//! (IndieAuth §5.3), authorization endpoints on private addresses, a denied request — each
 //! answered with `error`/`errorDescription`, and the user stays unauthenticated.
 //!
 //! Both daemons run with `CASTD_INDIEAUTH_ALLOW_LOOPBACK=1` (they must fetch each other on 127.0.0.1).
@@ -303,4 +304,73 @@ fn codes_are_bound_to_the_verifier_used_once_and_expire() {
     let (status, r) = callback(&back);
     assert_refused(status, &r, "invalid_grant", "expired");
     assert_eq!(user(&b, &viewer.id)["authenticated"], false);
+}
+
+/// A web site on loopback with several people's pages and their own authorization endpoints: `pages`
+/// maps a path to the authorization endpoint (a path) its HTML names, `endpoints` maps an endpoint's
+/// path to the `me` (a path) it vouches for when a code is redeemed there. Returns its base URL.
+fn people_site(
+    pages: &'static [(&'static str, &'static str)],
+    endpoints: &'static [(&'static str, &'static str)],
+) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let me_base = base.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let me_base = me_base.clone();
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                while let Some(req) = common::receiver::read_request(&mut reader) {
+                    let path = req.path.split('?').next().unwrap_or_default().to_string();
+                    let (status, ctype, body) = if let Some((_, ep)) = pages.iter().find(|(p, _)| *p == path) {
+                        let html =
+                            format!(r#"<html><head><link rel="authorization_endpoint" href="{ep}"></head></html>"#);
+                        (200, "text/html", html)
+                    } else if let Some((_, me)) = endpoints.iter().find(|(e, _)| *e == path && req.method == "POST") {
+                        (200, "application/json", json!({ "me": format!("{me_base}{me}") }).to_string())
+                    } else {
+                        (404, "text/plain", "no".to_string())
+                    };
+                    if !common::receiver::write_response(reader.get_ref(), status, ctype, &body) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    base
+}
+
+/// Issue #39 (finding 11), IndieAuth §5.3: a `me` other than the URL entered is accepted only when its
+/// own page names the authorization endpoint that vouched for it. On a site with many users, Mallory's
+/// endpoint vouching for Alice's page (same host) must not sign Mallory in as Alice.
+#[test]
+fn another_users_endpoint_cannot_vouch_for_a_page_on_the_same_host() {
+    static PAGES: &[(&str, &str)] =
+        &[("/mallory", "/auth/mallory"), ("/alice", "/auth/alice"), ("/bob", "/auth/bob"), ("/b", "/auth/bob")];
+    static ENDPOINTS: &[(&str, &str)] = &[("/auth/mallory", "/alice"), ("/auth/bob", "/bob")];
+    let site = people_site(PAGES, ENDPOINTS);
+    let b = daemon(&[LOOPBACK]);
+    let sign_in = |who: &str, entered: &str| {
+        let viewer = chatclient::join(&b, who);
+        let (status, answer) = start(&b, &viewer.token, &format!("{site}{entered}"));
+        assert_eq!(status, 200, "{answer}");
+        let state = query(answer["redirect"].as_str().unwrap(), "state").unwrap();
+        let back = format!("{}?code=a-code&state={state}", b.url("/api/auth/indieauth/callback"));
+        let (status, r) = callback(&back);
+        (viewer, status, r)
+    };
+
+    // Mallory's endpoint vouches for Alice's page: refused, Mallory stays anonymous.
+    let (mallory, status, r) = sign_in("mallory", "/mallory");
+    assert_refused(status, &r, "invalid_me", "another authorization endpoint");
+    assert_eq!(user(&b, &mallory.id)["authenticated"], false);
+
+    // Bob entered a short URL of his; his endpoint vouches for his page, which names that endpoint.
+    let (bob, status, r) = sign_in("bob", "/b");
+    assert_eq!(status, 200, "{r}");
+    let u = user(&b, &bob.id);
+    assert_eq!(u["authenticated"], true, "{u}");
 }

@@ -264,30 +264,30 @@ fn a_broadcast_becomes_a_replay_with_clips_and_downloads() {
     let clipped = hook.wait_for(Duration::from_secs(5), |r| r.json()["type"] == "CLIP_CREATED");
     assert_eq!(clipped.expect("CLIP_CREATED webhook").json()["eventData"]["clippedBy"], "Clipper");
 
-    // The bot's clip: no permission level, no rate limit.
+    // The bot's clip: no permission level, no rate limit, but (clips being public) only of the live
+    // broadcast or a public replay: the finished replay is private yet, so it is an unknown stream.
     let token = server
         .admin_post("/api/admin/accesstokens/create", &json!({"name": "clipbot", "scopes": ["HAS_ADMIN_ACCESS"]}));
     let token = token.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
     let no_auth = server.post_json("/api/integrations/clips", &window(&sid, 10.0, 22.0));
     assert_eq!(no_auth.status().as_u16(), 401);
-    let bot = server
-        .client
-        .post(server.url("/api/integrations/clips"))
-        .header("authorization", format!("Bearer {token}"))
-        .json(&window(&sid, 10.0, 22.0))
-        .send()
-        .unwrap();
-    assert_eq!(bot.status().as_u16(), 200);
-    let bot: Value = bot.json().unwrap();
-    assert_eq!(bot["durationSeconds"], 12);
-    let bot_clip = bot["id"].as_str().unwrap().to_string();
-    // The admin's form (castd): same rules, clippedBy is the server's name.
+    let bot_clips = |body: &Value| {
+        server
+            .client
+            .post(server.url("/api/integrations/clips"))
+            .header("authorization", format!("Bearer {token}"))
+            .json(body)
+            .send()
+            .unwrap()
+    };
+    let private = bot_clips(&window(&sid, 10.0, 22.0));
+    assert_eq!(private.status().as_u16(), 400);
+    assert_eq!(private.json::<Value>().unwrap()["message"], "stream not found");
+    // The admin's form (castd): same rules, any replay, clippedBy is the server's name.
     let r = server.admin_post("/api/admin/clips/create", &window(&sid, 20.0, 26.0));
     let admin_clip: Value = r.json().unwrap();
     assert_eq!(admin_clip["durationSeconds"], 6, "{admin_clip}");
     assert_eq!(server.post_json("/api/admin/clips/create", &window(&sid, 20.0, 26.0)).status().as_u16(), 401);
-    let listed = server.get_json(&format!("/api/clips/{bot_clip}"));
-    assert_eq!(listed["clippedBy"], "clipbot");
     assert_eq!(server.get_json(&format!("/api/clips/{viewer_clip}"))["clippedBy"], "Clipper");
 
     // The finished replay: VOD + ENDLIST, the published duration within one segment.
@@ -309,6 +309,13 @@ fn a_broadcast_becomes_a_replay_with_clips_and_downloads() {
     let public = server.get_json("/api/replays");
     assert_eq!(public[0]["id"], sid.as_str());
     assert_eq!(public[0]["title"], "Show #1");
+    // Public now: the bot may clip it.
+    let bot = bot_clips(&window(&sid, 10.0, 22.0));
+    assert_eq!(bot.status().as_u16(), 200);
+    let bot: Value = bot.json().unwrap();
+    assert_eq!(bot["durationSeconds"], 12);
+    let bot_clip = bot["id"].as_str().unwrap().to_string();
+    assert_eq!(server.get_json(&format!("/api/clips/{bot_clip}"))["clippedBy"], "clipbot");
     // Segments: Range and ETag like live segments.
     let seg = media.lines().find(|l| l.starts_with('/')).unwrap().to_string();
     let r = server.client.get(server.url(&seg)).header("range", "bytes=0-187").send().unwrap();

@@ -234,7 +234,8 @@ fn a_series_change_updates_its_announced_occurrences_and_deletes_those_the_rule_
 #[test]
 fn reminders_go_out_by_browser_push_and_discord() {
     use common::chatclient::register;
-    let s = Server::start();
+    // The push service runs on loopback: the development switch lets castd deliver there.
+    let s = Server::start_with_env(&[], &[("CASTD_PUSH_ALLOW_LOOPBACK", "1")]);
     let rx = Receiver::start(&[]);
     s.set("serverurl", json!("https://live.example.com"));
     s.set("name", json!("Reminder Cast"));

@@ -181,7 +181,7 @@ fn logs_are_plain_lines_and_carry_priorities_for_the_journal() {
     assert!(journal.iter().all(|l| !l.contains('\x1b')), "{journal:?}");
     let ready = journal.iter().find(|l| l.contains("castd is ready")).unwrap();
     assert!(ready.starts_with("<6> INFO castd is ready") || ready.starts_with("<6>INFO castd is ready"), "{ready}");
-    let warn = journal.iter().find(|l| l.contains("generated the admin password")).expect("first-start warning");
+    let warn = journal.iter().find(|l| l.contains("generated an admin password")).expect("first-start warning");
     assert!(warn.starts_with("<4>"), "warnings map to priority 4: {warn}");
     // No timestamp under the journal (it adds its own).
     assert!(journal.iter().all(|l| l.starts_with('<')), "{journal:?}");

@@ -162,6 +162,12 @@ pub fn render(body: &str) -> String {
     drop_bare_images(clean).trim().to_string()
 }
 
+/// Clean HTML that is already rendered (a message body from elsewhere, such as an Owncast import)
+/// with the same allow-list as [`render`]'s output: no Markdown, only the cleaning.
+pub fn clean_html(html: &str) -> String {
+    drop_bare_images(cleaner().clean(html).to_string()).trim().to_string()
+}
+
 /// Whether rendered HTML carries no visible content (nothing to send).
 pub fn is_empty(html: &str) -> bool {
     if html.contains("<img") {
@@ -183,6 +189,17 @@ pub fn is_empty(html: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rendered_html_from_elsewhere_is_cleaned_alike() {
+        let out = clean_html(
+            r#"<p>hi <script>alert(1)</script><a href="javascript:alert(2)">x</a> <a href="https://ok.example/">ok</a> <img src="https://evil.example/t.gif"></p>"#,
+        );
+        assert!(!out.contains("script") && !out.contains("alert") && !out.contains("javascript"), "{out}");
+        assert!(!out.contains("<img") && !out.contains("evil"), "{out}");
+        assert!(out.contains(r#"href="https://ok.example/""#) && out.contains("rel=\"noopener noreferrer\""), "{out}");
+        assert_eq!(clean_html("<p>hello <strong>you</strong></p>"), "<p>hello <strong>you</strong></p>");
+    }
 
     #[test]
     fn plain_text_is_a_paragraph() {

@@ -9,7 +9,7 @@ use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, LineEnding
 use rsa::{RsaPrivateKey, RsaPublicKey};
 
 use super::gob::Value;
-use super::source::Source;
+use super::source::{copy_open, entry, Entry, Source};
 use super::{ImportError, Report};
 use crate::config::{
     BrowserNotification, DiscordNotification, ExternalAction, S3Info, Settings, SocialHandle, StreamKey,
@@ -377,6 +377,22 @@ fn check(out: &mut Settings, report: &mut Report) {
         refuse("federation_username", e);
         out.federation.federation_username = defaults.federation.federation_username.clone();
     }
+    // Links shown to viewers: only http(s) URLs, as the admin API takes them (one bad entry goes, the
+    // others stay).
+    let handles = std::mem::take(&mut out.instance.social_handles);
+    for h in handles {
+        match validate::social_handles(&json!([h])) {
+            Ok(mut ok) => out.instance.social_handles.append(&mut ok),
+            Err(e) => refuse("social_handles", e),
+        }
+    }
+    let actions = std::mem::take(&mut out.instance.external_actions);
+    for a in actions {
+        match validate::external_actions(&json!([a])) {
+            Ok(mut ok) => out.instance.external_actions.append(&mut ok),
+            Err(e) => refuse("external_actions", e),
+        }
+    }
     match validate::domains(&json!(out.federation.federation_blocked_domains)) {
         Ok(d) => out.federation.federation_blocked_domains = d,
         Err(e) => {
@@ -400,12 +416,15 @@ pub fn copy_files(source: &Source, dir: &Path, out: &mut Settings, report: &mut 
         if name.is_empty() {
             continue;
         }
-        let kept = match plain_name(&name) {
-            Some(file) if source.data_dir.join(file).is_file() => {
-                std::fs::copy(source.data_dir.join(file), dir.join(file))
-                    .map_err(ImportError::io("copying the logo"))?;
+        let kept = match plain_name(&name).map(|file| (file, entry(&source.data_dir.join(file)))) {
+            Some((file, Entry::File(from))) => {
+                copy_open(from, &dir.join(file)).map_err(ImportError::io("copying the logo"))?;
                 report.imported_one(kind);
                 file.to_string()
+            }
+            Some((_, Entry::Link)) => {
+                report.skip(kind, format!("{name} is a symbolic link (castd copies no links)"));
+                String::new()
             }
             Some(_) => {
                 report.skip(kind, format!("{name} is missing from the Owncast data directory"));
@@ -422,9 +441,17 @@ pub fn copy_files(source: &Source, dir: &Path, out: &mut Settings, report: &mut 
             out.instance.favicon = kept;
         }
     }
-    copy_emoji(&source.data_dir.join("emoji"), &dir.join("emoji"), report)?;
+    // The folders themselves are not followed when they are links either.
+    for (folder, kind) in [("emoji", "custom emoji"), ("public", "public files")] {
+        if matches!(entry(&source.data_dir.join(folder)), Entry::Link) {
+            report.skip(kind, format!("{folder}/ is a symbolic link (castd copies no links)"));
+        }
+    }
+    if matches!(entry(&source.data_dir.join("emoji")), Entry::Dir) {
+        copy_emoji(&source.data_dir.join("emoji"), &dir.join("emoji"), report)?;
+    }
     let public = source.data_dir.join("public");
-    if public.is_dir() {
+    if matches!(entry(&public), Entry::Dir) {
         copy_tree(&public, &dir.join("public"), report, 0)?;
     }
     Ok(())
@@ -440,21 +467,28 @@ fn copy_emoji(from: &Path, to: &Path, report: &mut Report) -> Result<(), ImportE
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let path = e.path();
-        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
-        if meta.is_dir() {
-            report.skip(KIND, "a subdirectory (Owncast's built-in emoji sets) is not copied");
-            continue;
-        }
-        if !meta.is_file() {
-            report.skip(KIND, "not a regular file");
-            continue;
-        }
+        let file = match entry(&path) {
+            Entry::File(f) => f,
+            Entry::Dir => {
+                report.skip(KIND, "a subdirectory (Owncast's built-in emoji sets) is not copied");
+                continue;
+            }
+            _ => {
+                report.skip(KIND, "not a regular file");
+                continue;
+            }
+        };
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
         let Ok(clean) = crate::chat::emoji::sanitize_name(stem) else {
             report.skip(KIND, "the file name is not a valid emoji name");
             continue;
         };
-        let bytes = std::fs::read(&path).map_err(ImportError::io("reading an emoji"))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, crate::chat::emoji::MAX_EMOJI_BYTES as u64 + 1),
+            &mut bytes,
+        )
+        .map_err(ImportError::io("reading an emoji"))?;
         if bytes.len() > crate::chat::emoji::MAX_EMOJI_BYTES {
             report.skip(KIND, "larger than castd's emoji limit");
             continue;
@@ -480,15 +514,14 @@ fn copy_tree(from: &Path, to: &Path, report: &mut Report, depth: usize) -> Resul
     let rd = std::fs::read_dir(from).map_err(ImportError::io("reading Owncast's public directory"))?;
     for e in rd.filter_map(Result::ok) {
         let path = e.path();
-        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
         let target = to.join(e.file_name());
-        if meta.is_dir() {
-            copy_tree(&path, &target, report, depth + 1)?;
-        } else if meta.is_file() {
-            std::fs::copy(&path, &target).map_err(ImportError::io("copying a public file"))?;
-            report.imported_one(KIND);
-        } else {
-            report.skip(KIND, "a link or special file is not copied");
+        match entry(&path) {
+            Entry::Dir => copy_tree(&path, &target, report, depth + 1)?,
+            Entry::File(from) => {
+                copy_open(from, &target).map_err(ImportError::io("copying a public file"))?;
+                report.imported_one(KIND);
+            }
+            Entry::Link | Entry::Other => report.skip(KIND, "a link or special file is not copied"),
         }
     }
     Ok(())
@@ -516,5 +549,20 @@ mod tests {
         let reasons: Vec<&String> = report.skipped[KIND].keys().collect();
         assert_eq!(reasons.len(), 3, "{reasons:?}");
         assert!(reasons.iter().any(|r| r.starts_with("federation_username:")), "{reasons:?}");
+    }
+
+    #[test]
+    fn links_for_viewers_must_be_http() {
+        use crate::config::{ExternalAction, SocialHandle};
+        let mut s = Settings::default();
+        let handle = |url: &str| SocialHandle { platform: "x".into(), url: url.into(), ..Default::default() };
+        s.instance.social_handles = vec![handle("https://ok.example/@me"), handle("javascript:alert(1)")];
+        let action = |url: &str| ExternalAction { title: "a".into(), url: url.into(), ..Default::default() };
+        s.instance.external_actions = vec![action("javascript:alert(2)"), action("https://ok.example/donate")];
+        let mut report = Report::default();
+        check(&mut s, &mut report);
+        assert_eq!(s.instance.social_handles, vec![handle("https://ok.example/@me")]);
+        assert_eq!(s.instance.external_actions, vec![action("https://ok.example/donate")]);
+        assert_eq!(report.skipped[KIND].len(), 2, "{:?}", report.skipped);
     }
 }

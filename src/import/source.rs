@@ -33,15 +33,64 @@ pub struct Source {
     _copy: tempfile::TempDir,
 }
 
+/// What is at a path of the Owncast data directory, without following a link.
+#[derive(Debug)]
+pub enum Entry {
+    /// A regular file, open for reading (opened with `O_NOFOLLOW`: a link put there after a check is
+    /// refused too).
+    File(std::fs::File),
+    /// A symbolic link: never followed (it could point anywhere, out of the Owncast directory).
+    Link,
+    /// A directory (not a link to one).
+    Dir,
+    /// Nothing, or something else (a socket, a device).
+    Other,
+}
+
+/// Look at `path` without following a final symbolic link (see [`Entry`]).
+pub fn entry(path: &Path) -> Entry {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return Entry::Other };
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Entry::Link;
+    }
+    if kind.is_dir() {
+        return Entry::Dir;
+    }
+    if !kind.is_file() {
+        return Entry::Other;
+    }
+    match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
+        Ok(f) if f.metadata().is_ok_and(|m| m.is_file()) => Entry::File(f),
+        Ok(_) => Entry::Other,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Entry::Link,
+        Err(_) => Entry::Other,
+    }
+}
+
+/// Copy the open file `from` to a new file `to`.
+pub fn copy_open(mut from: std::fs::File, to: &Path) -> std::io::Result<u64> {
+    let mut out = std::fs::File::create(to)?;
+    std::io::copy(&mut from, &mut out)
+}
+
 /// Where `owncast.db` is: `DIR/owncast.db` (DIR is the data directory) or `DIR/data/owncast.db`
-/// (DIR is Owncast's working directory).
+/// (DIR is Owncast's working directory). The database must be a regular file there, not a link.
 fn locate(dir: &Path) -> Result<PathBuf, ImportError> {
     if !dir.is_dir() {
         return Err(ImportError::Source(format!("{} is not a directory", dir.display())));
     }
     for data in [dir.to_path_buf(), dir.join("data")] {
-        if data.join("owncast.db").is_file() {
-            return Ok(data);
+        match entry(&data.join("owncast.db")) {
+            Entry::File(_) => return Ok(data),
+            Entry::Link => {
+                return Err(ImportError::Source(format!(
+                    "{} is a symbolic link; castd reads only the files of the Owncast directory itself",
+                    data.join("owncast.db").display()
+                )))
+            }
+            _ => {}
         }
     }
     Err(ImportError::Source(format!(
@@ -58,12 +107,13 @@ impl Source {
         let copy =
             tempfile::Builder::new().prefix("castd-import-src").tempdir().map_err(ImportError::io("temp dir"))?;
         let db = copy.path().join("owncast.db");
-        std::fs::copy(data_dir.join("owncast.db"), &db).map_err(ImportError::io("copying owncast.db"))?;
-        // A WAL beside the database holds its newest transactions; the copy replays them.
-        let wal = data_dir.join("owncast.db-wal");
-        if wal.is_file() {
-            std::fs::copy(&wal, copy.path().join("owncast.db-wal"))
-                .map_err(ImportError::io("copying owncast.db-wal"))?;
+        let Entry::File(file) = entry(&data_dir.join("owncast.db")) else {
+            return Err(ImportError::Source(format!("{}/owncast.db is not a regular file", data_dir.display())));
+        };
+        copy_open(file, &db).map_err(ImportError::io("copying owncast.db"))?;
+        // A WAL beside the database holds its newest transactions; the copy replays them. (Not a link.)
+        if let Entry::File(wal) = entry(&data_dir.join("owncast.db-wal")) {
+            copy_open(wal, &copy.path().join("owncast.db-wal")).map_err(ImportError::io("copying owncast.db-wal"))?;
         }
         let corrupt = |e: rusqlite::Error| ImportError::Corrupt(format!("owncast.db: {e}"));
         let conn =

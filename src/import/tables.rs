@@ -138,10 +138,11 @@ fn users(source: &Source, tx: &Transaction, report: &mut Report) -> Result<HashS
                 report.skip("access tokens", "a token shared with another user");
                 continue;
             }
+            // As castd keeps every token: its SHA-256 and display form, never the token itself.
             tx.execute(
-                "INSERT INTO access_tokens (id, token_hash, token_prefix, display_name, display_color, scopes, created_at, last_used_at, token)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![id, h, prefix, name, color, json(&api_scopes), created.to_rfc3339(), last_used.map(|t| t.to_rfc3339()), token],
+                "INSERT INTO access_tokens (id, token_hash, token_prefix, display_name, display_color, scopes, created_at, last_used_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![id, h, prefix, name, color, json(&api_scopes), created.to_rfc3339(), last_used.map(|t| t.to_rfc3339())],
             )?;
             tx.execute(
                 "INSERT INTO chat_users (id, token_hash, display_name, display_color, created_at, is_bot, disabled_at)
@@ -247,6 +248,9 @@ fn messages(
         if body.is_empty() {
             body = m.text("title");
         }
+        // Owncast stored the HTML it rendered; castd shows a body as HTML, so it goes through castd's own
+        // cleaning again (no script, no `javascript:` link, no foreign image), whatever the file held.
+        let body = crate::chat::sanitize::clean_html(&body);
         let user = m.opt_text("user_id");
         let user = match user {
             Some(u) if users.contains(&u) => Some(u),
@@ -319,7 +323,7 @@ fn followers(source: &Source, tx: &Transaction, report: &mut Report) -> Result<(
                 shared,
                 f.text("name"),
                 f.text("username").trim_start_matches('@'),
-                f.text("image"),
+                Some(f.text("image")).filter(|i| valid(i)).unwrap_or_default(),
                 iri,
                 f.text("request"),
                 approved_at.is_some(),
@@ -364,6 +368,10 @@ fn activity(source: &Source, tx: &Transaction, report: &mut Report) -> Result<()
     const KIND: &str = "federation activity";
     let now = Utc::now();
     for a in source.rows("ap_accepted_activities", &["iri", "actor", "type", "timestamp"])? {
+        if !url::Url::parse(&a.text("actor")).is_ok_and(|u| matches!(u.scheme(), "https" | "http")) {
+            report.skip(KIND, "no http(s) actor IRI");
+            continue;
+        }
         let when = time_or(&a, "timestamp", now, KIND, report);
         tx.execute(
             "INSERT INTO federation_activity (iri, actor_iri, kind, timestamp) VALUES (?1, ?2, ?3, ?4)",

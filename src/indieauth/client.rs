@@ -1,8 +1,11 @@
 //! The IndieAuth client for chat sign-in: a chat user enters their website, castd discovers its
 //! authorization endpoint and sends the browser there with PKCE (S256) and a random `state`; the
 //! callback redeems the code at that endpoint, checks that the `me` it returns is on the same host
-//! (and port) as the URL the user entered, and marks the chat user authenticated through
-//! `UserTokens::sign_in` (provider `indieauth`, identity `me`, display name from the profile).
+//! (and port) as the URL the user entered and — when it is not that URL itself — that `me`, discovered
+//! afresh, names the very authorization endpoint (and issuer) that vouched for it (IndieAuth §5.3,
+//! authorization server confirmation: on a host with many users, one user's endpoint may not vouch
+//! for another's page), and marks the chat user authenticated through `UserTokens::sign_in` (provider
+//! `indieauth`, identity `me`, display name from the profile).
 //!
 //! Pending flows live in memory, keyed by `state`, for at most [`FLOW_TTL`]; a state is used once
 //! (taken out on the callback whatever the outcome), and at most [`MAX_FLOWS`] run at once.
@@ -196,9 +199,41 @@ impl Flows {
                 format!("the authorization endpoint vouched for {me_url}, which is not on {}", flow.entered),
             ));
         }
+        if me_url != flow.entered {
+            confirm_authorization_server(fetcher, &me_url, &flow).await?;
+        }
         let profile = doc.get("profile").and_then(|p| serde_json::from_value::<Profile>(p.clone()).ok());
         Ok(Verified { user_id: flow.user_id, me: me_url.to_string(), profile })
     }
+}
+
+/// IndieAuth §5.3: a returned `me` other than the URL the user entered must itself declare the
+/// authorization endpoint (and issuer) the code was redeemed at.
+async fn confirm_authorization_server(fetcher: &Fetcher, me: &Url, flow: &Flow) -> Result<(), Refused> {
+    let declared = discovery::discover(fetcher, me).await.map_err(|e| {
+        Refused::new(
+            "invalid_me",
+            format!(
+                "the authorization endpoint vouched for {me}, whose endpoint cannot be confirmed: {}",
+                e.description
+            ),
+        )
+    })?;
+    let same_issuer = match (&flow.issuer, &declared.issuer) {
+        (Some(used), Some(named)) => used == named,
+        (None, None) => true,
+        _ => false,
+    };
+    if declared.authorization != flow.endpoint || !same_issuer {
+        return Err(Refused::new(
+            "invalid_me",
+            format!(
+                "the authorization endpoint {} vouched for {me}, which names another authorization endpoint ({})",
+                flow.endpoint, declared.authorization
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The callback's query.

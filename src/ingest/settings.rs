@@ -1,6 +1,9 @@
 //! The ingest section of the settings (`config::IngestSettings`): its setters (`srtserverport`,
 //! restart to apply like the RTMP port; `srt/passphrase`, used from the next SRT handshake) and its
 //! part (`srtServerPort`, `srtPassphrase`) of the server configuration.
+//!
+//! The SRT passphrase is a secret: the server configuration shows `********` when one is set (as the
+//! object-storage secret), and the setter keeps the saved passphrase when it is sent `********` back.
 
 use std::sync::Arc;
 
@@ -10,7 +13,7 @@ use utoipa::ToSchema;
 
 use super::Ingest;
 use crate::config::validate::{self, ValidationError};
-use crate::config::Settings;
+use crate::config::{Settings, MASKED};
 use crate::events::Bus;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{Registry, ValueDoc};
@@ -18,8 +21,9 @@ use crate::store::settings::SettingsStore;
 
 /// A port, or 0 for no SRT.
 const PORT_OR_OFF: &str = r#"{"type":"integer","minimum":0,"maximum":65535}"#;
-/// SRT's passphrase rule (10-79 characters; printable ASCII, so that it fits an `srt://` URL), or empty.
-const SRT_PASSPHRASE: &str = r#"{"type":"string","pattern":"^([\\x20-\\x7e]{10,79})?$"}"#;
+/// SRT's passphrase rule (10-79 characters; printable ASCII, so that it fits an `srt://` URL), or empty;
+/// or `********`, the saved one as the server configuration shows it.
+const SRT_PASSPHRASE: &str = r#"{"type":"string","pattern":"^([\\x20-\\x7e]{10,79}|\\*{8})?$"}"#;
 
 /// An SRT passphrase: empty (no encryption) or 10 to 79 printable ASCII characters.
 pub fn srt_passphrase(v: &Value) -> Result<String, ValidationError> {
@@ -41,7 +45,12 @@ pub static SETTERS: &[Setter<Ingest>] = &[
         "srt/passphrase",
         "SRT encryption passphrase (10-79 characters; empty: none)",
         ValueDoc::Json(SRT_PASSPHRASE),
-        |_, v, s| set(&mut s.ingest.srt_passphrase, srt_passphrase(v)),
+        |_, v, s| {
+            if v.as_str() == Some(MASKED) {
+                return Ok(()); // what the server configuration showed: the saved passphrase stays
+            }
+            set(&mut s.ingest.srt_passphrase, srt_passphrase(v))
+        },
     ),
 ];
 
@@ -66,13 +75,15 @@ pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
 pub struct IngestConfigPart {
     /// The SRT ingest port (0: SRT is off); SRT listens on the RTMP address.
     pub srt_server_port: u16,
-    /// The SRT encryption passphrase (empty: unencrypted); publishers put it in their `srt://` URL.
+    /// The SRT encryption passphrase, masked: `********` when one is set, empty when SRT is unencrypted
+    /// (publishers put the passphrase in their `srt://` URL).
     pub srt_passphrase: String,
 }
 
-/// The ingest feature's part of the server configuration.
+/// The ingest feature's part of the server configuration (the passphrase masked).
 pub fn server_config(s: &Settings) -> IngestConfigPart {
-    IngestConfigPart { srt_server_port: s.ingest.srt_server_port, srt_passphrase: s.ingest.srt_passphrase.clone() }
+    let srt_passphrase = if s.ingest.srt_passphrase.is_empty() { String::new() } else { MASKED.to_string() };
+    IngestConfigPart { srt_server_port: s.ingest.srt_server_port, srt_passphrase }
 }
 
 #[cfg(test)]

@@ -5,25 +5,45 @@
 //!
 //! The VAPID key pair is generated once and kept in this module's own table; its public half is what
 //! `/api/config` shows as `notifications.browser.publicKey`. Viewers register a push subscription
-//! (`POST /api/notifications/register`, the chat user's access token); subscriptions the push service
-//! reports as gone (404/410) are removed. Sends run in a task off the bus, one at a time with a timeout,
-//! so a slow push service never delays anything else; the bus's lag policy applies to this consumer.
+//! (`POST /api/notifications/register`, the chat user's access token).
+//!
+//! Push endpoints are chosen by viewers, so they are fetched as strangers' URLs: only `https` on a
+//! public address (checked after name resolution when registering, and again on every delivery, which
+//! goes through castd's guarded client, `crate::outbound`); plain `http` on loopback only with the
+//! development switch `CASTD_PUSH_ALLOW_LOOPBACK` (the tests run their push service on 127.0.0.1). A chat
+//! user keeps at most [`MAX_PER_USER`] subscriptions (a new one replaces their oldest), one client
+//! address (an IPv6 /64) at most [`MAX_PER_ADDRESS`], the server at most [`MAX_DESTINATIONS`].
+//!
+//! Sends run in a task off the bus, so a slow push service never delays anything else; the bus's lag
+//! policy applies to this consumer. Browser pushes go out [`PUSH_CONCURRENCY`] at a time (the
+//! subscriptions read in pages), each with a timeout and within the guarded client's per-host limits,
+//! so many subscriptions neither take forever one after another nor open unbounded connections.
+//! Subscriptions the push service reports as gone (404/410), and ones castd may not deliver to (an
+//! imported `http` or private endpoint), are removed.
 
 pub mod settings;
 
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
+use futures_util::StreamExt;
+use reqwest::Method;
 use serde_json::json;
+use url::Url;
 use web_push_native::jwt_simple::algorithms::{ECDSAP256KeyPairLike, ES256KeyPair};
 use web_push_native::WebPushBuilder;
 
 use axum::extract::{Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::events::{Bus, Event};
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, UserTokens};
+use crate::outbound::{Outbound, OutboundConfig, OutboundError};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 use crate::tasks::{Stage, Tasks};
@@ -34,6 +54,20 @@ pub const BROWSER_PUSH: &str = "BROWSER_PUSH_NOTIFICATION";
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most subscriptions kept (each is a small JSON document).
 pub const MAX_DESTINATIONS: i64 = 100_000;
+/// Most subscriptions one chat user keeps (one per browser or device); a new one replaces the oldest.
+pub const MAX_PER_USER: i64 = 3;
+/// Most subscriptions registered from one client address (an IPv6 /64); beyond it, refused.
+pub const MAX_PER_ADDRESS: i64 = 20;
+/// Browser pushes in flight at once.
+pub const PUSH_CONCURRENCY: usize = 16;
+/// Subscriptions read from the database at a time while sending.
+const PAGE: i64 = 500;
+/// A push whose host is at its limit waits this long before trying again ...
+const BUSY_WAIT: Duration = Duration::from_millis(250);
+/// ... at most this many times.
+const BUSY_TRIES: u32 = 40;
+/// The development switch that lets push endpoints be plain `http` on loopback (tests).
+pub const ALLOW_LOOPBACK_ENV: &str = "CASTD_PUSH_ALLOW_LOOPBACK";
 
 const MIGRATIONS: Migrations = &[
     "CREATE TABLE notification_keys (name TEXT PRIMARY KEY, value BLOB NOT NULL);",
@@ -44,6 +78,12 @@ const MIGRATIONS: Migrations = &[
         created_at TEXT NOT NULL,
         UNIQUE (channel, destination)
     );",
+    // Who registered a subscription (the chat user, the client address's key) for the caps; NULL for
+    // subscriptions from before, or imported.
+    "ALTER TABLE notification_destinations ADD COLUMN user_id TEXT;
+     ALTER TABLE notification_destinations ADD COLUMN address TEXT;
+     CREATE INDEX notification_destinations_user ON notification_destinations (user_id);
+     CREATE INDEX notification_destinations_address ON notification_destinations (address);",
 ];
 
 /// Errors of the notifications module.
@@ -57,6 +97,36 @@ pub enum NotifyError {
     Invalid(String),
     #[error("this server already keeps the most push subscriptions it takes ({MAX_DESTINATIONS})")]
     Full,
+    #[error("this address already registered the most push subscriptions it may ({MAX_PER_ADDRESS})")]
+    AddressFull,
+    #[error("HTTP client: {0}")]
+    Client(#[from] OutboundError),
+}
+
+/// The feature's switches.
+#[derive(Debug, Clone, Default)]
+pub struct NotifyConfig {
+    /// Development switch: push endpoints may be plain `http` on loopback (and loopback is fetched).
+    pub allow_loopback: bool,
+}
+
+impl NotifyConfig {
+    /// The switches from the environment ([`ALLOW_LOOPBACK_ENV`]).
+    pub fn from_env() -> Self {
+        let on = |v: String| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on");
+        Self { allow_loopback: std::env::var(ALLOW_LOOPBACK_ENV).ok().is_some_and(on) }
+    }
+}
+
+/// What registering a subscription did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    /// Stored (or known already).
+    Stored,
+    /// Refused: the table is full.
+    Full,
+    /// Refused: the client address holds its most.
+    AddressFull,
 }
 
 impl From<rusqlite::Error> for NotifyError {
@@ -65,17 +135,44 @@ impl From<rusqlite::Error> for NotifyError {
     }
 }
 
-/// Push keys and the HTTP client.
+/// Push keys and the HTTP clients.
 pub struct Notifications {
     store: Store,
     vapid: ES256KeyPair,
     public_key: String,
+    /// For the admin-set Discord webhook (may point anywhere, as Owncast allows).
     client: reqwest::Client,
+    /// For viewers' push endpoints: castd's guarded client.
+    push: Outbound,
+    config: NotifyConfig,
+}
+
+/// The push client's limits: the push services (FCM, Mozilla's, Apple's, WNS) each carry many
+/// subscriptions, so one host may take all [`PUSH_CONCURRENCY`] places and 200 requests a second.
+fn push_client(config: &NotifyConfig) -> Result<Outbound, OutboundError> {
+    Outbound::new(OutboundConfig {
+        timeout: SEND_TIMEOUT,
+        max_body: 16 * 1024,
+        truncate: true,
+        per_host_concurrency: PUSH_CONCURRENCY,
+        per_host_burst: 200,
+        per_host_every: Duration::from_millis(5),
+        ..OutboundConfig::new("web push", config.allow_loopback)
+    })
 }
 
 impl Notifications {
-    /// Open the tables and load (or create once) the VAPID key pair.
+    /// Open the tables and load (or create once) the VAPID key pair; the switches from the
+    /// environment ([`NotifyConfig::from_env`]).
     pub fn open(store: Store) -> Result<Self, NotifyError> {
+        Self::open_with(store, NotifyConfig::from_env())
+    }
+
+    /// [`Notifications::open`] with the given switches.
+    pub fn open_with(store: Store, config: NotifyConfig) -> Result<Self, NotifyError> {
+        if config.allow_loopback {
+            tracing::warn!("push endpoints may be plain http on loopback ({ALLOW_LOOPBACK_ENV}): development only");
+        }
         store.migrate("notifications", MIGRATIONS)?;
         let stored: Option<Vec<u8>> = store.with(|c| {
             use rusqlite::OptionalExtension;
@@ -100,7 +197,8 @@ impl Notifications {
             .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| NotifyError::Key(format!("HTTP client: {e}")))?;
-        Ok(Self { store, vapid, public_key, client })
+        let push = push_client(&config)?;
+        Ok(Self { store, vapid, public_key, client, push, config })
     }
 
     /// The VAPID public key, base64url (the browser's `applicationServerKey`).
@@ -108,8 +206,36 @@ impl Notifications {
         &self.public_key
     }
 
-    /// Save a destination (a browser push subscription as JSON for `BROWSER_PUSH`).
-    pub async fn register(&self, channel: &str, destination: &str) -> Result<(), NotifyError> {
+    /// Whether `endpoint` is one castd pushes to: `https` on a public address (after resolution); with
+    /// the development switch also `http` on loopback.
+    pub async fn check_endpoint(&self, endpoint: &Url) -> Result<(), NotifyError> {
+        let refused = || NotifyError::Invalid("the push endpoint must be an https URL on a public address".into());
+        let loopback_http = self.config.allow_loopback
+            && endpoint.scheme() == "http"
+            && match endpoint.host() {
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                Some(url::Host::Domain(d)) => d.trim_end_matches('.').eq_ignore_ascii_case("localhost"),
+                None => false,
+            };
+        if endpoint.scheme() != "https" && !loopback_http {
+            return Err(refused());
+        }
+        self.push.check_resolved(endpoint).await.map_err(|e| {
+            tracing::debug!("a push endpoint was refused: {e}");
+            refused()
+        })
+    }
+
+    /// Save a destination (a browser push subscription as JSON for `BROWSER_PUSH`) for the chat user
+    /// `user_id` registering from `ip` (see the module doc for the caps).
+    pub async fn register(
+        &self,
+        channel: &str,
+        destination: &str,
+        user_id: &str,
+        ip: IpAddr,
+    ) -> Result<(), NotifyError> {
         if channel != BROWSER_PUSH {
             return Err(NotifyError::Invalid(format!("unknown channel {channel}; the only channel is {BROWSER_PUSH}")));
         }
@@ -118,23 +244,44 @@ impl Notifications {
         }
         let sub: WebPushBuilder = serde_json::from_str(destination)
             .map_err(|e| NotifyError::Invalid(format!("the destination is not a push subscription: {e}")))?;
-        let _ = sub; // parsed only to validate the keys and endpoint
-        let (ch, dest) = (channel.to_string(), destination.to_string());
+        let _ = sub; // parsed to validate the keys and endpoint
+        let endpoint = serde_json::from_str::<serde_json::Value>(destination)
+            .ok()
+            .and_then(|v| v.get("endpoint").and_then(|e| e.as_str()).and_then(|e| Url::parse(e).ok()))
+            .ok_or_else(|| NotifyError::Invalid("the push subscription has no valid endpoint URL".into()))?;
+        self.check_endpoint(&endpoint).await?;
+        let (ch, dest, user) = (channel.to_string(), destination.to_string(), user_id.to_string());
+        let address = address_key(ip);
         let now = chrono::Utc::now().to_rfc3339();
-        let saved = self.store.call(move |c| save_destination(c, &ch, &dest, &now, MAX_DESTINATIONS)).await?;
-        if !saved {
-            tracing::warn!(max = MAX_DESTINATIONS, "a push subscription was refused: the table is full");
-            return Err(NotifyError::Full);
+        let saved = self
+            .store
+            .call(move |c| {
+                let who = Registrant { user: &user, address: &address };
+                save_destination(c, &ch, &dest, &now, &who, &Caps::DEFAULT)
+            })
+            .await?;
+        match saved {
+            Saved::Stored => Ok(()),
+            Saved::Full => {
+                tracing::warn!(max = MAX_DESTINATIONS, "a push subscription was refused: the table is full");
+                Err(NotifyError::Full)
+            }
+            Saved::AddressFull => Err(NotifyError::AddressFull),
         }
-        Ok(())
     }
 
-    async fn destinations(&self) -> Result<Vec<(i64, String)>, NotifyError> {
+    /// A page of subscriptions: those with an id above `after`, in id order.
+    async fn destinations(&self, after: i64) -> Result<Vec<(i64, String)>, NotifyError> {
         Ok(self
             .store
-            .call(|c| {
-                let mut stmt = c.prepare("SELECT id, destination FROM notification_destinations WHERE channel = ?1")?;
-                let rows = stmt.query_map([BROWSER_PUSH], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+            .call(move |c| {
+                let mut stmt = c.prepare(
+                    "SELECT id, destination FROM notification_destinations WHERE channel = ?1 AND id > ?2
+                     ORDER BY id LIMIT ?3",
+                )?;
+                let rows = stmt
+                    .query_map(rusqlite::params![BROWSER_PUSH, after, PAGE], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?;
                 Ok(rows)
             })
             .await?)
@@ -148,45 +295,91 @@ impl Notifications {
         }
     }
 
-    /// Send `payload` to every browser subscription; returns how many were accepted.
+    /// Send `payload` to every browser subscription, [`PUSH_CONCURRENCY`] at a time; returns how many
+    /// were accepted.
     pub async fn push_all(&self, payload: &serde_json::Value, contact: &str) -> usize {
-        let subs = match self.destinations().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!("cannot read push subscriptions: {e}");
-                return 0;
-            }
-        };
         let body = payload.to_string();
-        let mut sent = 0;
-        for (id, dest) in subs {
-            let Ok(builder) = serde_json::from_str::<WebPushBuilder>(&dest) else {
-                self.remove(id).await;
-                continue;
-            };
-            let req = match builder.with_vapid(&self.vapid, contact).build(body.clone()) {
-                Ok(r) => r,
+        let sent = AtomicUsize::new(0);
+        let mut after = 0;
+        loop {
+            let page = match self.destinations(after).await {
+                Ok(p) => p,
                 Err(e) => {
-                    tracing::warn!(subscription = id, "cannot build a push message: {e}");
-                    continue;
+                    tracing::error!("cannot read push subscriptions: {e}");
+                    break;
                 }
             };
-            let (parts, bytes) = req.into_parts();
-            let mut out = self.client.post(parts.uri.to_string()).body(bytes);
+            let Some(last) = page.last().map(|(id, _)| *id) else { break };
+            after = last;
+            futures_util::stream::iter(page)
+                .for_each_concurrent(PUSH_CONCURRENCY, |(id, dest)| {
+                    let (body, sent) = (&body, &sent);
+                    async move {
+                        if self.push_one(id, &dest, body, contact).await {
+                            sent.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+                .await;
+        }
+        sent.into_inner()
+    }
+
+    /// Send one push; true when the push service accepted it. A subscription that is gone, or that
+    /// castd may not deliver to, is removed.
+    async fn push_one(&self, id: i64, dest: &str, body: &str, contact: &str) -> bool {
+        let Ok(builder) = serde_json::from_str::<WebPushBuilder>(dest) else {
+            self.remove(id).await;
+            return false;
+        };
+        let req = match builder.with_vapid(&self.vapid, contact).build(body.to_string()) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(subscription = id, "cannot build a push message: {e}");
+                return false;
+            }
+        };
+        let (parts, bytes) = req.into_parts();
+        let Ok(url) = Url::parse(&parts.uri.to_string()) else {
+            self.remove(id).await;
+            return false;
+        };
+        let allowed = url.scheme() == "https" || self.config.allow_loopback;
+        if !allowed || self.push.check_url(&url).is_err() {
+            tracing::info!(subscription = id, "a push endpoint castd may not deliver to (not public https); removed");
+            self.remove(id).await;
+            return false;
+        }
+        for _ in 0..BUSY_TRIES {
+            let mut out = self.push.request(Method::POST, url.clone()).body(bytes.clone());
             for (k, v) in &parts.headers {
                 out = out.header(k.as_str(), v.as_bytes());
             }
-            match out.send().await {
-                Ok(r) if r.status().is_success() => sent += 1,
-                Ok(r) if matches!(r.status().as_u16(), 404 | 410) => {
+            match self.push.send(out).await {
+                Ok(r) if r.is_success() => return true,
+                Ok(r) if matches!(r.status, 404 | 410) => {
                     tracing::info!(subscription = id, "push subscription expired; removed");
                     self.remove(id).await;
+                    return false;
                 }
-                Ok(r) => tracing::warn!(subscription = id, status = %r.status(), "push service refused a message"),
-                Err(e) => tracing::warn!(subscription = id, "push failed: {e}"),
+                Ok(r) => {
+                    tracing::warn!(subscription = id, status = r.status, "push service refused a message");
+                    return false;
+                }
+                Err(OutboundError::HostBusy(_)) => tokio::time::sleep(BUSY_WAIT).await,
+                Err(OutboundError::NotAllowed(_)) => {
+                    tracing::info!(subscription = id, "a push endpoint resolves to no public address; removed");
+                    self.remove(id).await;
+                    return false;
+                }
+                Err(e) => {
+                    tracing::warn!(subscription = id, "push failed: {e}");
+                    return false;
+                }
             }
         }
-        sent
+        tracing::warn!(subscription = id, "push service busy; this notification was not sent");
+        false
     }
 
     /// Post the go-live message to a Discord-style webhook.
@@ -243,50 +436,106 @@ async fn register_destination(
     ClientIp(ip): ClientIp,
     Query(q): Query<crate::http::auth::TokenQuery>,
     JsonBody(req): JsonBody<RegisterDestination>,
-) -> Result<Json<StatusResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let token = q.access_token.unwrap_or_default();
-    if token.is_empty() || state.users.user_id(&token, ip).await.is_none() {
-        return Err(ApiError::UnauthorizedToken);
-    }
+    let user_id = match token.is_empty() {
+        true => None,
+        false => state.users.user_id(&token, ip).await,
+    };
+    let Some(user_id) = user_id else { return Err(ApiError::UnauthorizedToken) };
     let channel = req.channel.unwrap_or_default();
     let destination = req.destination.unwrap_or_default();
     if !state.settings.get().notifications.browser_notifications.enabled {
         return Err(ApiError::bad("browser notifications are not enabled"));
     }
-    state.notifications.register(&channel, &destination).await.map_err(|e| match e {
-        NotifyError::Invalid(m) => ApiError::BadRequest(m),
-        NotifyError::Full => ApiError::BadRequest(NotifyError::Full.to_string()),
-        other => ApiError::Internal(other.to_string()),
-    })?;
-    Ok(StatusResponse::ok("registered"))
+    let ip = ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    match state.notifications.register(&channel, &destination, &user_id, ip).await {
+        Ok(()) => Ok(StatusResponse::ok("registered").into_response()),
+        Err(NotifyError::Invalid(m)) => Err(ApiError::BadRequest(m)),
+        Err(NotifyError::Full) => Err(ApiError::BadRequest(NotifyError::Full.to_string())),
+        Err(NotifyError::AddressFull) => {
+            // A cap, not a rate: 429 with a long Retry-After.
+            let body = Json(StatusResponse { success: false, message: NotifyError::AddressFull.to_string() });
+            let mut resp = (StatusCode::TOO_MANY_REQUESTS, body).into_response();
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(3600u32));
+            Ok(resp)
+        }
+        Err(other) => Err(ApiError::Internal(other.to_string())),
+    }
 }
 
-/// Save a destination unless `max` others are saved already (saving one again is a no-op that
-/// succeeds); false when it was refused.
+/// The key a client address is counted under, as stored: IPv4 as is, IPv6 by its /64 (the grouping of
+/// `throttle::AddrKey`, written out so the stored form does not depend on a `Debug` format).
+fn address_key(ip: IpAddr) -> String {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{}/64", std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+    }
+}
+
+/// Who registers a subscription.
+struct Registrant<'a> {
+    user: &'a str,
+    address: &'a str,
+}
+
+/// The caps [`save_destination`] keeps.
+struct Caps {
+    total: i64,
+    per_user: i64,
+    per_address: i64,
+}
+
+impl Caps {
+    const DEFAULT: Caps = Caps { total: MAX_DESTINATIONS, per_user: MAX_PER_USER, per_address: MAX_PER_ADDRESS };
+}
+
+/// Save a destination within `caps` (saving one again is a no-op that succeeds): a user at their
+/// most has their oldest replaced; an address at its most, or a full table, is refused.
 fn save_destination(
-    c: &rusqlite::Connection,
+    c: &mut rusqlite::Connection,
     channel: &str,
     destination: &str,
     now: &str,
-    max: i64,
-) -> Result<bool, StoreError> {
-    let known: bool = c.query_row(
+    who: &Registrant<'_>,
+    caps: &Caps,
+) -> Result<Saved, StoreError> {
+    let tx = c.transaction()?;
+    let known: bool = tx.query_row(
         "SELECT EXISTS (SELECT 1 FROM notification_destinations WHERE channel = ?1 AND destination = ?2)",
         [channel, destination],
         |r| r.get(0),
     )?;
     if known {
-        return Ok(true);
+        return Ok(Saved::Stored);
     }
-    let n: i64 = c.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0))?;
-    if n >= max {
-        return Ok(false);
+    let count = |sql: &str, arg: &str| -> Result<i64, rusqlite::Error> { tx.query_row(sql, [arg], |r| r.get(0)) };
+    let from_address = count("SELECT COUNT(*) FROM notification_destinations WHERE address = ?1", who.address)?;
+    if from_address >= caps.per_address {
+        return Ok(Saved::AddressFull);
     }
-    c.execute(
-        "INSERT OR IGNORE INTO notification_destinations (channel, destination, created_at) VALUES (?1, ?2, ?3)",
-        [channel, destination, now],
+    let of_user = count("SELECT COUNT(*) FROM notification_destinations WHERE user_id = ?1", who.user)?;
+    if of_user >= caps.per_user {
+        tx.execute(
+            "DELETE FROM notification_destinations WHERE id IN (
+               SELECT id FROM notification_destinations WHERE user_id = ?1 ORDER BY id LIMIT ?2)",
+            rusqlite::params![who.user, of_user - caps.per_user + 1],
+        )?;
+    }
+    let n: i64 = tx.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0))?;
+    if n >= caps.total {
+        return Ok(Saved::Full);
+    }
+    tx.execute(
+        "INSERT OR IGNORE INTO notification_destinations (channel, destination, created_at, user_id, address)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        [channel, destination, now, who.user, who.address],
     )?;
-    Ok(true)
+    tx.commit()?;
+    Ok(Saved::Stored)
 }
 
 /// Send the go-live notifications on STREAM_STARTED (and the schedule's reminders on
@@ -378,31 +627,73 @@ mod tests {
     }
 
     #[test]
-    fn a_full_table_refuses_new_destinations_but_not_known_ones() {
+    fn the_caps_hold_per_table_address_and_user() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("n.db")).unwrap();
         store.migrate("notifications", MIGRATIONS).unwrap();
+        let caps = Caps { total: 4, per_user: 2, per_address: 3 };
         store
             .with(|c| {
-                let count = |c: &rusqlite::Connection| -> i64 {
-                    c.query_row("SELECT COUNT(*) FROM notification_destinations", [], |r| r.get(0)).unwrap()
+                let rows = |c: &rusqlite::Connection| -> Vec<String> {
+                    let mut s = c.prepare("SELECT destination FROM notification_destinations ORDER BY id").unwrap();
+                    s.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
                 };
-                assert!(save_destination(c, BROWSER_PUSH, "a", "t", 2)?);
-                assert!(save_destination(c, BROWSER_PUSH, "b", "t", 2)?);
-                assert!(!save_destination(c, BROWSER_PUSH, "c", "t", 2)?, "full");
-                assert!(save_destination(c, BROWSER_PUSH, "a", "t", 2)?, "a known one is still fine");
-                assert_eq!(count(c), 2);
+                let (u1a, u2a) = (Registrant { user: "u1", address: "a" }, Registrant { user: "u2", address: "a" });
+                let u3b = Registrant { user: "u3", address: "b" };
+                assert_eq!(save_destination(c, BROWSER_PUSH, "1", "t", &u1a, &caps)?, Saved::Stored);
+                assert_eq!(save_destination(c, BROWSER_PUSH, "2", "t", &u1a, &caps)?, Saved::Stored);
+                assert_eq!(save_destination(c, BROWSER_PUSH, "3", "t", &u1a, &caps)?, Saved::Stored);
+                assert_eq!(rows(c), ["2", "3"], "a user's third replaces their oldest");
+                assert_eq!(save_destination(c, BROWSER_PUSH, "4", "t", &u2a, &caps)?, Saved::Stored);
+                assert_eq!(save_destination(c, BROWSER_PUSH, "5", "t", &u2a, &caps)?, Saved::AddressFull);
+                assert_eq!(save_destination(c, BROWSER_PUSH, "2", "t", &u2a, &caps)?, Saved::Stored, "known");
+                assert_eq!(save_destination(c, BROWSER_PUSH, "6", "t", &u3b, &caps)?, Saved::Stored);
+                assert_eq!(save_destination(c, BROWSER_PUSH, "7", "t", &u3b, &caps)?, Saved::Full);
+                assert_eq!(rows(c), ["2", "3", "4", "6"], "a refusal changes nothing");
                 Ok(())
             })
             .unwrap();
     }
 
+    #[test]
+    fn addresses_are_counted_per_ipv4_and_per_ipv6_64() {
+        let key = |s: &str| address_key(s.parse().unwrap());
+        assert_eq!(key("203.0.113.7"), "203.0.113.7");
+        assert_eq!(key("::ffff:203.0.113.7"), "203.0.113.7");
+        assert_eq!(key("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2::99"), key("2001:db8:1:2:ffff::1"));
+    }
+
     #[tokio::test]
-    async fn register_validates_subscriptions() {
+    async fn register_validates_subscriptions_and_endpoints() {
         let dir = tempfile::tempdir().unwrap();
-        let n = Notifications::open(Store::open(&dir.path().join("n.db")).unwrap()).unwrap();
-        assert!(n.register("EMAIL", "{}").await.is_err());
-        assert!(n.register(BROWSER_PUSH, "not json").await.is_err());
-        assert!(n.register(BROWSER_PUSH, r#"{"endpoint":"https://push.example/x","keys":{}}"#).await.is_err());
+        let n =
+            Notifications::open_with(Store::open(&dir.path().join("n.db")).unwrap(), NotifyConfig::default()).unwrap();
+        let ip = IpAddr::from([1, 2, 3, 4]);
+        assert!(n.register("EMAIL", "{}", "u", ip).await.is_err());
+        assert!(n.register(BROWSER_PUSH, "not json", "u", ip).await.is_err());
+        assert!(n.register(BROWSER_PUSH, r#"{"endpoint":"https://push.example/x","keys":{}}"#, "u", ip).await.is_err());
+        let url = |s: &str| Url::parse(s).unwrap();
+        for bad in [
+            "http://127.0.0.1:9/push",
+            "https://127.0.0.1:9/push",
+            "https://localhost/push",
+            "https://10.0.0.1/push",
+            "https://[fd00::1]/push",
+            "https://169.254.169.254/latest",
+            "http://93.184.216.34/push",
+            "ftp://93.184.216.34/push",
+        ] {
+            assert!(n.check_endpoint(&url(bad)).await.is_err(), "{bad}");
+        }
+        assert!(n.check_endpoint(&url("https://93.184.216.34/push")).await.is_ok());
+        let dev = Notifications::open_with(
+            Store::open(&dir.path().join("d.db")).unwrap(),
+            NotifyConfig { allow_loopback: true },
+        )
+        .unwrap();
+        assert!(dev.check_endpoint(&url("http://127.0.0.1:9/push")).await.is_ok(), "the development switch");
+        assert!(dev.check_endpoint(&url("http://10.0.0.1/push")).await.is_err());
+        assert!(dev.check_endpoint(&url("http://93.184.216.34/push")).await.is_err(), "http only on loopback");
     }
 }

@@ -1,5 +1,9 @@
 //! The notifications section of the settings (`config::NotificationSettings`): its setters
 //! (`/api/admin/config/notifications/*`) and its part of the server configuration.
+//!
+//! The Discord webhook URL is a secret (whoever has it may post to the channel): the server
+//! configuration shows it as `********` when one is set, as the object-storage secret, and the setter
+//! keeps the saved URL when it is sent `********` back (so a form can send what it was shown).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -7,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::NotifyState;
 use crate::config::validate::{self, url_re};
-use crate::config::{BrowserNotification, DiscordNotification, Settings};
+use crate::config::{BrowserNotification, DiscordNotification, Settings, MASKED};
 use crate::events::Bus;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{Registry, ValueDoc};
@@ -17,7 +21,7 @@ const DISCORD: &str = concat!(
     r#"{"type":"object","properties":{"enabled":{"type":"boolean"},"goLiveMessage":{"type":"string"},
   "webhook":{"type":"string","pattern":"^("#,
     url_re!(),
-    r#")?$"}}}"#
+    r#"|\\*{8})?$"}}}"#
 );
 
 /// The notification setters, by path under `/api/admin/config/`.
@@ -33,8 +37,11 @@ pub static SETTERS: &[Setter<NotifyState>] = &[
     ),
     Setter::new("notifications/discord", "Discord go-live notification", ValueDoc::Json(DISCORD), |_, v, s| {
         let mut n: DiscordNotification = validate::typed(v, "discord notification settings")?;
-        // Enabled without a webhook sends nothing (accepted, as a half-filled form is).
-        if !n.webhook.trim().is_empty() {
+        if n.webhook == MASKED {
+            // What the server configuration showed: the saved URL stays.
+            n.webhook = s.notifications.discord_notifications.webhook.clone();
+        } else if !n.webhook.trim().is_empty() {
+            // Enabled without a webhook sends nothing (accepted, as a half-filled form is).
             n.webhook = validate::url(&Value::String(n.webhook.clone()), false)?;
         }
         set(&mut s.notifications.discord_notifications, Ok(n))
@@ -72,12 +79,29 @@ pub struct NotificationsConfigPart {
     pub notifications: NotificationsView,
 }
 
-/// The notifications' part of the server configuration.
+/// The notifications' part of the server configuration (the Discord webhook URL masked).
 pub fn server_config(s: &Settings) -> NotificationsConfigPart {
+    let discord = &s.notifications.discord_notifications;
+    let webhook = if discord.webhook.is_empty() { String::new() } else { MASKED.to_string() };
     NotificationsConfigPart {
         notifications: NotificationsView {
             browser: s.notifications.browser_notifications.clone(),
-            discord: s.notifications.discord_notifications.clone(),
+            discord: DiscordNotification { webhook, ..discord.clone() },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_webhook_is_shown_masked() {
+        let mut s = Settings::default();
+        assert_eq!(server_config(&s).notifications.discord.webhook, "");
+        s.notifications.discord_notifications.webhook = "https://discord.com/api/webhooks/1/secret".into();
+        let shown = server_config(&s).notifications.discord;
+        assert_eq!(shown.webhook, MASKED);
+        assert_eq!(shown.go_live_message, s.notifications.discord_notifications.go_live_message);
     }
 }

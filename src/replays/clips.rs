@@ -2,12 +2,15 @@
 //!
 //! Creation follows Owncast's `AddClip` exactly (checks in its order, its messages and status codes):
 //! replay features off → 404; clips disabled → 200 `success:false`; a body that does not decode → 200
-//! "unable to create clip"; unknown stream → 400; no recorded media → 400; the window (start ≥ 0, end
+//! "unable to create clip"; unknown stream → 400 (also, for viewers and bots, a replay they may not
+//! watch: clips are public, so only the live broadcast and public replays may be clipped — castd's
+//! replays can be private, Owncast's are admin-only and clipped while live); no recorded media → 400; the window (start ≥ 0, end
 //! after start, start before the end of the media; the end clamped to the media, an over-long window
 //! keeps its newest `max` seconds); the permission level (403; moderators always pass, `established`
 //! means an account at least an hour old); then 6 clips a minute per IP with a burst of 3 (429).
 //! `POST /api/integrations/clips` (castd, `HAS_ADMIN_ACCESS`) and `POST /api/admin/clips/create` (castd, the
-//! admin's player) take the same body without the permission level and the rate limit. A thumbnail is made in the background (ffmpeg, one frame 480
+//! admin's player) take the same body without the permission level and the rate limit; only the admin's
+//! form may clip a replay that is not public. A thumbnail is made in the background (ffmpeg, one frame 480
 //! px wide, from the clip's first segment of the best variant).
 
 use std::collections::HashMap;
@@ -200,7 +203,11 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: Tokens) {
     .query("accessToken", false, ValueDoc::String)
     .optional_body()
     .returns::<ClipCreated>()
-    .error(400, "unknown stream, no recorded media, or a window outside it (Owncast's messages)")
+    .error(
+        400,
+        "unknown stream (or a replay that is neither live nor public), no recorded media, or a window outside it \
+         (Owncast's messages)",
+    )
     .error(403, "the chat user's permission level is too low")
     .error(429, "more than 6 clips a minute from one address")
     .error(404, "replay features are off (Owncast answers 404)");
@@ -208,13 +215,18 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: Tokens) {
         "/api/integrations/clips",
         GROUP,
         Auth::Integration(HAS_ADMIN_ACCESS),
-        "castd: create a clip as a bot (same body; no permission level, no rate limit)",
+        "castd: create a clip as a bot (same body; no permission level, no rate limit; only of the live \
+         broadcast or a public replay)",
         BodyDoc::Schema("AddClip"),
         add_clip_integration,
     )
     .optional_body()
     .returns::<ClipCreated>()
-    .error(400, "a body that does not decode, an unknown stream, no recorded media, or a window outside it")
+    .error(
+        400,
+        "a body that does not decode, an unknown stream (or a replay that is neither live nor public), no recorded \
+         media, or a window outside it",
+    )
     .error(403, "clip creation is disabled")
     .error(404, "replay features are off (Owncast answers 404)");
     reg.post(
@@ -277,6 +289,15 @@ enum Clipper {
     Viewer(Option<User>, Option<IpAddr>),
     /// A bot (integration token): its display name.
     Bot(String),
+    /// The admin (the server's name): may clip any replay.
+    Admin(String),
+}
+
+/// Whether a viewer or a bot may clip `replay`: a public replay, or the broadcast that is live now
+/// (`live` is the stream id while online; Owncast's clip button clips the live stream, whose id
+/// `/api/status` shows). A finished replay the admin has not made public is not clippable by them.
+pub fn clippable(replay: &db::ReplayRow, live: Option<&str>) -> bool {
+    replay.public || (replay.status == db::RECORDING && live == Some(replay.id.as_str()))
 }
 
 fn chat_token(headers: &HeaderMap, query: &TokenQuery) -> Option<String> {
@@ -323,7 +344,7 @@ async fn add_clip_integration(
 
 async fn add_clip_admin(State(ctx): State<ClipsCtx>, body: Bytes) -> Result<Response, ApiError> {
     let name = ctx.r.settings.get().instance.name.clone();
-    create(&ctx.r, Clipper::Bot(name), &body, Answers::Castd).await
+    create(&ctx.r, Clipper::Admin(name), &body, Answers::Castd).await
 }
 
 /// How a creation route answers a disabled feature and a body that does not decode: Owncast's
@@ -358,6 +379,12 @@ async fn create(r: &Arc<Replays>, who: Clipper, body: &[u8], answers: Answers) -
     let sid = req.stream_id.clone();
     let found = if safe_name(&sid) { r.store.call(move |c| db::replay(c, &sid)).await? } else { None };
     let Some(replay) = found else { return Err(ApiError::bad("stream not found")) };
+    // Clips are public: a viewer or a bot may clip only what anyone may watch (see `clippable`). A
+    // replay that is not is answered as unknown, so its existence is not revealed either.
+    let live = r.stream.borrow().stream_id.clone();
+    if !matches!(who, Clipper::Admin(_)) && !clippable(&replay, live.as_deref()) {
+        return Err(ApiError::bad("stream not found"));
+    }
     let sid = replay.id.clone();
     let media_end = r.store.call(move |c| db::media_end(c, &sid)).await?;
     if media_end <= 0.0 {
@@ -384,7 +411,7 @@ async fn create(r: &Arc<Replays>, who: Clipper, body: &[u8], answers: Answers) -
             }
             (user.as_ref().map(|u| u.display_name.clone()).unwrap_or_default(), true)
         }
-        Clipper::Bot(name) => (name.clone(), false),
+        Clipper::Bot(name) | Clipper::Admin(name) => (name.clone(), false),
     };
     let row = ClipRow {
         id: crate::password::random_token(10),
@@ -453,6 +480,8 @@ async fn make_thumbnail(r: &Arc<Replays>, clip: &ClipRow) -> Result<(), String> 
         None => r.variant_dir(&clip.stream_id, v as usize).join(&first.file).to_string_lossy().into_owned(),
     };
     let seek = (clip.start - first.media_offset).max(0.0);
+    // One ffmpeg child for thumbnails at a time, however many clips are made at once.
+    let _one_at_a_time = r.thumbnails.acquire().await.map_err(|e| e.to_string())?;
     let tmp = out.with_extension("tmp.jpg");
     let mut cmd = tokio::process::Command::new("ffmpeg");
     cmd.args(["-hide_banner", "-loglevel", "error", "-y"]);
@@ -655,6 +684,31 @@ mod tests {
         assert_eq!(denial(Some(&u), "moderators", now), None);
         u.disabled_at = Some(now);
         assert_eq!(denial(Some(&u), "moderators", now), Some("clip creation is not available"));
+    }
+
+    #[test]
+    fn only_the_live_broadcast_and_public_replays_are_clippable() {
+        let row = |status: &str, public: bool| db::ReplayRow {
+            id: "s1".into(),
+            title: String::new(),
+            stream_title: String::new(),
+            start_time: Utc::now(),
+            end_time: None,
+            status: status.into(),
+            public,
+            pinned: false,
+            master: String::new(),
+            remote_base: None,
+            duration: 10.0,
+            bytes: 1,
+            clip_count: 0,
+        };
+        assert!(clippable(&row(db::RECORDING, false), Some("s1")), "the live broadcast");
+        assert!(!clippable(&row(db::RECORDING, false), Some("s2")), "not live any more");
+        assert!(!clippable(&row(db::RECORDING, false), None));
+        assert!(!clippable(&row(db::FINISHED, false), Some("s1")), "a private finished replay");
+        assert!(!clippable(&row(db::INTERRUPTED, false), None));
+        assert!(clippable(&row(db::FINISHED, true), None), "a public replay");
     }
 
     #[test]

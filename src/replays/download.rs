@@ -6,32 +6,99 @@
 //! (`-movflags frag_keyframe+empty_moov+default_base_moof`): the `moov` comes before any `mdat`, so the
 //! file plays from its first bytes, and nothing has to be seeked back to, so it streams from stdout.
 //! The child is killed when the client goes away (the body's stream owns it).
+//!
+//! Each download is a child process, so they are capped ([`Replays::downloads`], a `throttle::Caps`):
+//! at most [`DOWNLOADS_PER_ADDRESS`] at once from one client address (429 beyond it) and
+//! [`DOWNLOADS_TOTAL`] in all (503 beyond it). The place is taken before anything else is done and
+//! held until the response body is dropped; a client that stops reading for [`STALL`] loses its
+//! download (the child is killed, the place given back), so idle connections cannot hold every place.
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Json;
+use parking_lot::Mutex;
 use tokio::io::AsyncReadExt;
 
 use super::api::{not_found, playable};
 use super::clips::{best_variant, ClipsCtx};
 use super::db::{self, ReplayRow, SegmentRow};
 use super::{playlist, Replays};
-use crate::http::{ApiError, ClientIp};
+use crate::http::{ApiError, ClientIp, StatusResponse};
+use crate::throttle::{CapPermit, CapRefused, Caps};
 
-/// The temporary playlist and the child: both go when the response body is dropped.
+/// Downloads (ffmpeg children) running at once in all; beyond it a download is answered 503.
+pub const DOWNLOADS_TOTAL: usize = 4;
+/// Downloads one client address (an IPv6 /64) may run at once; beyond it, 429.
+pub const DOWNLOADS_PER_ADDRESS: usize = 2;
+/// A download whose client has read nothing for this long is ended and gives its place back.
+pub const STALL: Duration = Duration::from_secs(60);
+/// `Retry-After` of a refused download.
+const RETRY_AFTER_SECS: u64 = 10;
+
+/// The caps of the downloads (see the module doc).
+pub fn caps() -> Caps {
+    Caps::new(DOWNLOADS_PER_ADDRESS, DOWNLOADS_TOTAL)
+}
+
+/// Take a download place for `ip`.
+fn admit(r: &Replays, ip: Option<IpAddr>) -> Result<CapPermit, CapRefused> {
+    r.downloads.try_acquire(ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)))
+}
+
+/// The answer to a download refused its place: 429 (this address) or 503 (the server), with `Retry-After`.
+fn refused(refused: CapRefused) -> Response {
+    let (status, message) = match refused {
+        CapRefused::PerAddress(n) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("at most {n} downloads at once from one address; try again when one has finished"),
+        ),
+        CapRefused::Total(_) => {
+            (StatusCode::SERVICE_UNAVAILABLE, "the server is busy with other downloads; try again later".into())
+        }
+    };
+    let mut resp = (status, Json(StatusResponse { success: false, message })).into_response();
+    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    resp
+}
+
+/// The temporary playlist, the child and the download's place: all go when the response body is
+/// dropped, or when the watchdog finds the client stalled.
 struct Running {
     _child: tokio::process::Child,
     playlist: PathBuf,
+    _permit: CapPermit,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.playlist);
+    }
+}
+
+/// A download in progress: what it holds and when its client last took a chunk.
+struct Download {
+    running: Mutex<Option<Running>>,
+    last_read: Mutex<Instant>,
+}
+
+/// End `download` once its client has read nothing for [`STALL`]; stops when the body is dropped.
+async fn watchdog(download: Weak<Download>) {
+    loop {
+        tokio::time::sleep(STALL / 4).await;
+        let Some(d) = download.upgrade() else { return };
+        if d.last_read.lock().elapsed() >= STALL {
+            tracing::info!("a download's client stopped reading; the download is ended");
+            drop(d.running.lock().take());
+            return;
+        }
     }
 }
 
@@ -58,6 +125,7 @@ async fn remux(
     segs: &[SegmentRow],
     cut: Option<(f64, f64)>,
     name: String,
+    permit: CapPermit,
 ) -> Result<Response, ApiError> {
     let dir = r.variant_dir(&row.id, variant as usize);
     let text = playlist::media(segs, true, |f| match &row.remote_base {
@@ -102,16 +170,26 @@ async fn remux(
         let _ = tokio::fs::remove_file(&list).await;
         return Err(ApiError::Internal("ffmpeg has no stdout".into()));
     };
-    let running = Running { _child: child, playlist: list };
-    let stream = futures_util::stream::unfold((stdout, running), |(mut out, running)| async move {
+    let download = Arc::new(Download {
+        running: Mutex::new(Some(Running { _child: child, playlist: list, _permit: permit })),
+        last_read: Mutex::new(Instant::now()),
+    });
+    r.tasks.spawn_until_stopped(
+        crate::tasks::Stage::Background,
+        "download watchdog",
+        watchdog(Arc::downgrade(&download)),
+    );
+    let stream = futures_util::stream::unfold((stdout, download), |(mut out, download)| async move {
+        // Asked for the next chunk: the client took the last one.
+        *download.last_read.lock() = Instant::now();
         let mut buf = vec![0u8; 256 * 1024];
         match out.read(&mut buf).await {
             Ok(0) => None,
             Ok(n) => {
                 buf.truncate(n);
-                Some((Ok::<_, std::io::Error>(axum::body::Bytes::from(buf)), (out, running)))
+                Some((Ok::<_, std::io::Error>(axum::body::Bytes::from(buf)), (out, download)))
             }
-            Err(e) => Some((Err(e), (out, running))),
+            Err(e) => Some((Err(e), (out, download))),
         }
     });
     let mut resp = Body::from_stream(stream).into_response();
@@ -126,11 +204,15 @@ async fn remux(
 
 pub async fn replay(
     State(r): State<Arc<Replays>>,
-    Path(id): Path<String>,
     ClientIp(ip): ClientIp,
+    Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
+    let permit = match admit(&r, ip) {
+        Ok(p) => p,
+        Err(no) => return Ok(refused(no)),
+    };
     let rid = id.clone();
     let variants = r.store.call(move |c| db::variants(c, &rid)).await?;
     let Some(v) = best_variant(&row.master, &variants) else { return Ok(not_found()) };
@@ -141,14 +223,22 @@ pub async fn replay(
     }
     let title = if row.title.is_empty() { row.stream_title.clone() } else { row.title.clone() };
     let name = file_name(&title, &format!("replay-{id}"));
-    remux(&r, &row, v, &segs, None, name).await
+    remux(&r, &row, v, &segs, None, name, permit).await
 }
 
-pub async fn clip(State(ctx): State<ClipsCtx>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn clip(
+    State(ctx): State<ClipsCtx>,
+    ClientIp(ip): ClientIp,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let r = &ctx.r;
     if !r.enabled() || !super::api::safe_name(&id) {
         return Ok(not_found());
     }
+    let permit = match admit(r, ip) {
+        Ok(p) => p,
+        Err(no) => return Ok(refused(no)),
+    };
     let cid = id.clone();
     let Some(c) = r.store.call(move |conn| db::clip(conn, &cid)).await? else { return Ok(not_found()) };
     let sid = c.stream_id.clone();
@@ -162,7 +252,7 @@ pub async fn clip(State(ctx): State<ClipsCtx>, Path(id): Path<String>) -> Result
     let cut = ((c.start - first.media_offset).max(0.0), c.end - c.start);
     let title = if c.title.is_empty() { format!("clip-{}", c.id) } else { c.title.clone() };
     let name = file_name(&title, &format!("clip-{id}"));
-    remux(r, &row, v, &segs, Some(cut), name).await
+    remux(r, &row, v, &segs, Some(cut), name, permit).await
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //! - `api`: the replay routes (admin list/update/delete, the public list, playback, segment files).
 //! - `clips`: clip creation (Owncast's rules, rate limit and permissions; the bot form), clip routes,
 //!   thumbnails.
-//! - `download`: `download.mp4` (a remux with the ffmpeg CLI, streamed while it is made).
+//! - `download`: `download.mp4` (a remux with the ffmpeg CLI, streamed while it is made; capped per
+//!   address and in all, since each is a child process).
 //! - `budget`: the disk budget and the retention in days (oldest unpinned finished replays first).
 //! - `remote`: finished replays in object storage (uploaded, playlists on the bucket; deleting removes
 //!   the objects).
@@ -100,6 +101,10 @@ pub struct Replays {
     pub tasks: Tasks,
     /// Per-IP clip rate limits.
     pub limits: Mutex<clips::RateLimits>,
+    /// The places of `download.mp4` remuxes (per address and in all; see `download`).
+    pub downloads: crate::throttle::Caps,
+    /// Clip thumbnails are made one at a time (each is an ffmpeg child).
+    pub thumbnails: tokio::sync::Semaphore,
 }
 
 impl Replays {
@@ -134,6 +139,8 @@ impl Replays {
             storage: deps.storage,
             tasks: deps.tasks,
             limits: Mutex::default(),
+            downloads: download::caps(),
+            thumbnails: tokio::sync::Semaphore::new(1),
         }))
     }
 

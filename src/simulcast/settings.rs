@@ -4,7 +4,9 @@
 //!
 //! The setter takes the whole list. A target without an `id` (or with one used twice) gets a new one; a
 //! `streamKey` of `********` keeps the key stored for that id, so the admin page can send back what it
-//! was shown.
+//! was shown — but only while the target's URL is the one the key was saved with: a masked key sent
+//! with a new URL is dropped (the target has no key until one is entered), so a saved key is never
+//! sent to an address it was not entered for.
 
 use std::sync::Arc;
 
@@ -105,7 +107,8 @@ pub fn validate_targets(v: &Value, current: &[SimulcastTarget]) -> Result<Vec<Si
             id = crate::password::random_token(12).chars().filter(char::is_ascii_alphanumeric).collect();
         }
         if stream_key == MASKED {
-            stream_key = current.iter().find(|t| t.id == id).map(|t| t.stream_key.clone()).unwrap_or_default();
+            stream_key =
+                current.iter().find(|t| t.id == id && t.url == url).map(|t| t.stream_key.clone()).unwrap_or_default();
         }
         out.push(SimulcastTarget { id, name, url, stream_key, enabled, variant });
     }
@@ -171,6 +174,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(again[0].stream_key, "abcd-1234", "the masked key keeps the stored one");
+        for moved in ["rtmp://b.rtmp.youtube.com/live2", "rtmp://a.rtmp.youtube.com/other", "srt://evil.example:9000"] {
+            let elsewhere =
+                validate_targets(&json!([{"id": id, "name": "YouTube", "url": moved, "streamKey": MASKED}]), &first)
+                    .unwrap();
+            assert_eq!(elsewhere[0].stream_key, "", "a masked key is not sent to a new URL ({moved})");
+        }
         assert_eq!(again[0].variant, TargetVariant::Index(1));
         assert!(!again[0].enabled);
         for bad in [

@@ -1,10 +1,15 @@
 //! Integration access tokens: creation, listing, deletion, and the Bearer check of the integrations API.
 //!
-//! Owncast's list call (admin only) returns each token itself, and tools find their token by value, so
-//! castd stores new tokens as they are (beside their SHA-256, which the Bearer check looks up) and lists
-//! them in `accessToken`. Tokens created before that (castd kept only the SHA-256 and the first
-//! characters) are listed with their display form (`abcd1234…`) and `accessTokenComplete: false`, as
-//! their value is unknown. The delete call accepts the full token, the display form or the record id.
+//! A token is a bearer secret, so castd keeps only its SHA-256 (which the Bearer check looks up) and its
+//! first [`SHOWN_CHARS`] characters for display. The whole token is shown once, in the answer to
+//! `POST /api/admin/accesstokens/create` (where Owncast tools such as owlbot and owncast-agent read it);
+//! the list (`GET /api/admin/accesstokens`) gives each token's display form (`abcd1234…`) in
+//! `accessToken`, with `accessTokenComplete: false`. Owncast lists tokens back in full; no tool needs
+//! that to work (they authenticate with the token they were given at creation), and a list that holds
+//! every token would hand them all to whoever reads one admin answer. Tokens stored in full by earlier
+//! castd versions (and imported from Owncast by those) are reduced to their hash by a migration; they
+//! keep working. The delete call accepts the full token, the record id, or the display form (when it
+//! names exactly one token).
 //!
 //! `authorize` implements Owncast's `RequireExternalAPIAccessToken`: `Authorization: Bearer <token>`
 //! (the prefix matched case-insensitively), the token must exist and hold the scope; any failure is a
@@ -30,7 +35,7 @@ pub const HAS_ADMIN_ACCESS: &str = "HAS_ADMIN_ACCESS";
 pub const SCOPES: [&str; 3] = [CAN_SEND_SYSTEM_MESSAGES, CAN_SEND_MESSAGES, HAS_ADMIN_ACCESS];
 
 /// How many characters of a token are kept for display.
-const SHOWN_CHARS: usize = 8;
+pub const SHOWN_CHARS: usize = 8;
 
 const MIGRATIONS: Migrations = &[
     "CREATE TABLE access_tokens (
@@ -45,6 +50,12 @@ const MIGRATIONS: Migrations = &[
     );",
     // The token itself, for the admin list (NULL for tokens created before it was kept).
     "ALTER TABLE access_tokens ADD COLUMN token TEXT;",
+    // Tokens are kept as their SHA-256 only again (the list shows a display form): the stored values go,
+    // overwritten on disk rather than only unlinked from the table.
+    "PRAGMA secure_delete = ON;
+     UPDATE access_tokens SET token = NULL;
+     ALTER TABLE access_tokens DROP COLUMN token;
+     PRAGMA secure_delete = OFF;",
 ];
 
 /// Errors of the token store.
@@ -73,9 +84,10 @@ impl From<TokenError> for ApiError {
 #[serde(rename_all = "camelCase")]
 pub struct AccessToken {
     pub id: String,
-    /// The token; for a token created before castd kept tokens, its display form (`abcd1234…`).
+    /// The whole token in the answer to its creation (the only time it is shown); elsewhere its display
+    /// form (`abcd1234…`, its first 8 characters).
     pub access_token: String,
-    /// Whether `accessToken` is the whole token (false: only the display form of an old token is known).
+    /// Whether `accessToken` is the whole token (true only in the creation's answer).
     pub access_token_complete: bool,
     pub display_name: String,
     #[serde(rename = "type")]
@@ -123,18 +135,18 @@ pub struct Tokens {
     store: Store,
 }
 
-type Row = (String, String, String, i64, String, String, Option<String>, Option<String>);
+type Row = (String, String, String, i64, String, String, Option<String>);
 
 fn parse_time(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
 }
 
 fn from_row(r: Row) -> Result<AccessToken, TokenError> {
-    let (id, prefix, name, color, scopes, created, used, token) = r;
+    let (id, prefix, name, color, scopes, created, used) = r;
     Ok(AccessToken {
         id,
-        access_token_complete: token.is_some(),
-        access_token: token.unwrap_or_else(|| shown(&prefix)),
+        access_token_complete: false,
+        access_token: shown(&prefix),
         display_name: name,
         kind: "API",
         scopes: serde_json::from_str(&scopes)?,
@@ -145,10 +157,10 @@ fn from_row(r: Row) -> Result<AccessToken, TokenError> {
     })
 }
 
-const COLUMNS: &str = "id, token_prefix, display_name, display_color, scopes, created_at, last_used_at, token";
+const COLUMNS: &str = "id, token_prefix, display_name, display_color, scopes, created_at, last_used_at";
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
 }
 
 impl Tokens {
@@ -157,7 +169,8 @@ impl Tokens {
         Ok(Self { store })
     }
 
-    /// Create a token with `name` and `scopes` (already validated).
+    /// Create a token with `name` and `scopes` (already validated); the answer holds the whole token,
+    /// which is not stored (only its SHA-256 and display form are).
     pub async fn create(&self, name: String, scopes: Vec<String>) -> Result<AccessToken, TokenError> {
         let token = crate::password::random_token(44);
         let id = crate::password::random_token(16);
@@ -165,14 +178,13 @@ impl Tokens {
         let now = Utc::now();
         let scopes_json = serde_json::to_string(&scopes)?;
         let (h, prefix, id2, name2) = (hash(&token), token[..SHOWN_CHARS].to_string(), id.clone(), name.clone());
-        let token2 = token.clone();
         self.store
             .call(move |c| {
                 c.execute(
                     "INSERT INTO access_tokens
-                       (id, token_hash, token_prefix, display_name, display_color, scopes, created_at, token)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    rusqlite::params![id2, h, prefix, name2, color, scopes_json, now.to_rfc3339(), token2],
+                       (id, token_hash, token_prefix, display_name, display_color, scopes, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    rusqlite::params![id2, h, prefix, name2, color, scopes_json, now.to_rfc3339()],
                 )?;
                 Ok(())
             })
@@ -203,7 +215,8 @@ impl Tokens {
         rows.into_iter().map(from_row).collect()
     }
 
-    /// Delete by full token, display form or id; false when nothing matched.
+    /// Delete by full token, id, or display form (only when it names exactly one token); false when
+    /// nothing matched.
     pub async fn delete(&self, token: &str) -> Result<bool, TokenError> {
         let h = hash(token);
         let prefix = token.strip_suffix('…').unwrap_or("").to_string();
@@ -212,7 +225,9 @@ impl Tokens {
             .store
             .call(move |c| {
                 let n = c.execute(
-                    "DELETE FROM access_tokens WHERE token_hash = ?1 OR id = ?2 OR (?3 != '' AND token_prefix = ?3)",
+                    "DELETE FROM access_tokens WHERE token_hash = ?1 OR id = ?2
+                       OR (?3 != '' AND token_prefix = ?3
+                           AND (SELECT COUNT(*) FROM access_tokens WHERE token_prefix = ?3) = 1)",
                     rusqlite::params![h, id, prefix],
                 )?;
                 Ok(n)
@@ -349,30 +364,51 @@ mod tests {
         let tokens = Tokens::open(Store::open(&dir.path().join("t.db")).unwrap()).unwrap();
         let t = tokens.create("bot".into(), vec![CAN_SEND_MESSAGES.into()]).await.unwrap();
         assert_eq!(t.access_token.len(), 44);
+        assert!(t.access_token_complete, "the creation's answer holds the token");
         let found = tokens.find_and_touch(&t.access_token).await.unwrap().unwrap();
         assert!(found.has_scope(CAN_SEND_MESSAGES));
         assert!(found.last_used_at.is_none(), "the returned row is read before the stamp");
         let listed = tokens.list().await.unwrap();
         assert!(listed[0].last_used_at.is_some());
-        assert_eq!(listed[0].access_token, t.access_token, "the list shows the token (Owncast)");
-        assert!(listed[0].access_token_complete);
+        assert_eq!(listed[0].access_token, format!("{}…", &t.access_token[..SHOWN_CHARS]), "only the display form");
+        assert!(!listed[0].access_token_complete);
         assert!(tokens.delete(&format!("{}…", &t.access_token[..SHOWN_CHARS])).await.unwrap(), "display form deletes");
         assert!(tokens.find_and_touch(&t.access_token).await.unwrap().is_none());
         assert!(!tokens.delete("nope").await.unwrap());
     }
 
     #[tokio::test]
-    async fn a_token_from_before_values_were_kept_is_listed_by_its_display_form() {
+    async fn the_token_itself_is_not_stored() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.db")).unwrap();
         let tokens = Tokens::open(store.clone()).unwrap();
-        let t = tokens.create("old bot".into(), vec![CAN_SEND_MESSAGES.into()]).await.unwrap();
-        store.call(|c| Ok(c.execute("UPDATE access_tokens SET token = NULL", [])?)).await.unwrap();
-        let listed = tokens.list().await.unwrap();
-        assert_eq!(listed[0].access_token, format!("{}…", &t.access_token[..SHOWN_CHARS]));
-        assert!(!listed[0].access_token_complete, "the list says the value is unknown");
-        assert!(tokens.find_and_touch(&t.access_token).await.unwrap().is_some(), "the token still works");
-        assert!(tokens.delete(&t.access_token).await.unwrap(), "and deletes by value");
+        let t = tokens.create("bot".into(), vec![CAN_SEND_MESSAGES.into()]).await.unwrap();
+        let dump: Vec<String> = store
+            .call(|c| {
+                let mut stmt = c.prepare("SELECT * FROM access_tokens")?;
+                let n = stmt.column_count();
+                let rows = stmt
+                    .query_map([], |r| {
+                        (0..n).map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}"))).collect()
+                    })?
+                    .collect::<Result<Vec<Vec<String>>, _>>()?;
+                Ok(rows.concat())
+            })
+            .await
+            .unwrap();
+        assert!(!dump.iter().any(|v| v.contains(&t.access_token)), "{dump:?}");
+    }
+
+    #[tokio::test]
+    async fn a_display_form_shared_by_two_tokens_deletes_neither() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let tokens = Tokens::open(store.clone()).unwrap();
+        tokens.create("a".into(), vec![CAN_SEND_MESSAGES.into()]).await.unwrap();
+        tokens.create("b".into(), vec![CAN_SEND_MESSAGES.into()]).await.unwrap();
+        store.call(|c| Ok(c.execute("UPDATE access_tokens SET token_prefix = 'samesame'", [])?)).await.unwrap();
+        assert!(!tokens.delete("samesame…").await.unwrap());
+        assert_eq!(tokens.list().await.unwrap().len(), 2);
     }
 
     #[test]

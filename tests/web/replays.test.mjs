@@ -84,7 +84,8 @@ test('a replay plays start to end in the admin, a clip on its page, public repla
   assert.ok(cut && cut.durationSeconds === 4, JSON.stringify(cut));
   await page.screenshot({ path: screenshotPath('admin-replays.png'), fullPage: true });
 
-  // A bot's clip and its page.
+  // A bot's clip (clips are public: a bot may clip the live broadcast or a public replay) and its page.
+  assert.equal((await post('/api/admin/replays/update', { id: replay.id, public: true, title: 'Yesterday' })).status, 200);
   const token = (await post('/api/admin/accesstokens/create', { name: 'clipbot', scopes: ['HAS_ADMIN_ACCESS'] })).body.accessToken;
   const made = await post(
     '/api/integrations/clips',
@@ -100,7 +101,6 @@ test('a replay plays start to end in the admin, a clip on its page, public repla
   assert.ok(Math.abs(clip.duration - 6) <= 2.5, `clip duration ${clip.duration} s`);
 
   // Public: the viewer page lists it under "Past broadcasts".
-  assert.equal((await post('/api/admin/replays/update', { id: replay.id, public: true, title: 'Yesterday' })).status, 200);
   const viewer = await (await newContext(browser)).newPage();
   await viewer.goto(castd.url('/'));
   await viewer.waitForSelector('#past-broadcasts');

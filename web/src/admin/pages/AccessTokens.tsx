@@ -10,7 +10,10 @@ export const SCOPES = [
   { id: 'HAS_ADMIN_ACCESS', label: 'Admin: message visibility, chat history, clients, stream title' },
 ];
 
-/** Integration access tokens: list, create `{name, scopes}`, delete `{token}`. */
+/**
+ * Integration access tokens: list, create `{name, scopes}`, delete `{token}`. castd keeps only a token's hash: the
+ * whole token is shown once, after creating it; the list shows each token's first characters.
+ */
 export function AccessTokens() {
   const { data, error, reload } = useAdminGet<AccessToken[]>('accesstokens');
   const [name, setName] = useState('');
@@ -32,9 +35,10 @@ export function AccessTokens() {
       void reload();
     }
   };
-  const remove = async (token: string) => {
+  const remove = async (t: AccessToken) => {
     if (!window.confirm('Delete this access token? Integrations using it stop working.')) return;
-    if (await run(() => admin.post('accesstokens/delete', { token }), 'Token deleted.')) void reload();
+    // By its id (the list holds only the token's display form).
+    if (await run(() => admin.post('accesstokens/delete', { token: t.id ?? t.accessToken }), 'Token deleted.')) void reload();
   };
   const toggleScope = (id: string, on: boolean) => setScopes(on ? [...scopes, id] : scopes.filter((s) => s !== id));
 
@@ -47,15 +51,15 @@ export function AccessTokens() {
             <thead><tr><th>Name</th><th>Token</th><th>Scopes</th><th>Created</th><th>Last used</th><th /></tr></thead>
             <tbody>
               {(data ?? []).map((t) => (
-                <tr key={t.accessToken}>
+                <tr key={t.id ?? t.accessToken}>
                   <td>{t.displayName}</td>
-                  <td class="mono" title="Click to copy" onClick={() => void navigator.clipboard?.writeText(t.accessToken)}>
-                    {t.accessToken.slice(0, 6)}…
+                  <td class="mono" title="Only the first characters: the token itself was shown once, when it was created">
+                    {t.accessToken}
                   </td>
                   <td>{(t.scopes ?? []).join(', ')}</td>
                   <td class="nowrap">{formatDateTime(t.createdAt)}</td>
                   <td class="nowrap">{formatDateTime(t.lastUsedAt)}</td>
-                  <td><button type="button" class="danger" onClick={() => void remove(t.accessToken)}>Delete</button></td>
+                  <td><button type="button" class="danger" onClick={() => void remove(t)}>Delete</button></td>
                 </tr>
               ))}
               {data && data.length === 0 && <tr><td colSpan={6} class="muted">No access tokens.</td></tr>}
@@ -85,7 +89,7 @@ export function AccessTokens() {
         {created && (
           <div class="card notice" id="access-token-created">
             New token for <strong>{created.displayName}</strong>: <code class="mono">{created.accessToken}</code>
-            <p class="muted">Copy it now; it is only shown in full here.</p>
+            <p class="muted">Copy it now: castd keeps only its hash, so it is never shown again.</p>
           </div>
         )}
       </Section>

@@ -28,14 +28,21 @@ function BrowserForm({ initial }: { initial: { enabled: boolean; goLiveMessage: 
   );
 }
 
+/** How the server configuration shows a webhook URL that is set (it is a secret). */
+const MASKED = '********';
+
 function DiscordForm({ initial }: { initial: { enabled: boolean; webhook: string; goLiveMessage: string } }) {
   const { reload } = useServerConfig();
-  const [v, setV] = useState(initial);
+  // The saved URL is never shown: the field starts empty, and left empty it keeps the saved one (sent as MASKED).
+  const isSet = initial.webhook === MASKED;
+  const fromConfig = () => ({ ...initial, webhook: isSet ? '' : initial.webhook });
+  const [v, setV] = useState(fromConfig);
   const [state, run] = useSave();
-  useEffect(() => setV({ ...initial }), [initial]);
+  useEffect(() => setV(fromConfig()), [initial]);
   const save = async (e: Event) => {
     e.preventDefault();
-    if (await run(() => admin.setConfig('notifications/discord', v))) void reload();
+    const webhook = v.webhook === '' && isSet ? MASKED : v.webhook;
+    if (await run(() => admin.setConfig('notifications/discord', { ...v, webhook }))) void reload();
   };
   return (
     <form onSubmit={save} class="stack" id="discord-notifications-form">
@@ -46,7 +53,7 @@ function DiscordForm({ initial }: { initial: { enabled: boolean; webhook: string
       <label>
         Discord webhook URL
         <br />
-        <input type="url" value={v.webhook} placeholder="https://discord.com/api/webhooks/…" onInput={(e) => setV({ ...v, webhook: e.currentTarget.value })} />
+        <input type="url" value={v.webhook} id="discord-webhook-input" placeholder={isSet ? 'set (paste a new URL to replace it)' : 'https://discord.com/api/webhooks/…'} onInput={(e) => setV({ ...v, webhook: e.currentTarget.value })} />
       </label>
       <label>
         Go-live message

@@ -87,7 +87,7 @@ export function Server() {
         <ConfigField name="srtserverport" label="SRT port (UDP; 0 turns SRT off)" value={config.srtServerPort} kind="number" id="srt-port-input" />
       </Section>
       <Section title="SRT encryption" description="Publishers over SRT must give this passphrase (10–79 characters); leave it empty for none. Applies to the next connection.">
-        <ConfigField name="srt/passphrase" label="SRT passphrase" value={config.srtPassphrase} id="srt-passphrase-input" placeholder="(none)" />
+        <ConfigField name="srt/passphrase" label="SRT passphrase" value={config.srtPassphrase} id="srt-passphrase-input" placeholder="(none)" help="A saved passphrase is shown as ********; saving that keeps it." />
       </Section>
       <Section title="Public addresses">
         <ConfigField name="serverurl" label="Server URL" value={config.yp?.instanceUrl} kind="url" id="server-url-input" placeholder="https://live.example.com" help="Needed for federation, IndieAuth and the directory." />

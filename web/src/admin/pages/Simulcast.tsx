@@ -46,6 +46,9 @@ export function Simulcast() {
   if (!config) return <LoadError error={error} />;
   const ladder = config.videoSettings?.videoQualityVariants ?? [];
 
+  // A saved key is kept (sent back as MASKED) only while the target's URL is the one it was saved with.
+  const savedKey = (t: SimulcastTarget) => Boolean(t.id && config.simulcastTargets?.find((x) => x.id === t.id && x.streamKey === MASKED));
+  const keyKept = (t: SimulcastTarget) => savedKey(t) && config.simulcastTargets?.find((x) => x.id === t.id)?.url === t.url.trim();
   const update = (i: number, patch: Partial<SimulcastTarget>) => setTargets(targets.map((t, j) => (j === i ? { ...t, ...patch } : t)));
   const add = (presetId: string) => {
     const p = SIMULCAST_PRESETS.find((x) => x.id === presetId) ?? SIMULCAST_PRESETS[0];
@@ -87,9 +90,9 @@ export function Simulcast() {
                           class="mono"
                           type="password"
                           aria-label="Stream key"
-                          placeholder={t.streamKey === MASKED ? 'set (paste to replace)' : 'not set'}
+                          placeholder={keyKept(t) ? 'set (paste to replace)' : savedKey(t) ? 'enter it again for the new URL' : 'not set'}
                           value={t.streamKey === MASKED ? '' : t.streamKey}
-                          onInput={(e) => update(i, { streamKey: e.currentTarget.value || (config.simulcastTargets?.find((x) => x.id === t.id && x.streamKey === MASKED) ? MASKED : '') })}
+                          onInput={(e) => update(i, { streamKey: e.currentTarget.value || (savedKey(t) ? MASKED : '') })}
                         />
                       </td>
                       <td>

@@ -4,9 +4,14 @@ import { FormStatus, LoadError, Section, randomKey, useSave, useServerConfig } f
 import { StatusWarnings } from '../Warnings';
 import { publishUrls, whipUrl } from '../../lib/ingest';
 
+/** How the server configuration shows a secret that is set (the SRT passphrase). */
+const MASKED = '********';
+
 /** The server addresses to copy into OBS: RTMP's server URL, the SRT URL with the first key, the WHIP endpoint. */
 function PublishTargets({ rtmpPort, srtPort, passphrase, firstKey }: { rtmpPort: number; srtPort: number; passphrase: string; firstKey: string }) {
-  const urls = publishUrls(window.location.hostname, rtmpPort, srtPort, firstKey || 'STREAM-KEY', passphrase);
+  // The passphrase is never sent back to the page (only whether one is set): the URL holds a placeholder for it.
+  const masked = passphrase === MASKED;
+  const urls = publishUrls(window.location.hostname, rtmpPort, srtPort, firstKey || 'STREAM-KEY', masked ? 'PASSPHRASE' : passphrase);
   const whip = whipUrl(window.location.origin);
   const copy = (text: string) => void navigator.clipboard?.writeText(text);
   return (
@@ -31,7 +36,7 @@ function PublishTargets({ rtmpPort, srtPort, passphrase, firstKey }: { rtmpPort:
                   <code id="publish-url-srt">{firstKey ? urls.srt.replace(`streamid=live/${firstKey}`, 'streamid=live/••••••••') : urls.srt}</code>
                   <button type="button" id="publish-url-srt-copy" onClick={() => copy(urls.srt ?? '')}>Copy</button>
                 </div>
-                <span class="muted">The whole URL goes in OBS's Server field (Service: Custom), with the Stream Key left empty; it carries the first key below.</span>
+                <span class="muted">The whole URL goes in OBS's Server field (Service: Custom), with the Stream Key left empty; it carries the first key below.{masked && <> Replace <code>PASSPHRASE</code> with the SRT passphrase set under Server.</>}</span>
               </>
             ) : (
               <span class="muted" id="publish-url-srt">SRT is off (its port is 0 under Server settings).</span>
