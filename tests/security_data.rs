@@ -500,6 +500,39 @@ fn a_masked_simulcast_key_is_dropped_when_the_target_url_changes() {
     assert_eq!(saved(), "");
 }
 
+/// Finding 11, the object-storage secret: like a simulcast key, a secret sent back masked is kept only
+/// with the endpoint and access key it was saved with, in the setter and in "Test connection", so the
+/// saved secret never signs requests to another host.
+#[test]
+fn a_masked_storage_secret_is_not_used_for_another_endpoint() {
+    let server = Server::start();
+    let s3 = |endpoint: &str, key: &str, secret: &str| json!({"enabled": false, "endpoint": endpoint, "accessKey": key, "secret": secret, "bucket": "b", "region": "r"});
+    server.set("s3", s3("https://s3.example.com", "AK", "s3-secret-value"));
+    let saved = || saved_setting(&server, "s3")["secret"].as_str().unwrap().to_string();
+
+    // The same account, shown masked and sent back: kept.
+    server.set("s3", s3("https://S3.example.com/", "AK", "********"));
+    assert_eq!(saved(), "s3-secret-value");
+    // Another endpoint or another access key with the mask: refused with a message, nothing changes.
+    for (endpoint, key) in [("https://attacker.example", "AK"), ("https://s3.example.com", "OTHER")] {
+        let r = server.admin_post("/api/admin/config/s3", &json!({"value": s3(endpoint, key, "********")}));
+        assert_eq!(r.status(), 400, "{endpoint} {key}");
+        let body: Value = r.json().unwrap();
+        assert_eq!(body["success"], false);
+        assert!(body["message"].as_str().unwrap().contains("enter it again"), "{body}");
+        assert_eq!(saved(), "s3-secret-value");
+        assert_eq!(saved_setting(&server, "s3")["endpoint"], "https://S3.example.com/", "unchanged");
+        // "Test connection" with the saved secret against another endpoint: refused before any request.
+        let r = server.admin_post("/api/admin/storage/test", &s3(endpoint, key, "********"));
+        assert_eq!(r.status(), 400);
+        let body: Value = r.json().unwrap();
+        assert!(body["message"].as_str().unwrap().contains("enter the secret"), "{body}");
+    }
+    // A new secret with the new endpoint is fine.
+    server.set("s3", s3("https://other.example", "AK2", "new-secret"));
+    assert_eq!(saved(), "new-secret");
+}
+
 /// Finding 11: integration tokens are kept as their SHA-256: the whole token is shown once (in the
 /// creation's answer, where Owncast's bots read it), the list gives a display form, and a token an
 /// earlier castd stored in full keeps working after the upgrade, which removes the stored value.

@@ -73,6 +73,7 @@ fn is_masked(secret: &str) -> bool {
 /// route's summary).
 fn settings_to_test(body: &[u8], saved: &S3Info) -> Result<S3Info, ApiError> {
     let mut merged = serde_json::to_value(saved).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut own_secret = false;
     if !body.iter().all(u8::is_ascii_whitespace) {
         let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("invalid JSON: {e}")))?;
         let v = match v {
@@ -85,6 +86,9 @@ fn settings_to_test(body: &[u8], saved: &S3Info) -> Result<S3Info, ApiError> {
         if let Value::Object(m) = &mut merged {
             for (k, v) in fields {
                 let masked = k == "secret" && v.as_str().is_some_and(|s| s.is_empty() || is_masked(s));
+                if k == "secret" && !masked {
+                    own_secret = true;
+                }
                 if !masked {
                     m.insert(k, v);
                 }
@@ -92,6 +96,12 @@ fn settings_to_test(body: &[u8], saved: &S3Info) -> Result<S3Info, ApiError> {
         }
     }
     let s: S3Info = serde_json::from_value(merged).map_err(|e| ApiError::bad(format!("storage settings: {e}")))?;
+    // The saved secret signs requests only to the endpoint, with the access key, it was saved with.
+    if !own_secret && !settings::same_account(&s, saved) {
+        return Err(ApiError::bad(
+            "storage test: enter the secret for a new endpoint or access key (the saved one is only used with its own)",
+        ));
+    }
     if s.endpoint.trim().is_empty() || s.bucket.trim().is_empty() {
         return Err(ApiError::bad("storage test: an endpoint and a bucket are required"));
     }

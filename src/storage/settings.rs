@@ -28,10 +28,26 @@ pub static SETTERS: &[Setter<Storage>] =
     &[Setter::new("s3", "Object storage settings", ValueDoc::Json(S3), |_, v, s| {
         let mut next = validate::s3(v)?;
         if next.secret == MASKED {
-            next.secret = s.storage.s3.secret.clone();
+            let saved = &s.storage.s3;
+            if !same_account(&next, saved) {
+                return Err(crate::config::validate::ValidationError(
+                    "the secret is shown masked; enter it again for a new endpoint or access key (the saved \
+                     secret is only used with the endpoint and access key it was saved with)"
+                        .into(),
+                ));
+            }
+            next.secret = saved.secret.clone();
         }
         set(&mut s.storage.s3, Ok(next))
     })];
+
+/// Whether `next` names the account the saved secret belongs to: the same endpoint (case and a trailing
+/// slash aside) and access key. A masked secret is kept only then, so the saved secret never signs
+/// requests to another host.
+pub fn same_account(next: &S3Info, saved: &S3Info) -> bool {
+    let endpoint = |e: &str| e.trim().trim_end_matches('/').to_ascii_lowercase();
+    endpoint(&next.endpoint) == endpoint(&saved.endpoint) && next.access_key.trim() == saved.access_key.trim()
+}
 
 /// The storage setter route.
 pub fn routes(reg: &mut Registry, storage: Arc<Storage>) {
