@@ -213,6 +213,8 @@ impl Daemon {
         let health = HealthHub::new(bus.clone());
         let viewers: Viewers = Arc::default();
         let (stream_writer, stream) = StreamWriter::new();
+        let hls_dir = data_dir.join("hls");
+        let media = MediaPlane::new(hls_dir.clone(), data_dir.clone());
         let tokens = Tokens::open(store.clone())?;
         let admin = AdminAuth::new(settings.clone(), bus.clone());
         let hardware =
@@ -224,6 +226,7 @@ impl Daemon {
                 settings: settings.clone(),
                 bus: bus.clone(),
                 stream: stream.clone(),
+                media: media.clone(),
                 counts: viewers.clone(),
                 health: health.clone(),
                 telemetry: telemetry.clone(),
@@ -246,8 +249,6 @@ impl Daemon {
             Some(c) => Some(Cluster::attach(c, chat.clone(), viewers.clone(), metrics.clone())?),
             None => None,
         };
-        let hls_dir = data_dir.join("hls");
-        let media = MediaPlane::new(hls_dir.clone());
         let transcoder = Transcoder::new(TranscodeDeps {
             settings: settings.clone(),
             bus: bus.clone(),
@@ -256,9 +257,7 @@ impl Daemon {
             health: health.clone(),
             telemetry: telemetry.clone(),
             encoders: hardware.encoders(),
-            hls_dir: hls_dir.clone(),
             media: media.clone(),
-            images_dir: data_dir.clone(),
             debug_encoder_fault,
             llhls_part_ms,
             tasks: tasks.clone(),
@@ -268,7 +267,6 @@ impl Daemon {
             bus: bus.clone(),
             temp_stream_key: temp_stream_key.clone(),
             media: media.clone(),
-            transcoder: transcoder.clone(),
             telemetry: telemetry.clone(),
             whip: Default::default(),
             key_backoff: crate::ingest::key_backoff(),
@@ -290,6 +288,7 @@ impl Daemon {
             settings: settings.clone(),
             bus: bus.clone(),
             stream: stream.clone(),
+            media: media.clone(),
             viewers,
             health: health.clone(),
             encoders: hardware.encoders(),
@@ -334,7 +333,7 @@ impl Daemon {
             tasks: tasks.clone(),
         })?;
         let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
-        let ll = crate::llhls::LlHls::new(hls_dir.clone());
+        let ll = crate::llhls::LlChannels::new(hls_dir.clone());
         let hls = Arc::new(Hls {
             hls_dir,
             images_dir: data_dir,
@@ -435,8 +434,12 @@ pub async fn run(
     crate::federation::start(d.federation.clone(), &d.bus);
     crate::chat::start(&d.chat);
     crate::indieauth::start(d.indieauth.clone(), &tasks);
-    crate::hls::start(d.hls.clone(), &d.media, &d.bus, &tasks);
-    crate::llhls::start(d.hls.ll.clone(), &d.media, &d.bus, &tasks);
+    // The media plane's readers register before any publisher can go live (ingest starts below): the
+    // transcoder first, then every output.
+    let transcode = d.media.reader("transcode");
+    tasks.spawn_until_stopped(Stage::Stream, "transcode: broadcasts", d.transcoder.clone().run(transcode));
+    crate::hls::start(d.hls.clone(), &d.media, &tasks);
+    crate::llhls::start(d.hls.ll.clone(), &d.media, &tasks);
     crate::storage::start(d.storage.clone(), STORAGE_DRAIN_TIMEOUT);
     crate::simulcast::start(d.simulcast.clone(), &tasks);
     crate::replays::start(d.replays.clone());

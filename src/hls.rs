@@ -6,8 +6,9 @@
 //! `<data-dir>/hls` can be named. The thumbnail and preview are made by the transcoder
 //! (`transcode::thumbnail`); this module only serves them.
 //!
-//! While live, the live window is served from memory (`LiveFiles`), kept in step with the media plane's
-//! feed: each `SegmentWritten` maps the new segment, the `PlaylistWritten` after it loads the playlist,
+//! While live, the live window is served from memory (`LiveFiles`, one per channel: `LiveWindows`), kept
+//! in step with the broadcast's feed (this module is a reader of every broadcast, `media::Attached`):
+//! `Started` empties it, each `SegmentWritten` maps the new segment, the `PlaylistWritten` after it loads the playlist,
 //! `SegmentRetired` drops what left the window, so memory holds exactly the live window and a player
 //! never sees a playlist naming a segment memory does not have; a lagged feed resyncs from the
 //! retention window. Nothing here reads a playlist to learn what is new. Segments are the segment files mapped (`http::zerocopy`), so
@@ -33,12 +34,11 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use parking_lot::RwLock;
 
-use crate::events::{Bus, Event};
 use crate::http::files::{respond, FileBody};
 use crate::http::lanes::{Lane, LaneFuture};
 use crate::http::zerocopy::MappedFile;
 use crate::http::{ApiError, Auth, Registry, ResponseDoc};
-use crate::media::{Delivery, MediaEvent, MediaPlane, Retention};
+use crate::media::{Attached, Broadcast, ChannelId, Delivery, MediaEvent, MediaPlane, Retention, Subscription};
 use crate::metrics::Metrics;
 use crate::tasks::{Stage, Tasks};
 
@@ -64,10 +64,10 @@ pub struct Hls {
     /// Where the thumbnail and preview are (the data dir).
     pub images_dir: PathBuf,
     pub metrics: Arc<Metrics>,
-    /// The live window in memory.
-    pub live: LiveFiles,
+    /// The live windows in memory, per channel.
+    pub live: LiveWindows,
     /// Low-latency HLS (parts, blocking reload) while the stream is live at the LL latency level.
-    pub ll: Arc<crate::llhls::LlHls>,
+    pub ll: Arc<crate::llhls::LlChannels>,
     /// Playlists served instead of the local ones when present (object storage: segment URIs on the
     /// bucket or CDN).
     pub remote: Option<Arc<dyn PlaylistOverride>>,
@@ -81,6 +81,27 @@ pub struct Hls {
 /// `None` serves the local playlist (storage off, behind or failing).
 pub trait PlaylistOverride: Send + Sync {
     fn playlist(&self, rel: &str) -> Option<FileBody>;
+}
+
+/// Every channel's live window. The default channel's is a field of its own: the HLS routes ask it on
+/// every request.
+#[derive(Default)]
+pub struct LiveWindows {
+    pub default: Arc<LiveFiles>,
+    others: RwLock<HashMap<ChannelId, Arc<LiveFiles>>>,
+}
+
+impl LiveWindows {
+    /// Channel `id`'s live window.
+    pub fn of(&self, id: &ChannelId) -> Arc<LiveFiles> {
+        if id.is_default() {
+            return self.default.clone();
+        }
+        if let Some(w) = self.others.read().get(id) {
+            return w.clone();
+        }
+        self.others.write().entry(id.clone()).or_default().clone()
+    }
 }
 
 /// The live window held in memory, by path under the HLS directory (`0/stream.m3u8`, `0/x-1.ts`).
@@ -166,59 +187,59 @@ impl LiveFiles {
     }
 }
 
-/// Keep the live window in step with what the transcoder writes (the media feed) until the feed ends;
-/// a new stream starts from an empty window (the control bus says when).
-pub fn start(hls: Arc<Hls>, media: &MediaPlane, bus: &Bus, tasks: &Tasks) {
-    let mut feed = media.feed.subscribe("hls-live-window");
-    let mut sub = bus.subscribe("hls-live-window");
-    let retention = media.retention.clone();
-    tasks.spawn_until_stopped(Stage::Outputs, "hls: live window", async move {
-        loop {
-            tokio::select! {
-                delivery = feed.recv() => {
-                    let Some(delivery) = delivery else { return };
-                    // Parts and init segments are llhls's; no blocking task for them (several a second).
-                    if let Delivery::Event(ev) = &delivery {
-                        if matches!(**ev, MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. }) {
-                            continue;
-                        }
-                    }
-                    let h = hls.clone();
-                    let retention = retention.clone();
-                    let done = tokio::task::spawn_blocking(move || match delivery {
-                        Delivery::Event(ev) => match &*ev {
-                            MediaEvent::SegmentWritten(seg) => h.live.add_segment(&h.hls_dir, seg.variant, &seg.file),
-                            MediaEvent::PlaylistWritten { variant } => h.live.refresh_playlist(&h.hls_dir, *variant),
-                            MediaEvent::SegmentRetired { variant, file } => {
-                                h.live.retire(*variant, file);
-                                Ok(())
-                            }
-                            // A finished stream is served from disk (its playlists end with ENDLIST there).
-                            MediaEvent::StreamEnded => {
-                                h.live.clear();
-                                Ok(())
-                            }
-                            MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. } => Ok(()),
-                        },
-                        Delivery::Lagged => {
-                            h.live.resync(&h.hls_dir, &retention);
-                            Ok(())
-                        }
-                    })
-                    .await;
-                    if let Ok(Err(e)) = done {
-                        tracing::warn!("live window: {e}");
-                    }
-                }
-                event = sub.recv() => match event.as_deref() {
-                    None => return,
-                    // A new stream starts from an empty folder.
-                    Some(Event::StreamStarted(_)) => hls.live.clear(),
-                    Some(_) => {}
-                },
-            }
+/// Keep each channel's live window in step with what the transcoder writes (each broadcast's feed)
+/// until the broadcast ends; `Started` starts from an empty window.
+pub fn start(hls: Arc<Hls>, media: &MediaPlane, tasks: &Tasks) {
+    let mut reader = media.reader("hls-live-window");
+    let spawner = tasks.clone();
+    tasks.spawn_until_stopped(Stage::Outputs, "hls: live windows", async move {
+        while let Some(Attached { broadcast, feed }) = reader.next().await {
+            let live = hls.live.of(&broadcast.channel);
+            spawner.spawn(Stage::Outputs, "hls: live window", follow(live, broadcast, feed));
         }
     });
+}
+
+/// Follow one broadcast's feed into its channel's live window.
+async fn follow(live: Arc<LiveFiles>, b: Arc<Broadcast>, mut feed: Subscription) {
+    while let Some(delivery) = feed.recv().await {
+        // Parts and init segments are llhls's; no blocking task for them (several a second).
+        if let Delivery::Event(ev) = &delivery {
+            if matches!(**ev, MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. }) {
+                continue;
+            }
+        }
+        let (live, b) = (live.clone(), b.clone());
+        let done = tokio::task::spawn_blocking(move || match delivery {
+            Delivery::Event(ev) => match &*ev {
+                // A new broadcast starts from an empty folder.
+                MediaEvent::Started(_) => {
+                    live.clear();
+                    Ok(())
+                }
+                MediaEvent::SegmentWritten(seg) => live.add_segment(&b.dir, seg.variant, &seg.file),
+                MediaEvent::PlaylistWritten { variant } => live.refresh_playlist(&b.dir, *variant),
+                MediaEvent::SegmentRetired { variant, file } => {
+                    live.retire(*variant, file);
+                    Ok(())
+                }
+                // A finished stream is served from disk (its playlists end with ENDLIST there).
+                MediaEvent::StreamEnded => {
+                    live.clear();
+                    Ok(())
+                }
+                MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. } => Ok(()),
+            },
+            Delivery::Lagged => {
+                live.resync(&b.dir, &b.retention);
+                Ok(())
+            }
+        })
+        .await;
+        if let Ok(Err(e)) = done {
+            tracing::warn!("live window: {e}");
+        }
+    }
 }
 
 const PLAYLIST_TYPE: &str = "application/x-mpegURL";
@@ -317,13 +338,13 @@ async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, Ap
         }
         crate::metrics::playback::harvest_request(&hls.metrics.playback, peer, headers, req.uri.query());
     };
-    if let Some(answer) = hls.ll.serve(path, req.uri.query(), headers).await {
+    if let Some(answer) = hls.ll.default.serve(path, req.uri.query(), headers).await {
         bookkeeping(path.ends_with(".m3u8"));
         return answer;
     }
     // The memory window is keyed by the names the transcoder wrote, so a hit needs no path checks.
     let remote = if path.ends_with(".m3u8") { hls.remote.as_ref().and_then(|r| r.playlist(path)) } else { None };
-    let file = match remote.map(Arc::new).or_else(|| hls.live.get(path)) {
+    let file = match remote.map(Arc::new).or_else(|| hls.live.default.get(path)) {
         Some(f) => f,
         None => {
             let (rel, kind) = safe_relative(path).ok_or_else(not_found)?;

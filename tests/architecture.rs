@@ -268,24 +268,24 @@ fn sources_of(dir: &str) -> Vec<(PathBuf, String)> {
     if src.join(format!("{dir}.rs")).is_file() {
         files.push(src.join(format!("{dir}.rs")));
     }
-    files
-        .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(&f).expect("read a source file");
-            let code = code_only(text.split("#[cfg(test)]").next().unwrap_or_default());
-            (f, code)
-        })
-        .collect()
+    files.into_iter().map(|f| (f.clone(), code_of(&f))).collect()
+}
+
+/// A source file's code: comments and its unit tests left out.
+fn code_of(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).expect("read a source file");
+    code_only(text.split("#[cfg(test)]").next().unwrap_or_default())
 }
 
 #[test]
-fn ingest_protocols_hand_media_on_without_reaching_into_the_transcoder() {
+fn ingest_hands_media_to_the_media_plane_and_knows_no_transcoder() {
     let files = sources_of("ingest");
     assert!(files.iter().any(|(f, _)| f.ends_with("ingest/rtmp.rs")), "ingest/rtmp.rs is missing");
-    for (file, code) in files.iter().filter(|(f, _)| !f.ends_with("ingest/mod.rs")) {
+    assert!(files.iter().any(|(f, _)| f.ends_with("ingest/mod.rs")), "ingest/mod.rs is missing");
+    for (file, code) in &files {
         assert!(
             !crate_refs(code).contains("transcode"),
-            "{}: a protocol module imports transcode (hand media on through ingest's Feeder)",
+            "{}: ingest imports transcode (a publisher goes live on the media plane: `media::MediaPlane::go_live`)",
             file.display()
         );
     }
@@ -547,4 +547,44 @@ fn one_way_to_spawn_a_task() {
         "spawn long-running tasks on `tasks::Tasks` (in their shutdown stage) and stop them with its tokens:\n{}",
         found.join("\n")
     );
+}
+
+/// The code of every `src/**/*.rs` file, by path relative to `src/`.
+fn sources() -> Vec<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files
+        .iter()
+        .map(|f| (f.strip_prefix(&src).expect("under src").to_string_lossy().into_owned(), code_of(f)))
+        .collect()
+}
+
+/// What is running (the ladder, the segment length, the latency mode, the real-time variant) is read from
+/// the live broadcast's profile (`media::Profile`), which the transcoder decides once, at its start. The
+/// settings' values may be read only where they are defined, set or shown as settings, by the transcoder's
+/// start, and where nothing is live (what the next broadcast will run).
+#[test]
+fn no_feature_reads_what_is_running_from_the_settings() {
+    const READS: &[&str] = &["video_quality_variants", ".latency()", "realtime_variant(", "low_latency_hls()"];
+    const ALLOWED: &[(&str, &str)] = &[
+        ("config/", "where the settings are defined"),
+        ("import/", "the Owncast importer writes settings"),
+        ("api/video.rs", "the video settings' setters and their part of serverconfig"),
+        ("transcode/supervisor.rs", "the transcoder decides the running profile at its start"),
+        ("api/public.rs", "/api/video/variants offline: the ladder the next broadcast will run"),
+        ("metrics/api.rs", "the video metrics offline: the ladder the next broadcast will run"),
+    ];
+    let mut found = Vec::new();
+    for (rel, code) in sources() {
+        if ALLOWED.iter().any(|(prefix, _)| rel.starts_with(prefix)) {
+            continue;
+        }
+        for read in READS {
+            if code.contains(read) {
+                found.push(format!("src/{rel} reads `{read}`"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "read the running broadcast's profile (`media::Profile`) instead:\n{}", found.join("\n"));
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use castd::events::Bus;
 use castd::health::HealthHub;
-use castd::media::{MediaEvent, MediaPlane, SegmentWritten};
+use castd::media::{ChannelId, Container, MediaEvent, MediaPlane, Profile, Protocol, SegmentWritten, Source};
 use castd::storage::{Storage, StorageDeps};
 use castd::store::settings::SettingsStore;
 use castd::store::Store;
@@ -78,8 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bus = Bus::default();
     let telemetry = Arc::new(Telemetry::default());
     let (_writer, stream) = StreamWriter::new();
-    let media = MediaPlane::new(hls_dir.clone());
-    media.start_stream(LIST_SIZE as usize);
+    let media = MediaPlane::new(hls_dir.clone(), dir.path().to_path_buf());
     let tasks = castd::tasks::Tasks::new();
     let storage = Storage::new(StorageDeps {
         settings,
@@ -93,6 +92,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     castd::storage::start(storage, Duration::from_secs(10));
     tokio::time::sleep(Duration::from_millis(500)).await;
+    // A broadcast as ingest and the transcoder make one: this program plays the transcoder.
+    let source = Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: "127.0.0.1:1935".parse()? };
+    let guard = media.claim(&ChannelId::default_channel(), source).ok_or("the publisher slot is taken")?;
+    let _writer = media.go_live(guard);
+    let media = _writer.broadcast().clone();
+    media.start(Profile {
+        stream_id: "bench".into(),
+        started_at: chrono::Utc::now(),
+        variants: Vec::new(),
+        segment_seconds: seg_secs as u32,
+        list_size: LIST_SIZE as u32,
+        latency_level: 0,
+        low_latency: false,
+        realtime_variant: None,
+        encoders: Vec::new(),
+    });
 
     let ladder_kbps: u64 = LADDER.iter().map(|(_, k)| k).sum();
     let needed_mbps = (ladder_kbps * multiplier) as f64 / 1000.0;

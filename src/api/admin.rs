@@ -122,16 +122,17 @@ pub fn admin_status(server: &Server) -> AdminStatus {
     let s = server.settings.get();
     let st = server.stream.borrow().clone();
     let (current, session_max, overall_max) = server.viewers.everywhere();
-    let (seconds, count) = s.latency();
-    let current_broadcast = st.online.then(|| CurrentBroadcast {
-        output_settings: s.video.video_quality_variants.clone(),
+    // What is running: the live broadcast's profile, whatever the settings say now.
+    let running = server.media.running(&crate::media::ChannelId::default_channel());
+    let current_broadcast = running.filter(|_| st.online).map(|p| CurrentBroadcast {
+        output_settings: p.variants.clone(),
         latency_level: LatencyLevel {
-            level: s.video.latency_level,
-            seconds_per_segment: seconds,
-            segment_count: count,
+            level: p.latency_level,
+            seconds_per_segment: p.segment_seconds,
+            segment_count: p.list_size,
         },
-        video_codec: st.encoders.first().cloned().unwrap_or_default(),
-        encoders: st.encoders.clone(),
+        video_codec: p.encoders.first().cloned().unwrap_or_default(),
+        encoders: p.encoders.clone(),
         worker_pid: st.worker_pid,
         transcode: st.transcode.clone(),
     });

@@ -32,6 +32,8 @@ pub struct Server {
     pub settings: SettingsStore,
     pub bus: Bus,
     pub stream: StreamWatch,
+    /// The media plane: what is running (the live broadcast's profile) is read there, not in the settings.
+    pub media: Arc<crate::media::MediaPlane>,
     pub viewers: Viewers,
     pub health: Arc<HealthHub>,
     pub encoders: watch::Receiver<Vec<EncoderInfo>>,

@@ -360,11 +360,14 @@ pub struct VariantName {
     pub name: String,
 }
 
+/// While live, the running broadcast's ladder (its variants are what the master playlist lists);
+/// offline, the settings' (what the next broadcast will run).
 async fn variants(State(server): State<Arc<Server>>) -> Json<Vec<VariantName>> {
     let s = server.settings.get();
+    let running = server.media.running(&crate::media::ChannelId::default_channel());
+    let ladder = running.as_ref().map_or(&s.video.video_quality_variants, |p| &p.variants);
     Json(
-        s.video
-            .video_quality_variants
+        ladder
             .iter()
             .enumerate()
             .map(|(index, v)| {

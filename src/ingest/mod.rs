@@ -1,11 +1,13 @@
 //! Ingest: what every publishing protocol shares — the stream-key check, the single-publisher rule
-//! (the media plane's `PublisherSlot`, which `GET /api/admin/disconnect` closes whatever the protocol)
-//! and the hand-off of an accepted publisher's media to the transcoder.
+//! (a channel's publisher slot on the media plane, which `GET /api/admin/disconnect` closes whatever the
+//! protocol) and the hand-off of an accepted publisher's media to the media plane.
 //!
 //! One module per protocol: `rtmp` (RTMP on `rtmpServerPort`), `srt` (MPEG-TS over SRT on `srtServerPort`),
-//! `whip` (WebRTC through `crate::webrtc`, `POST /whip`). A protocol module
-//! checks the key with `Ingest::check_key`, claims the slot with a `media::Source`, and hands its
-//! media on through the `Feeder` that `Ingest::hand_off` returns; it does not reach into the transcoder.
+//! `whip` (WebRTC through `crate::webrtc`, `POST /whip`). A protocol module checks the key with
+//! `Ingest::check_key` (which names the channel the key publishes to), claims that channel's slot with a
+//! `media::Source` (`Ingest::claim`), and hands its media on through the `media::SourceWriter` that
+//! `Ingest::hand_off` returns (the broadcast goes live: the transcoder is the media plane's first reader).
+//! Ingest imports only `media` of the media path: it knows no transcoder.
 //!
 //! Stream keys are guessable secrets: they are compared in constant time (the SHA-256 of the key sent
 //! against that of every accepted key, all of them every time, so neither the key's length nor which
@@ -30,13 +32,12 @@ use tracing::info;
 
 use crate::events::Bus;
 use crate::http::{ApiError, Auth, Registry, StatusResponse};
-use crate::media::{MediaPlane, PublisherGuard};
+use crate::media::{ChannelId, MediaPlane, PublisherGuard, Source};
 use crate::store::settings::SettingsStore;
 use crate::telemetry::Telemetry;
 use crate::throttle::{Backoff, BackoffConfig, Limited};
-use crate::transcode::Transcoder;
 
-pub use crate::transcode::supervisor::Feeder;
+pub use crate::media::SourceWriter as Feeder;
 pub use rtmp::{
     bind_address, serve, start, IngestError, APP_NAME, IDLE_TIMEOUT, MAX_CONNECTIONS, PREAUTH_PER_ADDRESS,
     SETUP_TIMEOUT,
@@ -67,7 +68,6 @@ pub struct Ingest {
     pub temp_stream_key: Option<String>,
     /// The media plane (its publisher slot).
     pub media: Arc<MediaPlane>,
-    pub transcoder: Arc<Transcoder>,
     pub telemetry: Arc<Telemetry>,
     /// The WebRTC stack WHIP publishes through, once the daemon has bound its socket.
     pub whip: whip::WhipSlot,
@@ -99,10 +99,12 @@ impl Ingest {
     /// Check `key`, sent from `ip`: refused unchecked while `ip` waits after wrong keys; a wrong key
     /// is counted. A right one does not clear the address yet: the protocol calls `key_proven` once
     /// every secret it asks for is right (SRT's passphrase comes after the key).
-    pub fn check_key(&self, ip: IpAddr, key: &str) -> Result<(), KeyRefused> {
+    /// A right key names the channel it publishes to (every key is the default channel's, until
+    /// channels have keys of their own).
+    pub fn check_key(&self, ip: IpAddr, key: &str) -> Result<ChannelId, KeyRefused> {
         self.key_backoff.check(ip)?;
         if self.stream_key_valid(key) {
-            Ok(())
+            Ok(ChannelId::default_channel())
         } else {
             if let Some(wait) = self.key_backoff.failed(ip) {
                 tracing::warn!(%ip, "wrong stream keys from this address: it waits {} s", wait.retry_after_secs());
@@ -119,7 +121,12 @@ impl Ingest {
     /// An accepted publisher (holding the slot) goes live: the stream starts and its media goes to the
     /// returned feeder. The guard is held until the stream is offline.
     pub fn hand_off(&self, guard: PublisherGuard) -> Feeder {
-        self.transcoder.start(guard)
+        self.media.go_live(guard)
+    }
+
+    /// Take `channel`'s publisher slot for `source`; `None` while another publisher has it.
+    pub fn claim(&self, channel: &ChannelId, source: Source) -> Option<PublisherGuard> {
+        self.media.claim(channel, source)
     }
 }
 
@@ -133,7 +140,7 @@ pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
 }
 
 async fn disconnect(State(ingest): State<Arc<Ingest>>) -> Result<Json<StatusResponse>, ApiError> {
-    if ingest.media.slot.disconnect() {
+    if ingest.media.disconnect(&ChannelId::default_channel()) {
         info!("the admin disconnected the broadcaster");
         Ok(StatusResponse::ok("inbound stream disconnected"))
     } else {

@@ -33,7 +33,7 @@ use crate::throttle::{CapPermit, CapRefused, Caps, Limited};
 
 use super::{Feeder, Ingest, KeyRefused};
 use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
-use crate::media::{Container, MediaChunk, Protocol, PublisherGuard, Source};
+use crate::media::{Container, MediaChunk, Protocol, Source};
 use crate::stream::StreamDetails;
 
 /// How often the inbound bitrate is measured.
@@ -136,7 +136,7 @@ pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, tasks: Tasks) {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stop.cancelled() => {
-                if ingest.media.slot.disconnect() {
+                if ingest.media.disconnect(&crate::media::ChannelId::default_channel()) {
                     info!("shutting down: dropping the broadcaster");
                 }
                 return;
@@ -326,8 +326,11 @@ impl Conn {
                 if strip_query(&app_name) != APP_NAME {
                     return self.reject(request_id, "NetStream.Publish.BadName", "unknown application").await;
                 }
-                match self.ingest.check_key(self.addr.ip(), key) {
-                    Ok(()) => self.ingest.key_proven(self.addr.ip()),
+                let channel = match self.ingest.check_key(self.addr.ip(), key) {
+                    Ok(channel) => {
+                        self.ingest.key_proven(self.addr.ip());
+                        channel
+                    }
                     Err(KeyRefused::Invalid) => {
                         warn!(addr = %self.addr, "publish with an invalid stream key refused");
                         return self.reject(request_id, "NetStream.Publish.BadName", "invalid stream key").await;
@@ -335,12 +338,12 @@ impl Conn {
                     Err(KeyRefused::Limited(wait)) => {
                         return self.reject_waiting(request_id, "NetStream.Publish.Rejected", wait).await;
                     }
-                }
+                };
                 if self.feeder.is_some() {
                     return self.reject(request_id, "NetStream.Publish.BadName", "already publishing").await;
                 }
                 let source = Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: self.addr };
-                let Some(guard) = PublisherGuard::claim(&self.ingest.media.slot, source) else {
+                let Some(guard) = self.ingest.claim(&channel, source) else {
                     warn!(addr = %self.addr, "a second publisher was refused: a stream is already live");
                     return self
                         .reject(request_id, "NetStream.Publish.BadName", "another stream is already live")

@@ -243,12 +243,16 @@ async fn decide(
         return None;
     }
     let stream_id = request.stream_id().map(|s| s.to_string()).unwrap_or_default();
+    let mut channel = crate::media::ChannelId::default_channel();
     let refusal = match publish_key(&stream_id, |k| ingest.stream_key_valid(k)) {
         Err(StreamIdRefusal::Malformed) => Some((server(ServerRejectReason::BadRequest), "a malformed streamid")),
         Err(StreamIdRefusal::NotPublish) => Some((server(ServerRejectReason::BadMode), "not a publish")),
         Err(StreamIdRefusal::NoKey) => Some((server(ServerRejectReason::Unauthorized), "no stream key")),
         Ok(key) => match ingest.check_key(addr.ip(), &key) {
-            Ok(()) => None,
+            Ok(ch) => {
+                channel = ch;
+                None
+            }
             Err(KeyRefused::Invalid) => Some((server(ServerRejectReason::Unauthorized), "an invalid stream key")),
             Err(KeyRefused::Limited(_)) => {
                 Some((server(ServerRejectReason::Overload), "the address waits after wrong stream keys"))
@@ -278,7 +282,7 @@ async fn decide(
         Some(KeySettings { key_size: request.key_size(), passphrase })
     };
     let source = Source { protocol: Protocol::Srt, container: Container::MpegTs, remote: addr };
-    let Some(guard) = PublisherGuard::claim(&ingest.media.slot, source) else {
+    let Some(guard) = ingest.claim(&channel, source) else {
         warn!(%addr, "a second publisher was refused: a stream is already live");
         let _ = request.reject(server(ServerRejectReason::Conflict)).await;
         return None;

@@ -116,14 +116,17 @@ async fn post(
         return unauthorized("the stream key goes in Authorization: Bearer <stream key>");
     };
     let ip = crate::http::client_ip(peer, &headers);
-    match ingest.check_key(ip, key) {
-        Ok(()) => ingest.key_proven(ip),
+    let channel = match ingest.check_key(ip, key) {
+        Ok(channel) => {
+            ingest.key_proven(ip);
+            channel
+        }
         Err(KeyRefused::Invalid) => {
             warn!(%ip, "whip publish refused: an invalid stream key");
             return unauthorized("invalid stream key");
         }
         Err(KeyRefused::Limited(wait)) => return wh::too_many(wait, wait.to_string()),
-    }
+    };
     let offer = match wh::offer(&headers, &body) {
         Ok(o) => o,
         Err(refused) => return refused.into_response(),
@@ -136,7 +139,7 @@ async fn post(
     }
     let remote = SocketAddr::new(ip, peer.port());
     let source = Source { protocol: Protocol::Whip, container: Container::MpegTs, remote };
-    let Some(guard) = PublisherGuard::claim(&ingest.media.slot, source) else {
+    let Some(guard) = ingest.claim(&channel, source) else {
         warn!(%remote, "a second publisher was refused: a stream is already live");
         return wh::error(StatusCode::CONFLICT, "another broadcaster is live");
     };

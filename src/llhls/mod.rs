@@ -27,11 +27,10 @@ use axum::response::{IntoResponse, Response};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
-use crate::events::{Bus, Event};
 use crate::http::files::{respond, FileBody};
 use crate::http::zerocopy::MappedFile;
 use crate::http::ApiError;
-use crate::media::{Delivery, HlsPart, MediaEvent, MediaPlane};
+use crate::media::{Attached, Broadcast, ChannelId, Delivery, HlsPart, MediaEvent, MediaPlane, Subscription};
 use crate::tasks::{Stage, Tasks};
 
 /// A blocking request waits at most this many target durations.
@@ -386,36 +385,61 @@ impl LlHls {
     }
 }
 
-/// Keep the LL window in step with the transcoder's parts (the media feed) until the feed ends; a new
-/// stream (the control bus) starts empty. A lagged feed starts the window afresh from the next part
-/// (players re-block on the new parts; segments stay available from disk meanwhile).
-pub fn start(ll: Arc<LlHls>, media: &MediaPlane, bus: &Bus, tasks: &Tasks) {
-    let mut feed = media.feed.subscribe("llhls");
-    let mut sub = bus.subscribe("llhls");
-    tasks.spawn_until_stopped(Stage::Outputs, "llhls: live window", async move {
-        loop {
-            tokio::select! {
-                delivery = feed.recv() => match delivery {
-                    None => return,
-                    Some(Delivery::Event(ev)) => match &*ev {
-                        MediaEvent::PartWritten(p) => {
-                            if let Err(e) = ll.on_part(p).await {
-                                tracing::warn!("LL-HLS: part {} of variant {}: {e}", p.name, p.variant);
-                            }
-                        }
-                        MediaEvent::StreamEnded => ll.clear(),
-                        _ => {}
-                    },
-                    Some(Delivery::Lagged) => ll.clear(),
-                },
-                event = sub.recv() => match event.as_deref() {
-                    None => return,
-                    Some(Event::StreamStarted(_)) => ll.clear(),
-                    Some(_) => {}
-                },
-            }
+/// Every channel's LL-HLS state. The default channel's is a field of its own: the HLS route asks it
+/// on every request.
+pub struct LlChannels {
+    pub default: Arc<LlHls>,
+    others: RwLock<HashMap<ChannelId, Arc<LlHls>>>,
+}
+
+impl LlChannels {
+    /// The default channel's LL-HLS on its HLS folder `hls_dir`.
+    pub fn new(hls_dir: PathBuf) -> Arc<LlChannels> {
+        Arc::new(LlChannels { default: LlHls::new(hls_dir), others: RwLock::default() })
+    }
+
+    /// The LL-HLS state of `b`'s channel (on `b`'s folder).
+    pub fn of(&self, b: &Broadcast) -> Arc<LlHls> {
+        if b.channel.is_default() {
+            return self.default.clone();
+        }
+        if let Some(ll) = self.others.read().get(&b.channel) {
+            return ll.clone();
+        }
+        self.others.write().entry(b.channel.clone()).or_insert_with(|| LlHls::new(b.dir.clone())).clone()
+    }
+}
+
+/// Keep each channel's LL window in step with its broadcast's parts (the broadcast's feed) until the
+/// broadcast ends; `Started` starts an empty window. A lagged feed starts the window afresh from the next
+/// part (players re-block on the new parts; segments stay available from disk meanwhile).
+pub fn start(ll: Arc<LlChannels>, media: &MediaPlane, tasks: &Tasks) {
+    let mut reader = media.reader("llhls");
+    let spawner = tasks.clone();
+    tasks.spawn_until_stopped(Stage::Outputs, "llhls: live windows", async move {
+        while let Some(Attached { broadcast, feed }) = reader.next().await {
+            let ll = ll.of(&broadcast);
+            spawner.spawn(Stage::Outputs, "llhls: live window", follow(ll, feed));
         }
     });
+}
+
+/// Follow one broadcast's parts.
+async fn follow(ll: Arc<LlHls>, mut feed: Subscription) {
+    while let Some(delivery) = feed.recv().await {
+        match delivery {
+            Delivery::Event(ev) => match &*ev {
+                MediaEvent::Started(_) | MediaEvent::StreamEnded => ll.clear(),
+                MediaEvent::PartWritten(p) => {
+                    if let Err(e) = ll.on_part(p).await {
+                        tracing::warn!("LL-HLS: part {} of variant {}: {e}", p.name, p.variant);
+                    }
+                }
+                _ => {}
+            },
+            Delivery::Lagged => ll.clear(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -71,9 +71,11 @@ pub struct SegmentWritten {
 }
 
 /// What the media plane reports, in the order the worker wrote it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum MediaEvent {
+    /// The broadcast started with this running profile (the transcoder's first event; the channel's
+    /// folder was emptied just before). Outputs start afresh here.
+    Started(std::sync::Arc<super::broadcast::Profile>),
     /// A segment was finished (the variant's playlist is rewritten right after: `PlaylistWritten`).
     SegmentWritten(SegmentWritten),
     /// An LL-HLS part (low-latency mode); the part's last one carries the whole segment's name.
@@ -104,20 +106,32 @@ struct Subscriber {
     lagged: Arc<AtomicBool>,
 }
 
-/// The feed's publishing end (one per daemon; the transcode supervisor publishes).
+/// The feed's publishing end (one per broadcast; the transcode supervisor publishes).
 #[derive(Default)]
 pub struct Feed {
     subscribers: Mutex<Vec<Subscriber>>,
     dropped: AtomicU64,
+    closed: AtomicBool,
 }
 
 impl Feed {
-    /// A new consumer; `name` appears in the log when it falls behind.
+    /// A new consumer; `name` appears in the log when it falls behind. A subscription to a closed feed
+    /// ends at once.
     pub fn subscribe(&self, name: &'static str) -> Subscription {
         let (tx, rx) = mpsc::channel(CAPACITY);
         let lagged = Arc::new(AtomicBool::new(false));
-        self.subscribers.lock().push(Subscriber { name, tx, lagged: lagged.clone() });
+        let mut subs = self.subscribers.lock();
+        if !self.closed.load(Ordering::Acquire) {
+            subs.push(Subscriber { name, tx, lagged: lagged.clone() });
+        }
         Subscription { rx, lagged }
+    }
+
+    /// The broadcast is over: every subscription ends once it has delivered what is queued.
+    pub fn close(&self) {
+        let mut subs = self.subscribers.lock();
+        self.closed.store(true, Ordering::Release);
+        subs.clear();
     }
 
     /// Hand `event` to every consumer without waiting (see the module doc for a full queue).
@@ -155,7 +169,8 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// The next delivery; `None` when the feed is gone (shutdown).
+    /// The next delivery; `None` when the feed is closed (the broadcast is over) and everything queued
+    /// was delivered.
     pub async fn recv(&mut self) -> Option<Delivery> {
         match self.rx.try_recv() {
             Ok(ev) => return Some(Delivery::Event(ev)),
@@ -220,6 +235,18 @@ mod tests {
             Some(Delivery::Event(ev)) => assert_eq!(*ev, playlist(9999)),
             other => panic!("expected the new event, got {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_closed_feed_delivers_what_is_queued_then_ends() {
+        let feed = Feed::default();
+        let mut sub = feed.subscribe("a");
+        feed.publish(playlist(1));
+        feed.close();
+        feed.publish(playlist(2));
+        assert!(matches!(sub.recv().await, Some(Delivery::Event(ev)) if *ev == playlist(1)));
+        assert!(sub.recv().await.is_none(), "nothing after the close");
+        assert!(feed.subscribe("late").recv().await.is_none(), "a late subscriber ends at once");
     }
 
     #[tokio::test]

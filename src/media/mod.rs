@@ -1,25 +1,35 @@
 //! The media plane: the one owner of the live media between ingest and every output.
 //!
 //! ```text
-//! ingest/{rtmp,srt,whip} --claims--> source::PublisherSlot (one publisher, any protocol)
-//!        |  container bytes
+//! ingest/{rtmp,srt,whip} --claim(channel, Source)--> the channel's PublisherSlot (one publisher per channel)
+//!        | go_live: a Broadcast, every registered reader attached before anything is published
 //!        v
-//! transcode (worker child process) --reports exactly what it wrote--> MediaPlane::publish
-//!                                                                         |  retention records it first
-//!                                                                         v
-//!                        feed::Feed (typed MediaEvents, a bounded queue per consumer)
-//!                          |            |             |          |        (next: recordings, webrtc)
-//!                         hls         llhls        storage   simulcast (variant targets)
-//!
-//! ingest --Feeder--> tap::SourceTap (the source's own chunks, one bounded ring) --> simulcast (source targets)
+//!   SourceWriter --the publisher's media--> transcode (the source's first reader; the feed's writer:
+//!        |                                   Started{profile}, what the worker wrote, StreamEnded)
+//!        +--> the channel's SourceTap (simulcast `source` targets)
+//!                                                       |
+//!                         Broadcast::publish: the channel's retention records it first, then the feed
+//!                                                       v
+//!                        feed::Feed (typed MediaEvents, a bounded queue per reader)
+//!                 |        |         |          |          |           |             |
+//!                hls     llhls    storage    replays   simulcast     metrics      whep (realtime feed)
 //! ```
-//! - `source`: publishers and the single-publisher rule.
+//! Every output reads a broadcast the same way: it registers once (`MediaPlane::reader`) and is handed
+//! each new broadcast with its own feed subscription (`broadcast::Attached`), or asks for a channel's
+//! current one (`MediaPlane::current`, `watch`); it reads what is running from the broadcast's profile
+//! (`Broadcast::profile`), never from the current settings.
+//!
+//! - `channel`: channel names (`ChannelId`: `default`, or a slug).
+//! - `broadcast`: the broadcast (`Broadcast`, its running `Profile`, the
+//!   ingest's `SourceWriter`, the transcoder's `SourceReader`) and the reader contract (`Attached`,
+//!   `BroadcastReader`).
+//! - `source`: publishers and the single-publisher rule (per channel).
 //! - `flv`: FLV tags, the container RTMP publishers send.
 //! - `ts`: MPEG-TS, the container SRT publishers send: packet framing, program tables, random access.
 //! - `tsmux`: MPEG-TS written from bare H.264 and Opus access units (WHIP), for the worker's demuxer.
 //! - `h264`: H.264 Annex-B NAL units, keyframes and the SPS's picture size and frame rate.
-//! - `feed`: the typed output feed (`SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
-//!   `SegmentRetired`, `StreamEnded`), separate from the control bus.
+//! - `feed`: the typed output feed (`Started`, `SegmentWritten`, `PartWritten`, `InitWritten`,
+//!   `PlaylistWritten`, `SegmentRetired`, `StreamEnded`), separate from the control bus.
 //! - `retention`: live windows per variant and holds; the only deleter of segment files.
 //! - `realtime`: the real-time feed for WebRTC viewers (one variant's H.264 access units and Opus
 //!   audio, from the worker), a bounded broadcast with coalesced keyframe requests.
@@ -28,6 +38,8 @@
 //!
 //! This module is in the bottom layer: features use it, it imports no feature.
 
+pub mod broadcast;
+pub mod channel;
 pub mod feed;
 pub mod flv;
 pub mod h264;
@@ -38,59 +50,313 @@ pub mod tap;
 pub mod ts;
 pub mod tsmux;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, watch};
+
+pub use broadcast::{
+    Attached, BadSlug, Broadcast, BroadcastReader, ChannelId, Profile, SourceReader, SourceWriter, READER_QUEUE,
+};
 pub use feed::{Delivery, Feed, HlsPart, MediaEvent, SegmentWritten, Subscription};
 pub use retention::{Hold, Retention};
 pub use source::{Container, MediaChunk, Protocol, PublisherGuard, PublisherSlot, Source};
 pub use tap::{SourceTap, TapReader, TapStream};
 
-/// The plane's shared state: the feed, retention, the publisher slot and the source tap.
-pub struct MediaPlane {
-    pub feed: Feed,
-    pub retention: Arc<Retention>,
+/// One channel's lasting media state: its folders, its publisher slot, its retention and source tap
+/// (they outlive a broadcast: the last window stays servable until the next one starts), and its current
+/// broadcast.
+pub struct Channel {
+    pub id: ChannelId,
+    /// The HLS folder (`<data-dir>/hls` for the default channel).
+    pub dir: PathBuf,
+    /// Where the thumbnail and preview go (the data dir for the default channel).
+    pub images_dir: PathBuf,
     pub slot: Arc<PublisherSlot>,
-    /// The real-time feed (WHEP).
-    pub realtime: Arc<realtime::Realtime>,
+    pub retention: Arc<Retention>,
     pub tap: Arc<SourceTap>,
+    current: watch::Sender<Option<Arc<Broadcast>>>,
+}
+
+struct Reader {
+    name: &'static str,
+    tx: mpsc::Sender<Attached>,
+}
+
+/// The plane: channels by id, and the registered readers (see the module doc).
+pub struct MediaPlane {
+    /// The default channel's HLS folder.
+    hls_dir: PathBuf,
+    /// The default channel's image folder (the data dir); other channels live under
+    /// `<images_dir>/channels/<slug>/`.
+    images_dir: PathBuf,
+    channels: Mutex<HashMap<ChannelId, Arc<Channel>>>,
+    readers: Mutex<Vec<Reader>>,
+    next_id: AtomicU64,
 }
 
 impl MediaPlane {
-    /// The plane for the HLS directory `hls_dir` (`<data-dir>/hls`).
-    pub fn new(hls_dir: PathBuf) -> Arc<MediaPlane> {
+    /// The plane for the default channel's HLS folder `hls_dir` (`<data-dir>/hls`) and image folder
+    /// `images_dir` (the data dir).
+    pub fn new(hls_dir: PathBuf, images_dir: PathBuf) -> Arc<MediaPlane> {
         Arc::new(MediaPlane {
-            feed: Feed::default(),
-            retention: Retention::new(hls_dir),
-            slot: Arc::new(PublisherSlot::default()),
-            realtime: Arc::new(realtime::Realtime::default()),
-            tap: Arc::new(SourceTap::default()),
+            hls_dir,
+            images_dir,
+            channels: Mutex::default(),
+            readers: Mutex::default(),
+            next_id: AtomicU64::new(1),
         })
     }
 
-    /// A new stream: empty windows of `list_size` segments (plus the grace). The previous stream's last
-    /// windows are retired (consumers let them go: storage deletes them from the bucket).
-    pub fn start_stream(&self, list_size: usize) {
-        for old in self.retention.start_stream(list_size) {
-            self.feed.publish(MediaEvent::SegmentRetired { variant: old.variant, file: old.file });
+    /// Channel `id`'s media state (made on first use).
+    pub fn channel(&self, id: &ChannelId) -> Arc<Channel> {
+        let mut channels = self.channels.lock();
+        if let Some(c) = channels.get(id) {
+            return c.clone();
+        }
+        let (dir, images_dir) = if id.is_default() {
+            (self.hls_dir.clone(), self.images_dir.clone())
+        } else {
+            let root = self.images_dir.join("channels").join(id.as_str());
+            (root.join("hls"), root)
+        };
+        let c = Arc::new(Channel {
+            id: id.clone(),
+            retention: Retention::new(dir.clone()),
+            dir,
+            images_dir,
+            slot: Arc::new(PublisherSlot::default()),
+            tap: Arc::new(SourceTap::default()),
+            current: watch::channel(None).0,
+        });
+        channels.insert(id.clone(), c.clone());
+        c
+    }
+
+    /// The default channel's media state.
+    pub fn default_channel(&self) -> Arc<Channel> {
+        self.channel(&ChannelId::default_channel())
+    }
+
+    /// Take channel `id`'s publisher slot for `source`, or `None` while another publisher has it. The
+    /// stream starts with `go_live`; dropping the guard before that frees the slot.
+    pub fn claim(&self, id: &ChannelId, source: Source) -> Option<PublisherGuard> {
+        PublisherGuard::claim(&self.channel(id).slot, source, id.clone())
+    }
+
+    /// Ask channel `id`'s publisher to go; false when nobody publishes there.
+    pub fn disconnect(&self, id: &ChannelId) -> bool {
+        self.channel(id).slot.disconnect()
+    }
+
+    /// The publisher holding `guard` goes live: a new broadcast on its channel, handed to every
+    /// registered reader (with its feed subscription) before anything can be published on it; returns
+    /// the ingest's writer. A reader whose queue of new broadcasts is full misses this one (logged).
+    pub fn go_live(&self, guard: PublisherGuard) -> SourceWriter {
+        let channel = &guard.channel().clone();
+        let c = self.channel(channel);
+        let parts = broadcast::Parts {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            dir: c.dir.clone(),
+            images_dir: c.images_dir.clone(),
+            retention: c.retention.clone(),
+            tap: c.tap.clone(),
+        };
+        let (b, writer) = Broadcast::create(guard, parts);
+        let mut readers = self.readers.lock();
+        readers.retain(|r| {
+            let attached = Attached { broadcast: b.clone(), feed: b.subscribe(r.name) };
+            match r.tx.try_send(attached) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(reader = r.name, channel = %channel, "a media reader is behind; it misses a broadcast");
+                    true
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
+        drop(readers);
+        c.current.send_replace(Some(b.clone()));
+        writer
+    }
+
+    /// The transcoder is done with `b`: it ends (see `Broadcast::finish`) and stops being its channel's
+    /// current broadcast.
+    pub fn end(&self, b: &Arc<Broadcast>) {
+        if b.finish() {
+            self.channel(&b.channel).current.send_if_modified(|cur| {
+                if cur.as_ref().is_some_and(|c| Arc::ptr_eq(c, b)) {
+                    *cur = None;
+                    true
+                } else {
+                    false
+                }
+            });
         }
     }
 
-    /// Publish what the worker wrote: retention records segments and parts first (and retires what left
-    /// a window, publishing that too), then every consumer gets the event.
-    pub fn publish(&self, event: MediaEvent) {
-        match &event {
-            MediaEvent::SegmentWritten(seg) => {
-                let retired = self.retention.add_segment(seg);
-                self.feed.publish(event);
-                for old in retired {
-                    self.feed.publish(MediaEvent::SegmentRetired { variant: old.variant, file: old.file });
-                }
-                return;
-            }
-            MediaEvent::PartWritten(part) => self.retention.add_part(part),
-            _ => {}
+    /// Register a reader of every future broadcast (each output once, at start; `name` appears in the
+    /// log when it falls behind). Its queue holds [`READER_QUEUE`] new broadcasts.
+    pub fn reader(&self, name: &'static str) -> BroadcastReader {
+        let (tx, rx) = mpsc::channel(READER_QUEUE);
+        self.readers.lock().push(Reader { name, tx });
+        BroadcastReader { rx }
+    }
+
+    /// Channel `id`'s live broadcast, if any.
+    pub fn current(&self, id: &ChannelId) -> Option<Arc<Broadcast>> {
+        self.channel(id).current.borrow().clone()
+    }
+
+    /// Follow channel `id`'s live broadcast.
+    pub fn watch(&self, id: &ChannelId) -> watch::Receiver<Option<Arc<Broadcast>>> {
+        self.channel(id).current.subscribe()
+    }
+
+    /// The running profile of channel `id`'s live broadcast (`None` offline, or before transcoding started).
+    pub fn running(&self, id: &ChannelId) -> Option<Arc<Profile>> {
+        self.current(id).and_then(|b| b.profile())
+    }
+
+    /// Every live broadcast.
+    pub fn live(&self) -> Vec<Arc<Broadcast>> {
+        let channels: Vec<Arc<Channel>> = self.channels.lock().values().cloned().collect();
+        channels.iter().filter_map(|c| c.current.borrow().clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(port: u16) -> Source {
+        Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: ([127, 0, 0, 1], port).into() }
+    }
+
+    fn profile(id: &str, list_size: u32) -> Profile {
+        Profile {
+            stream_id: id.into(),
+            started_at: chrono::Utc::now(),
+            variants: Vec::new(),
+            segment_seconds: 2,
+            list_size,
+            latency_level: 2,
+            low_latency: false,
+            realtime_variant: None,
+            encoders: Vec::new(),
         }
-        self.feed.publish(event);
+    }
+
+    /// Write segment `msn` of variant 0 into `b`'s folder and publish it as the worker would.
+    fn segment(b: &Broadcast, msn: u64) -> String {
+        let file = format!("seg-{msn}.ts");
+        let dir = b.dir.join("0");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(&file), b"media").unwrap();
+        b.publish(MediaEvent::SegmentWritten(SegmentWritten {
+            variant: 0,
+            msn,
+            file: file.clone(),
+            duration: 2.0,
+            program_date_time: None,
+            bytes: 5,
+            independent: true,
+        }));
+        file
+    }
+
+    /// Everything `feed` has queued now (the feed is closed first, so this does not wait).
+    async fn drain(feed: &mut Subscription) -> Vec<MediaEvent> {
+        let mut out = Vec::new();
+        while let Ok(Some(d)) = tokio::time::timeout(std::time::Duration::from_millis(50), feed.recv()).await {
+            if let Delivery::Event(ev) = d {
+                out.push((*ev).clone());
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn two_broadcasts_on_two_channels_keep_their_feeds_windows_and_files_apart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plane = MediaPlane::new(tmp.path().join("hls"), tmp.path().to_path_buf());
+        let mut reader = plane.reader("test");
+        let (a, b) = (ChannelId::default_channel(), ChannelId::new("second").unwrap());
+
+        // One publisher per channel; a second on the same channel is refused, on another it is not.
+        let ga = plane.claim(&a, source(1)).expect("the default channel is free");
+        assert!(plane.claim(&a, source(2)).is_none(), "one publisher per channel");
+        let gb = plane.claim(&b, source(3)).expect("another channel is free");
+        let wa = plane.go_live(ga);
+        let wb = plane.go_live(gb);
+        let (ba, bb) = (wa.broadcast().clone(), wb.broadcast().clone());
+        assert_ne!(ba.dir, bb.dir, "each channel has its own folder");
+        assert_eq!(ba.dir, tmp.path().join("hls"), "the default channel's folder is where it always was");
+        assert_eq!(bb.dir, tmp.path().join("channels/second/hls"));
+        assert!(!bb.dir.starts_with(&ba.dir), "emptying the default folder cannot touch another channel's");
+
+        // The reader was handed both broadcasts, each with its own subscription.
+        let mut att_a = reader.next().await.unwrap();
+        let mut att_b = reader.next().await.unwrap();
+        assert_eq!((att_a.broadcast.channel.clone(), att_b.broadcast.channel.clone()), (a.clone(), b.clone()));
+        assert_eq!(plane.live().len(), 2);
+
+        // List size 1 (+ the grace of 2): the fourth segment retires the first, per channel.
+        ba.start(profile("stream-a", 1));
+        bb.start(profile("stream-b", 1));
+        let files_a: Vec<String> = (0..4).map(|n| segment(&ba, n)).collect();
+        let files_b: Vec<String> = (0..2).map(|n| segment(&bb, n)).collect();
+        assert_eq!(ba.retention.window(0).len(), 3);
+        assert_eq!(bb.retention.window(0).len(), 2, "channel b's window is its own");
+        assert!(!ba.dir.join("0").join(&files_a[0]).exists(), "a's retired segment is deleted");
+        assert!(bb.dir.join("0").join(&files_b[0]).exists(), "b's files are untouched by a's retention");
+        assert_eq!(plane.running(&a).unwrap().stream_id, "stream-a");
+        assert_eq!(plane.running(&b).unwrap().stream_id, "stream-b");
+
+        // Ending a leaves b live; each feed got only its own broadcast's events.
+        plane.end(&ba);
+        assert!(plane.current(&a).is_none() && plane.current(&b).is_some());
+        assert!(plane.claim(&a, source(4)).is_some(), "a's slot is free once its broadcast ended");
+        let got_a = drain(&mut att_a.feed).await;
+        plane.end(&bb);
+        let got_b = drain(&mut att_b.feed).await;
+        let written = |evs: &[MediaEvent]| -> Vec<String> {
+            evs.iter()
+                .filter_map(|e| match e {
+                    MediaEvent::SegmentWritten(s) => Some(s.file.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(written(&got_a), files_a);
+        assert_eq!(written(&got_b), files_b);
+        assert!(matches!(&got_a[0], MediaEvent::Started(p) if p.stream_id == "stream-a"), "Started comes first");
+        assert!(matches!(got_a.last(), Some(MediaEvent::StreamEnded)), "StreamEnded comes last");
+        assert!(got_a.iter().any(|e| matches!(e, MediaEvent::SegmentRetired { file, .. } if *file == files_a[0])));
+        assert!(!got_b.iter().any(|e| matches!(e, MediaEvent::SegmentRetired { .. })), "nothing of b retired");
+        assert!(att_a.feed.recv().await.is_none(), "the feed closes with the broadcast");
+    }
+
+    #[tokio::test]
+    async fn the_source_goes_to_its_one_reader_and_the_profile_follows_the_transcoder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plane = MediaPlane::new(tmp.path().join("hls"), tmp.path().to_path_buf());
+        let guard = plane.claim(&ChannelId::default_channel(), source(1)).unwrap();
+        let mut writer = plane.go_live(guard);
+        let b = writer.broadcast().clone();
+        assert!(b.profile().is_none(), "no profile before the transcoder starts the broadcast");
+        let mut src = b.take_source().expect("the transcoder takes the source");
+        assert!(b.take_source().is_none(), "the source has one reader");
+        writer.push(MediaChunk::Bytes { data: bytes::Bytes::from_static(b"ts"), random_access: true });
+        assert!(matches!(src.media.recv().await, Some(MediaChunk::Bytes { .. })));
+        b.start(profile("s1", 3));
+        b.update_profile(|p| p.encoders = vec!["libx264".into()]);
+        let p = b.profile().unwrap();
+        assert_eq!((p.stream_id.as_str(), p.encoders.as_slice()), ("s1", &["libx264".to_string()][..]));
+        drop(writer);
+        assert!(src.media.recv().await.is_none(), "the source ends when the publisher leaves");
     }
 }

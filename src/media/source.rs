@@ -1,10 +1,10 @@
 //! Sources: who publishes the live media, over which protocol and in which container, and the rule
 //! that there is at most one publisher at a time.
 //!
-//! Every ingest protocol (RTMP now; SRT and WHIP next) claims the `PublisherSlot` before it hands media
+//! Every ingest protocol (RTMP, SRT, WHIP) claims its channel's `PublisherSlot` before it hands media
 //! on, and describes its publisher as a `Source`. The slot is what `GET /api/admin/disconnect` closes,
-//! whatever the protocol; the transcode supervisor holds the `PublisherGuard` until the stream is
-//! offline, so a second publisher is refused until then.
+//! whatever the protocol; the broadcast holds the `PublisherGuard` until the transcoder has ended it,
+//! so a second publisher on the channel is refused until then.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
+use super::channel::ChannelId;
 use super::flv::FlvTag;
 
 /// The protocol a publisher came in with.
@@ -130,18 +131,24 @@ pub struct PublisherGuard {
     slot: Arc<PublisherSlot>,
     notify: Arc<Notify>,
     source: Source,
+    channel: ChannelId,
 }
 
 impl PublisherGuard {
-    /// Take the slot for `source`, or `None` when another publisher has it.
-    pub fn claim(slot: &Arc<PublisherSlot>, source: Source) -> Option<PublisherGuard> {
+    /// Take the slot of `channel` for `source`, or `None` when another publisher has it.
+    pub fn claim(slot: &Arc<PublisherSlot>, source: Source, channel: ChannelId) -> Option<PublisherGuard> {
         let mut cur = slot.current.lock();
         if cur.is_some() {
             return None;
         }
         let notify = Arc::new(Notify::new());
         *cur = Some((source.clone(), notify.clone()));
-        Some(PublisherGuard { slot: slot.clone(), notify, source })
+        Some(PublisherGuard { slot: slot.clone(), notify, source, channel })
+    }
+
+    /// The channel whose slot this is.
+    pub fn channel(&self) -> &ChannelId {
+        &self.channel
     }
 
     /// The publisher holding the slot.
@@ -183,13 +190,14 @@ mod tests {
     fn one_publisher_at_a_time_whatever_the_protocol() {
         let slot = Arc::new(PublisherSlot::default());
         assert!(!slot.disconnect(), "nobody to disconnect");
-        let guard = PublisherGuard::claim(&slot, rtmp()).expect("free slot");
+        let ch = ChannelId::default_channel;
+        let guard = PublisherGuard::claim(&slot, rtmp(), ch()).expect("free slot");
         let srt = Source { protocol: Protocol::Srt, container: Container::MpegTs, ..rtmp() };
-        assert!(PublisherGuard::claim(&slot, srt.clone()).is_none(), "a second publisher is refused");
+        assert!(PublisherGuard::claim(&slot, srt.clone(), ch()).is_none(), "a second publisher is refused");
         assert_eq!(slot.source().map(|s| s.protocol), Some(Protocol::Rtmp));
         assert!(slot.disconnect());
         drop(guard);
         assert!(!slot.is_taken());
-        assert!(PublisherGuard::claim(&slot, srt).is_some(), "free again once the stream is over");
+        assert!(PublisherGuard::claim(&slot, srt, ch()).is_some(), "free again once the stream is over");
     }
 }

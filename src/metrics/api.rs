@@ -349,18 +349,23 @@ pub struct VideoMetrics {
 }
 
 /// The series, plus the variants' bitrates, the segment length and the representation.
+/// While live, the variants and segment length are the running broadcast's (its profile); offline, the
+/// settings' (what the next broadcast will run).
 pub fn video_metrics_of(metrics: &Metrics) -> VideoMetrics {
     let s = metrics.settings.get();
     let series = metrics.series.lock().clone();
+    let running = metrics.media.running(&crate::media::ChannelId::default_channel());
+    let (variants, segment_length) = match &running {
+        Some(p) => (&p.variants, p.segment_seconds),
+        None => (&s.video.video_quality_variants, s.latency().0),
+    };
     VideoMetrics {
         series,
-        available_bitrates: s
-            .video
-            .video_quality_variants
+        available_bitrates: variants
             .iter()
             .map(|v| if v.video_bitrate == 0 { 1200 } else { v.video_bitrate })
             .collect(),
-        segment_length: s.latency().0,
+        segment_length,
         representation: metrics.health.get().representation,
     }
 }

@@ -120,6 +120,7 @@ pub struct Sources<'a> {
     pub stream: &'a StreamWatch,
     pub settings: &'a SettingsStore,
     pub hub: &'a HealthHub,
+    pub media: &'a crate::media::MediaPlane,
 }
 
 /// Gather the inputs, evaluate, and hand the result to the health hub (which publishes HEALTH_ALERT
@@ -128,8 +129,9 @@ pub fn update(sources: &Sources<'_>, active_viewers: usize, window: &WindowSumma
     let t = &sources.telemetry;
     let speeds = t.take_speeds();
     let stream = sources.stream.borrow().clone();
-    let next = if stream.online {
-        let s = sources.settings.get();
+    // What is running: the live broadcast's profile, not the settings (an admin may change those).
+    let running = sources.media.running(&crate::media::ChannelId::default_channel());
+    let next = if let (true, Some(p)) = (stream.online, running) {
         let inbound = t.ingest_kbps().or_else(|| {
             stream.broadcaster.as_ref().map(|b| f64::from(b.stream_details.video_bitrate)).filter(|b| *b > 0.0)
         });
@@ -138,15 +140,14 @@ pub fn update(sources: &Sources<'_>, active_viewers: usize, window: &WindowSumma
             active_viewers,
             cpu_average: t.cpu_average(),
             ingest_kbps: inbound,
-            variant_kbps: s
-                .video
-                .video_quality_variants
+            variant_kbps: p
+                .variants
                 .iter()
                 .filter(|v| !v.video_passthrough)
                 .map(|v| f64::from(if v.video_bitrate == 0 { 1200 } else { v.video_bitrate }))
                 .collect(),
-            any_passthrough: s.video.video_quality_variants.iter().any(|v| v.video_passthrough),
-            segment_seconds: f64::from(s.latency().0),
+            any_passthrough: p.variants.iter().any(|v| v.video_passthrough),
+            segment_seconds: f64::from(p.segment_seconds),
             encoder_speeds: speeds,
         })
     } else {

@@ -104,6 +104,8 @@ pub struct MetricsDeps {
     pub settings: SettingsStore,
     pub bus: Bus,
     pub stream: StreamWatch,
+    /// The media plane: what is running (the live broadcast's profile) is read there.
+    pub media: Arc<crate::media::MediaPlane>,
     pub counts: Viewers,
     pub health: Arc<HealthHub>,
     pub telemetry: Arc<Telemetry>,
@@ -120,6 +122,7 @@ pub struct Metrics {
     pub settings: SettingsStore,
     pub bus: Bus,
     pub stream: StreamWatch,
+    pub media: Arc<crate::media::MediaPlane>,
     /// The viewer counters this module writes.
     pub counts: Viewers,
     pub health: Arc<HealthHub>,
@@ -153,6 +156,7 @@ impl Metrics {
             settings: deps.settings,
             bus: deps.bus,
             stream: deps.stream,
+            media: deps.media,
             counts: deps.counts,
             health: deps.health,
             telemetry: deps.telemetry,
@@ -252,6 +256,7 @@ pub fn window_tick(metrics: &Metrics) {
         stream: &metrics.stream,
         settings: &metrics.settings,
         hub: &metrics.health,
+        media: &metrics.media,
     };
     health::update(&sources, metrics.viewers.count(), &summary);
 }
@@ -337,6 +342,7 @@ mod tests {
             settings,
             bus: bus.clone(),
             stream,
+            media: crate::media::MediaPlane::new(dir.join("hls"), dir.to_path_buf()),
             counts: Arc::default(),
             health: HealthHub::new(bus),
             telemetry: Arc::default(),

@@ -246,7 +246,8 @@ impl Replays {
 /// Start the recorder and the budget timer.
 pub fn start(r: Arc<Replays>) {
     let tasks = r.tasks.clone();
-    tasks.spawn(Stage::Outputs, "replay recorder", recorder::run(r.clone()));
+    let reader = r.media.reader("replays");
+    tasks.spawn_until_stopped(Stage::Outputs, "replay recorder", recorder::run(r.clone(), reader));
     tasks.spawn_until_stopped(Stage::Background, "replay budget", async move {
         loop {
             budget::enforce(&r).await;

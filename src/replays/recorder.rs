@@ -1,4 +1,5 @@
-//! The recorder: a consumer of the media plane's feed that keeps every segment of the broadcast.
+//! The recorder: a reader of every broadcast on the media plane that keeps each of its segments; the
+//! replay is named by the broadcast's stream id (its running profile).
 //!
 //! Each `SegmentWritten` (and each fMP4 `InitWritten`) is *held* (`media::Retention::hold`: retention
 //! does not delete it meanwhile), hard-linked into `<data-dir>/replays/<streamId>/<variant>/` (copied
@@ -14,7 +15,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::Utc;
 use tracing::{info, warn};
@@ -22,7 +22,7 @@ use tracing::{info, warn};
 use super::db::{self, SegmentRow};
 use super::Replays;
 use crate::health::HealthInput;
-use crate::media::{Delivery, MediaEvent, SegmentWritten};
+use crate::media::{Attached, Broadcast, BroadcastReader, Delivery, MediaEvent, SegmentWritten, Subscription};
 use crate::tasks::Stage;
 
 #[derive(Default)]
@@ -38,35 +38,35 @@ struct Current {
     variants: HashMap<usize, Variant>,
 }
 
-/// Follow the feed until shutdown.
-pub async fn run(r: Arc<Replays>) {
-    let mut sub = r.media.feed.subscribe("replays");
+/// Record every broadcast the media plane hands the reader, each in a task of its own.
+pub async fn run(r: Arc<Replays>, mut reader: BroadcastReader) {
+    while let Some(Attached { broadcast, feed }) = reader.next().await {
+        r.tasks.spawn(Stage::Outputs, "replay recorder", record_broadcast(r.clone(), broadcast, feed));
+    }
+}
+
+/// Follow one broadcast's feed until it ends (the transcoder ends it before the outputs stop, so what is
+/// queued at shutdown, its last segments and its end, is still recorded).
+async fn record_broadcast(r: Arc<Replays>, b: Arc<Broadcast>, mut sub: Subscription) {
     let mut current: Option<Current> = None;
     let mut paused = false;
-    let stop = r.tasks.token(Stage::Outputs);
-    loop {
-        let d = tokio::select! {
-            d = sub.recv() => d,
-            // Shutdown: what is queued (the stream's last segments and its end) is still recorded.
-            _ = stop.cancelled() => tokio::time::timeout(Duration::from_millis(300), sub.recv()).await.unwrap_or_default(),
-        };
-        let Some(d) = d else { break };
+    while let Some(d) = sub.recv().await {
         match d {
             Delivery::Event(ev) => match &*ev {
                 MediaEvent::SegmentWritten(seg) => {
-                    record(&r, &mut current, seg, &mut paused).await;
+                    record(&r, &b, &mut current, seg, &mut paused).await;
                 }
                 MediaEvent::InitWritten { variant, file } => {
-                    if let Some(cur) = ensure_current(&r, &mut current).await {
+                    if let Some(cur) = ensure_current(&r, &b, &mut current).await {
                         let id = cur.id.clone();
-                        if link_file(&r, &id, *variant, file).await.is_ok() {
+                        if link_file(&r, &b, &id, *variant, file).await.is_ok() {
                             cur.variants.entry(*variant).or_default().init = Some(file.clone());
                         }
                     }
                 }
                 MediaEvent::PlaylistWritten { variant: None } => {
                     if let Some(cur) = &current {
-                        let text = tokio::fs::read_to_string(r.hls_dir.join("stream.m3u8")).await.unwrap_or_default();
+                        let text = tokio::fs::read_to_string(b.dir.join("stream.m3u8")).await.unwrap_or_default();
                         let lines: String = text
                             .lines()
                             .filter(|l| l.starts_with("#EXT-X-STREAM-INF:"))
@@ -89,11 +89,11 @@ pub async fn run(r: Arc<Replays>) {
             },
             Delivery::Lagged => {
                 // Resync: record what the window holds past the last segment recorded per variant.
-                for v in r.media.retention.variants() {
+                for v in b.retention.variants() {
                     let last = current.as_ref().and_then(|c| c.variants.get(&v)).and_then(|x| x.last_msn);
-                    for seg in r.media.retention.window(v) {
+                    for seg in b.retention.window(v) {
                         if last.is_none_or(|l| seg.msn > l) {
-                            record(&r, &mut current, &seg, &mut paused).await;
+                            record(&r, &b, &mut current, &seg, &mut paused).await;
                         }
                     }
                 }
@@ -105,11 +105,15 @@ pub async fn run(r: Arc<Replays>) {
     }
 }
 
-/// The replay being recorded for the live stream (a new one when the stream id changed); `None` while
-/// recording is off or the stream has no id.
-async fn ensure_current<'a>(r: &Arc<Replays>, current: &'a mut Option<Current>) -> Option<&'a mut Current> {
+/// The replay being recorded for broadcast `b` (named by its stream id); `None` while recording is off
+/// or the broadcast has no id yet.
+async fn ensure_current<'a>(
+    r: &Arc<Replays>,
+    b: &Broadcast,
+    current: &'a mut Option<Current>,
+) -> Option<&'a mut Current> {
     let enabled = r.settings.get().replay.replay_enabled;
-    let live_id = r.stream.borrow().stream_id.clone();
+    let live_id = b.profile().map(|p| p.stream_id.clone()).filter(|id| !id.is_empty());
     let same = current.as_ref().is_some_and(|c| Some(&c.id) == live_id.as_ref());
     if !same || !enabled {
         if let Some(old) = current.take() {
@@ -141,14 +145,20 @@ async fn ensure_current<'a>(r: &Arc<Replays>, current: &'a mut Option<Current>) 
     current.as_mut()
 }
 
-async fn record(r: &Arc<Replays>, current: &mut Option<Current>, seg: &SegmentWritten, paused: &mut bool) {
-    let Some(cur) = ensure_current(r, current).await else { return };
+async fn record(
+    r: &Arc<Replays>,
+    b: &Broadcast,
+    current: &mut Option<Current>,
+    seg: &SegmentWritten,
+    paused: &mut bool,
+) {
+    let Some(cur) = ensure_current(r, b, current).await else { return };
     let id = cur.id.clone();
     let v = cur.variants.entry(seg.variant).or_default();
     if v.last_msn.is_some_and(|l| seg.msn <= l) {
         return;
     }
-    match link_file(r, &id, seg.variant, &seg.file).await {
+    match link_file(r, b, &id, seg.variant, &seg.file).await {
         Ok(()) => {
             if *paused {
                 *paused = false;
@@ -185,9 +195,8 @@ async fn record(r: &Arc<Replays>, current: &mut Option<Current>, seg: &SegmentWr
 }
 
 /// Hold `<hls>/<variant>/<file>`, link it into the replay's folder, release it.
-async fn link_file(r: &Arc<Replays>, id: &str, variant: usize, file: &str) -> std::io::Result<()> {
-    let hold =
-        r.media.retention.hold(variant, file).ok_or_else(|| std::io::Error::other("the file is already gone"))?;
+async fn link_file(r: &Arc<Replays>, b: &Broadcast, id: &str, variant: usize, file: &str) -> std::io::Result<()> {
+    let hold = b.retention.hold(variant, file).ok_or_else(|| std::io::Error::other("the file is already gone"))?;
     let src = hold.path().to_path_buf();
     let dst = r.variant_dir(id, variant).join(file);
     let res = tokio::task::spawn_blocking(move || keep(&src, &dst)).await.map_err(std::io::Error::other)?;

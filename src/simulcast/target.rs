@@ -28,6 +28,7 @@ use super::rtmp::{Ended, Endpoint, Progress, Publisher, Source};
 use super::variant::VariantReader;
 use super::{Simulcast, SimulcastError};
 use crate::config::{SimulcastTarget, TargetVariant};
+use crate::media::{Broadcast, ChannelId};
 
 /// A target's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -233,25 +234,40 @@ pub async fn run(sc: Arc<Simulcast>, h: Arc<TargetHandle>) {
             return;
         }
     };
-    let mut live = sc.media.tap.live();
+    // The targets are the default channel's settings: they forward its broadcasts.
+    let mut live = sc.media.watch(&ChannelId::default_channel());
     loop {
-        let stream = tokio::select! {
+        let b = tokio::select! {
             _ = h.stop.cancelled() => return,
-            s = live.wait_for(|s| s.is_some()) => match s {
-                Ok(s) => match *s { Some(s) => s, None => continue },
+            s = live.wait_for(|b| b.is_some()) => match s {
+                Ok(b) => match b.clone() { Some(b) => b, None => continue },
                 Err(_) => return,
             },
         };
-        match forward_stream(&sc, &h, &dest, stream.id).await {
-            Ended::Stopped => return,
-            Ended::StreamEnded => set_state(&sc, &h, TargetState::Off, None),
+        // What a variant target may forward is the broadcast's ladder: wait until it is known.
+        let mut profile = b.watch_profile();
+        let started = tokio::select! {
+            _ = h.stop.cancelled() => return,
+            _ = b.ended() => false,
+            p = profile.wait_for(|p| p.is_some()) => p.is_ok(),
+        };
+        if started {
+            match forward_stream(&sc, &h, &dest, &b).await {
+                Ended::Stopped => return,
+                Ended::StreamEnded => set_state(&sc, &h, TargetState::Off, None),
+            }
         }
-        // Wait for this stream to be over before looking for the next.
+        // Wait for this broadcast to be over before looking for the next.
         tokio::select! {
             _ = h.stop.cancelled() => return,
-            _ = live.wait_for(|s| s.map(|s| s.id) != Some(stream.id)) => {}
+            _ = live.wait_for(|cur| !is(cur, &b)) => {}
         }
     }
+}
+
+/// Whether `cur` is broadcast `b`.
+fn is(cur: &Option<Arc<Broadcast>>, b: &Broadcast) -> bool {
+    cur.as_ref().is_some_and(|c| c.id == b.id)
 }
 
 /// Where a target sends.
@@ -260,19 +276,20 @@ enum Dest {
     Srt { host: String, port: u16 },
 }
 
-/// The target's media for stream `id`: the source tap, or its variant of the transcoder's output (`raw`:
-/// its MPEG-TS as it is, else remuxed to FLV); `None`: the stream has ended.
-fn source(sc: &Simulcast, t: &SimulcastTarget, id: u64, raw: bool) -> Result<Option<Source>, SimulcastError> {
+/// The target's media for broadcast `b`: the source tap, or its variant of the transcoder's output
+/// (`raw`: its MPEG-TS as it is, else remuxed to FLV); `None`: the stream has ended. A variant is one of
+/// the broadcast's ladder as it is transcoded (its running profile), whatever the settings say now.
+fn source(b: &Arc<Broadcast>, t: &SimulcastTarget, raw: bool) -> Result<Option<Source>, SimulcastError> {
     match t.variant {
-        TargetVariant::Source => Ok(sc.media.tap.subscribe().filter(|r| r.stream().id == id).map(Source::Tap)),
+        TargetVariant::Source => Ok(b.tap.subscribe().filter(|r| r.stream().id == b.tap_stream).map(Source::Tap)),
         TargetVariant::Index(i) => {
-            let ladder = sc.settings.get().video.video_quality_variants.len();
+            let ladder = b.profile().map_or(0, |p| p.variants.len());
             if i >= ladder {
                 return Err(SimulcastError::Unsupported(format!(
                     "variant {i} does not exist (the video ladder has {ladder})"
                 )));
             }
-            let reader = if raw { VariantReader::start_raw(&sc.media, i) } else { VariantReader::start(&sc.media, i)? };
+            let reader = if raw { VariantReader::start_raw(b, i) } else { VariantReader::start(b, i)? };
             Ok(Some(Source::Variant(Box::new(reader))))
         }
     }
@@ -284,7 +301,7 @@ async fn attempt(
     sc: &Arc<Simulcast>,
     h: &Arc<TargetHandle>,
     dest: &Dest,
-    id: u64,
+    b: &Arc<Broadcast>,
     live_at: &mut Option<Instant>,
 ) -> Result<Ended, SimulcastError> {
     let key = &h.config.stream_key;
@@ -297,28 +314,26 @@ async fn attempt(
     match dest {
         Dest::Rtmp(ep) => {
             let publisher = Publisher::connect(ep, key, &sc.tls).await?;
-            let Some(reader) = source(sc, &h.config, id, false)? else { return Ok(Ended::StreamEnded) };
+            let Some(reader) = source(b, &h.config, false)? else { return Ok(Ended::StreamEnded) };
             published(sc);
             publisher.forward(reader, key, &h.stop, h.as_ref()).await
         }
         Dest::Srt { host, port } => {
             let socket = super::srt::connect(host, *port, key).await?;
-            let Some(reader) = source(sc, &h.config, id, true)? else { return Ok(Ended::StreamEnded) };
+            let Some(reader) = source(b, &h.config, true)? else { return Ok(Ended::StreamEnded) };
             published(sc);
             super::srt::forward(socket, reader, &h.stop, h.as_ref()).await
         }
     }
 }
 
-/// Forward stream `id` (connect, publish, retry) until it ends or the target is stopped.
-async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, dest: &Dest, id: u64) -> Ended {
+/// Forward broadcast `b` (connect, publish, retry) until it ends or the target is stopped.
+async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, dest: &Dest, b: &Arc<Broadcast>) -> Ended {
     let timing = sc.timing;
     let mut backoff = Backoff::new(timing.backoff_min, timing.backoff_max);
     let mut failing_since: Option<Instant> = None;
-    let mut live = sc.media.tap.live();
-    let stream_over = |l: &Option<crate::media::TapStream>| l.map(|s| s.id) != Some(id);
     loop {
-        if stream_over(&live.borrow()) {
+        if b.is_ended() {
             return Ended::StreamEnded;
         }
         if h.status().state != TargetState::Failed {
@@ -327,7 +342,7 @@ async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, dest: &Dest,
         let mut live_at = None;
         let result = tokio::select! {
             _ = h.stop.cancelled() => return Ended::Stopped,
-            r = attempt(sc, h, dest, id, &mut live_at) => r,
+            r = attempt(sc, h, dest, b, &mut live_at) => r,
         };
         let error = match result {
             Ok(ended) => return ended,
@@ -348,7 +363,7 @@ async fn forward_stream(sc: &Arc<Simulcast>, h: &Arc<TargetHandle>, dest: &Dest,
         set_state(sc, h, state, Some(error));
         tokio::select! {
             _ = h.stop.cancelled() => return Ended::Stopped,
-            _ = live.wait_for(|l| stream_over(l)) => return Ended::StreamEnded,
+            _ = b.ended() => return Ended::StreamEnded,
             _ = tokio::time::sleep(wait) => {}
         }
         h.count_reconnect();

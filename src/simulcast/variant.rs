@@ -17,7 +17,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::SimulcastError;
 use crate::media::flv::{FlvTag, TAG_AUDIO, TAG_VIDEO};
-use crate::media::{Delivery, MediaChunk, MediaEvent, MediaPlane, Subscription};
+use crate::media::{Broadcast, Delivery, MediaChunk, MediaEvent, Subscription};
 
 /// Segment bytes waiting for the child at most (a few segments); more and the oldest wait is cut short
 /// by restarting at the next independent segment.
@@ -25,7 +25,7 @@ const MAX_PENDING: usize = 32 * 1024 * 1024;
 
 /// One variant target's reader.
 pub struct VariantReader {
-    media: Arc<MediaPlane>,
+    broadcast: Arc<Broadcast>,
     variant: usize,
     feed: Subscription,
     /// The remux child (`None`: raw mode, the segments' MPEG-TS as it is, for SRT targets).
@@ -78,11 +78,11 @@ impl Cutter {
 impl VariantReader {
     /// Follow `variant`, its segments' MPEG-TS as it is (`recv` yields `MediaChunk::Bytes`, one per
     /// segment): for SRT targets.
-    pub fn start_raw(media: &Arc<MediaPlane>, variant: usize) -> VariantReader {
+    pub fn start_raw(b: &Arc<Broadcast>, variant: usize) -> VariantReader {
         VariantReader {
-            media: media.clone(),
+            broadcast: b.clone(),
             variant,
-            feed: media.feed.subscribe("simulcast variant target"),
+            feed: b.subscribe("simulcast variant target"),
             child: None,
             stdin: None,
             stdout: None,
@@ -94,7 +94,7 @@ impl VariantReader {
     }
 
     /// Start following `variant` (spawns the remux child).
-    pub fn start(media: &Arc<MediaPlane>, variant: usize) -> Result<VariantReader, SimulcastError> {
+    pub fn start(b: &Arc<Broadcast>, variant: usize) -> Result<VariantReader, SimulcastError> {
         let exe = crate::transcode::child::own_exe()
             .map_err(|e| SimulcastError::Remote(format!("castd's executable: {e}")))?;
         let mut child = Command::new(exe)
@@ -108,9 +108,9 @@ impl VariantReader {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or_else(|| SimulcastError::Remote("remux stdout missing".into()))?;
         Ok(VariantReader {
-            media: media.clone(),
+            broadcast: b.clone(),
             variant,
-            feed: media.feed.subscribe("simulcast variant target"),
+            feed: b.subscribe("simulcast variant target"),
             child: Some(child),
             stdin,
             stdout: Some(stdout),
@@ -133,7 +133,7 @@ impl VariantReader {
                     .into(),
             ));
         }
-        let Some(hold) = self.media.retention.hold(self.variant, file) else { return Ok(()) };
+        let Some(hold) = self.broadcast.retention.hold(self.variant, file) else { return Ok(()) };
         let mut bytes = Vec::new();
         let read = async {
             let mut f = tokio::fs::File::open(hold.path()).await?;

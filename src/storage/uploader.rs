@@ -40,7 +40,7 @@ use crate::health::{HealthHub, HealthInput};
 use crate::hls::PlaylistOverride;
 use crate::http::files::FileBody;
 use crate::http::zerocopy::MappedFile;
-use crate::media::{Delivery, Hold, MediaEvent, MediaPlane, SegmentWritten};
+use crate::media::{Attached, Broadcast, BroadcastReader, Delivery, Hold, MediaEvent, MediaPlane, SegmentWritten};
 use crate::store::settings::SettingsStore;
 use crate::stream::StreamWatch;
 use crate::tasks::{Stage, Tasks};
@@ -147,7 +147,10 @@ pub struct Storage {
     /// Per task (`master`, `variant 0`, ...): its last error while it persists.
     failing: Mutex<BTreeMap<String, String>>,
     workers: Mutex<HashMap<Option<usize>, watch::Sender<Instant>>>,
-    media: Arc<MediaPlane>,
+    /// The reader of every broadcast (taken by `start`).
+    reader: Mutex<Option<BroadcastReader>>,
+    /// The default channel's broadcast being followed (object storage serves the default channel).
+    current: RwLock<Option<Arc<Broadcast>>>,
     /// Per variant: segments written and not uploaded yet, each held on disk.
     queued_segments: Mutex<HashMap<usize, Vec<Queued>>>,
     /// Per variant: segment files retention retired (to delete from the bucket once uploaded).
@@ -200,7 +203,8 @@ impl Storage {
             queued: AtomicU64::new(0),
             failing: Mutex::default(),
             workers: Mutex::default(),
-            media: deps.media,
+            reader: Mutex::new(Some(deps.media.reader("storage"))),
+            current: RwLock::default(),
             queued_segments: Mutex::default(),
             retired: Mutex::default(),
             done: Mutex::default(),
@@ -424,10 +428,7 @@ impl Storage {
         }
         let deadline = Instant::now() + limit;
         // A stream ran: first every event of it must have reached this uploader.
-        while !self.media.retention.variants().is_empty()
-            && !self.ended.load(Ordering::Acquire)
-            && Instant::now() < deadline
-        {
+        while self.current.read().is_some() && !self.ended.load(Ordering::Acquire) && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.tick_all();
@@ -455,7 +456,8 @@ impl Storage {
 
     /// A segment was written: hold it and queue its upload (storage on).
     fn on_segment(&self, seg: &SegmentWritten) {
-        let Some(hold) = self.media.retention.hold(seg.variant, &seg.file) else { return };
+        let Some(b) = self.current.read().clone() else { return };
+        let Some(hold) = b.retention.hold(seg.variant, &seg.file) else { return };
         let mut q = self.queued_segments.lock();
         let list = q.entry(seg.variant).or_default();
         if list.iter().any(|x| x.segment.file == seg.file) {
@@ -476,8 +478,9 @@ impl Storage {
     /// The feed lagged: queue what the live window holds that is not known to be uploaded, then sync.
     /// (Segments already in the bucket are uploaded again: harmless, and lagging is rare.)
     fn resync(self: &Arc<Self>) {
-        for n in self.media.retention.variants() {
-            for seg in self.media.retention.window(n) {
+        let Some(b) = self.current.read().clone() else { return };
+        for n in b.retention.variants() {
+            for seg in b.retention.window(n) {
                 self.on_segment(&seg);
             }
             self.tick(Some(n), Instant::now());
@@ -653,13 +656,14 @@ async fn worker(storage: Arc<Storage>, variant: Option<usize>, mut rx: watch::Re
     }
 }
 
-/// Follow the media feed (segments to hold and upload, playlists, retired segments, the end) and the bus
-/// (stream start, settings changes); remove leftovers at start-up.
+/// Follow the default channel's broadcasts (segments to hold and upload, playlists, retired segments,
+/// the end: each broadcast's feed, one broadcast after the other) and the bus (settings changes); remove
+/// leftovers at start-up.
 ///
 /// Tasks of the `Outputs` stage: when it stops (after the stream has ended), the stream's last segments
 /// and final playlists are uploaded (`drain`, within `drain_limit`), then the tasks end.
 pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
-    let mut feed = storage.media.feed.subscribe("storage");
+    let Some(mut reader) = storage.reader.lock().take() else { return };
     let mut sub = storage.bus.subscribe("storage");
     let tasks = storage.tasks.clone();
     let (s, stop) = (storage.clone(), tasks.token(Stage::Outputs));
@@ -673,16 +677,35 @@ pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
         if let Some(t) = storage.target() {
             storage.spawn_clean_up(t);
         }
+        let mut feed: Option<crate::media::Subscription> = None;
         loop {
             tokio::select! {
                 _ = drained.cancelled() => return,
-                delivery = feed.recv() => {
-                    let Some(delivery) = delivery else { return };
+                // A new broadcast is taken once the one followed has ended (its feed is over).
+                attached = reader.next(), if feed.is_none() => {
+                    let Some(Attached { broadcast, feed: f }) = attached else { return };
+                    if !broadcast.channel.is_default() {
+                        tracing::debug!(channel = %broadcast.channel, "storage: object storage serves the default channel only");
+                        continue;
+                    }
+                    *storage.current.write() = Some(broadcast);
+                    feed = Some(f);
+                }
+                delivery = async { match feed.as_mut() { Some(f) => f.recv().await, None => std::future::pending().await } } => {
+                    let Some(delivery) = delivery else {
+                        feed = None;
+                        continue;
+                    };
                     if storage.target().is_none() {
                         continue;
                     }
                     match delivery {
                         Delivery::Event(ev) => match &*ev {
+                            MediaEvent::Started(_) => {
+                                storage.ended.store(false, Ordering::Release);
+                                storage.served.write().clear();
+                                storage.newest.write().clear();
+                            }
                             MediaEvent::SegmentWritten(seg) => storage.on_segment(seg),
                             MediaEvent::PlaylistWritten { variant } => storage.tick(*variant, Instant::now()),
                             MediaEvent::SegmentRetired { variant, file } => {
@@ -699,11 +722,6 @@ pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
                 }
                 event = sub.recv() => match event.as_deref() {
                     None => return,
-                    Some(Event::StreamStarted(_)) => {
-                        storage.ended.store(false, Ordering::Release);
-                        storage.served.write().clear();
-                        storage.newest.write().clear();
-                    }
                     Some(Event::ConfigChanged { key }) if key == "s3" || key == "videoservingendpoint" => {
                         if let Some(t) = storage.reload() {
                             storage.spawn_clean_up(t);

@@ -22,7 +22,8 @@
 //!
 //! `Transcoder` is the feature's state. It was handed, at construction, the settings, the bus, the
 //! stream-state writer (it is the only writer), the viewer counts (for the stream events), the health
-//! hub, telemetry, the encoder list and the HLS directory; it sees no HTTP types and no tokens.
+//! hub, telemetry, the encoder list and the media plane (each broadcast carries its channel's
+//! folders); it sees no HTTP types and no tokens.
 //! Supervisors, the worker's event reader and the thumbnail loop are tasks of the `Stream` stage
 //! (`tasks`), so shutdown waits for every stream to finish cleanly.
 //!
@@ -93,12 +94,9 @@ pub struct TranscodeDeps {
     pub telemetry: Arc<Telemetry>,
     /// The encoders found on this box (written by the hardware probe).
     pub encoders: watch::Receiver<Vec<EncoderInfo>>,
-    /// `<data-dir>/hls`.
-    pub hls_dir: PathBuf,
-    /// The media plane: what the worker writes is published there (retention first, then the feed).
+    /// The media plane: the transcoder is handed every broadcast (`run`), reads its source and writes
+    /// its profile and feed (the broadcast carries its channel's folders).
     pub media: Arc<crate::media::MediaPlane>,
-    /// Where the thumbnail and preview go (the data dir).
-    pub images_dir: PathBuf,
     /// Test/debug switch (`--debug-encoder-fault SECONDS`): the first worker of each stream makes its
     /// encoder fail this many media seconds after its first frame, so the fallback path runs for real
     /// without a faulty driver. Never set in production.

@@ -1,17 +1,19 @@
 //! Supervision of the transcode worker and the stream's life cycle.
 //!
-//! `start` is called by the ingest when a publish is accepted: it clears `<data-dir>/hls`, marks the
-//! stream online, publishes STREAM_STARTED and spawns the supervisor task on the transcoder's tracker,
-//! returning the `Feeder` the ingest pushes the publisher's media (`media::MediaChunk`: FLV tags from
-//! RTMP, container bytes such as MPEG-TS from SRT) and the broadcaster's details into. The supervisor
-//! runs the worker (`castd worker`, told the source's `Container`), writes the byte stream to its stdin
-//! (FLV tags framed into an FLV stream, byte-stream containers as they came) and reads its events: control events go to the bus (stream started/stopped), what the worker
-//! wrote goes to the media plane (`media::MediaPlane::publish`: retention, then the typed feed).
+//! The transcoder is the media plane's first reader: `run` is handed every new broadcast
+//! (`media::MediaPlane::reader`); for each it takes the publisher's media (`Broadcast::take_source`:
+//! `media::MediaChunk`s, FLV tags from RTMP, container bytes such as MPEG-TS from SRT, and the
+//! broadcaster's details), clears the channel's HLS folder, marks the stream online, publishes
+//! STREAM_STARTED and spawns the supervisor task. The supervisor decides the running profile (ladder,
+//! segment length, latency mode, real-time variant, encoders: read from the settings once, here, and
+//! nowhere else) and starts the broadcast with it (`Broadcast::start`: `Started` on the feed), runs the
+//! worker (`castd worker`, told the source's `Container`), writes the byte stream to its stdin (FLV
+//! tags framed into an FLV stream, byte-stream containers as they came) and reads its events: control
+//! events go to the bus (stream started/stopped), what the worker wrote goes to the broadcast
+//! (`Broadcast::publish`: retention, then the typed feed); a fallback changes the profile with it.
 //!
 //! Policies:
-//! - Slow consumer: the feeder channel holds `FEED_CAPACITY` chunks (several seconds of media). When it
-//!   is full, chunks are dropped until the next random-access point (a video keyframe: a decoder cannot
-//!   use anything between; FLV sequence headers are never dropped), and that is logged.
+//! - Slow consumer: the source's queue and its policy are the media plane's (`media::SourceWriter`).
 //! - Worker failure: if the worker exits, or stops reporting for `STALL_TIMEOUT` while media flows,
 //!   or does not take input for `WRITE_TIMEOUT`, it is killed and started again with `append` (its
 //!   playlists continue with `EXT-X-DISCONTINUITY`), fed from the next random-access point (FLV: the
@@ -55,13 +57,11 @@ use super::{new_segment_id, thumbnail, Transcoder, WorkerConfig, WorkerEvent};
 use crate::events::Event;
 use crate::health::HealthInput;
 use crate::media::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
-use crate::media::{MediaChunk, MediaEvent, PublisherGuard, SourceTap};
+use crate::media::{Attached, Broadcast, BroadcastReader, MediaChunk, MediaEvent, Profile, SourceReader};
 use crate::stream::{stream_event, Broadcaster, StreamDetails};
 use crate::tasks::{Stage, Tasks};
 use tokio_util::sync::CancellationToken;
 
-/// Media chunks (FLV tags, container runs) buffered between the ingest and the worker.
-pub const FEED_CAPACITY: usize = 2048;
 /// Worker events buffered; progress lines beyond this are dropped.
 pub const EVENT_CAPACITY: usize = 64;
 /// A worker silent this long while media flows is restarted.
@@ -78,66 +78,29 @@ const HLS_PROBE_BYTES: usize = 256 * 1024;
 /// How long a finishing worker may take to finalise its playlists.
 pub const FINISH_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The ingest's end of the feed. Every chunk also goes to the media plane's source tap (before this
-/// feed's own queue, so a transcoder that is behind does not cost a forward target media); dropping
-/// the feeder ends the stream on the tap.
-pub struct Feeder {
-    tx: mpsc::Sender<MediaChunk>,
-    details: watch::Sender<StreamDetails>,
-    skipping: bool,
-    dropped: u64,
-    tap: Arc<SourceTap>,
-    tap_stream: u64,
-}
-
-impl Drop for Feeder {
-    fn drop(&mut self) {
-        self.tap.end(self.tap_stream);
-    }
-}
-
-impl Feeder {
-    /// What the broadcaster sends (metadata, codecs, measured bitrate); the supervisor shows it.
-    pub fn details(&self, details: StreamDetails) {
-        self.details.send_replace(details);
-    }
-
-    /// Hand a chunk of media to the supervisor without waiting (see the slow-consumer policy above).
-    pub fn push(&mut self, chunk: MediaChunk) {
-        self.tap.publish(self.tap_stream, &chunk);
-        if self.skipping {
-            if chunk.is_random_access() {
-                warn!(dropped = self.dropped, "transcoder was behind; media skipped up to this keyframe");
-                self.skipping = false;
-                self.dropped = 0;
-            } else if !chunk.is_setup() {
-                self.dropped += 1;
-                return;
-            }
-        }
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(chunk) {
-            self.skipping = true;
-            self.dropped += 1;
-        }
-    }
-}
-
 impl Transcoder {
-    /// The stream goes live: see `start`.
-    pub fn start(self: &Arc<Self>, publisher: PublisherGuard) -> Feeder {
-        start(self, publisher)
+    /// Transcode every new broadcast the media plane hands its reader, until shutdown.
+    pub async fn run(self: Arc<Self>, mut reader: BroadcastReader) {
+        while let Some(attached) = reader.next().await {
+            start(&self, attached);
+        }
     }
 }
 
-/// The stream goes live: state, event, and the supervisor task.
-pub fn start(t: &Arc<Transcoder>, publisher: PublisherGuard) -> Feeder {
-    let remote = publisher.source().remote;
-    let (tx, rx) = mpsc::channel(FEED_CAPACITY);
-    let (details_tx, details_rx) = watch::channel(StreamDetails::default());
+/// A broadcast went live: state, event, and the supervisor task.
+fn start(t: &Arc<Transcoder>, attached: Attached) {
+    // The transcoder writes the feed; it does not read it.
+    let Attached { broadcast: b, feed } = attached;
+    drop(feed);
+    let Some(source) = b.take_source() else {
+        warn!(channel = %b.channel, "a broadcast without its source; nothing to transcode");
+        return;
+    };
+    let remote = b.source.remote;
     // The last broadcast's playlists go before the stream is announced, so no player that sees it
     // online fetches them.
-    if let Err(e) = reset_dir(&t.deps.hls_dir) {
-        error!("cannot prepare {}: {e}", t.deps.hls_dir.display());
+    if let Err(e) = reset_dir(&b.dir) {
+        error!("cannot prepare {}: {e}", b.dir.display());
     }
     let now = Utc::now();
     t.deps.stream.update(|st| {
@@ -150,10 +113,7 @@ pub fn start(t: &Arc<Transcoder>, publisher: PublisherGuard) -> Feeder {
     });
     publish_stream_event(t, Event::StreamStarted);
     // Chat sends Owncast's "Stay tuned, the stream is starting!" when it sees STREAM_STARTED.
-    let tap = t.deps.media.tap.clone();
-    let tap_stream = tap.begin(publisher.source().container);
-    t.deps.tasks.spawn(Stage::Stream, "stream supervisor", supervise(t.clone(), rx, details_rx, publisher));
-    Feeder { tx, details: details_tx, skipping: false, dropped: 0, tap, tap_stream }
+    t.deps.tasks.spawn(Stage::Stream, "stream supervisor", supervise(t.clone(), b, source));
 }
 
 /// Publish STREAM_STARTED or STREAM_STOPPED with the current state.
@@ -237,15 +197,11 @@ enum Outcome {
     Failed(String),
 }
 
-async fn supervise(
-    t: Arc<Transcoder>,
-    mut rx: mpsc::Receiver<MediaChunk>,
-    mut details: watch::Receiver<StreamDetails>,
-    guard: PublisherGuard,
-) {
+async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) {
+    let SourceReader { media: mut rx, mut details } = source;
     let s = t.deps.settings.get();
     let (seg, list) = s.latency();
-    let dir = t.deps.hls_dir.clone();
+    let dir = b.dir.clone();
     let chosen = encoders::selected(&t);
     let specs: Vec<_> = s.video.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
     let cap = nvenc_cap(&chosen).await;
@@ -260,7 +216,7 @@ async fn supervise(
             warn!("{e}; using {SOFTWARE_ENCODER}");
             software_encoders(&s.video.video_quality_variants)
         });
-    let container = guard.source().container;
+    let container = b.source.container;
     let mut cfg = WorkerConfig {
         hls_dir: dir.clone(),
         container,
@@ -278,7 +234,17 @@ async fn supervise(
     };
     let realtime_variant = s.webrtc.realtime_variant(&cfg.variants);
     let variant_count = cfg.variants.len();
-    t.deps.media.start_stream(list as usize);
+    b.start(Profile {
+        stream_id: t.deps.stream.get().stream_id.unwrap_or_default(),
+        started_at: t.deps.stream.get().last_connect_time.unwrap_or_else(Utc::now),
+        variants: cfg.variants.clone(),
+        segment_seconds: seg,
+        list_size: list,
+        latency_level: s.video.latency_level,
+        low_latency: cfg.low_latency,
+        realtime_variant,
+        encoders: cfg.encoders.iter().map(|e| e.name.clone()).collect(),
+    });
     let thumb_variant = highest_variant(&cfg.variants);
     let mut seq_video: Option<FlvTag> = None;
     let mut seq_audio: Option<FlvTag> = None;
@@ -295,7 +261,7 @@ async fn supervise(
         }
         cfg.realtime = realtime_variant.and_then(|variant| {
             let socket = super::rtlink::socket_path(&cfg.segment_id);
-            match super::rtlink::start(&socket, t.deps.media.realtime.clone(), &t.deps.tasks) {
+            match super::rtlink::start(&socket, b.realtime.clone(), &t.deps.tasks) {
                 Ok(()) => Some(super::RealtimeConfig { variant, socket }),
                 Err(e) => {
                     warn!("no real-time output (WebRTC playback): cannot listen on {}: {e}", socket.display());
@@ -307,12 +273,18 @@ async fn supervise(
             Ok(w) => w,
             Err(e) => {
                 error!("cannot start the transcode worker: {e}");
-                guard.disconnect();
+                b.disconnect();
                 break;
             }
         };
         let names: Vec<String> = cfg.encoders.iter().map(|e| e.name.clone()).collect();
         info!(pid = worker.pid, encoders = ?names, append = cfg.append, "transcode worker started");
+        // What runs now (a fallback changes the encoders, or every variant to passthrough).
+        let (variants, encoders) = (cfg.variants.clone(), names.clone());
+        b.update_profile(|p| {
+            p.variants = variants;
+            p.encoders = encoders;
+        });
         t.deps.stream.update(|st| {
             st.worker_pid = worker.pid;
             st.encoders = names;
@@ -320,6 +292,7 @@ async fn supervise(
         encoder_failure = None;
         let outcome = run_worker(
             &t,
+            &b,
             &mut worker,
             &mut rx,
             &mut details,
@@ -334,14 +307,14 @@ async fn supervise(
         .await;
         match outcome {
             Outcome::Ended => {
-                finish_worker(&mut worker, |ev| on_event(&t, ev, &mut thumbnails, &dir, thumb_variant)).await;
+                finish_worker(&mut worker, |ev| on_event(&t, &b, ev, &mut thumbnails, thumb_variant)).await;
                 break;
             }
             Outcome::Failed(why) => {
                 let _ = worker.child.start_kill();
                 let status = worker.child.wait().await;
                 if !has_room(&dir, HLS_PROBE_BYTES) {
-                    let freed = t.deps.media.retention.prune_oldest();
+                    let freed = b.retention.prune_oldest();
                     warn!(freed, "the HLS directory {} is full ({why}); old segments deleted, retrying", dir.display());
                     if !disk_full {
                         let alert = format!(
@@ -368,7 +341,7 @@ async fn supervise(
                         restarts.len(),
                         RESTART_WINDOW
                     );
-                    guard.disconnect();
+                    b.disconnect();
                     break;
                 }
                 let hardware = cfg.encoders.iter().find(|e| recipe::is_hardware(&e.name)).map(|e| e.name.clone());
@@ -406,13 +379,13 @@ async fn supervise(
         st.transcode.clear();
         st.encoders.clear();
     });
-    t.deps.media.publish(MediaEvent::StreamEnded);
+    // StreamEnded, the feed closes, the publisher slot is free.
+    t.deps.media.end(&b);
     t.deps.telemetry.clear_stream();
     t.deps.health.submit(HealthInput::Encoder(None));
     t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
     publish_stream_event(&t, Event::StreamStopped);
     info!("stream offline");
-    drop(guard);
 }
 
 /// What a worker said about its failing encoder.
@@ -587,6 +560,7 @@ fn room_again(t: &Transcoder) {
 #[allow(clippy::too_many_arguments)]
 async fn run_worker(
     t: &Transcoder,
+    b: &Broadcast,
     worker: &mut Worker,
     rx: &mut mpsc::Receiver<MediaChunk>,
     details: &mut watch::Receiver<StreamDetails>,
@@ -643,7 +617,7 @@ async fn run_worker(
                 if let WorkerEvent::EncoderFailed { encoder, hardware, message } = &ev {
                     *encoder_failure = Some(EncoderFailure { encoder: encoder.clone(), hardware: *hardware, message: message.clone() });
                 }
-                on_event(t, ev, thumbnails, dir, thumb_variant);
+                on_event(t, b, ev, thumbnails, thumb_variant);
             }
             _ = tick.tick() => {
                 // The worker's muxer does not fail on a full disk (it loses the writes), so the
@@ -668,11 +642,12 @@ async fn run_worker(
 
 fn on_event(
     t: &Transcoder,
+    b: &Broadcast,
     ev: WorkerEvent,
     thumbnails: &mut Option<CancellationToken>,
-    dir: &Path,
     thumb_variant: usize,
 ) {
+    let dir = &b.dir;
     match ev {
         WorkerEvent::Progress { variants } => {
             for v in &variants {
@@ -692,24 +667,22 @@ fn on_event(
             });
         }
         WorkerEvent::SegmentWritten(seg) => {
-            t.deps.media.publish(MediaEvent::SegmentWritten(seg));
+            b.publish(MediaEvent::SegmentWritten(seg));
             if thumbnails.is_none() {
                 *thumbnails = Some(thumbnail::spawn_loop(
                     &t.deps.tasks,
                     dir.join(thumb_variant.to_string()),
-                    t.deps.images_dir.clone(),
+                    b.images_dir.clone(),
                 ));
             }
         }
-        WorkerEvent::PlaylistWritten { variant } => {
-            t.deps.media.publish(MediaEvent::PlaylistWritten { variant: Some(variant) })
-        }
+        WorkerEvent::PlaylistWritten { variant } => b.publish(MediaEvent::PlaylistWritten { variant: Some(variant) }),
         WorkerEvent::Ready => {
             info!("stream playable: {}", dir.join("stream.m3u8").display());
-            t.deps.media.publish(MediaEvent::PlaylistWritten { variant: None });
+            b.publish(MediaEvent::PlaylistWritten { variant: None });
         }
-        WorkerEvent::PartWritten(part) => t.deps.media.publish(MediaEvent::PartWritten(part)),
-        WorkerEvent::InitWritten { variant, file } => t.deps.media.publish(MediaEvent::InitWritten { variant, file }),
+        WorkerEvent::PartWritten(part) => b.publish(MediaEvent::PartWritten(part)),
+        WorkerEvent::InitWritten { variant, file } => b.publish(MediaEvent::InitWritten { variant, file }),
         WorkerEvent::Error { message } => error!("transcode worker: {message}"),
         WorkerEvent::EncoderFailed { encoder, hardware, message } => {
             error!(hardware, "transcode worker: encoder {encoder} failed: {message}")

@@ -66,6 +66,8 @@ enum Wake {
     App,
     Timeout,
     Stop,
+    /// The session's datagram queue is gone (the WebRTC stack forgot the session).
+    Gone,
 }
 
 impl Driver {
@@ -76,6 +78,7 @@ impl Driver {
         loop {
             let Some(deadline) = self.drain().await else { break };
             if !self.rtc.is_alive() {
+                debug!("webrtc {label}: the connection is no longer alive");
                 break;
             }
             if !self.connected && Instant::now() >= connect_by {
@@ -86,7 +89,7 @@ impl Driver {
             let sleep = tokio::time::Instant::from_std(deadline);
             let peer = &mut self.peer;
             let wake = tokio::select! {
-                d = self.rx.recv() => d.map_or(Wake::Stop, Wake::Datagram),
+                d = self.rx.recv() => d.map_or(Wake::Gone, Wake::Datagram),
                 _ = poll_fn(|cx| peer.poll_app(cx)) => Wake::App,
                 _ = tokio::time::sleep_until(sleep) => Wake::Timeout,
                 _ = self.stop.cancelled() => Wake::Stop,
@@ -105,12 +108,20 @@ impl Driver {
                 }
                 Wake::App => {
                     if self.peer.app(&mut self.rtc) == Flow::Close {
+                        debug!("webrtc {label}: closed by castd");
                         break;
                     }
                     Ok(())
                 }
                 Wake::Timeout => self.rtc.handle_input(Input::Timeout(Instant::now())),
-                Wake::Stop => break,
+                Wake::Stop => {
+                    debug!("webrtc {label}: stopped (closed, or the server stops)");
+                    break;
+                }
+                Wake::Gone => {
+                    debug!("webrtc {label}: its datagram queue is gone");
+                    break;
+                }
             };
             if let Err(e) = result {
                 info!("webrtc {label}: the connection failed: {e}");

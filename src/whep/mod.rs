@@ -39,7 +39,7 @@ use tracing::info;
 
 use crate::events::Bus;
 use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
-use crate::media::MediaPlane;
+use crate::media::{ChannelId, MediaPlane};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
 use crate::stream::StreamWatch;
@@ -129,13 +129,13 @@ pub fn routes(reg: &mut Registry, whep: Arc<Whep>) {
 /// How often the WebRTC socket's drop counts are copied into Prometheus.
 const DROPS_SYNC: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// When the stream ends, end every WHEP session: the viewers' players go back to the offline page
+/// When the broadcast ends, end every WHEP session: the viewers' players go back to the offline page
 /// (and DELETE, which then finds nothing), and no session waits for a feed that is not coming.
 /// Also copies the WebRTC socket's drop counts into `castd_webrtc_dropped_datagrams` every 5 s.
 pub fn start(whep: Arc<Whep>, tasks: &Tasks) {
-    let mut stream = whep.stream.clone();
+    let mut stream = whep.media.watch(&ChannelId::default_channel());
     tasks.spawn_until_stopped(Stage::Connections, "whep: end sessions with the stream", async move {
-        let mut was_online = stream.borrow().online;
+        let mut was_online = stream.borrow().is_some();
         let mut sync = tokio::time::interval(DROPS_SYNC);
         sync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut seen = (0u64, 0u64);
@@ -145,7 +145,7 @@ pub fn start(whep: Arc<Whep>, tasks: &Tasks) {
                     if changed.is_err() {
                         break;
                     }
-                    let online = stream.borrow_and_update().online;
+                    let online = stream.borrow_and_update().is_some();
                     if was_online && !online {
                         if let Some((webrtc, _)) = whep.webrtc.get() {
                             let n = webrtc.close_all(KIND);
@@ -214,13 +214,15 @@ async fn post(
     if !crate::ingest::whip::offers_h264(&offer) {
         return wh::error(StatusCode::BAD_REQUEST, "the offer has no H.264 video (castd sends H.264 and Opus)");
     }
-    if !whep.stream.borrow().online {
+    // The broadcast being served, as it runs (its profile), whatever the settings say now.
+    let live = whep.media.current(&ChannelId::default_channel()).and_then(|b| Some((b.profile()?, b)));
+    let Some((profile, broadcast)) = live else {
         return wh::error(StatusCode::NOT_FOUND, "the stream is offline");
-    }
+    };
     let Some((webrtc, tasks)) = whep.webrtc.get() else {
         return wh::error(StatusCode::SERVICE_UNAVAILABLE, "WebRTC is off: castd has no WebRTC UDP port");
     };
-    if s.webrtc.realtime_variant(&s.video.video_quality_variants).is_none() {
+    if profile.realtime_variant.is_none() {
         return wh::error(
             StatusCode::SERVICE_UNAVAILABLE,
             "no real-time feed: every video variant is passthrough (WebRTC sends an encoded variant); watch over HLS",
@@ -248,7 +250,7 @@ async fn post(
         }
     };
     let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    let viewer = viewer::Viewer::new(whep.media.realtime.clone(), remote, whep.metrics.clone(), agent, place);
+    let viewer = viewer::Viewer::new(broadcast.realtime.clone(), remote, whep.metrics.clone(), agent, place);
     let config = RtcConfig::new()
         .clear_codecs()
         .enable_h264(true)

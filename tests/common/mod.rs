@@ -51,7 +51,9 @@ fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> Spawned {
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd.arg("--data-dir")
         .arg(dir)
-        .args(["--webserverip", "127.0.0.1", "--webserverport", "0", "--rtmpport", "0", "--log-level", "info"])
+        .args(["--webserverip", "127.0.0.1", "--webserverport", "0", "--rtmpport", "0", "--log-level"])
+        // CASTD_TEST_LOG_LEVEL=debug (with CASTD_TEST_ECHO=1) shows a daemon's debug log while chasing a failure.
+        .arg(std::env::var("CASTD_TEST_LOG_LEVEL").unwrap_or_else(|_| "info".into()))
         .args(extra)
         .env_remove("CASTD_STREAMKEY")
         .env_remove("CASTD_SRTPORT")

@@ -28,3 +28,40 @@ pub fn error_of(r: Response) -> (u16, String) {
     assert_eq!(v["success"], false, "{v}");
     (status, v["message"].as_str().unwrap_or_default().to_string())
 }
+
+/// A browser-like receive-only offer: H.264 (packetization-mode 1) video and Opus audio.
+pub fn whep_offer() -> String {
+    let fingerprint = (0..32).map(|i| format!("{:02X}", i * 7 % 256)).collect::<Vec<_>>().join(":");
+    let mut lines = vec![
+        "v=0".to_string(),
+        "o=- 4611731400430051337 2 IN IP4 127.0.0.1".into(),
+        "s=-".into(),
+        "t=0 0".into(),
+        "a=group:BUNDLE 0 1".into(),
+        "a=msid-semantic: WMS".into(),
+    ];
+    for (mid, media) in [("0", "video"), ("1", "audio")] {
+        let (pt, rtpmap, fmtp) = if media == "video" {
+            ("102", "H264/90000", "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f")
+        } else {
+            ("111", "opus/48000/2", "minptime=10;useinbandfec=1")
+        };
+        lines.extend([
+            format!("m={media} 9 UDP/TLS/RTP/SAVPF {pt}"),
+            "c=IN IP4 0.0.0.0".into(),
+            "a=rtcp:9 IN IP4 0.0.0.0".into(),
+            "a=ice-ufrag:Wxyz".into(),
+            "a=ice-pwd:abcdefghijklmnopqrstuvwx".into(),
+            format!("a=fingerprint:sha-256 {fingerprint}"),
+            "a=setup:actpass".into(),
+            format!("a=mid:{mid}"),
+            "a=recvonly".into(),
+            "a=rtcp-mux".into(),
+            format!("a=rtpmap:{pt} {rtpmap}"),
+            format!("a=rtcp-fb:{pt} nack"),
+            format!("a=rtcp-fb:{pt} nack pli"),
+            format!("a=fmtp:{pt} {fmtp}"),
+        ]);
+    }
+    lines.iter().map(|l| format!("{l}\r\n")).collect()
+}
