@@ -32,18 +32,12 @@
 //! have no cycles).
 
 pub mod child;
-pub mod cmaf;
 pub mod encoders;
-pub mod hw;
 pub mod recipe;
 pub mod remux;
-pub mod report;
 pub mod rtlink;
-pub mod scale;
-pub mod stage;
 pub mod supervisor;
 pub mod thumbnail;
-pub mod timing;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -22,12 +22,18 @@
 //! master playlist), `emit` (events to stdout), `realtime` (the real-time variant's access units and
 //! Opus audio to the daemon, for WebRTC viewers); this file is the process entry.
 
+mod cmaf;
 mod codecs;
 mod emit;
+mod hw;
 mod master;
 mod pipeline;
 mod realtime;
+mod report;
+mod scale;
 mod sink;
+mod stage;
+mod timing;
 mod variant;
 
 use ff::{Dictionary, Packet};
