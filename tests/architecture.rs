@@ -239,12 +239,17 @@ fn uses_of(bullet: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
     out
 }
 
-/// Reads lib.rs's doc comment: `**Bottom layer**`, `**Features**`, `**Tools**` sections of bullets
-/// (`- [`name`]: …`, continued by indented lines) and the `**Composition root**` paragraph.
+/// lib.rs's map (see `read_map`).
 fn module_map() -> ModuleMap {
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
     let text = std::fs::read_to_string(lib).expect("read src/lib.rs");
-    let modules: BTreeSet<String> = module_graph().into_keys().collect();
+    read_map(&text, &module_graph().into_keys().collect())
+}
+
+/// Reads a doc comment (`//!` lines) like lib.rs's: `**Bottom layer**`, `**Features**` and `**Tools**`
+/// sections of bullets (`- [`name`]: …`, continued by indented and empty lines) and the
+/// `**Composition root**: [`name`] …` paragraph.
+fn read_map(text: &str, modules: &BTreeSet<String>) -> ModuleMap {
     let mut map = ModuleMap { bottom: Vec::new(), features: BTreeMap::new(), tools: Vec::new(), root: Vec::new() };
     #[derive(Clone, Copy, PartialEq)]
     enum Section {
@@ -290,7 +295,7 @@ fn module_map() -> ModuleMap {
             Section::Bottom => map.bottom.push(names),
             Section::Features => {
                 for name in names {
-                    let mut uses = uses_of(&text, &modules);
+                    let mut uses = uses_of(&text, modules);
                     uses.remove(&name);
                     map.features.insert(name, uses);
                 }
@@ -374,6 +379,26 @@ fn the_checker_reads_lib_rs_uses() {
     assert_eq!(uses("Follows `d`; uses `c` (gives it `a::X`); reports"), ["c"]);
     assert_eq!(uses("so `d` uses `a`, `b` for those, and `c`; reads `d`"), ["a", "b", "c"]);
     assert_eq!(uses("it causes `a`, reuses `b`."), Vec::<String>::new());
+}
+
+#[test]
+fn the_checker_reads_lib_rs_map() {
+    let doc = "//! Intro; `z` is no bullet.\n//!\n//! **Bottom layer** (imports no feature):\n\
+               //! - [`a`], [`b`]: the first (see `c::X`).\n//! - [`c`]: the second,\n\
+               //!   on two lines.\n//!\n//!   ```text\n//!   a -> c\n//!   ```\n\
+               //! **Features** (each owns its state; \"uses\" lists the\n//! modules it may import):\n\
+               //! - [`d`]: a feature. Uses nothing else.\n//! - [`e`]: another; uses `d` (and `a`),\n\
+               //!   `f`; given `g`.\n//! - [`f`]: a third.\n//!\n//! **Tools** (imported by nothing):\n\
+               //! - [`t`]: a tool.\n//!\n//! **Composition root**: [`r`] builds every feature (`d`).\n\
+               \npub mod a;\n//! - [`x`]: after the doc.\n";
+    let modules: BTreeSet<String> = ["a", "b", "c", "d", "e", "f", "g", "r", "t", "x", "z"].map(str::to_string).into();
+    let map = read_map(doc, &modules);
+    assert_eq!(map.bottom, [vec!["a".to_string(), "b".to_string()], vec!["c".to_string()]]);
+    assert_eq!(map.rank("c"), Some(1));
+    let features: Vec<(&str, Vec<&str>)> =
+        map.features.iter().map(|(f, u)| (f.as_str(), u.iter().map(String::as_str).collect())).collect();
+    assert_eq!(features, [("d", vec![]), ("e", vec!["d", "f"]), ("f", vec![])]);
+    assert_eq!((map.tools, map.root), (vec!["t".to_string()], vec!["r".to_string()]));
 }
 
 #[test]
