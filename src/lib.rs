@@ -110,12 +110,12 @@
 //!   video settings' (`api::video`). `GET /api/admin/serverconfig` is assembled from every feature's
 //!   part (`<feature>::settings::server_config`), so `api` uses `chat`, `federation`,
 //!   `notifications`, `storage`, `yp`, `schedule`, `simulcast`, `replays`, `ingest` and `whep` for
-//!   those, `tokens`, and `schedule` for the status' `scheduledEvent`; reads the stream, viewers, health and encoder snapshots it is given.
+//!   those, `tokens`, and `schedule` for the status' `scheduledEvent`; reads the stream, viewers,
+//!   health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
-//!   and the bus; uses `hls` (gives
-//!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
-//!   hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
+//!   and the bus; uses `hls` (gives it the playlists that point at the bucket through
+//!   `hls::PlaylistOverride`); reports into the health hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
 //! - [`simulcast`]: forwarding the live stream to other platforms (RTMP(S) targets), each target with its
 //!   own state (`GET /api/admin/simulcast/status`), backoff, SIMULCAST_STATE_CHANGED and a health notice
 //!   for a failed one. A consumer on the media plane: `source` targets read the source tap
@@ -127,7 +127,8 @@
 //!   into `<data-dir>/replays/<streamId>/`, rows written as it goes), replay and clip playlists,
 //!   Owncast's clip rules, `download.mp4` remuxes, the disk budget, REPLAY_READY / CLIP_CREATED on the
 //!   bus. Uses `tokens` (the bot clip route), `storage` (finished replays in the bucket) and `web`
-//!   (the clip page's template); given a `UserTokens` handle (clip permissions) and the admin check. Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
+//!   (the clip page's template); given a `UserTokens` handle (clip permissions) and the admin check.
+//!   Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
 //! - [`whep`]: WebRTC playback (WHEP, `POST /whep`): viewers get the media plane's real-time feed
