@@ -2,19 +2,20 @@
 //!
 //! `main.rs` parses the command line, opens the database, binds the listeners and calls [`run`]; the
 //! tests call the same entry. The modules, bottom layer first; each says in its own doc what it owns.
-//! A module may use the ones listed before it; features talk to each other only through bus events
-//! and the narrow handles `daemon` gives them at construction (`tests/architecture.rs` checks that the
-//! module graph has no cycles and that the rules below hold).
+//! A bottom-layer module may use the ones listed before it; a feature may use the bottom layer and the
+//! features its entry says it "uses", and otherwise talks to the others only through bus events and
+//! the narrow handles `daemon` gives them at construction (`tests/architecture.rs` reads this map and
+//! checks that the module graph has no cycles and that the imports are the ones listed here).
 //!
-//! **Bottom layer** (imports no feature):
+//! **Bottom layer** (imports no feature; each module uses only those of the bullets above its own):
+//! - [`password`], [`markdown`]: password hashing (bcrypt, checked on its own small pool), random
+//!   tokens, the weak-secret rule and constant-time comparison; Markdown rendering.
 //! - [`config`]: the typed settings, their defaults and validation. `Settings` is one section per
 //!   feature (`config::chat`, `config::federation`, ...; flattened, so each field is one row of the
 //!   settings table under its own key). The section types live here because features read each
 //!   other's settings; each section's setters and its part of the admin server configuration belong
 //!   to the feature that owns it (listed with each feature below).
 //! - [`store`]: the SQLite database (one file, WAL, per-module migrations) and the settings table.
-//! - [`password`], [`markdown`]: password hashing (bcrypt, checked on its own small pool) and random
-//!   tokens; Markdown rendering.
 //! - [`throttle`]: limits per client address (backoff after failed guesses of a secret, token-bucket
 //!   rates, caps on what one address holds at once).
 //! - [`outbound`]: the one guarded HTTP client for fetches made on behalf of anyone but the admin
@@ -54,6 +55,15 @@
 //!                                                 hls          llhls     storage (holds until uploaded)
 //!   ```
 //!
+//!   The broadcast: [placeholder, #40: `media::Broadcast`, one per live stream keyed by channel —
+//!   what it holds (source writer, running profile, feed with Started/Ended, retention, real-time
+//!   feed) and how every output reads it.]
+//! - [`webrtc`]: the one WebRTC stack (str0m, sans-IO) that WHIP ingest and WHEP playback share: the
+//!   single UDP socket (`--webrtc-udp-port`), ICE-lite host candidates (`--webrtc-public-ip`), the
+//!   demultiplexing of datagrams to sessions, the session registry and driver (a task per session,
+//!   a bounded queue each), and the WHIP/WHEP HTTP resource handling (`webrtc::http`). Knows neither
+//!   protocol's media: each session's `Peer` does.
+//!
 //! **Features** (each owns its state type, its routes and its start function; "uses" lists the
 //! modules besides the bottom layer it may import, and the handles it is given):
 //! - [`tokens`]: integration access tokens and the Bearer check. Uses nothing else.
@@ -64,10 +74,13 @@
 //! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle (the only
 //!   writer of the stream state), thumbnails. Given: settings, bus, stream writer, viewer counts,
 //!   health hub, telemetry, the encoder list, the HLS directory. Sees no HTTP types and no tokens.
-//! - [`ingest`]: what every publishing protocol shares (key check, the hand-off to `transcode` through a
-//!   `Feeder`) and one module per protocol (`ingest::rtmp`; `ingest::srt`, MPEG-TS over SRT cut into
-//!   runs by `media::ts`), which claim the media plane's publisher slot and do not reach into the
-//!   transcoder. Owns the ingest settings section (the SRT port and passphrase) and its setters.
+//! - [`ingest`]: what every publishing protocol shares (the stream-key check with its per-address
+//!   backoff, the single-publisher slot of the media plane, the hand-off of the media) and one module
+//!   per protocol: `ingest::rtmp`; `ingest::srt`, MPEG-TS over SRT cut into runs by `media::ts`;
+//!   `ingest::whip`, WebRTC publishing (`POST /whip`) on the `webrtc` stack, H.264 and Opus muxed to
+//!   MPEG-TS by `media::tsmux`. The protocol modules claim the media plane's publisher slot and do
+//!   not reach into the transcoder. Uses `transcode` (`ingest/mod.rs` only: the `Feeder` hand-off).
+//!   Owns the ingest settings section (the SRT port and passphrase) and its setters.
 //! - [`metrics`]: viewers (the only writer of the viewer counts), playback reports (CMCD, legacy),
 //!   series, playback health (into the health hub), Prometheus (from telemetry).
 //! - [`llhls`]: low-latency HLS: the CMAF parts in memory (from the media feed's `PartWritten`), LL-HLS
@@ -96,13 +109,13 @@
 //!   settings' setters (`api::setters`) and, on behalf of `transcode` (which sees no HTTP types), the
 //!   video settings' (`api::video`). `GET /api/admin/serverconfig` is assembled from every feature's
 //!   part (`<feature>::settings::server_config`), so `api` uses `chat`, `federation`,
-//!   `notifications`, `storage`, `yp`, `schedule`, `simulcast` and `replays` for those, `tokens`, and `schedule` for the
-//!   status' `scheduledEvent`; reads the stream, viewers, health and encoder snapshots it is given.
+//!   `notifications`, `storage`, `yp`, `schedule`, `simulcast`, `replays`, `ingest` and `whep` for
+//!   those, `tokens`, and `schedule` for the status' `scheduledEvent`; reads the stream, viewers,
+//!   health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
-//!   and the bus; uses `hls` (gives
-//!   it the playlists that point at the bucket through `hls::PlaylistOverride`); reports into the health
-//!   hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
+//!   and the bus; uses `hls` (gives it the playlists that point at the bucket through
+//!   `hls::PlaylistOverride`); reports into the health hub and telemetry. Owns the storage settings: `storage::settings` (the `s3` setter, serverconfig part).
 //! - [`simulcast`]: forwarding the live stream to other platforms (RTMP(S) targets), each target with its
 //!   own state (`GET /api/admin/simulcast/status`), backoff, SIMULCAST_STATE_CHANGED and a health notice
 //!   for a failed one. A consumer on the media plane: `source` targets read the source tap
@@ -113,14 +126,16 @@
 //! - [`replays`]: replays and clips: a recorder on the media plane (holds each segment and hard-links it
 //!   into `<data-dir>/replays/<streamId>/`, rows written as it goes), replay and clip playlists,
 //!   Owncast's clip rules, `download.mp4` remuxes, the disk budget, REPLAY_READY / CLIP_CREATED on the
-//!   bus. Uses `tokens` (the bot clip route); given a `UserTokens` handle (clip permissions) and the
-//!   admin check. Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
+//!   bus. Uses `tokens` (the bot clip route), `storage` (finished replays in the bucket) and `web`
+//!   (the clip page's template); given a `UserTokens` handle (clip permissions) and the admin check.
+//!   Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).
 //! - [`whep`]: WebRTC playback (WHEP, `POST /whep`): viewers get the media plane's real-time feed
 //!   (`media::realtime`: one encoded variant's H.264 access units and Opus audio from the worker)
-//!   through the WebRTC stack. Uses `chat` (chat access tokens when authentication is required) and
-//!   `ingest` (the H.264 offer check). Owns the WebRTC playback settings' setters (`webrtc/*`).
+//!   through the `webrtc` stack. Uses `chat` (chat access tokens when authentication is required),
+//!   `ingest` (the H.264 offer check) and `metrics` (a WebRTC viewer's playback reports and counters,
+//!   like an HLS viewer's). Owns the WebRTC playback settings' setters (`webrtc/*`).
 //! - [`cluster`]: beyond one box: an origin and edges sharing one chat over Redis (`--redis-url`,
 //!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and `/ws` here,
 //!   everything else proxied to the origin, HLS cached as `Cache-Control` allows) and presence counts.

@@ -30,8 +30,8 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::link::{Inbound, Link, Outbound, Role, ROOM};
 use super::protocol::User;
-use super::relay::{Inbound, Link, Outbound, Role, ROOM};
 use super::socket::{text_frame, Offer, Writer};
 use crate::telemetry::Telemetry;
 
@@ -105,7 +105,7 @@ pub struct Hub {
     next_id: AtomicU64,
     /// Where the fan-out counts the clients it drops as slow consumers.
     telemetry: Arc<Telemetry>,
-    /// The cluster link (`relay`); unset on a single box.
+    /// The cluster link (`link`, see `relay`); unset on a single box.
     link: OnceLock<Link>,
 }
 

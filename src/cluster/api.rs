@@ -11,7 +11,7 @@ use axum::http::HeaderMap;
 use axum::Json;
 use serde::Deserialize;
 
-use super::{Cluster, SECRET_HEADER};
+use super::Cluster;
 use crate::chat::relay::{self, Lookup};
 use crate::http::{ApiError, Auth, Registry};
 
@@ -45,22 +45,12 @@ pub fn routes(reg: &mut Registry, cluster: Arc<Cluster>) {
     .error(403, "No cluster secret, or a wrong one");
 }
 
-/// Refuse a request without the right cluster secret.
-pub fn check_secret(cluster: &Cluster, headers: &HeaderMap) -> Result<(), ApiError> {
-    let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
-    if cluster.secret_ok(given) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden("a valid cluster secret is required".into()))
-    }
-}
-
 async fn lookup(
     State(cluster): State<Arc<Cluster>>,
     headers: HeaderMap,
     Query(q): Query<LookupQuery>,
 ) -> Result<Json<Lookup>, ApiError> {
-    check_secret(&cluster, &headers)?;
+    cluster.check_secret(&headers)?;
     if cluster.is_edge() {
         return Err(ApiError::NotFound("this node is an edge".into()));
     }

@@ -61,7 +61,7 @@ impl EdgeConfig {
 
 /// The origin's answer to `GET /api/cluster/settings`.
 pub async fn serve(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> Result<Json<EdgeConfig>, ApiError> {
-    super::api::check_secret(&cluster, &headers)?;
+    cluster.check_secret(&headers)?;
     if cluster.is_edge() {
         return Err(ApiError::NotFound("this node is an edge".into()));
     }

@@ -39,8 +39,11 @@ pub mod proxy;
 use std::path::Path;
 use std::sync::Arc;
 
+use axum::http::HeaderMap;
+
 use crate::chat::relay::{Link, OutQueue, Role};
 use crate::chat::Chat;
+use crate::http::ApiError;
 use crate::tasks::Tasks;
 
 /// The header that carries the cluster secret on edge → origin calls.
@@ -221,9 +224,15 @@ impl Cluster {
         self.config.is_edge()
     }
 
-    /// Whether `given` is the cluster secret (constant time).
-    pub fn secret_ok(&self, given: &[u8]) -> bool {
-        crate::password::same_secret(given, self.config.secret.as_bytes())
+    /// Refuse a request (403) that does not carry the cluster secret in `SECRET_HEADER` (compared
+    /// in constant time): every route the origin serves its edges (`api`, `edge_config`) asks this.
+    pub fn check_secret(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
+        if crate::password::same_secret(given, self.config.secret.as_bytes()) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden("a valid cluster secret is required".into()))
+        }
     }
 }
 

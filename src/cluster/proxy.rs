@@ -3,9 +3,10 @@
 //! origin unchanged (method, path, query, headers but the hop-by-hop ones, body; `Host` too, so the
 //! origin sees the host the client asked for: signed federation requests cover it, and the admin's
 //! same-origin check compares it), with the client's address in `X-Forwarded-For` and the cluster's
-//! edge mark in `X-Castd-Edge` (the origin does not count the viewers behind it again: the edge does, see
-//! `hls::FROM_EDGE_HEADER`; and it believes the edge's `X-Forwarded-For` wherever the edge runs, see
-//! `http::headers::set_edge_mark`). A client's `X-Castd-Cluster-Secret` is never passed on.
+//! edge mark in `X-Castd-Edge` (`http::headers::EDGE_MARK_HEADER`: the origin does not count the
+//! viewers behind it again, the edge does, see `hls::FROM_EDGE_HEADER`; and it believes the edge's
+//! `X-Forwarded-For` wherever the edge runs, see `http::headers::set_edge_mark`). A client's
+//! `X-Castd-Cluster-Secret` is never passed on.
 //!
 //! HLS (`GET /hls/...`) goes through a small cache: identical requests in flight share one origin
 //! request (so a blocking LL-HLS playlist reload from many players is one request to the origin), and
@@ -227,7 +228,7 @@ async fn fetch(
     }
     // This edge counted the viewer (presence); the origin does not count it again.
     if let Ok(v) = HeaderValue::from_str(&cluster.edge_mark) {
-        out.insert(HeaderName::from_static(crate::hls::FROM_EDGE_HEADER), v);
+        out.insert(HeaderName::from_static(crate::http::headers::EDGE_MARK_HEADER), v);
     }
     let idempotent = matches!(method, Method::GET | Method::HEAD);
     let send = || {

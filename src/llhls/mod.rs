@@ -1,7 +1,7 @@
 //! Low-latency HLS: the live window of CMAF parts and segments in memory, the LL-HLS media playlists,
 //! blocking playlist reload and blocking preload-hinted part requests.
 //!
-//! The transcoder's CMAF packager (`transcode::cmaf`) writes each part (and each finished segment) to
+//! The transcoder's CMAF packager (`transcode::worker::cmaf`) writes each part (and each finished segment) to
 //! `<data-dir>/hls/<variant>/` and reports it on the media feed (`media::MediaEvent::PartWritten`);
 //! `start` maps the file into memory and wakes every waiting request. `serve` answers what the HLS route hands it while a
 //! variant is live in LL mode: `N/stream.m3u8` is rendered from memory (`playlist`), holding

@@ -27,8 +27,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::api::{not_found, playlist_response, read_id, safe_name, serve_file};
 use super::db::{self, ClipRow};
+use super::serve::{not_found, playlist_response, read_id, safe_name, segment_uri, serve_file};
 use super::{playlist, Replays};
 use crate::events::chat::User;
 use crate::http::auth::TokenQuery;
@@ -266,15 +266,6 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: Tokens) {
         .path_param("variant", ValueDoc::String)
         .path_param("file", ValueDoc::String)
         .error(404, "no such file");
-    reg.get(
-        "/clip/{clip_id}/download.mp4",
-        GROUP,
-        Auth::Public,
-        "castd: the clip as an MP4 file (remuxed, streamed while it is made)",
-        super::download::clip,
-    )
-    .path_param("clip_id", ValueDoc::String)
-    .error(404, "no such clip");
     reg.get("/clip-thumbnail/{file}", GROUP, Auth::Public, "A clip's thumbnail (`{clipId}.jpg`)", thumbnail)
         .path_param("file", ValueDoc::String)
         .error(404, "no such thumbnail");
@@ -433,24 +424,6 @@ async fn create(r: &Arc<Replays>, who: Clipper, body: &[u8], answers: Answers) -
         .into_response())
 }
 
-/// The variant with the highest `BANDWIDTH` among `variants` (the live master's lines), else the first.
-pub fn best_variant(master: &str, variants: &[i64]) -> Option<i64> {
-    let bw: Vec<u64> = master
-        .lines()
-        .filter(|l| l.starts_with("#EXT-X-STREAM-INF:"))
-        .map(|l| {
-            l.split(&[':', ','][..])
-                .find_map(|kv| kv.strip_prefix("BANDWIDTH="))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        })
-        .collect();
-    variants
-        .iter()
-        .copied()
-        .max_by_key(|v| (usize::try_from(*v).ok().and_then(|i| bw.get(i)).copied().unwrap_or(0), -v))
-}
-
 /// Make the clip's thumbnail in the background.
 fn spawn_thumbnail(r: &Arc<Replays>, clip: ClipRow) {
     let r2 = r.clone();
@@ -466,7 +439,7 @@ async fn make_thumbnail(r: &Arc<Replays>, clip: &ClipRow) -> Result<(), String> 
     let (replay, variants) =
         r.store.call(move |c| Ok((db::replay(c, &sid)?, db::variants(c, &sid)?))).await.map_err(|e| e.to_string())?;
     let replay = replay.ok_or("the replay is gone")?;
-    let v = best_variant(&replay.master, &variants).ok_or("no variant")?;
+    let v = playlist::best_variant(&replay.master, &variants).ok_or("no variant")?;
     let sid = clip.stream_id.clone();
     let segs = r.store.call(move |c| db::segments(c, &sid, v)).await.map_err(|e| e.to_string())?;
     let first = playlist::window(&segs, clip.start, clip.end).into_iter().next().ok_or("no segment")?;
@@ -564,7 +537,7 @@ async fn media(State(ctx): State<ClipsCtx>, Path((id, variant)): Path<(String, S
         return Ok(not_found());
     }
     let local = format!("/clip/{id}/{v}/");
-    let body = playlist::media(&segs, true, |f| super::api::segment_uri(&replay, &local, v, f));
+    let body = playlist::media(&segs, true, |f| segment_uri(&replay, &local, v, f));
     Ok(playlist_response(body, true))
 }
 
@@ -709,12 +682,5 @@ mod tests {
         assert!(!clippable(&row(db::FINISHED, false), Some("s1")), "a private finished replay");
         assert!(!clippable(&row(db::INTERRUPTED, false), None));
         assert!(clippable(&row(db::FINISHED, true), None), "a public replay");
-    }
-
-    #[test]
-    fn the_best_variant_has_the_highest_bandwidth() {
-        let m = "#EXT-X-STREAM-INF:BANDWIDTH=100,RESOLUTION=1x1\n#EXT-X-STREAM-INF:BANDWIDTH=900\n";
-        assert_eq!(best_variant(m, &[0, 1]), Some(1));
-        assert_eq!(best_variant("", &[0, 1]), Some(0));
     }
 }

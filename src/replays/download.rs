@@ -27,11 +27,11 @@ use axum::Json;
 use parking_lot::Mutex;
 use tokio::io::AsyncReadExt;
 
-use super::api::{not_found, playable};
-use super::clips::{best_variant, ClipsCtx};
 use super::db::{self, ReplayRow, SegmentRow};
-use super::{playlist, Replays};
-use crate::http::{ApiError, ClientIp, StatusResponse};
+use super::playlist::{self, best_variant};
+use super::serve::{not_found, playable, safe_name};
+use super::Replays;
+use crate::http::{ApiError, Auth, ClientIp, Registry, StatusResponse, ValueDoc};
 use crate::throttle::{CapPermit, CapRefused, Caps};
 
 /// Downloads (ffmpeg children) running at once in all; beyond it a download is answered 503.
@@ -202,7 +202,30 @@ async fn remux(
     Ok(resp)
 }
 
-pub async fn replay(
+/// The download routes: `/replay/{streamId}/download.mp4` and `/clip/{clipId}/download.mp4`.
+pub fn routes(reg: &mut Registry, r: Arc<Replays>) {
+    let mut reg = reg.scope(r);
+    reg.get(
+        "/replay/{stream_id}/download.mp4",
+        "replays",
+        Auth::Public,
+        "castd: the replay as an MP4 file (remuxed, streamed while it is made)",
+        replay,
+    )
+    .path_param("stream_id", ValueDoc::String)
+    .error(404, "no such replay");
+    reg.get(
+        "/clip/{clip_id}/download.mp4",
+        "clips",
+        Auth::Public,
+        "castd: the clip as an MP4 file (remuxed, streamed while it is made)",
+        clip,
+    )
+    .path_param("clip_id", ValueDoc::String)
+    .error(404, "no such clip");
+}
+
+async fn replay(
     State(r): State<Arc<Replays>>,
     ClientIp(ip): ClientIp,
     Path(id): Path<String>,
@@ -226,16 +249,15 @@ pub async fn replay(
     remux(&r, &row, v, &segs, None, name, permit).await
 }
 
-pub async fn clip(
-    State(ctx): State<ClipsCtx>,
+async fn clip(
+    State(r): State<Arc<Replays>>,
     ClientIp(ip): ClientIp,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let r = &ctx.r;
-    if !r.enabled() || !super::api::safe_name(&id) {
+    if !r.enabled() || !safe_name(&id) {
         return Ok(not_found());
     }
-    let permit = match admit(r, ip) {
+    let permit = match admit(&r, ip) {
         Ok(p) => p,
         Err(no) => return Ok(refused(no)),
     };
@@ -252,7 +274,7 @@ pub async fn clip(
     let cut = ((c.start - first.media_offset).max(0.0), c.end - c.start);
     let title = if c.title.is_empty() { format!("clip-{}", c.id) } else { c.title.clone() };
     let name = file_name(&title, &format!("clip-{id}"));
-    remux(r, &row, v, &segs, Some(cut), name, permit).await
+    remux(&r, &row, v, &segs, Some(cut), name, permit).await
 }
 
 #[cfg(test)]

@@ -11,8 +11,10 @@
 //! - `api`: the replay routes (admin list/update/delete, the public list, playback, segment files).
 //! - `clips`: clip creation (Owncast's rules, rate limit and permissions; the bot form), clip routes,
 //!   thumbnails.
-//! - `download`: `download.mp4` (a remux with the ffmpeg CLI, streamed while it is made; capped per
-//!   address and in all, since each is a child process).
+//! - `download`: `download.mp4` of a replay or a clip (a remux with the ffmpeg CLI, streamed while it
+//!   is made; capped per address and in all, since each is a child process).
+//! - `serve`: what the replay, clip and download routes share (the 404, who may play a replay,
+//!   playlist answers, recorded files with Range and ETag).
 //! - `budget`: the disk budget and the retention in days (oldest unpinned finished replays first).
 //! - `remote`: finished replays in object storage (uploaded, playlists on the bucket; deleting removes
 //!   the objects).
@@ -29,6 +31,7 @@ pub mod download;
 pub mod playlist;
 pub mod recorder;
 pub mod remote;
+pub mod serve;
 pub mod settings;
 
 use std::path::PathBuf;
@@ -260,5 +263,6 @@ pub fn start(r: Arc<Replays>) {
 pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: crate::tokens::Tokens) {
     settings::routes(reg, r.clone());
     api::routes(reg, r.clone());
+    download::routes(reg, r.clone());
     clips::routes(reg, r, tokens);
 }

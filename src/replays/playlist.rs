@@ -65,6 +65,24 @@ pub fn window(segments: &[SegmentRow], start: f64, end: f64) -> Vec<SegmentRow> 
     segments.iter().filter(|s| s.media_offset < end && s.media_offset + s.duration > start).cloned().collect()
 }
 
+/// The variant with the highest `BANDWIDTH` among `variants` (the live master's lines), else the first.
+pub fn best_variant(master: &str, variants: &[i64]) -> Option<i64> {
+    let bw: Vec<u64> = master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-STREAM-INF:"))
+        .map(|l| {
+            l.split(&[':', ','][..])
+                .find_map(|kv| kv.strip_prefix("BANDWIDTH="))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect();
+    variants
+        .iter()
+        .copied()
+        .max_by_key(|v| (usize::try_from(*v).ok().and_then(|i| bw.get(i)).copied().unwrap_or(0), -v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +132,12 @@ mod tests {
         let segs: Vec<_> = (0..10).map(|i| seg(i, None)).collect();
         let w = window(&segs, 3.0, 7.0);
         assert_eq!(w.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn the_best_variant_has_the_highest_bandwidth() {
+        let m = "#EXT-X-STREAM-INF:BANDWIDTH=100,RESOLUTION=1x1\n#EXT-X-STREAM-INF:BANDWIDTH=900\n";
+        assert_eq!(best_variant(m, &[0, 1]), Some(1));
+        assert_eq!(best_variant("", &[0, 1]), Some(0));
     }
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use tracing::{info, warn};
 
-use super::api::content_type;
 use super::db::{self, ReplayRow};
+use super::serve::content_type;
 use super::Replays;
 use crate::storage::client::PutMeta;
 use crate::storage::uploader::REPLAYS_FOLDER;

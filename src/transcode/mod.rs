@@ -6,15 +6,14 @@
 //! stdout; the child logs to stderr. Keeping libav in a child means a codec or driver crash cannot
 //! take down chat or the API: `supervisor` restarts the worker (see there for the policy).
 //!
-//! - `recipe`: which encoder and which options per variant (an adapter over `hwaccel::recipe`).
-//! - `worker`: the libav pipeline (demux once, decode once, scale and encode per variant, HLS mux).
-//! - `cmaf`: the CMAF (fMP4) packager of LL-HLS: init segment, parts, segments, reported per part.
-//! - `scale`: fast area downscaling for the exact 2:1 and 3:2 ladder steps (the rest is libswscale).
-//! - `stage`: the software ladder's encoding stages (a thread per variant: scale, encode, pass the picture on).
-//! - `timing`: output frame slots (frame-rate conversion, segment boundaries), shared by `stage` and `hw`'s path.
-//! - `hw`: the worker's hardware path (device, hardware decode or one upload, libavfilter ladder).
+//! - `recipe`: which encoder and which options per variant (an adapter over `hwaccel::recipe`); the
+//!   daemon chooses with it, the worker opens what it chose.
+//! - `worker`: everything that runs only in the child process: the libav pipeline (demux once, decode
+//!   once, scale and encode per variant, HLS mux) and its files `worker::stage` (the software
+//!   ladder's encoding stages), `worker::scale` (fast 2:1 and 3:2 downscaling), `worker::hw` (the
+//!   hardware path), `worker::timing` (output frame slots), `worker::cmaf` (the CMAF packager of
+//!   LL-HLS) and `worker::report` (what the worker reports about the files its muxer wrote).
 //! - `rtlink`: the real-time link (Unix socket) from the worker's real-time output to `media::realtime`.
-//! - `report`: what the worker reports about the files it wrote (classic HLS: its own muxer's playlist).
 //! - `supervisor`: spawning, feeding, restarting, and the stream's online/offline life cycle.
 //! - `encoders`: which encoder a stream starts on, and the notices when that changes.
 //! - `thumbnail`: the thumbnail and preview, made in a child process while live.
@@ -29,22 +28,16 @@
 //!
 //! This file holds what the files share (the error, the state, the worker's config and events) and
 //! imports none of them: `Transcoder::start` lives in `supervisor`, `WorkerConfig::encoder_of` in
-//! `recipe`, `WorkerConfig::part_seconds` in `cmaf` (`tests/architecture.rs` checks the files' imports
+//! `recipe`, `WorkerConfig::part_seconds` in `worker::cmaf` (`tests/architecture.rs` checks the files' imports
 //! have no cycles).
 
 pub mod child;
-pub mod cmaf;
 pub mod encoders;
-pub mod hw;
 pub mod recipe;
 pub mod remux;
-pub mod report;
 pub mod rtlink;
-pub mod scale;
-pub mod stage;
 pub mod supervisor;
 pub mod thumbnail;
-pub mod timing;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -18,16 +18,29 @@
 //! Events go to stdout as JSON lines (`WorkerEvent`), logs to stderr.
 //!
 //! Files: `pipeline` (demux, decode, dispatch, finish), `variant` (one variant's setup: sink, video,
-//! audio), `sink` (the HLS muxer or the CMAF packager), `codecs` (the `CODECS` strings), `master` (the
-//! master playlist), `emit` (events to stdout), `realtime` (the real-time variant's access units and
-//! Opus audio to the daemon, for WebRTC viewers); this file is the process entry.
+//! audio), `stage` (the software ladder's encoding stages: a thread per variant that scales, encodes
+//! and passes the picture on), `scale` (fast area downscaling for the exact 2:1 and 3:2 ladder steps;
+//! the rest is libswscale), `timing` (output frame slots: frame-rate conversion, segment boundaries;
+//! shared by `stage` and `hw`'s path), `hw` (the hardware path: device, hardware decode or one upload,
+//! libavfilter ladder), `sink` (the HLS muxer or the CMAF packager), `cmaf` (the CMAF (fMP4) packager
+//! of LL-HLS: init segment, parts, segments, reported per part; `WorkerConfig::part_seconds`),
+//! `report` (what the worker reports about the files it wrote; classic HLS: its own muxer's
+//! playlist), `codecs` (the `CODECS` strings), `master` (the master playlist), `emit` (events to
+//! stdout), `realtime` (the real-time variant's access units and Opus audio to the daemon, for WebRTC
+//! viewers); this file is the process entry. None of them is used outside the worker process.
 
+mod cmaf;
 mod codecs;
 mod emit;
+mod hw;
 mod master;
 mod pipeline;
 mod realtime;
+mod report;
+mod scale;
 mod sink;
+mod stage;
+mod timing;
 mod variant;
 
 use ff::{Dictionary, Packet};

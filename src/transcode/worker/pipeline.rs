@@ -12,16 +12,16 @@ use hwaccel::{EncoderInfo, EncoderKind, InputSpec};
 
 use super::codecs::codec_from_annexb;
 use super::emit::emit;
+use super::hw::HwPath;
 use super::master::write_master;
 use super::realtime::RealtimeOut;
 use super::sink::Sink;
+use super::stage::{self, Encoded, Ladder, Plan};
+use super::timing::{output_pts, output_slot};
 use super::variant::{audio_encoded, AudioPath, Setup, Source, StageInfo, Variant, VideoPath};
 use crate::media::SegmentWritten;
 use crate::stream::VariantProgress;
-use crate::transcode::hw::HwPath;
 use crate::transcode::recipe::{self, encoder_error};
-use crate::transcode::stage::{Encoded, Ladder, Plan};
-use crate::transcode::timing::{output_pts, output_slot};
 use crate::transcode::{TranscodeError, WorkerConfig, WorkerEvent};
 
 /// The running pipeline: the input's decoders, every variant, the software stages or the hardware
@@ -264,7 +264,7 @@ impl Pipeline {
                 }
                 let gop = i64::from(enc.recipe.gop.max(1));
                 let segment = output_slot(t - t0, fps).div_euclid(gop);
-                let key = enc.last_segment != Some(segment) || crate::transcode::stage::take_forced_keyframe(i);
+                let key = enc.last_segment != Some(segment) || stage::take_forced_keyframe(i);
                 enc.last_segment = Some(segment);
                 enc.last_pts = Some(pts);
                 self.filtered.set_pts(Some(pts));

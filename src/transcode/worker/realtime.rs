@@ -14,8 +14,8 @@ use ff::software::resampling;
 use ff::{codec, frame, Packet, Rational};
 use ffmpeg_next as ff;
 
+use super::stage::{FORCE_KEYFRAME, FORCE_KEYFRAME_VARIANT};
 use crate::transcode::rtlink;
-use crate::transcode::stage::{FORCE_KEYFRAME, FORCE_KEYFRAME_VARIANT};
 use crate::transcode::RealtimeConfig;
 
 /// Frames queued for the writer thread.

@@ -7,8 +7,8 @@ use ff::format::context::Output;
 use ff::{Dictionary, Packet, Rational};
 use ffmpeg_next as ff;
 
+use super::cmaf::{Cmaf, CmafSettings};
 use crate::config::StreamOutputVariant;
-use crate::transcode::cmaf::{Cmaf, CmafSettings};
 use crate::transcode::{TranscodeError, WorkerConfig};
 
 /// Where a variant's packets go: libavformat's HLS muxer (MPEG-TS segments), or the CMAF packager

@@ -11,12 +11,12 @@ use ffmpeg_next as ff;
 use hwaccel::{EncoderInfo, EncoderKind};
 
 use super::codecs::codec_from_avcc;
+use super::hw::HwPath;
+use super::report::PlaylistWatch;
 use super::sink::Sink;
+use super::stage::VideoEncode;
 use crate::config::StreamOutputVariant;
-use crate::transcode::hw::HwPath;
 use crate::transcode::recipe::{self, EncoderRecipe};
-use crate::transcode::report::PlaylistWatch;
-use crate::transcode::stage::VideoEncode;
 use crate::transcode::{TranscodeError, WorkerConfig};
 
 /// Size of a variant: both 0 keeps the source; one 0 keeps the aspect ratio (rounded to even, as

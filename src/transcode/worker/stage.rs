@@ -20,8 +20,9 @@ use ff::software::scaling;
 use ff::{frame, picture, Packet};
 use ffmpeg_next as ff;
 
-use super::recipe::EncoderRecipe;
-use super::{scale, TranscodeError};
+use super::scale;
+use crate::transcode::recipe::EncoderRecipe;
+use crate::transcode::TranscodeError;
 
 /// The variant whose encoder takes forced keyframes (the real-time variant; `usize::MAX`: none). The
 /// worker is a process of its own, so there is one per process.
@@ -137,7 +138,7 @@ impl Stage {
     }
 
     fn encoder_error(&self, e: ff::Error) -> TranscodeError {
-        super::recipe::encoder_error(&self.enc.recipe, e)
+        crate::transcode::recipe::encoder_error(&self.enc.recipe, e)
     }
 
     fn on_frame(&mut self, msg: FrameMsg) -> Result<(), TranscodeError> {

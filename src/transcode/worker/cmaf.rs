@@ -26,8 +26,8 @@ use ff::format::context::{Output, StreamIo};
 use ff::{Dictionary, Packet, Rational};
 use ffmpeg_next as ff;
 
-use super::{TranscodeError, WorkerConfig};
 use crate::media::HlsPart;
+use crate::transcode::{TranscodeError, WorkerConfig};
 
 /// Default part length (seconds). 10 frames at 30 fps; PART-HOLD-BACK is three of these.
 pub const DEFAULT_PART_SECONDS: f64 = 0.334;

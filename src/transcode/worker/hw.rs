@@ -21,7 +21,7 @@ use ff::{codec, filter, frame, Dictionary, Rational};
 use ffmpeg_next as ff;
 use hwaccel::{Decode, HwDeviceKind, Ladder, Recipe};
 
-use super::TranscodeError;
+use crate::transcode::TranscodeError;
 
 /// Pixel formats `get_format` asks for, one per device kind (static so the decoder's `opaque` can
 /// point at them).
