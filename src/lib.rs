@@ -34,30 +34,31 @@
 //! - [`systemd`]: sd_notify readiness, status, watchdog and journal-friendly logs.
 //! - [`logs`]: the admin log view, a bounded ring of recent log events filled by a `tracing` layer
 //!   that `main.rs` installs (`/api/admin/logs`, `/api/admin/logs/warnings`).
-//! - [`media`]: the media plane, the one owner of the live media between ingest and every output:
-//!   publishers (`Source`: protocol, container, remote; the single-publisher `PublisherSlot` for every
-//!   protocol), what a protocol hands on (`MediaChunk`: FLV tags, or container bytes such as MPEG-TS,
-//!   which the worker opens with the source's demuxer instead of probing), the typed output
-//!   feed (what the worker wrote: `SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
-//!   `SegmentRetired`, `StreamEnded`; a bounded queue per consumer, lagged consumers resync from the
-//!   window) and retention (live windows, holds, the only deleter of segments). Media never travels on
-//!   the control bus; nobody learns what is new by re-reading a playlist.
+//! - [`media`]: the media plane, the one owner of the live media between ingest and every output.
+//!   Keyed by channel (`ChannelId`: `default` is today's castd, its folders where they always were):
+//!   each channel has a publisher slot, retention (live windows, holds, the only deleter of segments)
+//!   and a source tap, and while live one **broadcast** (`media::Broadcast`): created when a publisher
+//!   goes live (`MediaPlane::go_live`), it holds the source (the ingest's `SourceWriter`, the
+//!   transcoder's `SourceReader`), the **running profile** (stream id, the ladder as transcoded,
+//!   segment length and list size, latency mode, real-time variant, encoders, start time), the output
+//!   feed (`Started`, `SegmentWritten`, `PartWritten`, `InitWritten`, `PlaylistWritten`,
+//!   `SegmentRetired`, `StreamEnded`; a bounded queue per reader, lagged readers resync from the
+//!   window) and the real-time feed. Every output reads a broadcast the same way: it registers once
+//!   (`MediaPlane::reader`) and is handed each new broadcast with its own feed subscription, or asks
+//!   for a channel's current one; it reads what runs from the profile, never from the settings. Media
+//!   never travels on the control bus; nobody learns what is new by re-reading a playlist.
 //!
 //!   ```text
-//!   OBS --RTMP--> ingest/rtmp --claim PublisherSlot(Source)--> transcode supervisor
-//!       --SRT---> ingest/srt   --MediaChunk (Feeder)-------> worker child process (its container)
-//!       --WHIP--> ingest/whip  (FLV tags; MPEG-TS runs;
-//!      (webrtc)                 WHIP: H.264+Opus muxed to TS by media::tsmux)
-//!                                                              | reports exactly what it wrote
+//!   OBS --RTMP--> ingest/rtmp  --claim(channel, Source), go_live--> media::Broadcast
+//!       --SRT---> ingest/srt     (SourceWriter: FLV tags; MPEG-TS runs;      | source (first reader)
+//!       --WHIP--> ingest/whip     WHIP: H.264+Opus muxed by media::tsmux)    v
+//!      (webrtc)                                        transcode (worker child process, its container)
+//!                                                              | Started{profile}, what the worker wrote
 //!                                                              v
-//!                                        media: retention (windows, holds) -> feed
-//!                                                  |             |              |
-//!                                                 hls          llhls     storage (holds until uploaded)
+//!                                       broadcast: the channel's retention (windows, holds) -> feed
+//!                                           |        |         |          |          |          |
+//!                                          hls     llhls    storage    replays   simulcast   whep/metrics
 //!   ```
-//!
-//!   The broadcast: [placeholder, #40: `media::Broadcast`, one per live stream keyed by channel —
-//!   what it holds (source writer, running profile, feed with Started/Ended, retention, real-time
-//!   feed) and how every output reads it.]
 //! - [`webrtc`]: the one WebRTC stack (str0m, sans-IO) that WHIP ingest and WHEP playback share: the
 //!   single UDP socket (`--webrtc-udp-port`), ICE-lite host candidates (`--webrtc-public-ip`), the
 //!   demultiplexing of datagrams to sessions, the session registry and driver (a task per session,
@@ -72,14 +73,15 @@
 //! - [`hardware`]: encoder discovery (probe in child processes; the encoder list is a `watch` it alone
 //!   writes) and CPU/memory/disk/GPU statistics (alerts into the health hub, samples into telemetry).
 //! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle (the only
-//!   writer of the stream state), thumbnails. Given: settings, bus, stream writer, viewer counts,
-//!   health hub, telemetry, the encoder list, the HLS directory. Sees no HTTP types and no tokens.
+//!   writer of the stream state), thumbnails: the media plane's first reader (each broadcast's source
+//!   and the writer of its profile and feed). Given: settings, bus, stream writer, viewer counts,
+//!   health hub, telemetry, the encoder list, the media plane. Sees no HTTP types and no tokens.
 //! - [`ingest`]: what every publishing protocol shares (the stream-key check with its per-address
 //!   backoff, the single-publisher slot of the media plane, the hand-off of the media) and one module
 //!   per protocol: `ingest::rtmp`; `ingest::srt`, MPEG-TS over SRT cut into runs by `media::ts`;
 //!   `ingest::whip`, WebRTC publishing (`POST /whip`) on the `webrtc` stack, H.264 and Opus muxed to
-//!   MPEG-TS by `media::tsmux`. The protocol modules claim the media plane's publisher slot and do
-//!   not reach into the transcoder. Uses `transcode` (`ingest/mod.rs` only: the `Feeder` hand-off).
+//!   MPEG-TS by `media::tsmux`. A right key names its channel; the protocol claims that channel's slot
+//!   and hands the media to the media plane (`MediaPlane::go_live`), never to the transcoder.
 //!   Owns the ingest settings section (the SRT port and passphrase) and its setters.
 //! - [`metrics`]: viewers (the only writer of the viewer counts), playback reports (CMCD, legacy),
 //!   series, playback health (into the health hub), Prometheus (from telemetry).

@@ -25,46 +25,20 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch, Notify};
 
 pub use super::channel::{BadSlug, ChannelId};
 use super::feed::{Feed, MediaEvent, Subscription};
+pub use super::profile::Profile;
 use super::realtime::Realtime;
 use super::retention::Retention;
 use super::source::{MediaChunk, PublisherGuard, Source};
 use super::tap::SourceTap;
-use crate::config::StreamOutputVariant;
 use crate::stream::StreamDetails;
 
 /// Media chunks (FLV tags, container runs) buffered between the ingest and the transcoder.
 pub const SOURCE_CAPACITY: usize = 2048;
-
-/// What a broadcast is, as the transcoder runs it (see the module doc). Set when transcoding starts;
-/// changed only by the transcoder (a fallback to software or to passthrough changes `encoders` or
-/// `variants`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Profile {
-    pub stream_id: String,
-    pub started_at: DateTime<Utc>,
-    /// The ladder as transcoded, in order (variant N is `<dir>/N/`).
-    pub variants: Vec<StreamOutputVariant>,
-    /// Seconds per segment.
-    pub segment_seconds: u32,
-    /// Segments per playlist.
-    pub list_size: u32,
-    /// The latency level the segment length and list size came from.
-    pub latency_level: u32,
-    /// LL-HLS (CMAF parts) instead of MPEG-TS segments.
-    pub low_latency: bool,
-    /// The variant WebRTC viewers get, when WebRTC is on and one is encoded.
-    pub realtime_variant: Option<usize>,
-    /// The encoder of each variant (`copy` for passthrough).
-    pub encoders: Vec<String>,
-}
 
 /// The ingest's end of a broadcast's source: hands the publisher's media to the transcoder without
 /// waiting. Every chunk also goes to the channel's source tap first (so a transcoder that is behind

@@ -75,7 +75,7 @@ pub struct SegmentWritten {
 pub enum MediaEvent {
     /// The broadcast started with this running profile (the transcoder's first event; the channel's
     /// folder was emptied just before). Outputs start afresh here.
-    Started(std::sync::Arc<super::broadcast::Profile>),
+    Started(std::sync::Arc<super::profile::Profile>),
     /// A segment was finished (the variant's playlist is rewritten right after: `PlaylistWritten`).
     SegmentWritten(SegmentWritten),
     /// An LL-HLS part (low-latency mode); the part's last one carries the whole segment's name.

@@ -20,6 +20,7 @@
 //! (`Broadcast::profile`), never from the current settings.
 //!
 //! - `channel`: channel names (`ChannelId`: `default`, or a slug).
+//! - `profile`: a broadcast's running `Profile` (what the transcoder runs).
 //! - `broadcast`: the broadcast (`Broadcast`, its running `Profile`, the
 //!   ingest's `SourceWriter`, the transcoder's `SourceReader`) and the reader contract (`Attached`,
 //!   `BroadcastReader`).
@@ -40,6 +41,7 @@
 
 pub mod broadcast;
 pub mod channel;
+pub mod profile;
 pub mod feed;
 pub mod flv;
 pub mod h264;

@@ -164,9 +164,14 @@ mod tests {
         };
         assert_eq!(settings_to_test(b"", &saved).unwrap(), saved);
         assert_eq!(settings_to_test(b"{}", &saved).unwrap(), saved);
-        let body = br#"{"value":{"endpoint":"http://h:1","accessKey":"a","secret":"********","bucket":"x"}}"#;
+        // The saved secret goes with its own endpoint and access key only.
+        let body = br#"{"value":{"endpoint":"http://127.0.0.1:9/","accessKey":"k","secret":"********","bucket":"x"}}"#;
         let s = settings_to_test(body, &saved).unwrap();
-        assert_eq!((s.endpoint.as_str(), s.secret.as_str()), ("http://h:1", "saved"));
+        assert_eq!((s.bucket.as_str(), s.secret.as_str()), ("x", "saved"));
+        let body = br#"{"value":{"endpoint":"http://h:1","accessKey":"a","secret":"********","bucket":"x"}}"#;
+        assert!(settings_to_test(body, &saved).is_err(), "the saved secret is not used for another endpoint");
+        let body = br#"{"value":{"endpoint":"http://h:1","accessKey":"a","secret":"new","bucket":"x"}}"#;
+        assert_eq!(settings_to_test(body, &saved).unwrap().secret, "new");
         assert_eq!(settings_to_test(br#"{"bucket":"y"}"#, &saved).unwrap().bucket, "y");
         assert!(settings_to_test(br#"{"endpoint":""}"#, &saved).is_err());
         assert!(settings_to_test(br#"{"enabled":"yes"}"#, &saved).is_err());
