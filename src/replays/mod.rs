@@ -39,7 +39,7 @@ use chrono::Utc;
 use parking_lot::Mutex;
 use tracing::{info, warn};
 
-use crate::events::Bus;
+use crate::events::{Bus, Event};
 use crate::health::HealthHub;
 use crate::http::{AdminAuth, Registry, UserTokens};
 use crate::media::MediaPlane;
@@ -221,8 +221,7 @@ impl Replays {
     async fn replay_ready(&self, id: &str) {
         let (store, rid) = (self.store.clone(), id.to_string());
         if let Ok(Some(row)) = store.call(move |c| db::replay(c, &rid)).await {
-            let json = serde_json::to_value(api::Replay::from(row)).unwrap_or_default();
-            self.bus.publish(crate::events::Event::ReplayReady(json));
+            self.bus.publish(Event::ReplayReady(api::Replay::from(row)));
         }
     }
 
@@ -233,8 +232,7 @@ impl Replays {
                 let title = if clip.title.is_empty() { "a clip" } else { clip.title.as_str() };
                 format!("{} clipped {title}", clip.clipped_by)
             });
-        let json = serde_json::to_value(clips::Clip::from(clip.clone())).unwrap_or_default();
-        self.bus.publish(crate::events::Event::ClipCreated { clip: json, announce });
+        self.bus.publish(Event::ClipCreated { clip: clips::Clip::from(clip.clone()), announce });
     }
 
     /// Remove a deleted replay's object-storage copies.

@@ -125,7 +125,7 @@ impl Simulcast {
                 status.last_error.as_deref().unwrap_or("no answer")
             );
         }
-        self.bus.publish(Event::SimulcastStateChanged(serde_json::to_value(&status).unwrap_or_default()));
+        self.bus.publish(Event::SimulcastStateChanged(status));
         self.update_health();
     }
 
