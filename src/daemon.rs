@@ -127,7 +127,10 @@ pub enum DaemonError {
 pub struct Config {
     pub data_dir: PathBuf,
     pub store: Store,
+    /// The settings, which announce their changes on `bus`.
     pub settings: SettingsStore,
+    /// The control bus.
+    pub bus: Bus,
     /// `--streamkey`: valid for this run only.
     pub temp_stream_key: Option<String>,
     /// `--debug-encoder-fault` (test switch).
@@ -198,6 +201,7 @@ impl Daemon {
             data_dir,
             store,
             settings,
+            bus,
             temp_stream_key,
             debug_encoder_fault,
             llhls_part_ms,
@@ -208,13 +212,12 @@ impl Daemon {
             cluster: cluster_config,
         } = config;
         let tasks = Tasks::new();
-        let bus = Bus::default();
         let telemetry = Arc::new(Telemetry::default());
         let health = HealthHub::new(bus.clone());
         let viewers: Viewers = Arc::default();
         let (stream_writer, stream) = StreamWriter::new();
         let tokens = Tokens::open(store.clone())?;
-        let admin = AdminAuth::new(settings.clone(), bus.clone());
+        let admin = AdminAuth::new(settings.clone());
         let hardware =
             Hardware::new(settings.clone(), stream.clone(), health.clone(), telemetry.clone(), data_dir.clone());
         let metrics = Metrics::open(
@@ -333,7 +336,7 @@ impl Daemon {
             storage: storage.clone(),
             tasks: tasks.clone(),
         })?;
-        let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
+        let notify = NotifyState { notifications, settings, users: chat.clone() };
         let ll = crate::llhls::LlHls::new(hls_dir.clone());
         let hls = Arc::new(Hls {
             hls_dir,

@@ -2,10 +2,11 @@
 //!
 //! `EventType` is the one list of event names (Owncast's webhook types plus castd's internal ones);
 //! `Event` carries a typed payload for each (`chat` holds the chat events' types, which are also the
-//! chat wire format; `schedule`, `simulcast` and `replays` the payloads of those features' webhooks),
-//! and `Event::data_json` is the `eventData` webhooks deliver.
+//! chat wire format; `schedule`, `simulcast` and `replays` the payloads of those features' webhooks;
+//! `settings` the settings store's change announcement), and `Event::data_json` is the `eventData`
+//! webhooks deliver.
 //!
-//! Producers (settings, ingest, chat, federation, ...) publish `Event`s; consumers (webhooks,
+//! Producers (the settings store, ingest, chat, federation, ...) publish `Event`s; consumers (webhooks,
 //! notifications, metrics, the chat hub) subscribe. The bus is a bounded tokio broadcast channel of
 //! `BUS_CAPACITY` events. Policy for slow consumers: publishing never waits; a subscriber that falls more
 //! than `BUS_CAPACITY` events behind loses the oldest ones and is told how many it missed
@@ -24,11 +25,13 @@ pub const BUS_CAPACITY: usize = 4096;
 pub mod chat;
 pub mod replays;
 pub mod schedule;
+pub mod settings;
 pub mod simulcast;
 
 pub use chat::ChatEvent;
 pub use replays::{Clip, Replay};
 pub use schedule::{ScheduleActivity, ScheduleNotice};
+pub use settings::SettingsChange;
 pub use simulcast::TargetStatus;
 
 /// Every kind of event castd publishes. `WEBHOOK_TYPES` lists Owncast's webhook event types (their
@@ -62,9 +65,9 @@ pub enum EventType {
     System,
     #[serde(rename = "CHAT_ACTION")]
     ChatAction,
-    /// Internal: a setting changed (`data.key` names the settings field).
+    /// Internal: the settings changed (`data.sections` lists the sections of the settings that did).
     #[serde(rename = "CONFIG_CHANGED")]
-    ConfigChanged,
+    SettingsChanged,
     /// Internal: the hardware or stream health message changed (`data.message`).
     #[serde(rename = "HEALTH_ALERT")]
     HealthAlert,
@@ -141,7 +144,7 @@ impl EventType {
             EventType::StreamTitleUpdated => "STREAM_TITLE_UPDATED",
             EventType::System => "SYSTEM",
             EventType::ChatAction => "CHAT_ACTION",
-            EventType::ConfigChanged => "CONFIG_CHANGED",
+            EventType::SettingsChanged => "CONFIG_CHANGED",
             EventType::HealthAlert => "HEALTH_ALERT",
             EventType::ColorChange => "COLOR_CHANGE",
             EventType::FediverseEngagementLike => "FEDIVERSE_ENGAGEMENT_LIKE",
@@ -172,10 +175,9 @@ pub enum Event {
     StreamStarted(StreamEvent),
     StreamStopped(StreamEvent),
     StreamTitleUpdated(StreamEvent),
-    /// A setting changed: the name of the setter (`streamtitle`, `video/codec`, ...).
-    ConfigChanged {
-        key: String,
-    },
+    /// The settings changed: published by the settings store after every update that changed
+    /// something (which sections, and the settings before and after); never by a setter.
+    SettingsChanged(SettingsChange),
     /// The health message changed.
     HealthAlert(HealthAlert),
     /// A scheduled stream's webhook payload `{status, serverURL, event, action, timestamp}`.
@@ -211,7 +213,7 @@ impl Event {
             Event::StreamStarted(_) => EventType::StreamStarted,
             Event::StreamStopped(_) => EventType::StreamStopped,
             Event::StreamTitleUpdated(_) => EventType::StreamTitleUpdated,
-            Event::ConfigChanged { .. } => EventType::ConfigChanged,
+            Event::SettingsChanged(_) => EventType::SettingsChanged,
             Event::HealthAlert(_) => EventType::HealthAlert,
             Event::ScheduledEvent(_) => EventType::ScheduledEvents,
             Event::ScheduleReminder { .. } => EventType::ScheduleReminder,
@@ -228,7 +230,7 @@ impl Event {
         let v = match self {
             Event::Chat(c) => serde_json::to_value(c),
             Event::StreamStarted(s) | Event::StreamStopped(s) | Event::StreamTitleUpdated(s) => serde_json::to_value(s),
-            Event::ConfigChanged { key } => Ok(serde_json::json!({ "key": key })),
+            Event::SettingsChanged(change) => serde_json::to_value(change),
             Event::HealthAlert(h) => serde_json::to_value(h),
             Event::ScheduledEvent(notice) => serde_json::to_value(notice),
             Event::ScheduleReminder { event_id, text } => Ok(serde_json::json!({ "id": event_id, "text": text })),
@@ -370,11 +372,11 @@ mod tests {
         let bus = Bus::new(4);
         let mut sub = bus.subscribe("test");
         for i in 0..10 {
-            bus.publish(Event::ConfigChanged { key: i.to_string() });
+            bus.publish(Event::ScheduleReminder { event_id: i.to_string(), text: String::new() });
         }
         // the 6 oldest were dropped for this consumer; it resumes with the newest four
         let first = sub.recv().await.unwrap();
-        assert_eq!(first.data_json()["key"], "6");
+        assert_eq!(first.data_json()["id"], "6");
     }
 
     fn keys(v: &serde_json::Value) -> Vec<&str> {
@@ -590,11 +592,24 @@ mod tests {
         );
     }
 
+    /// CONFIG_CHANGED (internal, never a webhook): the sections that changed.
+    #[test]
+    fn settings_changed_data_lists_the_sections() {
+        let before = Arc::new(crate::config::Settings::default());
+        let mut after = (*before).clone();
+        after.instance.stream_title = "x".into();
+        let change = SettingsChange::between(before, Arc::new(after)).unwrap();
+        let event = Event::SettingsChanged(change);
+        assert_eq!(event.kind().as_str(), "CONFIG_CHANGED");
+        assert!(!EventType::WEBHOOK_TYPES.contains(&event.kind()));
+        assert_eq!(event.data_json(), serde_json::json!({ "sections": ["instance"] }));
+    }
+
     #[test]
     fn webhook_type_names() {
         assert_eq!(EventType::parse("VISIBILITY-UPDATE", true), Some(EventType::VisibilityUpdate));
         assert_eq!(EventType::parse("CONFIG_CHANGED", true), None);
-        assert_eq!(EventType::parse("CONFIG_CHANGED", false), Some(EventType::ConfigChanged));
+        assert_eq!(EventType::parse("CONFIG_CHANGED", false), Some(EventType::SettingsChanged));
         for t in EventType::WEBHOOK_TYPES {
             assert_eq!(EventType::parse(t.as_str(), true), Some(t));
         }

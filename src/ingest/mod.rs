@@ -61,7 +61,8 @@ pub fn key_backoff() -> Backoff {
 /// The ingest feature's state.
 pub struct Ingest {
     pub settings: SettingsStore,
-    /// The bus its setters announce CONFIG_CHANGED on.
+    /// The control bus (read by nothing in ingest today: the settings store announces its setters'
+    /// changes).
     pub bus: Bus,
     /// `--streamkey`: valid for this run only, never persisted.
     pub temp_stream_key: Option<String>,

@@ -329,8 +329,8 @@ mod tests {
 
     fn open(dir: &std::path::Path) -> (Arc<Metrics>, StreamWriter) {
         let store = Store::open(&dir.join("t.db")).unwrap();
-        let settings = SettingsStore::open(store.clone()).unwrap();
         let bus = Bus::default();
+        let settings = SettingsStore::open(store.clone(), bus.clone()).unwrap();
         let (writer, stream) = StreamWriter::new();
         let deps = MetricsDeps {
             store,

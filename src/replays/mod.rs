@@ -241,14 +241,31 @@ impl Replays {
     }
 }
 
-/// Start the recorder and the budget timer.
+/// Start the recorder and the budget timer (which also runs at once when the settings store announces
+/// a new disk budget or retention).
 pub fn start(r: Arc<Replays>) {
     let tasks = r.tasks.clone();
     tasks.spawn(Stage::Outputs, "replay recorder", recorder::run(r.clone()));
+    let mut sub = r.bus.subscribe("replay budget");
     tasks.spawn_until_stopped(Stage::Background, "replay budget", async move {
         loop {
             budget::enforce(&r).await;
-            tokio::time::sleep(BUDGET_INTERVAL).await;
+            let next = tokio::time::Instant::now() + BUDGET_INTERVAL;
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => break,
+                    ev = sub.recv() => match ev.as_deref() {
+                        None => return,
+                        Some(Event::SettingsChanged(c))
+                            if c.changed(|s| &s.replay.replay_max_gigabytes)
+                                || c.changed(|s| &s.replay.replay_retention_days) =>
+                        {
+                            break
+                        }
+                        Some(_) => {}
+                    },
+                }
+            }
         }
     });
 }

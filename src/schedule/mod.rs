@@ -351,9 +351,8 @@ impl Schedule {
                     Ok(())
                 })
                 .await;
-            match title {
-                Ok(()) => self.bus.publish(Event::ConfigChanged { key: "streamtitle".into() }),
-                Err(err) => warn!("cannot set the stream title to the scheduled event's name: {err}"),
+            if let Err(err) = title {
+                warn!("cannot set the stream title to the scheduled event's name: {err}");
             }
             self.webhook(&e, ScheduleAction::Started, None, now);
         }
@@ -472,7 +471,8 @@ mod tests {
         dir: &std::path::Path,
     ) -> (Arc<Schedule>, crate::events::Subscription, crate::stream::StreamWriter) {
         let store = Store::open(&dir.join("s.db")).unwrap();
-        let settings = SettingsStore::open(store.clone()).unwrap();
+        let bus = Bus::default();
+        let settings = SettingsStore::open(store.clone(), bus.clone()).unwrap();
         settings
             .update::<StoreError, _>(|s| {
                 s.schedule.schedule_enabled = true;
@@ -484,7 +484,6 @@ mod tests {
             })
             .await
             .unwrap();
-        let bus = Bus::default();
         let sub = bus.subscribe("test");
         let (writer, stream) = crate::stream::StreamWriter::new();
         (Schedule::open(store, settings, bus, stream).unwrap(), sub, writer)
