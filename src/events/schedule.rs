@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// One scheduled stream (a one-off, or one occurrence of a series): Owncast's `ScheduledEvent`.
+/// One scheduled stream (a one-off, or one occurrence of a series).
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduledEvent {
