@@ -127,7 +127,10 @@ pub enum DaemonError {
 pub struct Config {
     pub data_dir: PathBuf,
     pub store: Store,
+    /// The settings, which announce their changes on `bus`.
     pub settings: SettingsStore,
+    /// The control bus.
+    pub bus: Bus,
     /// `--streamkey`: valid for this run only.
     pub temp_stream_key: Option<String>,
     /// `--debug-encoder-fault` (test switch).
@@ -198,6 +201,7 @@ impl Daemon {
             data_dir,
             store,
             settings,
+            bus,
             temp_stream_key,
             debug_encoder_fault,
             llhls_part_ms,
@@ -208,7 +212,6 @@ impl Daemon {
             cluster: cluster_config,
         } = config;
         let tasks = Tasks::new();
-        let bus = Bus::default();
         let telemetry = Arc::new(Telemetry::default());
         let health = HealthHub::new(bus.clone());
         let viewers: Viewers = Arc::default();
@@ -216,7 +219,7 @@ impl Daemon {
         let hls_dir = data_dir.join("hls");
         let media = MediaPlane::new(hls_dir.clone(), data_dir.clone());
         let tokens = Tokens::open(store.clone())?;
-        let admin = AdminAuth::new(settings.clone(), bus.clone());
+        let admin = AdminAuth::new(settings.clone());
         let hardware =
             Hardware::new(settings.clone(), stream.clone(), health.clone(), telemetry.clone(), data_dir.clone());
         let metrics = Metrics::open(
@@ -264,7 +267,6 @@ impl Daemon {
         });
         let ingest = Arc::new(Ingest {
             settings: settings.clone(),
-            bus: bus.clone(),
             temp_stream_key: temp_stream_key.clone(),
             media: media.clone(),
             telemetry: telemetry.clone(),
@@ -332,7 +334,7 @@ impl Daemon {
             storage: storage.clone(),
             tasks: tasks.clone(),
         })?;
-        let notify = NotifyState { notifications, settings, bus: bus.clone(), users: chat.clone() };
+        let notify = NotifyState { notifications, settings, users: chat.clone() };
         let ll = crate::llhls::LlChannels::new(hls_dir.clone());
         let hls = Arc::new(Hls {
             hls_dir,
@@ -345,7 +347,6 @@ impl Daemon {
         });
         let whep = Arc::new(crate::whep::Whep {
             settings: settings_for_whep,
-            bus: bus.clone(),
             stream: stream.clone(),
             media: media.clone(),
             store: store.clone(),

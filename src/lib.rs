@@ -15,13 +15,18 @@
 //!   settings table under its own key). The section types live here because features read each
 //!   other's settings; each section's setters and its part of the admin server configuration belong
 //!   to the feature that owns it (listed with each feature below).
-//! - [`store`]: the SQLite database (one file, WAL, per-module migrations) and the settings table.
+//! - [`events`]: the typed events bus (every event name in one enum, typed payloads; chat's wire
+//!   types live in `events::chat`, the schedule's, simulcast's and replays' webhook payloads in
+//!   `events::{schedule, simulcast, replays}`, the settings store's change announcement in
+//!   `events::settings`).
+//! - [`store`]: the SQLite database (one file, WAL, per-module migrations) and the settings table,
+//!   which announces every change of the settings on the bus (`Event::SettingsChanged`: which
+//!   sections changed, before and after; the only source of that event, and no feature names a
+//!   setting by a string to learn of a change).
 //! - [`throttle`]: limits per client address (backoff after failed guesses of a secret, token-bucket
 //!   rates, caps on what one address holds at once).
 //! - [`outbound`]: the one guarded HTTP client for fetches made on behalf of anyone but the admin
 //!   (public addresses only after resolution, bounded bodies, per-host limits, generic errors).
-//! - [`events`]: the typed events bus (every event name in one enum, typed payloads; chat's wire
-//!   types live in `events::chat`).
 //! - [`stream`]: the stream's runtime state (one writer, the transcoder; readers get a `watch`) and the
 //!   viewer counters (one writer, metrics).
 //! - [`health`]: the health aggregator; hardware, transcode and metrics report typed inputs into it.

@@ -15,6 +15,7 @@ use tracing::{info, warn};
 
 use castd::config::StreamKey;
 use castd::daemon::{Config, Daemon, Listeners};
+use castd::events::Bus;
 use castd::federation::FederationConfig;
 use castd::logs::LogRing;
 use castd::metrics::MetricsConfig;
@@ -284,7 +285,7 @@ fn write_secret_file(path: &Path, contents: &str) -> Result<()> {
 /// Open the store and settings, apply the saved flags and first-start secrets. A cluster edge
 /// (`edge`) keeps no database: its store is in memory, its settings the defaults plus the flags until
 /// the origin's arrive (`cluster`), and it writes no admin password file (its admin API is the origin's).
-fn prepare(cli: &Cli, edge: bool) -> Result<(Store, SettingsStore)> {
+fn prepare(cli: &Cli, edge: bool, bus: Bus) -> Result<(Store, SettingsStore)> {
     std::fs::create_dir_all(&cli.data_dir)
         .with_context(|| format!("creating the data dir {}", cli.data_dir.display()))?;
     let store = if edge {
@@ -296,7 +297,7 @@ fn prepare(cli: &Cli, edge: bool) -> Result<(Store, SettingsStore)> {
         let db_path = cli.database.clone().unwrap_or_else(|| cli.data_dir.join("castd.db"));
         Store::open(&db_path).with_context(|| format!("opening the database {}", db_path.display()))?
     };
-    let settings = SettingsStore::open(store.clone()).context("loading settings")?;
+    let settings = SettingsStore::open(store.clone(), bus).context("loading settings")?;
 
     if let Some(pw) = &cli.adminpassword {
         if pw.is_empty() {
@@ -381,7 +382,9 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
         cli.redis_url.as_deref(),
         cli.cluster_secret.as_deref(),
     )?;
-    let (store, settings) = prepare(&cli, cluster.as_ref().is_some_and(|c| c.is_edge()))?;
+    // The control bus: the settings store announces changes on it from the start.
+    let bus = Bus::default();
+    let (store, settings) = prepare(&cli, cluster.as_ref().is_some_and(|c| c.is_edge()), bus.clone())?;
     // Any non-empty key without control characters, as Owncast takes it; a short one is warned about.
     let temp_stream_key = match &cli.streamkey {
         Some(key) => {
@@ -404,6 +407,7 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
         data_dir: cli.data_dir.clone(),
         store,
         settings,
+        bus,
         temp_stream_key,
         debug_encoder_fault,
         llhls_part_ms: cli.llhls_part_ms,

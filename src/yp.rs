@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
+use crate::config::Section;
 use crate::events::{Bus, Event};
 use crate::http::{ApiError, Auth, Registry, StatusResponse};
 use crate::store::settings::SettingsStore;
@@ -40,8 +41,6 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(4 * 60);
 /// Quiet time after a trigger before pinging, so a burst of setting changes makes one ping.
 const DEBOUNCE: Duration = Duration::from_millis(500);
 const PING_TIMEOUT: Duration = Duration::from_secs(10);
-/// Settings whose change makes a ping at once.
-const TRIGGERS: &[&str] = &["directoryenabled", "serverurl", "directoryurl"];
 
 const MIGRATIONS: Migrations = &["CREATE TABLE yp_registration (
         id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -216,7 +215,10 @@ pub fn start(dir: Arc<Directory>, tasks: &Tasks) {
                 ev = sub.recv() => {
                     let Some(ev) = ev else { return };
                     let trigger = match &*ev {
-                        Event::ConfigChanged { key } => TRIGGERS.contains(&key.as_str()),
+                        // The directory settings, or the server URL it lists.
+                        Event::SettingsChanged(change) => {
+                            change.touches(Section::Directory) || change.changed(|s| &s.server.server_url)
+                        }
                         Event::StreamStarted(_) | Event::StreamStopped(_) => true,
                         _ => false,
                     };

@@ -837,15 +837,174 @@ fn one_way_to_spawn_a_task() {
     );
 }
 
-/// The code of every `src/**/*.rs` file, by path relative to `src/`.
-fn sources() -> Vec<(String, String)> {
+/// Every file of `src/` (path relative to `src/`, code without comments and unit tests).
+fn all_sources() -> Vec<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files
-        .iter()
-        .map(|f| (f.strip_prefix(&src).expect("under src").to_string_lossy().into_owned(), code_of(f)))
+        .into_iter()
+        .map(|f| {
+            let rel = f.strip_prefix(&src).expect("under src").to_string_lossy().replace('\\', "/");
+            (rel, code_of(&f))
+        })
         .collect()
+}
+
+/// The string literals of `code` (their text between the quotes; raw strings are read as plain
+/// ones, which is enough for the names looked for here).
+fn literals(code: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'"' {
+            let start = i + 1;
+            let mut j = start;
+            while j < bytes.len() && bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            let end = j.min(bytes.len());
+            out.push((i, &code[start..end]));
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The setter paths named in `files` (`Setter::new("name"`, `"/api/admin/config/<name>"`, and in a
+/// file that registers config routes every `"group/name"` literal), and the setter groups
+/// (`"/api/admin/config/<group>/{…}"`, and the `group` of every `group/name`).
+fn setting_names(files: &[(String, String)]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut names, mut groups) = (BTreeSet::new(), BTreeSet::new());
+    let is_path =
+        |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '/');
+    for (_, code) in files {
+        for ctor in ["Setter::new(", "Setter::restart("] {
+            for (i, _) in code.match_indices(ctor) {
+                if let Some((_, lit)) = literals(&code[i..]).first() {
+                    if is_path(lit) {
+                        names.insert(lit.to_string());
+                    }
+                }
+            }
+        }
+        let registers = code.contains("/api/admin/config/");
+        for (_, lit) in literals(code) {
+            if let Some(rest) = lit.strip_prefix("/api/admin/config/") {
+                match rest.split_once('/') {
+                    Some((group, tail)) if tail.starts_with('{') => drop(groups.insert(group.to_string())),
+                    _ if is_path(rest) => drop(names.insert(rest.to_string())),
+                    _ => {}
+                }
+            } else if registers && is_path(lit) && lit.matches('/').count() == 1 && !lit.starts_with('/') {
+                names.insert(lit.to_string());
+            }
+        }
+    }
+    for n in &names {
+        if let Some((group, _)) = n.split_once('/') {
+            groups.insert(group.to_string());
+        }
+    }
+    (names, groups)
+}
+
+/// Places in `code` where a string literal that is a setter path (`names`, or starting with
+/// `<group>/` for a group of `groups`) is compared or listed to be compared: `== "x"`, `"x" !=`,
+/// `"x" | …` (patterns, `matches!`), `"x" =>`, `&["x", …]`, `matches!(v, "x")`, `.contains(&"x")`.
+fn setting_name_matches(code: &str, names: &BTreeSet<String>, groups: &BTreeSet<String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, lit) in literals(code) {
+        let named = names.contains(lit) || groups.iter().any(|g| lit.starts_with(&format!("{g}/")));
+        if !named {
+            continue;
+        }
+        let before = code[..at].trim_end();
+        let after = code[(at + lit.len() + 2).min(code.len())..].trim_start();
+        let in_matches = before.ends_with(',')
+            && before.rfind("matches!(").is_some_and(|m| !before[m..].contains(')') && !before[m..].contains(';'));
+        let compared = ["==", "!=", "|", "&[", "(&"].iter().any(|op| before.ends_with(op))
+            || ["==", "!=", "|", "=>"].iter().any(|op| after.starts_with(op))
+            || in_matches;
+        if compared {
+            found.push(lit.to_string());
+        }
+    }
+    found
+}
+
+/// Settings changes are typed: the settings store alone announces them (`Event::SettingsChanged`,
+/// which sections changed, the settings before and after), and no feature learns what changed by
+/// matching a setter's name (the old `ConfigChanged { key }` and its `key == "s3"`, `TRIGGERS`
+/// lists of setter paths, a setter host branching on its own setters' names). The offline tools
+/// (`import`, which maps Owncast's own keys) are not features and are not checked.
+#[test]
+fn settings_changes_are_typed_and_announced_by_the_store_alone() {
+    let files = all_sources();
+    assert!(files.iter().any(|(f, _)| f == "store/settings.rs"), "src/store/settings.rs is missing");
+    let (names, groups) = setting_names(&files);
+    for n in ["s3", "streamtitle", "serverurl", "directoryenabled", "adminpass", "replay/maxgigabytes", "chat/disable"]
+    {
+        assert!(names.contains(n), "the setter {n} was not found: {names:?}");
+    }
+    for g in ["schedule", "replay", "video", "simulcast"] {
+        assert!(groups.contains(g), "the setter group {g} was not found: {groups:?}");
+    }
+    let mut bad = Vec::new();
+    for (file, code) in &files {
+        if code.contains("ConfigChanged") {
+            bad.push(format!("{file}: ConfigChanged (settings changes are `Event::SettingsChanged`)"));
+        }
+        if file != "store/settings.rs" {
+            for needle in
+                ["SettingsChange::between(", "publish(Event::SettingsChanged", "Event::SettingsChanged(SettingsChange"]
+            {
+                if code.contains(needle) {
+                    bad.push(format!("{file}: {needle} (only the settings store announces a change)"));
+                }
+            }
+        }
+        if TOOLS.iter().any(|t| file.starts_with(&format!("{t}/")) || *file == format!("{t}.rs")) {
+            continue;
+        }
+        for name in setting_name_matches(code, &names, &groups) {
+            bad.push(format!("{file}: matches the setter name \"{name}\" (compare typed settings instead)"));
+        }
+    }
+    assert!(bad.is_empty(), "settings changes matched by name or announced outside the store:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_checker_sees_setting_names_compared() {
+    let names: BTreeSet<String> =
+        ["s3", "videoservingendpoint", "directoryenabled", "serverurl", "streamtitle"].map(String::from).into();
+    let groups: BTreeSet<String> = ["replay", "schedule"].map(String::from).into();
+    let old = [
+        r#"Some(Event::ConfigChanged { key }) if key == "s3" || key == "videoservingendpoint" => {}"#,
+        r#"const TRIGGERS: &[&str] = &["directoryenabled", "serverurl", "directoryurl"];"#,
+        r#"if name == "streamtitle" { publish() }"#,
+        r#"if matches!(name, "replay/maxgigabytes" | "replay/retentiondays") {}"#,
+        r#"if matches!(key, "s3") {}"#,
+        r#"match key.as_str() { "serverurl" => ping(), _ => {} }"#,
+        r#"if key.starts_with("schedule/") || "s3" != key {}"#,
+        r#"if WATCHED.contains(&"serverurl") {}"#,
+    ];
+    for snippet in old {
+        assert!(!setting_name_matches(snippet, &names, &groups).is_empty(), "not seen: {snippet}");
+    }
+    let fine = [
+        r#"Setter::new("s3", "Object storage", ValueDoc::Json(S3), apply)"#,
+        r#"apply_named(&server, "streamtitle", value).await"#,
+        r##"let schema = r#"{"required":["s3","serverurl"]}"#;"##,
+        r#"format!("/api/admin/config/{name}")"#,
+        r#"if change.changed(|s| &s.storage.s3) { reload() }"#,
+    ];
+    for snippet in fine {
+        assert!(setting_name_matches(snippet, &names, &groups).is_empty(), "flagged: {snippet}");
+    }
 }
 
 /// What is running (the ladder, the segment length, the latency mode, the real-time variant) is read from
@@ -864,7 +1023,7 @@ fn no_feature_reads_what_is_running_from_the_settings() {
         ("metrics/api.rs", "the video metrics offline: the ladder the next broadcast will run"),
     ];
     let mut found = Vec::new();
-    for (rel, code) in sources() {
+    for (rel, code) in all_sources() {
         if ALLOWED.iter().any(|(prefix, _)| rel.starts_with(prefix)) {
             continue;
         }

@@ -407,6 +407,39 @@ fn updates_are_left_to_the_package_manager() {
     assert!(msg.contains("package manager") && msg.contains("apt"), "{msg}");
 }
 
+/// The pinger follows the settings store's typed announcements: a change of the directory settings
+/// or of the server URL pings at once (the periodic ping is ten minutes away here), another setting
+/// does not, and saving a value unchanged announces nothing, so it pings nothing.
+#[test]
+fn the_directory_is_pinged_when_its_settings_change_and_not_otherwise() {
+    let rx = Receiver::start_answering(&[], "application/json", r#"{"success":true,"error":"","key":""}"#);
+    let s = Server::start_with_env(&[], &[("CASTD_YP_PING_SECS", "600")]);
+    s.set("directoryurl", json!(rx.url));
+    s.set("serverurl", json!("https://live.example.com"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(rx.all().is_empty(), "pinged while the directory was disabled");
+    s.set("directoryenabled", json!(true));
+    rx.wait_for(Duration::from_secs(5), |r| r.path == "/api/ping").expect("a ping once listing is on");
+    let pings = |url: &str| rx.all().iter().filter(|r| r.json()["url"] == url).count();
+    // Another section's setting: no ping.
+    let n = rx.all().len();
+    s.set("name", json!("Renamed"));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(rx.all().len(), n, "a change of the name pinged the directory");
+    // The server URL: a ping with the new one.
+    s.set("serverurl", json!("https://moved.example.com"));
+    rx.wait_for(Duration::from_secs(5), |r| r.json()["url"] == "https://moved.example.com")
+        .expect("a ping after the server URL changed");
+    // The same URL saved again changes nothing: no announcement, no ping.
+    std::thread::sleep(Duration::from_secs(1));
+    let n = rx.all().len();
+    s.set("serverurl", json!("https://moved.example.com"));
+    s.set("directoryenabled", json!(true));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(rx.all().len(), n, "saving unchanged values pinged the directory");
+    assert_eq!(pings("https://moved.example.com"), 1);
+}
+
 #[test]
 fn the_directory_is_pinged_with_the_listing_while_enabled() {
     let rx = Receiver::start_answering(&[], "application/json", r#"{"success":true,"error":"","key":"dir-key-1"}"#);

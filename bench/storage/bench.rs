@@ -61,7 +61,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seg_secs: u64 = arg(&args, "--segment-secs", "2").parse()?;
     let dir = tempfile::tempdir()?;
     let store = Store::open(&dir.path().join("castd.db"))?;
-    let settings = SettingsStore::open(store)?;
+    let bus = Bus::default();
+    let settings = SettingsStore::open(store, bus.clone())?;
     settings.update_blocking(|s| {
         s.storage.s3.enabled = true;
         s.storage.s3.endpoint = endpoint.clone();
@@ -75,7 +76,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for v in 0..LADDER.len() {
         std::fs::create_dir_all(hls_dir.join(v.to_string()))?;
     }
-    let bus = Bus::default();
     let telemetry = Arc::new(Telemetry::default());
     let (_writer, stream) = StreamWriter::new();
     let media = MediaPlane::new(hls_dir.clone(), dir.path().to_path_buf());

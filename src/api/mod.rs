@@ -4,8 +4,8 @@
 //!
 //! It reads the other features only through the snapshots and handles it is given (`Server`): the
 //! settings store (which it writes through its setters), the stream snapshot, the viewer counts,
-//! the health hub, the encoder list and the integration tokens. Changes are announced on the bus
-//! (CONFIG_CHANGED, STREAM_TITLE_UPDATED).
+//! the health hub, the encoder list and the integration tokens. The settings store announces its
+//! changes; the stream title's setter also publishes STREAM_TITLE_UPDATED.
 
 pub mod admin;
 pub mod integrations;

@@ -4,8 +4,8 @@
 //! `SETTERS` is the table of this feature's plain setters (see `http::setters`); the video settings'
 //! are `api::video`'s, and every other feature registers its own (chat, federation, notifications,
 //! storage, directory, schedule). The few setters with side effects (admin password hashing, logo and
-//! favicon files) have their own handlers below. After every change a CONFIG_CHANGED event is
-//! published, and STREAM_TITLE_UPDATED for the stream title, as Owncast does.
+//! favicon files) have their own handlers below. The settings store announces every change itself;
+//! the stream title's setter also publishes STREAM_TITLE_UPDATED after every call, as Owncast does.
 
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::Server;
 use crate::config::validate::{self, url_re, ValidationError, URL_OR_EMPTY_SCHEMA};
-use crate::events::{Bus, Event};
+use crate::events::Event;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{setter_value, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
 use crate::store::settings::SettingsStore;
@@ -80,7 +80,8 @@ pub static SETTERS: &[Setter<Server>] = &[
     }),
     Setter::new("streamtitle", "Stream title", JsonSchema(r#"{"type":"string","maxLength":255}"#), |_, v, s| {
         set(&mut s.instance.stream_title, validate::string(v, 255))
-    }),
+    })
+    .after(Server::stream_title_updated),
     Setter::new("welcomemessage", "Chat welcome message", JsonSchema(TEXT_4000), |_, v, s| {
         set(&mut s.instance.welcome_message, validate::string(v, 4000))
     }),
@@ -176,19 +177,14 @@ impl SettingsHost for Server {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
     }
+}
 
-    fn event_bus(&self) -> &Bus {
-        &self.bus
-    }
-
-    /// CONFIG_CHANGED, and STREAM_TITLE_UPDATED for the stream title.
-    fn announce(&self, name: &str) {
-        self.bus.publish(Event::ConfigChanged { key: name.to_string() });
-        if name == "streamtitle" {
-            let state = self.stream.borrow().clone();
-            let event = crate::stream::stream_event(&self.settings.get(), &state, &self.viewers);
-            self.bus.publish(Event::StreamTitleUpdated(event));
-        }
+impl Server {
+    /// STREAM_TITLE_UPDATED, after every call of the stream title's setter.
+    fn stream_title_updated(&self) {
+        let state = self.stream.borrow().clone();
+        let event = crate::stream::stream_event(&self.settings.get(), &state, &self.viewers);
+        self.bus.publish(Event::StreamTitleUpdated(event));
     }
 }
 
@@ -263,7 +259,6 @@ async fn admin_pass(State(server): State<Arc<Server>>, body: Bytes) -> Result<Js
             Ok(())
         })
         .await?;
-    server.announce("adminpass");
     Ok(StatusResponse::ok("admin password changed"))
 }
 
@@ -304,7 +299,6 @@ async fn logo(State(server): State<Arc<Server>>, body: Bytes) -> Result<Json<Sta
             Ok(())
         })
         .await?;
-    server.announce("logo");
     Ok(StatusResponse::ok("logo changed"))
 }
 
@@ -341,7 +335,6 @@ async fn favicon(
             Ok(())
         })
         .await?;
-    server.announce("favicon");
     Ok(StatusResponse::ok("favicon updated"))
 }
 
@@ -353,6 +346,5 @@ async fn reset_favicon(State(server): State<Arc<Server>>) -> Result<Json<StatusR
             Ok(())
         })
         .await?;
-    server.announce("favicon");
     Ok(StatusResponse::ok("favicon reset"))
 }

@@ -2,7 +2,7 @@
 //! short stream keys, the directory listing on without a server URL (`Settings::security_warnings`).
 //!
 //! Admin status lists them as `warnings`; this task logs each one once at start and again whenever a
-//! change of a watched setting brings a warning that was not there before, and
+//! settings change (announced by the settings store) brings a warning that was not there before, and
 //! reports the first one to the health hub (`HealthInput::Security`, shown in the admin health
 //! message when nothing more urgent is).
 
@@ -12,10 +12,6 @@ use super::Server;
 use crate::events::Event;
 use crate::health::HealthInput;
 use crate::tasks::{Stage, Tasks};
-
-/// Settings whose change re-evaluates the warnings (the admin auth publishes `adminpass` too when a
-/// login updates the stored hash or the weak flag).
-const WATCHED: &[&str] = &["adminpass", "streamkeys", "directoryenabled", "serverurl"];
 
 /// Log the warnings not in `before`, report the first to the health hub; returns the current list.
 fn evaluate(server: &Server, before: &[String]) -> Vec<String> {
@@ -27,14 +23,15 @@ fn evaluate(server: &Server, before: &[String]) -> Vec<String> {
     now
 }
 
-/// Evaluate at start, then after every change of a watched setting.
+/// Evaluate at start, then after every settings change that changes the warnings (a setter's, or a
+/// login's that updates the stored hash or the weak flag).
 pub fn start(server: Arc<Server>, tasks: &Tasks) {
     let mut sub = server.bus.subscribe("security-warnings");
     let mut current = evaluate(&server, &[]);
     tasks.spawn_until_stopped(Stage::Background, "security warnings", async move {
         while let Some(ev) = sub.recv().await {
-            if let Event::ConfigChanged { key } = &*ev {
-                if WATCHED.contains(&key.as_str()) {
+            if let Event::SettingsChanged(change) = &*ev {
+                if change.before().security_warnings() != change.after().security_warnings() {
                     current = evaluate(&server, &current);
                 }
             }

@@ -10,7 +10,6 @@ use utoipa::ToSchema;
 use super::Chat;
 use crate::config::validate::{self, ValidationError};
 use crate::config::Settings;
-use crate::events::Bus;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{Registry, ValueDoc};
 use crate::store::settings::SettingsStore;
@@ -73,10 +72,6 @@ pub static SETTERS: &[Setter<Chat>] = &[
 impl SettingsHost for Chat {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
-    }
-
-    fn event_bus(&self) -> &Bus {
-        &self.bus
     }
 }
 

@@ -104,7 +104,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_edge_takes_the_origin_settings_into_its_memory_store() {
-        let edge = SettingsStore::open(Store::open_in_memory().unwrap()).unwrap();
+        let edge = SettingsStore::open(Store::open_in_memory().unwrap(), crate::events::Bus::default()).unwrap();
         let mut origin = (*edge.get()).clone();
         origin.chat.chat_spam_protection_enabled = false;
         origin.chat.chat_disabled = true;

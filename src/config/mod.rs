@@ -7,7 +7,9 @@
 //! a field added later simply takes its default on an existing database. The section types live here,
 //! below every feature, because features read each other's settings; each feature owns its section's
 //! setters and its part of the admin server configuration (see `lib.rs`). Validation of values coming
-//! from the API lives in `config::validate`.
+//! from the API lives in `config::validate`. [`Section`] names the sections, and
+//! [`Settings::changed_sections`] says which of them differ between two settings values (what the
+//! settings store announces after an update).
 
 pub mod chat;
 pub mod directory;
@@ -78,7 +80,138 @@ pub struct Settings {
     pub replay: ReplaySettings,
 }
 
+/// One section of [`Settings`] (one per field of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Section {
+    Instance,
+    Server,
+    Ingest,
+    Directory,
+    Video,
+    Chat,
+    Federation,
+    Notifications,
+    Storage,
+    Schedule,
+    WebRtc,
+    Simulcast,
+    Replay,
+}
+
+impl Section {
+    /// Every section, in `Settings`' order.
+    pub const ALL: [Section; 13] = [
+        Section::Instance,
+        Section::Server,
+        Section::Ingest,
+        Section::Directory,
+        Section::Video,
+        Section::Chat,
+        Section::Federation,
+        Section::Notifications,
+        Section::Storage,
+        Section::Schedule,
+        Section::WebRtc,
+        Section::Simulcast,
+        Section::Replay,
+    ];
+
+    const fn bit(self) -> u16 {
+        1 << self as u16
+    }
+}
+
+/// A set of [`Section`]s (serialised as the list of their names, in `Settings`' order).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Sections(u16);
+
+impl Sections {
+    pub const fn empty() -> Self {
+        Sections(0)
+    }
+
+    pub fn insert(&mut self, section: Section) {
+        self.0 |= section.bit();
+    }
+
+    pub const fn contains(self, section: Section) -> bool {
+        self.0 & section.bit() != 0
+    }
+
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The sections in the set, in `Settings`' order.
+    pub fn iter(self) -> impl Iterator<Item = Section> {
+        Section::ALL.into_iter().filter(move |s| self.contains(*s))
+    }
+}
+
+impl FromIterator<Section> for Sections {
+    fn from_iter<I: IntoIterator<Item = Section>>(iter: I) -> Self {
+        let mut out = Sections::empty();
+        for s in iter {
+            out.insert(s);
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for Sections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Sections {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
 impl Settings {
+    /// The sections whose values differ between `self` and `other`.
+    pub fn changed_sections(&self, other: &Settings) -> Sections {
+        // Destructured in full, so a section added to `Settings` cannot be left out here.
+        let Settings {
+            instance,
+            server,
+            ingest,
+            directory,
+            video,
+            chat,
+            federation,
+            notifications,
+            storage,
+            schedule,
+            webrtc,
+            simulcast,
+            replay,
+        } = self;
+        let mut out = Sections::empty();
+        let mut differs = |section, changed: bool| {
+            if changed {
+                out.insert(section);
+            }
+        };
+        differs(Section::Instance, *instance != other.instance);
+        differs(Section::Server, *server != other.server);
+        differs(Section::Ingest, *ingest != other.ingest);
+        differs(Section::Directory, *directory != other.directory);
+        differs(Section::Video, *video != other.video);
+        differs(Section::Chat, *chat != other.chat);
+        differs(Section::Federation, *federation != other.federation);
+        differs(Section::Notifications, *notifications != other.notifications);
+        differs(Section::Storage, *storage != other.storage);
+        differs(Section::Schedule, *schedule != other.schedule);
+        differs(Section::WebRtc, *webrtc != other.webrtc);
+        differs(Section::Simulcast, *simulcast != other.simulcast);
+        differs(Section::Replay, *replay != other.replay);
+        out
+    }
+
     /// (seconds per segment, playlist size) for the configured latency level, clamped to 0..=4.
     pub fn latency(&self) -> (u32, u32) {
         self.video.latency()
@@ -167,5 +300,53 @@ mod tests {
         assert_eq!(s.instance, InstanceSettings::default());
         assert!(serde_json::from_value::<Settings>(json!({"latencyLevel": "x"})).is_err());
         assert!(serde_json::from_value::<Settings>(json!({"webServerPort": 70000})).is_err());
+    }
+
+    /// Each section reports itself, and only itself; every persisted key belongs to exactly one
+    /// section, so a change of any row is a change of one section.
+    #[test]
+    fn changed_sections_names_the_sections_that_differ() {
+        let d = Settings::default();
+        assert!(d.changed_sections(&d).is_empty());
+        let mut s = d.clone();
+        s.chat.chat_disabled = true;
+        s.storage.s3.bucket = "b".into();
+        assert_eq!(d.changed_sections(&s).iter().collect::<Vec<_>>(), [Section::Chat, Section::Storage]);
+        assert_eq!(serde_json::to_value(d.changed_sections(&s)).unwrap(), json!(["chat", "storage"]));
+        // Every key of the flattened settings lies in one section: changing it (to null, which no
+        // default is) changes exactly that section.
+        let Value::Object(map) = serde_json::to_value(&d).unwrap() else { panic!("an object") };
+        let sections: Vec<(Section, Value)> = Section::ALL
+            .iter()
+            .map(|&sec| {
+                let v = match sec {
+                    Section::Instance => serde_json::to_value(&d.instance),
+                    Section::Server => serde_json::to_value(&d.server),
+                    Section::Ingest => serde_json::to_value(&d.ingest),
+                    Section::Directory => serde_json::to_value(&d.directory),
+                    Section::Video => serde_json::to_value(&d.video),
+                    Section::Chat => serde_json::to_value(&d.chat),
+                    Section::Federation => serde_json::to_value(&d.federation),
+                    Section::Notifications => serde_json::to_value(&d.notifications),
+                    Section::Storage => serde_json::to_value(&d.storage),
+                    Section::Schedule => serde_json::to_value(&d.schedule),
+                    Section::WebRtc => serde_json::to_value(&d.webrtc),
+                    Section::Simulcast => serde_json::to_value(&d.simulcast),
+                    Section::Replay => serde_json::to_value(&d.replay),
+                };
+                (sec, v.unwrap())
+            })
+            .collect();
+        for key in map.keys() {
+            let owners: Vec<Section> =
+                sections.iter().filter(|(_, v)| v.get(key).is_some()).map(|(sec, _)| *sec).collect();
+            assert_eq!(owners.len(), 1, "{key} belongs to {owners:?}");
+        }
+        let total: usize = sections.iter().map(|(_, v)| v.as_object().map_or(0, |m| m.len())).sum();
+        assert_eq!(total, map.len());
+        let mut names: Vec<String> =
+            Section::ALL.iter().map(|s| serde_json::to_value(s).unwrap().as_str().unwrap().to_string()).collect();
+        names.dedup();
+        assert_eq!(names.len(), Section::ALL.len());
     }
 }

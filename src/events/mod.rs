@@ -2,9 +2,11 @@
 //!
 //! `EventType` is the one list of event names (Owncast's webhook types plus castd's internal ones);
 //! `Event` carries a typed payload for each (`chat` holds the chat events' types, which are also the
-//! chat wire format), and `Event::data_json` is the `eventData` webhooks deliver.
+//! chat wire format; `schedule`, `simulcast` and `replays` the payloads of those features' webhooks;
+//! `settings` the settings store's change announcement), and `Event::data_json` is the `eventData`
+//! webhooks deliver.
 //!
-//! Producers (settings, ingest, chat, federation, ...) publish `Event`s; consumers (webhooks,
+//! Producers (the settings store, ingest, chat, federation, ...) publish `Event`s; consumers (webhooks,
 //! notifications, metrics, the chat hub) subscribe. The bus is a bounded tokio broadcast channel of
 //! `BUS_CAPACITY` events. Policy for slow consumers: publishing never waits; a subscriber that falls more
 //! than `BUS_CAPACITY` events behind loses the oldest ones and is told how many it missed
@@ -21,10 +23,16 @@ use tokio::sync::broadcast;
 pub const BUS_CAPACITY: usize = 4096;
 
 pub mod chat;
+pub mod replays;
 pub mod schedule;
+pub mod settings;
+pub mod simulcast;
 
 pub use chat::ChatEvent;
-pub use schedule::ScheduleActivity;
+pub use replays::{Clip, Replay};
+pub use schedule::{ScheduleActivity, ScheduleNotice};
+pub use settings::SettingsChange;
+pub use simulcast::TargetStatus;
 
 /// Every kind of event castd publishes. `WEBHOOK_TYPES` lists Owncast's webhook event types (their
 /// wire names are the webhook `type`s), SCHEDULED_EVENTS, the two Fediverse engagement types and castd's
@@ -57,9 +65,9 @@ pub enum EventType {
     System,
     #[serde(rename = "CHAT_ACTION")]
     ChatAction,
-    /// Internal: a setting changed (`data.key` names the settings field).
+    /// Internal: the settings changed (`data.sections` lists the sections of the settings that did).
     #[serde(rename = "CONFIG_CHANGED")]
-    ConfigChanged,
+    SettingsChanged,
     /// Internal: the hardware or stream health message changed (`data.message`).
     #[serde(rename = "HEALTH_ALERT")]
     HealthAlert,
@@ -136,7 +144,7 @@ impl EventType {
             EventType::StreamTitleUpdated => "STREAM_TITLE_UPDATED",
             EventType::System => "SYSTEM",
             EventType::ChatAction => "CHAT_ACTION",
-            EventType::ConfigChanged => "CONFIG_CHANGED",
+            EventType::SettingsChanged => "CONFIG_CHANGED",
             EventType::HealthAlert => "HEALTH_ALERT",
             EventType::ColorChange => "COLOR_CHANGE",
             EventType::FediverseEngagementLike => "FEDIVERSE_ENGAGEMENT_LIKE",
@@ -167,14 +175,13 @@ pub enum Event {
     StreamStarted(StreamEvent),
     StreamStopped(StreamEvent),
     StreamTitleUpdated(StreamEvent),
-    /// A setting changed: the name of the setter (`streamtitle`, `video/codec`, ...).
-    ConfigChanged {
-        key: String,
-    },
+    /// The settings changed: published by the settings store after every update that changed
+    /// something (which sections, and the settings before and after); never by a setter.
+    SettingsChanged(SettingsChange),
     /// The health message changed.
     HealthAlert(HealthAlert),
     /// A scheduled stream's webhook payload `{status, serverURL, event, action, timestamp}`.
-    ScheduledEvent(serde_json::Value),
+    ScheduledEvent(ScheduleNotice),
     /// A scheduled stream's reminder (browser push and Discord send it).
     ScheduleReminder {
         event_id: String,
@@ -188,13 +195,13 @@ pub enum Event {
         body: String,
     },
     /// A simulcast target's status after a state change `{id, name, state, since, bytesSent, ...}`.
-    SimulcastStateChanged(serde_json::Value),
-    /// castd: a replay is finished (its JSON as `/api/admin/replays` lists it).
-    ReplayReady(serde_json::Value),
-    /// castd: a clip was created (its JSON as `/api/clips` lists it); `announce` with the chat line
+    SimulcastStateChanged(TargetStatus),
+    /// castd: a replay is finished (as `/api/admin/replays` lists it).
+    ReplayReady(Replay),
+    /// castd: a clip was created (as `/api/clips` lists it); `announce` with the chat line
     /// "NAME clipped TITLE" when a viewer made it and announcing is on.
     ClipCreated {
-        clip: serde_json::Value,
+        clip: Clip,
         announce: Option<String>,
     },
 }
@@ -206,7 +213,7 @@ impl Event {
             Event::StreamStarted(_) => EventType::StreamStarted,
             Event::StreamStopped(_) => EventType::StreamStopped,
             Event::StreamTitleUpdated(_) => EventType::StreamTitleUpdated,
-            Event::ConfigChanged { .. } => EventType::ConfigChanged,
+            Event::SettingsChanged(_) => EventType::SettingsChanged,
             Event::HealthAlert(_) => EventType::HealthAlert,
             Event::ScheduledEvent(_) => EventType::ScheduledEvents,
             Event::ScheduleReminder { .. } => EventType::ScheduleReminder,
@@ -223,15 +230,15 @@ impl Event {
         let v = match self {
             Event::Chat(c) => serde_json::to_value(c),
             Event::StreamStarted(s) | Event::StreamStopped(s) | Event::StreamTitleUpdated(s) => serde_json::to_value(s),
-            Event::ConfigChanged { key } => Ok(serde_json::json!({ "key": key })),
+            Event::SettingsChanged(change) => serde_json::to_value(change),
             Event::HealthAlert(h) => serde_json::to_value(h),
-            Event::ScheduledEvent(data) => Ok(data.clone()),
+            Event::ScheduledEvent(notice) => serde_json::to_value(notice),
             Event::ScheduleReminder { event_id, text } => Ok(serde_json::json!({ "id": event_id, "text": text })),
             Event::ScheduleFederation(a) => serde_json::to_value(a),
             Event::ScheduleChatClosing { event_id, body } => Ok(serde_json::json!({ "id": event_id, "body": body })),
-            Event::SimulcastStateChanged(data) => Ok(data.clone()),
-            Event::ReplayReady(replay) => Ok(replay.clone()),
-            Event::ClipCreated { clip, .. } => Ok(clip.clone()),
+            Event::SimulcastStateChanged(status) => serde_json::to_value(status),
+            Event::ReplayReady(replay) => serde_json::to_value(replay),
+            Event::ClipCreated { clip, .. } => serde_json::to_value(clip),
         };
         v.unwrap_or(serde_json::Value::Null)
     }
@@ -365,18 +372,244 @@ mod tests {
         let bus = Bus::new(4);
         let mut sub = bus.subscribe("test");
         for i in 0..10 {
-            bus.publish(Event::ConfigChanged { key: i.to_string() });
+            bus.publish(Event::ScheduleReminder { event_id: i.to_string(), text: String::new() });
         }
         // the 6 oldest were dropped for this consumer; it resumes with the newest four
         let first = sub.recv().await.unwrap();
-        assert_eq!(first.data_json()["key"], "6");
+        assert_eq!(first.data_json()["id"], "6");
+    }
+
+    fn keys(v: &serde_json::Value) -> Vec<&str> {
+        v.as_object().expect("an object").keys().map(String::as_str).collect()
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    /// SCHEDULED_EVENTS' eventData: exactly `{status, serverURL, event, action, timestamp}`, and
+    /// `message` for a reminder (the JSON castd sent when the payload was built as a `Value`).
+    #[test]
+    fn scheduled_events_data_is_the_owncast_payload() {
+        let event = schedule::ScheduledEvent {
+            id: "e1".into(),
+            series_id: None,
+            name: "Show".into(),
+            description: "d".into(),
+            reminder_message: String::new(),
+            start_time: at("2030-01-01T12:00:00Z"),
+            duration_minutes: 30,
+            timezone: "Europe/Paris".into(),
+            status: "scheduled".into(),
+        };
+        let mut notice = ScheduleNotice {
+            status: schedule::ScheduleStreamStatus {
+                online: false,
+                stream_title: "Title".into(),
+                last_connect_time: None,
+                last_disconnect_time: Some(at("2029-12-31T10:00:00Z")),
+            },
+            server_url: "https://castd.example".into(),
+            event: event.clone(),
+            action: schedule::ScheduleAction::TenMinuteWarning,
+            timestamp: at("2030-01-01T11:50:00Z"),
+            message: None,
+        };
+        let data = Event::ScheduledEvent(notice.clone()).data_json();
+        assert_eq!(
+            data,
+            serde_json::json!({
+                "status": {
+                    "online": false,
+                    "streamTitle": "Title",
+                    "lastConnectTime": null,
+                    "lastDisconnectTime": "2029-12-31T10:00:00Z",
+                },
+                "serverURL": "https://castd.example",
+                "event": {
+                    "id": "e1",
+                    "name": "Show",
+                    "description": "d",
+                    "startTime": "2030-01-01T12:00:00Z",
+                    "durationMinutes": 30,
+                    "timezone": "Europe/Paris",
+                    "status": "scheduled",
+                },
+                "action": "10-minute-warning",
+                "timestamp": "2030-01-01T11:50:00Z",
+            })
+        );
+        assert_eq!(keys(&data), ["action", "event", "serverURL", "status", "timestamp"]);
+        for (action, name) in [
+            (schedule::ScheduleAction::Reminder, "reminder"),
+            (schedule::ScheduleAction::Started, "started"),
+            (schedule::ScheduleAction::Ended, "ended"),
+        ] {
+            notice.action = action;
+            assert_eq!(Event::ScheduledEvent(notice.clone()).data_json()["action"], name);
+        }
+        notice.message = Some("Soon!".into());
+        notice.event.series_id = Some("s1".into());
+        notice.event.reminder_message = "r".into();
+        let data = Event::ScheduledEvent(notice).data_json();
+        assert_eq!(keys(&data), ["action", "event", "message", "serverURL", "status", "timestamp"]);
+        assert_eq!(data["message"], "Soon!");
+        assert_eq!(data["event"]["seriesId"], "s1");
+        assert_eq!(data["event"]["reminderMessage"], "r");
+    }
+
+    /// SIMULCAST_STATE_CHANGED's eventData: the target's status as the status route lists it.
+    #[test]
+    fn simulcast_state_changed_data_is_the_target_status() {
+        let status = TargetStatus {
+            id: "t1".into(),
+            name: "YouTube".into(),
+            state: simulcast::TargetState::Retrying,
+            since: at("2030-01-01T12:00:00Z"),
+            bytes_sent: 1234,
+            bitrate_kbps: 0,
+            last_error: None,
+            reconnects: 2,
+        };
+        assert_eq!(
+            Event::SimulcastStateChanged(status.clone()).data_json(),
+            serde_json::json!({
+                "id": "t1",
+                "name": "YouTube",
+                "state": "retrying",
+                "since": "2030-01-01T12:00:00Z",
+                "bytesSent": 1234,
+                "bitrateKbps": 0,
+                "lastError": null,
+                "reconnects": 2,
+            })
+        );
+        let failed =
+            TargetStatus { state: simulcast::TargetState::Failed, last_error: Some("refused".into()), ..status };
+        let data = Event::SimulcastStateChanged(failed).data_json();
+        assert_eq!((data["state"].as_str(), data["lastError"].as_str()), (Some("failed"), Some("refused")));
+    }
+
+    /// REPLAY_READY's eventData: the replay as `/api/admin/replays` lists it (empty title, no end and
+    /// not in progress left out).
+    #[test]
+    fn replay_ready_data_is_the_listed_replay() {
+        let replay = Replay {
+            id: "r1".into(),
+            title: "Title".into(),
+            start_time: at("2030-01-01T12:00:00Z"),
+            end_time: Some(at("2030-01-01T13:00:00Z")),
+            in_progress: false,
+            manifest: "/replay/r1".into(),
+            duration_seconds: 3600.5,
+            total_bytes: 99,
+            clip_count: 1,
+            status: "finished".into(),
+            stream_title: "Title".into(),
+            public: true,
+            pinned: false,
+            download: "/replay/r1/download.mp4".into(),
+        };
+        assert_eq!(
+            Event::ReplayReady(replay.clone()).data_json(),
+            serde_json::json!({
+                "id": "r1",
+                "title": "Title",
+                "startTime": "2030-01-01T12:00:00Z",
+                "endTime": "2030-01-01T13:00:00Z",
+                "manifest": "/replay/r1",
+                "durationSeconds": 3600.5,
+                "totalBytes": 99,
+                "clipCount": 1,
+                "status": "finished",
+                "streamTitle": "Title",
+                "public": true,
+                "pinned": false,
+                "download": "/replay/r1/download.mp4",
+            })
+        );
+        let recording = Replay { title: String::new(), end_time: None, in_progress: true, ..replay };
+        let data = Event::ReplayReady(recording).data_json();
+        assert!(data.get("title").is_none() && data.get("endTime").is_none());
+        assert_eq!(data["inProgress"], true);
+    }
+
+    /// CLIP_CREATED's eventData: the clip as `/api/clips` lists it (empty texts and a missing
+    /// thumbnail left out); the chat line is not part of it.
+    #[test]
+    fn clip_created_data_is_the_listed_clip() {
+        let clip = Clip {
+            id: "c1".into(),
+            stream_id: "r1".into(),
+            clipped_by: "viewer".into(),
+            title: "Wow".into(),
+            stream_title: "Title".into(),
+            relative_start_time: 1.5,
+            relative_end_time: 11.5,
+            duration_seconds: 10,
+            manifest: "/clip/c1".into(),
+            thumbnail: Some("/clip-thumbnail/c1.jpg".into()),
+            timestamp: at("2030-01-01T12:30:00Z"),
+            download: "/clip/c1/download.mp4".into(),
+        };
+        let event = Event::ClipCreated { clip: clip.clone(), announce: Some("viewer clipped Wow".into()) };
+        assert_eq!(
+            event.data_json(),
+            serde_json::json!({
+                "id": "c1",
+                "streamId": "r1",
+                "clippedBy": "viewer",
+                "title": "Wow",
+                "streamTitle": "Title",
+                "relativeStartTime": 1.5,
+                "relativeEndTime": 11.5,
+                "durationSeconds": 10,
+                "manifest": "/clip/c1",
+                "thumbnail": "/clip-thumbnail/c1.jpg",
+                "timestamp": "2030-01-01T12:30:00Z",
+                "download": "/clip/c1/download.mp4",
+            })
+        );
+        let bare = Clip {
+            clipped_by: String::new(),
+            title: String::new(),
+            stream_title: String::new(),
+            thumbnail: None,
+            ..clip
+        };
+        assert_eq!(
+            keys(&Event::ClipCreated { clip: bare, announce: None }.data_json()),
+            [
+                "download",
+                "durationSeconds",
+                "id",
+                "manifest",
+                "relativeEndTime",
+                "relativeStartTime",
+                "streamId",
+                "timestamp"
+            ]
+        );
+    }
+
+    /// CONFIG_CHANGED (internal, never a webhook): the sections that changed.
+    #[test]
+    fn settings_changed_data_lists_the_sections() {
+        let before = Arc::new(crate::config::Settings::default());
+        let mut after = (*before).clone();
+        after.instance.stream_title = "x".into();
+        let change = SettingsChange::between(before, Arc::new(after)).unwrap();
+        let event = Event::SettingsChanged(change);
+        assert_eq!(event.kind().as_str(), "CONFIG_CHANGED");
+        assert!(!EventType::WEBHOOK_TYPES.contains(&event.kind()));
+        assert_eq!(event.data_json(), serde_json::json!({ "sections": ["instance"] }));
     }
 
     #[test]
     fn webhook_type_names() {
         assert_eq!(EventType::parse("VISIBILITY-UPDATE", true), Some(EventType::VisibilityUpdate));
         assert_eq!(EventType::parse("CONFIG_CHANGED", true), None);
-        assert_eq!(EventType::parse("CONFIG_CHANGED", false), Some(EventType::ConfigChanged));
+        assert_eq!(EventType::parse("CONFIG_CHANGED", false), Some(EventType::SettingsChanged));
         for t in EventType::WEBHOOK_TYPES {
             assert_eq!(EventType::parse(t.as_str(), true), Some(t));
         }

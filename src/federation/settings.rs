@@ -9,7 +9,6 @@ use utoipa::ToSchema;
 use super::Federation;
 use crate::config::validate::{self, ValidationError};
 use crate::config::Settings;
-use crate::events::Bus;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{Registry, ValueDoc};
 use crate::store::settings::SettingsStore;
@@ -74,10 +73,6 @@ pub static SETTERS: &[Setter<Federation>] = &[
 impl SettingsHost for Federation {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
-    }
-
-    fn event_bus(&self) -> &Bus {
-        &self.bus
     }
 }
 

@@ -21,8 +21,8 @@
 //!
 //! Upgrades: a stored argon2 hash of an earlier version is replaced by a bcrypt hash (Owncast's format)
 //! after the first successful login, and the stored "weak password" flag follows the password that
-//! last logged in; either change is saved to the settings and announced as CONFIG_CHANGED `adminpass`
-//! (so the security warnings are re-evaluated). A browser `Origin` from another site is refused (403), as
+//! last logged in; either change is saved to the settings, whose store announces it (so the security
+//! warnings are re-evaluated). A browser `Origin` from another site is refused (403), as
 //! Owncast does, so a page elsewhere cannot drive the admin API with cached credentials.
 
 use std::future::Future;
@@ -39,7 +39,6 @@ use parking_lot::RwLock;
 use sha2::{Digest, Sha256};
 
 use super::ApiError;
-use crate::events::{Bus, Event};
 use crate::password;
 use crate::store::settings::SettingsStore;
 use crate::throttle::{Backoff, BackoffConfig};
@@ -54,15 +53,14 @@ type Verified = Option<(String, [u8; 32])>;
 #[derive(Clone)]
 pub struct AdminAuth {
     settings: SettingsStore,
-    bus: Bus,
     cache: Arc<RwLock<Verified>>,
     /// Failed passwords per client address.
     backoff: Backoff,
 }
 
 impl AdminAuth {
-    pub fn new(settings: SettingsStore, bus: Bus) -> Self {
-        Self { settings, bus, cache: Arc::default(), backoff: Backoff::new(BackoffConfig::SECRETS) }
+    pub fn new(settings: SettingsStore) -> Self {
+        Self { settings, cache: Arc::default(), backoff: Backoff::new(BackoffConfig::SECRETS) }
     }
 
     /// Whether a request from `ip` carries the admin's Basic credentials (for routes that are public
@@ -142,12 +140,8 @@ impl AdminAuth {
             })
             .await;
         match saved {
-            Ok(()) => {
-                if rehash {
-                    tracing::info!("the admin password hash was upgraded to bcrypt");
-                }
-                self.bus.publish(Event::ConfigChanged { key: "adminpass".into() });
-            }
+            Ok(()) if rehash => tracing::info!("the admin password hash was upgraded to bcrypt"),
+            Ok(()) => {}
             Err(e) => tracing::warn!("could not save the admin password hash: {e}"),
         }
     }

@@ -3,8 +3,10 @@
 //!
 //! A feature keeps a table of `Setter`s (path, documented value shape, and a function that validates
 //! the value and applies it to a copy of the settings) and registers it from its own `routes` with
-//! `register`. The settings store persists the copy only if the function succeeds; then the feature's
-//! `SettingsHost::announce` publishes CONFIG_CHANGED (and whatever else the change means).
+//! `register`. The settings store persists the copy only if the function succeeds, and announces the
+//! change itself (`Event::SettingsChanged`, which sections changed): a setter announces nothing, and no
+//! feature learns of a change by a setter's name. A setter whose call means more than its value (the
+//! stream title's STREAM_TITLE_UPDATED) says so with its own `after` function.
 
 use std::sync::Arc;
 
@@ -16,7 +18,6 @@ use serde_json::Value;
 use super::{setter_value, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
 use crate::config::validate::ValidationError;
 use crate::config::Settings;
-use crate::events::{Bus, Event};
 use crate::store::settings::SettingsStore;
 
 /// The OpenAPI group of every setter.
@@ -34,17 +35,24 @@ pub struct Setter<C: 'static> {
     pub apply: Apply<C>,
     /// Takes effect only after a restart (ports, addresses).
     pub needs_restart: bool,
+    /// Run after every successful call (whether or not the value changed).
+    pub after: Option<fn(&C)>,
 }
 
 impl<C: 'static> Setter<C> {
     /// A setter whose change takes effect at once.
     pub const fn new(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply<C>) -> Self {
-        Setter { name, summary, value, apply, needs_restart: false }
+        Setter { name, summary, value, apply, needs_restart: false, after: None }
     }
 
     /// A setter whose change takes effect when castd restarts.
     pub const fn restart(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply<C>) -> Self {
-        Setter { name, summary, value, apply, needs_restart: true }
+        Setter { name, summary, value, apply, needs_restart: true, after: None }
+    }
+
+    /// This setter, running `f` after every successful call.
+    pub const fn after(self, f: fn(&C)) -> Self {
+        Setter { after: Some(f), ..self }
     }
 }
 
@@ -54,18 +62,12 @@ pub fn set<T>(slot: &mut T, value: Result<T, ValidationError>) -> Result<(), Val
     Ok(())
 }
 
-/// The state of a feature that owns setters: where the settings are, and what a change announces.
+/// The state of a feature that owns setters: where the settings are.
 pub trait SettingsHost: Send + Sync + 'static {
     fn settings_store(&self) -> &SettingsStore;
-    fn event_bus(&self) -> &Bus;
-
-    /// Publish what a successful change of the setter `name` means: CONFIG_CHANGED.
-    fn announce(&self, name: &str) {
-        self.event_bus().publish(Event::ConfigChanged { key: name.to_string() });
-    }
 }
 
-/// Validate and save `value` with `setter`, then announce the change.
+/// Validate and save `value` with `setter` (the store announces the change), then run its `after`.
 pub async fn apply<C: SettingsHost>(
     host: &Arc<C>,
     setter: &'static Setter<C>,
@@ -73,7 +75,9 @@ pub async fn apply<C: SettingsHost>(
 ) -> Result<Json<StatusResponse>, ApiError> {
     let ctx = host.clone();
     host.settings_store().update::<ApiError, _>(|s| Ok((setter.apply)(&ctx, &value, s)?)).await?;
-    host.announce(setter.name);
+    if let Some(after) = setter.after {
+        after(host);
+    }
     let msg = if setter.needs_restart {
         format!("{} saved; it takes effect when castd restarts", setter.name)
     } else {

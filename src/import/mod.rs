@@ -247,7 +247,8 @@ fn put_in_place(built: &Path, target: &Path, force: bool) -> Result<Option<Strin
 fn build_into(source: &source::Source, dir: &Path, report: &mut Report) -> Result<(), ImportError> {
     let store = Store::open(&dir.join("castd.db"))?;
     // The tables of every module written to, created by the modules' own migrations.
-    let settings_store = SettingsStore::open(store.clone())?;
+    // Nothing listens: the daemon is not running.
+    let settings_store = SettingsStore::open(store.clone(), crate::events::Bus::default())?;
     store.migrate("chat", crate::chat::MIGRATIONS)?;
     store.migrate("federation", crate::federation::data::MIGRATIONS)?;
     drop(crate::tokens::Tokens::open(store.clone())?);

@@ -30,7 +30,6 @@ use axum::Json;
 use sha2::{Digest, Sha256};
 use tracing::info;
 
-use crate::events::Bus;
 use crate::http::{ApiError, Auth, Registry, StatusResponse};
 use crate::media::{ChannelId, MediaPlane, PublisherGuard, Source};
 use crate::store::settings::SettingsStore;
@@ -62,8 +61,6 @@ pub fn key_backoff() -> Backoff {
 /// The ingest feature's state.
 pub struct Ingest {
     pub settings: SettingsStore,
-    /// The bus its setters announce CONFIG_CHANGED on.
-    pub bus: Bus,
     /// `--streamkey`: valid for this run only, never persisted.
     pub temp_stream_key: Option<String>,
     /// The media plane (its publisher slot).

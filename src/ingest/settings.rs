@@ -14,7 +14,6 @@ use utoipa::ToSchema;
 use super::Ingest;
 use crate::config::validate::{self, ValidationError};
 use crate::config::{Settings, MASKED};
-use crate::events::Bus;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{Registry, ValueDoc};
 use crate::store::settings::SettingsStore;
@@ -57,10 +56,6 @@ pub static SETTERS: &[Setter<Ingest>] = &[
 impl SettingsHost for Ingest {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
-    }
-
-    fn event_bus(&self) -> &Bus {
-        &self.bus
     }
 }
 

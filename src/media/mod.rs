@@ -41,10 +41,10 @@
 
 pub mod broadcast;
 pub mod channel;
-pub mod profile;
 pub mod feed;
 pub mod flv;
 pub mod h264;
+pub mod profile;
 pub mod realtime;
 pub mod retention;
 pub mod source;

@@ -334,8 +334,8 @@ mod tests {
 
     fn open(dir: &std::path::Path) -> (Arc<Metrics>, StreamWriter) {
         let store = Store::open(&dir.join("t.db")).unwrap();
-        let settings = SettingsStore::open(store.clone()).unwrap();
         let bus = Bus::default();
+        let settings = SettingsStore::open(store.clone(), bus.clone()).unwrap();
         let (writer, stream) = StreamWriter::new();
         let deps = MetricsDeps {
             store,
@@ -348,6 +348,27 @@ mod tests {
             telemetry: Arc::default(),
         };
         (Metrics::open(MetricsConfig::default(), deps).unwrap(), writer)
+    }
+
+    /// A live broadcast on the default channel running `variants` (what health reads), as ingest and the
+    /// transcoder make one; keep the writer while it is live.
+    fn go_live(m: &Metrics, variants: usize) -> crate::media::SourceWriter {
+        use crate::media::{ChannelId, Container, Profile, Protocol, Source};
+        let source = Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: ([127, 0, 0, 1], 1).into() };
+        let guard = m.media.claim(&ChannelId::default_channel(), source).unwrap();
+        let writer = m.media.go_live(guard);
+        writer.broadcast().start(Profile {
+            stream_id: "s".into(),
+            started_at: chrono::Utc::now(),
+            variants: vec![crate::config::StreamOutputVariant::default(); variants],
+            segment_seconds: 2,
+            list_size: 4,
+            latency_level: 2,
+            low_latency: false,
+            realtime_variant: None,
+            encoders: vec!["libx264".into(); variants],
+        });
+        writer
     }
 
     fn metrics() -> (tempfile::TempDir, Arc<Metrics>, StreamWriter) {
@@ -368,6 +389,7 @@ mod tests {
         let (_dir, metrics, stream) = metrics();
         let mut sub = metrics.bus.subscribe("test");
         stream.update(|s| s.online = true);
+        let _live = go_live(&metrics, 2);
         let t = &metrics.telemetry;
         t.encoder_progress(0, "libx264", 30.0, 1.4);
         t.encoder_progress(1, "libx264", 18.0, 0.6);

@@ -411,8 +411,6 @@ pub struct RegisterDestination {
 pub struct NotifyState {
     pub notifications: Arc<Notifications>,
     pub settings: SettingsStore,
-    /// Where its setters announce CONFIG_CHANGED.
-    pub bus: Bus,
     /// Checks the chat user's `?accessToken=` of the register route.
     pub users: Arc<dyn UserTokens>,
 }

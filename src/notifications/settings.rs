@@ -12,7 +12,6 @@ use utoipa::ToSchema;
 use super::NotifyState;
 use crate::config::validate::{self, url_re};
 use crate::config::{BrowserNotification, DiscordNotification, Settings, MASKED};
-use crate::events::Bus;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{Registry, ValueDoc};
 use crate::store::settings::SettingsStore;
@@ -51,10 +50,6 @@ pub static SETTERS: &[Setter<NotifyState>] = &[
 impl SettingsHost for NotifyState {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
-    }
-
-    fn event_bus(&self) -> &Bus {
-        &self.bus
     }
 }
 

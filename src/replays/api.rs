@@ -12,8 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::db::{self, ReplayRow};
@@ -23,34 +22,7 @@ use crate::http::{ApiError, Auth, BodyDoc, ClientIp, Registry, StatusResponse, V
 
 const GROUP: &str = "replays";
 
-/// A replay (Owncast's fields, then castd's).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Replay {
-    pub id: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub title: String,
-    pub start_time: DateTime<Utc>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub end_time: Option<DateTime<Utc>>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub in_progress: bool,
-    /// `/replay/{id}`.
-    pub manifest: String,
-    pub duration_seconds: f64,
-    pub total_bytes: i64,
-    pub clip_count: i64,
-    /// castd: `recording`, `finished` or `interrupted` (castd stopped while recording).
-    pub status: String,
-    /// castd: the broadcast's stream title.
-    pub stream_title: String,
-    /// castd: listed at `/api/replays` and playable by anyone.
-    pub public: bool,
-    /// castd: never deleted by the disk budget.
-    pub pinned: bool,
-    /// castd: `/replay/{id}/download.mp4`.
-    pub download: String,
-}
+pub use crate::events::replays::Replay;
 
 impl From<ReplayRow> for Replay {
     fn from(r: ReplayRow) -> Self {

@@ -70,30 +70,7 @@ impl RateLimits {
     }
 }
 
-/// A clip (Owncast's shape).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Clip {
-    pub id: String,
-    pub stream_id: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub clipped_by: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub title: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub stream_title: String,
-    pub relative_start_time: f64,
-    pub relative_end_time: f64,
-    pub duration_seconds: i64,
-    /// `/clip/{id}`.
-    pub manifest: String,
-    /// `/clip-thumbnail/{id}.jpg`, once the thumbnail exists.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thumbnail: Option<String>,
-    pub timestamp: DateTime<Utc>,
-    /// castd: `/clip/{id}/download.mp4`.
-    pub download: String,
-}
+pub use crate::events::replays::Clip;
 
 /// The body of `POST /api/clip` (Owncast's `AddClipJSONBody`).
 #[derive(Debug, Default, Deserialize, ToSchema)]

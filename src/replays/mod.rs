@@ -42,7 +42,7 @@ use chrono::Utc;
 use parking_lot::Mutex;
 use tracing::{info, warn};
 
-use crate::events::Bus;
+use crate::events::{Bus, Event};
 use crate::health::HealthHub;
 use crate::http::{AdminAuth, Registry, UserTokens};
 use crate::media::MediaPlane;
@@ -224,8 +224,7 @@ impl Replays {
     async fn replay_ready(&self, id: &str) {
         let (store, rid) = (self.store.clone(), id.to_string());
         if let Ok(Some(row)) = store.call(move |c| db::replay(c, &rid)).await {
-            let json = serde_json::to_value(api::Replay::from(row)).unwrap_or_default();
-            self.bus.publish(crate::events::Event::ReplayReady(json));
+            self.bus.publish(Event::ReplayReady(api::Replay::from(row)));
         }
     }
 
@@ -236,8 +235,7 @@ impl Replays {
                 let title = if clip.title.is_empty() { "a clip" } else { clip.title.as_str() };
                 format!("{} clipped {title}", clip.clipped_by)
             });
-        let json = serde_json::to_value(clips::Clip::from(clip.clone())).unwrap_or_default();
-        self.bus.publish(crate::events::Event::ClipCreated { clip: json, announce });
+        self.bus.publish(Event::ClipCreated { clip: clips::Clip::from(clip.clone()), announce });
     }
 
     /// Remove a deleted replay's object-storage copies.
@@ -246,15 +244,32 @@ impl Replays {
     }
 }
 
-/// Start the recorder and the budget timer.
+/// Start the recorder and the budget timer (which also runs at once when the settings store announces
+/// a new disk budget or retention).
 pub fn start(r: Arc<Replays>) {
     let tasks = r.tasks.clone();
     let reader = r.media.reader("replays");
     tasks.spawn_until_stopped(Stage::Outputs, "replay recorder", recorder::run(r.clone(), reader));
+    let mut sub = r.bus.subscribe("replay budget");
     tasks.spawn_until_stopped(Stage::Background, "replay budget", async move {
         loop {
             budget::enforce(&r).await;
-            tokio::time::sleep(BUDGET_INTERVAL).await;
+            let next = tokio::time::Instant::now() + BUDGET_INTERVAL;
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => break,
+                    ev = sub.recv() => match ev.as_deref() {
+                        None => return,
+                        Some(Event::SettingsChanged(c))
+                            if c.changed(|s| &s.replay.replay_max_gigabytes)
+                                || c.changed(|s| &s.replay.replay_retention_days) =>
+                        {
+                            break
+                        }
+                        Some(_) => {}
+                    },
+                }
+            }
         }
     });
 }

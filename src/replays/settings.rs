@@ -15,7 +15,6 @@ use utoipa::ToSchema;
 use super::Replays;
 use crate::config::replay::CLIP_PERMISSIONS;
 use crate::config::{ReplaySettings, Settings};
-use crate::events::Event;
 use crate::http::{setter_value, ApiError, Auth, BodyDoc, Registry, StatusResponse, ValueDoc};
 
 type Apply = fn(&Value, &mut ReplaySettings) -> Result<(), &'static str>;
@@ -135,18 +134,10 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>) {
 }
 
 async fn apply(r: Arc<Replays>, i: usize, body: Bytes) -> Result<Response, ApiError> {
-    let (name, _, _, f, ok) = SETTERS[i];
+    let (_, _, _, f, ok) = SETTERS[i];
     let value = setter_value(&body)?;
+    // The store announces the change; the budget task runs when the budget or the retention changed.
     r.settings.update::<ApiError, _>(|s| f(&value, &mut s.replay).map_err(ApiError::bad)).await?;
-    r.bus.publish(Event::ConfigChanged { key: name.to_string() });
-    if matches!(name, "replay/maxgigabytes" | "replay/retentiondays") {
-        let r2 = r.clone();
-        r.tasks.spawn(
-            crate::tasks::Stage::Background,
-            "replay budget",
-            async move { super::budget::enforce(&r2).await },
-        );
-    }
     Ok(StatusResponse::ok(ok).into_response())
 }
 

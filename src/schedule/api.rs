@@ -17,7 +17,6 @@ use super::model::{
 };
 use super::{db, ics, page, recurrence, Schedule, ScheduleError};
 use crate::config::Settings;
-use crate::events::Event;
 use crate::http::{setter_value, ApiError, Auth, BodyDoc, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
 
 const PUBLIC: &str = "public";
@@ -498,7 +497,6 @@ async fn apply_setter(
 ) -> Result<Json<StatusResponse>, ApiError> {
     let value = setter_value(&body)?;
     s.settings.update::<ApiError, _>(|settings| (setter.apply)(&value, settings).map_err(ApiError::BadRequest)).await?;
-    s.bus.publish(Event::ConfigChanged { key: format!("schedule/{}", setter.name) });
     s.refresh().await.map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(StatusResponse::ok(setter.done))
 }

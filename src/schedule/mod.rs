@@ -40,8 +40,8 @@ use tokio::sync::{watch, Notify};
 use tracing::warn;
 
 use crate::config::Settings;
-use crate::events::schedule::FederatedEvent;
-use crate::events::{Bus, Event, ScheduleActivity};
+use crate::events::schedule::{FederatedEvent, ScheduleAction, ScheduleStreamStatus};
+use crate::events::{Bus, Event, ScheduleActivity, ScheduleNotice};
 use crate::http::ApiError;
 use crate::store::settings::SettingsStore;
 use crate::store::{Store, StoreError};
@@ -302,7 +302,7 @@ impl Schedule {
                     continue;
                 };
                 self.bus.publish(Event::ScheduleReminder { event_id: e.id.clone(), text: text.clone() });
-                self.webhook(&e, "reminder", Some(text), now);
+                self.webhook(&e, ScheduleAction::Reminder, Some(text), now);
             }
         }
         Ok(())
@@ -335,7 +335,7 @@ impl Schedule {
         for e in warning {
             let id = e.id.clone();
             self.store.call(move |c| db::stamp(c, &id, "webhook_warning_sent_at", now)).await?;
-            self.webhook(&e, "10-minute-warning", None, now);
+            self.webhook(&e, ScheduleAction::TenMinuteWarning, None, now);
         }
         // Started: the start has passed (within the longest event, so old rows are not announced).
         let from = now - chrono::Duration::minutes(model::MAX_DURATION_MINUTES);
@@ -351,40 +351,36 @@ impl Schedule {
                     Ok(())
                 })
                 .await;
-            match title {
-                Ok(()) => self.bus.publish(Event::ConfigChanged { key: "streamtitle".into() }),
-                Err(err) => warn!("cannot set the stream title to the scheduled event's name: {err}"),
+            if let Err(err) = title {
+                warn!("cannot set the stream title to the scheduled event's name: {err}");
             }
-            self.webhook(&e, "started", None, now);
+            self.webhook(&e, ScheduleAction::Started, None, now);
         }
         let ended = self.store.call(move |c| db::ended(c, now)).await?;
         for e in ended {
             let id = e.id.clone();
             self.store.call(move |c| db::stamp(c, &id, "webhook_ended_sent_at", now)).await?;
-            self.webhook(&e, "ended", None, now);
+            self.webhook(&e, ScheduleAction::Ended, None, now);
         }
         Ok(())
     }
 
-    fn webhook(&self, e: &ScheduledEvent, action: &str, message: Option<String>, now: DateTime<Utc>) {
+    fn webhook(&self, e: &ScheduledEvent, action: ScheduleAction, message: Option<String>, now: DateTime<Utc>) {
         let s = self.settings.get();
         let state = self.stream.borrow().clone();
-        let mut data = json!({
-            "status": {
-                "online": state.online,
-                "streamTitle": s.instance.stream_title,
-                "lastConnectTime": state.last_connect_time,
-                "lastDisconnectTime": state.last_disconnect_time,
+        self.bus.publish(Event::ScheduledEvent(ScheduleNotice {
+            status: ScheduleStreamStatus {
+                online: state.online,
+                stream_title: s.instance.stream_title.clone(),
+                last_connect_time: state.last_connect_time,
+                last_disconnect_time: state.last_disconnect_time,
             },
-            "serverURL": s.server.server_url,
-            "event": e,
-            "action": action,
-            "timestamp": now,
-        });
-        if let Some(m) = message {
-            data["message"] = json!(m);
-        }
-        self.bus.publish(Event::ScheduledEvent(data));
+            server_url: s.server.server_url.clone(),
+            event: e.clone(),
+            action,
+            timestamp: now,
+            message,
+        }));
     }
 }
 
@@ -475,7 +471,8 @@ mod tests {
         dir: &std::path::Path,
     ) -> (Arc<Schedule>, crate::events::Subscription, crate::stream::StreamWriter) {
         let store = Store::open(&dir.join("s.db")).unwrap();
-        let settings = SettingsStore::open(store.clone()).unwrap();
+        let bus = Bus::default();
+        let settings = SettingsStore::open(store.clone(), bus.clone()).unwrap();
         settings
             .update::<StoreError, _>(|s| {
                 s.schedule.schedule_enabled = true;
@@ -487,7 +484,6 @@ mod tests {
             })
             .await
             .unwrap();
-        let bus = Bus::default();
         let sub = bus.subscribe("test");
         let (writer, stream) = crate::stream::StreamWriter::new();
         (Schedule::open(store, settings, bus, stream).unwrap(), sub, writer)
@@ -497,7 +493,9 @@ mod tests {
         let mut out = Vec::new();
         while let Some(e) = sub.try_recv() {
             match &*e {
-                Event::ScheduledEvent(d) => out.push(d["action"].as_str().unwrap_or_default().to_string()),
+                Event::ScheduledEvent(n) => {
+                    out.push(serde_json::to_value(n.action).unwrap().as_str().unwrap().to_string())
+                }
                 Event::ScheduleReminder { .. } => out.push("post".into()),
                 Event::ScheduleChatClosing { body, .. } => {
                     assert_eq!(body, NEVER_STARTED_MESSAGE);

@@ -13,27 +13,9 @@ pub const MAX_DURATION_MINUTES: i64 = 10_080;
 /// Duration when an input leaves it out.
 pub const DEFAULT_DURATION_MINUTES: i64 = 60;
 
-/// One scheduled stream (a one-off, or one occurrence of a series).
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ScheduledEvent {
-    pub id: String,
-    /// The series this occurrence belongs to; absent for a one-off.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub series_id: Option<String>,
-    pub name: String,
-    pub description: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub reminder_message: String,
-    /// RFC 3339, UTC.
-    pub start_time: DateTime<Utc>,
-    pub duration_minutes: i64,
-    /// IANA time zone the event was announced in.
-    pub timezone: String,
-    /// `scheduled` or `cancelled`.
-    #[schema(pattern = "^(scheduled|cancelled)$")]
-    pub status: String,
-}
+/// One scheduled stream (a one-off, or one occurrence of a series): the bus' type, since it is the
+/// `event` of the SCHEDULED_EVENTS webhook.
+pub use crate::events::schedule::ScheduledEvent;
 
 /// A recurring series.
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]

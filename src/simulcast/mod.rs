@@ -42,9 +42,9 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::Json;
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 use tokio_rustls::rustls;
 
+use crate::config::Section;
 use crate::events::{Bus, Event};
 use crate::health::{HealthHub, HealthInput};
 use crate::http::setters::SettingsHost;
@@ -90,8 +90,6 @@ pub struct Simulcast {
     tls: Result<Arc<rustls::ClientConfig>, String>,
     /// The configured targets, in the settings' order.
     targets: Mutex<Vec<Arc<target::TargetHandle>>>,
-    /// The targets setting changed.
-    changed: Notify,
 }
 
 impl Simulcast {
@@ -105,7 +103,6 @@ impl Simulcast {
             timing: Timing::from_env(),
             tls: rtmp::tls_config(),
             targets: Mutex::new(Vec::new()),
-            changed: Notify::new(),
         })
     }
 
@@ -125,7 +122,7 @@ impl Simulcast {
                 status.last_error.as_deref().unwrap_or("no answer")
             );
         }
-        self.bus.publish(Event::SimulcastStateChanged(serde_json::to_value(&status).unwrap_or_default()));
+        self.bus.publish(Event::SimulcastStateChanged(status));
         self.update_health();
     }
 
@@ -177,26 +174,25 @@ impl SettingsHost for Simulcast {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
     }
-
-    fn event_bus(&self) -> &Bus {
-        &self.bus
-    }
-
-    fn announce(&self, name: &str) {
-        self.bus.publish(Event::ConfigChanged { key: name.to_string() });
-        self.changed.notify_one();
-    }
 }
 
-/// Start the manager (stage `Outputs`): runners for the saved targets now, and again on every change.
+/// Start the manager (stage `Outputs`): runners for the saved targets now, and again whenever the
+/// settings store announces a change of the simulcast section.
 pub fn start(sc: Arc<Simulcast>, tasks: &Tasks) {
     let stop = tasks.token(Stage::Outputs);
+    let mut sub = sc.bus.subscribe("simulcast");
     tasks.spawn(Stage::Outputs, "simulcast manager", async move {
         loop {
             sc.reconcile();
-            tokio::select! {
-                _ = sc.changed.notified() => {}
-                _ = stop.cancelled() => return,
+            loop {
+                tokio::select! {
+                    ev = sub.recv() => match ev.as_deref() {
+                        None => return,
+                        Some(Event::SettingsChanged(change)) if change.touches(Section::Simulcast) => break,
+                        Some(_) => {}
+                    },
+                    _ = stop.cancelled() => return,
+                }
             }
         }
     });

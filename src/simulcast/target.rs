@@ -17,12 +17,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use parking_lot::Mutex;
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
-use utoipa::ToSchema;
 
 use super::rtmp::{Ended, Endpoint, Progress, Publisher, Source};
 use super::variant::VariantReader;
@@ -30,35 +28,7 @@ use super::{Simulcast, SimulcastError};
 use crate::config::{SimulcastTarget, TargetVariant};
 use crate::media::{Broadcast, ChannelId};
 
-/// A target's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TargetState {
-    Off,
-    Connecting,
-    Live,
-    Retrying,
-    Failed,
-}
-
-/// A target's status.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TargetStatus {
-    pub id: String,
-    pub name: String,
-    pub state: TargetState,
-    /// When the target entered this state.
-    pub since: DateTime<Utc>,
-    /// Bytes sent to the remote over this target's life (every connection).
-    pub bytes_sent: u64,
-    /// The send rate over the last couple of seconds while live (0 otherwise).
-    pub bitrate_kbps: u32,
-    /// The last error, in the remote's own words where it gave any.
-    pub last_error: Option<String>,
-    /// Connections tried again after a failure.
-    pub reconnects: u64,
-}
+pub use crate::events::simulcast::{TargetState, TargetStatus};
 
 /// Timing of retries and of the `failed` state.
 #[derive(Debug, Clone, Copy)]

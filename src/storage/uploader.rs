@@ -174,10 +174,6 @@ impl crate::http::setters::SettingsHost for Storage {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
     }
-
-    fn event_bus(&self) -> &Bus {
-        &self.bus
-    }
 }
 
 impl Storage {
@@ -722,7 +718,9 @@ pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
                 }
                 event = sub.recv() => match event.as_deref() {
                     None => return,
-                    Some(Event::ConfigChanged { key }) if key == "s3" || key == "videoservingendpoint" => {
+                    Some(Event::SettingsChanged(change))
+                        if change.changed(|s| &s.storage.s3) || change.changed(|s| &s.server.video_serving_endpoint) =>
+                    {
                         if let Some(t) = storage.reload() {
                             storage.spawn_clean_up(t);
                         }

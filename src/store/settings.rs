@@ -5,6 +5,11 @@
 //! takes its default, and a row that no longer parses is reported and replaced by the default instead
 //! of stopping the server. `SettingsStore` keeps the current settings in memory for cheap reads and
 //! writes only the rows that changed.
+//!
+//! It is also the one announcer of settings changes: after every update that changed something it
+//! publishes `Event::SettingsChanged` on the bus it was opened with (which sections changed, the
+//! settings before and after; see `events::settings`), in the order the updates were applied. Setters
+//! announce nothing themselves, and nothing names a setting by a string to learn that it changed.
 
 use std::sync::Arc;
 
@@ -13,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::{Migrations, Store, StoreError};
 use crate::config::Settings;
+use crate::events::{Bus, Event, SettingsChange};
 
 const MIGRATIONS: Migrations = &["CREATE TABLE settings (
         key TEXT PRIMARY KEY,
@@ -27,6 +33,8 @@ pub struct SettingsStore {
     current: Arc<RwLock<Arc<Settings>>>,
     /// Serializes read-modify-write updates so concurrent setters never lose each other's change.
     write_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Where changes are announced.
+    bus: Bus,
 }
 
 fn to_map(s: &Settings) -> Result<Map<String, Value>, StoreError> {
@@ -38,8 +46,8 @@ fn to_map(s: &Settings) -> Result<Map<String, Value>, StoreError> {
 }
 
 impl SettingsStore {
-    /// Create the table if needed and load the settings.
-    pub fn open(store: Store) -> Result<Self, StoreError> {
+    /// Create the table if needed and load the settings; changes will be announced on `bus`.
+    pub fn open(store: Store, bus: Bus) -> Result<Self, StoreError> {
         store.migrate("settings", MIGRATIONS)?;
         let rows: Vec<(String, String)> = store.with(|c| {
             let mut stmt = c.prepare("SELECT key, value FROM settings")?;
@@ -72,6 +80,7 @@ impl SettingsStore {
             store,
             current: Arc::new(RwLock::new(Arc::new(settings))),
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
+            bus,
         })
     }
 
@@ -80,8 +89,9 @@ impl SettingsStore {
         self.current.read().clone()
     }
 
-    /// Apply `f` to a copy of the settings, persist the fields that changed, then publish the copy.
-    /// Nothing changes in memory unless the database write succeeded.
+    /// Apply `f` to a copy of the settings, persist the fields that changed, then publish the copy and
+    /// announce the change (`Event::SettingsChanged`; nothing when no section changed). Nothing
+    /// changes in memory, and nothing is announced, unless the database write succeeded.
     pub async fn update<E, T>(&self, f: impl FnOnce(&mut Settings) -> Result<T, E>) -> Result<T, E>
     where
         E: From<StoreError>,
@@ -110,11 +120,12 @@ impl SettingsStore {
                 })
                 .await?;
         }
-        *self.current.write() = Arc::new(next);
+        self.replace(before, next);
         Ok(out)
     }
 
-    /// Like `update`, for start-up code that runs before the async runtime serves requests.
+    /// Like `update` (the change is announced the same way), for start-up code that runs before the
+    /// async runtime serves requests.
     pub fn update_blocking(&self, f: impl FnOnce(&mut Settings)) -> Result<(), StoreError> {
         let before = self.get();
         let mut next = (*before).clone();
@@ -133,8 +144,18 @@ impl SettingsStore {
             tx.commit()?;
             Ok(())
         })?;
-        *self.current.write() = Arc::new(next);
+        self.replace(before, next);
         Ok(())
+    }
+
+    /// Make `next` the current settings and announce what changed from `before`. Called with the
+    /// update serialized (the write lock, or start-up), so announcements come in the updates' order.
+    fn replace(&self, before: Arc<Settings>, next: Settings) {
+        let next = Arc::new(next);
+        *self.current.write() = next.clone();
+        if let Some(change) = SettingsChange::between(before, next) {
+            self.bus.publish(Event::SettingsChanged(change));
+        }
     }
 }
 
@@ -150,13 +171,14 @@ fn changed_rows(before: &Settings, after: &Settings) -> Result<Vec<(String, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Section;
 
     #[tokio::test]
     async fn settings_round_trip_and_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
         {
-            let s = SettingsStore::open(Store::open(&path).unwrap()).unwrap();
+            let s = SettingsStore::open(Store::open(&path).unwrap(), Bus::default()).unwrap();
             assert_eq!(s.get().video.latency_level, 2);
             s.update::<StoreError, _>(|c| {
                 c.instance.name = "Renamed".into();
@@ -166,7 +188,7 @@ mod tests {
             .await
             .unwrap();
         }
-        let s = SettingsStore::open(Store::open(&path).unwrap()).unwrap();
+        let s = SettingsStore::open(Store::open(&path).unwrap(), Bus::default()).unwrap();
         assert_eq!(s.get().instance.name, "Renamed");
         assert_eq!(s.get().video.latency_level, 4);
         assert_eq!(s.get().instance.tags, Settings::default().instance.tags);
@@ -186,7 +208,7 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        let s = SettingsStore::open(store).unwrap();
+        let s = SettingsStore::open(store, Bus::default()).unwrap();
         assert_eq!(s.get().video.latency_level, 2);
         assert_eq!(s.get().instance.name, "Kept");
         assert!(!s.get().instance.nsfw);
@@ -207,7 +229,7 @@ mod tests {
     async fn a_section_field_is_one_row_under_its_own_key() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("s.db")).unwrap();
-        let s = SettingsStore::open(store.clone()).unwrap();
+        let s = SettingsStore::open(store.clone(), Bus::default()).unwrap();
         s.update::<StoreError, _>(|c| {
             c.chat.chat_disabled = true;
             c.storage.s3.bucket = "b".into();
@@ -247,7 +269,7 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        let s = SettingsStore::open(store).unwrap().get();
+        let s = SettingsStore::open(store, Bus::default()).unwrap().get();
         let d = Settings::default();
         assert!(s.chat.chat_disabled);
         assert_eq!(s.chat.forbidden_usernames, d.chat.forbidden_usernames);
@@ -260,5 +282,79 @@ mod tests {
         assert_eq!(s.server.rtmp_server_port, d.server.rtmp_server_port);
         assert_eq!(s.instance, d.instance);
         assert_eq!(s.video, d.video);
+    }
+
+    /// The settings changes the store announced so far.
+    fn announced(sub: &mut crate::events::Subscription) -> Vec<SettingsChange> {
+        let mut out = Vec::new();
+        while let Some(e) = sub.try_recv() {
+            match &*e {
+                Event::SettingsChanged(c) => out.push(c.clone()),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        out
+    }
+
+    fn sections(c: &SettingsChange) -> Vec<Section> {
+        c.sections().iter().collect()
+    }
+
+    #[tokio::test]
+    async fn an_update_announces_the_sections_it_changed_and_nothing_when_it_changed_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::default();
+        let mut sub = bus.subscribe("test");
+        let s = SettingsStore::open(Store::open(&dir.path().join("s.db")).unwrap(), bus).unwrap();
+        // Two sections in one update: one announcement naming both, with the values before and after.
+        s.update::<StoreError, _>(|c| {
+            c.storage.s3.bucket = "b".into();
+            c.server.video_serving_endpoint = "https://cdn.example".into();
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let got = announced(&mut sub);
+        assert_eq!(got.len(), 1);
+        assert_eq!(sections(&got[0]), [Section::Server, Section::Storage]);
+        assert!(got[0].changed(|c| &c.storage.s3) && got[0].changed(|c| &c.server.video_serving_endpoint));
+        assert!(!got[0].changed(|c| &c.server.server_url));
+        assert_eq!(got[0].before().storage.s3.bucket, "");
+        assert_eq!(got[0].after().storage.s3.bucket, "b");
+        assert_eq!(*s.get(), *got[0].after());
+        // The same values again, an update that leaves everything as it was, a failed update: silence.
+        s.update::<StoreError, _>(|c| {
+            c.storage.s3.bucket = "b".into();
+            Ok(())
+        })
+        .await
+        .unwrap();
+        s.update::<StoreError, _>(|_| Ok(())).await.unwrap();
+        let failed = s
+            .update::<StoreError, ()>(|c| {
+                c.chat.chat_disabled = true;
+                Err(StoreError::Corrupt("refused".into()))
+            })
+            .await;
+        assert!(failed.is_err());
+        assert!(!s.get().chat.chat_disabled);
+        assert!(announced(&mut sub).is_empty());
+        // One section: only it.
+        s.update::<StoreError, _>(|c| {
+            c.instance.stream_title = "Live".into();
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let got = announced(&mut sub);
+        assert_eq!(got.len(), 1);
+        assert_eq!(sections(&got[0]), [Section::Instance]);
+        // update_blocking announces the same way.
+        s.update_blocking(|c| c.replay.replay_retention_days = 3).unwrap();
+        s.update_blocking(|c| c.replay.replay_retention_days = 3).unwrap();
+        let got = announced(&mut sub);
+        assert_eq!(got.len(), 1);
+        assert_eq!(sections(&got[0]), [Section::Replay]);
+        assert!(got[0].changed(|c| &c.replay.replay_retention_days));
     }
 }

@@ -37,7 +37,6 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tracing::info;
 
-use crate::events::Bus;
 use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
 use crate::media::{ChannelId, MediaPlane};
 use crate::store::settings::SettingsStore;
@@ -62,7 +61,6 @@ pub const KIND: &str = "whep";
 /// The WHEP feature's state.
 pub struct Whep {
     pub settings: SettingsStore,
-    pub bus: Bus,
     pub stream: StreamWatch,
     pub media: Arc<MediaPlane>,
     /// Chat users (their access tokens) live here.

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use super::Whep;
 use crate::config::validate;
-use crate::events::Bus;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{Registry, ValueDoc};
 use crate::store::settings::SettingsStore;
@@ -39,10 +38,6 @@ pub static SETTERS: &[Setter<Whep>] = &[
 impl SettingsHost for Whep {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
-    }
-
-    fn event_bus(&self) -> &Bus {
-        &self.bus
     }
 }
 

@@ -9,7 +9,6 @@ use utoipa::ToSchema;
 use super::Directory;
 use crate::config::validate::{self, URL_OR_EMPTY_SCHEMA};
 use crate::config::Settings;
-use crate::events::Bus;
 use crate::http::setters::{self, set, Setter, SettingsHost};
 use crate::http::{Registry, ValueDoc};
 use crate::store::settings::SettingsStore;
@@ -34,10 +33,6 @@ pub static SETTERS: &[Setter<Directory>] = &[
 impl SettingsHost for Directory {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
-    }
-
-    fn event_bus(&self) -> &Bus {
-        &self.bus
     }
 }
 
