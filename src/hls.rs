@@ -6,8 +6,8 @@
 //! `<data-dir>/hls` can be named. The thumbnail and preview are made by the transcoder
 //! (`transcode::thumbnail`); this module only serves them.
 //!
-//! While live, the live window is served from memory (`LiveFiles`, one per channel: `LiveWindows`), kept
-//! in step with the broadcast's feed (this module is a reader of every broadcast, `media::Attached`):
+//! While live, the live window is served from memory (`LiveFiles`), kept in step with the broadcast's
+//! feed (this module reads each of its channel's broadcasts, `media::Attached`):
 //! `Started` empties it, each `SegmentWritten` maps the new segment, the `PlaylistWritten` after it loads the playlist,
 //! `SegmentRetired` drops what left the window, so memory holds exactly the live window and a player
 //! never sees a playlist naming a segment memory does not have; a lagged feed resyncs from the
@@ -59,15 +59,17 @@ fn from_edge(mark: Option<&str>, headers: &HeaderMap) -> bool {
 
 /// What the HLS routes need.
 pub struct Hls {
-    /// `<data-dir>/hls`.
+    /// The channel served here (each channel has its own `Hls`).
+    pub channel: ChannelId,
+    /// The channel's HLS folder (`<data-dir>/hls` for the default channel).
     pub hls_dir: PathBuf,
     /// Where the thumbnail and preview are (the data dir).
     pub images_dir: PathBuf,
     pub metrics: Arc<Metrics>,
-    /// The live windows in memory, per channel.
-    pub live: LiveWindows,
+    /// The live window in memory.
+    pub live: Arc<LiveFiles>,
     /// Low-latency HLS (parts, blocking reload) while the stream is live at the LL latency level.
-    pub ll: Arc<crate::llhls::LlChannels>,
+    pub ll: Arc<crate::llhls::LlHls>,
     /// Playlists served instead of the local ones when present (object storage: segment URIs on the
     /// bucket or CDN).
     pub remote: Option<Arc<dyn PlaylistOverride>>,
@@ -81,27 +83,6 @@ pub struct Hls {
 /// `None` serves the local playlist (storage off, behind or failing).
 pub trait PlaylistOverride: Send + Sync {
     fn playlist(&self, rel: &str) -> Option<FileBody>;
-}
-
-/// Every channel's live window. The default channel's is a field of its own: the HLS routes ask it on
-/// every request.
-#[derive(Default)]
-pub struct LiveWindows {
-    pub default: Arc<LiveFiles>,
-    others: RwLock<HashMap<ChannelId, Arc<LiveFiles>>>,
-}
-
-impl LiveWindows {
-    /// Channel `id`'s live window.
-    pub fn of(&self, id: &ChannelId) -> Arc<LiveFiles> {
-        if id.is_default() {
-            return self.default.clone();
-        }
-        if let Some(w) = self.others.read().get(id) {
-            return w.clone();
-        }
-        self.others.write().entry(id.clone()).or_default().clone()
-    }
 }
 
 /// The live window held in memory, by path under the HLS directory (`0/stream.m3u8`, `0/x-1.ts`).
@@ -187,15 +168,14 @@ impl LiveFiles {
     }
 }
 
-/// Keep each channel's live window in step with what the transcoder writes (each broadcast's feed)
-/// until the broadcast ends; `Started` starts from an empty window.
+/// Keep the channel's live window in step with what the transcoder writes (each of its broadcasts'
+/// feed) until the broadcast ends; `Started` starts from an empty window.
 pub fn start(hls: Arc<Hls>, media: &MediaPlane, tasks: &Tasks) {
-    let mut reader = media.reader("hls-live-window");
+    let mut reader = media.reader_for(&hls.channel, "hls-live-window");
     let spawner = tasks.clone();
     tasks.spawn_until_stopped(Stage::Outputs, "hls: live windows", async move {
         while let Some(Attached { broadcast, feed }) = reader.next().await {
-            let live = hls.live.of(&broadcast.channel);
-            spawner.spawn(Stage::Outputs, "hls: live window", follow(live, broadcast, feed));
+            spawner.spawn(Stage::Outputs, "hls: live window", follow(hls.live.clone(), broadcast, feed));
         }
     });
 }
@@ -338,13 +318,13 @@ async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, Ap
         }
         crate::metrics::playback::harvest_request(&hls.metrics.playback, peer, headers, req.uri.query());
     };
-    if let Some(answer) = hls.ll.default.serve(path, req.uri.query(), headers).await {
+    if let Some(answer) = hls.ll.serve(path, req.uri.query(), headers).await {
         bookkeeping(path.ends_with(".m3u8"));
         return answer;
     }
     // The memory window is keyed by the names the transcoder wrote, so a hit needs no path checks.
     let remote = if path.ends_with(".m3u8") { hls.remote.as_ref().and_then(|r| r.playlist(path)) } else { None };
-    let file = match remote.map(Arc::new).or_else(|| hls.live.default.get(path)) {
+    let file = match remote.map(Arc::new).or_else(|| hls.live.get(path)) {
         Some(f) => f,
         None => {
             let (rel, kind) = safe_relative(path).ok_or_else(not_found)?;

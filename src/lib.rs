@@ -149,16 +149,23 @@
 //!   Uses `chat` (through `chat::relay`, the seam: the hub's link, the origin's outbound queue, the
 //!   handling of a remote client's event) and `metrics` (an edge marks the viewers it serves). Off
 //!   without `--redis-url`.
+//! - [`channels`]: many streamers on one castd: the channel table (in the default channel's database),
+//!   the server admin's channel routes (`/api/admin/channels`), the public list (`/api/channels`) and the
+//!   dispatcher that hands `/c/{slug}/...` to a channel's own router. Each channel is a stack of the
+//!   features above, built by the composition root through `channels::ChannelHost`. Uses nothing else.
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
 //! **Tools** (run by `main.rs` as subcommands; not wired by the root, imported by nothing):
 //! - [`import`]: `castd import-owncast`, an Owncast data directory into a castd one.
 //!
-//! **Composition root**: [`daemon`] builds every feature's state, wires the handles, merges the routers
+//! **Composition root**: [`daemon`] builds every feature's state (the server-wide pieces, the default
+//! channel's stack and, through `channels`, every other channel's: `daemon::channel`), wires the handles,
+//! merges the routers
 //! and runs the lifecycle (including the orderly shutdown on SIGTERM).
 
 pub mod api;
+pub mod channels;
 pub mod chat;
 pub mod cluster;
 pub mod config;

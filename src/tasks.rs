@@ -23,6 +23,10 @@
 //!
 //! A task's name is kept while it runs (a small registry) so that a stage that does not stop in time
 //! says which tasks it waited for.
+//!
+//! Scopes: [`Tasks::scope`] gives a part of the daemon (a channel) its own stop tokens, children of the
+//! daemon's, on the same tracker and registry: shutdown stops and waits for its tasks like any other,
+//! and [`Tasks::close`] stops that scope's alone (a deleted channel), stage by stage.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -99,8 +103,6 @@ impl<T> Future for Task<T> {
 struct Inner {
     tracker: TaskTracker,
     root: CancellationToken,
-    /// Per stage: "stop now" (children of `root`).
-    stop: Vec<CancellationToken>,
     /// Per stage: "out of time", the stragglers are dropped.
     kill: Vec<CancellationToken>,
     /// Running tasks: id → (stage, name).
@@ -110,10 +112,12 @@ struct Inner {
     ended: Notify,
 }
 
-/// The daemon's tasks (cheap to clone; every clone is the same set).
+/// The daemon's tasks (cheap to clone; every clone is the same set), or a scope of them.
 #[derive(Clone)]
 pub struct Tasks {
     inner: Arc<Inner>,
+    /// Per stage: "stop now" (the daemon's: children of `root`; a scope's: children of its parent's).
+    stop: Arc<Vec<CancellationToken>>,
 }
 
 impl Default for Tasks {
@@ -178,10 +182,10 @@ impl Tasks {
         let stop = Stage::ALL.iter().map(|_| root.child_token()).collect();
         let kill = Stage::ALL.iter().map(|_| CancellationToken::new()).collect();
         Self {
+            stop: Arc::new(stop),
             inner: Arc::new(Inner {
                 tracker: TaskTracker::new(),
                 root,
-                stop,
                 kill,
                 running: Mutex::default(),
                 next_id: AtomicU64::new(0),
@@ -190,9 +194,27 @@ impl Tasks {
         }
     }
 
-    /// The token that fires when `stage` stops.
+    /// The token that fires when `stage` stops (for a scope: also when the scope is closed).
     pub fn token(&self, stage: Stage) -> CancellationToken {
-        self.inner.stop[stage.index()].clone()
+        self.stop[stage.index()].clone()
+    }
+
+    /// A scope of these tasks: its tasks stop with the daemon's stages, and all of them on
+    /// [`Tasks::close`] of the scope.
+    pub fn scope(&self) -> Tasks {
+        Tasks { inner: self.inner.clone(), stop: Arc::new(self.stop.iter().map(|t| t.child_token()).collect()) }
+    }
+
+    /// Stop this scope's tasks, stage by stage in drain order: each stage's token fires, then up to
+    /// `limit` per stage for the tasks of the whole daemon in that stage to end (the scope's among them;
+    /// it is called for a scope with nothing live, whose loops end at once).
+    pub async fn close(&self, limit: Duration) {
+        for stage in Stage::ALL {
+            self.stop[stage.index()].cancel();
+            tokio::task::yield_now().await;
+        }
+        // The loops end at their next await; give them a moment, but never wait for other scopes' work.
+        tokio::time::sleep(limit.min(Duration::from_millis(100))).await;
     }
 
     /// A new token of the tree (a child of the root) for a feature's own signal, such as "out of
@@ -203,7 +225,7 @@ impl Tasks {
 
     /// Whether `stage` has been told to stop.
     pub fn is_stopping(&self, stage: Stage) -> bool {
-        self.inner.stop[stage.index()].is_cancelled()
+        self.stop[stage.index()].is_cancelled()
     }
 
     /// Spawn a task that finishes its work by itself: it watches [`Tasks::token`] of its stage and
@@ -276,7 +298,7 @@ impl Tasks {
     /// Stop `stage`: fire its token and wait up to `limit` for its tasks; the ones still running then
     /// are logged by name and dropped.
     pub async fn stop(&self, stage: Stage, limit: Duration) -> StageReport {
-        self.inner.stop[stage.index()].cancel();
+        self.stop[stage.index()].cancel();
         if self.wait(stage, limit).await {
             tracing::debug!(?stage, "tasks stopped");
             return StageReport::default();

@@ -123,7 +123,7 @@ pub fn admin_status(server: &Server) -> AdminStatus {
     let st = server.stream.borrow().clone();
     let (current, session_max, overall_max) = server.viewers.everywhere();
     // What is running: the live broadcast's profile, whatever the settings say now.
-    let running = server.media.running(&crate::media::ChannelId::default_channel());
+    let running = server.media.running(&server.channel);
     let current_broadcast = running.filter(|_| st.online).map(|p| CurrentBroadcast {
         output_settings: p.variants.clone(),
         latency_level: LatencyLevel {

@@ -34,6 +34,8 @@ pub struct Server {
     pub stream: StreamWatch,
     /// The media plane: what is running (the live broadcast's profile) is read there, not in the settings.
     pub media: Arc<crate::media::MediaPlane>,
+    /// The channel this instance serves (each channel has its own).
+    pub channel: crate::media::ChannelId,
     pub viewers: Viewers,
     pub health: Arc<HealthHub>,
     pub encoders: watch::Receiver<Vec<EncoderInfo>>,
@@ -48,7 +50,13 @@ pub struct Server {
     pub follower_count: Arc<std::sync::atomic::AtomicU64>,
     /// The current or next scheduled stream (`scheduledEvent` of `/api/status`), kept by the schedule.
     pub schedule: crate::schedule::ScheduleWatch,
+    /// Whether a stream key is another channel's (stream keys are unique across the server); set by the
+    /// composition root once every channel is known.
+    pub key_taken: Arc<std::sync::OnceLock<KeyTaken>>,
 }
+
+/// See [`Server::key_taken`].
+pub type KeyTaken = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 impl Server {
     /// Names of the encoders that can be used on this box (once each, though VA-API may work on several

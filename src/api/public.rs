@@ -364,7 +364,7 @@ pub struct VariantName {
 /// offline, the settings' (what the next broadcast will run).
 async fn variants(State(server): State<Arc<Server>>) -> Json<Vec<VariantName>> {
     let s = server.settings.get();
-    let running = server.media.running(&crate::media::ChannelId::default_channel());
+    let running = server.media.running(&server.channel);
     let ladder = running.as_ref().map_or(&s.video.video_quality_variants, |p| &p.variants);
     Json(
         ladder

@@ -111,8 +111,18 @@ pub static SETTERS: &[Setter<Server>] = &[
     Setter::new("externalactions", "External actions", JsonSchema(EXTERNAL_ACTIONS), |_, v, s| {
         set(&mut s.instance.external_actions, validate::external_actions(v))
     }),
-    Setter::new("streamkeys", "Stream keys", JsonSchema(STREAM_KEYS), |_, v, s| {
-        set(&mut s.server.stream_keys, validate::stream_keys(v))
+    Setter::new("streamkeys", "Stream keys", JsonSchema(STREAM_KEYS), |server, v, s| {
+        let keys = validate::stream_keys(v)?;
+        // A key names the channel it publishes to: unique across the server.
+        if let Some(taken) = server.key_taken.get() {
+            if let Some(k) = keys.iter().find(|k| taken(&k.key)) {
+                let shown: String = k.key.chars().take(4).collect();
+                return Err(ValidationError(format!(
+                    "the stream key {shown}… is another channel's: stream keys are unique across the server"
+                )));
+            }
+        }
+        set(&mut s.server.stream_keys, Ok(keys))
     }),
     Setter::new("hideviewercount", "Hide the viewer count", Boolean, |_, v, s| {
         set(&mut s.instance.hide_viewer_count, validate::boolean(v))
@@ -125,16 +135,19 @@ pub static SETTERS: &[Setter<Server>] = &[
         "Chat websocket host override (ws, wss, http or https URL, or empty)",
         JsonSchema(SOCKET_URL),
         |_, v, s| set(&mut s.server.socket_host_override, validate::socket_url(v)),
-    ),
+    )
+    .server_wide(),
     Setter::new(
         "videoservingendpoint",
         "Video serving endpoint (URL or empty)",
         JsonSchema(URL_OR_EMPTY_SCHEMA),
         |_, v, s| set(&mut s.server.video_serving_endpoint, validate::url(v, true)),
-    ),
+    )
+    .server_wide(),
     Setter::new("serverurl", "Public URL of this server (or empty)", JsonSchema(URL_OR_EMPTY_SCHEMA), |_, v, s| {
         set(&mut s.server.server_url, validate::url(v, true))
-    }),
+    })
+    .server_wide(),
     Setter::new(
         "ffmpegpath",
         "Path of the ffmpeg binary (absolute, or empty; castd transcodes in-process)",
@@ -147,19 +160,24 @@ pub static SETTERS: &[Setter<Server>] = &[
             }
             set(&mut s.server.ffmpeg_path, Ok(p))
         },
-    ),
+    )
+    .server_wide(),
     Setter::restart("rtmpserverport", "RTMP port", JsonSchema(PORT), |_, v, s| {
         set(&mut s.server.rtmp_server_port, validate::port(v))
-    }),
+    })
+    .server_wide(),
     Setter::restart("rtmpserverbindaddress", "RTMP bind address", JsonSchema(IP), |_, v, s| {
         set(&mut s.server.rtmp_server_bind_address, validate::ip_address(v))
-    }),
+    })
+    .server_wide(),
     Setter::restart("webserverport", "Web port", JsonSchema(PORT), |_, v, s| {
         set(&mut s.server.web_server_port, validate::port(v))
-    }),
+    })
+    .server_wide(),
     Setter::restart("webserverip", "Web bind address", JsonSchema(IP), |_, v, s| {
         set(&mut s.server.web_server_ip, validate::ip_address(v))
-    }),
+    })
+    .server_wide(),
     Setter::new("autoplay", "Autoplay: on, off or muted (or a boolean)", JsonSchema(AUTOPLAY), |_, v, s| {
         let mode = match v {
             Value::Bool(true) => "on".to_string(),
@@ -176,6 +194,10 @@ pub static SETTERS: &[Setter<Server>] = &[
 impl SettingsHost for Server {
     fn settings_store(&self) -> &SettingsStore {
         &self.settings
+    }
+
+    fn is_channel(&self) -> bool {
+        !self.channel.is_default()
     }
 }
 

@@ -43,7 +43,7 @@ pub static SETTERS: &[Setter<Server>] = &[
         "video/codec",
         "Video encoder: auto or an available encoder name",
         JsonSchema(CODEC),
-        |server, v, s| {
+        |server: &Server, v, s| {
             let wanted = validate::string(v, 64)?;
             let available = server.available_codecs();
             if wanted != "auto" && !available.contains(&wanted) {
@@ -55,7 +55,8 @@ pub static SETTERS: &[Setter<Server>] = &[
             s.video.video_codec = wanted;
             Ok(())
         },
-    ),
+    )
+    .server_wide(),
 ];
 
 /// The video setter routes.

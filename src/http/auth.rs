@@ -54,13 +54,22 @@ type Verified = Option<(String, [u8; 32])>;
 pub struct AdminAuth {
     settings: SettingsStore,
     cache: Arc<RwLock<Verified>>,
-    /// Failed passwords per client address.
+    /// Failed passwords per client address (one table for the server and every channel).
     backoff: Backoff,
+    /// A channel's check: the server admin's settings, whose password works here too.
+    server: Option<SettingsStore>,
 }
 
 impl AdminAuth {
     pub fn new(settings: SettingsStore) -> Self {
-        Self { settings, cache: Arc::default(), backoff: Backoff::new(BackoffConfig::SECRETS) }
+        Self { settings, cache: Arc::default(), backoff: Backoff::new(BackoffConfig::SECRETS), server: None }
+    }
+
+    /// A channel's admin check: the channel's own admin password (in `settings`) or the server
+    /// admin's (`server`'s), with the server's backoff table (a guess at any admin password counts
+    /// against the address everywhere).
+    pub fn for_channel(settings: SettingsStore, server: &AdminAuth) -> Self {
+        Self { settings, cache: Arc::default(), backoff: server.backoff.clone(), server: Some(server.settings.clone()) }
     }
 
     /// Whether a request from `ip` carries the admin's Basic credentials (for routes that are public
@@ -78,28 +87,47 @@ impl AdminAuth {
     /// checked. `ip` is `None` only without connection info; such requests share one address.
     pub async fn check(&self, ip: Option<IpAddr>, password: &str) -> Result<bool, ApiError> {
         let ip = ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        let hash = self.settings.get().server.admin_password_hash.clone();
-        if hash.is_empty() {
+        let own = self.settings.get().server.admin_password_hash.clone();
+        let server = self.server.as_ref().map(|s| s.get().server.admin_password_hash.clone());
+        // The hashes a password may match: this admin's, then (for a channel) the server admin's.
+        let hashes: Vec<String> = [Some(own.clone()), server].into_iter().flatten().filter(|h| !h.is_empty()).collect();
+        if hashes.is_empty() {
             return Ok(false);
         }
         self.backoff.check(ip)?;
         let digest: [u8; 32] = Sha256::digest(password.as_bytes()).into();
         if let Some((cached_hash, cached_digest)) = self.cache.read().as_ref() {
-            if *cached_hash == hash && password::same_secret(&digest, cached_digest) {
+            if hashes.contains(cached_hash) && password::same_secret(&digest, cached_digest) {
                 return Ok(true);
             }
         }
         self.backoff.attempt(ip)?;
-        let ok =
-            password::verify_pooled(password, &hash).await.map_err(|busy| ApiError::Unavailable(busy.to_string()))?;
-        if ok {
-            self.backoff.succeeded(ip);
-            *self.cache.write() = Some((hash.clone(), digest));
-            self.after_login(password, &hash).await;
-        } else {
-            tracing::info!(%ip, "a wrong admin password");
+        let mut matched = None;
+        for hash in &hashes {
+            let ok = password::verify_pooled(password, hash)
+                .await
+                .map_err(|busy| ApiError::Unavailable(busy.to_string()))?;
+            if ok {
+                matched = Some(hash.clone());
+                break;
+            }
         }
-        Ok(ok)
+        match matched {
+            Some(hash) => {
+                self.backoff.succeeded(ip);
+                *self.cache.write() = Some((hash.clone(), digest));
+                // The re-hash and weak flag are this admin's own password's (the server admin's are kept
+                // by the server's check).
+                if hash == own {
+                    self.after_login(password, &hash).await;
+                }
+                Ok(true)
+            }
+            None => {
+                tracing::info!(%ip, "a wrong admin password");
+                Ok(false)
+            }
+        }
     }
 
     /// After a verified login: re-hash an old argon2 hash with bcrypt and keep the weak flag current.

@@ -434,6 +434,11 @@ impl Registry {
         Scope { reg: self, state }
     }
 
+    /// Add routes that are not the API's own (a dispatcher to other routers: `channels`), undocumented.
+    pub fn merge(&mut self, router: Router) {
+        self.router = std::mem::take(&mut self.router).merge(router);
+    }
+
     /// Serve `GET`/`HEAD` under `prefix` with `lane`, ahead of the router (see `lanes`). The route the
     /// lane speeds up must be registered too, and answer the same.
     pub fn lane(&mut self, prefix: &'static str, lane: Arc<dyn lanes::Lane>) {

@@ -37,22 +37,30 @@ pub struct Setter<C: 'static> {
     pub needs_restart: bool,
     /// Run after every successful call (whether or not the value changed).
     pub after: Option<fn(&C)>,
+    /// The server's, not a channel's (ports, the server URL, the encoder): a channel's API refuses it.
+    pub server_wide: bool,
 }
 
 impl<C: 'static> Setter<C> {
     /// A setter whose change takes effect at once.
     pub const fn new(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply<C>) -> Self {
-        Setter { name, summary, value, apply, needs_restart: false, after: None }
+        Setter { name, summary, value, apply, needs_restart: false, after: None, server_wide: false }
     }
 
     /// A setter whose change takes effect when castd restarts.
     pub const fn restart(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply<C>) -> Self {
-        Setter { name, summary, value, apply, needs_restart: true, after: None }
+        Setter { name, summary, value, apply, needs_restart: true, after: None, server_wide: false }
     }
 
     /// This setter, running `f` after every successful call.
     pub const fn after(self, f: fn(&C)) -> Self {
         Setter { after: Some(f), ..self }
+    }
+
+    /// This setter is the server's: on a channel's API it answers 403 (the server admin sets it on the
+    /// root API).
+    pub const fn server_wide(self) -> Self {
+        Setter { server_wide: true, ..self }
     }
 }
 
@@ -65,6 +73,11 @@ pub fn set<T>(slot: &mut T, value: Result<T, ValidationError>) -> Result<(), Val
 /// The state of a feature that owns setters: where the settings are.
 pub trait SettingsHost: Send + Sync + 'static {
     fn settings_store(&self) -> &SettingsStore;
+
+    /// Whether this is a channel's API (not the root's): server-wide setters answer 403 here.
+    fn is_channel(&self) -> bool {
+        false
+    }
 }
 
 /// Validate and save `value` with `setter` (the store announces the change), then run its `after`.
@@ -73,6 +86,12 @@ pub async fn apply<C: SettingsHost>(
     setter: &'static Setter<C>,
     value: Value,
 ) -> Result<Json<StatusResponse>, ApiError> {
+    if setter.server_wide && host.is_channel() {
+        return Err(ApiError::Forbidden(format!(
+            "{} is a server-wide setting: the server admin changes it on the root API (/api/admin/config/{})",
+            setter.name, setter.name
+        )));
+    }
     let ctx = host.clone();
     host.settings_store().update::<ApiError, _>(|s| Ok((setter.apply)(&ctx, &value, s)?)).await?;
     if let Some(after) = setter.after {

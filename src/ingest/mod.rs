@@ -58,14 +58,27 @@ pub fn key_backoff() -> Backoff {
     Backoff::new(BackoffConfig::SECRETS)
 }
 
+/// Every channel's stream keys and telemetry: the composition root gives ingest one over all channels
+/// (the default channel's, and every channel the server admin made).
+pub trait KeyDirectory: Send + Sync {
+    /// Each channel's stream keys, the default channel's first.
+    fn keys(&self) -> Vec<(ChannelId, Vec<String>)>;
+    /// Channel `id`'s telemetry (its publisher's measured bitrate goes there).
+    fn telemetry(&self, id: &ChannelId) -> Option<Arc<Telemetry>>;
+}
+
 /// The ingest feature's state.
 pub struct Ingest {
+    /// The server-wide ingest settings (the SRT port and passphrase: the default channel's settings).
     pub settings: SettingsStore,
-    /// `--streamkey`: valid for this run only, never persisted.
+    /// `--streamkey`: valid for this run, for the default channel, never persisted.
     pub temp_stream_key: Option<String>,
-    /// The media plane (its publisher slot).
+    /// The media plane (the channels' publisher slots).
     pub media: Arc<MediaPlane>,
+    /// The default channel's telemetry (a channel without one of its own reports there).
     pub telemetry: Arc<Telemetry>,
+    /// Which channel a key publishes to.
+    pub keys: Arc<dyn KeyDirectory>,
     /// The WebRTC stack WHIP publishes through, once the daemon has bound its socket.
     pub whip: whip::WhipSlot,
     /// Wrong stream keys per client address, shared by RTMP, SRT and WHIP ([`key_backoff`]).
@@ -73,19 +86,36 @@ pub struct Ingest {
 }
 
 impl Ingest {
-    /// Whether `key` may publish: any configured stream key, or the temporary `--streamkey` (in
-    /// constant time, see the module doc). Counts nothing: protocols check keys with `check_key`.
-    pub fn stream_key_valid(&self, key: &str) -> bool {
+    /// The channel `key` publishes to: any channel's configured stream key, or the temporary
+    /// `--streamkey` (the default channel's), compared in constant time (see the module doc). Counts
+    /// nothing: protocols check keys with `check_key`.
+    pub fn channel_of_key(&self, key: &str) -> Option<ChannelId> {
         let given: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        let settings = self.settings.get();
-        let configured = settings.server.stream_keys.iter().map(|k| k.key.as_str());
-        let mut valid = false;
-        for want in self.temp_stream_key.as_deref().into_iter().chain(configured) {
-            let want: [u8; 32] = Sha256::digest(want.as_bytes()).into();
-            // Every key is compared, whatever matched before (`black_box`: not skipped once true).
-            valid |= std::hint::black_box(crate::password::same_secret(&given, &want));
+        let mut keys = self.keys.keys();
+        if let Some(temp) = &self.temp_stream_key {
+            keys.insert(0, (ChannelId::default_channel(), vec![temp.clone()]));
         }
-        valid
+        let mut found = None;
+        for (channel, channel_keys) in &keys {
+            for want in channel_keys {
+                let want: [u8; 32] = Sha256::digest(want.as_bytes()).into();
+                // Every key is compared, whatever matched before (`black_box`: not skipped once found).
+                if std::hint::black_box(crate::password::same_secret(&given, &want)) && found.is_none() {
+                    found = Some(channel.clone());
+                }
+            }
+        }
+        found
+    }
+
+    /// Whether `key` may publish to some channel (see [`Ingest::channel_of_key`]).
+    pub fn stream_key_valid(&self, key: &str) -> bool {
+        self.channel_of_key(key).is_some()
+    }
+
+    /// Channel `id`'s telemetry (the default channel's when it has none of its own).
+    pub fn telemetry(&self, id: &ChannelId) -> Arc<Telemetry> {
+        self.keys.telemetry(id).unwrap_or_else(|| self.telemetry.clone())
     }
 
     /// Whether `ip` may try a stream key now (refuse it in the handshake when not).
@@ -96,12 +126,11 @@ impl Ingest {
     /// Check `key`, sent from `ip`: refused unchecked while `ip` waits after wrong keys; a wrong key
     /// is counted. A right one does not clear the address yet: the protocol calls `key_proven` once
     /// every secret it asks for is right (SRT's passphrase comes after the key).
-    /// A right key names the channel it publishes to (every key is the default channel's, until
-    /// channels have keys of their own).
+    /// A right key names the channel it publishes to.
     pub fn check_key(&self, ip: IpAddr, key: &str) -> Result<ChannelId, KeyRefused> {
         self.key_backoff.check(ip)?;
-        if self.stream_key_valid(key) {
-            Ok(ChannelId::default_channel())
+        if let Some(channel) = self.channel_of_key(key) {
+            Ok(channel)
         } else {
             if let Some(wait) = self.key_backoff.failed(ip) {
                 tracing::warn!(%ip, "wrong stream keys from this address: it waits {} s", wait.retry_after_secs());
@@ -127,18 +156,26 @@ impl Ingest {
     }
 }
 
+/// The default channel's ingest routes: the server-wide ingest settings (SRT), WHIP and the disconnect.
 pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     settings::routes(reg, ingest.clone());
+    channel_routes(reg, ingest, ChannelId::default_channel());
+}
+
+/// A channel's ingest routes: WHIP (the key says which channel goes live) and its own disconnect.
+pub fn channel_routes(reg: &mut Registry, ingest: Arc<Ingest>, channel: ChannelId) {
     whip::routes(reg, ingest.clone());
-    let mut reg = reg.scope(ingest);
+    let mut reg = reg.scope((ingest, channel));
     reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound broadcaster", disconnect)
         .returns::<StatusResponse>()
         .error(400, "No broadcaster is connected (Owncast's answer)");
 }
 
-async fn disconnect(State(ingest): State<Arc<Ingest>>) -> Result<Json<StatusResponse>, ApiError> {
-    if ingest.media.disconnect(&ChannelId::default_channel()) {
-        info!("the admin disconnected the broadcaster");
+async fn disconnect(
+    State((ingest, channel)): State<(Arc<Ingest>, ChannelId)>,
+) -> Result<Json<StatusResponse>, ApiError> {
+    if ingest.media.disconnect(&channel) {
+        info!(%channel, "the admin disconnected the broadcaster");
         Ok(StatusResponse::ok("inbound stream disconnected"))
     } else {
         Err(ApiError::bad("no inbound stream connected"))

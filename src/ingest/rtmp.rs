@@ -136,8 +136,9 @@ pub async fn serve(ingest: Arc<Ingest>, listener: TcpListener, tasks: Tasks) {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stop.cancelled() => {
-                if ingest.media.disconnect(&crate::media::ChannelId::default_channel()) {
-                    info!("shutting down: dropping the broadcaster");
+                let dropped = ingest.media.disconnect_all();
+                if dropped > 0 {
+                    info!(dropped, "shutting down: dropping the broadcasters");
                 }
                 return;
             }
@@ -267,9 +268,9 @@ async fn handle(
         }
         conn.input(&buf[..n]).await?;
     }
-    if conn.feeder.take().is_some() {
+    if let Some(feeder) = conn.feeder.take() {
         info!(addr = %conn.addr, "broadcaster disconnected");
-        conn.ingest.telemetry.set_ingest_kbps(None);
+        conn.ingest.telemetry(&feeder.broadcast().channel).set_ingest_kbps(None);
     }
     Ok(())
 }
@@ -423,7 +424,7 @@ impl Conn {
         if elapsed >= BITRATE_WINDOW {
             let kbps = |bytes: u64| (bytes as f64 * 8.0 / 1000.0 / elapsed.as_secs_f64()).round();
             let (video, audio) = (kbps(self.window_bytes.0), kbps(self.window_bytes.1));
-            self.ingest.telemetry.set_ingest_kbps(Some(video + audio));
+            self.ingest.telemetry(&feeder.broadcast().channel).set_ingest_kbps(Some(video + audio));
             if self.announced.0 == 0 {
                 self.details.video_bitrate = video as u32;
                 changed = true;

@@ -358,7 +358,7 @@ async fn publish(
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), socket.close()).await;
     info!(%addr, "srt broadcaster disconnected");
-    p.ingest.telemetry.set_ingest_kbps(None);
+    p.ingest.telemetry(&p.feeder.broadcast().channel).set_ingest_kbps(None);
 }
 
 impl Publish {
@@ -384,7 +384,7 @@ impl Publish {
             let (video, audio) = self.demux.take_bytes();
             let kbps = |bytes: u64| (bytes as f64 * 8.0 / 1000.0 / elapsed.as_secs_f64()).round();
             let (video, audio) = (kbps(video), kbps(audio));
-            self.ingest.telemetry.set_ingest_kbps(Some(video + audio));
+            self.ingest.telemetry(&self.feeder.broadcast().channel).set_ingest_kbps(Some(video + audio));
             self.details.video_bitrate = video as u32;
             self.details.audio_bitrate = audio as u32;
             self.window_start = Instant::now();

@@ -328,7 +328,9 @@ impl Publish {
         let secs = elapsed.as_secs_f64();
         let kbps = |bytes: u64| (bytes as f64 * 8.0 / 1000.0 / secs).round();
         let (video, audio) = (kbps(self.window_bytes.0), kbps(self.window_bytes.1));
-        self.ingest.telemetry.set_ingest_kbps(Some(video + audio));
+        if let Some(f) = &self.feeder {
+            self.ingest.telemetry(&f.broadcast().channel).set_ingest_kbps(Some(video + audio));
+        }
         self.details.video_bitrate = video as u32;
         self.details.audio_bitrate = audio as u32;
         self.details.framerate = (f64::from(self.window_frames) / secs * 10.0).round() / 10.0;
@@ -359,9 +361,9 @@ impl Peer for Publish {
     }
 
     fn closed(&mut self) {
-        if self.feeder.take().is_some() {
+        if let Some(feeder) = self.feeder.take() {
             info!(addr = %self.remote, "whip broadcaster disconnected");
-            self.ingest.telemetry.set_ingest_kbps(None);
+            self.ingest.telemetry(&feeder.broadcast().channel).set_ingest_kbps(None);
         }
     }
 }

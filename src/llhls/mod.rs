@@ -30,7 +30,7 @@ use tokio::sync::watch;
 use crate::http::files::{respond, FileBody};
 use crate::http::zerocopy::MappedFile;
 use crate::http::ApiError;
-use crate::media::{Attached, Broadcast, ChannelId, Delivery, HlsPart, MediaEvent, MediaPlane, Subscription};
+use crate::media::{Attached, ChannelId, Delivery, HlsPart, MediaEvent, MediaPlane, Subscription};
 use crate::tasks::{Stage, Tasks};
 
 /// A blocking request waits at most this many target durations.
@@ -385,41 +385,15 @@ impl LlHls {
     }
 }
 
-/// Every channel's LL-HLS state. The default channel's is a field of its own: the HLS route asks it
-/// on every request.
-pub struct LlChannels {
-    pub default: Arc<LlHls>,
-    others: RwLock<HashMap<ChannelId, Arc<LlHls>>>,
-}
-
-impl LlChannels {
-    /// The default channel's LL-HLS on its HLS folder `hls_dir`.
-    pub fn new(hls_dir: PathBuf) -> Arc<LlChannels> {
-        Arc::new(LlChannels { default: LlHls::new(hls_dir), others: RwLock::default() })
-    }
-
-    /// The LL-HLS state of `b`'s channel (on `b`'s folder).
-    pub fn of(&self, b: &Broadcast) -> Arc<LlHls> {
-        if b.channel.is_default() {
-            return self.default.clone();
-        }
-        if let Some(ll) = self.others.read().get(&b.channel) {
-            return ll.clone();
-        }
-        self.others.write().entry(b.channel.clone()).or_insert_with(|| LlHls::new(b.dir.clone())).clone()
-    }
-}
-
-/// Keep each channel's LL window in step with its broadcast's parts (the broadcast's feed) until the
+/// Keep `channel`'s LL window in step with its broadcasts' parts (each broadcast's feed) until the
 /// broadcast ends; `Started` starts an empty window. A lagged feed starts the window afresh from the next
 /// part (players re-block on the new parts; segments stay available from disk meanwhile).
-pub fn start(ll: Arc<LlChannels>, media: &MediaPlane, tasks: &Tasks) {
-    let mut reader = media.reader("llhls");
+pub fn start(ll: Arc<LlHls>, channel: &ChannelId, media: &MediaPlane, tasks: &Tasks) {
+    let mut reader = media.reader_for(channel, "llhls");
     let spawner = tasks.clone();
     tasks.spawn_until_stopped(Stage::Outputs, "llhls: live windows", async move {
-        while let Some(Attached { broadcast, feed }) = reader.next().await {
-            let ll = ll.of(&broadcast);
-            spawner.spawn(Stage::Outputs, "llhls: live window", follow(ll, feed));
+        while let Some(Attached { feed, .. }) = reader.next().await {
+            spawner.spawn(Stage::Outputs, "llhls: live window", follow(ll.clone(), feed));
         }
     });
 }

@@ -85,6 +85,8 @@ pub struct Channel {
 
 struct Reader {
     name: &'static str,
+    /// Only this channel's broadcasts (`None`: every channel's).
+    channel: Option<ChannelId>,
     tx: mpsc::Sender<Attached>,
 }
 
@@ -154,6 +156,12 @@ impl MediaPlane {
         self.channel(id).slot.disconnect()
     }
 
+    /// Ask every channel's publisher to go (shutdown); returns how many there were.
+    pub fn disconnect_all(&self) -> usize {
+        let channels: Vec<Arc<Channel>> = self.channels.lock().values().cloned().collect();
+        channels.iter().filter(|c| c.slot.disconnect()).count()
+    }
+
     /// The publisher holding `guard` goes live: a new broadcast on its channel, handed to every
     /// registered reader (with its feed subscription) before anything can be published on it; returns
     /// the ingest's writer. A reader whose queue of new broadcasts is full misses this one (logged).
@@ -170,6 +178,9 @@ impl MediaPlane {
         let (b, writer) = Broadcast::create(guard, parts);
         let mut readers = self.readers.lock();
         readers.retain(|r| {
+            if r.channel.as_ref().is_some_and(|c| c != channel) {
+                return !r.tx.is_closed();
+            }
             let attached = Attached { broadcast: b.clone(), feed: b.subscribe(r.name) };
             match r.tx.try_send(attached) {
                 Ok(()) => true,
@@ -203,9 +214,24 @@ impl MediaPlane {
     /// Register a reader of every future broadcast (each output once, at start; `name` appears in the
     /// log when it falls behind). Its queue holds [`READER_QUEUE`] new broadcasts.
     pub fn reader(&self, name: &'static str) -> BroadcastReader {
+        self.add_reader(name, None)
+    }
+
+    /// Register a reader of channel `id`'s future broadcasts only (a channel's own outputs).
+    pub fn reader_for(&self, id: &ChannelId, name: &'static str) -> BroadcastReader {
+        self.add_reader(name, Some(id.clone()))
+    }
+
+    fn add_reader(&self, name: &'static str, channel: Option<ChannelId>) -> BroadcastReader {
         let (tx, rx) = mpsc::channel(READER_QUEUE);
-        self.readers.lock().push(Reader { name, tx });
+        self.readers.lock().push(Reader { name, channel, tx });
         BroadcastReader { rx }
+    }
+
+    /// Forget channel `id` (deleted; nothing live on it): its state and its readers go.
+    pub fn forget(&self, id: &ChannelId) {
+        self.channels.lock().remove(id);
+        self.readers.lock().retain(|r| r.channel.as_ref() != Some(id));
     }
 
     /// Channel `id`'s live broadcast, if any.

@@ -354,7 +354,7 @@ pub struct VideoMetrics {
 pub fn video_metrics_of(metrics: &Metrics) -> VideoMetrics {
     let s = metrics.settings.get();
     let series = metrics.series.lock().clone();
-    let running = metrics.media.running(&crate::media::ChannelId::default_channel());
+    let running = metrics.media.running(&metrics.channel);
     let (variants, segment_length) = match &running {
         Some(p) => (&p.variants, p.segment_seconds),
         None => (&s.video.video_quality_variants, s.latency().0),

@@ -121,6 +121,7 @@ pub struct Sources<'a> {
     pub settings: &'a SettingsStore,
     pub hub: &'a HealthHub,
     pub media: &'a crate::media::MediaPlane,
+    pub channel: &'a crate::media::ChannelId,
 }
 
 /// Gather the inputs, evaluate, and hand the result to the health hub (which publishes HEALTH_ALERT
@@ -130,7 +131,7 @@ pub fn update(sources: &Sources<'_>, active_viewers: usize, window: &WindowSumma
     let speeds = t.take_speeds();
     let stream = sources.stream.borrow().clone();
     // What is running: the live broadcast's profile, not the settings (an admin may change those).
-    let running = sources.media.running(&crate::media::ChannelId::default_channel());
+    let running = sources.media.running(sources.channel);
     let next = if let (true, Some(p)) = (stream.online, running) {
         let inbound = t.ingest_kbps().or_else(|| {
             stream.broadcaster.as_ref().map(|b| f64::from(b.stream_details.video_bitrate)).filter(|b| *b > 0.0)

@@ -106,6 +106,8 @@ pub struct MetricsDeps {
     pub stream: StreamWatch,
     /// The media plane: what is running (the live broadcast's profile) is read there.
     pub media: Arc<crate::media::MediaPlane>,
+    /// The channel this instance serves (each channel has its own).
+    pub channel: crate::media::ChannelId,
     pub counts: Viewers,
     pub health: Arc<HealthHub>,
     pub telemetry: Arc<Telemetry>,
@@ -123,6 +125,8 @@ pub struct Metrics {
     pub bus: Bus,
     pub stream: StreamWatch,
     pub media: Arc<crate::media::MediaPlane>,
+    /// The channel this instance serves (each channel has its own).
+    pub channel: crate::media::ChannelId,
     /// The viewer counters this module writes.
     pub counts: Viewers,
     pub health: Arc<HealthHub>,
@@ -157,6 +161,7 @@ impl Metrics {
             bus: deps.bus,
             stream: deps.stream,
             media: deps.media,
+            channel: deps.channel,
             counts: deps.counts,
             health: deps.health,
             telemetry: deps.telemetry,
@@ -257,6 +262,7 @@ pub fn window_tick(metrics: &Metrics) {
         settings: &metrics.settings,
         hub: &metrics.health,
         media: &metrics.media,
+        channel: &metrics.channel,
     };
     health::update(&sources, metrics.viewers.count(), &summary);
 }
@@ -343,6 +349,7 @@ mod tests {
             bus: bus.clone(),
             stream,
             media: crate::media::MediaPlane::new(dir.join("hls"), dir.to_path_buf()),
+            channel: crate::media::ChannelId::default_channel(),
             counts: Arc::default(),
             health: HealthHub::new(bus),
             telemetry: Arc::default(),

@@ -74,6 +74,8 @@ pub struct ReplaysDeps {
     pub stream: StreamWatch,
     pub health: Arc<HealthHub>,
     pub media: Arc<MediaPlane>,
+    /// The channel this instance serves (each channel has its own).
+    pub channel: crate::media::ChannelId,
     /// `<data-dir>`: replays live in `<data-dir>/replays`.
     pub data_dir: PathBuf,
     /// `<data-dir>/hls` (the live master playlist).
@@ -95,6 +97,8 @@ pub struct Replays {
     pub stream: StreamWatch,
     pub health: Arc<HealthHub>,
     pub media: Arc<MediaPlane>,
+    /// The channel this instance serves (each channel has its own).
+    pub channel: crate::media::ChannelId,
     /// `<data-dir>/replays`.
     pub dir: PathBuf,
     pub hls_dir: PathBuf,
@@ -135,6 +139,7 @@ impl Replays {
             stream: deps.stream,
             health: deps.health,
             media: deps.media,
+            channel: deps.channel,
             dir,
             hls_dir: deps.hls_dir,
             users: deps.users,
@@ -248,7 +253,7 @@ impl Replays {
 /// a new disk budget or retention).
 pub fn start(r: Arc<Replays>) {
     let tasks = r.tasks.clone();
-    let reader = r.media.reader("replays");
+    let reader = r.media.reader_for(&r.channel, "replays");
     tasks.spawn_until_stopped(Stage::Outputs, "replay recorder", recorder::run(r.clone(), reader));
     let mut sub = r.bus.subscribe("replay budget");
     tasks.spawn_until_stopped(Stage::Background, "replay budget", async move {

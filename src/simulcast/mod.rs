@@ -74,6 +74,8 @@ pub struct SimulcastDeps {
     pub settings: SettingsStore,
     pub bus: Bus,
     pub media: Arc<MediaPlane>,
+    /// The channel this instance serves (each channel has its own).
+    pub channel: crate::media::ChannelId,
     pub health: Arc<HealthHub>,
     pub tasks: Tasks,
 }
@@ -83,6 +85,8 @@ pub struct Simulcast {
     pub settings: SettingsStore,
     pub bus: Bus,
     pub media: Arc<MediaPlane>,
+    /// The channel this instance serves (each channel has its own).
+    pub channel: crate::media::ChannelId,
     pub health: Arc<HealthHub>,
     tasks: Tasks,
     pub timing: Timing,
@@ -98,6 +102,7 @@ impl Simulcast {
             settings: deps.settings,
             bus: deps.bus,
             media: deps.media,
+            channel: deps.channel,
             health: deps.health,
             tasks: deps.tasks,
             timing: Timing::from_env(),

@@ -26,7 +26,7 @@ use super::rtmp::{Ended, Endpoint, Progress, Publisher, Source};
 use super::variant::VariantReader;
 use super::{Simulcast, SimulcastError};
 use crate::config::{SimulcastTarget, TargetVariant};
-use crate::media::{Broadcast, ChannelId};
+use crate::media::Broadcast;
 
 pub use crate::events::simulcast::{TargetState, TargetStatus};
 
@@ -204,8 +204,8 @@ pub async fn run(sc: Arc<Simulcast>, h: Arc<TargetHandle>) {
             return;
         }
     };
-    // The targets are the default channel's settings: they forward its broadcasts.
-    let mut live = sc.media.watch(&ChannelId::default_channel());
+    // The targets are the channel's settings: they forward its broadcasts.
+    let mut live = sc.media.watch(&sc.channel);
     loop {
         let b = tokio::select! {
             _ = h.stop.cancelled() => return,

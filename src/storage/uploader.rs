@@ -199,7 +199,7 @@ impl Storage {
             queued: AtomicU64::new(0),
             failing: Mutex::default(),
             workers: Mutex::default(),
-            reader: Mutex::new(Some(deps.media.reader("storage"))),
+            reader: Mutex::new(Some(deps.media.reader_for(&crate::media::ChannelId::default_channel(), "storage"))),
             current: RwLock::default(),
             queued_segments: Mutex::default(),
             retired: Mutex::default(),
@@ -680,10 +680,6 @@ pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
                 // A new broadcast is taken once the one followed has ended (its feed is over).
                 attached = reader.next(), if feed.is_none() => {
                     let Some(Attached { broadcast, feed: f }) = attached else { return };
-                    if !broadcast.channel.is_default() {
-                        tracing::debug!(channel = %broadcast.channel, "storage: object storage serves the default channel only");
-                        continue;
-                    }
                     *storage.current.write() = Some(broadcast);
                     feed = Some(f);
                 }

@@ -90,6 +90,8 @@ pub struct TranscodeDeps {
     /// The media plane: the transcoder is handed every broadcast (`run`), reads its source and writes
     /// its profile and feed (the broadcast carries its channel's folders).
     pub media: Arc<crate::media::MediaPlane>,
+    /// The channel whose broadcasts this transcoder runs (each channel has its own).
+    pub channel: crate::media::ChannelId,
     /// Test/debug switch (`--debug-encoder-fault SECONDS`): the first worker of each stream makes its
     /// encoder fail this many media seconds after its first frame, so the fallback path runs for real
     /// without a faulty driver. Never set in production.

@@ -79,7 +79,12 @@ const HLS_PROBE_BYTES: usize = 256 * 1024;
 pub const FINISH_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl Transcoder {
-    /// Transcode every new broadcast the media plane hands its reader, until shutdown.
+    /// The reader of this transcoder's channel's broadcasts (register it before anyone can go live).
+    pub fn reader(&self) -> BroadcastReader {
+        self.deps.media.reader_for(&self.deps.channel, "transcode")
+    }
+
+    /// Transcode every new broadcast the media plane hands `reader`, until shutdown.
     pub async fn run(self: Arc<Self>, mut reader: BroadcastReader) {
         while let Some(attached) = reader.next().await {
             start(&self, attached);

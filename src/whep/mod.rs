@@ -38,7 +38,7 @@ use axum::response::{IntoResponse, Response};
 use tracing::info;
 
 use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
-use crate::media::{ChannelId, MediaPlane};
+use crate::media::MediaPlane;
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
 use crate::stream::StreamWatch;
@@ -63,6 +63,8 @@ pub struct Whep {
     pub settings: SettingsStore,
     pub stream: StreamWatch,
     pub media: Arc<MediaPlane>,
+    /// The channel this instance serves (each channel has its own).
+    pub channel: crate::media::ChannelId,
     /// Chat users (their access tokens) live here.
     pub store: Store,
     /// Viewers: a WebRTC viewer counts as one (by address and User-Agent, as HLS viewers are) while
@@ -131,7 +133,7 @@ const DROPS_SYNC: std::time::Duration = std::time::Duration::from_secs(5);
 /// (and DELETE, which then finds nothing), and no session waits for a feed that is not coming.
 /// Also copies the WebRTC socket's drop counts into `castd_webrtc_dropped_datagrams` every 5 s.
 pub fn start(whep: Arc<Whep>, tasks: &Tasks) {
-    let mut stream = whep.media.watch(&ChannelId::default_channel());
+    let mut stream = whep.media.watch(&whep.channel);
     tasks.spawn_until_stopped(Stage::Connections, "whep: end sessions with the stream", async move {
         let mut was_online = stream.borrow().is_some();
         let mut sync = tokio::time::interval(DROPS_SYNC);
@@ -213,7 +215,7 @@ async fn post(
         return wh::error(StatusCode::BAD_REQUEST, "the offer has no H.264 video (castd sends H.264 and Opus)");
     }
     // The broadcast being served, as it runs (its profile), whatever the settings say now.
-    let live = whep.media.current(&ChannelId::default_channel()).and_then(|b| Some((b.profile()?, b)));
+    let live = whep.media.current(&whep.channel).and_then(|b| Some((b.profile()?, b)));
     let Some((profile, broadcast)) = live else {
         return wh::error(StatusCode::NOT_FOUND, "the stream is offline");
     };

@@ -38,35 +38,27 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 
-use crate::api::Server;
-use crate::chat::{Chat, ChatDeps};
+pub mod channel;
+pub mod error;
+
+pub use error::DaemonError;
+
+use crate::channels::Channels;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::events::Bus;
-use crate::federation::{Federation, FederationConfig};
+use crate::federation::FederationConfig;
 use crate::hardware::Hardware;
-use crate::health::HealthHub;
-use crate::hls::Hls;
 use crate::http::{AdminAuth, Registry};
-use crate::indieauth::{IndieAuth, IndieAuthConfig};
 use crate::ingest::Ingest;
 use crate::logs::LogRing;
-use crate::media::MediaPlane;
-use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
-use crate::notifications::{Notifications, NotifyState};
-use crate::public_files::PublicFiles;
-use crate::replays::{Replays, ReplaysDeps};
-use crate::schedule::Schedule;
-use crate::simulcast::{Simulcast, SimulcastDeps};
+use crate::media::{ChannelId, MediaPlane};
+use crate::metrics::MetricsConfig;
 use crate::storage::{Storage, StorageDeps};
 use crate::store::settings::SettingsStore;
 use crate::store::Store;
-use crate::stream::{StreamWriter, Viewers};
 use crate::tasks::{Stage, Tasks};
-use crate::telemetry::Telemetry;
-use crate::tokens::Tokens;
-use crate::transcode::{TranscodeDeps, Transcoder};
-use crate::webhooks::Webhooks;
 use crate::yp::{Directory, YpConfig};
+use channel::{ChannelCore, ChannelStack, DaemonHost, DefaultChannel, Keys, Shared};
 
 /// Longest wait at shutdown for the RTMP listener and connections to stop.
 pub const INGEST_STOP_TIMEOUT: Duration = Duration::from_secs(1);
@@ -97,31 +89,6 @@ pub const SHUTDOWN_PLAN: [(Stage, Duration); 6] = [
     (Stage::Connections, HTTP_STOP_TIMEOUT),
     (Stage::Background, BACKGROUND_STOP_TIMEOUT),
 ];
-
-/// Errors of start-up and shutdown.
-#[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-    #[error("chat: {0}")]
-    Chat(#[from] crate::chat::ChatError),
-    #[error("notifications: {0}")]
-    Notify(#[from] crate::notifications::NotifyError),
-    #[error("metrics: {0}")]
-    Metrics(#[from] crate::metrics::MetricsError),
-    #[error("indieauth: {0}")]
-    IndieAuth(#[from] crate::indieauth::IndieAuthError),
-    #[error("federation: {0}")]
-    Federation(#[from] crate::federation::FedError),
-    #[error("directory: {0}")]
-    Yp(#[from] crate::yp::YpError),
-    #[error("io: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("replays: {0}")]
-    Replays(#[from] crate::replays::ReplaysError),
-    #[error("cluster: {0}")]
-    Cluster(#[from] crate::cluster::ClusterError),
-}
 
 /// What the daemon runs with (the command line, resolved).
 pub struct Config {
@@ -160,34 +127,25 @@ pub struct Listeners {
     pub webrtc_public_ip: Option<std::net::IpAddr>,
 }
 
-/// Every feature's state, built and wired.
+/// The daemon: the server-wide pieces, the default channel's stack (today's castd, at the root) and
+/// the other channels (`channels`, under `/c/{slug}`).
 pub struct Daemon {
+    /// The default channel's database (the server's: the channel table lives there too).
     pub store: Store,
     pub bus: Bus,
-    /// The media plane (publisher slot, typed feed, retention).
+    /// The media plane (every channel's publisher slot, broadcasts, retention).
     pub media: Arc<MediaPlane>,
-    pub chat: Arc<Chat>,
-    pub metrics: Arc<Metrics>,
     pub hardware: Arc<Hardware>,
-    pub transcoder: Arc<Transcoder>,
     pub ingest: Arc<Ingest>,
-    pub webhooks: Arc<Webhooks>,
-    pub notify: NotifyState,
-    pub indieauth: Arc<IndieAuth>,
-    pub server: Arc<Server>,
-    pub hls: Arc<Hls>,
-    pub tokens: Tokens,
-    pub admin: AdminAuth,
     pub directory: Arc<Directory>,
-    pub public_files: Arc<PublicFiles>,
     pub logs: LogRing,
     pub storage: Arc<Storage>,
-    pub federation: Arc<Federation>,
-    pub schedule: Arc<Schedule>,
-    /// WHEP playback (the WebRTC stack is set once its socket is bound).
-    pub whep: Arc<crate::whep::Whep>,
-    pub simulcast: Arc<Simulcast>,
-    pub replays: Arc<Replays>,
+    /// The default channel's features.
+    pub default: ChannelStack,
+    /// Every other channel.
+    pub channels: Arc<Channels>,
+    /// The WebRTC stack, once its socket is bound (shared with every channel's stack).
+    pub webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>>,
     /// The cluster (origin or edge), when `--redis-url` was given.
     pub cluster: Option<Arc<Cluster>>,
     /// Every long-running task (see the module doc).
@@ -212,202 +170,111 @@ impl Daemon {
             cluster: cluster_config,
         } = config;
         let tasks = Tasks::new();
-        let telemetry = Arc::new(Telemetry::default());
-        let health = HealthHub::new(bus.clone());
-        let viewers: Viewers = Arc::default();
-        let (stream_writer, stream) = StreamWriter::new();
-        let hls_dir = data_dir.join("hls");
-        let media = MediaPlane::new(hls_dir.clone(), data_dir.clone());
-        let tokens = Tokens::open(store.clone())?;
-        let admin = AdminAuth::new(settings.clone());
-        let hardware =
-            Hardware::new(settings.clone(), stream.clone(), health.clone(), telemetry.clone(), data_dir.clone());
-        let metrics = Metrics::open(
-            metrics_config,
-            MetricsDeps {
-                store: store.clone(),
-                settings: settings.clone(),
-                bus: bus.clone(),
-                stream: stream.clone(),
-                media: media.clone(),
-                counts: viewers.clone(),
-                health: health.clone(),
-                telemetry: telemetry.clone(),
-            },
-        )?;
-        let schedule = Schedule::open(store.clone(), settings.clone(), bus.clone(), stream.clone())?;
-        let schedule_watch = schedule.watch();
-        let chat = Chat::open(ChatDeps {
-            store: store.clone(),
+        let default_id = ChannelId::default_channel();
+        let core = ChannelCore::new(default_id.clone(), data_dir.clone(), store.clone(), settings.clone(), bus.clone());
+        let media = MediaPlane::new(data_dir.join("hls"), data_dir.clone());
+        let hardware = Hardware::new(
+            settings.clone(),
+            core.stream.clone(),
+            core.health.clone(),
+            core.telemetry.clone(),
+            data_dir.clone(),
+        );
+        let storage = Storage::new(StorageDeps {
             settings: settings.clone(),
             bus: bus.clone(),
-            stream: stream.clone(),
-            tokens: tokens.clone(),
-            telemetry: telemetry.clone(),
-            emoji_dir: data_dir.join("emoji"),
-            scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
-            tasks: tasks.clone(),
-        })?;
-        let cluster = match cluster_config {
-            Some(c) => Some(Cluster::attach(c, chat.clone(), viewers.clone(), metrics.clone())?),
-            None => None,
-        };
-        let transcoder = Transcoder::new(TranscodeDeps {
-            settings: settings.clone(),
-            bus: bus.clone(),
-            stream: stream_writer,
-            viewers: viewers.clone(),
-            health: health.clone(),
-            telemetry: telemetry.clone(),
-            encoders: hardware.encoders(),
+            stream: core.stream.clone(),
+            health: core.health.clone(),
+            telemetry: core.telemetry.clone(),
+            hls_dir: data_dir.join("hls"),
             media: media.clone(),
-            debug_encoder_fault,
-            llhls_part_ms,
             tasks: tasks.clone(),
         });
+        let directory = Directory::open(
+            settings.clone(),
+            bus.clone(),
+            core.stream.clone(),
+            core.viewers.clone(),
+            store.clone(),
+            yp_config,
+        )?;
+        let webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>> = Arc::default();
+        let shared = Shared {
+            media: media.clone(),
+            encoders: hardware.encoders(),
+            storage: storage.clone(),
+            debug_encoder_fault,
+            llhls_part_ms,
+            federation: federation_config,
+            metrics: metrics_config,
+            edge_mark: cluster_config.as_ref().filter(|c| !c.is_edge()).map(|c| c.edge_mark()),
+            webrtc: webrtc.clone(),
+        };
+        let admin = AdminAuth::new(settings.clone());
+        let default = ChannelStack::build(core, &shared, admin.clone(), tasks.clone(), temp_stream_key.is_some())?;
+        let default_entry = Arc::new(DefaultChannel {
+            settings: settings.clone(),
+            stream: default.stream.clone(),
+            viewers: default.viewers.clone(),
+            telemetry: default.telemetry.clone(),
+            media: media.clone(),
+        });
+        let keys = Arc::new(Keys { default: default_entry.clone(), channels: std::sync::OnceLock::new() });
         let ingest = Arc::new(Ingest {
             settings: settings.clone(),
             temp_stream_key: temp_stream_key.clone(),
             media: media.clone(),
-            telemetry: telemetry.clone(),
+            telemetry: default.telemetry.clone(),
+            keys: keys.clone(),
             whip: Default::default(),
             key_backoff: crate::ingest::key_backoff(),
         });
-        let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
-        let notifications = Arc::new(Notifications::open(store.clone())?);
-        let directory =
-            Directory::open(settings.clone(), bus.clone(), stream.clone(), viewers.clone(), store.clone(), yp_config)?;
-        let public_files = PublicFiles::open(data_dir.join("public"))?;
-        let federation = Federation::open(
-            store.clone(),
-            settings.clone(),
-            bus.clone(),
-            chat.clone(),
-            federation_config,
-            tasks.clone(),
-        )?;
-        let server = Arc::new(Server {
-            settings: settings.clone(),
-            bus: bus.clone(),
-            stream: stream.clone(),
-            media: media.clone(),
-            viewers,
-            health: health.clone(),
-            encoders: hardware.encoders(),
-            tokens: tokens.clone(),
+        let cluster = match cluster_config {
+            Some(c) => {
+                Some(Cluster::attach(c, default.chat.clone(), default.viewers.clone(), default.metrics.clone())?)
+            }
+            None => None,
+        };
+        // Stream keys are unique across the server: each channel's stream-keys setter asks here.
+        let _ = default.server.key_taken.set(channel::key_taken(keys.clone(), default_id));
+        let host = Arc::new(DaemonHost {
             data_dir: data_dir.clone(),
-            stream_key_overridden: temp_stream_key.is_some(),
-            vapid_public_key: notifications.public_key().to_string(),
-            follower_count: federation.follower_count.clone(),
-            schedule: schedule.watch(),
-        });
-        let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
-        let storage = Storage::new(StorageDeps {
-            settings: settings.clone(),
-            bus: bus.clone(),
-            stream: stream.clone(),
-            health: health.clone(),
-            telemetry: telemetry.clone(),
-            hls_dir: hls_dir.clone(),
-            media: media.clone(),
+            shared,
+            ingest: ingest.clone(),
+            server_admin: admin,
+            server_settings: settings,
             tasks: tasks.clone(),
+            keys: keys.clone(),
         });
-        let settings_for_whep = settings.clone();
-        let simulcast = Simulcast::new(SimulcastDeps {
-            settings: settings.clone(),
-            bus: bus.clone(),
-            media: media.clone(),
-            health: health.clone(),
-            tasks: tasks.clone(),
-        });
-        let replays = Replays::open(ReplaysDeps {
-            store: store.clone(),
-            settings: settings.clone(),
-            bus: bus.clone(),
-            stream: stream.clone(),
-            health: health.clone(),
-            media: media.clone(),
-            data_dir: data_dir.clone(),
-            hls_dir: hls_dir.clone(),
-            users: chat.clone(),
-            admin: admin.clone(),
-            storage: storage.clone(),
-            tasks: tasks.clone(),
-        })?;
-        let notify = NotifyState { notifications, settings, users: chat.clone() };
-        let ll = crate::llhls::LlChannels::new(hls_dir.clone());
-        let hls = Arc::new(Hls {
-            hls_dir,
-            images_dir: data_dir,
-            metrics: metrics.clone(),
-            live: Default::default(),
-            ll,
-            remote: Some(storage.clone()),
-            edge_mark: cluster.as_ref().filter(|c| !c.is_edge()).map(|c| c.edge_mark.clone()),
-        });
-        let whep = Arc::new(crate::whep::Whep {
-            settings: settings_for_whep,
-            stream: stream.clone(),
-            media: media.clone(),
-            store: store.clone(),
-            metrics: metrics.clone(),
-            webrtc: Default::default(),
-            per_address: crate::whep::per_address_caps(),
-        });
+        let channels = Channels::open(store.clone(), host)?;
+        channels.set_default(default_entry);
+        let _ = keys.channels.set(channels.clone());
         Ok(Daemon {
             store,
             bus,
             media,
-            chat,
-            metrics,
             hardware,
-            transcoder,
             ingest,
-            webhooks,
-            notify,
-            indieauth,
-            server,
-            hls,
-            tokens,
-            admin,
             directory,
-            public_files,
             logs,
             storage,
-            federation,
-            schedule,
-            whep,
-            simulcast,
-            replays,
+            default,
+            channels,
+            webrtc,
             cluster,
             tasks,
         })
     }
 
-    /// Every route of every feature.
+    /// Every route: the default channel's, the server-wide ones, and the dispatcher of `/c/{slug}`.
     pub fn registry(&self) -> Registry {
-        let mut reg = Registry::new(self.admin.clone());
-        crate::api::routes(&mut reg, self.server.clone());
-        crate::chat::api::routes(&mut reg, self.chat.clone());
-        crate::chat::integrations::routes(&mut reg, self.chat.clone());
-        crate::metrics::api::routes(&mut reg, self.metrics.clone());
+        let mut reg = self.default.registry(&self.ingest);
         crate::hardware::api::routes(&mut reg, self.hardware.clone());
-        crate::tokens::routes(&mut reg, self.tokens.clone());
-        crate::webhooks::routes(&mut reg, self.webhooks.clone());
-        crate::notifications::routes(&mut reg, self.notify.clone());
-        crate::indieauth::routes(&mut reg, self.indieauth.clone());
-        crate::federation::routes(&mut reg, self.federation.clone());
-        crate::ingest::routes(&mut reg, self.ingest.clone());
-        crate::hls::routes(&mut reg, self.hls.clone());
         crate::yp::routes(&mut reg, self.directory.clone());
-        crate::public_files::routes(&mut reg, self.public_files.clone());
         crate::logs::routes(&mut reg, self.logs.clone());
         crate::storage::routes(&mut reg, self.storage.clone());
-        crate::schedule::routes(&mut reg, self.schedule.clone());
-        crate::whep::routes(&mut reg, self.whep.clone());
-        crate::simulcast::routes(&mut reg, self.simulcast.clone());
-        crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
-        crate::web::routes(&mut reg);
+        crate::channels::api::routes(&mut reg, self.channels.clone());
+        reg.merge(crate::channels::api::dispatcher(self.channels.clone()));
         if let Some(cluster) = self.cluster.as_ref().filter(|c| !c.is_edge()) {
             crate::cluster::api::routes(&mut reg, cluster.clone());
         }
@@ -430,28 +297,29 @@ pub async fn run(
     }
 
     let tasks = d.tasks.clone();
-    crate::webhooks::start(d.webhooks.clone(), &d.bus);
-    crate::notifications::start(d.notify.clone(), &d.bus, &tasks);
-    crate::federation::start(d.federation.clone(), &d.bus);
-    crate::chat::start(&d.chat);
-    crate::indieauth::start(d.indieauth.clone(), &tasks);
-    // The media plane's readers register before any publisher can go live (ingest starts below): the
-    // transcoder first, then every output.
-    let transcode = d.media.reader("transcode");
-    tasks.spawn_until_stopped(Stage::Stream, "transcode: broadcasts", d.transcoder.clone().run(transcode));
-    crate::hls::start(d.hls.clone(), &d.media, &tasks);
-    crate::llhls::start(d.hls.ll.clone(), &d.media, &tasks);
+    // WebRTC first: every channel's WHEP starts on it.
+    if let Some(socket) = listeners.webrtc {
+        let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
+        crate::webrtc::start(webrtc.clone(), &tasks);
+        let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc: webrtc.clone(), tasks: tasks.clone() });
+        let _ = d.webrtc.set(webrtc);
+    }
+    // Every channel's media readers register before any publisher can go live (ingest starts below).
+    d.default.start(&d.media);
+    d.default.start_whep(d.webrtc.get());
     crate::storage::start(d.storage.clone(), STORAGE_DRAIN_TIMEOUT);
-    crate::simulcast::start(d.simulcast.clone(), &tasks);
-    crate::replays::start(d.replays.clone());
-    crate::api::warnings::start(d.server.clone(), &tasks);
     crate::yp::start(d.directory.clone(), &tasks);
-    crate::schedule::start(d.schedule.clone(), &tasks);
     if let Err(e) = crate::hardware::stats::start(d.hardware.clone(), &tasks) {
         warn!("no hardware statistics: {e}");
     }
-    crate::metrics::start(d.metrics.clone(), &tasks);
     let edge = d.cluster.as_ref().filter(|c| c.is_edge());
+    if edge.is_none() {
+        match d.channels.open_all() {
+            Ok(0) => {}
+            Ok(n) => info!(channels = n, "channels open"),
+            Err(e) => warn!("cannot read the channel table: {e}"),
+        }
+    }
     // An edge takes no broadcast: its RTMP listener is closed, SRT is not started, and it does not probe
     // the encoders (it transcodes nothing; its admin API is the origin's).
     if edge.is_none() {
@@ -463,13 +331,6 @@ pub async fn run(
     }
     if let Some(cluster) = &d.cluster {
         crate::cluster::start(cluster, &tasks);
-    }
-    if let Some(socket) = listeners.webrtc {
-        let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
-        crate::webrtc::start(webrtc.clone(), &tasks);
-        let _ = d.whep.webrtc.set((webrtc.clone(), tasks.clone()));
-        crate::whep::start(d.whep.clone(), &tasks);
-        let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc, tasks: tasks.clone() });
     }
 
     let web = match edge {
@@ -491,7 +352,7 @@ pub async fn run(
     });
     info!("castd is ready");
     // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.
-    crate::systemd::announce_ready(d.server.stream.clone(), listen_url, &tasks);
+    crate::systemd::announce_ready(d.default.server.stream.clone(), listen_url, &tasks);
     crate::systemd::spawn_watchdog(&tasks);
 
     shutdown.await;
@@ -510,7 +371,7 @@ mod tests {
     /// Every stage at its limit (and overrunning it) still ends before systemd kills castd.
     #[test]
     fn the_shutdown_plan_fits_in_systemds_stop_timeout() {
-        let unit = include_str!("../systemd/castd.service");
+        let unit = include_str!("../../systemd/castd.service");
         let secs: u64 = unit
             .lines()
             .find_map(|l| l.strip_prefix("TimeoutStopSec="))

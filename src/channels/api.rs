@@ -1,0 +1,386 @@
+//! The channels' routes: the server admin's list and changes, the public list, and the dispatcher that
+//! hands `/c/{slug}/...` to the channel's own router.
+//!
+//! Who may call what: `GET /api/admin/channels` and `POST /api/admin/channels/{create,update,delete}`
+//! take the server admin's credentials only (they are registered on the default channel's registry,
+//! whose admin check knows no channel password); `GET /api/channels` is public and lists public
+//! channels only; `/c/{slug}/...` is whatever the channel's own route says (its admin routes take that
+//! channel's admin password or the server admin's).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use tower::ServiceExt;
+use utoipa::ToSchema;
+
+use super::{db, ChannelRow, Channels, Visibility};
+use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse};
+use crate::media::ChannelId;
+
+const GROUP: &str = "channels";
+
+/// A channel as the server admin's list shows it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminChannel {
+    pub slug: String,
+    pub name: String,
+    pub visibility: Visibility,
+    pub online: bool,
+    pub stream_title: String,
+    pub viewer_count: u64,
+    /// The channel's viewer page.
+    pub url: String,
+    /// The default channel (today's castd, at `/`).
+    pub default: bool,
+    /// When the server admin made it (absent for the default channel).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+/// A channel as the public list shows it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicChannel {
+    pub slug: String,
+    pub name: String,
+    pub online: bool,
+    pub stream_title: String,
+    pub viewer_count: u64,
+    /// The channel's viewer page.
+    pub url: String,
+    /// Its current thumbnail (while live).
+    pub thumbnail: String,
+}
+
+/// `POST /api/admin/channels/create`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateChannel {
+    /// `[a-z0-9-]{1,32}`, not `default`.
+    pub slug: String,
+    pub name: String,
+    /// The channel admin's password (Basic `admin` on `/c/{slug}/api/admin/*`).
+    pub admin_password: String,
+    #[serde(default)]
+    pub visibility: Option<Visibility>,
+}
+
+/// `POST /api/admin/channels/update`: the fields given change.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateChannel {
+    pub slug: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub visibility: Option<Visibility>,
+    #[serde(default)]
+    pub admin_password: Option<String>,
+}
+
+/// `POST /api/admin/channels/delete`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeleteChannel {
+    pub slug: String,
+    /// Also remove the channel's files (replays, clips, uploads); without it they stay on disk.
+    #[serde(default)]
+    pub purge: bool,
+}
+
+pub fn routes(reg: &mut Registry, channels: Arc<Channels>) {
+    reg.schema::<AdminChannel>();
+    reg.schema::<PublicChannel>();
+    reg.schema::<CreateChannel>();
+    reg.schema::<UpdateChannel>();
+    reg.schema::<DeleteChannel>();
+    let mut reg = reg.scope(channels);
+    reg.get("/api/channels", GROUP, Auth::Public, "The public channels, live first", public_list)
+        .returns_list::<PublicChannel>();
+    reg.get("/api/admin/channels", GROUP, Auth::Admin, "Every channel (server admin)", admin_list)
+        .returns_list::<AdminChannel>();
+    reg.post(
+        "/api/admin/channels/create",
+        GROUP,
+        Auth::Admin,
+        "Create a channel (server admin)",
+        BodyDoc::Schema("CreateChannel"),
+        create,
+    )
+    .returns::<StatusResponse>()
+    .error(409, "The slug is taken");
+    reg.post(
+        "/api/admin/channels/update",
+        GROUP,
+        Auth::Admin,
+        "Rename a channel, change its visibility or its admin password (server admin)",
+        BodyDoc::Schema("UpdateChannel"),
+        update,
+    )
+    .returns::<StatusResponse>()
+    .error(404, "No such channel");
+    reg.post(
+        "/api/admin/channels/delete",
+        GROUP,
+        Auth::Admin,
+        "Delete an offline channel (server admin); its files only with purge",
+        BodyDoc::Schema("DeleteChannel"),
+        delete,
+    )
+    .returns::<StatusResponse>()
+    .error(404, "No such channel")
+    .error(409, "The channel is live");
+}
+
+/// The dispatcher of `/c/{slug}` and `/c/{slug}/...` (not an OpenAPI route: each channel's own document
+/// is at `/c/{slug}/api/openapi.json`).
+pub fn dispatcher(channels: Arc<Channels>) -> axum::Router {
+    axum::Router::new()
+        .route("/c/{slug}", axum::routing::any(to_slash))
+        .route("/c/{slug}/", axum::routing::any(dispatch_root))
+        .route("/c/{slug}/{*rest}", axum::routing::any(dispatch))
+        .with_state(channels)
+}
+
+async fn to_slash(Path(slug): Path<String>) -> Response {
+    match ChannelId::new(&slug) {
+        Ok(id) => (StatusCode::PERMANENT_REDIRECT, [(header::LOCATION, format!("/c/{id}/"))]).into_response(),
+        Err(_) => ApiError::NotFound("no such channel".into()).into_response(),
+    }
+}
+
+async fn dispatch_root(State(channels): State<Arc<Channels>>, Path(slug): Path<String>, req: Request) -> Response {
+    forward(&channels, &slug, "", req).await
+}
+
+async fn dispatch(
+    State(channels): State<Arc<Channels>>,
+    Path((slug, rest)): Path<(String, String)>,
+    req: Request,
+) -> Response {
+    forward(&channels, &slug, &rest, req).await
+}
+
+/// Hand `req` to channel `slug`'s router at `/<rest>` (the query kept).
+async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> Response {
+    let Some(channel) = ChannelId::new(slug).ok().and_then(|id| channels.get(&id)) else {
+        return ApiError::NotFound("no such channel".into()).into_response();
+    };
+    let (mut parts, body) = req.into_parts();
+    let path = match parts.uri.query() {
+        Some(q) => format!("/{rest}?{q}"),
+        None => format!("/{rest}"),
+    };
+    match path.parse::<Uri>() {
+        Ok(uri) => parts.uri = uri,
+        Err(_) => return ApiError::bad("a path castd cannot read").into_response(),
+    }
+    let req = Request::from_parts(parts, body);
+    match channel.router().oneshot(req).await {
+        Ok(resp) => resp,
+        Err(never) => match never {},
+    }
+}
+
+fn url_of(slug: &ChannelId) -> String {
+    if slug.is_default() {
+        "/".into()
+    } else {
+        format!("/c/{slug}/")
+    }
+}
+
+async fn public_list(State(channels): State<Arc<Channels>>) -> Json<Vec<PublicChannel>> {
+    let mut out = Vec::new();
+    let default = channels.default.read().clone();
+    if let Some(d) = default {
+        let s = d.status();
+        let id = ChannelId::default_channel();
+        out.push(PublicChannel {
+            slug: id.to_string(),
+            name: s.name,
+            online: s.online,
+            stream_title: s.stream_title,
+            viewer_count: s.viewer_count,
+            url: url_of(&id),
+            thumbnail: "/thumbnail.jpg".into(),
+        });
+    }
+    for (row, c) in channels.all() {
+        if row.visibility != Visibility::Public {
+            continue;
+        }
+        let s = c.status();
+        out.push(PublicChannel {
+            url: url_of(&row.slug),
+            thumbnail: format!("/c/{}/thumbnail.jpg", row.slug),
+            slug: row.slug.to_string(),
+            name: s.name,
+            online: s.online,
+            stream_title: s.stream_title,
+            viewer_count: s.viewer_count,
+        });
+    }
+    // Live first; then by name.
+    out.sort_by(|a, b| b.online.cmp(&a.online).then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase())));
+    Json(out)
+}
+
+async fn admin_list(State(channels): State<Arc<Channels>>) -> Json<Vec<AdminChannel>> {
+    let mut out = Vec::new();
+    let default = channels.default.read().clone();
+    if let Some(d) = default {
+        let s = d.status();
+        out.push(AdminChannel {
+            slug: ChannelId::DEFAULT.into(),
+            name: s.name,
+            visibility: Visibility::Public,
+            online: s.online,
+            stream_title: s.stream_title,
+            viewer_count: s.viewer_count,
+            url: "/".into(),
+            default: true,
+            created_at: None,
+        });
+    }
+    for (row, c) in channels.all() {
+        let s = c.status();
+        out.push(AdminChannel {
+            url: url_of(&row.slug),
+            slug: row.slug.to_string(),
+            name: s.name,
+            visibility: row.visibility,
+            online: s.online,
+            stream_title: s.stream_title,
+            viewer_count: s.viewer_count,
+            default: false,
+            created_at: Some(row.created_at.to_rfc3339()),
+        });
+    }
+    Json(out)
+}
+
+/// A slug the server admin may give a new channel.
+fn new_slug(slug: &str) -> Result<ChannelId, ApiError> {
+    let id = ChannelId::new(slug).map_err(|e| ApiError::bad(e.to_string()))?;
+    if id.is_default() {
+        return Err(ApiError::bad("'default' is the default channel's slug; choose another"));
+    }
+    Ok(id)
+}
+
+/// A channel name: not empty, at most 100 characters.
+fn name_of(name: &str) -> Result<String, ApiError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(ApiError::bad("the channel name must be 1 to 100 characters, without control characters"));
+    }
+    Ok(name.to_string())
+}
+
+/// The bcrypt hash of a channel admin password (on the hash's own pool).
+async fn hash_password(pw: &str) -> Result<String, ApiError> {
+    if pw.is_empty() {
+        return Err(ApiError::bad("adminPassword must not be empty"));
+    }
+    crate::password::hash_pooled(pw)
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .map_err(|e| ApiError::bad(e.to_string()))
+}
+
+async fn create(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let req: CreateChannel = parse_json(&body)?;
+    let slug = new_slug(&req.slug)?;
+    let name = name_of(&req.name)?;
+    let hash = hash_password(&req.admin_password).await?;
+    let row = ChannelRow {
+        slug: slug.clone(),
+        name: name.clone(),
+        visibility: req.visibility.unwrap_or(Visibility::Public),
+        created_at: chrono::Utc::now(),
+    };
+    let r = row.clone();
+    if !channels.store.call(move |c| db::insert(c, &r)).await? {
+        return Err(ApiError::Conflict(format!("a channel '{slug}' exists already")));
+    }
+    let opened = channels.host.open(&row).and_then(|ch| {
+        ch.set_name(name)?;
+        ch.set_admin_password(hash)?;
+        Ok(ch)
+    });
+    match opened {
+        Ok(ch) => {
+            channels.open.write().insert(slug.clone(), (row, ch));
+            tracing::info!(channel = %slug, "the server admin created a channel");
+            Ok(StatusResponse::ok(format!("channel {slug} created: /c/{slug}/")))
+        }
+        Err(e) => {
+            let s = slug.clone();
+            let _ = channels.store.call(move |c| db::delete(c, &s)).await;
+            Err(ApiError::Internal(format!("cannot open channel {slug}: {e}")))
+        }
+    }
+}
+
+async fn update(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let req: UpdateChannel = parse_json(&body)?;
+    let slug = ChannelId::new(&req.slug).map_err(|e| ApiError::bad(e.to_string()))?;
+    let (mut row, ch) =
+        channels.open.read().get(&slug).cloned().ok_or_else(|| ApiError::NotFound(format!("no channel '{slug}'")))?;
+    let hash = match req.admin_password.as_deref() {
+        Some(pw) => Some(hash_password(pw).await?),
+        None => None,
+    };
+    if let Some(name) = &req.name {
+        row.name = name_of(name)?;
+    }
+    if let Some(v) = req.visibility {
+        row.visibility = v;
+    }
+    let r = row.clone();
+    if !channels.store.call(move |c| db::update(c, &r)).await? {
+        return Err(ApiError::NotFound(format!("no channel '{slug}'")));
+    }
+    if req.name.is_some() {
+        ch.set_name(row.name.clone()).map_err(|e| ApiError::Internal(e.to_string()))?;
+    }
+    if let Some(h) = hash {
+        ch.set_admin_password(h).map_err(|e| ApiError::Internal(e.to_string()))?;
+    }
+    if let Some(entry) = channels.open.write().get_mut(&slug) {
+        entry.0 = row;
+    }
+    Ok(StatusResponse::ok(format!("channel {slug} updated")))
+}
+
+async fn delete(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let req: DeleteChannel = parse_json(&body)?;
+    let slug = ChannelId::new(&req.slug).map_err(|e| ApiError::bad(e.to_string()))?;
+    if slug.is_default() {
+        return Err(ApiError::bad("the default channel cannot be deleted"));
+    }
+    let ch = channels.get(&slug).ok_or_else(|| ApiError::NotFound(format!("no channel '{slug}'")))?;
+    if ch.is_live() {
+        return Err(ApiError::Conflict(format!("channel {slug} is live: disconnect its broadcaster first")));
+    }
+    channels.open.write().remove(&slug);
+    ch.close().await;
+    let s = slug.clone();
+    channels.store.call(move |c| db::delete(c, &s)).await?;
+    if req.purge {
+        channels.host.purge(&slug).map_err(|e| ApiError::Internal(e.to_string()))?;
+    }
+    tracing::info!(channel = %slug, purge = req.purge, "the server admin deleted a channel");
+    Ok(StatusResponse::ok(if req.purge {
+        format!("channel {slug} deleted with its files")
+    } else {
+        format!("channel {slug} deleted; its files stay in the data folder")
+    }))
+}

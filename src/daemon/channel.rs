@@ -1,0 +1,574 @@
+//! A channel's stack: every feature that is a channel's own (settings, stream keys, chat, webhooks,
+//! tokens, federation actor, schedule, replays, simulcast, HLS, WHEP, the API and the web UI), built
+//! from the channel's own database, settings and bus. The default channel's stack is today's castd at
+//! the root; every other channel's is served under `/c/{slug}` (`channels`), built here through
+//! [`DaemonHost`] (the `channels::ChannelHost` of the composition root).
+//!
+//! What a stack is given from the server ([`Shared`]): the media plane, the encoder list, object
+//! storage (finished replays go to the bucket), ingest (WHIP and the disconnect route), the server
+//! admin's check (a channel's admin routes take the server admin's password too), the flags and the
+//! configs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use hwaccel::EncoderInfo;
+use tokio::sync::watch;
+
+use super::error::DaemonError;
+use crate::api::Server;
+use crate::channels::{Channel, ChannelHost, ChannelRow, ChannelStatus, ChannelsError};
+use crate::chat::{Chat, ChatDeps};
+use crate::config::StreamKey;
+use crate::events::Bus;
+use crate::federation::{Federation, FederationConfig};
+use crate::health::HealthHub;
+use crate::hls::Hls;
+use crate::http::{AdminAuth, Registry};
+use crate::indieauth::{IndieAuth, IndieAuthConfig};
+use crate::ingest::Ingest;
+use crate::media::{ChannelId, MediaPlane};
+use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
+use crate::notifications::{Notifications, NotifyState};
+use crate::public_files::PublicFiles;
+use crate::replays::{Replays, ReplaysDeps};
+use crate::schedule::Schedule;
+use crate::simulcast::{Simulcast, SimulcastDeps};
+use crate::storage::Storage;
+use crate::store::settings::SettingsStore;
+use crate::store::Store;
+use crate::stream::{StreamWatch, StreamWriter, Viewers};
+use crate::tasks::{Stage, Tasks};
+use crate::telemetry::Telemetry;
+use crate::tokens::Tokens;
+use crate::transcode::{TranscodeDeps, Transcoder};
+use crate::webhooks::Webhooks;
+
+/// What every channel's stack is given by the server.
+#[derive(Clone)]
+pub struct Shared {
+    pub media: Arc<MediaPlane>,
+    pub encoders: watch::Receiver<Vec<EncoderInfo>>,
+    pub storage: Arc<Storage>,
+    pub debug_encoder_fault: Option<f64>,
+    pub llhls_part_ms: u32,
+    pub federation: FederationConfig,
+    pub metrics: MetricsConfig,
+    /// On a cluster origin, the mark its edges send (see `hls::FROM_EDGE_HEADER`).
+    pub edge_mark: Option<String>,
+    /// The WebRTC stack once its socket is bound (WHEP playback; none when WebRTC is off).
+    pub webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>>,
+}
+
+/// The first pieces of a channel: its identity, storage and runtime state.
+pub struct ChannelCore {
+    pub id: ChannelId,
+    /// The channel's data folder (the data dir for the default channel).
+    pub data_dir: PathBuf,
+    pub store: Store,
+    pub settings: SettingsStore,
+    pub bus: Bus,
+    pub stream_writer: StreamWriter,
+    pub stream: StreamWatch,
+    pub viewers: Viewers,
+    pub health: Arc<HealthHub>,
+    pub telemetry: Arc<Telemetry>,
+}
+
+impl ChannelCore {
+    pub fn new(id: ChannelId, data_dir: PathBuf, store: Store, settings: SettingsStore, bus: Bus) -> ChannelCore {
+        let (stream_writer, stream) = StreamWriter::new();
+        ChannelCore {
+            id,
+            data_dir,
+            store,
+            settings,
+            health: HealthHub::new(bus.clone()),
+            bus,
+            stream_writer,
+            stream,
+            viewers: Arc::default(),
+            telemetry: Arc::default(),
+        }
+    }
+}
+
+/// Every feature of one channel (see the module doc).
+pub struct ChannelStack {
+    pub id: ChannelId,
+    pub data_dir: PathBuf,
+    pub store: Store,
+    pub settings: SettingsStore,
+    pub bus: Bus,
+    pub stream: StreamWatch,
+    pub viewers: Viewers,
+    pub health: Arc<HealthHub>,
+    pub telemetry: Arc<Telemetry>,
+    pub tokens: Tokens,
+    pub admin: AdminAuth,
+    pub metrics: Arc<Metrics>,
+    pub schedule: Arc<Schedule>,
+    pub chat: Arc<Chat>,
+    pub transcoder: Arc<Transcoder>,
+    pub webhooks: Arc<Webhooks>,
+    pub notify: NotifyState,
+    pub public_files: Arc<PublicFiles>,
+    pub federation: Arc<Federation>,
+    pub server: Arc<Server>,
+    pub indieauth: Arc<IndieAuth>,
+    pub simulcast: Arc<Simulcast>,
+    pub replays: Arc<Replays>,
+    pub hls: Arc<Hls>,
+    pub whep: Arc<crate::whep::Whep>,
+    /// The channel's tasks (a scope of the daemon's for a channel; the daemon's own for the default).
+    pub tasks: Tasks,
+}
+
+impl ChannelStack {
+    /// Build the channel's features (no task started; see [`ChannelStack::start`]). `admin` is the
+    /// channel's admin check; `stream_key_overridden`: a `--streamkey` is in force (default channel).
+    pub fn build(
+        core: ChannelCore,
+        shared: &Shared,
+        admin: AdminAuth,
+        tasks: Tasks,
+        stream_key_overridden: bool,
+    ) -> Result<ChannelStack, DaemonError> {
+        let ChannelCore { id, data_dir, store, settings, bus, stream_writer, stream, viewers, health, telemetry } =
+            core;
+        let media = &shared.media;
+        let hls_dir = media.channel(&id).dir.clone();
+        let tokens = Tokens::open(store.clone())?;
+        let metrics = Metrics::open(
+            shared.metrics,
+            MetricsDeps {
+                store: store.clone(),
+                settings: settings.clone(),
+                bus: bus.clone(),
+                stream: stream.clone(),
+                media: media.clone(),
+                channel: id.clone(),
+                counts: viewers.clone(),
+                health: health.clone(),
+                telemetry: telemetry.clone(),
+            },
+        )?;
+        let schedule = Schedule::open(store.clone(), settings.clone(), bus.clone(), stream.clone())?;
+        let schedule_watch = schedule.watch();
+        let chat = Chat::open(ChatDeps {
+            store: store.clone(),
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream.clone(),
+            tokens: tokens.clone(),
+            telemetry: telemetry.clone(),
+            emoji_dir: data_dir.join("emoji"),
+            scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
+            tasks: tasks.clone(),
+        })?;
+        let transcoder = Transcoder::new(TranscodeDeps {
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream_writer,
+            viewers: viewers.clone(),
+            health: health.clone(),
+            telemetry: telemetry.clone(),
+            encoders: shared.encoders.clone(),
+            media: media.clone(),
+            channel: id.clone(),
+            debug_encoder_fault: shared.debug_encoder_fault,
+            llhls_part_ms: shared.llhls_part_ms,
+            tasks: tasks.clone(),
+        });
+        let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
+        let notifications = Arc::new(Notifications::open(store.clone())?);
+        let public_files = PublicFiles::open(data_dir.join("public"))?;
+        let federation = Federation::open(
+            store.clone(),
+            settings.clone(),
+            bus.clone(),
+            chat.clone(),
+            shared.federation.clone(),
+            tasks.clone(),
+        )?;
+        let server = Arc::new(Server {
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream.clone(),
+            media: media.clone(),
+            channel: id.clone(),
+            viewers: viewers.clone(),
+            health: health.clone(),
+            encoders: shared.encoders.clone(),
+            tokens: tokens.clone(),
+            data_dir: data_dir.clone(),
+            stream_key_overridden,
+            vapid_public_key: notifications.public_key().to_string(),
+            follower_count: federation.follower_count.clone(),
+            schedule: schedule.watch(),
+            key_taken: Arc::default(),
+        });
+        let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
+        let simulcast = Simulcast::new(SimulcastDeps {
+            settings: settings.clone(),
+            bus: bus.clone(),
+            media: media.clone(),
+            channel: id.clone(),
+            health: health.clone(),
+            tasks: tasks.clone(),
+        });
+        let replays = Replays::open(ReplaysDeps {
+            store: store.clone(),
+            settings: settings.clone(),
+            bus: bus.clone(),
+            stream: stream.clone(),
+            health: health.clone(),
+            media: media.clone(),
+            channel: id.clone(),
+            data_dir: data_dir.clone(),
+            hls_dir: hls_dir.clone(),
+            users: chat.clone(),
+            admin: admin.clone(),
+            storage: shared.storage.clone(),
+            tasks: tasks.clone(),
+        })?;
+        let notify = NotifyState { notifications, settings: settings.clone(), users: chat.clone() };
+        let hls = Arc::new(Hls {
+            channel: id.clone(),
+            ll: crate::llhls::LlHls::new(hls_dir.clone()),
+            hls_dir,
+            images_dir: media.channel(&id).images_dir.clone(),
+            metrics: metrics.clone(),
+            live: Default::default(),
+            // Object storage serves the default channel's video.
+            remote: id.is_default().then(|| shared.storage.clone() as Arc<dyn crate::hls::PlaylistOverride>),
+            edge_mark: shared.edge_mark.clone(),
+        });
+        let whep = Arc::new(crate::whep::Whep {
+            settings: settings.clone(),
+            stream: stream.clone(),
+            media: media.clone(),
+            channel: id.clone(),
+            store: store.clone(),
+            metrics: metrics.clone(),
+            webrtc: Default::default(),
+            per_address: crate::whep::per_address_caps(),
+        });
+        Ok(ChannelStack {
+            id,
+            data_dir,
+            store,
+            settings,
+            bus,
+            stream,
+            viewers,
+            health,
+            telemetry,
+            tokens,
+            admin,
+            metrics,
+            schedule,
+            chat,
+            transcoder,
+            webhooks,
+            notify,
+            public_files,
+            federation,
+            server,
+            indieauth,
+            simulcast,
+            replays,
+            hls,
+            whep,
+            tasks,
+        })
+    }
+
+    /// The channel's routes (the server-wide ones are the daemon's to add for the default channel).
+    pub fn registry(&self, ingest: &Arc<Ingest>) -> Registry {
+        let mut reg = Registry::new(self.admin.clone());
+        crate::api::routes(&mut reg, self.server.clone());
+        crate::chat::api::routes(&mut reg, self.chat.clone());
+        crate::chat::integrations::routes(&mut reg, self.chat.clone());
+        crate::metrics::api::routes(&mut reg, self.metrics.clone());
+        crate::tokens::routes(&mut reg, self.tokens.clone());
+        crate::webhooks::routes(&mut reg, self.webhooks.clone());
+        crate::notifications::routes(&mut reg, self.notify.clone());
+        crate::indieauth::routes(&mut reg, self.indieauth.clone());
+        crate::federation::routes(&mut reg, self.federation.clone());
+        if self.id.is_default() {
+            crate::ingest::routes(&mut reg, ingest.clone());
+        } else {
+            crate::ingest::channel_routes(&mut reg, ingest.clone(), self.id.clone());
+        }
+        crate::hls::routes(&mut reg, self.hls.clone());
+        crate::public_files::routes(&mut reg, self.public_files.clone());
+        crate::schedule::routes(&mut reg, self.schedule.clone());
+        crate::whep::routes(&mut reg, self.whep.clone());
+        crate::simulcast::routes(&mut reg, self.simulcast.clone());
+        crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
+        crate::web::routes(&mut reg);
+        reg
+    }
+
+    /// Start the channel's tasks. The media plane's readers register here, before any publisher can go
+    /// live on the channel (the transcoder first, then every output).
+    pub fn start(&self, media: &MediaPlane) {
+        let tasks = &self.tasks;
+        crate::webhooks::start(self.webhooks.clone(), &self.bus);
+        crate::notifications::start(self.notify.clone(), &self.bus, tasks);
+        crate::federation::start(self.federation.clone(), &self.bus);
+        crate::chat::start(&self.chat);
+        crate::indieauth::start(self.indieauth.clone(), tasks);
+        let transcode = self.transcoder.reader();
+        tasks.spawn_until_stopped(Stage::Stream, "transcode: broadcasts", self.transcoder.clone().run(transcode));
+        crate::hls::start(self.hls.clone(), media, tasks);
+        crate::llhls::start(self.hls.ll.clone(), &self.id, media, tasks);
+        crate::simulcast::start(self.simulcast.clone(), tasks);
+        crate::replays::start(self.replays.clone());
+        crate::api::warnings::start(self.server.clone(), tasks);
+        crate::schedule::start(self.schedule.clone(), tasks);
+        crate::metrics::start(self.metrics.clone(), tasks);
+    }
+
+    /// WHEP playback on the WebRTC stack (bound by the daemon; none when WebRTC is off).
+    pub fn start_whep(&self, webrtc: Option<&Arc<crate::webrtc::WebRtc>>) {
+        if let Some(webrtc) = webrtc {
+            let _ = self.whep.webrtc.set((webrtc.clone(), self.tasks.clone()));
+            crate::whep::start(self.whep.clone(), &self.tasks);
+        }
+    }
+
+    /// What the channel lists say of it.
+    pub fn status(&self) -> ChannelStatus {
+        let s = self.settings.get();
+        let st = self.stream.borrow();
+        ChannelStatus {
+            name: s.instance.name.clone(),
+            online: st.online,
+            stream_title: s.instance.stream_title.clone(),
+            viewer_count: self.viewers.everywhere().0,
+        }
+    }
+}
+
+/// A channel other than the default, open: its stack and its router.
+pub struct ChannelHandle {
+    stack: ChannelStack,
+    router: axum::Router,
+    media: Arc<MediaPlane>,
+}
+
+impl Channel for ChannelHandle {
+    fn router(&self) -> axum::Router {
+        self.router.clone()
+    }
+
+    fn status(&self) -> ChannelStatus {
+        self.stack.status()
+    }
+
+    fn stream_keys(&self) -> Vec<String> {
+        self.stack.settings.get().server.stream_keys.iter().map(|k| k.key.clone()).collect()
+    }
+
+    fn set_admin_password(&self, hash: String) -> Result<(), ChannelsError> {
+        self.stack
+            .settings
+            .update_blocking(|s| {
+                s.server.admin_password_hash = hash;
+                s.server.admin_password_weak = false;
+            })
+            .map_err(|e| ChannelsError::Open(e.to_string()))
+    }
+
+    fn set_name(&self, name: String) -> Result<(), ChannelsError> {
+        self.stack.settings.update_blocking(|s| s.instance.name = name).map_err(|e| ChannelsError::Open(e.to_string()))
+    }
+
+    fn is_live(&self) -> bool {
+        self.media.current(&self.stack.id).is_some()
+    }
+
+    fn telemetry(&self) -> Arc<Telemetry> {
+        self.stack.telemetry.clone()
+    }
+
+    fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            self.stack.tasks.close(std::time::Duration::from_secs(1)).await;
+            self.media.forget(&self.stack.id);
+            if let Err(e) = self.stack.store.checkpoint() {
+                tracing::warn!(channel = %self.stack.id, "closing the channel's database: {e}");
+            }
+        })
+    }
+}
+
+/// The composition root's `ChannelHost`: opens a channel's stack in its own data folder.
+pub struct DaemonHost {
+    pub data_dir: PathBuf,
+    pub shared: Shared,
+    pub ingest: Arc<Ingest>,
+    pub server_admin: AdminAuth,
+    /// The default channel's settings (the server URL a channel's is made from).
+    pub server_settings: SettingsStore,
+    pub tasks: Tasks,
+    /// Every channel's stream keys (each channel's stream-keys setter checks a new key against them).
+    pub keys: Arc<Keys>,
+}
+
+/// Whether a stream key is a channel's other than `except` (stream keys are unique across the server).
+pub fn key_taken(keys: Arc<Keys>, except: ChannelId) -> crate::api::KeyTaken {
+    Arc::new(move |key: &str| {
+        use crate::ingest::KeyDirectory;
+        keys.keys().iter().any(|(ch, ks)| *ch != except && ks.iter().any(|k| k == key))
+    })
+}
+
+impl DaemonHost {
+    /// Channel `slug`'s data folder.
+    pub fn folder(&self, slug: &ChannelId) -> PathBuf {
+        self.data_dir.join("channels").join(slug.as_str())
+    }
+
+    fn open_stack(&self, row: &ChannelRow) -> Result<ChannelHandle, DaemonError> {
+        let dir = self.folder(&row.slug);
+        std::fs::create_dir_all(&dir)?;
+        let store = Store::open(&dir.join("castd.db"))?;
+        let bus = Bus::default();
+        let settings = SettingsStore::open(store.clone(), bus.clone())?;
+        // A new channel: its name, a stream key, and the server's URL under its prefix.
+        let server_url = self.server_settings.get().server.server_url.clone();
+        let slug = row.slug.clone();
+        let name = row.name.clone();
+        settings.update_blocking(|s| {
+            if s.instance.name.is_empty() || s.instance.name == crate::config::Settings::default().instance.name {
+                s.instance.name = name;
+            }
+            if s.server.stream_keys.is_empty() {
+                let key = crate::password::random_token(24);
+                s.server.stream_keys = vec![StreamKey { key, comment: "Default stream key".into() }];
+            }
+            s.server.server_url = channel_url(&server_url, &slug);
+        })?;
+        let core = ChannelCore::new(row.slug.clone(), dir, store, settings.clone(), bus);
+        let admin = AdminAuth::for_channel(settings, &self.server_admin);
+        let stack = ChannelStack::build(core, &self.shared, admin, self.tasks.scope(), false)?;
+        let _ = stack.server.key_taken.set(key_taken(self.keys.clone(), row.slug.clone()));
+        stack.start(&self.shared.media);
+        stack.start_whep(self.shared.webrtc.get());
+        let router = stack.registry(&self.ingest).into_router();
+        Ok(ChannelHandle { stack, router, media: self.shared.media.clone() })
+    }
+}
+
+/// A channel's public URL: the server's, under `/c/{slug}` (empty while the server's is not set).
+pub fn channel_url(server_url: &str, slug: &ChannelId) -> String {
+    let base = server_url.trim().trim_end_matches('/');
+    if base.is_empty() {
+        String::new()
+    } else {
+        format!("{base}/c/{slug}")
+    }
+}
+
+impl ChannelHost for DaemonHost {
+    fn open(&self, row: &ChannelRow) -> Result<Arc<dyn Channel>, ChannelsError> {
+        let handle = self.open_stack(row).map_err(|e| ChannelsError::Open(e.to_string()))?;
+        tracing::info!(channel = %row.slug, "channel open: /c/{}/", row.slug);
+        Ok(Arc::new(handle))
+    }
+
+    fn purge(&self, slug: &ChannelId) -> Result<(), ChannelsError> {
+        let dir = self.folder(slug);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(ChannelsError::Open(format!("removing {}: {e}", dir.display()))),
+        }
+    }
+}
+
+/// The default channel as the channel lists see it (its routes are the root's, not dispatched).
+pub struct DefaultChannel {
+    pub settings: SettingsStore,
+    pub stream: StreamWatch,
+    pub viewers: Viewers,
+    pub telemetry: Arc<Telemetry>,
+    pub media: Arc<MediaPlane>,
+}
+
+impl Channel for DefaultChannel {
+    fn router(&self) -> axum::Router {
+        axum::Router::new()
+    }
+
+    fn status(&self) -> ChannelStatus {
+        let s = self.settings.get();
+        ChannelStatus {
+            name: s.instance.name.clone(),
+            online: self.stream.borrow().online,
+            stream_title: s.instance.stream_title.clone(),
+            viewer_count: self.viewers.everywhere().0,
+        }
+    }
+
+    fn stream_keys(&self) -> Vec<String> {
+        self.settings.get().server.stream_keys.iter().map(|k| k.key.clone()).collect()
+    }
+
+    fn set_admin_password(&self, _hash: String) -> Result<(), ChannelsError> {
+        Err(ChannelsError::Open("the server admin's password is set with config/adminpass".into()))
+    }
+
+    fn set_name(&self, name: String) -> Result<(), ChannelsError> {
+        self.settings.update_blocking(|s| s.instance.name = name).map_err(|e| ChannelsError::Open(e.to_string()))
+    }
+
+    fn is_live(&self) -> bool {
+        self.media.current(&ChannelId::default_channel()).is_some()
+    }
+
+    fn telemetry(&self) -> Arc<Telemetry> {
+        self.telemetry.clone()
+    }
+
+    fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async {})
+    }
+}
+
+/// Every channel's stream keys for ingest: the default channel's, then the others'.
+pub struct Keys {
+    pub default: Arc<DefaultChannel>,
+    pub channels: std::sync::OnceLock<Arc<crate::channels::Channels>>,
+}
+
+impl crate::ingest::KeyDirectory for Keys {
+    fn keys(&self) -> Vec<(ChannelId, Vec<String>)> {
+        match self.channels.get() {
+            Some(c) => c.keys(),
+            None => vec![(ChannelId::default_channel(), self.default.stream_keys())],
+        }
+    }
+
+    fn telemetry(&self, id: &ChannelId) -> Option<Arc<Telemetry>> {
+        if id.is_default() {
+            return Some(self.default.telemetry.clone());
+        }
+        self.channels.get()?.get(id).map(|c| c.telemetry())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channels_url_is_the_servers_under_its_prefix() {
+        let ch = ChannelId::new("church-2").unwrap();
+        assert_eq!(channel_url("https://box.example/", &ch), "https://box.example/c/church-2");
+        assert_eq!(channel_url("", &ch), "");
+    }
+}
