@@ -242,7 +242,8 @@ impl ChannelStack {
             live: Default::default(),
             // Object storage serves the default channel's video.
             remote: id.is_default().then(|| shared.storage.clone() as Arc<dyn crate::hls::PlaylistOverride>),
-            edge_mark: shared.edge_mark.clone(),
+            // Edges count the default channel's viewers themselves; a channel's are counted here.
+            edge_mark: shared.edge_mark.clone().filter(|_| id.is_default()),
         });
         let whep = Arc::new(crate::whep::Whep {
             settings: settings.clone(),
