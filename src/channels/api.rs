@@ -62,10 +62,14 @@ pub struct PublicChannel {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateChannel {
-    /// `[a-z0-9-]{1,32}`, not `default`.
+    /// `[a-z0-9-]{1,32}`, not `default` (taken by the default channel: 409).
+    #[schema(pattern = "^[a-z0-9-]{1,32}$")]
     pub slug: String,
+    /// 1 to 100 characters; control characters are removed, spaces around it trimmed.
+    #[schema(pattern = r"[^\s\x00-\x1f\x7f-\x9f]", max_length = 100)]
     pub name: String,
-    /// The channel admin's password (Basic `admin` on `/c/{slug}/api/admin/*`).
+    /// The channel admin's password (Basic `admin` on `/c/{slug}/api/admin/*`): 1 to 72 bytes (bcrypt's limit).
+    #[schema(min_length = 1, max_length = 72)]
     pub admin_password: String,
     #[serde(default)]
     pub visibility: Option<Visibility>,
@@ -75,12 +79,15 @@ pub struct CreateChannel {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateChannel {
+    #[schema(pattern = "^[a-z0-9-]{1,32}$")]
     pub slug: String,
     #[serde(default)]
+    #[schema(pattern = r"[^\s\x00-\x1f\x7f-\x9f]", max_length = 100)]
     pub name: Option<String>,
     #[serde(default)]
     pub visibility: Option<Visibility>,
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 72)]
     pub admin_password: Option<String>,
 }
 
@@ -88,6 +95,7 @@ pub struct UpdateChannel {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteChannel {
+    #[schema(pattern = "^[a-z0-9-]{1,32}$")]
     pub slug: String,
     /// Also remove the channel's files (replays, clips, uploads); without it they stay on disk.
     #[serde(default)]
@@ -270,16 +278,18 @@ async fn admin_list(State(channels): State<Arc<Channels>>) -> Json<Vec<AdminChan
 fn new_slug(slug: &str) -> Result<ChannelId, ApiError> {
     let id = ChannelId::new(slug).map_err(|e| ApiError::bad(e.to_string()))?;
     if id.is_default() {
-        return Err(ApiError::bad("'default' is the default channel's slug; choose another"));
+        return Err(ApiError::Conflict("'default' is the default channel's slug; choose another".into()));
     }
     Ok(id)
 }
 
-/// A channel name: not empty, at most 100 characters.
+/// A channel name: its control characters removed and the spaces around it trimmed, then 1 to 100
+/// characters.
 fn name_of(name: &str) -> Result<String, ApiError> {
+    let name: String = name.chars().filter(|c| !c.is_control()).collect();
     let name = name.trim();
-    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-        return Err(ApiError::bad("the channel name must be 1 to 100 characters, without control characters"));
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(ApiError::bad("the channel name must be 1 to 100 characters (besides control characters)"));
     }
     Ok(name.to_string())
 }
@@ -364,7 +374,7 @@ async fn delete(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     let req: DeleteChannel = parse_json(&body)?;
     let slug = ChannelId::new(&req.slug).map_err(|e| ApiError::bad(e.to_string()))?;
     if slug.is_default() {
-        return Err(ApiError::bad("the default channel cannot be deleted"));
+        return Err(ApiError::Conflict("the default channel cannot be deleted".into()));
     }
     let ch = channels.get(&slug).ok_or_else(|| ApiError::NotFound(format!("no channel '{slug}'")))?;
     if ch.is_live() {
