@@ -583,3 +583,53 @@ fn cluster_flags_are_checked_at_start() {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
 }
+
+/// A websocket to `url` (read timeout 200 ms), CONNECTED_USER_INFO awaited.
+fn connect_url(url: &str) -> Ws {
+    let (mut ws, _) = tungstenite::connect(url).expect("websocket connect");
+    if let tungstenite::stream::MaybeTlsStream::Plain(t) = ws.get_ref() {
+        t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    }
+    next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(20)).expect("CONNECTED_USER_INFO");
+    ws
+}
+
+/// A channel works through an edge: its API and viewer page come from the origin, its chat websocket is
+/// tunnelled to the origin's room (a message sent through an edge reaches a client on the origin, and
+/// not the default channel's room), and its HLS goes through the edge's cache.
+#[test]
+fn a_channel_works_through_an_edge() {
+    let c = start_cluster();
+    let origin = c.origin();
+    let edge = &c.edges[0];
+    let r = origin.admin_post(
+        "/api/admin/channels/create",
+        &json!({"slug": "room2", "name": "Room Two", "adminPassword": "room2-admin"}),
+    );
+    assert!(r.status().is_success(), "{}", r.status());
+    assert_eq!(edge.get_json("/c/room2/api/config")["name"], "Room Two", "the channel's API through the edge");
+    assert!(edge.get("/c/room2/").status().is_success(), "its viewer page through the edge");
+
+    let register_in_channel = |s: &Server| -> String {
+        let v: Value =
+            s.client.post(s.url("/c/room2/api/chat/register")).json(&json!({})).send().unwrap().json().unwrap();
+        v["accessToken"].as_str().expect("accessToken").to_string()
+    };
+    let (on_edge, on_origin) = (register_in_channel(edge), register_in_channel(origin));
+    let mut via_edge = connect_url(&format!("ws://127.0.0.1:{}/c/room2/ws?accessToken={on_edge}", edge.web_port));
+    let mut at_origin = connect_url(&format!("ws://127.0.0.1:{}/c/room2/ws?accessToken={on_origin}", origin.web_port));
+    let (_, default_token, _) = register(origin, None);
+    let mut default_room = connect(origin, &default_token);
+
+    say(&mut via_edge, "through-the-edge-1");
+    let mut other = Vec::new();
+    let got = collect(&mut at_origin, "through-the-edge-1", 1, Instant::now() + Duration::from_secs(10), &mut other);
+    assert_eq!(got.len(), 1, "a message sent through the edge reaches the channel's room at the origin: {other:?}");
+    say(&mut at_origin, "from-the-origin-1");
+    let got = collect(&mut via_edge, "from-the-origin-1", 1, Instant::now() + Duration::from_secs(10), &mut other);
+    assert_eq!(got.len(), 1, "and back through the tunnel");
+    let leaked = collect(&mut default_room, "-1", 1, Instant::now() + Duration::from_secs(2), &mut other);
+    assert!(leaked.is_empty(), "the default channel's room never sees the channel's messages: {leaked:?}");
+    let stored = origin.admin_json("/c/room2/api/admin/chat/messages");
+    assert!(stored.to_string().contains("through-the-edge-1"), "stored in the channel's own history");
+}

@@ -35,6 +35,7 @@ pub mod api;
 pub mod bus;
 pub mod edge_config;
 pub mod proxy;
+pub mod tunnel;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -177,6 +178,8 @@ pub struct Cluster {
     pub viewers: crate::stream::Viewers,
     /// An edge marks the viewers whose playlist requests it proxies (they count on this node).
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The daemon's tasks (set by `start`): an edge's tunnels to the origin run there.
+    pub tasks: std::sync::OnceLock<Tasks>,
 }
 
 impl Cluster {
@@ -217,6 +220,7 @@ impl Cluster {
             cache: proxy::Cache::default(),
             viewers,
             metrics,
+            tasks: std::sync::OnceLock::new(),
         }))
     }
 
@@ -238,6 +242,7 @@ impl Cluster {
 
 /// Start the cluster's tasks (Redis readers and writers, presence).
 pub fn start(cluster: &Arc<Cluster>, tasks: &Tasks) {
+    let _ = cluster.tasks.set(tasks.clone());
     if let Some(q) = &cluster.queue {
         bus::start_origin(cluster.clone(), q.clone(), tasks);
     }

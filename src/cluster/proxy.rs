@@ -8,6 +8,11 @@
 //! `X-Forwarded-For` wherever the edge runs, see `http::headers::set_edge_mark`). A client's
 //! `X-Castd-Cluster-Secret` is never passed on.
 //!
+//! Channels (`/c/{slug}/...`, see `channels`) go to the origin like the rest, their HLS
+//! (`/c/{slug}/hls/...`) through the same cache; a channel's chat websocket (`/c/{slug}/ws`) is tunnelled to
+//! the origin (an http origin only), so its chat room is the origin's: an edge holds the default channel's
+//! chat sockets itself (over Redis) and passes the channels' sockets through.
+//!
 //! HLS (`GET /hls/...`) goes through a small cache: identical requests in flight share one origin
 //! request (so a blocking LL-HLS playlist reload from many players is one request to the origin), and
 //! an answer whose `Cache-Control` allows it (`public`/`max-age`, no `no-store`/`no-cache`/`private`)
@@ -29,7 +34,7 @@ use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
-use super::{Cluster, SECRET_HEADER};
+use super::{tunnel, Cluster, SECRET_HEADER};
 use crate::http::ApiError;
 
 /// Largest request body forwarded to the origin.
@@ -57,6 +62,23 @@ const HOP_BY_HOP: &[&str] = &[
     "host",
     "content-length",
 ];
+
+/// Whether `path` is a channel's HLS (`/c/{slug}/hls/...`).
+fn is_channel_hls(path: &str) -> bool {
+    channel_rest(path).is_some_and(|rest| rest.starts_with("/hls/"))
+}
+
+/// Whether `path` is a channel's chat websocket (`/c/{slug}/ws`).
+fn is_channel_ws(path: &str) -> bool {
+    channel_rest(path) == Some("/ws")
+}
+
+/// The part after `/c/{slug}` of a channel path.
+fn channel_rest(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/c/")?;
+    let slash = rest.find('/')?;
+    Some(&rest[slash..])
+}
 
 fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
     for (name, value) in from {
@@ -164,8 +186,14 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
     }
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
     let ip = peer.map(|p| crate::http::client_ip(p, req.headers()));
-    let cacheable = req.method() == Method::GET && req.uri().path().starts_with("/hls/");
-    if let (true, Some(peer)) = (cacheable && req.uri().path().ends_with(".m3u8"), peer) {
+    if is_channel_ws(req.uri().path()) {
+        return tunnel::open(&front.cluster, req, ip).await;
+    }
+    let path = req.uri().path();
+    let cacheable = req.method() == Method::GET && (path.starts_with("/hls/") || is_channel_hls(path));
+    // A channel's viewers are counted by the origin (its edge mark is the default channel's).
+    let default_hls = path.starts_with("/hls/");
+    if let (true, Some(peer)) = (cacheable && default_hls && req.uri().path().ends_with(".m3u8"), peer) {
         // The viewer watches through this node: counted here (presence adds the nodes up).
         front.cluster.metrics.viewers.mark_request(peer, req.headers());
     }
@@ -270,6 +298,14 @@ mod tests {
         assert_eq!(cache_lifetime(&cc("no-cache, no-store, must-revalidate")), None);
         assert_eq!(cache_lifetime(&cc("private, max-age=60")), None);
         assert_eq!(cache_lifetime(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn channel_paths_are_told_apart() {
+        assert!(is_channel_hls("/c/church/hls/0/stream.m3u8"));
+        assert!(!is_channel_hls("/c/church/api/status"));
+        assert!(is_channel_ws("/c/church/ws"));
+        assert!(!is_channel_ws("/c/church/ws/x") && !is_channel_ws("/ws") && !is_channel_ws("/c/ws"));
     }
 
     #[test]
