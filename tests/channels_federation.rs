@@ -256,3 +256,34 @@ fn a_channels_actor_name_comes_from_its_slug_and_stays_its_own() {
     let (status, jrd) = webfinger(&s, "/.well-known/webfinger", &format!("church_2@{host}"));
     assert_eq!((status, self_link(&jrd)), (200, format!("{old_base}/c/church-2/federation/user/church_2")));
 }
+
+/// The dispatcher hands a channel's router the connection (the websocket upgrade, the peer's
+/// address) and none of its own path parameters: a channel's chat websocket works, and so do its
+/// routes with a path parameter (the actor in the test above; a clip here).
+#[test]
+fn a_channels_websocket_goes_through_the_dispatcher() {
+    use common::chatclient::{next_of, say};
+    let s = Server::start_with_args(&[]);
+    let r = s.admin_post(
+        "/api/admin/channels/create",
+        &json!({"slug": "alpha", "name": "Alpha", "adminPassword": "pw-alpha"}),
+    );
+    assert_eq!(r.status(), 200);
+    let r = s.post_json("/c/alpha/api/chat/register", &json!({"displayName": "viewer"}));
+    assert_eq!(r.status(), 200);
+    let token = r.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
+    let url = format!("ws://127.0.0.1:{}/c/alpha/ws?accessToken={token}", s.web_port);
+    let (mut ws, _) = tungstenite::connect(url).expect("a channel's websocket upgrades");
+    if let tungstenite::stream::MaybeTlsStream::Plain(t) = ws.get_ref() {
+        t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    }
+    let info = next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(5)).expect("CONNECTED_USER_INFO");
+    assert_eq!(info["user"]["displayName"], "viewer");
+    say(&mut ws, "hello alpha");
+    let chat = next_of(&mut ws, "CHAT", Duration::from_secs(5)).expect("the message comes back");
+    assert_eq!(chat["body"], "<p>hello alpha</p>");
+    // A route with a path parameter, in the channel's router: its own answer (404), not a 500 for
+    // the dispatcher's parameters added to its own.
+    let r = no_redirects().get(s.url("/c/alpha/api/clips/no-such-clip")).send().unwrap();
+    assert_eq!(r.status(), 404, "{}", r.text().unwrap_or_default());
+}
