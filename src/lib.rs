@@ -104,7 +104,9 @@
 //!   castd as the streamer's IndieAuth server. Given a `UserTokens` handle (token check, sign-in).
 //! - [`federation`]: ActivityPub: the actor, discovery, the signed inbox, followers, the persistent
 //!   delivery queue, the go-live post, federated servers, Fediverse chat sign-in. Subscribes to the
-//!   bus (go-live), publishes engagement as chat events; given a `UserTokens` handle. Owns the
+//!   bus (go-live), publishes engagement as chat events; given a `UserTokens` handle, and by the
+//!   composition root the other channels' actors (the root's WebFinger) and the user names taken
+//!   (one actor per channel, each name its own). Owns the
 //!   federation settings: `federation::settings` (`federation/*` setters, serverconfig part).
 //! - [`schedule`]: scheduled streams (one-off events and RRULE series in IANA zones), the public
 //!   schedule and its iCalendar feed, the schedule settings, reminders and the SCHEDULED_EVENTS

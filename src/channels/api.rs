@@ -7,10 +7,11 @@
 //! channels only; `/c/{slug}/...` is whatever the channel's own route says (its admin routes take that
 //! channel's admin password or the server admin's).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Request, State};
+use axum::extract::{ConnectInfo, OriginalUri, Path, Request, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -175,12 +176,14 @@ async fn dispatch(
     forward(&channels, &slug, &rest, req).await
 }
 
-/// Hand `req` to channel `slug`'s router at `/<rest>` (the query kept).
+/// Hand `req` to channel `slug`'s router at `/<rest>` (the query kept; the original URI in the
+/// request's `OriginalUri`).
 async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> Response {
     let Some(channel) = ChannelId::new(slug).ok().and_then(|id| channels.get(&id)) else {
         return ApiError::NotFound("no such channel".into()).into_response();
     };
     let (mut parts, body) = req.into_parts();
+    let original = parts.extensions.remove::<OriginalUri>().unwrap_or_else(|| OriginalUri(parts.uri.clone()));
     let path = match parts.uri.query() {
         Some(q) => format!("/{rest}?{q}"),
         None => format!("/{rest}"),
@@ -189,11 +192,30 @@ async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> R
         Ok(uri) => parts.uri = uri,
         Err(_) => return ApiError::bad("a path castd cannot read").into_response(),
     }
+    parts.extensions = connection_extensions(&mut parts.extensions);
+    // The path as the client wrote it (`/c/{slug}/...`) stays known to the channel's routes: an
+    // inbox checks the HTTP signature over it.
+    parts.extensions.insert(original);
     let req = Request::from_parts(parts, body);
     match channel.router().oneshot(req).await {
         Ok(resp) => resp,
         Err(never) => match never {},
     }
+}
+
+/// What the connection put in a request's extensions (the peer's address, a websocket upgrade), and
+/// nothing the root router added: axum appends a router's path parameters to those already there, so
+/// the dispatcher's `{slug}` and `{*rest}` would reach the channel's handlers before their own (a
+/// channel route extracting one `Path` would see three and answer 500).
+fn connection_extensions(from: &mut axum::http::Extensions) -> axum::http::Extensions {
+    let mut kept = axum::http::Extensions::new();
+    if let Some(peer) = from.remove::<ConnectInfo<SocketAddr>>() {
+        kept.insert(peer);
+    }
+    if let Some(upgrade) = from.remove::<hyper::upgrade::OnUpgrade>() {
+        kept.insert(upgrade);
+    }
+    kept
 }
 
 fn url_of(slug: &ChannelId) -> String {

@@ -67,6 +67,9 @@ pub trait Channel: Send + Sync {
     fn set_name(&self, name: String) -> Result<(), ChannelsError>;
     /// Whether a broadcast is live on it.
     fn is_live(&self) -> bool;
+    /// Its settings (the composition root keeps each channel's server URL the server's under its
+    /// prefix, and checks names that must be unique across the server, such as its actor's).
+    fn settings(&self) -> crate::store::settings::SettingsStore;
     /// Its telemetry (its publisher's measured bitrate goes there).
     fn telemetry(&self) -> Arc<crate::telemetry::Telemetry>;
     /// Stop its tasks and close its database (the channel is deleted).

@@ -8,6 +8,13 @@
 //! storage (finished replays go to the bucket), ingest (WHIP and the disconnect route), the server
 //! admin's check (a channel's admin routes take the server admin's password too), the flags and the
 //! configs.
+//!
+//! What the server keeps consistent across the stacks ([`Keys`], every channel as the server-wide
+//! checks see it): stream keys and fediverse user names are unique across the server (each stack's
+//! setter asks [`key_taken`], [`username_taken`]); a channel's server URL is the server's under
+//! `/c/{slug}`, set when it opens and kept so ([`follow_server_url`]), so its federation actor's IRIs
+//! live under its prefix; its actor is named after its slug when it opens unless its admin chose a
+//! name; the root's WebFinger finds every channel's actor ([`channel_actors`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -391,6 +398,10 @@ impl Channel for ChannelHandle {
         self.media.current(&self.stack.id).is_some()
     }
 
+    fn settings(&self) -> SettingsStore {
+        self.stack.settings.clone()
+    }
+
     fn telemetry(&self) -> Arc<Telemetry> {
         self.stack.telemetry.clone()
     }
@@ -427,6 +438,63 @@ pub fn key_taken(keys: Arc<Keys>, except: ChannelId) -> crate::api::KeyTaken {
     })
 }
 
+/// The settings key of the fediverse user name (`FederationSettings::federation_username`).
+const FEDERATION_USERNAME_KEY: &str = "federationUsername";
+
+/// Whether a fediverse user name is a channel's other than `except` (without case: every channel's
+/// actor is `@name@host` on the one host, found by the root's WebFinger).
+pub fn username_taken(keys: Arc<Keys>, except: ChannelId) -> crate::federation::UsernameTaken {
+    Arc::new(move |name: &str| keys.usernames(&except).iter().any(|n| n.eq_ignore_ascii_case(name)))
+}
+
+/// The root's WebFinger lookup of the other channels' actors: the actor of the channel (not the
+/// default) whose user name is `name`, while that channel's federation is on.
+pub fn channel_actors(keys: Arc<Keys>) -> crate::federation::ActorLookup {
+    Arc::new(move |name: &str| {
+        let channels = keys.channels.get()?;
+        channels.all().into_iter().find_map(|(_, ch)| {
+            let s = ch.settings().get();
+            s.federation
+                .federation_username
+                .eq_ignore_ascii_case(name)
+                .then(|| crate::federation::active_local(&s))
+                .flatten()
+        })
+    })
+}
+
+/// Keep every channel's server URL the server's under its prefix: when the server admin changes the
+/// default channel's `serverurl`, each open channel's follows (a channel's API cannot set its own).
+pub fn follow_server_url(channels: Arc<crate::channels::Channels>, bus: &Bus, tasks: &Tasks) {
+    let mut sub = bus.subscribe("channels: server url");
+    tasks.spawn_until_stopped(Stage::Background, "channels: server url", async move {
+        while let Some(ev) = sub.recv().await {
+            let crate::events::Event::SettingsChanged(change) = &*ev else { continue };
+            if !change.changed(|s| &s.server.server_url) {
+                continue;
+            }
+            let server_url = change.after().server.server_url.clone();
+            for (row, ch) in channels.all() {
+                let url = channel_url(&server_url, &row.slug);
+                let settings = ch.settings();
+                if settings.get().server.server_url == url {
+                    continue;
+                }
+                let updated = settings
+                    .update(|s| {
+                        s.server.server_url = url.clone();
+                        Ok::<_, crate::store::StoreError>(())
+                    })
+                    .await;
+                match updated {
+                    Ok(()) => tracing::info!(channel = %row.slug, "the channel's server URL is now {url}"),
+                    Err(e) => tracing::warn!(channel = %row.slug, "cannot update the channel's server URL: {e}"),
+                }
+            }
+        }
+    });
+}
+
 impl DaemonHost {
     /// Channel `slug`'s data folder.
     pub fn folder(&self, slug: &ChannelId) -> PathBuf {
@@ -443,7 +511,20 @@ impl DaemonHost {
         let server_url = self.server_settings.get().server.server_url.clone();
         let slug = row.slug.clone();
         let name = row.name.clone();
+        // Its actor's name, unless its admin chose one: the slug's (one no other channel has).
+        let username = match settings.is_stored(FEDERATION_USERNAME_KEY)? {
+            true => None,
+            false => {
+                let others = self.keys.usernames(&slug);
+                Some(crate::federation::username_for_slug(slug.as_str(), |n| {
+                    others.iter().any(|o| o.eq_ignore_ascii_case(n))
+                }))
+            }
+        };
         settings.update_blocking(|s| {
+            if let Some(username) = username {
+                s.federation.federation_username = username;
+            }
             if s.instance.name.is_empty() || s.instance.name == crate::config::Settings::default().instance.name {
                 s.instance.name = name;
             }
@@ -457,6 +538,7 @@ impl DaemonHost {
         let admin = AdminAuth::for_channel(settings, &self.server_admin);
         let stack = ChannelStack::build(core, &self.shared, admin, self.tasks.scope(), false)?;
         let _ = stack.server.key_taken.set(key_taken(self.keys.clone(), row.slug.clone()));
+        let _ = stack.federation.username_taken.set(username_taken(self.keys.clone(), row.slug.clone()));
         stack.start(&self.shared.media);
         stack.start_whep(self.shared.webrtc.get());
         let router = stack.registry(&self.ingest).into_router();
@@ -531,6 +613,10 @@ impl Channel for DefaultChannel {
         self.media.current(&ChannelId::default_channel()).is_some()
     }
 
+    fn settings(&self) -> SettingsStore {
+        self.settings.clone()
+    }
+
     fn telemetry(&self) -> Arc<Telemetry> {
         self.telemetry.clone()
     }
@@ -540,10 +626,29 @@ impl Channel for DefaultChannel {
     }
 }
 
-/// Every channel's stream keys for ingest: the default channel's, then the others'.
+/// Every channel, as the server-wide checks see it: the stream keys for ingest (the default channel's,
+/// then the others'), the fediverse user names.
 pub struct Keys {
     pub default: Arc<DefaultChannel>,
     pub channels: std::sync::OnceLock<Arc<crate::channels::Channels>>,
+}
+
+impl Keys {
+    /// The fediverse user names of every channel but `except` (the default channel's included).
+    pub fn usernames(&self, except: &ChannelId) -> Vec<String> {
+        let mut out = Vec::new();
+        if !except.is_default() {
+            out.push(self.default.settings.get().federation.federation_username.clone());
+        }
+        if let Some(channels) = self.channels.get() {
+            for (row, ch) in channels.all() {
+                if row.slug != *except {
+                    out.push(ch.settings().get().federation.federation_username.clone());
+                }
+            }
+        }
+        out
+    }
 }
 
 impl crate::ingest::KeyDirectory for Keys {
@@ -565,6 +670,13 @@ impl crate::ingest::KeyDirectory for Keys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_federation_user_name_key_is_a_settings_key() {
+        let s = crate::config::Settings::default();
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v[FEDERATION_USERNAME_KEY], serde_json::json!(s.federation.federation_username));
+    }
 
     #[test]
     fn a_channels_url_is_the_servers_under_its_prefix() {

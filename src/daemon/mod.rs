@@ -236,7 +236,10 @@ impl Daemon {
             None => None,
         };
         // Stream keys are unique across the server: each channel's stream-keys setter asks here.
-        let _ = default.server.key_taken.set(channel::key_taken(keys.clone(), default_id));
+        let _ = default.server.key_taken.set(channel::key_taken(keys.clone(), default_id.clone()));
+        // Every channel's actor has a name of its own; the root's WebFinger answers for all of them.
+        let _ = default.federation.username_taken.set(channel::username_taken(keys.clone(), default_id));
+        let _ = default.federation.other_actors.set(channel::channel_actors(keys.clone()));
         let host = Arc::new(DaemonHost {
             data_dir: data_dir.clone(),
             shared,
@@ -319,6 +322,7 @@ pub async fn run(
             Ok(n) => info!(channels = n, "channels open"),
             Err(e) => warn!("cannot read the channel table: {e}"),
         }
+        channel::follow_server_url(d.channels.clone(), &d.bus, &tasks);
     }
     // An edge takes no broadcast: its RTMP listener is closed, SRT is not started, and it does not probe
     // the encoders (it transcodes nothing; its admin API is the origin's).

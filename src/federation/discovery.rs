@@ -2,7 +2,9 @@
 //! x-nodeinfo2 and Mastodon's `/api/v1/instance`. All answer 405 while federation is off.
 //!
 //! WebFinger answers 404 without a server URL, 400 without a `resource` or without `acct:`/`@`, 501 for
-//! another host, 404 for another user.
+//! another host, 404 for another user. The root's (the default channel's) also answers for every
+//! other channel's actor (`@{name}@host`, its IRIs under `/c/{slug}`), through the lookup the
+//! composition root gives it; a channel's own `/c/{slug}/.well-known/webfinger` answers for its actor.
 
 use std::sync::Arc;
 
@@ -55,13 +57,9 @@ pub struct WebfingerLink {
     pub href: String,
 }
 
-pub async fn webfinger(
-    State(fed): State<Arc<Federation>>,
-    Query(q): Query<WebfingerQuery>,
-) -> Result<Response, HttpError> {
-    let local = fed.active()?;
-    let resource = q.resource.unwrap_or_default();
-    let resource = resource.trim();
+/// `acct:user@host` (or `acct:@user@host`): the user and the host.
+fn account_of(resource: Option<&str>) -> Result<(&str, &str), HttpError> {
+    let resource = resource.unwrap_or_default().trim();
     if resource.is_empty() {
         return Err(ApiError::bad("the resource parameter is required").into());
     }
@@ -74,14 +72,42 @@ pub async fn webfinger(
     if user.is_empty() || host.is_empty() {
         return Err(ApiError::bad("the resource must be acct:user@host").into());
     }
+    Ok((user, host))
+}
+
+/// WebFinger. At the root it answers for every channel's actor: a user that is not this stack's
+/// own is looked up among the other channels' (`Federation::other_actor`), whether or not this
+/// stack's federation is on; otherwise the answers are the stack's own (405 while off, ...).
+pub async fn webfinger(
+    State(fed): State<Arc<Federation>>,
+    Query(q): Query<WebfingerQuery>,
+) -> Result<Response, HttpError> {
+    let own = fed.active();
+    let account = account_of(q.resource.as_deref());
+    if let Ok((user, host)) = account {
+        let theirs = match &own {
+            Ok(local) if user.eq_ignore_ascii_case(&local.username) => None,
+            _ => fed.other_actor(user),
+        };
+        if let Some(other) = theirs.filter(|o| host.eq_ignore_ascii_case(&o.host)) {
+            return Ok(jrd(&other));
+        }
+    }
+    let local = own?;
+    let (user, host) = account?;
     if !host.eq_ignore_ascii_case(&local.host) {
         return Err(HttpError::NotImplemented(format!("{host} is not this server")));
     }
     if !user.eq_ignore_ascii_case(&local.username) {
         return Err(ApiError::NotFound(format!("no such user {user}")).into());
     }
+    Ok(jrd(&local))
+}
+
+/// The WebFinger answer for an actor.
+fn jrd(local: &super::Local) -> Response {
     let link = |rel, kind, href| WebfingerLink { rel, kind, href };
-    Ok(with_type(
+    with_type(
         Webfinger {
             subject: format!("acct:{}", local.account()),
             aliases: vec![local.actor.clone(), local.base.clone()],
@@ -92,7 +118,7 @@ pub async fn webfinger(
             ],
         },
         JRD_CONTENT_TYPE,
-    ))
+    )
 }
 
 pub async fn host_meta(State(fed): State<Arc<Federation>>) -> Result<Response, HttpError> {

@@ -7,8 +7,8 @@
 //! 2. a `Signature` header (401); the actor IRI and the key id are URLs castd may contact (https, or
 //!    http on loopback with the development switch; never `javascript:` or another scheme) (401);
 //!    the key id's origin is the actor's (403); neither is on a blocked domain (403);
-//! 3. the request: the signature covers `(request-target)`, `host`, `date` and `digest`; the `Host`
-//!    is this server's; the date is in its window; the digest matches the body (401);
+//! 3. the request: the signature covers `(request-target)` (the path as the sender wrote it, with a
+//!    channel's `/c/{slug}` prefix), `host`, `date` and `digest`; the `Host` is this server's; the date is in its window; the digest matches the body (401);
 //! 4. the signer: the actor's own document, fetched from the actor IRI (or cached), lists that exact
 //!    key id, and the signature verifies with that key (401; a cached key that fails is fetched once
 //!    more, at most once a minute per actor, in case it was rotated). A fetch that is not cached
@@ -23,7 +23,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{OriginalUri, Path, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -118,14 +118,16 @@ fn replay_key(actor: &str, activity: &Value, signature: &[u8]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `POST /federation/user/{username}/inbox`.
+/// `POST /federation/user/{username}/inbox`. The signature's `(request-target)` is the path the
+/// sender signed: the request's original one (`OriginalUri`), which for a channel's inbox is under
+/// `/c/{slug}` although the channel's router sees it without the prefix.
 #[allow(clippy::too_many_arguments)]
 pub async fn post_inbox(
     State(fed): State<Arc<Federation>>,
     Path(username): Path<String>,
     ClientIp(ip): ClientIp,
     method: Method,
-    uri: Uri,
+    OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, HttpError> {

@@ -13,6 +13,14 @@
 //! streams as ActivityPub Events, their updates, deletes and reminders, which the schedule publishes
 //! on the bus), `api` (admin and public routes).
 //!
+//! Channels: every channel's stack has a `Federation` of its own (its database: key pair, followers,
+//! outbox, queue), so a channel is an actor of its own, `@{name}@host` with its IRIs under the
+//! channel's server URL (the server's + `/c/{slug}`); it posts, signs and delivers as itself, to its
+//! own followers. The root's WebFinger answers for every channel's actor through the lookup the
+//! composition root gives the default channel's (`other_actors`); a user name is one channel's only
+//! (`username_taken`, asked by the `federation/username` setter). An inbox under `/c/{slug}` checks
+//! the signature over the path as the sender wrote it (`inbox`).
+//!
 //! Every federation route answers 405 while federation is disabled. Federation needs `serverurl`:
 //! its host is the account's domain. Outbound requests go only to `https://` URLs on public
 //! addresses (`crate::outbound`), or, with the `--federation-allow-http-loopback` development switch,
@@ -179,7 +187,9 @@ pub struct Local {
 }
 
 impl Local {
-    fn new(server_url: &str, username: &str) -> Option<Local> {
+    /// The actor's URLs under `server_url` (a channel's is the server's under `/c/{slug}`), when it
+    /// names a host.
+    pub fn new(server_url: &str, username: &str) -> Option<Local> {
         let base = server_url.trim_end_matches('/').to_string();
         let u = url::Url::parse(&base).ok()?;
         u.host_str()?;
@@ -207,6 +217,41 @@ impl Local {
         format!("{}/federation/{}", self.base, crate::password::random_token(24))
     }
 }
+
+/// The local actor of a stack's settings while its federation is on (and it has a server URL).
+pub fn active_local(s: &crate::config::Settings) -> Option<Local> {
+    if !s.federation.federation_enabled || s.server.server_url.is_empty() {
+        return None;
+    }
+    Local::new(&s.server.server_url, &s.federation.federation_username)
+}
+
+/// The fediverse user name a channel's actor gets when it opens (its admin may change it): the slug,
+/// with `-` as `_` (a user name is letters, digits and `_`), at most 30 characters; when `taken`, the
+/// first free one of `{name}_2`, `{name}_3`, ...
+pub fn username_for_slug(slug: &str, taken: impl Fn(&str) -> bool) -> String {
+    let base: String = slug.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(30).collect();
+    let base = if base.is_empty() { "channel".to_string() } else { base };
+    if !taken(&base) {
+        return base;
+    }
+    (2u32..)
+        .map(|n| {
+            let suffix = format!("_{n}");
+            let keep: String = base.chars().take(30 - suffix.len()).collect();
+            format!("{keep}{suffix}")
+        })
+        .find(|name| !taken(name))
+        .unwrap_or(base)
+}
+
+/// Another channel's actor by user name (the root's WebFinger answers for every channel's actor): its
+/// URLs while that channel's federation is on. Given by the composition root to the default channel.
+pub type ActorLookup = Arc<dyn Fn(&str) -> Option<Local> + Send + Sync>;
+
+/// Whether a fediverse user name is another channel's (compared without case: one host, one
+/// WebFinger); given by the composition root to every channel's federation.
+pub type UsernameTaken = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Limits per client address on what strangers can make federation do (see `throttle`).
 pub struct Limits {
@@ -253,6 +298,10 @@ pub struct Federation {
     pub follower_count: Arc<AtomicU64>,
     /// The daemon's tasks (federation's run in the `Delivery` stage).
     pub tasks: Tasks,
+    /// The other channels' actors, for WebFinger (set on the default channel's only).
+    pub other_actors: Arc<std::sync::OnceLock<ActorLookup>>,
+    /// Whether a user name is another channel's (the `federation/username` setter asks).
+    pub username_taken: Arc<std::sync::OnceLock<UsernameTaken>>,
 }
 
 impl Federation {
@@ -281,6 +330,8 @@ impl Federation {
             client,
             config,
             tasks,
+            other_actors: Arc::default(),
+            username_taken: Arc::default(),
         }))
     }
 
@@ -305,6 +356,11 @@ impl Federation {
             return None;
         }
         Local::new(&s.server.server_url, &s.federation.federation_username)
+    }
+
+    /// Another channel's actor named `username`, while its federation is on (see [`ActorLookup`]).
+    pub fn other_actor(&self, username: &str) -> Option<Local> {
+        self.other_actors.get().and_then(|lookup| lookup(username))
     }
 
     /// `local()` for routes: 405 while federation is off, 404 without a server URL.
@@ -398,3 +454,40 @@ pub fn start(fed: Arc<Federation>, bus: &Bus) {
 }
 
 pub use api::routes;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channels_user_name_is_its_slug_made_a_user_name_and_free() {
+        let none = |_: &str| false;
+        assert_eq!(username_for_slug("alpha", none), "alpha");
+        assert_eq!(username_for_slug("church-2", none), "church_2");
+        let long = "a".repeat(32);
+        assert_eq!(username_for_slug(&long, none), "a".repeat(30));
+        let taken = |n: &str| n == "streamer" || n == "streamer_2";
+        assert_eq!(username_for_slug("streamer", taken), "streamer_3");
+        let all_long = |n: &str| n == "a".repeat(30);
+        assert_eq!(username_for_slug(&long, all_long), format!("{}_2", "a".repeat(28)));
+        for name in [username_for_slug("church-2", none), username_for_slug(&long, all_long)] {
+            assert!(crate::config::validate::federation_username(&serde_json::json!(name)).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_channels_actor_lives_under_its_prefix() {
+        let l = Local::new("https://box.example/c/alpha/", "alpha").unwrap();
+        assert_eq!(l.actor, "https://box.example/c/alpha/federation/user/alpha");
+        assert_eq!(l.inbox, "https://box.example/c/alpha/federation/user/alpha/inbox");
+        assert_eq!(l.key_id, "https://box.example/c/alpha/federation/user/alpha#main-key");
+        assert_eq!(l.account(), "alpha@box.example");
+        let mut s = crate::config::Settings::default();
+        assert!(active_local(&s).is_none(), "federation off");
+        s.federation.federation_enabled = true;
+        assert!(active_local(&s).is_none(), "no server URL");
+        s.server.server_url = "https://box.example/c/alpha".into();
+        s.federation.federation_username = "alpha".into();
+        assert_eq!(active_local(&s).unwrap().actor, l.actor);
+    }
+}

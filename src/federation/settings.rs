@@ -41,7 +41,18 @@ pub static SETTERS: &[Setter<Federation>] = &[
         "federation/username",
         "Fediverse user name",
         JsonSchema(r#"{"type":"string","pattern":"^[A-Za-z0-9_]{1,30}$"}"#),
-        |_, v, s| set(&mut s.federation.federation_username, validate::federation_username(v)),
+        |fed, v, s| {
+            let name = validate::federation_username(v)?;
+            // One host, one WebFinger: every channel's actor has a name of its own.
+            if let Some(taken) = fed.username_taken.get() {
+                if taken(&name) {
+                    return Err(ValidationError(format!(
+                        "the fediverse user name {name} is another channel's actor: choose another"
+                    )));
+                }
+            }
+            set(&mut s.federation.federation_username, Ok(name))
+        },
     ),
     Setter::new("federation/livemessage", "Fediverse go-live message", JsonSchema(TEXT_500), |_, v, s| {
         set(&mut s.federation.federation_go_live_message, validate::string(v, 500))

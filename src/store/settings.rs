@@ -84,6 +84,16 @@ impl SettingsStore {
         })
     }
 
+    /// Whether the settings table has a row for `key` (the field's camelCase name): a value someone
+    /// set, rather than the default (start-up code that fills in a value only where none was set).
+    pub fn is_stored(&self, key: &str) -> Result<bool, StoreError> {
+        let key = key.to_string();
+        self.store.with(move |c| {
+            let n: i64 = c.query_row("SELECT COUNT(*) FROM settings WHERE key = ?1", [&key], |r| r.get(0))?;
+            Ok(n > 0)
+        })
+    }
+
     /// The current settings (a cheap snapshot).
     pub fn get(&self) -> Arc<Settings> {
         self.current.read().clone()
