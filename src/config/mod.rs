@@ -36,7 +36,7 @@ pub use instance::{ExternalAction, InstanceSettings, SocialHandle};
 pub use notifications::{BrowserNotification, DiscordNotification, NotificationSettings};
 pub use replay::ReplaySettings;
 pub use schedule::ScheduleSettings;
-pub use server::{ServerSettings, StreamKey};
+pub use server::{OverCapacity, ServerSettings, StreamKey};
 pub use simulcast::{SimulcastSettings, SimulcastTarget, TargetVariant};
 pub use storage::{S3Info, StorageSettings, MASKED};
 pub use video::{StreamOutputVariant, VideoSettings, DEFAULT_LATENCY_LEVEL, LATENCY_LEVELS, LOW_LATENCY_HLS_LEVEL};
