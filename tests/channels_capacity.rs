@@ -190,8 +190,8 @@ fn beyond_maxlivechannels_the_third_publisher_is_refused_or_served_as_passthroug
     assert!(capacity["transcodeBudgetInForce"].as_u64().unwrap_or(0) > 0, "{capacity}");
     assert!(server.admin_json("/c/a/api/admin/serverconfig").get("capacity").is_none(), "not a channel's");
 
-    let mut a = publish(&server, &keys[0], "320x240", 120);
-    let mut b = publish(&server, &keys[1], "320x240", 120);
+    let a = publish(&server, &keys[0], "320x240", 120);
+    let b = publish(&server, &keys[1], "320x240", 120);
     wait_live(&server, "a");
     wait_live(&server, "b");
     // Let the first segments (the stream's start) pass, then watch the two to the end.
@@ -265,7 +265,8 @@ fn prometheus_series_carry_their_channel_and_each_channel_has_its_own_status() {
     let mut two = publish(&server, &keys[1], "320x240", 90);
     wait_live(&server, "one");
     wait_live(&server, "two");
-    // A viewer of channel two only.
+    // The test's own playlist polls (`wait_live`, from 127.0.0.1) are a viewer of each channel; one more
+    // viewer, of channel two only.
     let r = server.client.get(server.url("/c/two/api/ping")).header("x-forwarded-for", "203.0.113.9").send();
     assert!(r.is_ok_and(|r| r.status().is_success()));
 
@@ -290,7 +291,7 @@ fn prometheus_series_carry_their_channel_and_each_channel_has_its_own_status() {
         .map(|s| (s.labels.get("channel").unwrap_or_default().to_string(), value(s)))
         .collect();
     let want: BTreeMap<String, f64> =
-        [("default", 0.0), ("one", 0.0), ("two", 1.0)].iter().map(|(c, v)| (c.to_string(), *v)).collect();
+        [("default", 0.0), ("one", 1.0), ("two", 2.0)].iter().map(|(c, v)| (c.to_string(), *v)).collect();
     assert_eq!(viewers, want, "one viewer series per channel:\n{root}");
     let cpu: Vec<_> = scrape.iter().filter(|s| s.metric == "owncast_instance_cpu_usage").collect();
     assert_eq!(cpu.len(), 1, "the CPU is the server's");
