@@ -293,6 +293,7 @@ pub struct ServerConfigPart {
     /// The server's capacity (`server/*`): on the root only (a channel's configuration leaves it out;
     /// the server admin sets it on the root API).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = true, nullable = false)]
     pub capacity: Option<CapacityConfig>,
 }
 
