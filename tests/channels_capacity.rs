@@ -1,7 +1,8 @@
 //! Channels on one box: capacity and per-channel metrics.
 //!
 //! Capacity: with `server/maxlivechannels` 2, three channels publish over RTMP (each with its own key):
-//! the third publisher is refused in the handshake with the reason (ffmpeg prints it) and the third
+//! the third publisher is refused in the handshake with the reason (ffmpeg prints it; the same
+//! channel's WHIP publisher gets 503 with it, its SRT publisher a handshake reject) and the third
 //! channel's health says why; with `server/overcapacity` passthrough it is taken instead and served as
 //! passthrough (its master lists one variant at the broadcaster's own size, its health says why). The
 //! first two channels keep producing segments at the segment duration (±20 %) the whole time.
@@ -18,7 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::media::{publish, text, wait_exit};
+use common::media::{publish, publish_to, text, wait_exit};
+use common::sdp::{error_of, whip_offer};
 use common::Server;
 use serde_json::{json, Value};
 
@@ -178,7 +180,8 @@ fn ffmpeg_stderr(child: &mut std::process::Child) -> String {
 
 #[test]
 fn beyond_maxlivechannels_the_third_publisher_is_refused_or_served_as_passthrough() {
-    let server = Server::start();
+    let srt_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let server = Server::start_with_args(&["--srtport", &srt_port]);
     let keys: Vec<String> = ["a", "b", "c"].iter().map(|s| channel(&server, s)).collect();
     // Server-wide: the root's API sets it, a channel's refuses it.
     let r = server.admin_post("/c/a/api/admin/config/server/maxlivechannels", &json!({"value": 5}));
@@ -208,6 +211,18 @@ fn beyond_maxlivechannels_the_third_publisher_is_refused_or_served_as_passthroug
     let message = health(&server, "c");
     assert!(message.contains("refused") && message.contains("maxlivechannels 2"), "c's health: {message}");
     assert!(!health(&server, "a").contains("capacity"), "a's health is its own");
+    // Over WHIP: 503 with the reason; over SRT: rejected in the handshake (the reason in castd's log).
+    let whip = common::sdp::post(&server, "/c/c/whip", Some(&keys[2]), "application/sdp", whip_offer("H264"));
+    let (status, message) = error_of(whip);
+    assert_eq!(status, 503, "{message}");
+    assert!(message.contains("over capacity") && message.contains("maxlivechannels"), "{message}");
+    let port = server.srt_port.expect("the SRT port");
+    let mut srt = publish_to(&format!("srt://127.0.0.1:{port}?streamid={}", keys[2]), "mpegts", "320x240", 5);
+    let status = wait_exit(&mut srt, Duration::from_secs(30));
+    assert!(status.is_some_and(|s| !s.success()), "the SRT publisher was refused: {status:?}");
+    let err = ffmpeg_stderr(&mut srt);
+    assert!(err.contains("reject"), "refused in the handshake, not timed out: {err}");
+    assert!(!online(&server, "c"));
 
     // Passthrough instead: the third goes live with one variant, the broadcaster's own video.
     server.set("server/overcapacity", json!("passthrough"));
