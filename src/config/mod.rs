@@ -270,8 +270,18 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 74, "{:?}", map.keys().collect::<Vec<_>>());
-        for key in ["name", "adminPasswordHash", "srtServerPort", "directoryEnabled", "latencyLevel", "chatDisabled"] {
+        assert_eq!(map.len(), 77, "{:?}", map.keys().collect::<Vec<_>>());
+        for key in [
+            "name",
+            "adminPasswordHash",
+            "srtServerPort",
+            "directoryEnabled",
+            "latencyLevel",
+            "chatDisabled",
+            "maxLiveChannels",
+            "overCapacity",
+            "transcodeBudget",
+        ] {
             assert!(map.contains_key(key), "{key}");
         }
         for key in [
