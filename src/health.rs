@@ -1,13 +1,16 @@
 //! Stream health as admin status and hardware stats show it, aggregated from typed inputs.
 //!
-//! Six features report into the one `HealthHub`, each through its own input: hardware (a CPU,
+//! Seven inputs report into the one `HealthHub`: the channel's capacity notice (its last publisher
+//! refused, or its broadcast served as passthrough, because the server was over capacity; forwarded
+//! by the transcoder from the media plane), hardware (a CPU,
 //! memory or disk alert raised or cleared), the transcoder (an encoder notice: a fallback after a
 //! fault, or a ladder that could not go entirely on the chosen encoder; cleared when the stream
 //! stops), metrics (the playback evaluation of each window: percentage, representation, healthy,
 //! and its own message) and the server's configuration checks (the first security warning, such as
 //! a weak admin password), object storage (uploads failing or behind), simulcast (a forward target
 //! failed). The hub is the only writer of
-//! `Health`: it combines the inputs — the encoder notice first, then the storage notice (viewers are
+//! `Health`: it combines the inputs — the capacity notice first (the channel is not live, or not
+//! transcoded), the encoder notice next, then the storage notice (viewers are
 //! affected at once), then the newest hardware alert, then the playback message, then the simulcast notice (viewers here are not affected), then the security warning — publishes the result on a `watch` channel, and puts HEALTH_ALERT on the bus
 //! when the message changes.
 
@@ -51,6 +54,9 @@ pub enum HealthInput {
     Storage(Option<String>),
     /// Simulcast's notice (a forward target failed; `None` once none has).
     Simulcast(Option<String>),
+    /// The capacity notice: the channel's last publisher was refused, or its broadcast is served as
+    /// passthrough, because the server was over capacity (`None` once it goes live with its ladder).
+    Capacity(Option<String>),
 }
 
 #[derive(Default)]
@@ -62,14 +68,16 @@ struct Inputs {
     security: Option<String>,
     storage: Option<String>,
     simulcast: Option<String>,
+    capacity: Option<String>,
 }
 
 impl Inputs {
     fn combine(&self) -> Health {
         let playback = Some(self.playback.message.clone()).filter(|m| !m.trim().is_empty());
         let message = self
-            .encoder
+            .capacity
             .clone()
+            .or_else(|| self.encoder.clone())
             .or_else(|| self.storage.clone())
             .or_else(|| self.hardware.last().map(|(_, m)| m.clone()))
             .or(playback)
@@ -118,6 +126,10 @@ impl HealthHub {
             HealthInput::Simulcast(notice) => {
                 inputs.simulcast = notice.filter(|n| !n.trim().is_empty());
                 HealthSource::Simulcast
+            }
+            HealthInput::Capacity(notice) => {
+                inputs.capacity = notice.filter(|n| !n.trim().is_empty());
+                HealthSource::Capacity
             }
             HealthInput::Security(warning) => {
                 inputs.security = warning.filter(|w| !w.trim().is_empty());
@@ -209,6 +221,14 @@ mod tests {
         assert_eq!(hub.submit(HealthInput::Encoder(Some("fell back".into()))).message, "fell back");
         hub.submit(HealthInput::Encoder(None));
         assert_eq!(hub.submit(HealthInput::Storage(None)).message, "disk full");
+    }
+
+    #[test]
+    fn the_capacity_notice_comes_first() {
+        let hub = HealthHub::new(Bus::default());
+        hub.submit(HealthInput::Encoder(Some("fell back".into())));
+        assert_eq!(hub.submit(HealthInput::Capacity(Some("over capacity".into()))).message, "over capacity");
+        assert_eq!(hub.submit(HealthInput::Capacity(None)).message, "fell back");
     }
 
     #[test]

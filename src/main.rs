@@ -138,16 +138,25 @@ enum Command {
     /// Brings over settings, the admin password, stream keys, chat users with their tokens, chat
     /// history, bans, followers with the same ActivityPub key pair, webhooks, access tokens,
     /// notifications, emoji, the logo and public files; reports what it imported and what not.
-    /// The Owncast directory is only read.
+    /// The Owncast directory is only read. With `--channel SLUG`, the Owncast server becomes a new
+    /// channel of the castd data directory (`/c/SLUG/`: its own database and files under
+    /// `channels/SLUG/`); castd opens it when it (re)starts.
     #[command(name = "import-owncast")]
     ImportOwncast {
         /// The Owncast directory (its `data` directory, or the one that holds `data/`).
-        #[arg(long, value_name = "DIR")]
-        from: PathBuf,
+        #[arg(long, value_name = "DIR", required_unless_present = "dir", conflicts_with = "dir")]
+        from: Option<PathBuf>,
+        /// The Owncast directory, as `--from` gives it.
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Import as a new channel with this slug (`[a-z0-9-]{1,32}`, not `default`) of the castd data
+        /// directory; with `--force`, an existing channel of that slug is replaced.
+        #[arg(long, value_name = "SLUG")]
+        channel: Option<String>,
         /// Report what would be imported; write nothing.
         #[arg(long = "dry-run")]
         dry_run: bool,
-        /// Replace a castd data directory that is not empty.
+        /// Replace a castd data directory that is not empty (with `--channel`: that channel's).
         #[arg(long)]
         force: bool,
     },
@@ -233,13 +242,20 @@ fn main() -> Result<()> {
         // A probe that hung is left on its thread; end the process regardless.
         std::process::exit(0);
     }
-    if let Some(Command::ImportOwncast { from, dry_run, force }) = &cli.command {
-        let opts = castd::import::Options {
-            from: from.clone(),
-            data_dir: cli.data_dir.clone(),
-            dry_run: *dry_run,
-            force: *force,
+    if let Some(Command::ImportOwncast { from, dir, channel, dry_run, force }) = &cli.command {
+        let channel = match channel.as_deref().map(castd::media::ChannelId::new).transpose() {
+            Ok(channel) => channel,
+            Err(e) => {
+                eprintln!("castd import-owncast: --channel: {e} (nothing was written)");
+                std::process::exit(1);
+            }
         };
+        let Some(from) = from.clone().or_else(|| dir.clone()) else {
+            eprintln!("castd import-owncast: give the Owncast directory (nothing was written)");
+            std::process::exit(1);
+        };
+        let opts =
+            castd::import::Options { from, data_dir: cli.data_dir.clone(), dry_run: *dry_run, force: *force, channel };
         // A plain message (no backtrace): what went wrong is the input, not castd.
         let report = match castd::import::run(&opts) {
             Ok(report) => report,

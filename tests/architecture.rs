@@ -1021,6 +1021,7 @@ fn no_feature_reads_what_is_running_from_the_settings() {
         ("transcode/supervisor.rs", "the transcoder decides the running profile at its start"),
         ("api/public.rs", "/api/video/variants offline: the ladder the next broadcast will run"),
         ("metrics/api.rs", "the video metrics offline: the ladder the next broadcast will run"),
+        ("daemon/stacks.rs", "the capacity check at a claim: the ladder the claiming channel's broadcast will run"),
     ];
     let mut found = Vec::new();
     for (rel, code) in all_sources() {

@@ -388,7 +388,7 @@ fn a_client_that_stops_reading_is_dropped_and_the_room_gets_everything() {
     assert_eq!(clients(&s), vec!["reader".to_string()]);
     let metrics = s.admin_get("/api/admin/prometheus").text().unwrap();
     assert!(
-        metrics.lines().any(|l| l == "castd_chat_slow_clients_dropped_total 1"),
+        metrics.lines().any(|l| l == "castd_chat_slow_clients_dropped_total{channel=\"default\"} 1"),
         "the drop is counted once in Prometheus:\n{metrics}"
     );
     done_tx.send(sent).unwrap();

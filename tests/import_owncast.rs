@@ -779,3 +779,62 @@ fn a_linked_owncast_database_is_refused() {
     std::os::unix::fs::symlink(&elsewhere, data.join("owncast.db")).unwrap();
     assert_refused(&oc, "symbolic link");
 }
+
+#[test]
+fn an_owncast_server_comes_over_as_a_new_channel() {
+    let oc = build_owncast("http://127.0.0.1:9/hook");
+    let target = tempfile::tempdir().unwrap();
+    let data_dir = target.path().join("castd");
+    // A castd that has run (its default channel has its own admin password and stream key), stopped.
+    let mut first = Server::start_in(&data_dir, &[]);
+    let server_admin = first.admin_password.clone();
+    first.stop();
+
+    let (ok, report, err) = import(&oc.root, &data_dir, &["--channel", "retro"]);
+    assert!(ok, "import failed: {err}\n{report}");
+    assert_eq!(line_count(&report, "chat messages"), Some(4), "{report}");
+    assert!(data_dir.join("channels/retro/castd.db").is_file(), "the channel's own database");
+    assert!(data_dir.join("channels/retro/emoji/partyparrot.png").is_file(), "the channel's own files");
+    // The slug is taken now: refused without --force; `default` is no channel to import into.
+    let (ok, _, err) = import(&oc.root, &data_dir, &["--channel", "retro"]);
+    assert!(!ok && err.contains("exists already") && err.contains("--force"), "{err}");
+    let (ok, _, err) = import(&oc.root, &data_dir, &["--channel", "default", "--force"]);
+    assert!(!ok && err.contains("without --channel"), "{err}");
+    let (ok, _, err) = import(&oc.root, &data_dir, &["--channel", "Not A Slug"]);
+    assert!(!ok && err.contains("slug"), "{err}");
+    // Stream keys are unique across the server: the same Owncast again as another channel is refused.
+    let (ok, _, err) = import(&oc.root, &data_dir, &["--channel", "again"]);
+    assert!(!ok && err.contains("already channel retro's"), "{err}");
+    assert!(!data_dir.join("channels/again").exists(), "nothing written for a refused import");
+    // With --force, the channel is replaced (the DIR may also be given without --from).
+    let out = Command::new(common::BIN)
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .args(["import-owncast", "--channel", "retro", "--force"])
+        .arg(&oc.root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let mut s = Server::start_in(&data_dir, &[]);
+    s.admin_password = server_admin;
+    assert_eq!(s.get_json("/c/retro/api/config")["name"], "Retro Game Nights");
+    assert_ne!(s.get_json("/api/config")["name"], "Retro Game Nights", "the default channel is untouched");
+    let listed = s.get_json("/api/channels");
+    assert!(
+        listed.as_array().unwrap().iter().any(|c| c["name"] == "Retro Game Nights" && c["url"] == "/c/retro/"),
+        "{listed}"
+    );
+    // Chat history, with Alice's Owncast token, on the channel only.
+    let hist = s.get_json(&format!("/c/retro/api/chat?accessToken={ALICE_TOKEN}"));
+    let bodies: Vec<&str> = hist.as_array().unwrap().iter().filter_map(|m| m["body"].as_str()).collect();
+    assert_eq!(&bodies[..4], ["Stream starting soon", "hello everyone", "buy cheap stuff", "GG!"], "{hist}");
+    assert!(!s.get(&format!("/api/chat?accessToken={ALICE_TOKEN}")).status().is_success(), "not the default's");
+    // Owncast's admin password is the channel admin's; the stream key is the channel's.
+    let as_owncast_admin =
+        |path: &str| s.client.get(s.url(path)).basic_auth("admin", Some(ADMIN_PW)).send().unwrap().status().as_u16();
+    assert_eq!(as_owncast_admin("/c/retro/api/admin/status"), 200);
+    assert_eq!(as_owncast_admin("/api/admin/status"), 401, "not the server admin's");
+    let sc = s.admin_json("/c/retro/api/admin/serverconfig");
+    assert_eq!(sc["streamKeys"][0]["key"], STREAM_KEY);
+}

@@ -9,54 +9,10 @@ mod common;
 use std::time::Duration;
 
 use common::media::{online, publish, wait_exit};
-use common::sdp::{client, error_of};
+use common::sdp::{client, error_of, whip_offer as offer};
 use common::Server;
 
 const KEY: &str = "whip-stream-key-1";
-
-/// A browser-like offer: H.264 (packetization-mode 1) video and Opus audio, send-only, ICE and DTLS
-/// attributes as Chromium writes them.
-fn offer(video_codec: &str) -> String {
-    let fingerprint = (0..32).map(|i| format!("{:02X}", i * 7 % 256)).collect::<Vec<_>>().join(":");
-    let lines = [
-        "v=0",
-        "o=- 4611731400430051336 2 IN IP4 127.0.0.1",
-        "s=-",
-        "t=0 0",
-        "a=group:BUNDLE 0 1",
-        "a=msid-semantic: WMS",
-        "m=video 9 UDP/TLS/RTP/SAVPF 102",
-        "c=IN IP4 0.0.0.0",
-        "a=rtcp:9 IN IP4 0.0.0.0",
-        "a=ice-ufrag:Abcd",
-        "a=ice-pwd:abcdefghijklmnopqrstuvwx",
-        "a=ice-options:trickle",
-        &format!("a=fingerprint:sha-256 {fingerprint}"),
-        "a=setup:actpass",
-        "a=mid:0",
-        "a=sendonly",
-        "a=rtcp-mux",
-        &format!("a=rtpmap:102 {video_codec}/90000"),
-        "a=rtcp-fb:102 nack",
-        "a=rtcp-fb:102 nack pli",
-        "a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f",
-        "a=ssrc:1111 cname:whiptest",
-        "m=audio 9 UDP/TLS/RTP/SAVPF 111",
-        "c=IN IP4 0.0.0.0",
-        "a=rtcp:9 IN IP4 0.0.0.0",
-        "a=ice-ufrag:Abcd",
-        "a=ice-pwd:abcdefghijklmnopqrstuvwx",
-        &format!("a=fingerprint:sha-256 {fingerprint}"),
-        "a=setup:actpass",
-        "a=mid:1",
-        "a=sendonly",
-        "a=rtcp-mux",
-        "a=rtpmap:111 opus/48000/2",
-        "a=fmtp:111 minptime=10;useinbandfec=1",
-        "a=ssrc:2222 cname:whiptest",
-    ];
-    lines.iter().map(|l| format!("{l}\r\n")).collect()
-}
 
 fn post(server: &Server, bearer: Option<&str>, ctype: &str, body: String) -> reqwest::blocking::Response {
     common::sdp::post(server, "/whip", bearer, ctype, body)

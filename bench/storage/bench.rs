@@ -94,7 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::sleep(Duration::from_millis(500)).await;
     // A broadcast as ingest and the transcoder make one: this program plays the transcoder.
     let source = Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: "127.0.0.1:1935".parse()? };
-    let guard = media.claim(&ChannelId::default_channel(), source).ok_or("the publisher slot is taken")?;
+    let guard = media.claim(&ChannelId::default_channel(), source)?;
     let _writer = media.go_live(guard);
     let media = _writer.broadcast().clone();
     media.start(Profile {

@@ -290,6 +290,25 @@ pub struct ServerConfigPart {
     pub server_url: String,
     pub socket_host_override: String,
     pub video_serving_endpoint: String,
+    /// The server's capacity (`server/*`): on the root only (a channel's configuration leaves it out;
+    /// the server admin sets it on the root API).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = true, nullable = false)]
+    pub capacity: Option<CapacityConfig>,
+}
+
+/// The server's capacity in the server configuration (see `media::capacity`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityConfig {
+    /// `server/maxlivechannels` (0: no limit).
+    pub max_live_channels: u32,
+    /// `server/overcapacity`: `refuse` or `passthrough`.
+    pub over_capacity: crate::config::OverCapacity,
+    /// `server/transcodebudget` as set (0: from the CPU cores).
+    pub transcode_budget: u64,
+    /// The budget in force: the setting, or the one worked out from the cores.
+    pub transcode_budget_in_force: u64,
 }
 
 /// The viewer page switches of the instance settings, in the server configuration.
@@ -338,6 +357,12 @@ pub fn server_config(server: &Server) -> ServerConfig {
             server_url: srv.server_url.clone(),
             socket_host_override: srv.socket_host_override.clone(),
             video_serving_endpoint: srv.video_serving_endpoint.clone(),
+            capacity: server.channel.is_default().then(|| CapacityConfig {
+                max_live_channels: srv.max_live_channels,
+                over_capacity: srv.over_capacity,
+                transcode_budget: srv.transcode_budget,
+                transcode_budget_in_force: crate::media::capacity::budget_in_force(srv.transcode_budget),
+            }),
         },
         ingest: crate::ingest::settings::server_config(&s),
         storage: crate::storage::settings::server_config(&s),

@@ -178,6 +178,38 @@ pub static SETTERS: &[Setter<Server>] = &[
         set(&mut s.server.web_server_ip, validate::ip_address(v))
     })
     .server_wide(),
+    // The server's capacity (`media::capacity`): server-wide, the default channel's settings.
+    Setter::new(
+        "server/maxlivechannels",
+        "The most channels live at once (0: no limit); beyond it a publisher is refused or served as passthrough",
+        JsonSchema(r#"{"type":"integer","minimum":0,"maximum":10000}"#),
+        |_, v, s| set(&mut s.server.max_live_channels, validate::integer(v, 0, 10_000).map(|n| n as u32)),
+    )
+    .server_wide(),
+    Setter::new(
+        "server/overcapacity",
+        "What happens to a publisher beyond the server's capacity: refuse, or passthrough (no ladder)",
+        JsonSchema(r#"{"type":"string","enum":["refuse","passthrough"]}"#),
+        |_, v, s| {
+            let mode = match validate::string(v, 16)?.as_str() {
+                "refuse" => crate::config::OverCapacity::Refuse,
+                "passthrough" => crate::config::OverCapacity::Passthrough,
+                other => {
+                    return Err(ValidationError(format!("overcapacity must be refuse or passthrough, not '{other}'")))
+                }
+            };
+            set(&mut s.server.over_capacity, Ok(mode))
+        },
+    )
+    .server_wide(),
+    Setter::new(
+        "server/transcodebudget",
+        "Encoded pixels per second the server transcodes in real time, over every live channel's encoded rungs \
+         (width x height x fps); 0: from the CPU cores",
+        JsonSchema(r#"{"type":"integer","minimum":0,"maximum":1000000000000}"#),
+        |_, v, s| set(&mut s.server.transcode_budget, validate::integer(v, 0, 1_000_000_000_000).map(|n| n as u64)),
+    )
+    .server_wide(),
     Setter::new("autoplay", "Autoplay: on, off or muted (or a boolean)", JsonSchema(AUTOPLAY), |_, v, s| {
         let mode = match v {
             Value::Bool(true) => "on".to_string(),

@@ -96,7 +96,8 @@ pub struct Channels {
     default: RwLock<Option<Arc<dyn Channel>>>,
 }
 
-const MIGRATIONS: crate::store::Migrations = &["CREATE TABLE channels (
+/// The channel table (public for `castd import-owncast --channel`, which adds a row offline).
+pub const MIGRATIONS: crate::store::Migrations = &["CREATE TABLE channels (
         slug TEXT PRIMARY KEY,
         name TEXT NOT NULL,
         visibility TEXT NOT NULL DEFAULT 'public',

@@ -36,7 +36,7 @@ pub use instance::{ExternalAction, InstanceSettings, SocialHandle};
 pub use notifications::{BrowserNotification, DiscordNotification, NotificationSettings};
 pub use replay::ReplaySettings;
 pub use schedule::ScheduleSettings;
-pub use server::{ServerSettings, StreamKey};
+pub use server::{OverCapacity, ServerSettings, StreamKey};
 pub use simulcast::{SimulcastSettings, SimulcastTarget, TargetVariant};
 pub use storage::{S3Info, StorageSettings, MASKED};
 pub use video::{StreamOutputVariant, VideoSettings, DEFAULT_LATENCY_LEVEL, LATENCY_LEVELS, LOW_LATENCY_HLS_LEVEL};
@@ -270,8 +270,18 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 74, "{:?}", map.keys().collect::<Vec<_>>());
-        for key in ["name", "adminPasswordHash", "srtServerPort", "directoryEnabled", "latencyLevel", "chatDisabled"] {
+        assert_eq!(map.len(), 77, "{:?}", map.keys().collect::<Vec<_>>());
+        for key in [
+            "name",
+            "adminPasswordHash",
+            "srtServerPort",
+            "directoryEnabled",
+            "latencyLevel",
+            "chatDisabled",
+            "maxLiveChannels",
+            "overCapacity",
+            "transcodeBudget",
+        ] {
             assert!(map.contains_key(key), "{key}");
         }
         for key in [

@@ -1,6 +1,8 @@
 //! The server section of the settings: the admin password, stream keys, listen ports and addresses,
-//! the public URL, the ffmpeg path and the video serving endpoint. The server feature (`api`) owns its
-//! setters and its part of the admin configuration.
+//! the public URL, the ffmpeg path, the video serving endpoint, and the server's capacity (how many
+//! channels may be live at once, the transcode budget, and what happens to a publisher beyond them:
+//! read from the default channel's settings, server-wide). The server feature (`api`) owns its setters
+//! and its part of the admin configuration.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -11,6 +13,28 @@ pub struct StreamKey {
     pub key: String,
     #[serde(default)]
     pub comment: String,
+}
+
+/// What castd does with a publisher whose channel would go beyond the server's capacity
+/// (`server/overcapacity`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OverCapacity {
+    /// Refuse the publisher in the protocol's handshake, with the reason.
+    #[default]
+    Refuse,
+    /// Take the publisher but serve its broadcast as passthrough (the broadcaster's own video, no
+    /// ladder: nothing is encoded).
+    Passthrough,
+}
+
+impl OverCapacity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverCapacity::Refuse => "refuse",
+            OverCapacity::Passthrough => "passthrough",
+        }
+    }
 }
 
 /// The server settings. Field names are the persisted keys.
@@ -33,6 +57,14 @@ pub struct ServerSettings {
     pub socket_host_override: String,
     pub video_serving_endpoint: String,
     pub ffmpeg_path: String,
+    /// The most channels live at once (0: no limit). Server-wide (the default channel's).
+    pub max_live_channels: u32,
+    /// What happens to a publisher beyond `max_live_channels` or the transcode budget.
+    pub over_capacity: OverCapacity,
+    /// Encoded pixels per second this server can transcode in real time, summed over every live
+    /// channel's encoded rungs (width × height × frame rate); 0: worked out from the CPU cores
+    /// (`media::capacity::auto_budget`). Server-wide (the default channel's).
+    pub transcode_budget: u64,
 }
 
 impl Default for ServerSettings {
@@ -49,6 +81,9 @@ impl Default for ServerSettings {
             socket_host_override: String::new(),
             video_serving_endpoint: String::new(),
             ffmpeg_path: String::new(),
+            max_live_channels: 0,
+            over_capacity: OverCapacity::Refuse,
+            transcode_budget: 0,
         }
     }
 }

@@ -65,6 +65,8 @@ pub struct Shared {
     pub edge_mark: Option<String>,
     /// The WebRTC stack once its socket is bound (WHEP playback; none when WebRTC is off).
     pub webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>>,
+    /// The server's hardware (a channel's `/api/admin/hardwarestats` shows its series).
+    pub hardware: Arc<crate::hardware::Hardware>,
 }
 
 /// The first pieces of a channel: its identity, storage and runtime state.
@@ -129,6 +131,8 @@ pub struct ChannelStack {
     pub whep: Arc<crate::whep::Whep>,
     /// The channel's tasks (a scope of the daemon's for a channel; the daemon's own for the default).
     pub tasks: Tasks,
+    /// The server's hardware (a channel's hardware stats; the root adds the server's own routes).
+    pub hardware: Arc<crate::hardware::Hardware>,
 }
 
 impl ChannelStack {
@@ -289,6 +293,7 @@ impl ChannelStack {
             hls,
             whep,
             tasks,
+            hardware: shared.hardware.clone(),
         })
     }
 
@@ -308,6 +313,7 @@ impl ChannelStack {
             crate::ingest::routes(&mut reg, ingest.clone());
         } else {
             crate::ingest::channel_routes(&mut reg, ingest.clone(), self.id.clone());
+            crate::hardware::api::channel_routes(&mut reg, self.hardware.clone(), self.health.clone());
         }
         crate::hls::routes(&mut reg, self.hls.clone());
         crate::public_files::routes(&mut reg, self.public_files.clone());
@@ -365,6 +371,7 @@ pub struct ChannelHandle {
     stack: ChannelStack,
     router: axum::Router,
     media: Arc<MediaPlane>,
+    stacks: Arc<super::stacks::Stacks>,
 }
 
 impl Channel for ChannelHandle {
@@ -409,6 +416,7 @@ impl Channel for ChannelHandle {
     fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
             self.stack.tasks.close(std::time::Duration::from_secs(1)).await;
+            self.stacks.remove(&self.stack.id);
             self.media.forget(&self.stack.id);
             if let Err(e) = self.stack.store.checkpoint() {
                 tracing::warn!(channel = %self.stack.id, "closing the channel's database: {e}");
@@ -428,6 +436,8 @@ pub struct DaemonHost {
     pub tasks: Tasks,
     /// Every channel's stream keys (each channel's stream-keys setter checks a new key against them).
     pub keys: Arc<Keys>,
+    /// Every open channel's settings and metrics (capacity, the root's Prometheus exposition).
+    pub stacks: Arc<super::stacks::Stacks>,
 }
 
 /// Whether a stream key is a channel's other than `except` (stream keys are unique across the server).
@@ -539,10 +549,11 @@ impl DaemonHost {
         let stack = ChannelStack::build(core, &self.shared, admin, self.tasks.scope(), false)?;
         let _ = stack.server.key_taken.set(key_taken(self.keys.clone(), row.slug.clone()));
         let _ = stack.federation.username_taken.set(username_taken(self.keys.clone(), row.slug.clone()));
+        self.stacks.add(row.slug.clone(), stack.settings.clone(), stack.metrics.clone());
         stack.start(&self.shared.media);
         stack.start_whep(self.shared.webrtc.get());
         let router = stack.registry(&self.ingest).into_router();
-        Ok(ChannelHandle { stack, router, media: self.shared.media.clone() })
+        Ok(ChannelHandle { stack, router, media: self.shared.media.clone(), stacks: self.stacks.clone() })
     }
 }
 

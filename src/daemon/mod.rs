@@ -40,6 +40,7 @@ use tracing::{info, warn};
 
 pub mod channel;
 pub mod error;
+pub mod stacks;
 
 pub use error::DaemonError;
 
@@ -173,6 +174,9 @@ impl Daemon {
         let default_id = ChannelId::default_channel();
         let core = ChannelCore::new(default_id.clone(), data_dir.clone(), store.clone(), settings.clone(), bus.clone());
         let media = MediaPlane::new(data_dir.join("hls"), data_dir.clone());
+        // The server's capacity: its limits from the server-wide settings, each channel's planned ladder.
+        let stacks = stacks::Stacks::new(settings.clone());
+        media.set_capacity(stacks.clone());
         let hardware = Hardware::new(
             settings.clone(),
             core.stream.clone(),
@@ -209,9 +213,13 @@ impl Daemon {
             metrics: metrics_config,
             edge_mark: cluster_config.as_ref().filter(|c| !c.is_edge()).map(|c| c.edge_mark()),
             webrtc: webrtc.clone(),
+            hardware: hardware.clone(),
         };
         let admin = AdminAuth::new(settings.clone());
         let default = ChannelStack::build(core, &shared, admin.clone(), tasks.clone(), temp_stream_key.is_some())?;
+        stacks.add(default_id.clone(), default.settings.clone(), default.metrics.clone());
+        // The root's Prometheus exposition merges every channel's.
+        let _ = default.metrics.other_channels.set(stacks.other_channels());
         let default_entry = Arc::new(DefaultChannel {
             settings: settings.clone(),
             stream: default.stream.clone(),
@@ -248,6 +256,7 @@ impl Daemon {
             server_settings: settings,
             tasks: tasks.clone(),
             keys: keys.clone(),
+            stacks,
         });
         let channels = Channels::open(store.clone(), host)?;
         channels.set_default(default_entry);

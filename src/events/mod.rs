@@ -287,6 +287,9 @@ pub enum HealthSource {
     Storage,
     /// A simulcast target failing for `simulcast::FAIL_AFTER` (or recovered).
     Simulcast,
+    /// The server over capacity for the channel's publisher (refused, or served as passthrough), or
+    /// the channel live with its ladder again.
+    Capacity,
 }
 
 /// HEALTH_ALERT: the health after the change, and what changed it.

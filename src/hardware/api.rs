@@ -1,4 +1,6 @@
-//! Admin routes for the hardware: Owncast's hardware stats, and castd's encoder list and re-probe.
+//! Admin routes for the hardware: Owncast's hardware stats, and castd's encoder list and re-probe (the
+//! root's: the server's); a channel's API serves the hardware stats only, the server's series with the
+//! channel's own health overview (`channel_routes`).
 
 use std::sync::Arc;
 
@@ -10,6 +12,7 @@ use utoipa::ToSchema;
 
 use super::stats::{GpuSeries, Points};
 use super::{encoders, Hardware};
+use crate::health::HealthHub;
 use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
 
 const GROUP: &str = "admin";
@@ -43,6 +46,24 @@ pub fn routes(reg: &mut Registry, hw: Arc<Hardware>) {
     .answers(ResponseDoc::JsonSchema(ENCODERS_SCHEMA));
 }
 
+/// A channel's `GET /api/admin/hardwarestats` (under `/c/{slug}`): the server's utilization series (the
+/// box is shared; its load is what a channel's stream runs on) with that channel's own health overview.
+pub fn channel_routes(reg: &mut Registry, hw: Arc<Hardware>, health: Arc<HealthHub>) {
+    let mut reg = reg.scope((hw, health));
+    reg.get(
+        "/api/admin/hardwarestats",
+        GROUP,
+        Auth::Admin,
+        "CPU, memory, disk (and GPU) utilization of the server, with this channel's health overview",
+        channel_hardware_stats,
+    )
+    .returns::<HardwareStats>();
+}
+
+async fn channel_hardware_stats(State((hw, health)): State<(Arc<Hardware>, Arc<HealthHub>)>) -> Json<HardwareStats> {
+    Json(stats_with_health(&hw, health.get()))
+}
+
 /// `GET /api/admin/hardwarestats`: the utilization series (percentages) with the health overview.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -61,7 +82,11 @@ pub struct HardwareStats {
 
 /// The hardware series and the health overview.
 pub fn hardware_stats_of(hw: &Hardware) -> HardwareStats {
-    let health = hw.health.get();
+    stats_with_health(hw, hw.health.get())
+}
+
+/// The hardware series with `health`'s overview.
+fn stats_with_health(hw: &Hardware, health: crate::health::Health) -> HardwareStats {
     let series = hw.stats.read().clone();
     HardwareStats {
         cpu: series.cpu,

@@ -12,7 +12,11 @@
 //! end, so a failure at any point leaves nothing half-written; a non-empty target is refused unless
 //! `force` (then it is replaced whole). A dry run builds the same result in the system's temporary
 //! directory, reports it and deletes it. Running the import again with `force` gives the same data.
+//!
+//! With a channel (`--channel SLUG`), the Owncast server becomes a new channel of the castd data
+//! directory: the same import into the channel's folder, and the channel's row (`channel`).
 
+pub mod channel;
 pub mod gob;
 mod settings;
 pub mod source;
@@ -39,6 +43,10 @@ pub enum ImportError {
     Version(String),
     #[error("the castd data directory {0} is not empty; import into a new directory, or pass --force to replace it")]
     NotEmpty(PathBuf),
+    #[error(
+        "channel {0} exists already; import as another channel, or pass --force to replace its database and files"
+    )]
+    ChannelExists(crate::media::ChannelId),
     #[error("{0}: {1}")]
     Io(&'static str, std::io::Error),
     #[error("writing the castd database: {0}")]
@@ -68,8 +76,10 @@ pub struct Options {
     pub data_dir: PathBuf,
     /// Build and report, but write nothing.
     pub dry_run: bool,
-    /// Replace a non-empty data directory.
+    /// Replace a non-empty data directory (with `channel`: that channel's database and files).
     pub force: bool,
+    /// Import as this new channel of the data directory (see `channel`) instead of into the whole of it.
+    pub channel: Option<crate::media::ChannelId>,
 }
 
 /// What was imported and what was not, per kind.
@@ -173,7 +183,13 @@ pub fn run(opts: &Options) -> Result<Report, ImportError> {
                 .into(),
         ));
     }
-    let target = &opts.data_dir;
+    let target = &match &opts.channel {
+        Some(slug) => {
+            channel::check_slug(&opts.data_dir, slug, opts.force)?;
+            channel::folder(&opts.data_dir, slug)
+        }
+        None => opts.data_dir.clone(),
+    };
     if !opts.dry_run && !opts.force && !is_empty_dir(target)? {
         return Err(ImportError::NotEmpty(target.clone()));
     }
@@ -195,7 +211,11 @@ pub fn run(opts: &Options) -> Result<Report, ImportError> {
     .map_err(ImportError::io("creating the build directory"))?;
 
     let mut report = Report { schema_version: source.version, dry_run: opts.dry_run, ..Report::default() };
-    build_into(&source, build.path(), &mut report)?;
+    let imported = build_into(&source, build.path(), &mut report)?;
+    if let Some(slug) = &opts.channel {
+        let keys: Vec<String> = imported.server.stream_keys.iter().map(|k| k.key.clone()).collect();
+        channel::check_keys(&opts.data_dir, slug, &keys)?;
+    }
     if opts.dry_run {
         return Ok(report); // `build` is deleted on drop
     }
@@ -207,6 +227,13 @@ pub fn run(opts: &Options) -> Result<Report, ImportError> {
             let _ = std::fs::remove_dir_all(&built);
             return Err(e);
         }
+    }
+    if let Some(slug) = &opts.channel {
+        channel::register(&opts.data_dir, slug, &imported.instance.name)?;
+        report.note(format!(
+            "channel {slug} is at /c/{slug}/ ({}); castd opens it when it starts: restart castd if it runs",
+            target.display()
+        ));
     }
     Ok(report)
 }
@@ -243,8 +270,12 @@ fn put_in_place(built: &Path, target: &Path, force: bool) -> Result<Option<Strin
         .map(|e| format!("the replaced data directory is left at {} ({e}): delete it", old.display())))
 }
 
-/// Create castd's database in `dir` and fill it, then copy the files.
-fn build_into(source: &source::Source, dir: &Path, report: &mut Report) -> Result<(), ImportError> {
+/// Create castd's database in `dir` and fill it, then copy the files; returns the imported settings.
+fn build_into(
+    source: &source::Source,
+    dir: &Path,
+    report: &mut Report,
+) -> Result<crate::config::Settings, ImportError> {
     let store = Store::open(&dir.join("castd.db"))?;
     // The tables of every module written to, created by the modules' own migrations.
     // Nothing listens: the daemon is not running.
@@ -262,6 +293,7 @@ fn build_into(source: &source::Source, dir: &Path, report: &mut Report) -> Resul
     let mut next = (*settings_store.get()).clone();
     let plan = settings::apply(source, &mut next, report)?;
     settings::copy_files(source, dir, &mut next, report)?;
+    let imported = next.clone();
     settings_store.update_blocking(|s| *s = next)?;
 
     // Everything else in one transaction.
@@ -279,7 +311,7 @@ fn build_into(source: &source::Source, dir: &Path, report: &mut Report) -> Resul
     store.checkpoint()?;
     drop(settings_store);
     drop(store);
-    Ok(())
+    Ok(imported)
 }
 
 #[cfg(test)]
@@ -295,7 +327,13 @@ mod tests {
         assert!(overlapping(&owncast.join("data"), dir.path()), "a target holding the Owncast dir");
         assert!(overlapping(&owncast, &owncast.join("x/../")));
         assert!(!overlapping(&owncast, &dir.path().join("castd")));
-        let opts = Options { from: owncast.clone(), data_dir: owncast.join("castd"), dry_run: false, force: true };
+        let opts = Options {
+            from: owncast.clone(),
+            data_dir: owncast.join("castd"),
+            dry_run: false,
+            force: true,
+            channel: None,
+        };
         assert!(matches!(run(&opts), Err(ImportError::Invalid(_))));
         assert!(!owncast.join("castd").exists());
     }

@@ -16,6 +16,12 @@
 //! minutes; a right key, with any passphrase, clears the address). An address that must wait is refused in the protocol's
 //! handshake before its key is looked at: RTMP with an error status on connect or publish, SRT with
 //! the reject reason `overload`, WHIP with 429 and `Retry-After`. Keys are never logged.
+//!
+//! Capacity: the claim itself may be refused when the server is over capacity (`media::capacity`:
+//! `server/maxlivechannels`, the transcode budget, `server/overcapacity=refuse`); the protocol refuses
+//! in its handshake with the reason: RTMP `NetStream.Publish.Rejected` with it as the description, SRT
+//! the reject reason `2503 down` (the reason is logged and in the channel's health), WHIP a 503
+//! StatusResponse with it.
 
 pub mod rtmp;
 pub mod settings;
@@ -31,7 +37,7 @@ use sha2::{Digest, Sha256};
 use tracing::info;
 
 use crate::http::{ApiError, Auth, Registry, StatusResponse};
-use crate::media::{ChannelId, MediaPlane, PublisherGuard, Source};
+use crate::media::{ChannelId, ClaimRefused, MediaPlane, PublisherGuard, Source};
 use crate::store::settings::SettingsStore;
 use crate::telemetry::Telemetry;
 use crate::throttle::{Backoff, BackoffConfig, Limited};
@@ -150,8 +156,10 @@ impl Ingest {
         self.media.go_live(guard)
     }
 
-    /// Take `channel`'s publisher slot for `source`; `None` while another publisher has it.
-    pub fn claim(&self, channel: &ChannelId, source: Source) -> Option<PublisherGuard> {
+    /// Take `channel`'s publisher slot for `source`: refused while another publisher has it, or when
+    /// the server is over capacity and refuses (the protocol says why in its handshake). Over capacity
+    /// with `overcapacity=passthrough` the guard is taken, its broadcast marked passthrough.
+    pub fn claim(&self, channel: &ChannelId, source: Source) -> Result<PublisherGuard, ClaimRefused> {
         self.media.claim(channel, source)
     }
 }

@@ -3,7 +3,8 @@
 //! Accepted: application `live` (a `?query` on it or on the key is ignored, as OBS-style URLs carry
 //! one) and a key the ingest accepts (`Ingest::check_key`). A wrong app or key, or a second
 //! publisher while one is live (the media plane's `PublisherSlot`), gets an RTMP `_error` and the socket
-//! is closed. Garbage, a stalled handshake or a client that never publishes is dropped after
+//! is closed; so does a publisher the server is over capacity for (`NetStream.Publish.Rejected`, the
+//! reason as the description). Garbage, a stalled handshake or a client that never publishes is dropped after
 //! `SETUP_TIMEOUT`; a publisher that goes silent for `IDLE_TIMEOUT` is dropped too.
 //!
 //! Sockets that have not yet published with a valid key are capped: at most `PREAUTH_PER_ADDRESS` per
@@ -33,6 +34,7 @@ use crate::throttle::{CapPermit, CapRefused, Caps, Limited};
 
 use super::{Feeder, Ingest, KeyRefused};
 use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
+use crate::media::ClaimRefused;
 use crate::media::{Container, MediaChunk, Protocol, Source};
 use crate::stream::StreamDetails;
 
@@ -344,11 +346,17 @@ impl Conn {
                     return self.reject(request_id, "NetStream.Publish.BadName", "already publishing").await;
                 }
                 let source = Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: self.addr };
-                let Some(guard) = self.ingest.claim(&channel, source) else {
-                    warn!(addr = %self.addr, "a second publisher was refused: a stream is already live");
-                    return self
-                        .reject(request_id, "NetStream.Publish.BadName", "another stream is already live")
-                        .await;
+                let guard = match self.ingest.claim(&channel, source) {
+                    Ok(guard) => guard,
+                    Err(ClaimRefused::Busy) => {
+                        warn!(addr = %self.addr, "a second publisher was refused: a stream is already live");
+                        return self
+                            .reject(request_id, "NetStream.Publish.BadName", "another stream is already live")
+                            .await;
+                    }
+                    Err(ClaimRefused::OverCapacity(why)) => {
+                        return self.reject(request_id, "NetStream.Publish.Rejected", &why).await;
+                    }
                 };
                 self.notify = Some(guard.notify());
                 self.preauth = None;

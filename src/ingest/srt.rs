@@ -6,7 +6,8 @@
 //! allowed; the key may also be in `s=` when `r=` is `live` or absent). Everything is decided in the
 //! handshake, which answers a refusal with an SRT reject reason: a wrong or missing key
 //! `2401 unauthorized`, a mode other than publish (`m=request`, a player) `2405 bad mode`, a second
-//! publisher while one is live `2409 conflict` (the media plane's one-publisher rule), a malformed
+//! publisher while one is live `2409 conflict` (the media plane's one-publisher rule), a server over
+//! capacity that refuses (`media::capacity`) `2503 down` (the reason in the log and the channel's health), a malformed
 //! streamid `2400 bad request`, an address that sent too many wrong keys or passphrases
 //! (`Ingest::check_key`'s backoff, shared with RTMP and WHIP) `2402 overload`, before anything else
 //! is looked at. With a passphrase set (`srt/passphrase`), the connection is encrypted
@@ -282,10 +283,18 @@ async fn decide(
         Some(KeySettings { key_size: request.key_size(), passphrase })
     };
     let source = Source { protocol: Protocol::Srt, container: Container::MpegTs, remote: addr };
-    let Some(guard) = ingest.claim(&channel, source) else {
-        warn!(%addr, "a second publisher was refused: a stream is already live");
-        let _ = request.reject(server(ServerRejectReason::Conflict)).await;
-        return None;
+    let guard = match ingest.claim(&channel, source) {
+        Ok(guard) => guard,
+        Err(crate::media::ClaimRefused::Busy) => {
+            warn!(%addr, "a second publisher was refused: a stream is already live");
+            let _ = request.reject(server(ServerRejectReason::Conflict)).await;
+            return None;
+        }
+        // The reason is the media plane's to log and the channel's health to show; SRT carries a code.
+        Err(crate::media::ClaimRefused::OverCapacity(_)) => {
+            let _ = request.reject(server(ServerRejectReason::Down)).await;
+            return None;
+        }
     };
     let socket = match tokio::time::timeout(ACCEPT_TIMEOUT, request.accept(keys)).await {
         Ok(Ok(s)) => s,

@@ -3,7 +3,8 @@
 //! `POST /whip` with `Content-Type: application/sdp` and `Authorization: Bearer <stream key>`: a
 //! wrong or missing key is a 401 (an address that sent too many wrong keys, over any protocol, gets 429
 //! with `Retry-After` before its key is looked at: `Ingest::check_key`), an offer that is not SDP or has no H.264 video a 400, a second
-//! publisher while one is live (whatever its protocol: the media plane's `PublisherSlot`) a 409;
+//! publisher while one is live (whatever its protocol: the media plane's `PublisherSlot`) a 409, a
+//! server over capacity that refuses (`media::capacity`) a 503 with the reason;
 //! otherwise castd answers `201 Created` with its SDP answer and the session resource in `Location`
 //! (`/whip/{id}`). `DELETE /whip/{id}` ends the publish, as do the remote going away and the admin's
 //! disconnect. `OPTIONS` answers CORS preflights; `PATCH` is 405 (no trickle ICE). The WebRTC side
@@ -81,7 +82,7 @@ pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     .error(409, "Another broadcaster is live")
     .error(429, "Too many wrong stream keys from this address: wait the Retry-After seconds")
     .error(415, "The offer is not application/sdp")
-    .error(503, "WebRTC is off (no UDP port)");
+    .error(503, "WebRTC is off (no UDP port), or the server is over capacity (the message says which limit)");
     reg.route(Method::OPTIONS, PATH, "ingest", Auth::Public, "CORS preflight of the WHIP endpoint", BodyDoc::None, {
         || async { wh::options(wh::ENDPOINT_ALLOW) }
     })
@@ -139,9 +140,15 @@ async fn post(
     }
     let remote = SocketAddr::new(ip, peer.port());
     let source = Source { protocol: Protocol::Whip, container: Container::MpegTs, remote };
-    let Some(guard) = ingest.claim(&channel, source) else {
-        warn!(%remote, "a second publisher was refused: a stream is already live");
-        return wh::error(StatusCode::CONFLICT, "another broadcaster is live");
+    let guard = match ingest.claim(&channel, source) {
+        Ok(guard) => guard,
+        Err(crate::media::ClaimRefused::Busy) => {
+            warn!(%remote, "a second publisher was refused: a stream is already live");
+            return wh::error(StatusCode::CONFLICT, "another broadcaster is live");
+        }
+        Err(crate::media::ClaimRefused::OverCapacity(why)) => {
+            return wh::error(StatusCode::SERVICE_UNAVAILABLE, why);
+        }
     };
     let notify = guard.notify();
     let encoder = headers

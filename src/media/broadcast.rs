@@ -118,6 +118,10 @@ pub struct Broadcast {
     pub tap_stream: u64,
     /// The real-time feed (WHEP viewers).
     pub realtime: Arc<Realtime>,
+    /// Why this broadcast is served as passthrough (the server was over capacity when its publisher
+    /// claimed the channel, see `media::capacity`): the transcoder runs one passthrough variant instead
+    /// of the channel's ladder. `None`: the channel's ladder.
+    pub passthrough: Option<String>,
     feed: Feed,
     profile: watch::Sender<Option<Arc<Profile>>>,
     source_media: Mutex<Option<SourceReader>>,
@@ -152,6 +156,7 @@ impl Broadcast {
         let source = guard.source().clone();
         let disconnect = guard.notify();
         let tap_stream = parts.tap.begin(source.container);
+        let passthrough = guard.passthrough().map(str::to_string);
         let broadcast = Arc::new(Broadcast {
             id: parts.id,
             channel,
@@ -162,6 +167,7 @@ impl Broadcast {
             tap: parts.tap.clone(),
             tap_stream,
             realtime: Arc::new(Realtime::default()),
+            passthrough,
             feed: Feed::default(),
             profile: watch::channel(None).0,
             source_media: Mutex::new(Some(SourceReader { media: rx, details: details_rx })),

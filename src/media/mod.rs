@@ -20,6 +20,8 @@
 //! (`Broadcast::profile`), never from the current settings.
 //!
 //! - `channel`: channel names (`ChannelId`: `default`, or a slug).
+//! - `capacity`: how many channels may be live and how much transcoding the box takes, decided when a
+//!   publisher claims (`MediaPlane::claim`): refused, or served as passthrough, beyond them.
 //! - `profile`: a broadcast's running `Profile` (what the transcoder runs).
 //! - `broadcast`: the broadcast (`Broadcast`, its running `Profile`, the
 //!   ingest's `SourceWriter`, the transcoder's `SourceReader`) and the reader contract (`Attached`,
@@ -40,6 +42,7 @@
 //! This module is in the bottom layer: features use it, it imports no feature.
 
 pub mod broadcast;
+pub mod capacity;
 pub mod channel;
 pub mod feed;
 pub mod flv;
@@ -57,12 +60,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, watch};
+
+use capacity::{Admission, Load, Policy};
 
 pub use broadcast::{
     Attached, BadSlug, Broadcast, BroadcastReader, ChannelId, Profile, SourceReader, SourceWriter, READER_QUEUE,
 };
+pub use capacity::{CapacityPolicy, Limits};
 pub use feed::{Delivery, Feed, HlsPart, MediaEvent, SegmentWritten, Subscription};
 pub use retention::{Hold, Retention};
 pub use source::{Container, MediaChunk, Protocol, PublisherGuard, PublisherSlot, Source};
@@ -81,6 +87,20 @@ pub struct Channel {
     pub retention: Arc<Retention>,
     pub tap: Arc<SourceTap>,
     current: watch::Sender<Option<Arc<Broadcast>>>,
+    /// Why the channel's last publisher was refused, or its broadcast is served as passthrough (over
+    /// capacity); `None` once a publisher went live with the channel's ladder.
+    capacity_notice: watch::Sender<Option<String>>,
+}
+
+/// Why a publisher could not claim its channel.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimRefused {
+    /// Another publisher holds the channel's slot.
+    #[error("another stream is already live on this channel")]
+    Busy,
+    /// The server is over capacity (`media::capacity`); the reason says which limit.
+    #[error("{0}")]
+    OverCapacity(String),
 }
 
 struct Reader {
@@ -100,6 +120,10 @@ pub struct MediaPlane {
     channels: Mutex<HashMap<ChannelId, Arc<Channel>>>,
     readers: Mutex<Vec<Reader>>,
     next_id: AtomicU64,
+    /// The server's capacity (see `capacity`); no limits until the daemon sets one.
+    capacity: RwLock<Policy>,
+    /// Held while a claim is decided, so two publishers claiming at once are counted one after the other.
+    admission: Mutex<()>,
 }
 
 impl MediaPlane {
@@ -112,7 +136,15 @@ impl MediaPlane {
             channels: Mutex::default(),
             readers: Mutex::default(),
             next_id: AtomicU64::new(1),
+            capacity: RwLock::new(Arc::new(capacity::Unlimited)),
+            admission: Mutex::new(()),
         })
+    }
+
+    /// The server's capacity policy (the daemon's: limits from the server-wide settings, each
+    /// channel's planned ladder).
+    pub fn set_capacity(&self, policy: Policy) {
+        *self.capacity.write() = policy;
     }
 
     /// Channel `id`'s media state (made on first use).
@@ -135,6 +167,7 @@ impl MediaPlane {
             slot: Arc::new(PublisherSlot::default()),
             tap: Arc::new(SourceTap::default()),
             current: watch::channel(None).0,
+            capacity_notice: watch::channel(None).0,
         });
         channels.insert(id.clone(), c.clone());
         c
@@ -145,10 +178,63 @@ impl MediaPlane {
         self.channel(&ChannelId::default_channel())
     }
 
-    /// Take channel `id`'s publisher slot for `source`, or `None` while another publisher has it. The
-    /// stream starts with `go_live`; dropping the guard before that frees the slot.
-    pub fn claim(&self, id: &ChannelId, source: Source) -> Option<PublisherGuard> {
-        PublisherGuard::claim(&self.channel(id).slot, source, id.clone())
+    /// Take channel `id`'s publisher slot for `source`: refused while another publisher has it, or
+    /// when the server is over capacity and the policy refuses (see `capacity`); over capacity with
+    /// `overcapacity=passthrough` the guard is marked, and its broadcast is served as passthrough. The
+    /// channel's capacity notice follows the decision. The stream starts with `go_live`; dropping the
+    /// guard before that frees the slot.
+    pub fn claim(&self, id: &ChannelId, source: Source) -> Result<PublisherGuard, ClaimRefused> {
+        let c = self.channel(id);
+        let _deciding = self.admission.lock();
+        if c.slot.is_taken() {
+            return Err(ClaimRefused::Busy);
+        }
+        let policy = self.capacity.read().clone();
+        let admission = capacity::admit(&policy.limits(), self.load(id, &*policy), policy.planned_cost(id));
+        let passthrough = match admission {
+            Admission::Ladder => None,
+            Admission::Passthrough(why) => Some(why),
+            Admission::Refused(why) => {
+                tracing::warn!(channel = %id, "a publisher was refused: {why}");
+                let at = chrono::Utc::now().format("%H:%M:%S");
+                c.capacity_notice.send_replace(Some(format!("A publisher was refused at {at} UTC, {why}.")));
+                return Err(ClaimRefused::OverCapacity(why));
+            }
+        };
+        if let Some(why) = &passthrough {
+            tracing::warn!(channel = %id, "{why}");
+        }
+        let guard =
+            PublisherGuard::claim_as(&c.slot, source, id.clone(), passthrough.clone()).ok_or(ClaimRefused::Busy)?;
+        c.capacity_notice.send_replace(passthrough);
+        Ok(guard)
+    }
+
+    /// What every channel but `id` holding its publisher slot costs (see `capacity`): a passthrough
+    /// one nothing, a running one its profile's encoded rungs, one about to start its planned ladder.
+    fn load(&self, id: &ChannelId, policy: &dyn capacity::CapacityPolicy) -> Load {
+        let channels: Vec<Arc<Channel>> =
+            self.channels.lock().values().filter(|c| c.id != *id && c.slot.is_taken()).cloned().collect();
+        let mut load = Load::default();
+        for c in channels {
+            load.live += 1;
+            let cost = if c.slot.is_passthrough() {
+                0
+            } else {
+                match c.current.borrow().as_ref().and_then(|b| b.profile()) {
+                    Some(p) => capacity::ladder_cost(&p.variants),
+                    None => policy.planned_cost(&c.id),
+                }
+            };
+            load.cost = load.cost.saturating_add(cost);
+        }
+        load
+    }
+
+    /// Follow channel `id`'s capacity notice: why its last publisher was refused, or its broadcast is
+    /// served as passthrough (`None` once one went live with the channel's ladder).
+    pub fn capacity_notice(&self, id: &ChannelId) -> watch::Receiver<Option<String>> {
+        self.channel(id).capacity_notice.subscribe()
     }
 
     /// Ask channel `id`'s publisher to go; false when nobody publishes there.
@@ -200,7 +286,18 @@ impl MediaPlane {
     /// current broadcast.
     pub fn end(&self, b: &Arc<Broadcast>) {
         if b.finish() {
-            self.channel(&b.channel).current.send_if_modified(|cur| {
+            let c = self.channel(&b.channel);
+            if let Some(why) = &b.passthrough {
+                // Served as passthrough no more.
+                c.capacity_notice.send_if_modified(|n| {
+                    let same = n.as_ref() == Some(why);
+                    if same {
+                        *n = None;
+                    }
+                    same
+                });
+            }
+            c.current.send_if_modified(|cur| {
                 if cur.as_ref().is_some_and(|c| Arc::ptr_eq(c, b)) {
                     *cur = None;
                     true
@@ -316,7 +413,7 @@ mod tests {
 
         // One publisher per channel; a second on the same channel is refused, on another it is not.
         let ga = plane.claim(&a, source(1)).expect("the default channel is free");
-        assert!(plane.claim(&a, source(2)).is_none(), "one publisher per channel");
+        assert_eq!(plane.claim(&a, source(2)).err(), Some(ClaimRefused::Busy), "one publisher per channel");
         let gb = plane.claim(&b, source(3)).expect("another channel is free");
         let wa = plane.go_live(ga);
         let wb = plane.go_live(gb);
@@ -347,7 +444,7 @@ mod tests {
         // Ending a leaves b live; each feed got only its own broadcast's events.
         plane.end(&ba);
         assert!(plane.current(&a).is_none() && plane.current(&b).is_some());
-        assert!(plane.claim(&a, source(4)).is_some(), "a's slot is free once its broadcast ended");
+        assert!(plane.claim(&a, source(4)).is_ok(), "a's slot is free once its broadcast ended");
         let got_a = drain(&mut att_a.feed).await;
         plane.end(&bb);
         let got_b = drain(&mut att_b.feed).await;
@@ -386,5 +483,70 @@ mod tests {
         assert_eq!((p.stream_id.as_str(), p.encoders.as_slice()), ("s1", &["libx264".to_string()][..]));
         drop(writer);
         assert!(src.media.recv().await.is_none(), "the source ends when the publisher leaves");
+    }
+    /// A policy with fixed limits and every channel planning the same ladder.
+    struct Fixed(Limits, u64);
+
+    impl CapacityPolicy for Fixed {
+        fn limits(&self) -> Limits {
+            self.0
+        }
+        fn planned_cost(&self, _: &ChannelId) -> u64 {
+            self.1
+        }
+    }
+
+    #[tokio::test]
+    async fn over_capacity_a_claim_is_refused_or_marked_passthrough_and_the_live_ones_keep_theirs() {
+        use crate::config::{OverCapacity, StreamOutputVariant};
+        let tmp = tempfile::tempdir().unwrap();
+        let plane = MediaPlane::new(tmp.path().join("hls"), tmp.path().to_path_buf());
+        let rung = StreamOutputVariant { scaled_width: 640, scaled_height: 360, framerate: 30, ..Default::default() };
+        let cost = capacity::ladder_cost(std::slice::from_ref(&rung));
+        let limits = Limits { max_live: 2, budget: u64::MAX, over: OverCapacity::Refuse };
+        plane.set_capacity(Arc::new(Fixed(limits, cost)));
+        let ch = |s: &str| ChannelId::new(s).unwrap();
+
+        let a = plane.go_live(plane.claim(&ch("a"), source(1)).expect("first"));
+        let b = plane.go_live(plane.claim(&ch("b"), source(2)).expect("second"));
+        let mut notice = plane.capacity_notice(&ch("c"));
+        let refused = plane.claim(&ch("c"), source(3)).err();
+        assert!(
+            matches!(&refused, Some(ClaimRefused::OverCapacity(why)) if why.contains("maxlivechannels 2")),
+            "{refused:?}"
+        );
+        assert!(
+            notice.borrow_and_update().as_deref().is_some_and(|n| n.contains("refused")),
+            "the channel is told why"
+        );
+        assert!(!plane.channel(&ch("c")).slot.is_taken());
+        assert_eq!(plane.live().len(), 2, "the live ones are untouched");
+
+        // Passthrough instead: the third goes live, marked; the notice goes when it ends.
+        plane.set_capacity(Arc::new(Fixed(Limits { over: OverCapacity::Passthrough, ..limits }, cost)));
+        let c = plane.go_live(plane.claim(&ch("c"), source(3)).expect("served as passthrough"));
+        let why = c.broadcast().passthrough.clone().expect("marked passthrough");
+        assert!(why.contains("maxlivechannels"), "{why}");
+        assert_eq!(notice.borrow_and_update().as_deref(), Some(why.as_str()));
+        assert!(a.broadcast().passthrough.is_none() && b.broadcast().passthrough.is_none());
+        plane.end(c.broadcast());
+        assert_eq!(*notice.borrow_and_update(), None, "no longer served as passthrough");
+
+        // The budget: one running rung beside; a second is over, a passthrough one costs nothing.
+        for w in [&a, &b] {
+            w.broadcast().start(Profile { variants: vec![rung.clone()], ..profile("s", 3) });
+        }
+        plane.end(b.broadcast());
+        drop(b);
+        let budget = Limits { max_live: 0, budget: cost + cost / 2, over: OverCapacity::Refuse };
+        plane.set_capacity(Arc::new(Fixed(budget, cost)));
+        let refused = plane.claim(&ch("d"), source(4)).err();
+        assert!(
+            matches!(&refused, Some(ClaimRefused::OverCapacity(why)) if why.contains("transcode budget")),
+            "{refused:?}"
+        );
+        plane.set_capacity(Arc::new(Fixed(budget, 0)));
+        assert!(plane.claim(&ch("d"), source(4)).is_ok(), "a passthrough ladder fits any budget");
+        assert_eq!(*plane.capacity_notice(&ch("d")).borrow(), None);
     }
 }

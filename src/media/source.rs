@@ -100,15 +100,23 @@ pub struct Source {
 /// The one live publisher, if any (every protocol shares it).
 #[derive(Default)]
 pub struct PublisherSlot {
-    current: Mutex<Option<(Source, Arc<Notify>)>>,
+    current: Mutex<Option<Held>>,
+}
+
+/// Who holds a slot.
+struct Held {
+    source: Source,
+    notify: Arc<Notify>,
+    /// Served as passthrough (over capacity): its broadcast encodes nothing.
+    passthrough: bool,
 }
 
 impl PublisherSlot {
     /// Ask the live publisher's connection to close. False when nobody is publishing.
     pub fn disconnect(&self) -> bool {
         match &*self.current.lock() {
-            Some((_, n)) => {
-                n.notify_one();
+            Some(held) => {
+                held.notify.notify_one();
                 true
             }
             None => false,
@@ -121,7 +129,12 @@ impl PublisherSlot {
 
     /// The live publisher.
     pub fn source(&self) -> Option<Source> {
-        self.current.lock().as_ref().map(|(s, _)| s.clone())
+        self.current.lock().as_ref().map(|h| h.source.clone())
+    }
+
+    /// Whether the publisher holding the slot is served as passthrough (over capacity).
+    pub fn is_passthrough(&self) -> bool {
+        self.current.lock().as_ref().is_some_and(|h| h.passthrough)
     }
 }
 
@@ -132,18 +145,35 @@ pub struct PublisherGuard {
     notify: Arc<Notify>,
     source: Source,
     channel: ChannelId,
+    passthrough: Option<String>,
 }
 
 impl PublisherGuard {
     /// Take the slot of `channel` for `source`, or `None` when another publisher has it.
     pub fn claim(slot: &Arc<PublisherSlot>, source: Source, channel: ChannelId) -> Option<PublisherGuard> {
+        Self::claim_as(slot, source, channel, None)
+    }
+
+    /// Take the slot; `passthrough`: the publisher is served as passthrough, for this reason (over
+    /// capacity, see `media::capacity`).
+    pub(super) fn claim_as(
+        slot: &Arc<PublisherSlot>,
+        source: Source,
+        channel: ChannelId,
+        passthrough: Option<String>,
+    ) -> Option<PublisherGuard> {
         let mut cur = slot.current.lock();
         if cur.is_some() {
             return None;
         }
         let notify = Arc::new(Notify::new());
-        *cur = Some((source.clone(), notify.clone()));
-        Some(PublisherGuard { slot: slot.clone(), notify, source, channel })
+        *cur = Some(Held { source: source.clone(), notify: notify.clone(), passthrough: passthrough.is_some() });
+        Some(PublisherGuard { slot: slot.clone(), notify, source, channel, passthrough })
+    }
+
+    /// Why the publisher is served as passthrough (over capacity), if it is.
+    pub fn passthrough(&self) -> Option<&str> {
+        self.passthrough.as_deref()
     }
 
     /// The channel whose slot this is.

@@ -375,7 +375,6 @@ async fn video_metrics(State(metrics): State<Arc<Metrics>>) -> Json<VideoMetrics
 }
 
 async fn prometheus(State(metrics): State<Arc<Metrics>>) -> Result<Response, ApiError> {
-    metrics.sync_telemetry();
-    let text = metrics.prom.encode().map_err(|e| ApiError::Internal(format!("encoding metrics: {e}")))?;
+    let text = metrics.exposition().map_err(|e| ApiError::Internal(format!("encoding metrics: {e}")))?;
     Ok(([(header::CONTENT_TYPE, super::prometheus::CONTENT_TYPE)], text).into_response())
 }

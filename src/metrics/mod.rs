@@ -139,12 +139,19 @@ pub struct Metrics {
     chat_slow_seen: Mutex<u64>,
     /// The storage totals already added to the Prometheus counters.
     storage_seen: Mutex<crate::telemetry::StorageTotals>,
+    /// On the root (the default channel's metrics): every other channel's exposition, which the root's
+    /// `/api/admin/prometheus` merges with its own (set by the composition root).
+    pub other_channels: std::sync::OnceLock<OtherChannels>,
 }
+
+/// Every other channel's own Prometheus exposition (`Metrics::channel_exposition` of each), for the
+/// root's merged exposition.
+pub type OtherChannels = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 impl Metrics {
     /// Build the state, apply this module's migrations and load the persisted overall viewer peak.
     pub fn open(config: MetricsConfig, deps: MetricsDeps) -> Result<Arc<Self>, MetricsError> {
-        let prom = prometheus::Prom::new();
+        let prom = prometheus::Prom::for_channel(deps.channel.as_str());
         let m = Self {
             config,
             viewers: viewers::Viewers::new(
@@ -169,6 +176,7 @@ impl Metrics {
             webhooks_seen: Mutex::new((0, 0)),
             chat_slow_seen: Mutex::new(0),
             storage_seen: Mutex::default(),
+            other_channels: std::sync::OnceLock::new(),
         };
         m.viewers.load()?;
         Ok(Arc::new(m))
@@ -234,6 +242,27 @@ impl Metrics {
         for l in t.take_storage_latencies() {
             self.prom.storage_latency.observe(l);
         }
+    }
+
+    /// The Prometheus exposition this channel's `/api/admin/prometheus` serves: a channel's own series;
+    /// the default channel's (the root's) with the server-wide series and, once the composition root
+    /// gave it the other channels, theirs merged in (see `prometheus`).
+    pub fn exposition(&self) -> Result<String, std::fmt::Error> {
+        if !self.channel.is_default() {
+            return self.channel_exposition();
+        }
+        self.sync_telemetry();
+        let mut parts = vec![self.prom.encode_server()?, self.prom.encode_channel()?];
+        if let Some(others) = self.other_channels.get() {
+            parts.extend(others());
+        }
+        Ok(prometheus::merge(&parts))
+    }
+
+    /// This channel's own series (telemetry copied first).
+    pub fn channel_exposition(&self) -> Result<String, std::fmt::Error> {
+        self.sync_telemetry();
+        self.prom.encode_channel()
     }
 
     /// Chat users ever registered.
@@ -413,7 +442,7 @@ mod tests {
         assert_eq!(alert(&sub.recv().await.unwrap()), "");
         metrics.sync_telemetry();
         let text = metrics.prom.encode().unwrap();
-        assert!(text.contains("castd_encode_speed{variant=\"1\"} 1.1"), "{text}");
+        assert!(text.contains("castd_encode_speed{channel=\"default\",variant=\"1\"} 1.1"), "{text}");
     }
 
     #[test]
@@ -440,7 +469,11 @@ mod tests {
         assert_eq!(s.highest_latency.0.last().map(|p| p.value), Some(8.0));
         assert_eq!(s.max_player_bitrate.0.last().map(|p| p.value), Some(8000.0));
         assert!(s.median_segment_download_duration.0.is_empty(), "no download times reported");
-        assert!(metrics.prom.encode().unwrap().contains("owncast_instance_playback_error_count 3"));
+        assert!(metrics
+            .prom
+            .encode()
+            .unwrap()
+            .contains("owncast_instance_playback_error_count{channel=\"default\"} 3"));
         // the next window starts empty: offline and without reports, no points are added
         window_tick(&metrics);
         assert_eq!(metrics.series.lock().errors.0.len(), 1);

@@ -4,7 +4,16 @@
 //! Owncast's gauges keep their names (`owncast_instance_*`, as existing Grafana dashboards expect);
 //! castd's own metrics are under `castd_`. Values are set by their owners through the setters on
 //! `Metrics` (encoder, chat, webhooks, hardware sampling) and by the viewers and window tasks here.
+//!
+//! Channels: every channel has its own `Prom`. Its series (viewers, chat, playback, encoders, ingest,
+//! webhooks, WebRTC viewers) carry a `channel` label (`channel="default"` for the default channel) and
+//! are its channel registry; the server-wide ones (CPU, GPU, object storage, WebRTC datagrams dropped
+//! at the shared socket) carry none and are exposed by the root only. A channel's
+//! `/c/{slug}/api/admin/prometheus` is its channel registry; the root's is the server-wide registry and
+//! every channel's, merged into one exposition ([`merge`]: each family once, with one series per
+//! channel).
 
+use std::borrow::Cow;
 use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::text::encode;
@@ -22,9 +31,12 @@ pub type Labels = Vec<(String, String)>;
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-/// Every metric castd exports.
+/// Every metric castd exports (see the module doc).
 pub struct Prom {
+    /// This channel's series, each labelled with the channel.
     registry: Registry,
+    /// The server-wide series (the root exposes them).
+    server: Registry,
     pub active_viewers: Gauge,
     pub chat_clients: Gauge,
     pub chat_users_total: Gauge,
@@ -64,11 +76,23 @@ impl Default for Prom {
     }
 }
 
+/// The label every series of channel `slug` carries.
+pub const CHANNEL_LABEL: &str = "channel";
+
 impl Prom {
+    /// The default channel's metrics.
     pub fn new() -> Self {
-        let mut r = Registry::default();
+        Self::for_channel("default")
+    }
+
+    /// Channel `slug`'s metrics (its series labelled `channel="<slug>"`).
+    pub fn for_channel(slug: &str) -> Self {
+        let mut r =
+            Registry::with_labels(std::iter::once((Cow::Borrowed(CHANNEL_LABEL), Cow::Owned(slug.to_string()))));
+        let mut server = Registry::default();
         let p = Prom {
             registry: Registry::default(),
+            server: Registry::default(),
             active_viewers: Gauge::default(),
             chat_clients: Gauge::default(),
             chat_users_total: Gauge::default(),
@@ -121,8 +145,12 @@ impl Prom {
             "Playback errors reported by players in the last window",
             p.playback_errors.clone(),
         );
-        r.register("owncast_instance_cpu_usage", "Server CPU use in percent", p.cpu_usage.clone());
-        r.register("owncast_instance_cpu_use_pct", "Server CPU use in percent (older name)", p.cpu_use_pct.clone());
+        server.register("owncast_instance_cpu_usage", "Server CPU use in percent", p.cpu_usage.clone());
+        server.register(
+            "owncast_instance_cpu_use_pct",
+            "Server CPU use in percent (older name)",
+            p.cpu_use_pct.clone(),
+        );
         r.register("castd_encode_fps", "Frames per second encoded, per output variant", p.encode_fps.clone());
         r.register(
             "castd_encode_speed",
@@ -142,39 +170,56 @@ impl Prom {
         );
         r.register("castd_webhook_deliveries", "Webhook deliveries that succeeded", p.webhook_deliveries.clone());
         r.register("castd_webhook_failures", "Webhook deliveries that failed", p.webhook_failures.clone());
-        r.register("castd_gpu_utilization_percent", "GPU utilization in percent, per GPU", p.gpu_utilization.clone());
+        server.register(
+            "castd_gpu_utilization_percent",
+            "GPU utilization in percent, per GPU",
+            p.gpu_utilization.clone(),
+        );
         r.register("castd_playback_clients", "Playback clients with a live session", p.playback_clients.clone());
         r.register(
             "castd_webrtc_viewers",
             "WebRTC (WHEP) viewers connected now; they are also counted in the active viewers",
             p.webrtc_viewers.clone(),
         );
-        r.register(
+        server.register(
             "castd_webrtc_dropped_datagrams",
             "Inbound WebRTC datagrams dropped: reason queue_full (a session's queue was full), unclaimed (no session)",
             p.webrtc_dropped.clone(),
         );
-        r.register("castd_storage_uploads", "Objects uploaded to object storage", p.storage_uploads.clone());
-        r.register(
+        server.register("castd_storage_uploads", "Objects uploaded to object storage", p.storage_uploads.clone());
+        server.register(
             "castd_storage_failures",
             "Object storage requests that failed after their retries",
             p.storage_failures.clone(),
         );
-        r.register("castd_storage_uploaded_bytes", "Bytes uploaded to object storage", p.storage_bytes.clone());
-        r.register("castd_storage_deletes", "Objects deleted from object storage", p.storage_deletes.clone());
-        r.register("castd_storage_queue_depth", "Objects waiting for upload", p.storage_queue_depth.clone());
-        r.register(
+        server.register("castd_storage_uploaded_bytes", "Bytes uploaded to object storage", p.storage_bytes.clone());
+        server.register("castd_storage_deletes", "Objects deleted from object storage", p.storage_deletes.clone());
+        server.register("castd_storage_queue_depth", "Objects waiting for upload", p.storage_queue_depth.clone());
+        server.register(
             "castd_storage_upload_latency_seconds",
             "Seconds from a segment being ready on disk to the object being visible in storage",
             p.storage_latency.clone(),
         );
-        Prom { registry: r, ..p }
+        Prom { registry: r, server, ..p }
     }
 
-    /// The OpenMetrics text of every metric.
+    /// The OpenMetrics text of this channel's series and the server-wide ones (a castd with one
+    /// channel: the default channel's exposition).
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        Ok(merge(&[self.encode_server()?, self.encode_channel()?]))
+    }
+
+    /// The OpenMetrics text of this channel's series only.
+    pub fn encode_channel(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
         encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+
+    /// The OpenMetrics text of the server-wide series.
+    pub fn encode_server(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        encode(&mut out, &self.server)?;
         Ok(out)
     }
 
@@ -185,6 +230,66 @@ impl Prom {
         self.encoder_in_use.clear();
         self.ingest_bitrate_kbps.set(0.0);
     }
+}
+
+/// Several OpenMetrics expositions (the server-wide one, each channel's) as one: each family's
+/// `# HELP`/`# TYPE`/`# UNIT` once (from the first exposition that has it), followed by the samples of
+/// every exposition, families in the order they first appear, one `# EOF` at the end. The channels'
+/// expositions come from the same code, so a family's metadata is the same in each; their series
+/// differ by the `channel` label.
+pub fn merge(parts: &[String]) -> String {
+    struct Family {
+        meta: Vec<String>,
+        samples: Vec<String>,
+    }
+    let mut order: Vec<String> = Vec::new();
+    let mut families: std::collections::HashMap<String, Family> = std::collections::HashMap::new();
+    for part in parts {
+        let mut current: Option<String> = None;
+        // Whether this exposition gave the current family its metadata (else it is a repeat).
+        let mut first = false;
+        for line in part.lines() {
+            if line == "# EOF" || line.is_empty() {
+                continue;
+            }
+            let meta = ["# HELP ", "# TYPE ", "# UNIT "].iter().find_map(|p| line.strip_prefix(p));
+            if let Some(rest) = meta {
+                let name = rest.split(' ').next().unwrap_or_default().to_string();
+                if current.as_deref() != Some(name.as_str()) {
+                    first = !families.contains_key(&name);
+                    if first {
+                        order.push(name.clone());
+                        families.insert(name.clone(), Family { meta: Vec::new(), samples: Vec::new() });
+                    }
+                    current = Some(name.clone());
+                }
+                if first {
+                    if let Some(f) = families.get_mut(&name) {
+                        f.meta.push(line.to_string());
+                    }
+                }
+                continue;
+            }
+            // A sample (or a comment) of the current family; one before any metadata keeps its own.
+            let name = current.clone().unwrap_or_default();
+            let f = families.entry(name.clone()).or_insert_with(|| {
+                order.push(name.clone());
+                Family { meta: Vec::new(), samples: Vec::new() }
+            });
+            f.samples.push(line.to_string());
+        }
+    }
+    let mut out = String::new();
+    for name in &order {
+        if let Some(f) = families.get(name) {
+            for l in f.meta.iter().chain(&f.samples) {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str("# EOF\n");
+    out
 }
 
 /// `[("variant", "0")]`.
@@ -203,11 +308,46 @@ mod tests {
         p.encode_speed.get_or_create(&variant_label(1)).set(0.75);
         p.webhook_failures.inc();
         let text = p.encode().unwrap();
-        assert!(text.contains("owncast_instance_active_viewer_count 3"), "{text}");
-        assert!(text.contains("castd_encode_speed{variant=\"1\"} 0.75"), "{text}");
-        assert!(text.contains("castd_webhook_failures_total 1"), "{text}");
+        assert!(text.contains("owncast_instance_active_viewer_count{channel=\"default\"} 3"), "{text}");
+        assert!(text.contains("castd_encode_speed{channel=\"default\",variant=\"1\"} 0.75"), "{text}");
+        assert!(text.contains("castd_webhook_failures_total{channel=\"default\"} 1"), "{text}");
+        assert!(text.contains("owncast_instance_cpu_usage 0.0"), "server-wide, no channel: {text}");
         assert!(text.trim_end().ends_with("# EOF"));
         p.clear_stream();
         assert!(!p.encode().unwrap().contains("castd_encode_speed{"));
+    }
+
+    #[test]
+    fn channels_merge_into_one_exposition_each_family_once() {
+        let a = Prom::new();
+        let b = Prom::for_channel("church");
+        a.active_viewers.set(3);
+        b.active_viewers.set(5);
+        b.encode_speed.get_or_create(&variant_label(0)).set(1.5);
+        b.storage_uploads.inc();
+        assert!(!b.encode_channel().unwrap().contains("castd_storage"), "server-wide series are not a channel's");
+        assert!(b.encode_channel().unwrap().contains("owncast_instance_active_viewer_count{channel=\"church\"} 5"));
+        let text = merge(&[a.encode_server().unwrap(), a.encode_channel().unwrap(), b.encode_channel().unwrap()]);
+        let helps = text.lines().filter(|l| l.starts_with("# HELP owncast_instance_active_viewer_count ")).count();
+        assert_eq!(helps, 1, "{text}");
+        assert_eq!(text.matches("# EOF").count(), 1);
+        assert!(text.trim_end().ends_with("# EOF"));
+        let viewers: Vec<&str> =
+            text.lines().filter(|l| l.starts_with("owncast_instance_active_viewer_count{")).collect();
+        assert_eq!(
+            viewers,
+            [
+                "owncast_instance_active_viewer_count{channel=\"default\"} 3",
+                "owncast_instance_active_viewer_count{channel=\"church\"} 5"
+            ]
+        );
+        // The samples of a family follow its metadata, before the next family's.
+        let lines: Vec<&str> = text.lines().collect();
+        let help = lines.iter().position(|l| l.starts_with("# HELP castd_encode_speed ")).unwrap();
+        let sample = lines.iter().position(|l| l.starts_with("castd_encode_speed{")).unwrap();
+        let next =
+            lines.iter().skip(help + 1).position(|l| l.starts_with("# HELP ")).map_or(lines.len(), |n| n + help + 1);
+        assert!(help < sample && sample < next, "{text}");
+        assert!(!lines[help + 1..next].iter().any(|l| l.starts_with("owncast_")), "{text}");
     }
 }

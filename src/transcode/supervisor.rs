@@ -6,7 +6,8 @@
 //! broadcaster's details), clears the channel's HLS folder, marks the stream online, publishes
 //! STREAM_STARTED and spawns the supervisor task. The supervisor decides the running profile (ladder,
 //! segment length, latency mode, real-time variant, encoders: read from the settings once, here, and
-//! nowhere else) and starts the broadcast with it (`Broadcast::start`: `Started` on the feed), runs the
+//! nowhere else; a broadcast marked passthrough by the media plane's capacity check gets one
+//! passthrough variant instead of the ladder) and starts the broadcast with it (`Broadcast::start`: `Started` on the feed), runs the
 //! worker (`castd worker`, told the source's `Container`), writes the byte stream to its stdin (FLV
 //! tags framed into an FLV stream, byte-stream containers as they came) and reads its events: control
 //! events go to the bus (stream started/stopped), what the worker wrote goes to the broadcast
@@ -84,10 +85,27 @@ impl Transcoder {
         self.deps.media.reader_for(&self.deps.channel, "transcode")
     }
 
-    /// Transcode every new broadcast the media plane hands `reader`, until shutdown.
+    /// Transcode every new broadcast the media plane hands `reader`, until shutdown; the channel's
+    /// capacity notice (a publisher refused, or served as passthrough, over capacity) goes to its
+    /// health as it changes.
     pub async fn run(self: Arc<Self>, mut reader: BroadcastReader) {
-        while let Some(attached) = reader.next().await {
-            start(&self, attached);
+        let mut notice = self.deps.media.capacity_notice(&self.deps.channel);
+        let mut notices = true;
+        loop {
+            tokio::select! {
+                attached = reader.next() => match attached {
+                    Some(attached) => start(&self, attached),
+                    None => break,
+                },
+                changed = notice.changed(), if notices => {
+                    if changed.is_err() {
+                        notices = false;
+                        continue;
+                    }
+                    let now = notice.borrow_and_update().clone();
+                    self.deps.health.submit(HealthInput::Capacity(now));
+                }
+            }
         }
     }
 }
@@ -208,7 +226,15 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
     let (seg, list) = s.latency();
     let dir = b.dir.clone();
     let chosen = encoders::selected(&t);
-    let specs: Vec<_> = s.video.video_quality_variants.iter().map(|v| recipe::variant_spec(v, seg)).collect();
+    // Over capacity (`media::capacity`): one passthrough variant instead of the channel's ladder.
+    let ladder = match &b.passthrough {
+        Some(why) => {
+            info!(channel = %b.channel, "served as passthrough: {why}");
+            vec![passthrough_variant()]
+        }
+        None => s.video.video_quality_variants.clone(),
+    };
+    let specs: Vec<_> = ladder.iter().map(|v| recipe::variant_spec(v, seg)).collect();
     let cap = nvenc_cap(&chosen).await;
     let plan = hwaccel::plan_sessions(&specs, &chosen.name, cap);
     encoders::report_session_plan(&t, &plan);
@@ -219,7 +245,7 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
         .collect::<Result<Vec<_>, _>>()
         .unwrap_or_else(|e| {
             warn!("{e}; using {SOFTWARE_ENCODER}");
-            software_encoders(&s.video.video_quality_variants)
+            software_encoders(&ladder)
         });
     let container = b.source.container;
     let mut cfg = WorkerConfig {
@@ -227,7 +253,7 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
         container,
         segment_seconds: seg,
         list_size: list,
-        variants: s.video.video_quality_variants.clone(),
+        variants: ladder,
         encoder: SOFTWARE_ENCODER.into(),
         encoders,
         debug_encoder_fault: t.deps.debug_encoder_fault,
@@ -412,6 +438,17 @@ async fn nvenc_cap(chosen: &hwaccel::EncoderInfo) -> Option<u32> {
     .await
     .ok()
     .flatten()
+}
+
+/// The one variant of a broadcast served as passthrough over capacity: the broadcaster's own video and
+/// audio, nothing encoded.
+fn passthrough_variant() -> crate::config::StreamOutputVariant {
+    crate::config::StreamOutputVariant {
+        name: "passthrough".into(),
+        video_passthrough: true,
+        audio_passthrough: true,
+        ..Default::default()
+    }
 }
 
 /// libx264 for every encoded variant, `copy` for passthrough.

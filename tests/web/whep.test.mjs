@@ -81,7 +81,7 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
   assert.ok(entry.playback.packetLossPercent <= 1, `loss on loopback ${entry.playback.packetLossPercent} %`);
   assert.ok(entry.playback.bitrateKbps > 100, `bitrate sent ${entry.playback.bitrateKbps} kbps`);
   const prom = await (await castd.fetch('/api/admin/prometheus', { admin: true })).text();
-  assert.match(prom, /^castd_webrtc_viewers 1$/m);
+  assert.match(prom, /^castd_webrtc_viewers\{channel="default"\} 1$/m);
   // Datagrams the WebRTC socket dropped are exported (none expected from one viewer on loopback).
   assert.match(prom, /^castd_webrtc_dropped_datagrams_total\{reason="queue_full"\} 0$/m);
   // The admin's Health page lists the WebRTC viewer with its loss and round-trip time.
@@ -96,7 +96,7 @@ test('chromium plays over WHEP, glass-to-glass p95 under 1.5 s', { timeout: 150_
 
   const del = await castd.fetch(res.location, { method: 'DELETE' });
   assert.equal(del.status, 204, `DELETE ${res.location}${diag()}`);
-  await waitFor(async () => /^castd_webrtc_viewers 0$/m.test(await (await castd.fetch('/api/admin/prometheus', { admin: true })).text()), {
+  await waitFor(async () => /^castd_webrtc_viewers\{channel="default"\} 0$/m.test(await (await castd.fetch('/api/admin/prometheus', { admin: true })).text()), {
     timeoutMs: 5000,
     message: 'castd_webrtc_viewers back to 0 after DELETE',
   });
