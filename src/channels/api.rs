@@ -173,6 +173,18 @@ async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> R
         return ApiError::NotFound("no such channel".into()).into_response();
     };
     let (mut parts, body) = req.into_parts();
+    // Fresh extensions: the dispatcher's own path parameters (`slug`, `rest`) must not reach the channel's
+    // routes (axum adds a router's parameters to those already there, so a channel route's `Path<String>`
+    // would see three and answer 500). What the channel's routes read travels: the peer address and the
+    // connection's upgrade (the chat websocket).
+    let mut extensions = axum::http::Extensions::new();
+    if let Some(peer) = parts.extensions.remove::<axum::extract::ConnectInfo<std::net::SocketAddr>>() {
+        extensions.insert(peer);
+    }
+    if let Some(upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() {
+        extensions.insert(upgrade);
+    }
+    parts.extensions = extensions;
     let path = match parts.uri.query() {
         Some(q) => format!("/{rest}?{q}"),
         None => format!("/{rest}"),
