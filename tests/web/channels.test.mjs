@@ -179,5 +179,11 @@ test('the server admin switches channels; a channel admin has no switcher', { ti
   }
   assert.equal(await ch.locator('nav a[data-page="stream-keys"]').count(), 1);
   assert.equal(await ch.locator('.form-error').count(), 0, 'no error shown for the 401');
+  // The Video page has the channel's variants and latency, not the server's encoder nor ffmpeg path.
+  await ch.locator('nav a[data-page="video"]').click();
+  await ch.waitForURL(castd.url('/c/music/admin/video'));
+  await ch.locator('#latency-save').waitFor();
+  assert.equal(await ch.locator('#codec-select').count(), 0, "no encoder choice on a channel's admin");
+  assert.equal(await ch.locator('#ffmpeg-path-input').count(), 0, "no ffmpeg path on a channel's admin");
   await chCtx.close();
 });
