@@ -5,15 +5,23 @@
 //! Each page carries the page policy of `http::headers` (script only from castd's own files): the admin
 //! pages may not be framed; the viewer page and the embeds may be, by any site, as Owncast's are.
 //!
+//! Channels: every channel's router serves these pages (`/c/{slug}/`, `/c/{slug}/admin/`, ...), built by
+//! [`routes`] with the channel's base path (`/c/{slug}`; empty for the default channel). A channel's pages
+//! carry it as `<meta name="castd-base" content="/c/{slug}">` right after `<head>` (the web app prefixes
+//! every request with it: `web/src/lib/base.ts`); the default channel's pages are the build's files as they
+//! are. The assets (`/assets/...`) stay at the root for every channel. The directory page `/channels`
+//! (`channels.html`, reading `GET /api/channels`) is the default channel's alone.
+//!
 //! Every file is answered through `http::files` (strong `ETag` from the embedded SHA-256,
 //! `Last-Modified`, 304, Range, HEAD). The build writes brotli and gzip copies next to each text file
 //! (`web/vite.config.ts`); the copy the browser's `Accept-Encoding` allows is sent as it is, with
 //! `Content-Encoding` and `Vary: Accept-Encoding`, so nothing is compressed per request.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::header::LOCATION;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -29,56 +37,101 @@ use crate::http::{Auth, Registry, ResponseDoc};
 struct Dist;
 
 const GROUP: &str = "web";
-/// The `Link` header of the viewer page (the paths of the indieauth feature's routes).
-const INDIEAUTH_LINKS: &str = concat!(
-    r#"</.well-known/oauth-authorization-server>; rel="indieauth-metadata", "#,
-    r#"</api/auth/provider/indieauth>; rel="authorization_endpoint", "#,
-    r#"</api/auth/indieauth/callback>; rel="redirect_uri""#
-);
+/// The `Link` header of the viewer page (the paths of the indieauth feature's routes), under `base`.
+fn indieauth_links(base: &str) -> String {
+    format!(
+        r#"<{base}/.well-known/oauth-authorization-server>; rel="indieauth-metadata", <{base}/api/auth/provider/indieauth>; rel="authorization_endpoint", <{base}/api/auth/indieauth/callback>; rel="redirect_uri""#
+    )
+}
 
-pub fn routes(reg: &mut Registry) {
-    let mut reg = reg.scope(());
-    reg.get("/", GROUP, Auth::Public, "Viewer page", |h: HeaderMap| async move {
+/// What the pages of one channel need: its base path (`""` or `/c/{slug}`).
+#[derive(Clone)]
+struct Web {
+    base: Arc<str>,
+}
+
+/// The web UI's routes for the channel whose pages are under `base`: `""` for the default channel (the
+/// root), `/c/{slug}` for another (its router sees `/`, `/admin/`, ... with the prefix taken off; the
+/// pages and redirects carry the prefix). The directory page `/channels` only for the default channel.
+pub fn routes(reg: &mut Registry, base: &str) {
+    let mut reg = reg.scope(Web { base: Arc::from(base.trim_end_matches('/')) });
+    reg.get("/", GROUP, Auth::Public, "Viewer page", |State(w): State<Web>, h: HeaderMap| async move {
         // Framable by anyone, as Owncast's viewer page is (sites embed the whole page).
-        let mut resp = page(h, "index.html", Framing::Anyone).await;
+        let mut resp = page(&w, h, "index.html", Framing::Anyone).await;
         // IndieAuth discovery: this server's URL is the streamer's identity (its authorization
         // endpoint), and its own sign-in callback is the redirect URI it uses as a client.
-        resp.headers_mut().insert(header::LINK, axum::http::HeaderValue::from_static(INDIEAUTH_LINKS));
+        if let Ok(links) = axum::http::HeaderValue::from_str(&indieauth_links(&w.base)) {
+            resp.headers_mut().insert(header::LINK, links);
+        }
         resp
     })
     .answers(HTML);
     // 301 as Owncast answers (axum's `Redirect::permanent` is a 308).
-    reg.get("/admin", GROUP, Auth::Public, "Redirect (301) to /admin/", || async {
-        (StatusCode::MOVED_PERMANENTLY, [(LOCATION, "/admin/")])
+    reg.get("/admin", GROUP, Auth::Public, "Redirect (301) to /admin/", |State(w): State<Web>| async move {
+        (StatusCode::MOVED_PERMANENTLY, [(LOCATION, format!("{}/admin/", w.base))])
     })
     .answers(ResponseDoc::Redirect(301, "To /admin/"));
-    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", |h: HeaderMap| page(h, "admin.html", Framing::Nobody))
-        .answers(HTML);
-    reg.get("/admin/{*page}", GROUP, Auth::Admin, "Admin dashboard pages", |_: Path<String>, h: HeaderMap| {
-        page(h, "admin.html", Framing::Nobody)
+    reg.get("/admin/", GROUP, Auth::Admin, "Admin dashboard", |State(w): State<Web>, h: HeaderMap| async move {
+        page(&w, h, "admin.html", Framing::Nobody).await
     })
+    .answers(HTML);
+    reg.get(
+        "/admin/{*page}",
+        GROUP,
+        Auth::Admin,
+        "Admin dashboard pages",
+        |State(w): State<Web>, _: Path<String>, h: HeaderMap| async move {
+            page(&w, h, "admin.html", Framing::Nobody).await
+        },
+    )
     .answers(HTML);
     let to_readonly = ResponseDoc::Redirect(307, "To /embed/chat/readonly");
-    reg.get("/embed/chat", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
-        Redirect::temporary("/embed/chat/readonly")
-    })
+    reg.get(
+        "/embed/chat",
+        GROUP,
+        Auth::Public,
+        "Redirect to the read-only chat embed",
+        |State(w): State<Web>| async move { Redirect::temporary(&format!("{}/embed/chat/readonly", w.base)) },
+    )
     .answers(to_readonly);
-    reg.get("/embed/chat/", GROUP, Auth::Public, "Redirect to the read-only chat embed", || async {
-        Redirect::temporary("/embed/chat/readonly")
-    })
+    reg.get(
+        "/embed/chat/",
+        GROUP,
+        Auth::Public,
+        "Redirect to the read-only chat embed",
+        |State(w): State<Web>| async move { Redirect::temporary(&format!("{}/embed/chat/readonly", w.base)) },
+    )
     .answers(to_readonly);
-    reg.get("/embed/chat/readonly", GROUP, Auth::Public, "Read-only chat embed", |h: HeaderMap| {
-        page(h, "embed-chat-readonly.html", Framing::Anyone)
+    reg.get(
+        "/embed/chat/readonly",
+        GROUP,
+        Auth::Public,
+        "Read-only chat embed",
+        |State(w): State<Web>, h: HeaderMap| async move { page(&w, h, "embed-chat-readonly.html", Framing::Anyone).await },
+    )
+    .answers(HTML);
+    reg.get(
+        "/embed/chat/readwrite",
+        GROUP,
+        Auth::Public,
+        "Read-write chat embed",
+        |State(w): State<Web>, h: HeaderMap| async move { page(&w, h, "embed-chat-readwrite.html", Framing::Anyone).await },
+    )
+    .answers(HTML);
+    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", |State(w): State<Web>, h: HeaderMap| async move {
+        page(&w, h, "embed-video.html", Framing::Anyone).await
     })
     .answers(HTML);
-    reg.get("/embed/chat/readwrite", GROUP, Auth::Public, "Read-write chat embed", |h: HeaderMap| {
-        page(h, "embed-chat-readwrite.html", Framing::Anyone)
-    })
-    .answers(HTML);
-    reg.get("/embed/video", GROUP, Auth::Public, "Video embed", |h: HeaderMap| {
-        page(h, "embed-video.html", Framing::Anyone)
-    })
-    .answers(HTML);
+    if base.is_empty() {
+        reg.get(
+            "/channels",
+            GROUP,
+            Auth::Public,
+            "Directory of the channels",
+            |State(w): State<Web>, h: HeaderMap| async move { page(&w, h, "channels.html", Framing::Anyone).await },
+        )
+        .answers(HTML);
+    }
     reg.get("/serviceworker.js", GROUP, Auth::Public, "Push notification service worker", |h: HeaderMap| async move {
         asset_response(&h, "serviceworker.js", "no-cache")
     })
@@ -110,8 +163,9 @@ const HTML: ResponseDoc = ResponseDoc::Content("text/html");
 /// `Cache-Control` of the hashed asset names Vite writes (a new build has new names).
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
-/// A page of the web UI under the page policy (`http::headers`), framable as `framing` says.
-async fn page(headers: HeaderMap, name: &'static str, framing: Framing) -> Response {
+/// A page of the web UI under the page policy (`http::headers`), framable as `framing` says; a channel's
+/// carries its base path (see the module doc).
+async fn page(web: &Web, headers: HeaderMap, name: &'static str, framing: Framing) -> Response {
     if Dist::get(name).is_none() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -120,9 +174,46 @@ async fn page(headers: HeaderMap, name: &'static str, framing: Framing) -> Respo
         )
             .into_response();
     }
-    let mut resp = asset_response(&headers, name, "no-cache");
+    let mut resp = if web.base.is_empty() {
+        asset_response(&headers, name, "no-cache")
+    } else {
+        channel_page(&headers, name, &web.base)
+    };
     Page::new(framing).apply(&mut resp);
     resp
+}
+
+/// The `<meta>` that tells the web app its channel's base path.
+fn base_meta(base: &str) -> String {
+    let escaped = base.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;");
+    format!(r#"<meta name="castd-base" content="{escaped}">"#)
+}
+
+/// `html` with the base `<meta>` right after `<head>` (at the very start when there is no `<head>`).
+fn with_base(html: &str, base: &str) -> String {
+    let meta = base_meta(base);
+    match html.find("<head>") {
+        Some(at) => {
+            let end = at + "<head>".len();
+            format!("{}{meta}{}", &html[..end], &html[end..])
+        }
+        None => format!("{meta}{html}"),
+    }
+}
+
+/// A page of a channel other than the default: the embedded file with the base `<meta>`, sent as it is
+/// (a page is a kilobyte; the precompressed copies are the file's without the meta).
+fn channel_page(req: &HeaderMap, name: &str, base: &str) -> Response {
+    let Some(file) = Dist::get(name) else {
+        return crate::http::ApiError::NotFound(format!("no such file: {name}")).into_response();
+    };
+    let modified = modified(&file);
+    let hash: String = file.metadata.sha256_hash()[..12].iter().map(|b| format!("{b:02x}")).collect();
+    // The validator names the channel too: each channel's page is its own representation.
+    let etag = format!("\"{hash}-{}\"", base.trim_start_matches('/').replace('/', "."));
+    let html = with_base(&String::from_utf8_lossy(&file.data), base);
+    let body = FileBody::new(Bytes::from(html), etag, modified, mime_for(name), "no-cache");
+    respond(req, &body)
 }
 
 /// The embedded file `path` (or its precompressed copy the request accepts) as a `FileBody` answer.
@@ -211,4 +302,26 @@ pub fn page_text(name: &str) -> Option<String> {
 
 pub fn embedded() -> bool {
     Dist::get("index.html").is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_base_meta_goes_right_after_head() {
+        let html = "<!doctype html><html><head><meta charset=\"utf-8\"></head><body></body></html>";
+        assert_eq!(
+            with_base(html, "/c/music"),
+            "<!doctype html><html><head><meta name=\"castd-base\" content=\"/c/music\"><meta charset=\"utf-8\"></head><body></body></html>"
+        );
+        assert!(with_base("<p>x</p>", "/c/a").starts_with("<meta name=\"castd-base\" content=\"/c/a\">"));
+        assert_eq!(base_meta("/c/\"><script>"), r#"<meta name="castd-base" content="/c/&quot;&gt;&lt;script&gt;">"#);
+    }
+
+    #[test]
+    fn indieauth_links_are_under_the_base() {
+        assert!(indieauth_links("").starts_with("</.well-known/oauth-authorization-server>"));
+        assert!(indieauth_links("/c/a").contains("</c/a/api/auth/indieauth/callback>; rel=\"redirect_uri\""));
+    }
 }

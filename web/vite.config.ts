@@ -13,6 +13,7 @@ const PAGE_ROUTES: Array<[RegExp, string]> = [
   [/^\/embed\/chat\/readwrite\/?$/, '/embed-chat-readwrite.html'],
   [/^\/embed\/video\/?$/, '/embed-video.html'],
   [/^\/clips\/[^/]+\/?$/, '/clip.html'],
+  [/^\/channels\/?$/, '/channels.html'],
 ];
 
 function rewritePages(): Connect.NextHandleFunction {
@@ -105,6 +106,7 @@ export default defineConfig({
         'embed-chat-readwrite': resolve(import.meta.dirname, 'embed-chat-readwrite.html'),
         'embed-video': resolve(import.meta.dirname, 'embed-video.html'),
         clip: resolve(import.meta.dirname, 'clip.html'),
+        channels: resolve(import.meta.dirname, 'channels.html'),
       },
       output: {
         codeSplitting: {

@@ -321,7 +321,9 @@ impl ChannelStack {
         crate::whep::routes(&mut reg, self.whep.clone());
         crate::simulcast::routes(&mut reg, self.simulcast.clone());
         crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
-        crate::web::routes(&mut reg);
+        // The channel's pages carry its base path (the default channel's are at the root).
+        let base = if self.id.is_default() { String::new() } else { format!("/c/{}", self.id) };
+        crate::web::routes(&mut reg, &base);
         reg
     }
 

@@ -334,11 +334,26 @@ async fn callback(
             Err(e) => e.into_response(),
         };
     }
+    // Back to this channel's viewer page (`/c/{slug}/` on a channel, `/` on the default channel).
+    let page = viewer_page(&state.settings.get().server.server_url);
     let location = match outcome {
-        Ok(_) => "/?indieauth=signedin".to_string(),
-        Err(e) => format!("/?indieauthError={}", e.error),
+        Ok(_) => format!("{page}?indieauth=signedin"),
+        Err(e) => format!("{page}?indieauthError={}", e.error),
     };
     (StatusCode::FOUND, [(header::LOCATION, location)]).into_response()
+}
+
+/// The viewer page a sign-in returns to: `/` on the default channel, the channel's `/c/{slug}/` on another
+/// (whose server URL is the server's + `/c/{slug}`).
+fn viewer_page(server_url: &str) -> String {
+    let trimmed = server_url.trim().trim_end_matches('/');
+    let path = trimmed
+        .find("://")
+        .map_or("", |scheme| trimmed[scheme + 3..].find('/').map_or("", |at| &trimmed[scheme + 3 + at..]));
+    match path.rfind("/c/") {
+        Some(at) if !path[at + 3..].is_empty() && !path[at + 3..].contains('/') => format!("{}/", &path[at..]),
+        _ => "/".to_string(),
+    }
 }
 
 /// The IndieAuth server metadata (RFC 8414 fields IndieAuth uses).
@@ -443,5 +458,21 @@ async fn redeem(State(state): State<Arc<IndieAuth>>, headers: HeaderMap, body: B
             tracing::info!(error = e.error, "IndieAuth code redemption refused: {}", e.description);
             e.into_response()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::viewer_page;
+
+    #[test]
+    fn a_sign_in_returns_to_its_channels_viewer_page() {
+        assert_eq!(viewer_page(""), "/");
+        assert_eq!(viewer_page("https://live.example.com"), "/");
+        assert_eq!(viewer_page("https://live.example.com/"), "/");
+        assert_eq!(viewer_page("https://live.example.com/c/music"), "/c/music/");
+        assert_eq!(viewer_page("http://127.0.0.1:8080/c/music/"), "/c/music/");
+        assert_eq!(viewer_page("https://live.example.com/c/"), "/");
+        assert_eq!(viewer_page("https://live.example.com/c/a/b"), "/");
     }
 }

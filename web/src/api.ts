@@ -7,7 +7,12 @@
  * and a path, never resolved against the document URL: a page opened as `http://admin:password@host/admin/` has the
  * credentials in its document URL, and `fetch` refuses any URL that carries them ("Request cannot be constructed from a
  * URL that includes credentials"). `location.origin` is `scheme://host[:port]` and never has a user or password.
+ *
+ * Channels: a page of a channel other than the default calls that channel's API, under its base path (`/c/{slug}`,
+ * `lib/base.ts`): `apiUrl` and everything built on it put the base in front. The server-wide routes (`/api/channels`,
+ * `/api/admin/channels`) are called at the root (`rootUrl`, `channels`, `serverAdmin`).
  */
+import { basePath, withBase } from './lib/base';
 import { withQuery } from './lib/urls';
 
 // ---------- shared shapes ----------
@@ -443,11 +448,11 @@ export function pageOrigin(): string {
 }
 
 /**
- * The absolute URL of a path on this server: `origin` + `path`. Any user:password in `origin` is dropped, and
- * leading slashes of `path` are collapsed so that `//other.host/x` stays on this server. Without an origin (tests,
+ * The absolute URL of a path at the root of this server: `origin` + `path`. Any user:password in `origin` is dropped,
+ * and leading slashes of `path` are collapsed so that `//other.host/x` stays on this server. Without an origin (tests,
  * sandboxed frames) the path itself is returned.
  */
-export function apiUrl(path: string, origin: string = pageOrigin()): string {
+export function rootUrl(path: string, origin: string = pageOrigin()): string {
   const p = `/${path.replace(/^\/+/, '')}`;
   if (!origin) return p;
   let base: string;
@@ -461,20 +466,29 @@ export function apiUrl(path: string, origin: string = pageOrigin()): string {
 }
 
 /**
- * The chat websocket URL. `override` is the admin's `socketHostOverride` (e.g. `wss://chat.example.com`,
- * `https://chat.example.com` or `chat.example.com`); without it the socket goes to this page's origin.
+ * The absolute URL of a path on this page's channel: `rootUrl` of the path under the channel's base path (`base`,
+ * '' on the default channel: then it is the root's).
  */
-export function chatSocketUrl(override: string | undefined, accessToken: string, origin: string = pageOrigin()): string {
+export function apiUrl(path: string, origin: string = pageOrigin(), base: string = basePath()): string {
+  return rootUrl(withBase(`/${path.replace(/^\/+/, '')}`, base), origin);
+}
+
+/**
+ * The chat websocket URL. `override` is the admin's `socketHostOverride` (e.g. `wss://chat.example.com`,
+ * `https://chat.example.com` or `chat.example.com`); without it the socket goes to this page's origin. Either way
+ * the path is this page's channel's `/ws` (`base` + `/ws`).
+ */
+export function chatSocketUrl(override: string | undefined, accessToken: string, origin: string = pageOrigin(), base: string = basePath()): string {
   const o = (override ?? '').trim().replace(/\/+$/, '');
   const secure = origin ? origin.startsWith('https:') : typeof location !== 'undefined' && location.protocol === 'https:';
-  let base: string;
-  if (/^wss?:\/\//i.test(o)) base = o;
-  else if (/^https?:\/\//i.test(o)) base = o.replace(/^http/i, 'ws');
-  else if (o) base = `${secure ? 'wss' : 'ws'}://${o}`;
-  else base = apiUrl('', origin).replace(/\/$/, '').replace(/^http/i, 'ws');
+  let host: string;
+  if (/^wss?:\/\//i.test(o)) host = o;
+  else if (/^https?:\/\//i.test(o)) host = o.replace(/^http/i, 'ws');
+  else if (o) host = `${secure ? 'wss' : 'ws'}://${o}`;
+  else host = rootUrl('', origin).replace(/\/$/, '').replace(/^http/i, 'ws');
   // Never a user:password@ in a socket URL either.
-  base = base.replace(/^(wss?:\/\/)[^/@]*@/i, '$1');
-  return `${base}/ws?accessToken=${encodeURIComponent(accessToken)}`;
+  host = host.replace(/^(wss?:\/\/)[^/@]*@/i, '$1');
+  return `${host}${withBase('/ws', base)}?accessToken=${encodeURIComponent(accessToken)}`;
 }
 
 // ---------- fetch helpers ----------
@@ -507,14 +521,17 @@ async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(message, res.status);
 }
 
-/** `url` is a path on this server (`/api/...`); `apiUrl` makes it absolute. */
-async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+/**
+ * `url` is a path on this page's channel (`/api/...`; `apiUrl` makes it absolute), or at the server's root with
+ * `root` (`rootUrl`).
+ */
+async function request<T>(method: string, url: string, body?: unknown, root = false): Promise<T> {
   const init: RequestInit = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers = { ...init.headers, 'Content-Type': 'application/json' };
   }
-  const res = await fetch(apiUrl(url), init);
+  const res = await fetch(root ? rootUrl(url) : apiUrl(url), init);
   if (!res.ok) throw await errorFrom(res);
   const text = await res.text();
   if (!text) return undefined as T;
@@ -573,6 +590,52 @@ export const api = {
       body: JSON.stringify(report),
       keepalive: true,
     }).then(() => undefined),
+};
+
+// ---------- channels ----------
+
+/** A channel of the public list (`GET /api/channels`, live first). */
+export interface PublicChannel {
+  slug: string;
+  name: string;
+  online: boolean;
+  streamTitle: string;
+  viewerCount: number;
+  /** Its viewer page (`/` or `/c/{slug}/`). */
+  url: string;
+  /** Its thumbnail (meaningful while live). */
+  thumbnail: string;
+}
+
+export type Visibility = 'public' | 'unlisted';
+
+/** A channel as the server admin's list shows it (`GET /api/admin/channels`). */
+export interface AdminChannel {
+  slug: string;
+  name: string;
+  visibility: Visibility;
+  online: boolean;
+  streamTitle?: string;
+  viewerCount?: number;
+  url: string;
+  /** The default channel (today's castd, at `/`). */
+  default: boolean;
+  createdAt?: string;
+}
+
+/** The server-wide channel routes: at the root of the server, whichever channel's page calls them. */
+export const channels = {
+  list: () => request<PublicChannel[]>('GET', '/api/channels', undefined, true),
+};
+
+/** The server admin's channel routes (root only; a channel admin's credentials get 401 there). */
+export const serverAdmin = {
+  channels: () => request<AdminChannel[]>('GET', '/api/admin/channels', undefined, true),
+  createChannel: (body: { slug: string; name: string; adminPassword: string; visibility?: Visibility }) =>
+    request<StatusResponse>('POST', '/api/admin/channels/create', body, true),
+  updateChannel: (body: { slug: string; name?: string; visibility?: Visibility; adminPassword?: string }) =>
+    request<StatusResponse>('POST', '/api/admin/channels/update', body, true),
+  deleteChannel: (body: { slug: string; purge: boolean }) => request<StatusResponse>('POST', '/api/admin/channels/delete', body, true),
 };
 
 // ---------- replays and clips ----------

@@ -3,7 +3,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { apiUrl } from '../api';
 import { Icon } from '../components/Icon';
 import { ServerConfigContext, useServerConfigLoader } from './forms';
-import { PAGES, navigate, pageHref, usePage, type PageId } from './router';
+import { basePath } from '../lib/base';
+import { PAGES, navigate, pageHref, pagesFor, usePage, type PageId } from './router';
+import { ChannelSwitcher, Channels } from './pages/Channels';
 import { AccessTokens } from './pages/AccessTokens';
 import { Chat } from './pages/Chat';
 import { Federation } from './pages/Federation';
@@ -19,6 +21,9 @@ import { Simulcast } from './pages/Simulcast';
 import { StreamKeys } from './pages/StreamKeys';
 import { Video } from './pages/Video';
 import { Webhooks } from './pages/Webhooks';
+
+/** The default channel's slug in the channel list. */
+const DEFAULT_SLUG = 'default';
 
 const VIEWS: Record<PageId, () => JSX.Element> = {
   overview: Overview,
@@ -36,9 +41,13 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   simulcast: Simulcast,
   replays: Replays,
   server: Server,
+  channels: Channels,
 };
 
-/** The admin SPA at /admin/: navigation plus one page at a time; the server config is shared through context. */
+/**
+ * The admin SPA at /admin/ (a channel's at /c/{slug}/admin/, without the server-wide pages): navigation plus one page
+ * at a time; the server config is shared through context. The server admin also gets the channel switcher.
+ */
 export function AdminApp() {
   const page = usePage();
   const configCtx = useServerConfigLoader();
@@ -61,15 +70,16 @@ export function AdminApp() {
       <div class={`admin-layout${menuOpen ? ' menu-open' : ''}`}>
         <aside class="admin-nav">
           <div class="admin-brand">
-            <a href="/" title="Viewer page">
+            <a href={`${basePath()}/`} title="Viewer page">
               <img src={apiUrl('/logo')} alt="" /> <span>{configCtx.config?.instanceDetails?.name || 'castd'}</span>
             </a>
             <button type="button" class="icon menu-toggle" aria-label="Menu" onClick={() => setMenuOpen(!menuOpen)}>
               <Icon name="menu" />
             </button>
           </div>
+          <ChannelSwitcher current={basePath() ? basePath().replace(/^\/c\//, '') : DEFAULT_SLUG} />
           <nav aria-label="Admin">
-            {PAGES.map((p) => (
+            {pagesFor().map((p) => (
               <a key={p.id} href={pageHref(p.id)} data-page={p.id} aria-current={p.id === page ? 'page' : undefined} class={p.id === page ? 'active' : ''} onClick={(e) => go(e, p.id)}>
                 {p.label}
               </a>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageFromPath, pageHref } from './router';
+import { pageFromPath, pageHref, pagesFor } from './router';
 
 describe('admin routing', () => {
   it('maps /admin/ paths to pages', () => {
@@ -17,5 +17,27 @@ describe('admin routing', () => {
   it('builds hrefs', () => {
     expect(pageHref('overview')).toBe('/admin/');
     expect(pageHref('chat')).toBe('/admin/chat');
+  });
+});
+
+describe('admin routing on a channel', () => {
+  it('maps a channel admin path to its page', () => {
+    expect(pageFromPath('/c/music/admin/', '', '/c/music')).toBe('overview');
+    expect(pageFromPath('/c/music/admin/video', '', '/c/music')).toBe('video');
+    expect(pageFromPath('/c/music/admin/stream-keys', '', '/c/music')).toBe('stream-keys');
+  });
+  it('has no server-wide pages on a channel', () => {
+    for (const p of ['logs', 'server', 'channels', 'health', 'hardware-info']) {
+      expect(pageFromPath(`/c/music/admin/${p}`, '', '/c/music')).toBe('overview');
+    }
+    expect(pagesFor('/c/music').map((p) => p.id)).not.toContain('server');
+    expect(pagesFor('/c/music').map((p) => p.id)).toContain('video');
+    expect(pagesFor('').map((p) => p.id)).toContain('channels');
+    expect(pageFromPath('/admin/channels', '', '')).toBe('channels');
+  });
+  it('builds hrefs under the base', () => {
+    expect(pageHref('overview', '/c/music')).toBe('/c/music/admin/');
+    expect(pageHref('chat', '/c/music')).toBe('/c/music/admin/chat');
+    expect(pageHref('chat', '')).toBe('/admin/chat');
   });
 });

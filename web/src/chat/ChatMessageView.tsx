@@ -1,5 +1,6 @@
 import type { User } from '../api';
 import { ExternalLink } from '../components/ExternalLink';
+import { rebaseEmoji } from '../lib/base';
 import { isModerator, type ChatItem } from '../lib/chatState';
 import { httpUrl } from '../lib/safeUrl';
 import { formatTime } from '../lib/format';
@@ -34,7 +35,8 @@ function Author({ user }: { user?: User }) {
   );
 }
 
-/** One line of the chat. Message bodies arrive sanitized from the server and are inserted as HTML. */
+/** One line of the chat. Message bodies arrive sanitized from the server and are inserted as HTML (custom emoji
+ * on this page's channel). */
 export function ChatMessageView({ item, canModerate, onHide, onDisableUser }: Props) {
   const name = item.user?.displayName ?? 'Someone';
   switch (item.type) {
@@ -42,7 +44,7 @@ export function ChatMessageView({ item, canModerate, onHide, onDisableUser }: Pr
       return (
         <div class="chat-message" data-id={item.id} data-type="CHAT">
           <Author user={item.user} />
-          <div class="body html-content" dangerouslySetInnerHTML={{ __html: item.body ?? '' }} />
+          <div class="body html-content" dangerouslySetInnerHTML={{ __html: rebaseEmoji(item.body ?? '') }} />
           <span class="time">{formatTime(item.timestamp)}</span>
           {canModerate && (
             <span class="mod-actions">
@@ -62,13 +64,13 @@ export function ChatMessageView({ item, canModerate, onHide, onDisableUser }: Pr
       return (
         <div class="chat-message system" data-id={item.id} data-type="SYSTEM">
           {item.user?.displayName && <span class="author">{item.user.displayName}</span>}
-          <div class="body html-content" dangerouslySetInnerHTML={{ __html: item.body ?? '' }} />
+          <div class="body html-content" dangerouslySetInnerHTML={{ __html: rebaseEmoji(item.body ?? '') }} />
         </div>
       );
     case 'CHAT_ACTION':
       return (
         <div class="chat-message action" data-id={item.id} data-type="CHAT_ACTION">
-          <div class="body html-content" dangerouslySetInnerHTML={{ __html: item.body ?? '' }} />
+          <div class="body html-content" dangerouslySetInnerHTML={{ __html: rebaseEmoji(item.body ?? '') }} />
         </div>
       );
     case 'ERROR_CHAT_UNAVAILABLE':
@@ -95,7 +97,7 @@ export function ChatMessageView({ item, canModerate, onHide, onDisableUser }: Pr
       return (
         <div class="chat-message system" data-id={item.id} data-type={item.type}>
           {item.title && <span class="author">{item.title}</span>}
-          <div class="body html-content" dangerouslySetInnerHTML={{ __html: item.body ?? '' }} />
+          <div class="body html-content" dangerouslySetInnerHTML={{ __html: rebaseEmoji(item.body ?? '') }} />
           {httpUrl(item.link) && (
             <ExternalLink href={item.link} class="engagement-link">
               {' '}

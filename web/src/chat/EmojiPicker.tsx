@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type CustomEmoji } from '../api';
+import { withBase } from '../lib/base';
 
 const STANDARD = '😀 😂 🤣 😊 😍 😎 🤔 😮 😢 😡 👍 👎 👏 🙌 🙏 💪 🔥 ✨ 🎉 ❤️ 💜 💯 👀 🎮 🎵 🍿 ☕ 🚀 ✅ ❌'.split(' ');
 
@@ -35,7 +36,7 @@ export function EmojiPicker({ onPick }: { onPick: (text: string) => void }) {
           <div class="emoji-grid">
             {custom.map((e) => (
               <button type="button" key={e.name} title={`:${e.name}:`} onClick={() => onPick(`:${e.name}:`)}>
-                <img src={e.url} alt={`:${e.name}:`} loading="lazy" />
+                <img src={withBase(e.url)} alt={`:${e.name}:`} loading="lazy" />
               </button>
             ))}
           </div>

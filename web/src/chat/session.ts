@@ -3,8 +3,10 @@
  * (in memory when storage is blocked, e.g. a third-party embed), and the display name to ask for next time.
  */
 import { api } from '../api';
+import { basePath } from '../lib/base';
 
-const TOKEN_KEY = 'castd.chat.accessToken';
+/** The token is the channel's (each channel has its own chat users); the name to ask for is the browser's. */
+const tokenKey = () => `castd.chat.accessToken${basePath()}`;
 const NAME_KEY = 'castd.chat.displayName';
 const memory = new Map<string, string>();
 
@@ -28,8 +30,8 @@ function write(key: string, value: string | null) {
 
 let pending: Promise<string> | null = null;
 
-export const storedToken = () => read(TOKEN_KEY);
-export const clearToken = () => write(TOKEN_KEY, null);
+export const storedToken = () => read(tokenKey());
+export const clearToken = () => write(tokenKey(), null);
 export const rememberName = (name: string) => write(NAME_KEY, name);
 
 /** The stored access token, or a new registration when there is none (or `force`). Concurrent callers share one request. */
@@ -42,7 +44,7 @@ export function ensureToken(force = false): Promise<string> {
     pending = api
       .register(read(NAME_KEY) ?? undefined)
       .then((res) => {
-        write(TOKEN_KEY, res.accessToken);
+        write(tokenKey(), res.accessToken);
         if (res.displayName) write(NAME_KEY, res.displayName);
         return res.accessToken;
       })

@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
-import { apiUrl, type PublicConfig } from '../api';
+import { apiUrl, channels, type PublicConfig } from '../api';
 import { ChatPanel } from '../chat/ChatPanel';
 import { Icon } from '../components/Icon';
 import { Modal } from '../components/Modal';
+import { basePath, withBase } from '../lib/base';
 import { FollowForm } from './Follow';
 import { About, ExternalActions } from './Info';
 import { pushSupported, subscribeToNotifications } from './notify';
@@ -12,10 +13,25 @@ import { ClipButton, PastBroadcasts } from './Replays';
 import { Stage, StreamBar } from './Stage';
 import { useConfig, usePing, useStatus } from './useServer';
 
-const NSFW_KEY = 'castd.nsfwAccepted';
+/** Per channel: accepting one channel's notice says nothing of another's. */
+const NSFW_KEY = `castd.nsfwAccepted${basePath()}`;
+
+/** On the root's viewer page: whether the server has other channels (then the header links to `/channels`). */
+function useOtherChannels(): boolean {
+  const [others, setOthers] = useState(false);
+  useEffect(() => {
+    if (basePath()) return;
+    channels.list().then(
+      (l) => setOthers(Array.isArray(l) && l.length > 1),
+      () => setOthers(false),
+    );
+  }, []);
+  return others;
+}
 
 function Header({ config }: { config: PublicConfig }) {
   const [follow, setFollow] = useState(false);
+  const others = useOtherChannels();
   const [notifyMsg, setNotifyMsg] = useState<string | null>(null);
   const browser = config.notifications?.browser;
   const notify = async () => {
@@ -28,8 +44,13 @@ function Header({ config }: { config: PublicConfig }) {
   };
   return (
     <header class="site-header">
-      <img class="logo" src={config.logo || apiUrl('/logo')} alt="" id="server-logo" />
+      <img class="logo" src={config.logo ? withBase(config.logo) : apiUrl('/logo')} alt="" id="server-logo" />
       <h1 id="server-name">{config.name}</h1>
+      {others && (
+        <a href="/channels" id="all-channels" class="all-channels-link">
+          All channels
+        </a>
+      )}
       <div class="header-buttons">
         {browser?.enabled && pushSupported() && (
           <button type="button" id="notify-button" onClick={() => void notify()}>

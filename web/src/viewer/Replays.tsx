@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, type PublicConfig, type PublicStatus, type Replay } from '../api';
 import { storedToken } from '../chat/session';
 import { HlsPlayer } from '../components/HlsPlayer';
+import { withBase } from '../lib/base';
 import { formatDateTime } from '../lib/format';
 
 /** Length of a viewer's clip: the last 30 s (the server clamps to what is recorded and to its maximum). */
@@ -26,7 +27,7 @@ export function ClipButton({ config, status }: { config: PublicConfig; status: P
       });
       if (r.success) {
         setMessage(`Clipped ${r.durationSeconds} s.`);
-        setLink(`/clips/${r.id}`);
+        setLink(withBase(`/clips/${r.id}`));
       } else setMessage(r.message);
     } catch (e) {
       setMessage(e instanceof Error ? e.message : String(e));
@@ -58,7 +59,7 @@ export function PastBroadcasts() {
   return (
     <section class="past-broadcasts" id="past-broadcasts">
       <h3>Past broadcasts</h3>
-      {playing && <HlsPlayer src={playing.manifest} id="replay-player" />}
+      {playing && <HlsPlayer src={withBase(playing.manifest)} id="replay-player" />}
       <ul>
         {replays.map((r) => (
           <li key={r.id}>
@@ -68,7 +69,7 @@ export function PastBroadcasts() {
             <span class="muted">
               {formatDateTime(r.startTime)} · {Math.round(r.durationSeconds / 60)} min
             </span>{' '}
-            <a href={r.download} download>
+            <a href={withBase(r.download)} download>
               Download
             </a>
           </li>

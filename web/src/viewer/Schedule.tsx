@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { apiUrl, type PublicConfig, type PublicStatus } from '../api';
+import { basePath } from '../lib/base';
 import { formatDateTime } from '../lib/format';
 import { SCHEDULE_ICS_PATH, countdown, webcalUrl } from '../lib/schedule';
 
@@ -39,7 +40,7 @@ export function NextStream({ config, status }: { config: PublicConfig; status: P
         )}
       </div>
       <div class="next-stream-links">
-        <a id="add-to-calendar" class="button" href={origin ? webcalUrl(origin) : apiUrl(SCHEDULE_ICS_PATH)}>
+        <a id="add-to-calendar" class="button" href={origin ? webcalUrl(origin + basePath()) : apiUrl(SCHEDULE_ICS_PATH)}>
           Add to calendar
         </a>
         <a href={apiUrl(SCHEDULE_ICS_PATH)} download="schedule.ics" class="muted">

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { admin, type EncoderInfo, type OutputVariant } from '../../api';
+import { basePath } from '../../lib/base';
 import { ConfigField, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
 
 const LATENCY = [
@@ -149,10 +150,12 @@ function Encoder({ current, supported }: { current: string; supported: string[] 
   );
 }
 
-/** Video: output quality variants, latency level and encoder. */
+/** Video: output quality variants, latency level and encoder (the encoder and ffmpeg are the server's: not on a
+ * channel's admin). */
 export function Video() {
   const { config, error } = useServerConfig();
   if (!config) return <LoadError error={error} />;
+  const serverWide = !basePath();
   return (
     <>
       <Section title="Output quality variants" description="Each variant is one rendition viewers (or the player's automatic mode) can pick.">
@@ -161,19 +164,23 @@ export function Video() {
       <Section title="Latency">
         <Latency level={config.videoSettings?.latencyLevel ?? 2} />
       </Section>
-      <Section title="Encoder" description="auto picks the best encoder this machine has (hardware first), falling back to software.">
-        <Encoder current={config.videoCodec} supported={config.supportedCodecs ?? []} />
-      </Section>
-      <Section title="ffmpeg">
-        <ConfigField
-          name="ffmpegpath"
-          label="ffmpeg path"
-          value={config.ffmpegPath ?? ''}
-          id="ffmpeg-path-input"
-          placeholder="/usr/bin/ffmpeg"
-          help={<span id="ffmpeg-path-note">castd transcodes with libav inside its own worker process; this path is accepted for compatibility with Owncast and is not used.</span>}
-        />
-      </Section>
+      {serverWide && (
+        <Section title="Encoder" description="auto picks the best encoder this machine has (hardware first), falling back to software.">
+          <Encoder current={config.videoCodec} supported={config.supportedCodecs ?? []} />
+        </Section>
+      )}
+      {serverWide && (
+        <Section title="ffmpeg">
+          <ConfigField
+            name="ffmpegpath"
+            label="ffmpeg path"
+            value={config.ffmpegPath ?? ''}
+            id="ffmpeg-path-input"
+            placeholder="/usr/bin/ffmpeg"
+            help={<span id="ffmpeg-path-note">castd transcodes with libav inside its own worker process; this path is accepted for compatibility with Owncast and is not used.</span>}
+          />
+        </Section>
+      )}
     </>
   );
 }
