@@ -7,10 +7,11 @@
 //! channels only; `/c/{slug}/...` is whatever the channel's own route says (its admin routes take that
 //! channel's admin password or the server admin's).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Request, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -167,9 +168,13 @@ async fn dispatch(
     forward(&channels, &slug, &rest, req).await
 }
 
-/// Hand `req` to channel `slug`'s router at `/<rest>` (the query kept).
+/// Hand `req` to channel `slug`'s router at `/<rest>` (the query kept), and its answer back with a
+/// redirect's root-relative `Location` put under the channel's prefix.
 async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> Response {
-    let Some(channel) = ChannelId::new(slug).ok().and_then(|id| channels.get(&id)) else {
+    let Some(id) = ChannelId::new(slug).ok() else {
+        return ApiError::NotFound("no such channel".into()).into_response();
+    };
+    let Some(channel) = channels.get(&id) else {
         return ApiError::NotFound("no such channel".into()).into_response();
     };
     let (mut parts, body) = req.into_parts();
@@ -181,10 +186,42 @@ async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> R
         Ok(uri) => parts.uri = uri,
         Err(_) => return ApiError::bad("a path castd cannot read").into_response(),
     }
+    parts.extensions = connection_extensions(&mut parts.extensions);
     let req = Request::from_parts(parts, body);
-    match channel.router().oneshot(req).await {
+    let mut resp = match channel.router().oneshot(req).await {
         Ok(resp) => resp,
         Err(never) => match never {},
+    };
+    under_prefix(&id, &mut resp);
+    resp
+}
+
+/// What the connection put in a request's extensions (the peer's address, a websocket upgrade), and
+/// nothing the root router added: axum appends a router's path parameters to those already there, so
+/// the dispatcher's `{slug}` and `{*rest}` would reach the channel's handlers before their own (a
+/// channel route extracting one `Path` would see three and answer 500).
+fn connection_extensions(from: &mut axum::http::Extensions) -> axum::http::Extensions {
+    let mut kept = axum::http::Extensions::new();
+    if let Some(peer) = from.remove::<ConnectInfo<SocketAddr>>() {
+        kept.insert(peer);
+    }
+    if let Some(upgrade) = from.remove::<hyper::upgrade::OnUpgrade>() {
+        kept.insert(upgrade);
+    }
+    kept
+}
+
+/// A redirect to a root-relative path (`/admin/`, a WHIP session's `/whip/{id}`) points under the
+/// channel's prefix: the channel's routes answer as if they were at the root.
+fn under_prefix(id: &ChannelId, resp: &mut Response) {
+    let Some(location) = resp.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else {
+        return;
+    };
+    if !location.starts_with('/') || location.starts_with("//") {
+        return;
+    }
+    if let Ok(v) = header::HeaderValue::from_str(&format!("/c/{id}{location}")) {
+        resp.headers_mut().insert(header::LOCATION, v);
     }
 }
 
