@@ -171,10 +171,7 @@ async fn dispatch(
 /// Hand `req` to channel `slug`'s router at `/<rest>` (the query kept), and its answer back with a
 /// redirect's root-relative `Location` put under the channel's prefix.
 async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> Response {
-    let Some(id) = ChannelId::new(slug).ok() else {
-        return ApiError::NotFound("no such channel".into()).into_response();
-    };
-    let Some(channel) = channels.get(&id) else {
+    let Some(channel) = ChannelId::new(slug).ok().and_then(|id| channels.get(&id)) else {
         return ApiError::NotFound("no such channel".into()).into_response();
     };
     let (mut parts, body) = req.into_parts();
@@ -192,11 +189,12 @@ async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> R
         Ok(resp) => resp,
         Err(never) => match never {},
     };
-    under_prefix(&id, &mut resp);
+    under_prefix(slug, &mut resp);
     resp
 }
 
-/// What the connection put in a request's extensions (the peer's address, a websocket upgrade), and
+/// What the connection put in a request's extensions (the peer's address, a websocket upgrade, the
+/// URI as sent), and
 /// nothing the root router added: axum appends a router's path parameters to those already there, so
 /// the dispatcher's `{slug}` and `{*rest}` would reach the channel's handlers before their own (a
 /// channel route extracting one `Path` would see three and answer 500).
@@ -208,19 +206,24 @@ fn connection_extensions(from: &mut axum::http::Extensions) -> axum::http::Exten
     if let Some(upgrade) = from.remove::<hyper::upgrade::OnUpgrade>() {
         kept.insert(upgrade);
     }
+    // The request's URI as the client sent it (`/c/{slug}/...`): what an HTTP signature's
+    // `(request-target)` covers (a federation inbox checks it against this, not the channel's path).
+    if let Some(original) = from.remove::<axum::extract::OriginalUri>() {
+        kept.insert(original);
+    }
     kept
 }
 
-/// A redirect to a root-relative path (`/admin/`, a WHIP session's `/whip/{id}`) points under the
-/// channel's prefix: the channel's routes answer as if they were at the root.
-fn under_prefix(id: &ChannelId, resp: &mut Response) {
+/// A redirect to a root-relative path (`/admin/`, a WHIP session's `/whip/{id}`) points under channel
+/// `slug`'s prefix: the channel's routes answer as if they were at the root.
+fn under_prefix(slug: &str, resp: &mut Response) {
     let Some(location) = resp.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else {
         return;
     };
     if !location.starts_with('/') || location.starts_with("//") {
         return;
     }
-    if let Ok(v) = header::HeaderValue::from_str(&format!("/c/{id}{location}")) {
+    if let Ok(v) = header::HeaderValue::from_str(&format!("/c/{slug}{location}")) {
         resp.headers_mut().insert(header::LOCATION, v);
     }
 }

@@ -413,6 +413,8 @@ pub struct DaemonHost {
     pub server_admin: AdminAuth,
     /// The default channel's settings (the server URL a channel's is made from).
     pub server_settings: SettingsStore,
+    /// The default channel's bus: a change of the server URL there is followed by every open channel.
+    pub server_bus: Bus,
     pub tasks: Tasks,
     /// Every channel's stream keys (each channel's stream-keys setter checks a new key against them).
     pub keys: Arc<Keys>,
@@ -458,8 +460,40 @@ impl DaemonHost {
         let _ = stack.server.key_taken.set(key_taken(self.keys.clone(), row.slug.clone()));
         stack.start(&self.shared.media);
         stack.start_whep(self.shared.webrtc.get());
+        self.follow_server_url(&stack);
         let router = stack.registry(&self.ingest).into_router();
         Ok(ChannelHandle { stack, router, media: self.shared.media.clone() })
+    }
+}
+
+impl DaemonHost {
+    /// Keep the channel's `server_url` the server's under `/c/{slug}` when the server's changes (set
+    /// after the channel opened, say: a channel's federation needs it).
+    fn follow_server_url(&self, stack: &ChannelStack) {
+        let mut sub = self.server_bus.subscribe("channel server url");
+        let server_settings = self.server_settings.clone();
+        let settings = stack.settings.clone();
+        let slug = stack.id.clone();
+        stack.tasks.spawn_until_stopped(Stage::Background, "channel server url", async move {
+            while let Some(ev) = sub.recv().await {
+                if !matches!(&*ev, crate::events::Event::SettingsChanged(_)) {
+                    continue;
+                }
+                let url = channel_url(&server_settings.get().server.server_url, &slug);
+                if settings.get().server.server_url == url {
+                    continue;
+                }
+                let set = settings
+                    .update(|s| {
+                        s.server.server_url = url;
+                        Ok::<_, crate::store::StoreError>(())
+                    })
+                    .await;
+                if let Err(e) = set {
+                    tracing::warn!(channel = %slug, "following the server URL: {e}");
+                }
+            }
+        });
     }
 }
 

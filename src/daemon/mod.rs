@@ -242,6 +242,7 @@ impl Daemon {
             shared,
             ingest: ingest.clone(),
             server_admin: admin,
+            server_bus: default.bus.clone(),
             server_settings: settings,
             tasks: tasks.clone(),
             keys: keys.clone(),

@@ -23,7 +23,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{OriginalUri, Path, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -125,7 +125,8 @@ pub async fn post_inbox(
     Path(username): Path<String>,
     ClientIp(ip): ClientIp,
     method: Method,
-    uri: Uri,
+    // As the client sent it: under a channel's `/c/{slug}` prefix, the path its signature covers.
+    OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, HttpError> {

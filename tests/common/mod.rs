@@ -14,7 +14,8 @@ pub mod slowproxy;
 pub mod target;
 
 #[allow(unused_imports)]
-pub(crate) use target::each_channel;
+pub(crate) use target::{each_channel, each_channel_known_bug};
+#[allow(unused_imports)]
 pub use target::{Api, On, Target};
 
 use std::io::{BufRead, BufReader};
