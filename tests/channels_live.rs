@@ -1,7 +1,7 @@
 //! Issue 41: three channels live at once, each published its own way and with its own ladder. Channel
 //! `rtmp` gets an RTMP publish (ffmpeg), channel `srt` an SRT publish (ffmpeg's libsrt, MPEG-TS), channel
-//! `third` another RTMP publish on its own stream key (WHIP needs a browser publisher: the WHIP publish
-//! to a channel is tests/web/, see the report); each channel's HLS variants probe with ffprobe at that
+//! `third` another RTMP publish on its own stream key (WHIP needs a browser publisher: RTMP, SRT and WHIP
+//! at once are tests/web/channels-live.test.mjs); each channel's HLS variants probe with ffprobe at that
 //! channel's own sizes; stopping one publisher leaves the other two live. The ladders are tiny (the
 //! machine has two cores).
 

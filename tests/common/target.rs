@@ -188,7 +188,18 @@ impl Target<'_> {
             let r = self.admin_post(&format!("/api/admin/config/{name}"), &json!({ "value": value.clone() }));
             assert_eq!(r.status().as_u16(), 403, "{name} is server-wide: a channel's API refuses it");
         }
-        self.server.set(name, value);
+        self.server.set(name, value.clone());
+        if self.is_channel() && name == "serverurl" {
+            // a channel follows the server's URL (its own is the server's under its prefix)
+            let want = match value.as_str().map(|v| v.trim().trim_end_matches('/')) {
+                Some("") | None => String::new(),
+                Some(base) => format!("{base}{}", self.prefix),
+            };
+            let followed = self.wait_for(Duration::from_secs(5), || {
+                (self.admin_json("/api/admin/serverconfig")["serverURL"] == want.as_str()).then_some(())
+            });
+            assert!(followed.is_some(), "channel {} did not follow the server URL {want}", self.name());
+        }
     }
 
     /// The channel's first stream key (from its own `api/admin/serverconfig`).
