@@ -1,6 +1,9 @@
 //! Issue 34, part 3: behaviours that tools written for Owncast still tripped on (webhook payloads,
 //! chat notices, the websocket close handshake, listings and config shapes that differed from
 //! Owncast's). Each test runs the real daemon and real clients on 127.0.0.1.
+//!
+//! Each test runs twice (`each_channel!`): on the default channel and on a channel under `/c/c1` with
+//! its own admin password. Default channel only: the directory listing (the server's).
 
 mod common;
 
@@ -9,13 +12,25 @@ use std::time::Duration;
 use common::chatclient::{join, next_of, send};
 use common::fedactor::FedActor;
 use common::receiver::Receiver;
-use common::Server;
+use common::{each_channel, On, Server, Target};
 use serde_json::{json, Value};
 
+each_channel!(
+    name_change_webhook_has_new_name_and_client_id,
+    stream_title_change_is_announced_in_chat,
+    like_and_repost_webhooks,
+    chat_close_handshake_is_answered,
+    robots_txt_is_owncasts_text,
+    social_handles_without_an_icon_read_back_as_set,
+    federation_prefixes_answer_405_while_disabled,
+    offline_message_has_no_trailing_newline,
+    unmeasured_playback_figures_are_null,
+);
+
 /// Item 1: The NAME_CHANGE webhook carries Owncast's `newName` and `clientId` besides `oldName` and the user.
-#[test]
-fn name_change_webhook_has_new_name_and_client_id() {
-    let server = Server::start();
+fn name_change_webhook_has_new_name_and_client_id(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let rx = Receiver::start(&[]);
     let r = server.admin_post("/api/admin/webhooks/create", &json!({"url": rx.url, "events": ["NAME_CHANGE"]}));
     assert_eq!(r.status().as_u16(), 200);
@@ -35,9 +50,9 @@ fn name_change_webhook_has_new_name_and_client_id() {
 
 /// Item 2: Changing the stream title posts Owncast's CHAT_ACTION "Stream title changed to **TITLE**" (not
 /// for an empty title).
-#[test]
-fn stream_title_change_is_announced_in_chat() {
-    let server = Server::start();
+fn stream_title_change_is_announced_in_chat(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let mut alice = join(&server, "alice");
     server.set("streamtitle", json!("Building a birdhouse"));
     let ev = next_of(&mut alice.ws, "CHAT_ACTION", Duration::from_secs(5)).expect("CHAT_ACTION for the title");
@@ -49,17 +64,22 @@ fn stream_title_change_is_announced_in_chat() {
 
 /// A daemon with federation on (plain http on loopback allowed).
 fn federating() -> Server {
-    let s = Server::start_with_args(&["--federation-allow-http-loopback"]);
-    s.set("serverurl", json!(s.base));
+    Server::start_with_args(&["--federation-allow-http-loopback"])
+}
+
+/// Federation on for `on` (the server's URL set first: a channel's is the server's under its prefix).
+fn federate(daemon: &Server, on: On) -> Target<'_> {
+    let s = on.of(daemon);
+    s.set_server_wide("serverurl", json!(daemon.base));
     s.set("federation/enable", json!(true));
     s
 }
 
 /// Item 3: Webhooks may subscribe to FEDIVERSE_ENGAGEMENT_LIKE and _REPOST, and get them, shaped like the
 /// FOLLOW engagement, when a Like or an Announce arrives in the inbox.
-#[test]
-fn like_and_repost_webhooks() {
-    let a = federating();
+fn like_and_repost_webhooks(on: On) {
+    let daemon = federating();
+    let a = federate(&daemon, on);
     let alice = FedActor::start("alice");
     let hook = Receiver::start(&[]);
     let events = ["FEDIVERSE_ENGAGEMENT_FOLLOW", "FEDIVERSE_ENGAGEMENT_LIKE", "FEDIVERSE_ENGAGEMENT_REPOST"];
@@ -101,12 +121,12 @@ fn like_and_repost_webhooks() {
 
 /// Item 4: A client that closes the chat connection gets the close handshake answered (its status code
 /// echoed), not a dropped connection (1006).
-#[test]
-fn chat_close_handshake_is_answered() {
+fn chat_close_handshake_is_answered(on: On) {
     use tungstenite::protocol::frame::coding::CloseCode;
     use tungstenite::protocol::CloseFrame;
     use tungstenite::Message;
-    let server = Server::start();
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let mut alice = join(&server, "alice");
     alice.ws.close(Some(CloseFrame { code: CloseCode::Normal, reason: "bye".into() })).expect("send close");
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -125,9 +145,9 @@ fn chat_close_handshake_is_answered() {
 }
 
 /// Item 6: robots.txt is Owncast's text, byte for byte, with search indexing disabled (and enabled).
-#[test]
-fn robots_txt_is_owncasts_text() {
-    let server = Server::start();
+fn robots_txt_is_owncasts_text(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     assert_eq!(server.get("/robots.txt").text().unwrap(), "User-agent: *\nDisallow: /admin\nDisallow: /api");
     server.set("disablesearchindexing", json!(true));
     assert_eq!(
@@ -138,9 +158,9 @@ fn robots_txt_is_owncasts_text() {
 
 /// Item 7: A social handle set without an icon is read back without one (no `"icon": ""`), in the public
 /// config and the admin server config; one with an icon keeps it.
-#[test]
-fn social_handles_without_an_icon_read_back_as_set() {
-    let server = Server::start();
+fn social_handles_without_an_icon_read_back_as_set(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let handles = json!([
         {"platform": "mastodon", "url": "https://mastodon.example/@me"},
         {"platform": "custom", "url": "https://me.example", "icon": "/img/me.png"},
@@ -152,15 +172,15 @@ fn social_handles_without_an_icon_read_back_as_set() {
 
 /// Item 8: With federation disabled, `/federation/` and `/federation/user/` answer 405 like every other
 /// federation route; enabled, there is nothing there (404).
-#[test]
-fn federation_prefixes_answer_405_while_disabled() {
-    let server = Server::start_with_args(&["--federation-allow-http-loopback"]);
+fn federation_prefixes_answer_405_while_disabled(on: On) {
+    let daemon = Server::start_with_args(&["--federation-allow-http-loopback"]);
+    let server = on.of(&daemon);
     for path in ["/federation/", "/federation/user/"] {
         let r = server.get(path);
         assert_eq!(r.status().as_u16(), 405, "{path}");
         assert_eq!(r.json::<Value>().unwrap()["success"], json!(false), "{path}");
     }
-    server.set("serverurl", json!(server.base));
+    server.set_server_wide("serverurl", json!(daemon.base));
     server.set("federation/enable", json!(true));
     for path in ["/federation/", "/federation/user/"] {
         assert_eq!(server.get(path).status().as_u16(), 404, "{path}");
@@ -168,18 +188,18 @@ fn federation_prefixes_answer_405_while_disabled() {
 }
 
 /// Item 9: `/api/config` `offlineMessage` is the rendered HTML without a trailing newline.
-#[test]
-fn offline_message_has_no_trailing_newline() {
-    let server = Server::start();
+fn offline_message_has_no_trailing_newline(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     server.set("offlinemessage", json!("Back **soon**"));
     assert_eq!(server.get_json("/api/config")["offlineMessage"], json!("<p>Back <strong>soon</strong></p>"));
 }
 
 /// Item 10: A playback client measured from request-mode CMCD only (no latency, no download time) shows
 /// `latencySeconds` and `downloadSeconds` as null, not 0.0.
-#[test]
-fn unmeasured_playback_figures_are_null() {
-    let server = Server::start();
+fn unmeasured_playback_figures_are_null(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let r = server
         .client
         .post(server.url("/api/metrics/cmcd"))

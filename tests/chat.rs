@@ -1,4 +1,7 @@
 //! Chat integration tests: the real daemon, real SQLite, real websocket clients (tungstenite).
+//!
+//! Every test runs twice (`each_channel!`): in the default channel's chat (`/ws`, `/api/chat`) and in a
+//! channel's (`/c/c1/ws`, `/c/c1/api/chat`), administered with that channel's admin password.
 
 mod common;
 
@@ -6,12 +9,27 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use common::chatclient::*;
-use common::Server;
+use common::{each_channel, each_channel_known_bug, On, Server, Target};
 use serde_json::{json, Value};
 
-#[test]
-fn send_receive_sanitize_history_hide_and_rename() {
-    let s = Server::start();
+each_channel!(
+    send_receive_sanitize_history_hide_and_rename,
+    flood_is_limited_to_the_flooder,
+    moderator_disables_a_user_and_bans_work,
+    chat_history_survives_a_restart_and_disabled_chat_refuses,
+    welcome_message_and_user_parted,
+    a_client_that_stops_reading_is_dropped_and_the_room_gets_everything,
+);
+
+each_channel_known_bug!(
+    emoji_upload_is_served_and_listed,
+    "a channel's /api/emoji lists root-relative /img/emoji/ URLs (the default channel's), and the chat sanitizer \
+     keeps only <img src=\"/img/emoji/...\">: src/chat/emoji.rs, src/chat/sanitize.rs"
+);
+
+fn send_receive_sanitize_history_hide_and_rename(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let mut alice = join(&s, "alice");
     // X-Forwarded-User wins over the body
     let r = s
@@ -110,9 +128,9 @@ fn send_receive_sanitize_history_hide_and_rename() {
     let _ = alice.token;
 }
 
-#[test]
-fn flood_is_limited_to_the_flooder() {
-    let s = Server::start();
+fn flood_is_limited_to_the_flooder(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let mut flooder = join(&s, "flooder");
     let mut calm = join(&s, "calm");
     for i in 0..20 {
@@ -139,9 +157,9 @@ fn flood_is_limited_to_the_flooder() {
     assert!(h.iter().filter(|m| m["user"]["id"] == flooder.id.as_str()).count() <= 6);
 }
 
-#[test]
-fn moderator_disables_a_user_and_bans_work() {
-    let s = Server::start();
+fn moderator_disables_a_user_and_bans_work(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let mut m = join(&s, "mod");
     let mut troll = join(&s, "troll");
     let mut viewer = join(&s, "viewer");
@@ -249,15 +267,16 @@ fn moderator_disables_a_user_and_bans_work() {
     let _ = viewer.ws.close(None);
 }
 
-#[test]
-fn emoji_upload_is_served_and_listed() {
-    let s = Server::start();
+fn emoji_upload_is_served_and_listed(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR fake but typed".to_vec();
     let data = base64::engine::general_purpose::STANDARD.encode(&png);
     let r = s.admin_post("/api/admin/emoji/upload", &json!({ "name": "../../party", "data": data }));
     assert!(r.status().is_success(), "{}", r.status());
     let list = s.get_json("/api/emoji");
-    assert_eq!(list, json!([{ "name": "party", "url": "/img/emoji/party.png" }]));
+    // the URL is the channel's: an Owncast client loads it as given
+    assert_eq!(list, json!([{ "name": "party", "url": s.path("/img/emoji/party.png") }]));
     let img = s.get("/img/emoji/party.png");
     assert_eq!(img.status(), 200);
     assert_eq!(img.headers()["content-type"], "image/png");
@@ -274,9 +293,10 @@ fn emoji_upload_is_served_and_listed() {
 
     // an emoji image passes the chat sanitizer
     let mut a = join(&s, "emoji-fan");
-    say(&mut a.ws, "<img src=\"/img/emoji/party.png\" alt=\":party:\" title=\":party:\" class=\"emoji\">");
+    let src = s.path("/img/emoji/party.png");
+    say(&mut a.ws, &format!("<img src=\"{src}\" alt=\":party:\" title=\":party:\" class=\"emoji\">"));
     let got = next_of(&mut a.ws, "CHAT", Duration::from_secs(5)).unwrap();
-    assert!(got["body"].as_str().unwrap().contains("src=\"/img/emoji/party.png\""));
+    assert!(got["body"].as_str().unwrap().contains(&format!("src=\"{src}\"")), "{got}");
 
     assert!(s.admin_post("/api/admin/emoji/delete", &json!({ "name": "party.png" })).status().is_success());
     assert_eq!(s.get("/img/emoji/party.png").status(), 404);
@@ -284,14 +304,16 @@ fn emoji_upload_is_served_and_listed() {
     assert_eq!(s.admin_post("/api/admin/emoji/delete", &json!({ "name": "party.png" })).status(), 404);
 }
 
-#[test]
-fn chat_history_survives_a_restart_and_disabled_chat_refuses() {
-    let s = Server::start();
+fn chat_history_survives_a_restart_and_disabled_chat_refuses(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let mut a = join(&s, "keeper");
     say(&mut a.ws, "remember me");
     let got = next_of(&mut a.ws, "CHAT", Duration::from_secs(5)).unwrap();
     drop(a.ws);
-    let s = s.restart();
+    drop(s);
+    let server = server.restart();
+    let s = on.of(&server);
     let h = history(&s, &a.token);
     assert!(h.iter().any(|m| m["id"] == got["id"] && m["body"] == "<p>remember me</p>"), "{h:?}");
     // tokens survive too
@@ -299,19 +321,23 @@ fn chat_history_survives_a_restart_and_disabled_chat_refuses() {
     assert!(next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(5)).is_some());
 
     s.set("chat/disable", json!(true));
-    let url = format!("ws://127.0.0.1:{}/ws?accessToken={}", s.web_port, a.token);
+    let url = s.ws_url(&format!("/ws?accessToken={}", a.token));
     assert!(tungstenite::connect(url).is_err(), "disabled chat refuses connections");
 }
 
-#[test]
-fn welcome_message_and_user_parted() {
-    let s = Server::start();
+fn welcome_message_and_user_parted(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     s.set("welcomemessage", json!("Welcome to **the show**"));
     let mut stay = join(&s, "stayer");
     let leave = join(&s, "leaver");
     let welcome = next_of(&mut stay.ws, "SYSTEM", Duration::from_secs(10)).expect("welcome message");
     assert!(welcome["body"].as_str().unwrap().contains("<strong>the show</strong>"));
-    assert_eq!(welcome["user"]["displayName"], "castd");
+    assert_eq!(
+        welcome["user"]["displayName"],
+        s.get_json("/api/config")["name"],
+        "named after the server (the channel)"
+    );
     let mut ws = leave.ws;
     ws.close(None).unwrap();
     let _ = ws.flush();
@@ -324,9 +350,9 @@ fn welcome_message_and_user_parted() {
 /// The slow-consumer policy end to end: a client that stops reading is disconnected once its socket
 /// is full and frames pile up behind it, while a client that reads gets every message, whole and in
 /// order; the room never waits for the stuck one.
-#[test]
-fn a_client_that_stops_reading_is_dropped_and_the_room_gets_everything() {
-    let s = Server::start();
+fn a_client_that_stops_reading_is_dropped_and_the_room_gets_everything(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let r = s.admin_post(
         "/api/admin/accesstokens/create",
         &json!({ "name": "announcer", "scopes": ["CAN_SEND_SYSTEM_MESSAGES"] }),
@@ -334,7 +360,7 @@ fn a_client_that_stops_reading_is_dropped_and_the_room_gets_everything() {
     let token = r.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
     let _stuck = join(&s, "stuck"); // joined, then never read again
     let mut reader = join(&s, "reader");
-    let clients = |s: &Server| -> Vec<String> {
+    let clients = |s: &Target| -> Vec<String> {
         s.admin_json("/api/admin/chat/clients")
             .as_array()
             .unwrap()

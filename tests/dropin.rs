@@ -3,6 +3,11 @@
 //! bcrypt hash tools can check; `/public`, platform icons, admin logs, the directory (YP) pings,
 //! update options, the slur filter and "require authentication" in chat; every rejection is a
 //! StatusResponse.
+//!
+//! Each test that is about a channel's API runs twice (`each_channel!`): against the default channel at the
+//! root and against a channel under `/c/c1` with that channel's admin password. Default channel only, as they
+//! are server-wide: the `--adminpassword` and `--streamkey` flags and the admin log ring (the process's), the
+//! socket host override (a server-wide setter), the directory (YP) pings (the server's listing).
 
 mod common;
 
@@ -10,10 +15,25 @@ use std::time::Duration;
 
 use common::chatclient::{self, next_of, next_where, read_events, say};
 use common::receiver::Receiver;
-use common::Server;
+use common::{each_channel, On, Server, Target};
 use serde_json::{json, Value};
 
-fn status_warnings(s: &Server) -> Vec<String> {
+each_channel!(
+    admin_password_abc123_is_accepted_warned_about_and_shown_as_bcrypt,
+    an_argon2_hash_of_an_earlier_version_still_logs_in_and_becomes_bcrypt,
+    short_stream_keys_are_accepted_trimmed_and_warned_about_by_comment,
+    admin_redirects_with_301,
+    loopback_and_ipv6_bans_lock_out_chat_until_lifted,
+    access_token_scopes_are_echoed_as_given,
+    public_files_are_served_safely_from_the_data_dir,
+    every_rejection_is_a_status_response,
+    require_authentication_lets_anonymous_users_read_but_not_send,
+    the_slur_filter_masks_listed_words_before_storing_and_broadcasting,
+    platform_icons_and_the_ffmpeg_path,
+    updates_are_left_to_the_package_manager,
+);
+
+fn status_warnings(s: &Target) -> Vec<String> {
     let status = s.admin_json("/api/admin/status");
     status["warnings"]
         .as_array()
@@ -35,9 +55,9 @@ fn rejection(r: reqwest::blocking::Response, status: u16) -> String {
     msg
 }
 
-#[test]
-fn admin_password_abc123_is_accepted_warned_about_and_shown_as_bcrypt() {
-    let mut s = Server::start();
+fn admin_password_abc123_is_accepted_warned_about_and_shown_as_bcrypt(on: On) {
+    let server = Server::start();
+    let mut s = on.of(&server);
     assert!(status_warnings(&s).is_empty(), "a fresh server has a random password and key");
     s.set("adminpass", json!("abc123"));
     s.admin_password = "abc123".into();
@@ -82,7 +102,7 @@ fn the_adminpassword_flag_takes_abc123_and_warns_at_start() {
     let mut s = Server::start_with_args(&["--adminpassword", "abc123"]);
     s.admin_password = "abc123".into();
     assert!(s.log_text().contains("admin password is weak"), "warned at start:\n{}", s.log_text());
-    assert_eq!(status_warnings(&s).len(), 1);
+    assert_eq!(status_warnings(&s.default_channel()).len(), 1);
     // the admin log ring: every entry oldest first, warnings apart
     let logs = s.admin_json("/api/admin/logs");
     let logs = logs.as_array().unwrap();
@@ -102,17 +122,18 @@ fn the_adminpassword_flag_takes_abc123_and_warns_at_start() {
     assert_eq!(s.get("/api/admin/logs").status().as_u16(), 401);
 }
 
-#[test]
-fn an_argon2_hash_of_an_earlier_version_still_logs_in_and_becomes_bcrypt() {
+fn an_argon2_hash_of_an_earlier_version_still_logs_in_and_becomes_bcrypt(on: On) {
     use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
-    let mut s = Server::start();
-    s.stop();
+    let mut server = Server::start();
+    let db_path = on.of(&server).db_path();
+    server.stop();
     let salt = SaltString::generate(&mut OsRng);
     let old = argon2::Argon2::default().hash_password(b"old-password-1", &salt).unwrap().to_string();
-    let db = rusqlite::Connection::open(s.data_dir.join("castd.db")).unwrap();
+    let db = rusqlite::Connection::open(db_path).unwrap();
     db.execute("UPDATE settings SET value = ?1 WHERE key = 'adminPasswordHash'", [json!(old).to_string()]).unwrap();
     drop(db);
-    let mut s = Server::start_in(&s.data_dir.clone(), &[]);
+    let server = Server::start_in(&server.data_dir.clone(), &[]);
+    let mut s = on.of(&server);
     s.admin_password = "old-password-1".into();
     // the old hash logs in; after that login the stored hash is bcrypt
     let cfg = s.admin_json("/api/admin/serverconfig");
@@ -130,9 +151,9 @@ fn an_argon2_hash_of_an_earlier_version_still_logs_in_and_becomes_bcrypt() {
     assert_eq!(r.status().as_u16(), 401);
 }
 
-#[test]
-fn short_stream_keys_are_accepted_trimmed_and_warned_about_by_comment() {
-    let s = Server::start();
+fn short_stream_keys_are_accepted_trimmed_and_warned_about_by_comment(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     s.set(
         "streamkeys",
         json!([{"key": " k3y ", "comment": "OBS laptop"}, {"key": "a long enough key", "comment": ""}]),
@@ -188,18 +209,19 @@ fn socket_host_override_takes_websocket_and_http_urls() {
     }
 }
 
-#[test]
-fn admin_redirects_with_301() {
-    let s = Server::start();
+fn admin_redirects_with_301(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let client = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let r = client.get(s.url("/admin")).send().unwrap();
     assert_eq!(r.status().as_u16(), 301);
-    assert_eq!(r.headers()["location"], "/admin/");
+    // to the channel's own admin page
+    assert_eq!(r.headers()["location"], s.path("/admin/").as_str());
 }
 
-#[test]
-fn loopback_and_ipv6_bans_lock_out_chat_until_lifted() {
-    let s = Server::start();
+fn loopback_and_ipv6_bans_lock_out_chat_until_lifted(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let (_, token, _) = chatclient::register(&s, Some("local"));
     assert!(s.get(&format!("/api/chat?accessToken={token}")).status().is_success());
     s.admin_post("/api/admin/chat/users/ipbans/create", &json!({ "value": "127.0.0.1" }))
@@ -207,7 +229,7 @@ fn loopback_and_ipv6_bans_lock_out_chat_until_lifted() {
         .expect("loopback can be banned");
     // the test's own requests come from 127.0.0.1
     rejection(s.get(&format!("/api/chat?accessToken={token}")), 401);
-    let url = format!("ws://127.0.0.1:{}/ws?accessToken={token}", s.web_port);
+    let url = s.ws_url(&format!("/ws?accessToken={token}"));
     match tungstenite::connect(url.as_str()) {
         Err(tungstenite::Error::Http(resp)) => assert_eq!(resp.status().as_u16(), 403),
         Err(e) => panic!("unexpected websocket error {e}"),
@@ -232,9 +254,9 @@ fn loopback_and_ipv6_bans_lock_out_chat_until_lifted() {
     assert!(next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(5)).is_some());
 }
 
-#[test]
-fn access_token_scopes_are_echoed_as_given() {
-    let s = Server::start();
+fn access_token_scopes_are_echoed_as_given(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let scopes = json!(["HAS_ADMIN_ACCESS", "CAN_SEND_MESSAGES", "CAN_SEND_SYSTEM_MESSAGES"]);
     let r = s.admin_post("/api/admin/accesstokens/create", &json!({ "name": "bot", "scopes": scopes }));
     let created: Value = r.error_for_status().unwrap().json().unwrap();
@@ -243,9 +265,9 @@ fn access_token_scopes_are_echoed_as_given() {
     assert_eq!(listed[0]["scopes"], scopes);
 }
 
-#[test]
-fn public_files_are_served_safely_from_the_data_dir() {
-    let s = Server::start();
+fn public_files_are_served_safely_from_the_data_dir(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let public = s.data_dir.join("public");
     assert!(public.is_dir(), "created at start");
     // files added while castd runs
@@ -274,9 +296,9 @@ fn public_files_are_served_safely_from_the_data_dir() {
     }
 }
 
-#[test]
-fn every_rejection_is_a_status_response() {
-    let s = Server::start();
+fn every_rejection_is_a_status_response(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     // the favicon upload without a file, with no multipart body at all
     let r =
         s.client.post(s.url("/api/admin/config/favicon")).basic_auth("admin", Some(&s.admin_password)).send().unwrap();
@@ -323,9 +345,9 @@ fn every_rejection_is_a_status_response() {
     assert!(msg.contains("not found"), "{msg}");
 }
 
-#[test]
-fn require_authentication_lets_anonymous_users_read_but_not_send() {
-    let s = Server::start();
+fn require_authentication_lets_anonymous_users_read_but_not_send(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let mut reader = chatclient::join(&s, "reader");
     let mut anon = chatclient::join(&s, "anon");
     s.set("chat/requireauthentication", json!(true));
@@ -339,7 +361,7 @@ fn require_authentication_lets_anonymous_users_read_but_not_send() {
         .all(|m| !m["body"].as_str().unwrap_or("").contains("let me")));
     // an authenticated user may send (no sign-in flow yet: mark the user in the database)
     let (id, token, _) = chatclient::register(&s, Some("verified"));
-    let db = rusqlite::Connection::open(s.data_dir.join("castd.db")).unwrap();
+    let db = rusqlite::Connection::open(s.db_path()).unwrap();
     db.busy_timeout(Duration::from_secs(5)).unwrap();
     db.execute("UPDATE chat_users SET authenticated = 1 WHERE id = ?1", [&id]).unwrap();
     drop(db);
@@ -357,9 +379,9 @@ fn require_authentication_lets_anonymous_users_read_but_not_send() {
     let _ = read_events(&mut anon.ws, Duration::from_millis(100));
 }
 
-#[test]
-fn the_slur_filter_masks_listed_words_before_storing_and_broadcasting() {
-    let s = Server::start();
+fn the_slur_filter_masks_listed_words_before_storing_and_broadcasting(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let mut reader = chatclient::join(&s, "reader");
     let mut writer = chatclient::join(&s, "writer");
     say(&mut writer.ws, "darn it");
@@ -378,9 +400,9 @@ fn the_slur_filter_masks_listed_words_before_storing_and_broadcasting() {
     rejection(s.admin_post("/api/admin/config/chat/slurfilterwords", &json!({ "value": ["two words"] })), 400);
 }
 
-#[test]
-fn platform_icons_and_the_ffmpeg_path() {
-    let s = Server::start();
+fn platform_icons_and_the_ffmpeg_path(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let r = s.get("/img/platformlogos/mastodon.svg");
     assert_eq!(r.status().as_u16(), 200, "the web UI must be built (web/dist)");
     assert_eq!(r.headers()["content-type"], "image/svg+xml");
@@ -393,13 +415,13 @@ fn platform_icons_and_the_ffmpeg_path() {
     }
     rejection(s.get("/img/platformlogos/nope.svg"), 404);
     rejection(s.get("/img/platformlogos/..%2Findex.html"), 404);
-    s.set("ffmpegpath", json!("/bin/sh"));
-    s.set("ffmpegpath", json!(""));
+    s.set_server_wide("ffmpegpath", json!("/bin/sh"));
+    s.set_server_wide("ffmpegpath", json!(""));
 }
 
-#[test]
-fn updates_are_left_to_the_package_manager() {
-    let s = Server::start();
+fn updates_are_left_to_the_package_manager(on: On) {
+    let server = Server::start();
+    let s = on.of(&server);
     let options = s.admin_json("/api/admin/update/options");
     assert_eq!(options["supportsUpdate"], json!(false));
     assert!(options["message"].as_str().unwrap().contains("apt"));

@@ -1,11 +1,42 @@
 //! Issue 2 acceptance: the real daemon's configuration API, auth, persistence and OpenAPI document.
+//!
+//! The API tests run twice (`each_channel!`): on the default channel at the root and on a channel under
+//! `/c/c1`, administered with that channel's own password (a channel's API answers the server-wide
+//! setters 403: checked here). Default channel only, being about the server: the first start's
+//! password file and the admin password flag, the OpenAPI document the CLI prints, SIGTERM, `--help`
+//! and the embedded web assets.
 
 mod common;
 
 use std::collections::BTreeSet;
 
-use common::Server;
+use common::target::SERVER_WIDE_SETTERS;
+use common::{each_channel, On, Server, Target};
 use serde_json::{json, Value};
+
+each_channel!(
+    every_setter_round_trips_and_survives_restart,
+    every_setter_rejects_wrong_types_and_bad_bodies,
+    out_of_range_values_are_refused_with_a_message,
+    admin_routes_need_the_admin_password,
+    public_endpoints,
+    logo_and_favicon_uploads,
+    serverconfig_is_every_features_part_in_owncast_order,
+);
+
+/// Whether setter `name` is server-wide (a channel's API refuses it with 403).
+fn server_wide(name: &str) -> bool {
+    SERVER_WIDE_SETTERS.contains(&name)
+}
+
+/// The setters of the server-wide features (the directory, object storage, SRT) that a channel's API does
+/// not have at all: 404 there (not 403 as the other server-wide setters).
+const NOT_ON_A_CHANNEL: &[&str] = &["directoryenabled", "directoryurl", "s3", "srt/passphrase", "srtserverport"];
+
+/// Whether setter `name` is none of a channel's own (server-wide, or not on a channel's API).
+fn not_the_channels(name: &str) -> bool {
+    server_wide(name) || NOT_ON_A_CHANNEL.contains(&name)
+}
 
 /// (setter, a valid value, JSON pointer in /api/admin/serverconfig, expected stored value there,
 /// JSON pointer in /api/config when public, expected public value).
@@ -262,7 +293,7 @@ fn setter_cases() -> Vec<SetterCase> {
     ]
 }
 
-fn openapi(server: &Server) -> Value {
+fn openapi(server: &impl common::Api) -> Value {
     server.get_json("/api/openapi.json")
 }
 
@@ -285,9 +316,9 @@ fn setter_names(doc: &Value) -> BTreeSet<String> {
         .collect()
 }
 
-#[test]
-fn every_setter_round_trips_and_survives_restart() {
-    let server = Server::start();
+fn every_setter_round_trips_and_survives_restart(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let doc = openapi(&server);
     let cases = setter_cases();
     // the table covers every documented plain setter (adminpass, logo and favicon have their own tests)
@@ -296,10 +327,26 @@ fn every_setter_round_trips_and_survives_restart() {
     let missing: Vec<_> = setter_names(&doc).difference(&covered).filter(|s| !special.contains(*s)).cloned().collect();
     assert!(missing.is_empty(), "setters without a round-trip case: {missing:?}");
 
+    // A channel's API refuses the server-wide setters (403) and changes nothing: its own are checked.
+    let cases: Vec<_> = cases.into_iter().filter(|c| !(on.is_channel() && not_the_channels(c.0))).collect();
+    if on.is_channel() {
+        for name in SERVER_WIDE_SETTERS {
+            let r = server.admin_post(&format!("/api/admin/config/{name}"), &json!({ "value": "x" }));
+            assert_eq!(r.status().as_u16(), 403, "{name} on a channel");
+        }
+        for name in NOT_ON_A_CHANNEL {
+            let r = server.admin_post(&format!("/api/admin/config/{name}"), &json!({ "value": "x" }));
+            assert_eq!(r.status().as_u16(), 404, "{name} on a channel");
+        }
+    }
+    if let Some(url) = setter_cases().into_iter().find(|c| c.0 == "serverurl") {
+        // the server's URL, set by the server admin (federation needs it: the channel's follows it)
+        server.set_server_wide("serverurl", url.1);
+    }
     for (name, value, _, _, _) in &cases {
         server.set(name, value.clone());
     }
-    let check = |server: &Server, when: &str| {
+    let check = |server: &Target, when: &str| {
         let cfg = server.admin_json("/api/admin/serverconfig");
         let public = server.get_json("/api/config");
         for (name, _, ptr, expected, public_case) in &cases {
@@ -317,10 +364,11 @@ fn every_setter_round_trips_and_survives_restart() {
         }
     };
     check(&server, "before restart");
-    let server = server.restart();
-    check(&server, "after restart");
+    drop(server);
+    let daemon = daemon.restart();
+    check(&on.of(&daemon), "after restart");
     // the saved port flags do not override the command line the harness passes
-    assert!(server.web_port != 18080);
+    assert!(daemon.web_port != 18080);
 }
 
 /// A value of the wrong JSON type for a documented `value` schema.
@@ -342,9 +390,9 @@ fn wrong_value(schema: &Value, doc: &Value) -> Value {
     }
 }
 
-#[test]
-fn every_setter_rejects_wrong_types_and_bad_bodies() {
-    let server = Server::start();
+fn every_setter_rejects_wrong_types_and_bad_bodies(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let doc = openapi(&server);
     let before = server.admin_json("/api/admin/serverconfig");
     let mut checked = 0;
@@ -357,7 +405,10 @@ fn every_setter_rejects_wrong_types_and_bad_bodies() {
         };
         let bad = wrong_value(schema, &doc);
         let r = server.admin_post(&path, &json!({ "value": bad }));
-        assert_eq!(r.status().as_u16(), 400, "{path} accepted {bad}");
+        let name = path.trim_start_matches("/api/admin/config/");
+        // a channel refuses a server-wide setter whatever the value
+        let want = if on.is_channel() && server_wide(name) { 403 } else { 400 };
+        assert_eq!(r.status().as_u16(), want, "{path} accepted {bad}");
         let body: Value = r.json().unwrap();
         assert_eq!(body["success"], json!(false), "{path}");
         assert!(!body["message"].as_str().unwrap_or_default().is_empty(), "{path} gave no message");
@@ -383,9 +434,9 @@ fn every_setter_rejects_wrong_types_and_bad_bodies() {
     assert_eq!(server.admin_json("/api/admin/serverconfig"), before);
 }
 
-#[test]
-fn out_of_range_values_are_refused_with_a_message() {
-    let server = Server::start();
+fn out_of_range_values_are_refused_with_a_message(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let cases = [
         ("video/streamlatencylevel", json!(5), "out of range"),
         ("video/streamlatencylevel", json!(-1), "out of range"),
@@ -416,6 +467,14 @@ fn out_of_range_values_are_refused_with_a_message() {
     ];
     for (name, value, needle) in cases {
         let r = server.admin_post(&format!("/api/admin/config/{name}"), &json!({ "value": value }));
+        if on.is_channel() && server_wide(name) {
+            assert_eq!(r.status().as_u16(), 403, "{name} is server-wide");
+            continue;
+        }
+        if on.is_channel() && NOT_ON_A_CHANNEL.contains(&name) {
+            assert_eq!(r.status().as_u16(), 404, "{name} is not on a channel's API");
+            continue;
+        }
         assert_eq!(r.status().as_u16(), 400, "{name} accepted {value}");
         let body: Value = r.json().unwrap();
         let msg = body["message"].as_str().unwrap_or_default().to_string();
@@ -423,9 +482,9 @@ fn out_of_range_values_are_refused_with_a_message() {
     }
 }
 
-#[test]
-fn admin_routes_need_the_admin_password() {
-    let server = Server::start();
+fn admin_routes_need_the_admin_password(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let doc = openapi(&server);
     let mut checked = 0;
     for (method, path, op) in documented_routes(&doc) {
@@ -584,9 +643,9 @@ fn openapi_lists_every_route_the_router_serves() {
     assert_eq!(cli_doc["paths"], doc["paths"]);
 }
 
-#[test]
-fn public_endpoints() {
-    let server = Server::start();
+fn public_endpoints(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let status = server.get_json("/api/status");
     for field in [
         "online",
@@ -644,12 +703,15 @@ fn public_endpoints() {
     assert!(status.get("viewerCount").is_none());
     assert!(server.admin_json("/api/admin/status").get("viewerCount").is_some());
 
-    // directory data only when enabled (the directory itself is a local address: no ping leaves)
+    // directory data only when enabled (the directory itself is a local address: no ping leaves); the
+    // directory lists the server: a channel has none of its routes
     assert_eq!(server.get("/api/yp").status().as_u16(), 404);
-    server.set("directoryurl", json!("http://127.0.0.1:9"));
-    server.set("serverurl", json!("https://live.example.com"));
-    server.set("directoryenabled", json!(true));
-    assert_eq!(server.get_json("/api/yp")["name"], json!("castd"));
+    if !on.is_channel() {
+        server.set("directoryurl", json!("http://127.0.0.1:9"));
+        server.set("serverurl", json!("https://live.example.com"));
+        server.set("directoryenabled", json!(true));
+        assert_eq!(server.get_json("/api/yp")["name"], json!("castd"));
+    }
 
     let variants = server.get_json("/api/video/variants");
     assert_eq!(variants, json!([{"index": 0, "name": "1200 kbps"}]));
@@ -672,9 +734,9 @@ fn public_endpoints() {
     assert!(r.headers()["access-control-allow-methods"].to_str().unwrap().contains("POST"));
 }
 
-#[test]
-fn logo_and_favicon_uploads() {
-    let server = Server::start();
+fn logo_and_favicon_uploads(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     // the built-in logo first
     let r = server.get("/logo");
     assert_eq!(r.headers()["content-type"], "image/svg+xml");
@@ -820,9 +882,9 @@ fn web_assets_are_precompressed_and_revalidate() {
 /// `GET /api/admin/serverconfig` is assembled from every feature's part: Owncast's keys (with the
 /// interface spec's extras), in Owncast's order, each nested object complete, and the OpenAPI schema
 /// names exactly those keys.
-#[test]
-fn serverconfig_is_every_features_part_in_owncast_order() {
-    let server = Server::start();
+fn serverconfig_is_every_features_part_in_owncast_order(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let top = [
         "instanceDetails",
         "adminPassword",
@@ -967,6 +1029,9 @@ fn serverconfig_is_every_features_part_in_owncast_order() {
         ("schedule/enabled", json!(true), "/schedule/enabled", json!(true)),
         ("hideviewercount", json!(true), "/hideViewerCount", json!(true)),
     ] {
+        if on.is_channel() && not_the_channels(setter) {
+            continue;
+        }
         server.set(setter, value);
         let cfg = server.admin_json("/api/admin/serverconfig");
         assert_eq!(cfg.pointer(ptr), Some(&expected), "{setter}");

@@ -1,5 +1,8 @@
 //! Issue 6 acceptance: access tokens, the integrations API's bearer auth, and webhook delivery to a
 //! real local HTTP receiver (signature, retries).
+//!
+//! Every test runs twice (`each_channel!`): on the default channel at the root and on a channel under
+//! `/c/c1` with that channel's admin password, as an Owncast bot given the channel's base URL would.
 
 mod common;
 
@@ -8,18 +11,28 @@ use std::time::Duration;
 use common::chatclient::{history, join, next_of, register, say};
 use common::push::push_subscription;
 use common::receiver::Receiver;
-use common::Server;
+use common::{each_channel, On, Server, Target};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-fn create_token(server: &Server, name: &str, scopes: &[&str]) -> Value {
+each_channel!(
+    access_tokens_create_list_delete,
+    integrations_routes_check_the_token_and_scope,
+    webhooks_are_signed_and_retried,
+    webhook_input_is_validated_and_a_dead_receiver_is_harmless,
+    chat_routes_for_bots,
+    going_live_sends_push_discord_and_webhooks,
+    webhooks_undelivered_at_shutdown_are_sent_after_the_next_start,
+);
+
+fn create_token(server: &Target, name: &str, scopes: &[&str]) -> Value {
     let r = server.admin_post("/api/admin/accesstokens/create", &json!({ "name": name, "scopes": scopes }));
     assert_eq!(r.status().as_u16(), 200);
     r.json().unwrap()
 }
 
-fn bearer_post(server: &Server, path: &str, token: Option<&str>, body: &Value) -> reqwest::blocking::Response {
+fn bearer_post(server: &Target, path: &str, token: Option<&str>, body: &Value) -> reqwest::blocking::Response {
     let mut req = server.client.post(server.url(path)).json(body);
     if let Some(t) = token {
         req = req.header("authorization", format!("Bearer {t}"));
@@ -27,9 +40,9 @@ fn bearer_post(server: &Server, path: &str, token: Option<&str>, body: &Value) -
     req.send().unwrap()
 }
 
-#[test]
-fn access_tokens_create_list_delete() {
-    let server = Server::start();
+fn access_tokens_create_list_delete(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let created = create_token(&server, "my bot", &["CAN_SEND_MESSAGES", "HAS_ADMIN_ACCESS"]);
     let token = created["accessToken"].as_str().unwrap().to_string();
     assert!(token.len() >= 32);
@@ -77,9 +90,9 @@ fn access_tokens_create_list_delete() {
     assert_eq!(r.status().as_u16(), 401);
 }
 
-#[test]
-fn integrations_routes_check_the_token_and_scope() {
-    let server = Server::start();
+fn integrations_routes_check_the_token_and_scope(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let admin = create_token(&server, "admin bot", &["HAS_ADMIN_ACCESS"]);
     let admin = admin["accessToken"].as_str().unwrap();
     let sender = create_token(&server, "sender", &["CAN_SEND_MESSAGES"]);
@@ -124,9 +137,9 @@ fn verify_signature(secret: &str, body: &[u8], header: &str) -> bool {
     expected == header
 }
 
-#[test]
-fn webhooks_are_signed_and_retried() {
-    let server = Server::start();
+fn webhooks_are_signed_and_retried(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     // 500 twice, then 200: the third attempt delivers
     let rx = Receiver::start(&[500, 500]);
     let r = server.admin_post(
@@ -173,9 +186,9 @@ fn webhooks_are_signed_and_retried() {
     assert_eq!(rx.all().len(), 3);
 }
 
-#[test]
-fn webhook_input_is_validated_and_a_dead_receiver_is_harmless() {
-    let server = Server::start();
+fn webhook_input_is_validated_and_a_dead_receiver_is_harmless(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     for body in [
         json!({"url": "ftp://x.example", "events": ["CHAT"]}),
         json!({"url": "not a url", "events": ["CHAT"]}),
@@ -207,7 +220,7 @@ fn webhook_input_is_validated_and_a_dead_receiver_is_harmless() {
     assert!(rx.all()[0].header("x-castd-signature").is_none());
 }
 
-fn bearer_get(server: &Server, path: &str, token: Option<&str>) -> reqwest::blocking::Response {
+fn bearer_get(server: &Target, path: &str, token: Option<&str>) -> reqwest::blocking::Response {
     let mut req = server.client.get(server.url(path));
     if let Some(t) = token {
         req = req.bearer_auth(t);
@@ -215,9 +228,9 @@ fn bearer_get(server: &Server, path: &str, token: Option<&str>) -> reqwest::bloc
     req.send().unwrap()
 }
 
-#[test]
-fn chat_routes_for_bots() {
-    let server = Server::start();
+fn chat_routes_for_bots(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
     let token =
         |name: &str, scope: &str| create_token(&server, name, &[scope])["accessToken"].as_str().unwrap().to_string();
     let sys = token("announcer", "CAN_SEND_SYSTEM_MESSAGES");
@@ -248,7 +261,8 @@ fn chat_routes_for_bots() {
     assert_eq!(r.status().as_u16(), 200);
     let ev = next_of(&mut viewer.ws, "SYSTEM", Duration::from_secs(5)).expect("SYSTEM");
     assert!(ev["body"].as_str().unwrap().contains("maintenance at 5"));
-    assert_eq!(ev["user"]["displayName"], json!("castd"));
+    // the system user is named after the server (the channel)
+    assert_eq!(ev["user"]["displayName"], server.get_json("/api/config")["name"]);
     let r = bearer_post(&server, "/api/integrations/chat/action", Some(&sys), &msg("*waves*"));
     assert_eq!(r.status().as_u16(), 200);
     let ev = next_of(&mut viewer.ws, "CHAT_ACTION", Duration::from_secs(5)).expect("CHAT_ACTION");
@@ -313,14 +327,16 @@ fn chat_routes_for_bots() {
     assert_eq!(bearer_post(&server, "/api/integrations/chat/send", Some(&bot), &msg("x")).status().as_u16(), 401);
 }
 
-#[test]
-fn going_live_sends_push_discord_and_webhooks() {
+fn going_live_sends_push_discord_and_webhooks(on: On) {
     const KEY: &str = "integration-test-key";
     // The push service runs on loopback: the development switch lets castd deliver there.
-    let server = Server::start_with_env(&["--streamkey", KEY], &[("CASTD_PUSH_ALLOW_LOOPBACK", "1")]);
+    let daemon = Server::start_with_env(&["--streamkey", KEY], &[("CASTD_PUSH_ALLOW_LOOPBACK", "1")]);
+    let server = on.of(&daemon);
+    // `--streamkey` is the default channel's; a channel publishes with its own key.
+    let stream_key = if on.is_channel() { server.stream_key() } else { KEY.to_string() };
     let rx = Receiver::start(&[]);
     let gone = Receiver::start(&[410]);
-    server.set("serverurl", json!("https://live.example.com"));
+    server.set_server_wide("serverurl", json!("https://live.example.com"));
     server.set("notifications/browser", json!({"enabled": true, "goLiveMessage": "We are live!"}));
     server.set(
         "notifications/discord",
@@ -358,7 +374,7 @@ fn going_live_sends_push_discord_and_webhooks() {
         assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default());
     }
 
-    let mut ff = common::media::publish(&server, KEY, "320x240", 25);
+    let mut ff = common::media::publish(&daemon, &stream_key, "320x240", 25);
     let started = rx
         .wait_for(Duration::from_secs(30), |r| r.path == "/hook" && r.json()["type"] == "STREAM_STARTED")
         .unwrap_or_else(|| panic!("no STREAM_STARTED webhook; log:\n{}", server.log_text()));
@@ -367,7 +383,8 @@ fn going_live_sends_push_discord_and_webhooks() {
     // Discord: the go-live message with the link
     let discord = rx.wait_for(Duration::from_secs(15), |r| r.path == "/discord").expect("discord message");
     assert!(discord.json()["content"].as_str().unwrap().starts_with("Going live now"));
-    assert_eq!(discord.json()["username"], json!("castd"));
+    let name = server.get_json("/api/config")["name"].clone();
+    assert_eq!(discord.json()["username"], name, "named after the server (the channel)");
 
     // Web Push: RFC 8291 payload that decrypts with the subscription's keys, and a VAPID authorization
     let push = rx.wait_for(Duration::from_secs(15), |r| r.path == "/push/one").expect("push message");
@@ -377,7 +394,7 @@ fn going_live_sends_push_discord_and_webhooks() {
     let plain = web_push_native::decrypt(push.body.clone(), &secret, &auth).expect("payload decrypts");
     let payload: Value = serde_json::from_slice(&plain).unwrap();
     assert_eq!(payload["body"], json!("We are live!"));
-    assert_eq!(payload["title"], json!("castd"));
+    assert_eq!(payload["title"], name);
     // the expired subscription was tried once and removed (410)
     assert!(gone.wait_for(Duration::from_secs(15), |r| r.path == "/push/expired").is_some());
     server
@@ -400,17 +417,18 @@ fn going_live_sends_push_discord_and_webhooks() {
 
 /// A webhook that could not be delivered while castd stopped is kept (webhook_outbox) and delivered
 /// after the next start, unchanged.
-#[test]
-fn webhooks_undelivered_at_shutdown_are_sent_after_the_next_start() {
+fn webhooks_undelivered_at_shutdown_are_sent_after_the_next_start(on: On) {
     let mut server = Server::start();
     // Three failures take the retries (0, 1 and 3 s) past the 4 s the shutdown gives delivery tasks.
     let rx = Receiver::start(&[500, 500, 500]);
-    let r = server.admin_post(
+    let target = on.of(&server);
+    let r = target.admin_post(
         "/api/admin/webhooks/create",
         &json!({"url": format!("{}/hook", rx.url), "events": ["STREAM_TITLE_UPDATED"]}),
     );
     assert_eq!(r.status().as_u16(), 200);
-    server.set("streamtitle", json!("Kept across a restart"));
+    target.set("streamtitle", json!("Kept across a restart"));
+    drop(target);
     rx.wait_for(Duration::from_secs(10), |_| true).expect("a first (failed) attempt");
     assert_eq!(server.stop(), Some(0));
     let attempts = rx.all().len();

@@ -197,9 +197,31 @@ async fn forward(channels: &Channels, slug: &str, rest: &str, req: Request) -> R
     // inbox checks the HTTP signature over it.
     parts.extensions.insert(original);
     let req = Request::from_parts(parts, body);
-    match channel.router().oneshot(req).await {
+    let mut resp = match channel.router().oneshot(req).await {
         Ok(resp) => resp,
         Err(never) => match never {},
+    };
+    under_prefix(slug, &mut resp);
+    resp
+}
+
+/// A redirect to a root-relative path (`/admin/`, a WHIP session's `/whip/{id}`) points under channel
+/// `slug`'s prefix: the channel's routes answer as if they were at the root. A `Location` already under
+/// the prefix (the web pages' own redirects know their base) stays.
+fn under_prefix(slug: &str, resp: &mut Response) {
+    let Some(location) = resp.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else {
+        return;
+    };
+    let prefix = format!("/c/{slug}");
+    if !location.starts_with('/')
+        || location.starts_with("//")
+        || location == prefix
+        || location.starts_with(&format!("{prefix}/"))
+    {
+        return;
+    }
+    if let Ok(v) = header::HeaderValue::from_str(&format!("{prefix}{location}")) {
+        resp.headers_mut().insert(header::LOCATION, v);
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
-use super::Server;
+use super::Api;
 
 pub type Ws = WebSocket<MaybeTlsStream<TcpStream>>;
 
@@ -19,7 +19,7 @@ pub struct Chatter {
     pub ws: Ws,
 }
 
-pub fn register(s: &Server, name: Option<&str>) -> (String, String, Value) {
+pub fn register(s: &impl Api, name: Option<&str>) -> (String, String, Value) {
     let body = match name {
         Some(n) => json!({ "displayName": n }),
         None => json!({}),
@@ -32,7 +32,7 @@ pub fn register(s: &Server, name: Option<&str>) -> (String, String, Value) {
 
 /// `register` from the client address `from` (a loopback address such as 127.0.0.7: tests with many
 /// clients spread them over addresses as real viewers are, within castd's per-address limits).
-pub fn register_from(s: &Server, name: Option<&str>, from: IpAddr) -> (String, String, Value) {
+pub fn register_from(s: &impl Api, name: Option<&str>, from: IpAddr) -> (String, String, Value) {
     let body = match name {
         Some(n) => json!({ "displayName": n }),
         None => json!({}),
@@ -67,8 +67,8 @@ pub fn connect_raw_from(port: u16, token: &str, from: IpAddr) -> Ws {
     ws
 }
 
-pub fn connect_raw(s: &Server, token: &str) -> Ws {
-    let url = format!("ws://127.0.0.1:{}/ws?accessToken={token}", s.web_port);
+pub fn connect_raw(s: &impl Api, token: &str) -> Ws {
+    let url = s.ws_url(&format!("/ws?accessToken={token}"));
     let (ws, _) = tungstenite::connect(url).expect("websocket connect");
     if let MaybeTlsStream::Plain(t) = ws.get_ref() {
         t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
@@ -76,7 +76,7 @@ pub fn connect_raw(s: &Server, token: &str) -> Ws {
     ws
 }
 
-pub fn join(s: &Server, name: &str) -> Chatter {
+pub fn join(s: &impl Api, name: &str) -> Chatter {
     let (id, token, _) = register(s, Some(name));
     let mut ws = connect_raw(s, &token);
     let info = next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(5)).expect("CONNECTED_USER_INFO");
@@ -135,6 +135,6 @@ pub fn say(ws: &mut Ws, body: &str) {
     send(ws, json!({ "type": "CHAT", "body": body }));
 }
 
-pub fn history(s: &Server, token: &str) -> Vec<Value> {
+pub fn history(s: &impl Api, token: &str) -> Vec<Value> {
     s.get_json(&format!("/api/chat?accessToken={token}")).as_array().unwrap().clone()
 }

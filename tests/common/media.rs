@@ -4,7 +4,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::Server;
+use super::{Api, Server};
 
 /// Publish `secs` seconds of testsrc2 at `size` (`WxH`, 30 fps) + a 440 Hz tone to `live/<key>`, in
 /// real time (`-re`), with x264 ultrafast and AAC.
@@ -30,12 +30,12 @@ pub fn publish_to(url: &str, format: &str, size: &str, secs: u32) -> Child {
 }
 
 /// Whether `/api/status` says the stream is online.
-pub fn online(server: &Server) -> bool {
+pub fn online(server: &impl Api) -> bool {
     server.get_json("/api/status")["online"].as_bool().unwrap_or(false)
 }
 
 /// The body of a successful GET of `path`.
-pub fn text(server: &Server, path: &str) -> Option<String> {
+pub fn text(server: &impl Api, path: &str) -> Option<String> {
     let r = server.get(path);
     r.status().is_success().then(|| r.text().unwrap_or_default())
 }

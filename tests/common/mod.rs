@@ -11,6 +11,12 @@ pub mod redis;
 pub mod s3;
 pub mod sdp;
 pub mod slowproxy;
+pub mod target;
+
+#[allow(unused_imports)]
+pub(crate) use target::{each_channel, each_channel_known_bug};
+#[allow(unused_imports)]
+pub use target::{Api, On, Target};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
