@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use common::chatclient::*;
-use common::{each_channel, each_channel_known_bug, On, Server, Target};
+use common::{each_channel, On, Server, Target};
 use serde_json::{json, Value};
 
 each_channel!(
@@ -21,11 +21,7 @@ each_channel!(
     a_client_that_stops_reading_is_dropped_and_the_room_gets_everything,
 );
 
-each_channel_known_bug!(
-    emoji_upload_is_served_and_listed,
-    "a channel's /api/emoji lists root-relative /img/emoji/ URLs (the default channel's), and the chat sanitizer \
-     keeps only <img src=\"/img/emoji/...\">: src/chat/emoji.rs, src/chat/sanitize.rs"
-);
+each_channel!(emoji_upload_is_served_and_listed);
 
 fn send_receive_sanitize_history_hide_and_rename(on: On) {
     let server = Server::start();

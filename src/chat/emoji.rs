@@ -150,6 +150,7 @@ pub async fn delete(ctx: &Chat, name: &str) -> Result<(), EmojiError> {
 /// Every custom emoji, by name.
 pub async fn list(ctx: &Chat) -> Vec<Emoji> {
     let dir = dir(ctx);
+    let prefix = format!("{}{URL_PREFIX}", ctx.base_path);
     let mut v: Vec<Emoji> = tokio::task::spawn_blocking(move || {
         let Ok(rd) = std::fs::read_dir(&dir) else { return Vec::new() };
         rd.filter_map(Result::ok)
@@ -157,7 +158,7 @@ pub async fn list(ctx: &Chat) -> Vec<Emoji> {
             .filter(|f| !f.starts_with('.'))
             .filter_map(|f| {
                 let (stem, _) = f.rsplit_once('.')?;
-                Some(Emoji { name: stem.to_string(), url: format!("{URL_PREFIX}{f}") })
+                Some(Emoji { name: stem.to_string(), url: format!("{prefix}{f}") })
             })
             .collect()
     })

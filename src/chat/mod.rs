@@ -105,6 +105,9 @@ pub struct ChatDeps {
     pub telemetry: Arc<Telemetry>,
     /// Where custom emoji are kept (`<data-dir>/emoji`).
     pub emoji_dir: PathBuf,
+    /// The channel's path prefix (`""` for the default channel, `/c/{slug}` for another): custom emoji
+    /// are listed at `{base_path}/img/emoji/...`, so a client loads the channel's own.
+    pub base_path: String,
     /// Whether a scheduled stream opens chat now (given whether the stream is online).
     pub scheduled_chat_open: ScheduledChatOpen,
     /// The daemon's tasks: sockets and their timers run in the `Connections` stage.
@@ -153,6 +156,8 @@ pub struct Chat {
     pub tokens: Tokens,
     pub telemetry: Arc<Telemetry>,
     pub emoji_dir: PathBuf,
+    /// The channel's path prefix (see [`ChatDeps::base_path`]).
+    pub base_path: String,
     scheduled_chat_open: ScheduledChatOpen,
     offline_grace: chrono::TimeDelta,
     pub tasks: Tasks,
@@ -184,6 +189,7 @@ impl Chat {
             tokens: deps.tokens,
             telemetry: deps.telemetry,
             emoji_dir: deps.emoji_dir,
+            base_path: deps.base_path,
             scheduled_chat_open: deps.scheduled_chat_open,
             offline_grace: offline_grace(),
             tasks: deps.tasks,

@@ -43,13 +43,28 @@ fn is_emoji_name(v: &str) -> bool {
         && v[1..v.len() - 1].chars().all(|c| c.is_ascii_alphanumeric() || "_+-".contains(c))
 }
 
+/// `path` without a channel's prefix (`/c/{slug}`), if it has one: a channel's custom emoji are at
+/// `/c/{slug}/img/emoji/...`.
+fn channel_prefixed(path: &str) -> &str {
+    let Some(rest) = path.strip_prefix("/c/") else { return path };
+    match rest.split_once('/') {
+        Some((slug, _))
+            if (1..=32).contains(&slug.len())
+                && slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
+        {
+            &rest[slug.len()..]
+        }
+        _ => path,
+    }
+}
+
 fn filter_attribute<'u>(element: &str, attribute: &str, value: &'u str) -> Option<Cow<'u, str>> {
     let ok = match (element, attribute) {
         ("a", "href") => url::Url::parse(value).is_ok_and(|u| matches!(u.scheme(), "http" | "https" | "mailto")),
         ("img", "src") => {
-            value.starts_with("/img/emoji/")
+            let emoji = channel_prefixed(value).strip_prefix("/img/emoji/").unwrap_or_default();
+            !emoji.is_empty()
                 && !value.contains("..")
-                && value.len() > "/img/emoji/".len()
                 && value.chars().all(|c| c.is_ascii_alphanumeric() || "/_-.%".contains(c))
         }
         ("img", "alt") | ("img", "title") => is_emoji_name(value),
@@ -250,6 +265,13 @@ mod tests {
         assert!(!bad.contains("<img") && !bad.contains("onerror"), "{bad}");
         let bad = render("![a](https://evil.example/a.png)");
         assert!(!bad.contains("<img"), "{bad}");
+        let ok = render("<img src=\"/c/music/img/emoji/party.gif\" alt=\":party:\" class=\"emoji\">");
+        assert!(ok.contains("src=\"/c/music/img/emoji/party.gif\""), "{ok}");
+        for bad in ["/c/Music/img/emoji/a.gif", "/c/a/b/img/emoji/a.gif", "/c//img/emoji/a.gif", "/c/music/img/x/a.gif"]
+        {
+            let out = render(&format!("<img src=\"{bad}\" alt=\":x:\">"));
+            assert!(!out.contains(bad), "{out}");
+        }
         let bad = render("<img src=\"/img/emoji/../../etc/passwd\" alt=\":x:\">");
         assert!(!bad.contains("<img"), "{bad}");
     }

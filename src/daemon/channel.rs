@@ -174,6 +174,7 @@ impl ChannelStack {
             tokens: tokens.clone(),
             telemetry: telemetry.clone(),
             emoji_dir: data_dir.join("emoji"),
+            base_path: if id.is_default() { String::new() } else { format!("/c/{id}") },
             scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
             tasks: tasks.clone(),
         })?;
