@@ -88,3 +88,39 @@ fn a_channels_pages_carry_its_base_and_stay_under_its_prefix() {
     assert_eq!(server.get("/c/music/api/clips/nosuch").status(), 404);
     assert_eq!(server.get("/c/music/replay/nosuch").status(), 404);
 }
+
+/// The admin's channel switcher asks `/api/admin/channels` with whatever credentials the browser holds: a
+/// channel admin's get 401 there, and with the web UI's `X-Castd-No-Challenge` that 401 carries no
+/// `WWW-Authenticate`, so the browser does not ask for another password. Without the header the challenge
+/// stays (Owncast's tools rely on it).
+#[test]
+fn the_switchers_probe_gets_a_401_without_a_password_prompt() {
+    let server = Server::start();
+    let r = server.admin_post(
+        "/api/admin/channels/create",
+        &json!({"slug": "music", "name": "Music", "adminPassword": "music-admin-pw"}),
+    );
+    assert_eq!(r.status(), 200);
+    let probe = |header: bool| {
+        let mut req = server.client.get(server.url("/api/admin/channels")).basic_auth("admin", Some("music-admin-pw"));
+        if header {
+            req = req.header("X-Castd-No-Challenge", "1");
+        }
+        req.send().unwrap()
+    };
+    let quiet = probe(true);
+    assert_eq!(quiet.status(), 401);
+    assert!(quiet.headers().get("www-authenticate").is_none(), "{:?}", quiet.headers());
+    let loud = probe(false);
+    assert_eq!(loud.status(), 401);
+    assert!(loud.headers()["www-authenticate"].to_str().unwrap().starts_with("Basic"));
+    // The server admin's credentials get the list, header or not.
+    let ok = server
+        .client
+        .get(server.url("/api/admin/channels"))
+        .basic_auth("admin", Some(server.admin_password.as_str()))
+        .header("X-Castd-No-Challenge", "1")
+        .send()
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+}

@@ -605,6 +605,11 @@ const MAX_REJECTION_BODY: usize = 16 * 1024;
 /// CORS as Owncast does it (preflight `OPTIONS` on the API answers 204 with the allowed methods and
 /// headers; public API answers carry `Access-Control-Allow-Origin: *`), JSON rejections and the
 /// security headers (`headers::secure`).
+/// A request header with which a 401 comes without its `WWW-Authenticate` challenge: the web UI's
+/// probes (may this browser's credentials use the server admin's routes?) must not make the browser ask
+/// for a password.
+pub const NO_CHALLENGE: &str = "x-castd-no-challenge";
+
 async fn conventions(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let is_api = path.starts_with("/api/") || path.starts_with("/hls/");
@@ -615,9 +620,13 @@ async fn conventions(req: Request, next: Next) -> Response {
         return resp;
     }
     let admin = path.starts_with("/api/admin/");
+    let quiet = req.headers().contains_key(NO_CHALLENGE);
     let mut resp = next.run(req).await;
     if resp.status().is_client_error() {
         resp = json_rejection(resp).await;
+    }
+    if quiet && resp.status() == StatusCode::UNAUTHORIZED {
+        resp.headers_mut().remove(header::WWW_AUTHENTICATE);
     }
     if is_api && !admin && !resp.headers().contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
         resp.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));

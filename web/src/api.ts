@@ -525,8 +525,14 @@ async function errorFrom(res: Response): Promise<ApiError> {
  * `url` is a path on this page's channel (`/api/...`; `apiUrl` makes it absolute), or at the server's root with
  * `root` (`rootUrl`).
  */
-async function request<T>(method: string, url: string, body?: unknown, root = false): Promise<T> {
-  const init: RequestInit = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+async function request<T>(
+  method: string,
+  url: string,
+  body?: unknown,
+  root = false,
+  extraHeaders: Record<string, string> = {},
+): Promise<T> {
+  const init: RequestInit = { method, credentials: 'same-origin', headers: { Accept: 'application/json', ...extraHeaders } };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers = { ...init.headers, 'Content-Type': 'application/json' };
@@ -631,6 +637,12 @@ export const channels = {
 /** The server admin's channel routes (root only; a channel admin's credentials get 401 there). */
 export const serverAdmin = {
   channels: () => request<AdminChannel[]>('GET', '/api/admin/channels', undefined, true),
+  /**
+   * The list if this browser's credentials are the server admin's; a 401 otherwise, which castd sends without its
+   * `WWW-Authenticate` challenge for this header, so a channel admin's browser asks for no other password.
+   */
+  probeChannels: () =>
+    request<AdminChannel[]>('GET', '/api/admin/channels', undefined, true, { 'X-Castd-No-Challenge': '1' }),
   createChannel: (body: { slug: string; name: string; adminPassword: string; visibility?: Visibility }) =>
     request<StatusResponse>('POST', '/api/admin/channels/create', body, true),
   updateChannel: (body: { slug: string; name?: string; visibility?: Visibility; adminPassword?: string }) =>

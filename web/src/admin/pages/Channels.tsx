@@ -134,12 +134,12 @@ export function Channels() {
 
 /**
  * The channel switcher of the admin's navigation: shown only when `/api/admin/channels` answers (to the server admin);
- * a channel admin's credentials get 401 there, which hides it quietly. Choosing a channel opens that channel's admin.
+ * a channel admin's credentials get 401 there (without a password prompt: `probeChannels`), which hides it quietly. Choosing a channel opens that channel's admin.
  */
 export function ChannelSwitcher({ current }: { current: string }) {
   const [list, setList] = useState<AdminChannel[] | null>(null);
   useEffect(() => {
-    serverAdmin.channels().then(
+    serverAdmin.probeChannels().then(
       (l) => setList(Array.isArray(l) ? l : null),
       () => setList(null),
     );
