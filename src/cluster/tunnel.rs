@@ -50,7 +50,10 @@ pub async fn open(cluster: &Cluster, mut req: Request, ip: Option<IpAddr>) -> Re
     let mut head = format!("GET {path} HTTP/1.1\r\n");
     for (name, value) in req.headers() {
         let n = name.as_str();
-        if HOP.contains(&n) || n == "x-forwarded-for" || n == super::SECRET_HEADER || n == crate::hls::FROM_EDGE_HEADER
+        if HOP.contains(&n)
+            || n == "x-forwarded-for"
+            || n == super::SECRET_HEADER
+            || n == crate::http::headers::EDGE_MARK_HEADER
         {
             continue;
         }
@@ -62,7 +65,7 @@ pub async fn open(cluster: &Cluster, mut req: Request, ip: Option<IpAddr>) -> Re
     if let Some(ip) = ip {
         head.push_str(&format!("X-Forwarded-For: {ip}\r\n"));
     }
-    head.push_str(&format!("{}: {}\r\n\r\n", crate::hls::FROM_EDGE_HEADER, cluster.edge_mark));
+    head.push_str(&format!("{}: {}\r\n\r\n", crate::http::headers::EDGE_MARK_HEADER, cluster.edge_mark));
     let connected = tokio::time::timeout(CONNECT_TIMEOUT, async {
         let mut upstream = TcpStream::connect((host, port)).await?;
         upstream.write_all(head.as_bytes()).await?;
