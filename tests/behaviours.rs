@@ -85,7 +85,10 @@ fn like_and_repost_webhooks(on: On) {
     let events = ["FEDIVERSE_ENGAGEMENT_FOLLOW", "FEDIVERSE_ENGAGEMENT_LIKE", "FEDIVERSE_ENGAGEMENT_REPOST"];
     let r = a.admin_post("/api/admin/webhooks/create", &json!({"url": hook.url, "events": events}));
     assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default());
-    let actor = format!("{}/federation/user/streamer", a.base);
+    // The actor's name as the admin's serverconfig gives it (`streamer` on the default channel; a channel's
+    // is named after its slug).
+    let username = a.admin_json("/api/admin/serverconfig")["federation"]["username"].as_str().unwrap().to_string();
+    let actor = format!("{}/federation/user/{username}", a.base);
     let inbox = format!("{actor}/inbox");
     let follow = json!({"@context": "https://www.w3.org/ns/activitystreams", "id": format!("{}/follows/1", alice.base),
         "type": "Follow", "actor": alice.iri(), "object": actor});
