@@ -291,9 +291,9 @@ pub struct ServerConfigPart {
     pub socket_host_override: String,
     pub video_serving_endpoint: String,
     /// The server's capacity (`server/*`): on the root only (a channel's configuration leaves it out;
-    /// the server admin sets it on the root API).
+    /// the server admin sets it on the root API), so not required.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(required = true, nullable = false)]
+    #[schema(required = false, nullable = false)]
     pub capacity: Option<CapacityConfig>,
 }
 

@@ -32,6 +32,9 @@ pub const SERVER_WIDE_SETTERS: &[&str] = &[
     "webserverip",
     "video/codec",
     "ffmpegpath",
+    "server/maxlivechannels",
+    "server/overcapacity",
+    "server/transcodebudget",
 ];
 
 /// The target of a parameterised test.
