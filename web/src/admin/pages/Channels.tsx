@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { serverAdmin, type AdminChannel, type Visibility } from '../../api';
 import { FormStatus, Section, useSave } from '../forms';
 import { usePoll } from '../useAdmin';
+import { basePath } from '../../lib/base';
 
 /** The admin of channel `c`: the root's for the default channel, `/c/{slug}/admin/` for another. */
 export const channelAdminHref = (c: Pick<AdminChannel, 'slug' | 'default'>) => (c.default ? '/admin/' : `/c/${encodeURIComponent(c.slug)}/admin/`);
@@ -139,7 +140,9 @@ export function Channels() {
 export function ChannelSwitcher({ current }: { current: string }) {
   const [list, setList] = useState<AdminChannel[] | null>(null);
   useEffect(() => {
-    serverAdmin.probeChannels().then(
+    // At the root only the server admin gets in, so the plain request (its 401 challenge lets the browser send
+    // the credentials it holds); on a channel's admin the probe, whose 401 asks a channel admin's browser for nothing.
+    (basePath() ? serverAdmin.probeChannels() : serverAdmin.channels()).then(
       (l) => setList(Array.isArray(l) ? l : null),
       () => setList(null),
     );
