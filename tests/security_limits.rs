@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use common::chatclient::{next_of, register};
 use common::media::{online, publish, publish_to, wait_exit};
+use common::sdp::{whep_offer, whip_offer};
 use common::Server;
 use reqwest::blocking::{Client, Response};
 use serde_json::{json, Value};
@@ -194,55 +195,6 @@ fn wrong_admin_passwords_back_off_while_the_api_stays_fast() {
     assert!(!log.contains("guess-0-"), "a password is never logged");
 }
 
-/// A browser-like WHIP offer: H.264 and Opus, send-only.
-fn whip_offer() -> String {
-    sdp_offer("sendonly")
-}
-
-/// A browser-like WHEP offer: H.264 and Opus, receive-only.
-fn whep_offer() -> String {
-    sdp_offer("recvonly")
-}
-
-fn sdp_offer(direction: &str) -> String {
-    let fingerprint = (0..32).map(|i| format!("{:02X}", i * 7 % 256)).collect::<Vec<_>>().join(":");
-    let mut lines = vec![
-        "v=0".to_string(),
-        "o=- 4611731400430051338 2 IN IP4 127.0.0.1".into(),
-        "s=-".into(),
-        "t=0 0".into(),
-        "a=group:BUNDLE 0 1".into(),
-        "a=msid-semantic: WMS".into(),
-    ];
-    for (mid, media) in [("0", "video"), ("1", "audio")] {
-        let (pt, rtpmap, fmtp) = if media == "video" {
-            ("102", "H264/90000", "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f")
-        } else {
-            ("111", "opus/48000/2", "minptime=10;useinbandfec=1")
-        };
-        lines.extend([
-            format!("m={media} 9 UDP/TLS/RTP/SAVPF {pt}"),
-            "c=IN IP4 0.0.0.0".into(),
-            "a=rtcp:9 IN IP4 0.0.0.0".into(),
-            "a=ice-ufrag:Lmno".into(),
-            "a=ice-pwd:abcdefghijklmnopqrstuvwx".into(),
-            format!("a=fingerprint:sha-256 {fingerprint}"),
-            "a=setup:actpass".into(),
-            format!("a=mid:{mid}"),
-            format!("a={direction}"),
-            "a=rtcp-mux".into(),
-            format!("a=rtpmap:{pt} {rtpmap}"),
-            format!("a=rtcp-fb:{pt} nack"),
-            format!("a=rtcp-fb:{pt} nack pli"),
-            format!("a=fmtp:{pt} {fmtp}"),
-        ]);
-        if direction == "sendonly" {
-            lines.push(format!("a=ssrc:{} cname:limits", if media == "video" { 1111 } else { 2222 }));
-        }
-    }
-    lines.iter().map(|l| format!("{l}\r\n")).collect()
-}
-
 fn sdp_post(c: &Client, s: &Server, path: &str, bearer: Option<&str>, body: String) -> Response {
     let mut req = c.post(s.url(path)).header("Content-Type", "application/sdp").body(body);
     if let Some(b) = bearer {
@@ -285,17 +237,18 @@ fn wrong_stream_keys_back_off_across_rtmp_srt_and_whip() {
     refused(&s, publish_to(&rtmp_url("wrong-rtmp-key-2"), "flv", "160x120", 2), "wrong RTMP key 2");
     refused(&s, publish_to(&srt_url("wrong-srt-key-1"), "mpegts", "160x120", 2), "wrong SRT key 1");
     refused(&s, publish_to(&srt_url("wrong-srt-key-2"), "mpegts", "160x120", 2), "wrong SRT key 2");
-    let r = sdp_post(&here, &s, "/whip", Some("wrong-whip-key-1"), whip_offer());
+    let r = sdp_post(&here, &s, "/whip", Some("wrong-whip-key-1"), whip_offer("H264"));
     assert_eq!(r.status().as_u16(), 401, "the fifth failure is still free");
     // The sixth is checked and starts the backoff; the seventh, at once, is refused unchecked: the
     // RTMP and SRT failures counted for WHIP.
-    assert_eq!(sdp_post(&here, &s, "/whip", Some("wrong-whip-key-2"), whip_offer()).status().as_u16(), 401);
-    let mut wait = assert_429(sdp_post(&here, &s, "/whip", Some(KEY), whip_offer()), "the right key while waiting");
+    assert_eq!(sdp_post(&here, &s, "/whip", Some("wrong-whip-key-2"), whip_offer("H264")).status().as_u16(), 401);
+    let mut wait =
+        assert_429(sdp_post(&here, &s, "/whip", Some(KEY), whip_offer("H264")), "the right key while waiting");
     // Drive the wait up to 8 s (failures 7, 8 and 9 come after waits of 1, 2 and 4 s).
     let mut failures = 6;
     while failures < 9 {
         std::thread::sleep(Duration::from_secs(wait) + Duration::from_millis(100));
-        let r = sdp_post(&here, &s, "/whip", Some(&format!("wrong-whip-key-{failures}")), whip_offer());
+        let r = sdp_post(&here, &s, "/whip", Some(&format!("wrong-whip-key-{failures}")), whip_offer("H264"));
         match r.status().as_u16() {
             401 => failures += 1,
             429 => wait = assert_429(r, "still waiting"),
@@ -310,12 +263,14 @@ fn wrong_stream_keys_back_off_across_rtmp_srt_and_whip() {
     let err = refused(&s, publish_to(&srt_url(KEY), "mpegts", "160x120", 3), "SRT with the right key while waiting");
     // The key is right: only the backoff refuses it.
     assert!(err.to_lowercase().contains("reject"), "SRT refuses in the handshake: {err}");
-    let wait =
-        assert_429(sdp_post(&here, &s, "/whip", Some(KEY), whip_offer()), "WHIP with the right key while waiting");
+    let wait = assert_429(
+        sdp_post(&here, &s, "/whip", Some(KEY), whip_offer("H264")),
+        "WHIP with the right key while waiting",
+    );
     assert!(started.elapsed() < Duration::from_secs(8), "all three were tried within the wait");
     // Another address is not affected.
     let other = client_from(loopback(2));
-    let r = sdp_post(&other, &s, "/whip", Some(KEY), whip_offer());
+    let r = sdp_post(&other, &s, "/whip", Some(KEY), whip_offer("H264"));
     assert_eq!(r.status().as_u16(), 201, "the right key from another address");
     let location = r.headers()["location"].to_str().unwrap().to_string();
     assert_eq!(other.delete(s.url(&location)).send().unwrap().status().as_u16(), 204);
