@@ -142,3 +142,47 @@ export function collectErrors(page) {
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   return errors;
 }
+
+/**
+ * Publish `page`'s fake camera and microphone over WHIP to `path` (`/whip`, or a channel's `/c/{slug}/whip`) with
+ * stream key `key`: H.264 (packetization-mode 1) and Opus, no trickle ICE (the candidates, gathered for at most 3 s,
+ * go in the offer). Resolves with the POST's answer (`status`, `location`, `contentType`, `etag`; `answer` when it is
+ * not 201; `error` when this Chromium offers no such H.264). The peer connection stays in `window.whipPc`.
+ */
+export function publishWhip(page, key, path = '/whip') {
+  return page.evaluate(
+    async ({ key, path }) => {
+      const stream = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 480, frameRate: 30 }, audio: true });
+      const pc = new RTCPeerConnection();
+      const video = pc.addTransceiver(stream.getVideoTracks()[0], { direction: 'sendonly' });
+      pc.addTransceiver(stream.getAudioTracks()[0], { direction: 'sendonly' });
+      const h264 = RTCRtpSender.getCapabilities('video').codecs.filter(
+        (c) => c.mimeType === 'video/H264' && /packetization-mode=1/.test(c.sdpFmtpLine ?? ''),
+      );
+      if (h264.length === 0) return { error: 'this chromium offers no H.264 (packetization-mode 1) for WebRTC' };
+      video.setCodecPreferences(h264);
+      await pc.setLocalDescription(await pc.createOffer());
+      await new Promise((resolve) => {
+        if (pc.iceGatheringState === 'complete') return resolve();
+        pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
+        setTimeout(resolve, 3000);
+      });
+      const res = await fetch(path, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${key}` },
+        body: pc.localDescription.sdp,
+      });
+      const answer = await res.text();
+      if (res.status !== 201) return { status: res.status, answer };
+      await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+      window.whipPc = pc;
+      return {
+        status: res.status,
+        location: res.headers.get('Location'),
+        contentType: res.headers.get('Content-Type'),
+        etag: res.headers.get('ETag'),
+      };
+    },
+    { key, path },
+  );
+}

@@ -9,7 +9,7 @@ import { execFile, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { collectErrors, launchBrowser, newContext } from './browser.mjs';
+import { collectErrors, launchBrowser, newContext, publishWhip } from './browser.mjs';
 import { Castd, publishTestStream, terminate, waitFor } from './castd.mjs';
 
 const run = promisify(execFile);
@@ -105,33 +105,7 @@ test('RTMP, SRT and WHIP to three channels at once, each with its ladder; one en
   const page = await ctx.newPage();
   const errors = collectErrors(page);
   await page.goto(castd.url('/c/whip/'));
-  const posted = await page.evaluate(async (key) => {
-    const stream = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 480, frameRate: 30 }, audio: true });
-    const pc = new RTCPeerConnection();
-    const video = pc.addTransceiver(stream.getVideoTracks()[0], { direction: 'sendonly' });
-    pc.addTransceiver(stream.getAudioTracks()[0], { direction: 'sendonly' });
-    const h264 = RTCRtpSender.getCapabilities('video').codecs.filter(
-      (c) => c.mimeType === 'video/H264' && /packetization-mode=1/.test(c.sdpFmtpLine ?? ''),
-    );
-    if (h264.length === 0) return { error: 'this chromium offers no H.264 (packetization-mode 1) for WebRTC' };
-    video.setCodecPreferences(h264);
-    await pc.setLocalDescription(await pc.createOffer());
-    await new Promise((resolve) => {
-      if (pc.iceGatheringState === 'complete') return resolve();
-      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
-      setTimeout(resolve, 3000);
-    });
-    const res = await fetch('/c/whip/whip', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${key}` },
-      body: pc.localDescription.sdp,
-    });
-    const answer = await res.text();
-    if (res.status !== 201) return { status: res.status, answer };
-    await pc.setRemoteDescription({ type: 'answer', sdp: answer });
-    window.whipPc = pc;
-    return { status: res.status, location: res.headers.get('Location') };
-  }, keys.whip);
+  const posted = await publishWhip(page, keys.whip, '/c/whip/whip');
   const diag = () => `\nbrowser errors: ${errors.join('; ') || '(none)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
   assert.ok(!posted.error, posted.error);
   assert.equal(posted.status, 201, `POST /c/whip/whip answered ${posted.status}: ${posted.answer}${diag()}`);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { collectErrors, launchBrowser, newContext } from './browser.mjs';
+import { collectErrors, launchBrowser, newContext, publishWhip } from './browser.mjs';
 import { Castd, sleep, waitFor } from './castd.mjs';
 
 const run = promisify(execFile);
@@ -39,38 +39,6 @@ async function probe(url) {
   return JSON.parse(stdout).streams ?? [];
 }
 
-/** Publish the page's fake camera and microphone over WHIP; resolves with the POST's answer. */
-function publish(page) {
-  return page.evaluate(async (key) => {
-    const stream = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 480, frameRate: 30 }, audio: true });
-    const pc = new RTCPeerConnection();
-    const video = pc.addTransceiver(stream.getVideoTracks()[0], { direction: 'sendonly' });
-    pc.addTransceiver(stream.getAudioTracks()[0], { direction: 'sendonly' });
-    const h264 = RTCRtpSender.getCapabilities('video').codecs.filter(
-      (c) => c.mimeType === 'video/H264' && /packetization-mode=1/.test(c.sdpFmtpLine ?? ''),
-    );
-    if (h264.length === 0) return { error: 'this chromium offers no H.264 (packetization-mode 1) for WebRTC' };
-    video.setCodecPreferences(h264);
-    await pc.setLocalDescription(await pc.createOffer());
-    // No trickle ICE: wait for the candidates (at most 3 s) and send them in the offer.
-    await new Promise((resolve) => {
-      if (pc.iceGatheringState === 'complete') return resolve();
-      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
-      setTimeout(resolve, 3000);
-    });
-    const res = await fetch('/whip', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/sdp', Authorization: `Bearer ${key}` },
-      body: pc.localDescription.sdp,
-    });
-    const answer = await res.text();
-    if (res.status !== 201) return { status: res.status, answer };
-    await pc.setRemoteDescription({ type: 'answer', sdp: answer });
-    window.whipPc = pc;
-    return { status: res.status, location: res.headers.get('Location'), contentType: res.headers.get('Content-Type'), etag: res.headers.get('ETag') };
-  }, STREAM_KEY);
-}
-
 test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE ends it', { timeout: 180_000 }, async () => {
   await castd.setConfig('video/streamoutputvariants', [
     { name: 'source', videoPassthrough: true, audioPassthrough: true, videoBitrate: 0, framerate: 30 },
@@ -83,7 +51,7 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
   const errors = collectErrors(page);
   // Same origin as the endpoint; getUserMedia needs a secure context, which 127.0.0.1 is.
   await page.goto(castd.url('/'));
-  const posted = await publish(page);
+  const posted = await publishWhip(page, STREAM_KEY);
   const publishedAt = Date.now();
   const diag = () => `\nbrowser errors: ${errors.join('; ') || '(none)'}\ncastd log (tail):\n${castd.log.slice(-30).join('\n')}`;
   assert.ok(!posted.error, posted.error);
@@ -152,7 +120,7 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
 
   // Publish again: the admin's disconnect ends a WHIP publish too (the browser sees its connection end).
   await page.evaluate(() => window.whipPc.close());
-  const again = await publish(page);
+  const again = await publishWhip(page, STREAM_KEY);
   assert.equal(again.status, 201, `second POST /whip: ${again.status} ${again.answer}${diag()}`);
   await waitFor(async () => (await castd.getJson('/api/status')).online === true, { timeoutMs: 30_000, message: 'online again' });
   const disconnect = await castd.fetch('/api/admin/disconnect', { admin: true });
