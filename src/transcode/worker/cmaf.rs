@@ -242,7 +242,7 @@ impl Cmaf {
 
     /// Write a video packet (timestamps in `from_tb`) into stream `ost`, cutting parts and segments
     /// before it as needed.
-    pub fn write_video(&mut self, mut pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
+    pub fn write_video(&mut self, pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
         self.v_ost = ost;
         let ts = pkt.dts().or(pkt.pts()).unwrap_or(0);
         let t = ts as f64 * f64::from(from_tb);
@@ -267,19 +267,19 @@ impl Cmaf {
             }
         }
         self.last_video = self.last_video.max(t);
-        let tb = self.octx.stream(ost).map(|s| s.time_base()).unwrap_or(from_tb);
-        pkt.rescale_ts(from_tb, tb);
-        pkt.set_stream(ost);
-        pkt.set_position(-1);
-        pkt.write(&mut self.octx)?;
-        Ok(())
+        self.put(pkt, from_tb, ost)
     }
 
     /// Write an audio packet; dropped until the header is written.
-    pub fn write_audio(&mut self, mut pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
+    pub fn write_audio(&mut self, pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
         if !self.header {
             return Ok(());
         }
+        self.put(pkt, from_tb, ost)
+    }
+
+    /// Write `pkt` to output stream `ost`, its timestamps from `from_tb` into that stream's time base.
+    fn put(&mut self, mut pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
         let tb = self.octx.stream(ost).map(|s| s.time_base()).unwrap_or(from_tb);
         pkt.rescale_ts(from_tb, tb);
         pkt.set_stream(ost);
