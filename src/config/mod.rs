@@ -2,7 +2,7 @@
 //!
 //! `Settings` is the whole configuration the owner controls through the admin API, made of one section
 //! per feature (one file each: `instance`, `server`, `ingest`, `directory`, `video`, `chat`,
-//! `federation`, `notifications`, `storage`, `schedule`, `webrtc`, `simulcast`, `replay`). The sections are flattened, so every field of a section is
+//! `federation`, `notifications`, `storage`, `schedule`, `webrtc`, `simulcast`, `replay`, `access`). The sections are flattened, so every field of a section is
 //! one top-level camelCase key, the key under which the settings store (`store::settings`) persists it:
 //! a field added later simply takes its default on an existing database. The section types live here,
 //! below every feature, because features read each other's settings; each feature owns its section's
@@ -11,6 +11,7 @@
 //! [`Settings::changed_sections`] says which of them differ between two settings values (what the
 //! settings store announces after an update).
 
+pub mod access;
 pub mod chat;
 pub mod directory;
 pub mod federation;
@@ -28,6 +29,7 @@ pub mod webrtc;
 
 use serde::{Deserialize, Serialize};
 
+pub use access::{AccessSettings, HookSettings, JwtSettings, PrivatePosts, Visibility};
 pub use chat::{ChatSettings, MAX_SOCKET_PAYLOAD_SIZE};
 pub use directory::{DirectorySettings, DEFAULT_DIRECTORY_URL};
 pub use federation::FederationSettings;
@@ -78,6 +80,8 @@ pub struct Settings {
     pub simulcast: SimulcastSettings,
     #[serde(flatten)]
     pub replay: ReplaySettings,
+    #[serde(flatten)]
+    pub access: AccessSettings,
 }
 
 /// One section of [`Settings`] (one per field of it).
@@ -97,11 +101,12 @@ pub enum Section {
     WebRtc,
     Simulcast,
     Replay,
+    Access,
 }
 
 impl Section {
     /// Every section, in `Settings`' order.
-    pub const ALL: [Section; 13] = [
+    pub const ALL: [Section; 14] = [
         Section::Instance,
         Section::Server,
         Section::Ingest,
@@ -115,6 +120,7 @@ impl Section {
         Section::WebRtc,
         Section::Simulcast,
         Section::Replay,
+        Section::Access,
     ];
 
     const fn bit(self) -> u16 {
@@ -189,6 +195,7 @@ impl Settings {
             webrtc,
             simulcast,
             replay,
+            access,
         } = self;
         let mut out = Sections::empty();
         let mut differs = |section, changed: bool| {
@@ -209,6 +216,7 @@ impl Settings {
         differs(Section::WebRtc, *webrtc != other.webrtc);
         differs(Section::Simulcast, *simulcast != other.simulcast);
         differs(Section::Replay, *replay != other.replay);
+        differs(Section::Access, *access != other.access);
         out
     }
 
@@ -270,7 +278,7 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 77, "{:?}", map.keys().collect::<Vec<_>>());
+        assert_eq!(map.len(), 82, "{:?}", map.keys().collect::<Vec<_>>());
         for key in [
             "name",
             "adminPasswordHash",
@@ -343,6 +351,7 @@ mod tests {
                     Section::WebRtc => serde_json::to_value(&d.webrtc),
                     Section::Simulcast => serde_json::to_value(&d.simulcast),
                     Section::Replay => serde_json::to_value(&d.replay),
+                    Section::Access => serde_json::to_value(&d.access),
                 };
                 (sec, v.unwrap())
             })

@@ -18,6 +18,7 @@
 
 pub mod auth;
 pub mod files;
+pub mod gate;
 pub mod headers;
 pub mod lanes;
 pub mod openapi;
@@ -405,11 +406,13 @@ pub struct Registry {
     docs: Vec<RouteDoc>,
     schemas: Vec<(String, RefOr<Schema>)>,
     lanes: Vec<(&'static str, Arc<dyn lanes::Lane>)>,
+    gate: Option<Arc<dyn gate::Gate>>,
 }
 
 impl Registry {
     pub fn new(admin: AdminAuth) -> Self {
-        let mut reg = Self { admin, router: Router::new(), docs: Vec::new(), schemas: Vec::new(), lanes: Vec::new() };
+        let mut reg =
+            Self { admin, router: Router::new(), docs: Vec::new(), schemas: Vec::new(), lanes: Vec::new(), gate: None };
         reg.schema::<StatusResponse>();
         // Served by `into_router`; documented from the start so every document lists it.
         reg.docs.push(RouteDoc {
@@ -443,6 +446,11 @@ impl Registry {
     /// lane speeds up must be registered too, and answer the same.
     pub fn lane(&mut self, prefix: &'static str, lane: Arc<dyn lanes::Lane>) {
         self.lanes.push((prefix, lane));
+    }
+
+    /// Put `gate` in front of every route and lane (a channel's viewer gate: `http::gate`).
+    pub fn gate(&mut self, gate: Arc<dyn gate::Gate>) {
+        self.gate = Some(gate);
     }
 
     /// Record a request or response schema under its type name for the OpenAPI components.
@@ -485,13 +493,21 @@ impl Registry {
     #[allow(clippy::type_complexity)]
     fn into_service_parts(self) -> (Router, Vec<(&'static str, Arc<dyn lanes::Lane>)>) {
         let doc = Arc::new(self.document());
-        let router = self
-            .router
-            .route(OPENAPI_PATH, axum::routing::get(openapi::serve).with_state(doc))
-            .fallback(not_found)
-            .layer(middleware::from_fn(conventions))
-            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
-        (router, self.lanes)
+        let mut router =
+            self.router.route(OPENAPI_PATH, axum::routing::get(openapi::serve).with_state(doc)).fallback(not_found);
+        let mut lanes = self.lanes;
+        if let Some(g) = self.gate {
+            router = router.layer(middleware::from_fn_with_state(g.clone(), gate::middleware));
+            lanes = lanes
+                .into_iter()
+                .map(|(prefix, lane)| {
+                    let gated: Arc<dyn lanes::Lane> = Arc::new(gate::GatedLane { gate: g.clone(), lane });
+                    (prefix, gated)
+                })
+                .collect();
+        }
+        let router = router.layer(middleware::from_fn(conventions)).layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+        (router, lanes)
     }
 }
 

@@ -1,0 +1,240 @@
+//! The viewer gate's seam: what stands in front of every way out of a channel that is not public.
+//!
+//! A channel's [`Gate`] (the `access` feature's) sees every request of the channel's router and of its
+//! fast lanes before the handler does. While the channel is public and no admission hook asks about
+//! viewers, [`Gate::open`] says so and requests go straight through (one atomic load on the HLS hot
+//! path). Otherwise [`Gate::admit`] either answers the request itself (401/403 with a
+//! `StatusResponse`, a redirect to the viewer page) or admits it, with the viewer's [`ViewerPass`] in
+//! the request's extensions for the handlers that keep a connection open (chat sockets, WHEP sessions:
+//! they end when [`ViewerPass::ended`] resolves) or that read who the viewer is (chat sign-in with a
+//! JWT's name).
+//!
+//! Players that send no cookie (VLC, mpv, smart TVs) carry the pass in the query (`?pass=`): the gate
+//! then asks for it to be written into every URI of the playlists it serves ([`carry_query`]), so the
+//! player's next requests carry it too.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use tokio_util::sync::CancellationToken;
+
+use super::lanes::{Lane, LaneFuture};
+
+/// Largest playlist the gate rewrites (a longer one is served as it is).
+const MAX_PLAYLIST_BYTES: usize = 4 * 1024 * 1024;
+
+/// A viewer's pass, as the gate admitted it (in the request's extensions).
+#[derive(Debug, Clone)]
+pub struct ViewerPass {
+    /// Who holds it: `password:<id>`, `invite:<id>`, `jwt:<sub>` (for logs and the admission hook).
+    pub subject: String,
+    /// The chat display name the pass carries (a JWT's name claim), if any.
+    pub name: Option<String>,
+    /// When it expires, Unix seconds.
+    pub expires_at: i64,
+    /// Cancelled when the pass stops being valid before it expires: its password or invite link was
+    /// revoked, the JWT issuer changed, or the channel's signing key was rotated.
+    pub revoked: CancellationToken,
+}
+
+impl ViewerPass {
+    /// Resolves when the pass ends: revoked, or expired.
+    pub async fn ended(&self) {
+        let now = chrono::Utc::now().timestamp();
+        let left = std::time::Duration::from_secs(self.expires_at.saturating_sub(now).max(0) as u64);
+        tokio::select! {
+            _ = self.revoked.cancelled() => {}
+            _ = tokio::time::sleep(left) => {}
+        }
+    }
+}
+
+/// What the gate lets through with a request.
+#[derive(Debug, Default)]
+pub struct Admitted {
+    /// The viewer's pass (none on a channel without passes).
+    pub pass: Option<ViewerPass>,
+    /// A query (`pass=...`) to write into every URI of a playlist answer (the pass came in the query).
+    pub carry: Option<String>,
+    /// A `Set-Cookie` to add to the answer (a pass was just issued: invite link, JWT).
+    pub cookie: Option<HeaderValue>,
+}
+
+/// What [`Gate::admit`] returns.
+pub type GateFuture<'a> = Pin<Box<dyn Future<Output = Result<Admitted, Response>> + Send + 'a>>;
+
+/// The check in front of a channel's ways out (see the module doc).
+pub trait Gate: Send + Sync + 'static {
+    /// Nothing to check at the moment: every request goes straight through.
+    fn open(&self) -> bool;
+    /// Admit the request (`peer`: the connection's address) or answer it.
+    fn admit<'a>(&'a self, parts: &'a Parts, peer: Option<SocketAddr>) -> GateFuture<'a>;
+}
+
+/// The router's middleware for a gate (`Registry::gate`).
+pub async fn middleware(State(gate): State<Arc<dyn Gate>>, req: Request, next: Next) -> Response {
+    if gate.open() {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let admitted = match gate.admit(&parts, peer).await {
+        Ok(a) => a,
+        Err(resp) => return resp,
+    };
+    let mut req = Request::from_parts(parts, body);
+    if let Some(pass) = admitted.pass.clone() {
+        req.extensions_mut().insert(pass);
+    }
+    finish(next.run(req).await, admitted).await
+}
+
+/// A fast lane behind a gate (`Registry::gate` wraps every lane in one).
+pub struct GatedLane {
+    pub gate: Arc<dyn Gate>,
+    pub lane: Arc<dyn Lane>,
+}
+
+impl Lane for GatedLane {
+    fn serve(&self, req: Request, peer: SocketAddr) -> LaneFuture {
+        if self.gate.open() {
+            return self.lane.serve(req, peer);
+        }
+        let (gate, lane) = (self.gate.clone(), self.lane.clone());
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let admitted = match gate.admit(&parts, Some(peer)).await {
+                Ok(a) => a,
+                Err(resp) => return resp,
+            };
+            let mut req = Request::from_parts(parts, body);
+            if let Some(pass) = admitted.pass.clone() {
+                req.extensions_mut().insert(pass);
+            }
+            finish(lane.serve(req, peer).await, admitted).await
+        })
+    }
+}
+
+/// Add what the gate asked for to an admitted request's answer: the cookie, the pass in the
+/// playlist's URIs.
+async fn finish(mut resp: Response, admitted: Admitted) -> Response {
+    if let Some(cookie) = admitted.cookie {
+        resp.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    let Some(carry) = admitted.carry else { return resp };
+    let is_playlist = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.to_ascii_lowercase().contains("mpegurl"));
+    if !is_playlist || !resp.status().is_success() {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_PLAYLIST_BYTES).await else {
+        parts.status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+        return Response::from_parts(parts, Body::empty());
+    };
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => carry_query(t, &carry),
+        Err(_) => return Response::from_parts(parts, Body::from(bytes)),
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    // What a cache may keep differs per pass now.
+    parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+    Response::from_parts(parts, Body::from(text))
+}
+
+/// `playlist` with `query` added to every URI in it: the URI lines and the `URI="..."` attributes
+/// (`EXT-X-MAP`, `EXT-X-MEDIA`, `EXT-X-PART`, `EXT-X-PRELOAD-HINT`, `EXT-X-RENDITION-REPORT`, ...).
+pub fn carry_query(playlist: &str, query: &str) -> String {
+    let mut out = String::with_capacity(playlist.len() + 64 * query.len().min(256));
+    for line in playlist.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => match b.strip_suffix('\r') {
+                Some(b2) => (b2, "\r\n"),
+                None => (b, "\n"),
+            },
+            None => (line, ""),
+        };
+        if body.is_empty() {
+            out.push_str(end);
+        } else if body.starts_with('#') {
+            out.push_str(&carry_in_attributes(body, query));
+            out.push_str(end);
+        } else {
+            out.push_str(&with_query(body.trim(), query));
+            out.push_str(end);
+        }
+    }
+    out
+}
+
+fn with_query(uri: &str, query: &str) -> String {
+    let (base, fragment) = match uri.find('#') {
+        Some(i) => (&uri[..i], &uri[i..]),
+        None => (uri, ""),
+    };
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}{query}{fragment}")
+}
+
+fn carry_in_attributes(tag: &str, query: &str) -> String {
+    const ATTR: &str = "URI=\"";
+    let mut out = String::with_capacity(tag.len() + query.len() + 8);
+    let mut rest = tag;
+    while let Some(i) = rest.find(ATTR) {
+        // `URI=` as an attribute name of its own, not the tail of another name.
+        let own = i == 0 || matches!(rest.as_bytes()[i - 1], b',' | b':');
+        let start = i + ATTR.len();
+        let Some(len) = rest[start..].find('"') else { break };
+        out.push_str(&rest[..start]);
+        let uri = &rest[start..start + len];
+        if own && !uri.is_empty() {
+            out.push_str(&with_query(uri, query));
+        } else {
+            out.push_str(uri);
+        }
+        rest = &rest[start + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pass_is_carried_into_every_uri_of_a_playlist() {
+        let master = "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-STREAM-INF:BANDWIDTH=1200000\n0/stream.m3u8\n\
+                      #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",URI=\"a/stream.m3u8\"\n";
+        let got = carry_query(master, "pass=P");
+        assert!(got.contains("\n0/stream.m3u8?pass=P\n"), "{got}");
+        assert!(got.contains("URI=\"a/stream.m3u8?pass=P\""), "{got}");
+        let ll = "#EXTM3U\r\n#EXT-X-MAP:URI=\"init.mp4\"\r\n#EXT-X-PART:DURATION=0.5,URI=\"p1.m4s?x=1\"\r\n\
+                  #EXTINF:2.0,\r\nseg1.m4s\r\n#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"p2.m4s\"\r\n\
+                  #EXT-X-RENDITION-REPORT:URI=\"../1/stream.m3u8\",LAST-MSN=4\r\n";
+        let got = carry_query(ll, "pass=P");
+        for want in [
+            "URI=\"init.mp4?pass=P\"",
+            "URI=\"p1.m4s?x=1&pass=P\"",
+            "\r\nseg1.m4s?pass=P\r\n",
+            "URI=\"p2.m4s?pass=P\"",
+            "URI=\"../1/stream.m3u8?pass=P\",LAST-MSN=4",
+        ] {
+            assert!(got.contains(want), "{want} in {got}");
+        }
+        assert!(got.starts_with("#EXTM3U\r\n"));
+        assert_eq!(carry_query("#EXT-X-KEY:METHOD=NONE,XURI=\"k\"\n", "pass=P"), "#EXT-X-KEY:METHOD=NONE,XURI=\"k\"\n");
+    }
+}
