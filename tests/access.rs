@@ -376,3 +376,63 @@ fn access_settings_are_validated_and_masked() {
     let r = t.post_json("/api/admin/viewer/passwords/create", &json!({"password": "x"}));
     assert_eq!(r.status().as_u16(), 401);
 }
+
+each_channel!(ll_hls_parts_and_hints_carry_the_pass);
+
+/// LL-HLS: with `?pass=`, the media playlist's parts, preload hint, map and rendition reports carry it,
+/// a blocking reload with it is answered, and every URI it names is served with it and refused without.
+fn ll_hls_parts_and_hints_carry_the_pass(on: On) {
+    let server = common::Server::start();
+    let t = on.of(&server);
+    t.set(
+        "video/streamoutputvariants",
+        json!([{"name": "180p", "scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 200, "framerate": 15,
+                "cpuUsageLevel": 0, "audioPassthrough": true}]),
+    );
+    t.set("video/streamlatencylevel", json!(0));
+    make_private(&t, "low latency");
+    let pass = pass_of(unlock(&t, "low latency"));
+    let key = t.stream_key();
+    let mut ff =
+        publish_to(&format!("rtmp://127.0.0.1:{}/live/{key}", server.rtmp_port.unwrap()), "flv", "320x180", 25);
+    let playlist = t
+        .wait_for(Duration::from_secs(40), || {
+            let text = get_via(&t, "/hls/0/stream.m3u8", &pass, Via::Query).text().ok()?;
+            (text.contains("#EXT-X-PART:") && text.contains("#EXT-X-PRELOAD-HINT")).then_some(text)
+        })
+        .expect("an LL-HLS playlist");
+    assert_needs_pass(t.get("/hls/0/stream.m3u8"), "the LL-HLS playlist");
+    let mut uris = Vec::new();
+    for line in playlist.lines() {
+        if let Some(rest) = line.split("URI=\"").nth(1) {
+            uris.push(rest.split('"').next().unwrap().to_string());
+        } else if !line.starts_with('#') && !line.trim().is_empty() {
+            uris.push(line.trim().to_string());
+        }
+    }
+    assert!(uris.len() >= 3, "{playlist}");
+    for uri in &uris {
+        assert!(uri.contains(&format!("pass={pass}")), "{uri} carries the pass:\n{playlist}");
+    }
+    // Every part and segment named (not the preload hint, which may not exist yet) is served with the
+    // pass it carries, and refused without it.
+    let hint = playlist.lines().find(|l| l.starts_with("#EXT-X-PRELOAD-HINT")).unwrap();
+    for uri in uris.iter().filter(|u| !hint.contains(u.as_str())).take(4) {
+        let path = format!("/hls/0/{uri}");
+        let r = t.get(&path);
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        let bare = path.replace(&format!("pass={pass}"), "").replace("?&", "?");
+        assert_needs_pass(t.get(bare.trim_end_matches('?')), &bare);
+    }
+    // A blocking reload for the next part, with the pass in the query.
+    let msn: u64 = playlist
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-MEDIA-SEQUENCE:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    let segs = playlist.lines().filter(|l| l.starts_with("#EXTINF")).count() as u64;
+    let r = get_via(&t, &format!("/hls/0/stream.m3u8?_HLS_msn={}&_HLS_part=0", msn + segs + 1), &pass, Via::Query);
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.text().unwrap().contains(&format!("pass={pass}")));
+    let _ = wait_exit(&mut ff, Duration::from_secs(40));
+}
