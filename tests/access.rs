@@ -436,3 +436,40 @@ fn ll_hls_parts_and_hints_carry_the_pass(on: On) {
     assert!(r.text().unwrap().contains(&format!("pass={pass}")));
     let _ = wait_exit(&mut ff, Duration::from_secs(40));
 }
+
+/// The channel list: an unlisted channel is not in it; a password channel is, with its name and whether
+/// it is live, but not its title, thumbnail or viewers; the server admin's list shows every visibility,
+/// which lives in the channel's own settings (the channel's `visibility` setter and the server admin's
+/// `channels/update` change the same thing).
+#[test]
+fn the_channel_list_shows_what_each_visibility_allows() {
+    let server = common::Server::start();
+    let create = |slug: &str, visibility: &str| {
+        let body = json!({"slug": slug, "name": slug.to_uppercase(), "adminPassword": common::target::channel_password(slug), "visibility": visibility});
+        assert_eq!(server.admin_post("/api/admin/channels/create", &body).status().as_u16(), 200, "{slug}");
+    };
+    create("open", "public");
+    create("hidden", "unlisted");
+    create("club", "password");
+    server.channel("club").set("streamtitle", json!("Members only"));
+    let list = server.get_json("/api/channels");
+    let slugs: Vec<&str> = list.as_array().unwrap().iter().map(|c| c["slug"].as_str().unwrap()).collect();
+    assert!(slugs.contains(&"open") && slugs.contains(&"club") && !slugs.contains(&"hidden"), "{list}");
+    let club = list.as_array().unwrap().iter().find(|c| c["slug"] == "club").unwrap();
+    assert_eq!(club["visibility"], "password");
+    assert_eq!(club["streamTitle"], "");
+    assert_eq!(club["thumbnail"], "");
+    assert_eq!(server.channel("club").admin_json("/api/admin/serverconfig")["access"]["visibility"], "password");
+    // The channel's own setter and the server admin's update are one setting.
+    server.channel("hidden").set("visibility", json!("public"));
+    let admin = server.admin_json("/api/admin/channels");
+    let hidden = admin.as_array().unwrap().iter().find(|c| c["slug"] == "hidden").unwrap();
+    assert_eq!(hidden["visibility"], "public");
+    let r = server.admin_post("/api/admin/channels/update", &json!({"slug": "open", "visibility": "unlisted"}));
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(server.channel("open").admin_json("/api/admin/serverconfig")["access"]["visibility"], "unlisted");
+    // The default channel follows its own setting too.
+    server.set("visibility", json!("unlisted"));
+    let list = server.get_json("/api/channels");
+    assert!(!list.as_array().unwrap().iter().any(|c| c["slug"] == "default"), "{list}");
+}

@@ -460,6 +460,9 @@ pub fn key_taken(keys: Arc<Keys>, except: ChannelId) -> crate::api::KeyTaken {
     })
 }
 
+/// The settings key of the channel's visibility (`AccessSettings::visibility`).
+const VISIBILITY_KEY: &str = "visibility";
+
 /// The settings key of the fediverse user name (`FederationSettings::federation_username`).
 const FEDERATION_USERNAME_KEY: &str = "federationUsername";
 
@@ -543,7 +546,12 @@ impl DaemonHost {
                 }))
             }
         };
+        // A channel made before its visibility was a setting of its own takes the table's.
+        let visibility = (!settings.is_stored(VISIBILITY_KEY)?).then_some(row.visibility);
         settings.update_blocking(|s| {
+            if let Some(v) = visibility {
+                s.access.visibility = v;
+            }
             if let Some(username) = username {
                 s.federation.federation_username = username;
             }
