@@ -175,6 +175,12 @@ fn every_way_out_needs_a_pass(on: On) {
             assert_eq!(r.status().as_u16(), 200, "{way} with the pass as {via:?}");
         }
     }
+    // What a pass holder gets is not for shared caches.
+    for way in [segment.as_str(), "/hls/1/stream.m3u8"] {
+        let r = with(way);
+        let cc = r.headers().get("cache-control").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        assert!(cc.starts_with("private"), "{way}: Cache-Control {cc}");
+    }
     // The status with a pass: all of it.
     let full: Value = with("/api/status").json().unwrap();
     assert_eq!(full["online"], true);
