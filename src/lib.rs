@@ -155,6 +155,8 @@
 //!   the server admin's channel routes (`/api/admin/channels`), the public list (`/api/channels`) and the
 //!   dispatcher that hands `/c/{slug}/...` to a channel's own router. Each channel is a stack of the
 //!   features above, built by the composition root through `channels::ChannelHost`. Uses nothing else.
+//! - [`access`]: private channels (a placeholder bullet of the JWT/hook lane until the lead's lands): the
+//!   viewer JWT check (`access::jwt`) and the admission hook client (`access::hook`). Uses nothing else.
 //! - [`public_files`]: `/public/*`, the files of `<data-dir>/public`.
 //! - [`web`]: the embedded web UI (viewer page, admin dashboard, embeds, platform icons).
 //!
@@ -166,6 +168,7 @@
 //! merges the routers
 //! and runs the lifecycle (including the orderly shutdown on SIGTERM).
 
+pub mod access;
 pub mod api;
 pub mod channels;
 pub mod chat;
