@@ -243,10 +243,13 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
+    /// The last request: its signature header and body.
+    type Last = Option<(Option<String>, Vec<u8>)>;
+
     #[derive(Clone, Default)]
     struct Seen {
         calls: Arc<AtomicUsize>,
-        last: Arc<parking_lot::Mutex<Option<(Option<String>, Vec<u8>)>>>,
+        last: Arc<parking_lot::Mutex<Last>>,
     }
 
     /// A receiver: subject "ok" is allowed, "json" denied with a JSON reason, "text" with a text one,
