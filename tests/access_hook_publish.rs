@@ -4,7 +4,7 @@
 //! the denied publisher is refused in the handshake with that reason, the allowed one goes live; each
 //! request is signed (`X-Castd-Signature`) with the hook's secret and carries the key's comment, never
 //! the key. A channel's own hook is asked for its keys, and a hook that does not answer lets a valid
-//! key in (fail open), with a warning in the log.
+//! key in (fail open), with a warning in the log. WHIP is refused with a 403 and the reason.
 
 mod common;
 
@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::media::{publish, wait_exit};
+use common::sdp::{error_of, whip_offer};
 use common::Server;
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
@@ -129,6 +130,9 @@ fn the_publish_hook_allows_one_key_and_refuses_another_and_fails_open() {
         "the reason is logged:\n{}",
         server.log_text()
     );
+    // Over WHIP too: a 403 with the hook's reason.
+    let whip = common::sdp::post(&server, "/whip", Some(MALLORY_KEY), "application/sdp", whip_offer("H264"));
+    assert_eq!(error_of(whip), (403, "no ticket for this stream".to_string()));
     // The club's key: the club's own hook is asked (and refuses).
     refused(&server, club_key, "/c/club");
     assert!(server.log_text().contains("the club is closed"), "{}", server.log_text());
@@ -170,7 +174,7 @@ fn the_publish_hook_allows_one_key_and_refuses_another_and_fails_open() {
             (channel, v["subject"].as_str().unwrap_or_default().to_string())
         })
         .collect();
-    let want = [("default", "mallory"), ("club", "club encoder"), ("default", "alice")];
+    let want = [("default", "mallory"), ("default", "mallory"), ("club", "club encoder"), ("default", "alice")];
     let want: Vec<(String, String)> = want.iter().map(|(c, s)| (c.to_string(), s.to_string())).collect();
     assert_eq!(subjects, want);
 }
