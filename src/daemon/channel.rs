@@ -269,7 +269,8 @@ impl ChannelStack {
             webrtc: Default::default(),
             per_address: crate::whep::per_address_caps(),
         });
-        let access = crate::access::Access::open(id.clone(), store.clone(), settings.clone(), stream.clone())?;
+        let access =
+            crate::access::Access::open(id.clone(), store.clone(), settings.clone(), stream.clone(), admin.clone())?;
         Ok(ChannelStack {
             id,
             data_dir,
@@ -504,6 +505,9 @@ pub fn publish_check(keys: Arc<Keys>) -> crate::ingest::PublishCheck {
     })
 }
 
+/// The settings key of the channel's visibility (`AccessSettings::visibility`).
+const VISIBILITY_KEY: &str = "visibility";
+
 /// The settings key of the fediverse user name (`FederationSettings::federation_username`).
 const FEDERATION_USERNAME_KEY: &str = "federationUsername";
 
@@ -587,7 +591,12 @@ impl DaemonHost {
                 }))
             }
         };
+        // A channel made before its visibility was a setting of its own takes the table's.
+        let visibility = (!settings.is_stored(VISIBILITY_KEY)?).then_some(row.visibility);
         settings.update_blocking(|s| {
+            if let Some(v) = visibility {
+                s.access.visibility = v;
+            }
             if let Some(username) = username {
                 s.federation.federation_username = username;
             }
