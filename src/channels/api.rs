@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use tower::ServiceExt;
 use utoipa::ToSchema;
 
-use super::{db, ChannelRow, Channels, Visibility};
+use super::{db, ChannelRow, ChannelStatus, Channels, Visibility};
 use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse};
 use crate::media::ChannelId;
 
@@ -50,13 +50,44 @@ pub struct AdminChannel {
 pub struct PublicChannel {
     pub slug: String,
     pub name: String,
+    /// `public`, or `password`/`token`: a viewing pass is needed (unlisted channels are not listed).
+    pub visibility: crate::config::Visibility,
     pub online: bool,
+    /// Empty for a channel that needs a viewing pass (its title is for its viewers).
     pub stream_title: String,
     pub viewer_count: u64,
     /// The channel's viewer page.
     pub url: String,
-    /// Its current thumbnail (while live).
+    /// Its current thumbnail (empty for a channel that needs a viewing pass).
     pub thumbnail: String,
+}
+
+impl PublicChannel {
+    /// The list's entry of a channel, or `None` for one that is not listed (unlisted by the server
+    /// admin, or by the channel's own visibility).
+    fn of(slug: &ChannelId, listed: bool, s: ChannelStatus) -> Option<PublicChannel> {
+        if !listed || s.visibility == crate::config::Visibility::Unlisted {
+            return None;
+        }
+        let private = s.visibility.needs_pass();
+        let thumbnail = if private {
+            String::new()
+        } else if slug.is_default() {
+            "/thumbnail.jpg".into()
+        } else {
+            format!("/c/{slug}/thumbnail.jpg")
+        };
+        Some(PublicChannel {
+            slug: slug.to_string(),
+            name: s.name,
+            visibility: s.visibility,
+            online: s.online,
+            stream_title: if private { String::new() } else { s.stream_title },
+            viewer_count: s.viewer_count,
+            url: url_of(slug),
+            thumbnail,
+        })
+    }
 }
 
 /// `POST /api/admin/channels/create`.
@@ -252,32 +283,10 @@ async fn public_list(State(channels): State<Arc<Channels>>) -> Json<Vec<PublicCh
     let mut out = Vec::new();
     let default = channels.default.read().clone();
     if let Some(d) = default {
-        let s = d.status();
-        let id = ChannelId::default_channel();
-        out.push(PublicChannel {
-            slug: id.to_string(),
-            name: s.name,
-            online: s.online,
-            stream_title: s.stream_title,
-            viewer_count: s.viewer_count,
-            url: url_of(&id),
-            thumbnail: "/thumbnail.jpg".into(),
-        });
+        out.extend(PublicChannel::of(&ChannelId::default_channel(), true, d.status()));
     }
     for (row, c) in channels.all() {
-        if row.visibility != Visibility::Public {
-            continue;
-        }
-        let s = c.status();
-        out.push(PublicChannel {
-            url: url_of(&row.slug),
-            thumbnail: format!("/c/{}/thumbnail.jpg", row.slug),
-            slug: row.slug.to_string(),
-            name: s.name,
-            online: s.online,
-            stream_title: s.stream_title,
-            viewer_count: s.viewer_count,
-        });
+        out.extend(PublicChannel::of(&row.slug, row.visibility == Visibility::Public, c.status()));
     }
     // Live first; then by name.
     out.sort_by(|a, b| b.online.cmp(&a.online).then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase())));
