@@ -39,7 +39,6 @@ use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::http::gate::ViewerPass;
@@ -257,7 +256,8 @@ async fn post(
         }
     };
     let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    let ended = CancellationToken::new();
+    // Cancelled when the viewer (the session) is dropped: the watcher of its pass stops then.
+    let ended = tasks.token(Stage::Connections).child_token();
     let viewer = viewer::Viewer::new(
         broadcast.realtime.clone(),
         remote,
