@@ -280,6 +280,14 @@ fn passes_expire_and_end_with_the_key(on: On) {
     assert_needs_pass(get_via(&t, "/api/config", &long, Via::Bearer), "after the key is rotated");
     let fresh = pass_of(unlock(&t, "pw-one"));
     assert_eq!(get_via(&t, "/api/config", &fresh, Via::Bearer).status().as_u16(), 200);
+    // A stale cookie does not hide a good pass in the query.
+    let r = t
+        .client
+        .get(t.url(&format!("/api/config?pass={fresh}")))
+        .header("cookie", format!("{}={long}", cookie_name(&t)))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
     // The short pass was signed with the old key; a new short one expires by itself.
     t.set("viewer/passlifetime", json!(10));
     let short = pass_of(unlock(&t, "pw-one"));

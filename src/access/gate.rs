@@ -140,14 +140,20 @@ fn status_without_pass(online: bool) -> Response {
 }
 
 impl Access {
-    fn carried(&self, parts: &Parts) -> Option<Carried> {
+    /// The passes the request carries, in the order looked at (an old cookie must not hide a good
+    /// `?pass=`).
+    fn carried(&self, parts: &Parts) -> Vec<Carried> {
+        let mut out = Vec::with_capacity(1);
         if let Some(c) = cookie(parts, &self.cookie_name()) {
-            return Some(Carried::Cookie(c.to_string()));
+            out.push(Carried::Cookie(c.to_string()));
         }
         if let Some(q) = parts.uri.query().and_then(|q| query_param(q, "pass")) {
-            return Some(Carried::Query(q.into_owned()));
+            out.push(Carried::Query(q.into_owned()));
         }
-        bearer(parts).filter(|b| b.starts_with(super::pass::PREFIX)).map(|b| Carried::Bearer(b.to_string()))
+        if let Some(b) = bearer(parts).filter(|b| b.starts_with(super::pass::PREFIX)) {
+            out.push(Carried::Bearer(b.to_string()));
+        }
+        out
     }
 
     /// The page the viewer is sent to: the same path without `?invite=`/`?jwt=`.
@@ -173,20 +179,17 @@ impl Access {
         let mut admitted = Admitted::default();
 
         // The pass the request carries, if it is valid.
-        let mut from_query = false;
-        if let Some(carried) = self.carried(parts) {
-            let text = match carried {
-                Carried::Cookie(t) | Carried::Bearer(t) => t,
-                Carried::Query(t) => {
-                    from_query = true;
-                    t
-                }
+        for carried in self.carried(parts) {
+            let (text, from_query) = match carried {
+                Carried::Cookie(t) | Carried::Bearer(t) => (t, false),
+                Carried::Query(t) => (t, true),
             };
             if let Some(p) = self.check(&text) {
                 admitted.pass = Some(p);
                 if from_query {
                     admitted.carry = Some(format!("pass={}", percent_encoding::utf8_percent_encode(&text, QUERY)));
                 }
+                break;
             }
         }
         // An invite link or a token on the way in: redeemed into a pass (and a cookie).
