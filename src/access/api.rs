@@ -196,9 +196,9 @@ pub struct NewInvite {
     #[serde(default)]
     #[schema(max_length = 200)]
     pub comment: String,
-    /// How long the link works, seconds (60 s to a year; default 7 days).
+    /// How long the link works, seconds (up to a year; 0: until it is revoked; default 7 days).
     #[serde(default)]
-    #[schema(minimum = 60, maximum = 31622400)]
+    #[schema(minimum = 0, maximum = 31622400)]
     pub expires_in_seconds: Option<i64>,
     /// Uses allowed (0 or absent: any number).
     #[serde(default)]
@@ -217,6 +217,9 @@ pub struct CreatedInvite {
     /// RFC 3339.
     pub expires_at: String,
 }
+
+/// The expiry of an invite link that works until it is revoked (9999-12-31T23:59:59Z).
+const NEVER: i64 = 253_402_300_799;
 
 fn comment(c: &str) -> Result<String, ApiError> {
     let c: String = c.trim().chars().filter(|ch| !ch.is_control()).collect();
@@ -262,14 +265,15 @@ async fn create_invite(
     JsonBody(b): JsonBody<NewInvite>,
 ) -> Result<Json<CreatedInvite>, ApiError> {
     let secs = b.expires_in_seconds.unwrap_or(7 * 24 * 3600);
-    if !(60..=366 * 24 * 3600).contains(&secs) {
-        return Err(ApiError::bad("expiresInSeconds is 60 to 31622400"));
+    if !(0..=366 * 24 * 3600).contains(&secs) {
+        return Err(ApiError::bad("expiresInSeconds is 0 (until revoked) to 31622400"));
     }
     let max_uses = b.max_uses.unwrap_or(0);
     if !(0..=1_000_000).contains(&max_uses) {
         return Err(ApiError::bad("maxUses is 0 (any number) to 1000000"));
     }
-    let expires_at = chrono::Utc::now().timestamp() + secs;
+    // "Until revoked": the end of the year 9999 (a date every client can show).
+    let expires_at = if secs == 0 { NEVER } else { chrono::Utc::now().timestamp() + secs };
     let (id, secret) = a.add_invite(comment(&b.comment)?, expires_at, max_uses).await?;
     let server = a.settings.get().server.server_url.trim_end_matches('/').to_string();
     // A channel's server URL already ends with its prefix.
