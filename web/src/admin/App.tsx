@@ -14,6 +14,7 @@ import { Health } from './pages/Health';
 import { Logs } from './pages/Logs';
 import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
+import { Privacy } from './pages/Privacy';
 import { Replays } from './pages/Replays';
 import { Schedule } from './pages/Schedule';
 import { Server } from './pages/Server';
@@ -33,6 +34,7 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   video: Video,
   general: General,
   chat: Chat,
+  privacy: Privacy,
   'access-tokens': AccessTokens,
   webhooks: Webhooks,
   notifications: Notifications,
