@@ -24,7 +24,7 @@ function VisibilityForm({ value }: { value: Visibility }) {
   };
   return (
     <form id="visibility-form" onSubmit={(e) => void save(e)}>
-      <fieldset class="stack">
+      <fieldset>
         <legend>Visibility</legend>
         {VISIBILITY_CHOICES.map((c) => (
           <label key={c.value} class="toggle radio-choice">
@@ -343,14 +343,16 @@ function FederationPosts({ value }: { value: 'followers' | 'none' }) {
   return (
     <div class="config-field" id="federation-posts">
       <label>Go-live posts while the channel is not public</label>
-      <label class="toggle">
-        <input type="radio" name="federation-posts" id="federation-posts-followers" checked={value === 'followers'} onChange={() => void change('followers')} />
-        <span>To followers only (not public)</span>
-      </label>
-      <label class="toggle">
-        <input type="radio" name="federation-posts" id="federation-posts-none" checked={value === 'none'} onChange={() => void change('none')} />
-        <span>None</span>
-      </label>
+      <div>
+        <label class="toggle">
+          <input type="radio" name="federation-posts" id="federation-posts-followers" checked={value === 'followers'} onChange={() => void change('followers')} />
+          <span>To followers only (not public)</span>
+        </label>
+        <label class="toggle">
+          <input type="radio" name="federation-posts" id="federation-posts-none" checked={value === 'none'} onChange={() => void change('none')} />
+          <span>None</span>
+        </label>
+      </div>
       <FormStatus state={state} />
     </div>
   );
