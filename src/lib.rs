@@ -73,6 +73,11 @@
 //! **Features** (each owns its state type, its routes and its start function; "uses" lists the
 //! modules besides the bottom layer it may import, and the handles it is given):
 //! - [`tokens`]: integration access tokens and the Bearer check. Uses nothing else.
+//! - [`access`]: who may watch a channel: its visibility (public, unlisted, password, token), viewing
+//!   passes (HMAC-signed, expiring, revocable) from viewer passwords, invite links and JWTs of the
+//!   operator's site, the admission hook, and the gate in front of every way out of the channel
+//!   (`http::gate`: HLS, LL-HLS, WHEP, chat, status, thumbnails, replays, clips). Uses nothing else.
+//!   Owns the access settings: `access::api` (`visibility`, `viewer/*` setters, serverconfig part).
 //! - [`webhooks`]: outbound webhooks and their reliable delivery (outbox at shutdown). Subscribes to the
 //!   bus; reports deliveries through telemetry.
 //! - [`hardware`]: encoder discovery (probe in child processes; the encoder list is a `watch` it alone
@@ -118,8 +123,8 @@
 //!   settings' setters (`api::setters`) and, on behalf of `transcode` (which sees no HTTP types), the
 //!   video settings' (`api::video`). `GET /api/admin/serverconfig` is assembled from every feature's
 //!   part (`<feature>::settings::server_config`), so `api` uses `chat`, `federation`,
-//!   `notifications`, `storage`, `yp`, `schedule`, `simulcast`, `replays`, `ingest` and `whep` for
-//!   those, `tokens`, and `schedule` for the status' `scheduledEvent`; reads the stream, viewers,
+//!   `notifications`, `storage`, `yp`, `schedule`, `simulcast`, `replays`, `ingest`, `whep` and
+//!   `access` for those, `tokens`, and `schedule` for the status' `scheduledEvent`; reads the stream, viewers,
 //!   health and encoder snapshots it is given.
 //! - [`storage`]: object storage (S3-compatible): uploads of segments (held until uploaded) and playlists,
 //!   deletes of retired segments and leftovers, the admin "Test connection" route. Follows the media feed
@@ -166,6 +171,7 @@
 //! merges the routers
 //! and runs the lifecycle (including the orderly shutdown on SIGTERM).
 
+pub mod access;
 pub mod api;
 pub mod channels;
 pub mod chat;

@@ -187,6 +187,8 @@ pub struct ServerConfig {
     pub simulcast: crate::simulcast::settings::SimulcastConfigPart,
     #[serde(flatten)]
     pub replay: crate::replays::settings::ReplayConfigPart,
+    #[serde(flatten)]
+    pub access: crate::access::api::AccessConfigPart,
 }
 
 /// Calls `$m` with the type of every part of `ServerConfig`, in order.
@@ -206,7 +208,8 @@ macro_rules! server_config_parts {
             crate::schedule::settings::ScheduleConfigPart,
             crate::whep::settings::WebRtcConfigPart,
             crate::simulcast::settings::SimulcastConfigPart,
-            crate::replays::settings::ReplayConfigPart
+            crate::replays::settings::ReplayConfigPart,
+            crate::access::api::AccessConfigPart
         )
     };
 }
@@ -380,6 +383,7 @@ pub fn server_config(server: &Server) -> ServerConfig {
         webrtc: crate::whep::settings::server_config(&s),
         simulcast: crate::simulcast::settings::server_config(&s),
         replay: crate::replays::settings::server_config(&s),
+        access: crate::access::api::server_config(&s),
     }
 }
 

@@ -129,6 +129,8 @@ pub struct ChannelStack {
     pub replays: Arc<Replays>,
     pub hls: Arc<Hls>,
     pub whep: Arc<crate::whep::Whep>,
+    /// Who may watch (the gate in front of the channel's routes).
+    pub access: Arc<crate::access::Access>,
     /// The channel's tasks (a scope of the daemon's for a channel; the daemon's own for the default).
     pub tasks: Tasks,
     /// The server's hardware (a channel's hardware stats; the root adds the server's own routes).
@@ -267,6 +269,7 @@ impl ChannelStack {
             webrtc: Default::default(),
             per_address: crate::whep::per_address_caps(),
         });
+        let access = crate::access::Access::open(id.clone(), store.clone(), settings.clone(), stream.clone())?;
         Ok(ChannelStack {
             id,
             data_dir,
@@ -293,6 +296,7 @@ impl ChannelStack {
             replays,
             hls,
             whep,
+            access,
             tasks,
             hardware: shared.hardware.clone(),
         })
@@ -325,6 +329,9 @@ impl ChannelStack {
         // The channel's pages carry its base path (the default channel's are at the root).
         let base = if self.id.is_default() { String::new() } else { format!("/c/{}", self.id) };
         crate::web::routes(&mut reg, &base);
+        crate::access::api::routes(&mut reg, self.access.clone());
+        // Every way out of the channel passes its gate (nothing to check while it is public).
+        reg.gate(Arc::new(crate::access::gate::ChannelGate(self.access.clone())));
         reg
     }
 
@@ -346,6 +353,7 @@ impl ChannelStack {
         crate::api::warnings::start(self.server.clone(), tasks);
         crate::schedule::start(self.schedule.clone(), tasks);
         crate::metrics::start(self.metrics.clone(), tasks);
+        crate::access::start(self.access.clone(), &self.bus, tasks);
     }
 
     /// WHEP playback on the WebRTC stack (bound by the daemon; none when WebRTC is off).

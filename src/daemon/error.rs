@@ -23,6 +23,8 @@ pub enum DaemonError {
     Replays(#[from] crate::replays::ReplaysError),
     #[error("cluster: {0}")]
     Cluster(#[from] crate::cluster::ClusterError),
+    #[error("access: {0}")]
+    Access(#[from] crate::access::AccessError),
     #[error("channels: {0}")]
     Channels(#[from] crate::channels::ChannelsError),
 }

@@ -71,6 +71,10 @@ pub enum ApiError {
     Unauthorized,
     #[error("unauthorized")]
     UnauthorizedToken,
+    /// 401 with its own message and no challenge: a viewing pass is needed, or the secret given for
+    /// one was wrong (`access`).
+    #[error("{0}")]
+    NeedsPass(String),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -117,7 +121,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match &self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized | ApiError::UnauthorizedToken => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::UnauthorizedToken | ApiError::NeedsPass(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,

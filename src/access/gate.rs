@@ -1,0 +1,284 @@
+//! The channel's gate (`http::gate::Gate`): which requests are ways out that need a viewing pass,
+//! where a pass is read from (the channel's cookie, `?pass=`, `Authorization: Bearer`), what it
+//! answers without one (401 with a `StatusResponse`; the status' `online` alone; a page navigation is
+//! sent to the channel's page, where the viewer is asked for a password), the invite links and tokens
+//! redeemed on the way in (`?invite=`, `?jwt=`, a Bearer JWT), and the admission hook's say on play.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use super::Access;
+use crate::http::gate::{Admitted, Gate, GateFuture, ViewerPass};
+use crate::http::ApiError;
+
+/// What a request is, to the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// Not a way out (its own auth, a page shell, the unlock routes): let through.
+    Open,
+    /// `/api/status`: without a pass, whether the channel is online and nothing else.
+    Status,
+    /// A way out; `play`: the start of watching (master playlist, WHEP offer, chat socket), which the
+    /// admission hook is asked about.
+    Out { play: bool },
+}
+
+/// Paths that are not ways out: the page shells (they show the password prompt), routes with their
+/// own authentication (admin, integrations, publishing, federation's signed requests), the viewer's
+/// unlock routes, and the server's channel list and API document.
+const OPEN_PREFIXES: &[&str] = &[
+    "/api/admin/",
+    "/api/integrations/",
+    "/api/viewer/",
+    "/api/cluster/",
+    "/api/auth/provider/",
+    "/federation/",
+    "/.well-known/",
+    "/assets/",
+    "/admin",
+    "/embed/",
+    "/whip",
+    "/img/platformlogos/",
+];
+const OPEN_PATHS: &[&str] = &[
+    "/",
+    "/index.html",
+    "/logo",
+    "/favicon.ico",
+    "/serviceworker.js",
+    "/channels",
+    "/api/channels",
+    "/api/openapi.json",
+];
+
+/// What `path` (the channel's own, below its prefix) is; `root`: the default channel's router, which
+/// also dispatches `/c/{slug}/...` to the other channels (each with its own gate).
+pub fn way(method: &Method, path: &str, root: bool) -> Way {
+    if root && path.starts_with("/c/") {
+        return Way::Open;
+    }
+    if OPEN_PATHS.contains(&path) || OPEN_PREFIXES.iter().any(|p| path.starts_with(p)) {
+        return Way::Open;
+    }
+    if path == "/api/status" {
+        return Way::Status;
+    }
+    let play = path == "/hls/stream.m3u8" || path == "/ws" || (path == "/whep" && method == Method::POST);
+    Way::Out { play }
+}
+
+/// Where the request carries a pass, in the order looked at.
+enum Carried {
+    Cookie(String),
+    Query(String),
+    Bearer(String),
+}
+
+fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
+    query.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| percent_encoding::percent_decode_str(v).decode_utf8_lossy())
+    })
+}
+
+fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
+    parts.headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|line| {
+        line.split(';').find_map(|c| {
+            let (k, v) = c.trim().split_once('=')?;
+            (k == name).then_some(v)
+        })
+    })
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    let v = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// The query without `names` (what a page is redirected to once its invite or token is redeemed).
+fn without(query: &str, names: &[&str]) -> String {
+    query
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !names.iter().any(|n| kv.split('=').next() == Some(n)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn is_page(parts: &Parts) -> bool {
+    parts.method == Method::GET
+        && parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"))
+}
+
+/// The 401 of a way out without a pass.
+fn needs_pass() -> Response {
+    ApiError::NeedsPass("this channel is private: unlock it on its page first (a viewing pass is needed)".into())
+        .into_response()
+}
+
+/// The 401 of `/api/status` without a pass: the StatusResponse, and whether the channel is online.
+fn status_without_pass(online: bool) -> Response {
+    let body = serde_json::json!({
+        "success": false,
+        "message": "this channel is private: a viewing pass is needed for its details",
+        "online": online,
+    });
+    (StatusCode::UNAUTHORIZED, Json(body)).into_response()
+}
+
+impl Access {
+    fn carried(&self, parts: &Parts) -> Option<Carried> {
+        if let Some(c) = cookie(parts, &self.cookie_name()) {
+            return Some(Carried::Cookie(c.to_string()));
+        }
+        if let Some(q) = parts.uri.query().and_then(|q| query_param(q, "pass")) {
+            return Some(Carried::Query(q.into_owned()));
+        }
+        bearer(parts).filter(|b| b.starts_with(super::pass::PREFIX)).map(|b| Carried::Bearer(b.to_string()))
+    }
+
+    /// The page the viewer is sent to: the same path without `?invite=`/`?jwt=`.
+    fn redirect_without_secret(&self, parts: &Parts, cookie: HeaderValue) -> Response {
+        let query = parts.uri.query().map(|q| without(q, &["invite", "jwt"])).unwrap_or_default();
+        let path = format!("{}{}", self.base, parts.uri.path());
+        let location = if query.is_empty() { path } else { format!("{path}?{query}") };
+        let mut resp = StatusCode::SEE_OTHER.into_response();
+        if let Ok(v) = HeaderValue::from_str(&location) {
+            resp.headers_mut().insert(header::LOCATION, v);
+        }
+        resp.headers_mut().append(header::SET_COOKIE, cookie);
+        resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        resp
+    }
+
+    async fn admit_request(&self, parts: &Parts, peer: Option<SocketAddr>) -> Result<Admitted, Response> {
+        let s = self.settings.get();
+        let vis = s.access.visibility;
+        let way = way(&parts.method, parts.uri.path(), self.channel.is_default());
+        let ip: Option<IpAddr> = peer.map(|p| crate::http::client_ip(p, &parts.headers));
+        let ua = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+        let mut admitted = Admitted::default();
+
+        // The pass the request carries, if it is valid.
+        let mut from_query = false;
+        if let Some(carried) = self.carried(parts) {
+            let text = match carried {
+                Carried::Cookie(t) | Carried::Bearer(t) => t,
+                Carried::Query(t) => {
+                    from_query = true;
+                    t
+                }
+            };
+            if let Some(p) = self.check(&text) {
+                admitted.pass = Some(p);
+                if from_query {
+                    admitted.carry = Some(format!("pass={}", percent_encoding::utf8_percent_encode(&text, QUERY)));
+                }
+            }
+        }
+        // An invite link or a token on the way in: redeemed into a pass (and a cookie).
+        if admitted.pass.is_none() && vis.needs_pass() {
+            let query = parts.uri.query().unwrap_or_default();
+            let issued = if let Some(invite) = query_param(query, "invite") {
+                Some(self.redeem(&invite, ip, ua).await)
+            } else if let Some(jwt) = query_param(query, "jwt") {
+                Some(self.exchange(&jwt, ip, ua).await)
+            } else if let Some(jwt) = bearer(parts).filter(|b| b.matches('.').count() == 2 && b.starts_with("eyJ")) {
+                Some(self.exchange(jwt, ip, ua).await)
+            } else {
+                None
+            };
+            match issued {
+                Some(Ok(issued)) => {
+                    if is_page(parts) {
+                        return Err(self.redirect_without_secret(parts, issued.cookie));
+                    }
+                    admitted.cookie = Some(issued.cookie);
+                    admitted.pass = Some(issued.viewer);
+                }
+                // A page still opens (it shows the prompt and the reason); a way out is refused.
+                Some(Err(e)) if way != Way::Open || !is_page(parts) => return Err(e.into_response()),
+                _ => {}
+            }
+        }
+        match way {
+            Way::Open => return Ok(admitted),
+            Way::Status if vis.needs_pass() && admitted.pass.is_none() => {
+                return Err(status_without_pass(self.online()));
+            }
+            Way::Out { .. } if vis.needs_pass() && admitted.pass.is_none() => {
+                if is_page(parts) {
+                    let mut resp = StatusCode::SEE_OTHER.into_response();
+                    let page = if self.base.is_empty() { "/".to_string() } else { format!("{}/", self.base) };
+                    if let Ok(v) = HeaderValue::from_str(&page) {
+                        resp.headers_mut().insert(header::LOCATION, v);
+                    }
+                    return Err(resp);
+                }
+                return Err(needs_pass());
+            }
+            _ => {}
+        }
+        if let Way::Out { play: true } = way {
+            let subject = admitted.pass.as_ref().map(|p: &ViewerPass| p.subject.as_str());
+            self.admit_play(subject, ip, ua).await.map_err(IntoResponse::into_response)?;
+        }
+        Ok(admitted)
+    }
+}
+
+/// Characters escaped in a pass carried in a query (a pass is base64url and dots: none in practice).
+const QUERY: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// The gate of a channel, for the router and its lanes.
+pub struct ChannelGate(pub Arc<Access>);
+
+impl Gate for ChannelGate {
+    fn open(&self) -> bool {
+        let s = self.0.settings.get();
+        let a = &s.access;
+        !a.visibility.needs_pass() && (a.admission_hook.url.is_empty() || !a.admission_hook.on_play)
+    }
+
+    fn admit<'a>(&'a self, parts: &'a Parts, peer: Option<SocketAddr>) -> GateFuture<'a> {
+        Box::pin(self.0.admit_request(parts, peer))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ways_out_need_a_pass_and_the_rest_is_open() {
+        let get = Method::GET;
+        for open in ["/", "/admin/", "/api/admin/serverconfig", "/api/viewer/unlock", "/assets/x.js", "/whip", "/logo"]
+        {
+            assert_eq!(way(&get, open, false), Way::Open, "{open}");
+        }
+        assert_eq!(way(&get, "/c/music/hls/stream.m3u8", true), Way::Open, "a channel's own gate decides");
+        assert_eq!(way(&get, "/c/music/hls/stream.m3u8", false), Way::Out { play: false });
+        assert_eq!(way(&get, "/api/status", false), Way::Status);
+        for out in
+            ["/hls/0/stream.m3u8", "/hls/0/seg1.ts", "/thumbnail.jpg", "/api/chat", "/api/config", "/api/replays"]
+        {
+            assert_eq!(way(&get, out, false), Way::Out { play: false }, "{out}");
+        }
+        assert_eq!(way(&get, "/hls/stream.m3u8", false), Way::Out { play: true });
+        assert_eq!(way(&get, "/ws", false), Way::Out { play: true });
+        assert_eq!(way(&Method::POST, "/whep", false), Way::Out { play: true });
+    }
+
+    #[test]
+    fn a_redeemed_secret_leaves_the_query() {
+        assert_eq!(without("invite=abc&x=1", &["invite", "jwt"]), "x=1");
+        assert_eq!(without("jwt=a.b.c", &["invite", "jwt"]), "");
+        assert_eq!(query_param("a=1&pass=cp1.x%2Ey", "pass").unwrap(), "cp1.x.y");
+    }
+}

@@ -1,0 +1,455 @@
+//! Viewer access: who may watch a channel. Owns the channel's visibility (`config::access`), its
+//! viewing passes (`pass`: HMAC-signed, expiring, issued for one of the channel's passwords, invite
+//! links or a JWT of the operator's site), the tables behind them (`db`), the JWT verifier (`jwt`),
+//! the admission hook (`hook`), the gate in front of every way out of the channel (`gate`, the
+//! `http::gate::Gate` the composition root puts in front of the channel's router and lanes) and the
+//! routes (`api`: the viewer's unlock, the admin's passwords, invites and settings).
+//!
+//! Revocation is immediate for new requests: a pass names the grant it was issued under, and a grant
+//! that is revoked (password or invite deleted, JWT issuer changed, signing key rotated) is gone from
+//! the set [`Access`] keeps in memory. Connections that stay open (chat sockets, WHEP sessions) hold
+//! the grant's cancellation token in their `ViewerPass` and end when it fires.
+//!
+//! Uses nothing else; given the channel's store, settings, bus and stream state.
+
+pub mod api;
+pub mod db;
+pub mod gate;
+pub mod hook;
+pub mod jwt;
+pub mod pass;
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::http::HeaderValue;
+use parking_lot::{Mutex, RwLock};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{JwtSettings, Visibility};
+use crate::events::{Bus, Event};
+use crate::http::gate::ViewerPass;
+use crate::http::ApiError;
+use crate::media::ChannelId;
+use crate::store::settings::SettingsStore;
+use crate::store::{Store, StoreError};
+use crate::stream::StreamWatch;
+use crate::tasks::{Stage, Tasks};
+use crate::throttle::{Backoff, BackoffConfig};
+
+/// Most viewer passwords a channel keeps (an unlock checks each one's bcrypt hash).
+pub const MAX_PASSWORDS: usize = 20;
+/// Most invite links a channel keeps.
+pub const MAX_INVITES: usize = 1000;
+
+/// Errors of the access feature's setup.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for AccessError {
+    fn from(e: rusqlite::Error) -> Self {
+        AccessError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// A pass just issued: what the viewer is told, and the cookie that carries it.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    pub pass: String,
+    pub expires_at: i64,
+    pub cookie: HeaderValue,
+    pub viewer: ViewerPass,
+}
+
+/// The grants passes may be issued under, and the revocation token of each.
+#[derive(Default)]
+struct Grants {
+    valid: HashSet<String>,
+    tokens: HashMap<String, CancellationToken>,
+}
+
+/// A channel's viewer access (see the module doc).
+pub struct Access {
+    pub channel: ChannelId,
+    /// The channel's path prefix (`""` for the default channel, `/c/{slug}` for the others).
+    pub base: String,
+    pub settings: SettingsStore,
+    store: Store,
+    stream: StreamWatch,
+    key: RwLock<Arc<[u8]>>,
+    grants: Mutex<Grants>,
+    /// Wrong passwords, invites and tokens per address.
+    backoff: Backoff,
+    jwt: jwt::JwtVerifier,
+    hook: hook::AdmissionHook,
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// The grant of the JWT issuer configured now (`j:` and a digest of the issuer's settings): passes
+/// issued for a token end when the issuer is changed.
+pub fn jwt_grant(cfg: &JwtSettings) -> String {
+    let json = serde_json::to_vec(cfg).unwrap_or_default();
+    format!("j:{}", &hex::encode(Sha256::digest(&json))[..12])
+}
+
+impl Access {
+    pub fn open(
+        channel: ChannelId,
+        store: Store,
+        settings: SettingsStore,
+        stream: StreamWatch,
+    ) -> Result<Arc<Access>, AccessError> {
+        store.migrate("access", db::MIGRATIONS)?;
+        let t = now();
+        let (key, valid) = store.with(|c| {
+            let key = db::signing_key(c, t)?;
+            let mut valid = HashSet::new();
+            for p in db::passwords(c)? {
+                valid.insert(format!("p:{}", p.id));
+            }
+            for i in db::invites(c)? {
+                valid.insert(format!("i:{}", i.id));
+            }
+            Ok((key, valid))
+        })?;
+        let base = if channel.is_default() { String::new() } else { format!("/c/{channel}") };
+        Ok(Arc::new(Access {
+            channel,
+            base,
+            settings,
+            store,
+            stream,
+            key: RwLock::new(key.into()),
+            grants: Mutex::new(Grants { valid, tokens: HashMap::new() }),
+            backoff: Backoff::new(BackoffConfig::SECRETS),
+            jwt: jwt::JwtVerifier::new(),
+            hook: hook::AdmissionHook::new(),
+        }))
+    }
+
+    /// The cookie that carries this channel's pass.
+    pub fn cookie_name(&self) -> String {
+        if self.channel.is_default() {
+            "castd_pass".into()
+        } else {
+            format!("castd_pass_{}", self.channel)
+        }
+    }
+
+    fn cookie_path(&self) -> String {
+        if self.base.is_empty() {
+            "/".into()
+        } else {
+            format!("{}/", self.base)
+        }
+    }
+
+    pub fn visibility(&self) -> Visibility {
+        self.settings.get().access.visibility
+    }
+
+    /// Whether the channel is live (a private channel's status says this and nothing else).
+    pub fn online(&self) -> bool {
+        self.stream.borrow().online
+    }
+
+    /// The cookie for `pass`, kept until `expires_at` (an empty pass clears it).
+    pub fn cookie(&self, pass: &str, expires_at: i64) -> HeaderValue {
+        let secure = self.settings.get().server.server_url.starts_with("https://");
+        let max_age = if pass.is_empty() { 0 } else { (expires_at - now()).max(0) };
+        let value = format!(
+            "{}={pass}; Path={}; Max-Age={max_age}; HttpOnly; SameSite=Lax{}",
+            self.cookie_name(),
+            self.cookie_path(),
+            if secure { "; Secure" } else { "" }
+        );
+        // A pass is base64url and dots; the path a slug: always a valid header value.
+        HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
+
+    fn grant_token(&self, grant: &str) -> CancellationToken {
+        self.grants.lock().tokens.entry(grant.to_string()).or_default().clone()
+    }
+
+    /// Issue a pass under `grant`, ending at the pass lifetime or `until`, whichever is sooner.
+    pub fn issue(&self, grant: String, subject: String, name: Option<String>, until: Option<i64>) -> Issued {
+        let t = now();
+        let lifetime =
+            i64::from(self.settings.get().access.viewer_pass_seconds.max(crate::config::access::PASS_SECONDS.0));
+        let expires_at = until.map_or(t + lifetime, |u| u.min(t + lifetime));
+        let claims = pass::Claims {
+            channel: self.channel.to_string(),
+            grant: grant.clone(),
+            subject: subject.clone(),
+            name: name.clone(),
+            expires_at,
+            issued_at: t,
+        };
+        let p = pass::sign(&claims, &self.key.read());
+        let viewer = ViewerPass { subject, name, expires_at, revoked: self.grant_token(&grant) };
+        Issued { cookie: self.cookie(&p, expires_at), pass: p, expires_at, viewer }
+    }
+
+    /// The pass `text` stands for, if it is valid now.
+    pub fn check(&self, text: &str) -> Option<ViewerPass> {
+        let key = self.key.read().clone();
+        let claims = pass::verify(text, &key, self.channel.as_str(), now()).ok()?;
+        let valid = if claims.grant.starts_with("j:") {
+            claims.grant == jwt_grant(&self.settings.get().access.viewer_jwt)
+        } else {
+            self.grants.lock().valid.contains(&claims.grant)
+        };
+        if !valid {
+            return None;
+        }
+        Some(ViewerPass {
+            subject: claims.subject,
+            name: claims.name,
+            expires_at: claims.expires_at,
+            revoked: self.grant_token(&claims.grant),
+        })
+    }
+
+    /// End every pass issued under `grant` (and issue no more under it).
+    fn revoke(&self, grant: &str) {
+        let mut g = self.grants.lock();
+        g.valid.remove(grant);
+        if let Some(t) = g.tokens.remove(grant) {
+            t.cancel();
+        }
+    }
+
+    /// End the passes of every JWT issuer but the one configured now.
+    fn revoke_old_issuers(&self) {
+        let current = jwt_grant(&self.settings.get().access.viewer_jwt);
+        let mut g = self.grants.lock();
+        let old: Vec<String> = g.tokens.keys().filter(|k| k.starts_with("j:") && **k != current).cloned().collect();
+        for k in old {
+            if let Some(t) = g.tokens.remove(&k) {
+                t.cancel();
+            }
+        }
+    }
+
+    /// A new signing key: every pass issued so far ends.
+    pub async fn rotate_key(&self) -> Result<(), ApiError> {
+        let key = self.store.call(|c| db::rotate_key(c, now())).await?;
+        *self.key.write() = key.into();
+        let mut g = self.grants.lock();
+        for (_, t) in g.tokens.drain() {
+            t.cancel();
+        }
+        Ok(())
+    }
+
+    /// Ask the admission hook whether `subject` at `ip` may play (when a hook asks about viewers).
+    /// A hook that cannot be reached denies on a channel that needs a pass and allows on the others.
+    pub async fn admit_play(
+        &self,
+        subject: Option<&str>,
+        ip: Option<IpAddr>,
+        user_agent: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let s = self.settings.get();
+        let cfg = &s.access.admission_hook;
+        if cfg.url.is_empty() || !cfg.on_play {
+            return Ok(());
+        }
+        let req = hook::AdmissionRequest {
+            channel: self.channel.to_string(),
+            action: hook::Action::Play,
+            subject: subject.map(str::to_string),
+            address: ip,
+            user_agent: user_agent.map(str::to_string),
+        };
+        match self.hook.ask(cfg, &req).await {
+            hook::Verdict::Allow => Ok(()),
+            hook::Verdict::Deny(reason) => Err(ApiError::Forbidden(reason)),
+            hook::Verdict::Unreachable(why) if s.access.visibility.needs_pass() => {
+                tracing::warn!(channel = %self.channel, "admission hook unreachable, viewer refused: {why}");
+                Err(ApiError::Unavailable("admission is not available at the moment; try again soon".into()))
+            }
+            hook::Verdict::Unreachable(why) => {
+                tracing::warn!(channel = %self.channel, "admission hook unreachable, viewer allowed (public): {why}");
+                Ok(())
+            }
+        }
+    }
+
+    /// Ask the admission hook whether a publisher may go live (`subject`: the stream key's comment).
+    /// `Err(reason)` when it denies; a hook that cannot be reached allows (the key was valid).
+    pub async fn admit_publish(&self, subject: &str, ip: Option<IpAddr>) -> Result<(), String> {
+        let s = self.settings.get();
+        let cfg = &s.access.admission_hook;
+        if cfg.url.is_empty() || !cfg.on_publish {
+            return Ok(());
+        }
+        let req = hook::AdmissionRequest {
+            channel: self.channel.to_string(),
+            action: hook::Action::Publish,
+            subject: Some(subject.to_string()),
+            address: ip,
+            user_agent: None,
+        };
+        match self.hook.ask(cfg, &req).await {
+            hook::Verdict::Allow => Ok(()),
+            hook::Verdict::Deny(reason) => Err(reason),
+            hook::Verdict::Unreachable(why) => {
+                tracing::warn!(channel = %self.channel, "admission hook unreachable, publisher allowed: {why}");
+                Ok(())
+            }
+        }
+    }
+
+    fn limited(&self, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        match ip {
+            Some(ip) => self.backoff.attempt(ip).map_err(ApiError::from),
+            None => Ok(()),
+        }
+    }
+
+    fn succeeded(&self, ip: Option<IpAddr>) {
+        if let Some(ip) = ip {
+            self.backoff.succeeded(ip);
+        }
+    }
+
+    /// A viewer's password: a pass when it is one of the channel's.
+    pub async fn unlock(&self, password: &str, ip: Option<IpAddr>, ua: Option<&str>) -> Result<Issued, ApiError> {
+        if self.visibility() != Visibility::Password {
+            return Err(ApiError::bad("this channel does not take a password"));
+        }
+        self.limited(ip)?;
+        let rows = self.store.call(|c| db::passwords(c)).await?;
+        let mut found = None;
+        for row in rows {
+            match crate::password::verify_pooled(password, &row.hash).await {
+                Ok(true) => {
+                    found = Some(row.id);
+                    break;
+                }
+                Ok(false) => {}
+                Err(_) => return Err(ApiError::Unavailable("too many sign-ins at once; try again".into())),
+            }
+        }
+        let Some(id) = found else { return Err(ApiError::NeedsPass("wrong password".into())) };
+        self.succeeded(ip);
+        let subject = format!("password:{id}");
+        self.admit_play(Some(&subject), ip, ua).await?;
+        Ok(self.issue(format!("p:{id}"), subject, None, None))
+    }
+
+    /// An invite link's secret: a pass when the link is valid (one use counted).
+    pub async fn redeem(&self, secret: &str, ip: Option<IpAddr>, ua: Option<&str>) -> Result<Issued, ApiError> {
+        self.limited(ip)?;
+        let s = secret.to_string();
+        let t = now();
+        let Some((id, until)) = self.store.call(move |c| db::redeem_invite(c, &s, t)).await? else {
+            return Err(ApiError::NeedsPass("this invite link is not valid (expired, used up or revoked)".into()));
+        };
+        self.succeeded(ip);
+        let subject = format!("invite:{id}");
+        self.admit_play(Some(&subject), ip, ua).await?;
+        Ok(self.issue(format!("i:{id}"), subject, None, Some(until)))
+    }
+
+    /// A token (JWT) of the operator's site: a pass for the member it names.
+    pub async fn exchange(&self, token: &str, ip: Option<IpAddr>, ua: Option<&str>) -> Result<Issued, ApiError> {
+        let s = self.settings.get();
+        let cfg = &s.access.viewer_jwt;
+        if !cfg.configured() {
+            return Err(ApiError::bad("this channel does not take tokens"));
+        }
+        self.limited(ip)?;
+        let member = match self.jwt.verify(cfg, token, now()).await {
+            Ok(m) => m,
+            Err(e) => return Err(ApiError::NeedsPass(format!("the token is not accepted: {e}"))),
+        };
+        self.succeeded(ip);
+        let subject = format!("jwt:{}", member.subject);
+        self.admit_play(Some(&subject), ip, ua).await?;
+        Ok(self.issue(jwt_grant(cfg), subject, member.name, Some(member.expires_at)))
+    }
+
+    pub async fn add_password(&self, password: String, comment: String) -> Result<i64, ApiError> {
+        let hash = match crate::password::hash_pooled(&password).await {
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => return Err(ApiError::bad(e.to_string())),
+            Err(_) => return Err(ApiError::Unavailable("too busy hashing passwords; try again".into())),
+        };
+        let t = now();
+        let id = self
+            .store
+            .call(move |c| {
+                if db::passwords(c)?.len() >= MAX_PASSWORDS {
+                    return Ok(None);
+                }
+                db::add_password(c, &hash, &comment, t).map(Some)
+            })
+            .await?
+            .ok_or_else(|| ApiError::Conflict(format!("a channel keeps at most {MAX_PASSWORDS} viewer passwords")))?;
+        self.grants.lock().valid.insert(format!("p:{id}"));
+        Ok(id)
+    }
+
+    pub async fn delete_password(&self, id: i64) -> Result<bool, ApiError> {
+        let gone = self.store.call(move |c| db::delete_password(c, id)).await?;
+        self.revoke(&format!("p:{id}"));
+        Ok(gone)
+    }
+
+    /// A new invite link: its id and secret.
+    pub async fn add_invite(&self, comment: String, expires_at: i64, max_uses: i64) -> Result<(i64, String), ApiError> {
+        let secret = crate::password::random_token(32);
+        let s = secret.clone();
+        let t = now();
+        let id = self
+            .store
+            .call(move |c| {
+                let live: Vec<_> = db::invites(c)?;
+                if live.len() >= MAX_INVITES {
+                    return Ok(None);
+                }
+                db::add_invite(c, &s, &comment, t, expires_at, max_uses).map(Some)
+            })
+            .await?
+            .ok_or_else(|| ApiError::Conflict(format!("a channel keeps at most {MAX_INVITES} invite links")))?;
+        self.grants.lock().valid.insert(format!("i:{id}"));
+        Ok((id, secret))
+    }
+
+    pub async fn delete_invite(&self, id: i64) -> Result<bool, ApiError> {
+        let gone = self.store.call(move |c| db::delete_invite(c, id)).await?;
+        self.revoke(&format!("i:{id}"));
+        Ok(gone)
+    }
+
+    pub async fn passwords(&self) -> Result<Vec<db::PasswordRow>, ApiError> {
+        Ok(self.store.call(|c| db::passwords(c)).await?)
+    }
+
+    pub async fn invites(&self) -> Result<Vec<db::InviteRow>, ApiError> {
+        Ok(self.store.call(|c| db::invites(c)).await?)
+    }
+}
+
+/// Follow the settings: passes of a JWT issuer that is no longer configured end.
+pub fn start(access: Arc<Access>, bus: &Bus, tasks: &Tasks) {
+    let mut sub = bus.subscribe("access: settings");
+    tasks.spawn_until_stopped(Stage::Background, "access: settings", async move {
+        while let Some(ev) = sub.recv().await {
+            let Event::SettingsChanged(change) = &*ev else { continue };
+            if change.changed(|s| &s.access.viewer_jwt) {
+                access.revoke_old_issuers();
+            }
+        }
+    });
+}
