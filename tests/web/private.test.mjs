@@ -238,7 +238,12 @@ test('a JWT of a local issuer opens a token channel and chats under the name in 
   const ctx = await newContext(browser);
   const page = await ctx.newPage();
   await page.goto(castd.url(`${BASE}/?jwt=${jwt}`));
-  await waitFor(async () => (await page.locator('#stream-title').textContent()) === TITLE, { message: 'the stream title with the token' });
+  try {
+    await waitFor(async () => (await page.locator('#stream-title').textContent({ timeout: 1000 })) === TITLE, { timeoutMs: 15_000, message: 'the stream title with the token' });
+  } catch (e) {
+    const said = await page.locator('#access-message').allTextContents();
+    assert.fail(`${e.message}; the prompt says: ${said.join(' | ') || '(nothing)'}; JWKS fetched ${jwksFetches} times`);
+  }
   assert.ok(jwksFetches >= 1, 'castd fetched the JWKS');
   assert.ok(!new URL(page.url()).searchParams.has('jwt'), 'the token is gone from the address');
   await assertPlays(page, 1);
@@ -268,8 +273,8 @@ test('an admission hook that denies shows its reason on the prompt', { timeout: 
   await page.goto(castd.url(`${BASE}/`));
   await page.locator('#access-password').fill(PASSWORD);
   await page.locator('#access-watch').click();
-  await waitFor(async () => ((await page.locator('#access-message').textContent()) ?? '').includes('Tickets are sold out'), {
-    message: "the hook's reason on the prompt",
+  await waitFor(async () => ((await page.locator('#access-message').textContent({ timeout: 1000 })) ?? '').includes('Tickets are sold out'), {
+    message: `the hook's reason on the prompt (the hook was asked ${asked.length} times)`,
   });
   assert.ok(asked.length >= 1, 'the hook was asked');
   assert.equal(await page.locator('video').count(), 0, 'no player');
