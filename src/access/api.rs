@@ -273,6 +273,11 @@ async fn delete_invite(
     }
 }
 
+async fn admin_pass(State(a): State<Arc<Access>>) -> Response {
+    let issued = a.issue(super::ADMIN_GRANT.into(), "admin".into(), None, None);
+    answer(issued)
+}
+
 async fn rotate_key(State(a): State<Arc<Access>>) -> Result<Json<StatusResponse>, ApiError> {
     a.rotate_key().await?;
     Ok(StatusResponse::ok("a new signing key: every viewing pass has ended"))
@@ -509,6 +514,15 @@ pub fn routes(reg: &mut Registry, access: Arc<Access>) {
         delete_invite,
     )
     .error(404, "No such invite link");
+    r.post(
+        "/api/admin/viewer/pass",
+        GROUP,
+        Auth::Admin,
+        "A viewing pass for the admin (the dashboard's player; also set as the cookie)",
+        BodyDoc::None,
+        admin_pass,
+    )
+    .returns::<PassAnswer>();
     r.post(
         "/api/admin/viewer/rotatekey",
         GROUP,

@@ -41,6 +41,9 @@ use crate::throttle::{Backoff, BackoffConfig};
 
 /// Most viewer passwords a channel keeps (an unlock checks each one's bcrypt hash).
 pub const MAX_PASSWORDS: usize = 20;
+/// The grant of the passes the channel's admin takes (`POST /api/admin/viewer/pass`: the dashboard's
+/// player); they end only with the signing key.
+pub const ADMIN_GRANT: &str = "a";
 /// Most invite links a channel keeps.
 pub const MAX_INVITES: usize = 1000;
 
@@ -87,6 +90,9 @@ pub struct Access {
     backoff: Backoff,
     jwt: jwt::JwtVerifier,
     hook: hook::AdmissionHook,
+    /// The channel's admin check: the admin's Basic credentials open every way out too (the
+    /// dashboard's preview, replays before they are public).
+    pub(crate) admin: crate::http::AdminAuth,
 }
 
 fn now() -> i64 {
@@ -106,12 +112,13 @@ impl Access {
         store: Store,
         settings: SettingsStore,
         stream: StreamWatch,
+        admin: crate::http::AdminAuth,
     ) -> Result<Arc<Access>, AccessError> {
         store.migrate("access", db::MIGRATIONS)?;
         let t = now();
         let (key, valid) = store.with(|c| {
             let key = db::signing_key(c, t)?;
-            let mut valid = HashSet::new();
+            let mut valid = HashSet::from([ADMIN_GRANT.to_string()]);
             for p in db::passwords(c)? {
                 valid.insert(format!("p:{}", p.id));
             }
@@ -132,6 +139,7 @@ impl Access {
             backoff: Backoff::new(BackoffConfig::SECRETS),
             jwt: jwt::JwtVerifier::new(),
             hook: hook::AdmissionHook::new(),
+            admin,
         }))
     }
 

@@ -269,7 +269,8 @@ impl ChannelStack {
             webrtc: Default::default(),
             per_address: crate::whep::per_address_caps(),
         });
-        let access = crate::access::Access::open(id.clone(), store.clone(), settings.clone(), stream.clone())?;
+        let access =
+            crate::access::Access::open(id.clone(), store.clone(), settings.clone(), stream.clone(), admin.clone())?;
         Ok(ChannelStack {
             id,
             data_dir,

@@ -1,0 +1,378 @@
+//! Issue 42: private channels. On a password channel every way out (HLS and its segments, WHEP, the chat
+//! socket and history, status details, config, thumbnail and preview, replays, clips and their MP4
+//! downloads) answers 401 with a StatusResponse without a viewing pass and works with one, whether the
+//! pass comes as the cookie, `Authorization: Bearer` or `?pass=`; ffprobe given only the `?pass=` playlist
+//! URL plays every variant (the pass travels into every URI); a revoked password, a rotated key and an
+//! expired pass stop working at once; invite links give a pass once per use; wrong passwords are rate
+//! limited. Each test runs on the default channel (the root's fast lanes) and on a channel (`/c/c1`).
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::media::{publish_to, segments, wait_exit};
+use common::{each_channel, On, Target};
+use reqwest::blocking::Response;
+use serde_json::{json, Value};
+
+/// How a request carries the pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Via {
+    Cookie,
+    Bearer,
+    Query,
+}
+
+fn cookie_name(t: &Target) -> String {
+    match &t.slug {
+        None => "castd_pass".into(),
+        Some(slug) => format!("castd_pass_{slug}"),
+    }
+}
+
+fn get_via(t: &Target, path: &str, pass: &str, via: Via) -> Response {
+    let url = match via {
+        Via::Query => {
+            let sep = if path.contains('?') { '&' } else { '?' };
+            t.url(&format!("{path}{sep}pass={pass}"))
+        }
+        _ => t.url(path),
+    };
+    let mut req = t.client.get(url);
+    match via {
+        Via::Cookie => req = req.header("cookie", format!("{}={pass}", cookie_name(t))),
+        Via::Bearer => req = req.header("authorization", format!("Bearer {pass}")),
+        _ => {}
+    }
+    req.send().unwrap()
+}
+
+/// A 401 of the gate: a StatusResponse that says a viewing pass is needed.
+fn assert_needs_pass(r: Response, what: &str) {
+    assert_eq!(r.status().as_u16(), 401, "{what}");
+    let v: Value = r.json().unwrap_or(Value::Null);
+    assert_eq!(v["success"], false, "{what}: {v}");
+    assert!(v["message"].as_str().is_some_and(|m| m.contains("viewing pass")), "{what}: {v}");
+}
+
+fn unlock(t: &Target, password: &str) -> Response {
+    t.post_json("/api/viewer/unlock", &json!({ "password": password }))
+}
+
+fn pass_of(r: Response) -> String {
+    assert_eq!(r.status().as_u16(), 200);
+    let cookie = r.headers().get("set-cookie").map(|v| v.to_str().unwrap().to_string()).expect("a cookie");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+    let v: Value = r.json().unwrap();
+    let pass = v["pass"].as_str().expect("a pass").to_string();
+    assert!(cookie.contains(&pass), "the cookie carries the pass: {cookie}");
+    assert!(v["expiresAt"].as_str().is_some());
+    pass
+}
+
+fn ladder() -> Value {
+    json!([
+        {"name": "180p", "scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 200, "framerate": 15,
+         "cpuUsageLevel": 0, "audioPassthrough": true},
+        {"name": "90p", "scaledWidth": 160, "scaledHeight": 90, "videoBitrate": 100, "framerate": 15,
+         "cpuUsageLevel": 0, "audioPassthrough": true}
+    ])
+}
+
+/// Make `t` a password channel with one viewer password; its id.
+fn make_private(t: &Target, password: &str) -> i64 {
+    let r = t.admin_post("/api/admin/viewer/passwords/create", &json!({"password": password, "comment": "friends"}));
+    assert_eq!(r.status().as_u16(), 200);
+    let id = r.json::<Value>().unwrap()["id"].as_i64().expect("an id");
+    t.set("visibility", json!("password"));
+    id
+}
+
+/// The widths ffprobe reads from `url` (every variant of a master playlist).
+fn probe_widths(url: &str) -> Vec<u64> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-rw_timeout", "10000000", "-show_entries", "stream=width", "-of", "json"])
+        .arg(url)
+        .output()
+        .expect("ffprobe");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let mut widths: Vec<u64> =
+        v["streams"].as_array().into_iter().flatten().filter_map(|s| s["width"].as_u64()).collect();
+    widths.sort();
+    widths.dedup();
+    widths
+}
+
+each_channel!(every_way_out_needs_a_pass);
+
+fn every_way_out_needs_a_pass(on: On) {
+    let server = common::Server::start();
+    let t = on.of(&server);
+    t.set("video/streamoutputvariants", ladder());
+    t.set("video/streamlatencylevel", json!(1));
+    t.set("streamtitle", json!("The secret show"));
+    make_private(&t, "open sesame");
+    let key = t.stream_key();
+    let url = format!("rtmp://127.0.0.1:{}/live/{key}", server.rtmp_port.unwrap());
+    let mut ff = publish_to(&url, "flv", "320x180", 30);
+
+    // Not unlocked: the page shell opens (it asks for the password), the status says online and nothing
+    // else, and every way out is refused.
+    let page = t.get("/");
+    assert_eq!(page.status().as_u16(), 200);
+    assert!(!page.text().unwrap().contains("The secret show"));
+    let info = t.get_json("/api/viewer/access");
+    assert_eq!(info["visibility"], "password");
+    assert_eq!(info["unlocked"], false);
+    assert_eq!(info["methods"], json!(["password", "invite"]));
+    let live = t.wait_for(Duration::from_secs(40), || {
+        let r = t.get("/api/status");
+        let v: Value = r.json().ok()?;
+        (v["online"] == true).then_some(v)
+    });
+    let status = live.expect("the status says online");
+    assert_eq!(status["success"], false);
+    let keys: Vec<&String> = status.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 3, "online, and nothing of the stream: {status}");
+
+    let r = unlock(&t, "wrong");
+    assert_eq!(r.status().as_u16(), 401);
+    assert_eq!(r.json::<Value>().unwrap()["message"], "wrong password");
+    let pass = pass_of(unlock(&t, "open sesame"));
+    let with = |path: &str| get_via(&t, path, &pass, Via::Cookie);
+
+    // The live outputs, once they are there.
+    let variant = t
+        .wait_for(Duration::from_secs(40), || {
+            let text = with("/hls/1/stream.m3u8").text().ok()?;
+            (segments(&text).len() >= 2).then_some(text)
+        })
+        .expect("variant 1 has segments");
+    let segment = format!("/hls/1/{}", segments(&variant)[0]);
+    t.wait_for(Duration::from_secs(20), || (with("/thumbnail.jpg").status().as_u16() == 200).then_some(()))
+        .expect("a thumbnail");
+    let ways = [
+        "/hls/stream.m3u8",
+        "/hls/1/stream.m3u8",
+        segment.as_str(),
+        "/thumbnail.jpg",
+        "/api/config",
+        "/api/chat",
+        "/api/emoji",
+        "/api/replays",
+        "/api/clips",
+        "/api/video/variants",
+        "/ws",
+    ];
+    for way in ways {
+        assert_needs_pass(t.get(way), way);
+        assert_needs_pass(get_via(&t, way, "cp1.forged.pass", Via::Cookie), way);
+    }
+    for via in [Via::Cookie, Via::Bearer, Via::Query] {
+        for way in &ways[..5] {
+            let r = get_via(&t, way, &pass, via);
+            assert_eq!(r.status().as_u16(), 200, "{way} with the pass as {via:?}");
+        }
+    }
+    // The status with a pass: all of it.
+    let full: Value = with("/api/status").json().unwrap();
+    assert_eq!(full["online"], true);
+    assert!(full.get("viewerCount").is_some(), "{full}");
+    assert_eq!(with("/api/config").json::<Value>().unwrap()["name"].is_string(), true);
+    // A page navigation without a pass goes to the channel's page (which asks for the password).
+    let nav = t.client.get(t.url("/thumbnail.jpg")).header("accept", "text/html").send().unwrap();
+    assert_eq!(nav.url().path(), format!("{}/", t.prefix), "redirected to the channel's page");
+
+    // WHEP: an offer needs the pass (Bearer or cookie).
+    let offer = common::sdp::whep_offer();
+    let whep = |auth: Option<String>| {
+        let mut req = t.client.post(t.url("/whep")).header("content-type", "application/sdp").body(offer.clone());
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        req.send().unwrap()
+    };
+    assert_needs_pass(whep(None), "WHEP without a pass");
+    let r = whep(Some(format!("Bearer {pass}")));
+    assert_eq!(r.status().as_u16(), 201, "WHEP with the pass: {:?}", r.text());
+
+    // Chat: registering and the socket need the pass; with it, the socket opens.
+    assert_needs_pass(t.post_json("/api/chat/register", &json!({"displayName": "Eve"})), "chat register");
+    let reg: Value = t
+        .client
+        .post(t.url("/api/chat/register"))
+        .header("cookie", format!("{}={pass}", cookie_name(&t)))
+        .json(&json!({"displayName": "Ann"}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let token = reg["accessToken"].as_str().expect("registered with the pass").to_string();
+    let ws_url = t.ws_url(&format!("/ws?accessToken={token}"));
+    let mut req = tungstenite::client::IntoClientRequest::into_client_request(ws_url.as_str()).unwrap();
+    assert!(tungstenite::connect(req.clone()).is_err(), "no socket without the pass");
+    req.headers_mut().insert("cookie", format!("{}={pass}", cookie_name(&t)).parse().unwrap());
+    let (mut ws, _) = tungstenite::connect(req).expect("the socket opens with the pass");
+    let _ = ws.close(None);
+
+    // ffprobe, given only the ?pass= master playlist, reads every variant (the pass is in every URI).
+    let master = get_via(&t, "/hls/stream.m3u8", &pass, Via::Query).text().unwrap();
+    assert!(master.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).all(|l| l.contains("pass=")), "{master}");
+    let widths = probe_widths(&t.url(&format!("/hls/stream.m3u8?pass={pass}")));
+    assert_eq!(widths, vec![160, 320], "every variant plays from the ?pass= URL alone");
+    assert!(probe_widths(&t.url("/hls/stream.m3u8")).is_empty(), "and nothing plays without it");
+
+    // Replays and clips, with their downloads.
+    assert!(wait_exit(&mut ff, Duration::from_secs(60)).is_some(), "the publisher ends");
+    let sid = t
+        .wait_for(Duration::from_secs(30), || {
+            let list = t.admin_json("/api/admin/replays");
+            list.as_array()?.iter().find(|r| r["status"] == "finished").map(|r| r["id"].as_str().unwrap().to_string())
+        })
+        .expect("a finished replay");
+    let r = t.admin_post("/api/admin/replays/update", &json!({"id": sid, "public": true}));
+    assert_eq!(r.status().as_u16(), 200);
+    let made: Value =
+        t.admin_post("/api/admin/clips/create", &json!({"streamId": sid, "clipTitle": "a moment", "relativeStartTimeSeconds": 2.0, "relativeEndTimeSeconds": 8.0})).json().unwrap();
+    let clip = made["id"].as_str().expect("a clip").to_string();
+    let downloads = [
+        format!("/replay/{sid}"),
+        format!("/replay/{sid}/download.mp4"),
+        format!("/clip/{clip}"),
+        format!("/clip/{clip}/download.mp4"),
+    ];
+    for way in &downloads {
+        assert_needs_pass(t.get(way), way);
+        let r = with(way);
+        assert_eq!(r.status().as_u16(), 200, "{way} with the pass");
+    }
+    assert_eq!(with("/api/replays").json::<Value>().unwrap()[0]["id"], sid.as_str());
+
+    // Revocation: deleting the password ends its passes at once.
+    let id = t.admin_json("/api/admin/viewer/passwords")[0]["id"].as_i64().unwrap();
+    let r = t.admin_post("/api/admin/viewer/passwords/delete", &json!({"id": id}));
+    assert_eq!(r.status().as_u16(), 200);
+    assert_needs_pass(with("/api/replays"), "after the password is deleted");
+    assert_eq!(unlock(&t, "open sesame").status().as_u16(), 401, "the password is gone");
+}
+
+each_channel!(passes_expire_and_end_with_the_key);
+
+fn passes_expire_and_end_with_the_key(on: On) {
+    let server = common::Server::start();
+    let t = on.of(&server);
+    make_private(&t, "pw-one");
+    t.set("viewer/passlifetime", json!(10));
+    let short = pass_of(unlock(&t, "pw-one"));
+    assert_eq!(get_via(&t, "/api/config", &short, Via::Cookie).status().as_u16(), 200);
+    t.set("viewer/passlifetime", json!(3600));
+    let long = pass_of(unlock(&t, "pw-one"));
+    // The key: a new one ends every pass.
+    let r = t.admin_post("/api/admin/viewer/rotatekey", &json!({}));
+    assert_eq!(r.status().as_u16(), 200);
+    assert_needs_pass(get_via(&t, "/api/config", &long, Via::Bearer), "after the key is rotated");
+    let fresh = pass_of(unlock(&t, "pw-one"));
+    assert_eq!(get_via(&t, "/api/config", &fresh, Via::Bearer).status().as_u16(), 200);
+    // The short pass was signed with the old key; a new short one expires by itself.
+    t.set("viewer/passlifetime", json!(10));
+    let short = pass_of(unlock(&t, "pw-one"));
+    assert_eq!(get_via(&t, "/api/config", &short, Via::Query).status().as_u16(), 200);
+    std::thread::sleep(Duration::from_secs(11));
+    assert_needs_pass(get_via(&t, "/api/config", &short, Via::Query), "an expired pass");
+    // The channel's admin needs no pass; a public channel needs none at all.
+    assert_eq!(t.admin_get("/api/config").status().as_u16(), 200);
+    t.set("visibility", json!("public"));
+    assert_eq!(t.get("/api/config").status().as_u16(), 200);
+    assert_eq!(t.get_json("/api/status")["online"], false);
+}
+
+each_channel!(invite_links_give_a_pass_per_use);
+
+fn invite_links_give_a_pass_per_use(on: On) {
+    let server = common::Server::start();
+    let t = on.of(&server);
+    make_private(&t, "unused-password");
+    let made: Value = t
+        .admin_post(
+            "/api/admin/viewer/invites/create",
+            &json!({"comment": "press", "expiresInSeconds": 3600, "maxUses": 1}),
+        )
+        .json()
+        .unwrap();
+    let invite = made["invite"].as_str().expect("an invite").to_string();
+    assert!(made["url"].as_str().unwrap().ends_with(&format!("{}/?invite={invite}", t.prefix)), "{made}");
+    // Opening the link: a cookie, and the same page without the secret in its address.
+    let no_redirect = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let r = no_redirect.get(t.url(&format!("/?invite={invite}&x=1"))).header("accept", "text/html").send().unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(r.headers()["location"], format!("{}/?x=1", t.prefix));
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    let pass = cookie.split(';').next().unwrap().split_once('=').unwrap().1.to_string();
+    assert_eq!(get_via(&t, "/api/config", &pass, Via::Cookie).status().as_u16(), 200);
+    // One use only.
+    let again = t.post_json("/api/viewer/invite", &json!({ "invite": invite }));
+    assert_eq!(again.status().as_u16(), 401);
+    let listed = t.admin_json("/api/admin/viewer/invites");
+    assert_eq!(listed[0]["uses"], 1);
+    assert!(listed[0].get("invite").is_none(), "the secret is not listed: {listed}");
+    // Revoking the link ends its passes.
+    let r = t.admin_post("/api/admin/viewer/invites/delete", &json!({"id": made["id"]}));
+    assert_eq!(r.status().as_u16(), 200);
+    assert_needs_pass(get_via(&t, "/api/config", &pass, Via::Cookie), "after the invite is revoked");
+}
+
+each_channel!(wrong_passwords_are_rate_limited);
+
+fn wrong_passwords_are_rate_limited(on: On) {
+    let server = common::Server::start();
+    let t = on.of(&server);
+    make_private(&t, "the-right-one");
+    let started = Instant::now();
+    let mut codes = Vec::new();
+    for _ in 0..7 {
+        codes.push(unlock(&t, "guess").status().as_u16());
+    }
+    assert_eq!(&codes[..5], &[401; 5], "{codes:?}");
+    assert!(codes[5..].contains(&429), "then 429: {codes:?}");
+    let limited = unlock(&t, "the-right-one");
+    assert_eq!(limited.status().as_u16(), 429, "even the right one waits");
+    assert!(limited.headers().contains_key("retry-after"));
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+/// The settings as the admin sees them: the visibility, secrets masked; bad values refused.
+#[test]
+fn access_settings_are_validated_and_masked() {
+    let server = common::Server::start();
+    let t = On::Default.of(&server);
+    for (setter, value) in [
+        ("visibility", json!("secret")),
+        ("viewer/passlifetime", json!(5)),
+        ("viewer/federationposts", json!("all")),
+        ("viewer/jwt", json!({"secret": "short"})),
+        ("viewer/jwt", json!({"jwksUrl": "ftp://x"})),
+        ("viewer/admissionhook", json!({"url": "not a url"})),
+    ] {
+        let r = t.admin_post(&format!("/api/admin/config/{setter}"), &json!({ "value": value }));
+        assert_eq!(r.status().as_u16(), 400, "{setter} {value}");
+    }
+    t.set("viewer/jwt", json!({"secret": "0123456789abcdef0123456789abcdef", "issuer": "https://shop.example"}));
+    t.set("viewer/admissionhook", json!({"url": "http://127.0.0.1:9/admit", "secret": "hook-secret"}));
+    let cfg = t.admin_json("/api/admin/serverconfig");
+    assert_eq!(cfg["access"]["visibility"], "public");
+    assert_eq!(cfg["access"]["viewerJwt"]["secret"], "********");
+    assert_eq!(cfg["access"]["viewerJwt"]["issuer"], "https://shop.example");
+    assert_eq!(cfg["access"]["admissionHook"]["secret"], "********");
+    // Saving the masked form keeps the secret.
+    t.set("viewer/jwt", json!({"secret": "********", "issuer": "https://shop.example"}));
+    let db = rusqlite::Connection::open(t.db_path()).unwrap();
+    let stored: String = db.query_row("SELECT value FROM settings WHERE key = 'viewerJwt'", [], |r| r.get(0)).unwrap();
+    assert!(stored.contains("0123456789abcdef0123456789abcdef"), "{stored}");
+    // Only the admin: the viewer routes of the admin are refused without credentials.
+    for path in ["/api/admin/viewer/passwords", "/api/admin/viewer/invites"] {
+        assert_eq!(t.get(path).status().as_u16(), 401, "{path}");
+    }
+    let r = t.post_json("/api/admin/viewer/passwords/create", &json!({"password": "x"}));
+    assert_eq!(r.status().as_u16(), 401);
+}
