@@ -169,6 +169,8 @@ test('an invite link made on the Privacy page opens the page unlocked', { timeou
   const link = await admin.locator('#viewer-invite-link').inputValue({ timeout: 10_000 });
   assert.match(link, new RegExp(`^${castd.url(BASE).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\?invite=.+`), `an absolute invite link (${link})`);
   await admin.locator('#viewer-invites-table').getByText('press pass').waitFor();
+  // The dashboard took the admin's own viewing pass (its replay player and thumbnails are ways out too).
+  await waitFor(async () => (await adminCtx.cookies()).some((c) => c.name === `castd_pass_${SLUG}`), { message: "the admin's pass cookie" });
   await adminCtx.close();
 
   const ctx = await newContext(browser);
