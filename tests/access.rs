@@ -175,11 +175,17 @@ fn every_way_out_needs_a_pass(on: On) {
             assert_eq!(r.status().as_u16(), 200, "{way} with the pass as {via:?}");
         }
     }
+    // What a pass holder gets is not for shared caches.
+    for way in [segment.as_str(), "/hls/1/stream.m3u8"] {
+        let r = with(way);
+        let cc = r.headers().get("cache-control").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        assert!(cc.starts_with("private"), "{way}: Cache-Control {cc}");
+    }
     // The status with a pass: all of it.
     let full: Value = with("/api/status").json().unwrap();
     assert_eq!(full["online"], true);
     assert!(full.get("viewerCount").is_some(), "{full}");
-    assert_eq!(with("/api/config").json::<Value>().unwrap()["name"].is_string(), true);
+    assert!(with("/api/config").json::<Value>().unwrap()["name"].is_string());
     // A page navigation without a pass goes to the channel's page (which asks for the password).
     let nav = t.client.get(t.url("/thumbnail.jpg")).header("accept", "text/html").send().unwrap();
     assert_eq!(nav.url().path(), format!("{}/", t.prefix), "redirected to the channel's page");
@@ -375,4 +381,101 @@ fn access_settings_are_validated_and_masked() {
     }
     let r = t.post_json("/api/admin/viewer/passwords/create", &json!({"password": "x"}));
     assert_eq!(r.status().as_u16(), 401);
+}
+
+each_channel!(ll_hls_parts_and_hints_carry_the_pass);
+
+/// LL-HLS: with `?pass=`, the media playlist's parts, preload hint, map and rendition reports carry it,
+/// a blocking reload with it is answered, and every URI it names is served with it and refused without.
+fn ll_hls_parts_and_hints_carry_the_pass(on: On) {
+    let server = common::Server::start();
+    let t = on.of(&server);
+    t.set(
+        "video/streamoutputvariants",
+        json!([{"name": "180p", "scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 200, "framerate": 15,
+                "cpuUsageLevel": 0, "audioPassthrough": true}]),
+    );
+    t.set("video/streamlatencylevel", json!(0));
+    make_private(&t, "low latency");
+    let pass = pass_of(unlock(&t, "low latency"));
+    let key = t.stream_key();
+    let mut ff =
+        publish_to(&format!("rtmp://127.0.0.1:{}/live/{key}", server.rtmp_port.unwrap()), "flv", "320x180", 25);
+    let playlist = t
+        .wait_for(Duration::from_secs(40), || {
+            let text = get_via(&t, "/hls/0/stream.m3u8", &pass, Via::Query).text().ok()?;
+            (text.contains("#EXT-X-PART:") && text.contains("#EXT-X-PRELOAD-HINT")).then_some(text)
+        })
+        .expect("an LL-HLS playlist");
+    assert_needs_pass(t.get("/hls/0/stream.m3u8"), "the LL-HLS playlist");
+    let mut uris = Vec::new();
+    for line in playlist.lines() {
+        if let Some(rest) = line.split("URI=\"").nth(1) {
+            uris.push(rest.split('"').next().unwrap().to_string());
+        } else if !line.starts_with('#') && !line.trim().is_empty() {
+            uris.push(line.trim().to_string());
+        }
+    }
+    assert!(uris.len() >= 3, "{playlist}");
+    for uri in &uris {
+        assert!(uri.contains(&format!("pass={pass}")), "{uri} carries the pass:\n{playlist}");
+    }
+    // Every part and segment named (not the preload hint, which may not exist yet) is served with the
+    // pass it carries, and refused without it.
+    let hint = playlist.lines().find(|l| l.starts_with("#EXT-X-PRELOAD-HINT")).unwrap();
+    for uri in uris.iter().filter(|u| !hint.contains(u.as_str())).take(4) {
+        let path = format!("/hls/0/{uri}");
+        let r = t.get(&path);
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        let bare = path.replace(&format!("pass={pass}"), "").replace("?&", "?");
+        assert_needs_pass(t.get(bare.trim_end_matches('?')), &bare);
+    }
+    // A blocking reload for the next part, with the pass in the query.
+    let msn: u64 = playlist
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-MEDIA-SEQUENCE:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    let segs = playlist.lines().filter(|l| l.starts_with("#EXTINF")).count() as u64;
+    let r = get_via(&t, &format!("/hls/0/stream.m3u8?_HLS_msn={}&_HLS_part=0", msn + segs + 1), &pass, Via::Query);
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.text().unwrap().contains(&format!("pass={pass}")));
+    let _ = wait_exit(&mut ff, Duration::from_secs(40));
+}
+
+/// The channel list: an unlisted channel is not in it; a password channel is, with its name and whether
+/// it is live, but not its title, thumbnail or viewers; the server admin's list shows every visibility,
+/// which lives in the channel's own settings (the channel's `visibility` setter and the server admin's
+/// `channels/update` change the same thing).
+#[test]
+fn the_channel_list_shows_what_each_visibility_allows() {
+    let server = common::Server::start();
+    let create = |slug: &str, visibility: &str| {
+        let body = json!({"slug": slug, "name": slug.to_uppercase(), "adminPassword": common::target::channel_password(slug), "visibility": visibility});
+        assert_eq!(server.admin_post("/api/admin/channels/create", &body).status().as_u16(), 200, "{slug}");
+    };
+    create("open", "public");
+    create("hidden", "unlisted");
+    create("club", "password");
+    server.channel("club").set("streamtitle", json!("Members only"));
+    let list = server.get_json("/api/channels");
+    let slugs: Vec<&str> = list.as_array().unwrap().iter().map(|c| c["slug"].as_str().unwrap()).collect();
+    assert!(slugs.contains(&"open") && slugs.contains(&"club") && !slugs.contains(&"hidden"), "{list}");
+    let club = list.as_array().unwrap().iter().find(|c| c["slug"] == "club").unwrap();
+    assert_eq!(club["visibility"], "password");
+    assert_eq!(club["streamTitle"], "");
+    assert_eq!(club["thumbnail"], "");
+    assert_eq!(server.channel("club").admin_json("/api/admin/serverconfig")["access"]["visibility"], "password");
+    // The channel's own setter and the server admin's update are one setting.
+    server.channel("hidden").set("visibility", json!("public"));
+    let admin = server.admin_json("/api/admin/channels");
+    let hidden = admin.as_array().unwrap().iter().find(|c| c["slug"] == "hidden").unwrap();
+    assert_eq!(hidden["visibility"], "public");
+    let r = server.admin_post("/api/admin/channels/update", &json!({"slug": "open", "visibility": "unlisted"}));
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(server.channel("open").admin_json("/api/admin/serverconfig")["access"]["visibility"], "unlisted");
+    // The default channel follows its own setting too.
+    server.set("visibility", json!("unlisted"));
+    let list = server.get_json("/api/channels");
+    assert!(!list.as_array().unwrap().iter().any(|c| c["slug"] == "default"), "{list}");
 }

@@ -10,6 +10,12 @@
 # Each figure is the median of ROUNDS (default 3) runs, castd and nginx alternating, so a burst of other
 # load on the machine cannot favour one of them.
 #
+# PRIVATE=1 adds the cost of pass checking (issue 42): in the same run and on the same castd, the channel is
+# made private (visibility password) for the rows `castd-pass` (the viewing pass as the cookie, as browsers
+# send it) and, for the playlist, `castd-query` (the pass as `?pass=`, as VLC/mpv send it: castd then writes
+# it into every URI of the playlist), and public again for the `castd` row; each private figure is printed
+# as a fraction of the public one.
+#
 # Usage: bench/hls/run.sh [SECONDS_PER_RUN]   (default 8; builds castd with the perf profile first)
 # CONNS="64" TARGETS="playlist" ROUNDS=1 limit a run to some of the cases; WRK_THREADS (default 1) sets
 # wrk's threads (the wrk-cpu column shows when one thread is the bottleneck).
@@ -83,6 +89,19 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 
+if [ "${PRIVATE:-0}" = 1 ]; then
+  curl -sf -u admin:$PW -H 'content-type: application/json' -d '{"password":"bench-viewer-pw","comment":"bench"}' \
+    "$BASE/api/admin/viewer/passwords/create" >/dev/null
+  setc visibility '"password"'
+  PASS=$(curl -sf -H 'content-type: application/json' -d '{"password":"bench-viewer-pw"}' "$BASE/api/viewer/unlock" |
+    sed -E 's/.*"pass":"([^"]+)".*/\1/')
+  [ -n "$PASS" ] || { echo "no viewing pass" >&2; exit 1; }
+  # Without the pass the playlist is refused (the gate is on).
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/hls/0/stream.m3u8")
+  [ "$code" = 401 ] || { echo "a private playlist answered $code without a pass" >&2; exit 1; }
+  setc visibility '"public"'
+fi
+
 mkdir -p "$OUT/www/hls/0"
 cat >"$OUT/nginx.conf" <<EOF
 worker_processes auto;
@@ -117,10 +136,10 @@ HZ=$(getconf CLK_TCK)
 # (wrk's own CPU, 100% = one core: a case where wrk is near 100% for both servers is bound by the load
 # generator, not by the server).
 measure() {
-  local url=$1 conns=$2 pids=$3 before after out rps p50 p99 bps reqs wrkcpu
+  local url=$1 conns=$2 pids=$3 header=${4:-X-Bench: 1} before after out rps p50 p99 bps reqs wrkcpu
   local TIMEFORMAT='wrk-cpu %U %S %R'
   before=$(cpu_ticks $pids)
-  out=$( { time wrk -t"${WRK_THREADS:-1}" -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url"; } 2>&1 )
+  out=$( { time wrk -t"${WRK_THREADS:-1}" -c"$conns" -d"${DUR}s" --timeout 10s --latency -H "$header" "$url"; } 2>&1 )
   after=$(cpu_ticks $pids)
   bad=$(echo "$out" | awk '/Non-2xx or 3xx responses/ {print $NF}')
   errs=$(echo "$out" | awk '/Socket errors/ {print}')
@@ -153,10 +172,10 @@ medians() {
     END { printf "%.0f %.2fms %.2fms %.0fMB %.1f %.0f%%\n", med(r), med(a), med(b), med(c), med(d), med(e) }'
 }
 
-printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s %8s\n' target conns server req/s p50 p99 bytes/s cpu-ms/1k-req wrk-cpu
+printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' target conns server req/s p50 p99 bytes/s cpu-ms/1k-req wrk-cpu
 for conns in ${CONNS:-64 512}; do
   for target in ${TARGETS:-segment playlist}; do
-    c_runs=(); n_runs=()
+    c_runs=(); n_runs=(); p_runs=(); q_runs=()
     for _ in $(seq "$ROUNDS"); do
       # the newest segment of the live window (picked anew each round, so it is still in the window
       # when castd is measured), and the same bytes for nginx
@@ -168,12 +187,28 @@ for conns in ${CONNS:-64 512}; do
       size=$(stat -c %s "$OUT/www$path")
       c_runs+=("$(measure "$BASE$path" "$conns" "$CASTD")")
       n_runs+=("$(measure "http://127.0.0.1:$NGINX_PORT$path" "$conns" "$(nginx_pids)")")
+      if [ "${PRIVATE:-0}" = 1 ]; then
+        setc visibility '"password"'
+        p_runs+=("$(measure "$BASE$path" "$conns" "$CASTD" "Cookie: castd_pass=$PASS")")
+        if [ "$target" = playlist ]; then q_runs+=("$(measure "$BASE$path?pass=$PASS" "$conns" "$CASTD")"); fi
+        setc visibility '"public"'
+      fi
     done
     read -r c_rps c_p50 c_p99 c_bps c_cpu c_wrk <<<"$(medians "${c_runs[@]}")"
     read -r n_rps n_p50 n_p99 n_bps n_cpu n_wrk <<<"$(medians "${n_runs[@]}")"
-    printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s %8s\n' "$target" "$conns" castd "$c_rps" "$c_p50" "$c_p99" "$c_bps" "$c_cpu" "$c_wrk"
-    printf '%-9s %-6s %-7s %12s %9s %9s %11s %14s %8s\n' "($size B)" "$conns" nginx "$n_rps" "$n_p50" "$n_p99" "$n_bps" "$n_cpu" "$n_wrk"
+    printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' "$target" "$conns" castd "$c_rps" "$c_p50" "$c_p99" "$c_bps" "$c_cpu" "$c_wrk"
+    printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' "($size B)" "$conns" nginx "$n_rps" "$n_p50" "$n_p99" "$n_bps" "$n_cpu" "$n_wrk"
     awk -v a="$c_rps" -v b="$n_rps" 'BEGIN { if (b > 0) printf "          castd/nginx requests/s: %.2fx\n", a / b }'
+    if [ ${#p_runs[@]} -gt 0 ]; then
+      read -r p_rps p_p50 p_p99 p_bps p_cpu p_wrk <<<"$(medians "${p_runs[@]}")"
+      printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' "" "$conns" castd-pass "$p_rps" "$p_p50" "$p_p99" "$p_bps" "$p_cpu" "$p_wrk"
+      awk -v a="$p_rps" -v b="$c_rps" 'BEGIN { if (b > 0) printf "          private (cookie pass)/public requests/s: %.2fx\n", a / b }'
+    fi
+    if [ ${#q_runs[@]} -gt 0 ]; then
+      read -r q_rps q_p50 q_p99 q_bps q_cpu q_wrk <<<"$(medians "${q_runs[@]}")"
+      printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' "" "$conns" castd-query "$q_rps" "$q_p50" "$q_p99" "$q_bps" "$q_cpu" "$q_wrk"
+      awk -v a="$q_rps" -v b="$c_rps" 'BEGIN { if (b > 0) printf "          private (?pass= playlist, rewritten)/public requests/s: %.2fx\n", a / b }'
+    fi
   done
 done
 rm -rf "$DATA"

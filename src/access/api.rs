@@ -132,7 +132,7 @@ async fn invite(
     JsonBody(b): JsonBody<InviteBody>,
 ) -> Result<Response, ApiError> {
     if !a.visibility().needs_pass() {
-        return Err(ApiError::bad("this channel is open to everyone: no invite is needed"));
+        return Err(ApiError::Conflict("this channel is open to everyone: no invite is needed".into()));
     }
     if b.invite.is_empty() || b.invite.len() > 256 {
         return Err(ApiError::NeedsPass("this invite link is not valid (expired, used up or revoked)".into()));
@@ -160,14 +160,29 @@ async fn lock(State(a): State<Arc<Access>>) -> Response {
 
 #[derive(Deserialize, ToSchema)]
 pub struct NewPassword {
+    /// 1 to 72 bytes (bcrypt's limit), not only spaces.
+    #[schema(min_length = 1, max_length = 72, pattern = r"\S")]
     pub password: String,
     #[serde(default)]
+    #[schema(max_length = 200)]
     pub comment: String,
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct ById {
-    pub id: i64,
+    /// The id (a JSON number with no fraction).
+    #[schema(value_type = i64)]
+    pub id: f64,
+}
+
+impl ById {
+    fn id(&self) -> Result<i64, ApiError> {
+        if self.id.fract() != 0.0 || !self.id.is_finite() {
+            return Err(ApiError::bad("id is an integer"));
+        }
+        // Saturating: an id beyond i64 is no row's id (404).
+        Ok(self.id as i64)
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -179,12 +194,15 @@ pub struct Created {
 #[serde(rename_all = "camelCase")]
 pub struct NewInvite {
     #[serde(default)]
+    #[schema(max_length = 200)]
     pub comment: String,
     /// How long the link works, seconds (60 s to a year; default 7 days).
     #[serde(default)]
+    #[schema(minimum = 60, maximum = 31622400)]
     pub expires_in_seconds: Option<i64>,
     /// Uses allowed (0 or absent: any number).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub max_uses: Option<i64>,
 }
 
@@ -228,9 +246,10 @@ async fn delete_password(
     State(a): State<Arc<Access>>,
     JsonBody(b): JsonBody<ById>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    match a.delete_password(b.id).await? {
+    let id = b.id()?;
+    match a.delete_password(id).await? {
         true => Ok(StatusResponse::ok("password deleted; the passes it gave have ended")),
-        false => Err(ApiError::NotFound(format!("no viewer password {}", b.id))),
+        false => Err(ApiError::NotFound(format!("no viewer password {id}"))),
     }
 }
 
@@ -267,9 +286,10 @@ async fn delete_invite(
     State(a): State<Arc<Access>>,
     JsonBody(b): JsonBody<ById>,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    match a.delete_invite(b.id).await? {
+    let id = b.id()?;
+    match a.delete_invite(id).await? {
         true => Ok(StatusResponse::ok("invite link revoked; the passes it gave have ended")),
-        false => Err(ApiError::NotFound(format!("no invite link {}", b.id))),
+        false => Err(ApiError::NotFound(format!("no invite link {id}"))),
     }
 }
 
@@ -432,6 +452,7 @@ pub fn routes(reg: &mut Registry, access: Arc<Access>) {
     )
     .returns::<PassAnswer>()
     .error(401, "Wrong password")
+    .error(409, "The channel does not take a password")
     .error(403, "Denied by the admission hook")
     .error(429, "Too many wrong passwords");
     r.schema::<UnlockBody>();
@@ -445,6 +466,7 @@ pub fn routes(reg: &mut Registry, access: Arc<Access>) {
     )
     .returns::<PassAnswer>()
     .error(401, "Not a valid invite")
+    .error(409, "The channel is public: no invite is needed")
     .error(403, "Denied by the admission hook")
     .error(429, "Too many wrong invites");
     r.schema::<InviteBody>();
@@ -458,6 +480,7 @@ pub fn routes(reg: &mut Registry, access: Arc<Access>) {
     )
     .returns::<PassAnswer>()
     .error(401, "The token is not accepted")
+    .error(409, "The channel takes no tokens")
     .error(403, "Denied by the admission hook")
     .error(429, "Too many wrong tokens");
     r.schema::<TokenBody>();

@@ -240,6 +240,8 @@ impl Access {
             }
             _ => {}
         }
+        // What a pass holder is given must not be kept by a shared cache for others.
+        admitted.private = vis.needs_pass() && way != Way::Open;
         if let Way::Out { play: true } = way {
             let subject = admitted.pass.as_ref().map(|p: &ViewerPass| p.subject.as_str());
             self.admit_play(subject, ip, ua).await.map_err(IntoResponse::into_response)?;

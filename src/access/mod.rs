@@ -333,7 +333,7 @@ impl Access {
     /// A viewer's password: a pass when it is one of the channel's.
     pub async fn unlock(&self, password: &str, ip: Option<IpAddr>, ua: Option<&str>) -> Result<Issued, ApiError> {
         if self.visibility() != Visibility::Password {
-            return Err(ApiError::bad("this channel does not take a password"));
+            return Err(ApiError::Conflict("this channel does not take a password".into()));
         }
         self.limited(ip)?;
         let rows = self.store.call(|c| db::passwords(c)).await?;
@@ -374,7 +374,7 @@ impl Access {
         let s = self.settings.get();
         let cfg = &s.access.viewer_jwt;
         if !cfg.configured() {
-            return Err(ApiError::bad("this channel does not take tokens"));
+            return Err(ApiError::Conflict("this channel does not take tokens".into()));
         }
         self.limited(ip)?;
         let member = match self.jwt.verify(cfg, token, now()).await {

@@ -50,12 +50,14 @@ pub struct AdminChannel {
 pub struct PublicChannel {
     pub slug: String,
     pub name: String,
+    /// `public`, or `password`/`token` (a viewing pass is needed: no title, thumbnail or viewer count).
+    pub visibility: Visibility,
     pub online: bool,
     pub stream_title: String,
     pub viewer_count: u64,
     /// The channel's viewer page.
     pub url: String,
-    /// Its current thumbnail (while live).
+    /// Its current thumbnail (while live; empty for a channel that needs a viewing pass).
     pub thumbnail: String,
 }
 
@@ -248,36 +250,36 @@ fn url_of(slug: &ChannelId) -> String {
     }
 }
 
+/// A channel as the public list shows it: nothing of an unlisted one; of a password or token channel
+/// its name and whether it is live (its title and thumbnail need a viewing pass).
+fn listed(slug: &ChannelId, c: &dyn super::Channel) -> Option<PublicChannel> {
+    let visibility = c.settings().get().access.visibility;
+    if visibility == Visibility::Unlisted {
+        return None;
+    }
+    let s = c.status();
+    let private = visibility.needs_pass();
+    let prefix = if slug.is_default() { String::new() } else { format!("/c/{slug}") };
+    Some(PublicChannel {
+        url: url_of(slug),
+        thumbnail: if private { String::new() } else { format!("{prefix}/thumbnail.jpg") },
+        slug: slug.to_string(),
+        name: s.name,
+        visibility,
+        online: s.online,
+        stream_title: if private { String::new() } else { s.stream_title },
+        viewer_count: if private { 0 } else { s.viewer_count },
+    })
+}
+
 async fn public_list(State(channels): State<Arc<Channels>>) -> Json<Vec<PublicChannel>> {
     let mut out = Vec::new();
     let default = channels.default.read().clone();
     if let Some(d) = default {
-        let s = d.status();
-        let id = ChannelId::default_channel();
-        out.push(PublicChannel {
-            slug: id.to_string(),
-            name: s.name,
-            online: s.online,
-            stream_title: s.stream_title,
-            viewer_count: s.viewer_count,
-            url: url_of(&id),
-            thumbnail: "/thumbnail.jpg".into(),
-        });
+        out.extend(listed(&ChannelId::default_channel(), d.as_ref()));
     }
     for (row, c) in channels.all() {
-        if row.visibility != Visibility::Public {
-            continue;
-        }
-        let s = c.status();
-        out.push(PublicChannel {
-            url: url_of(&row.slug),
-            thumbnail: format!("/c/{}/thumbnail.jpg", row.slug),
-            slug: row.slug.to_string(),
-            name: s.name,
-            online: s.online,
-            stream_title: s.stream_title,
-            viewer_count: s.viewer_count,
-        });
+        out.extend(listed(&row.slug, c.as_ref()));
     }
     // Live first; then by name.
     out.sort_by(|a, b| b.online.cmp(&a.online).then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase())));
@@ -292,7 +294,7 @@ async fn admin_list(State(channels): State<Arc<Channels>>) -> Json<Vec<AdminChan
         out.push(AdminChannel {
             slug: ChannelId::DEFAULT.into(),
             name: s.name,
-            visibility: Visibility::Public,
+            visibility: d.settings().get().access.visibility,
             online: s.online,
             stream_title: s.stream_title,
             viewer_count: s.viewer_count,
@@ -307,7 +309,7 @@ async fn admin_list(State(channels): State<Arc<Channels>>) -> Json<Vec<AdminChan
             url: url_of(&row.slug),
             slug: row.slug.to_string(),
             name: s.name,
-            visibility: row.visibility,
+            visibility: c.settings().get().access.visibility,
             online: s.online,
             stream_title: s.stream_title,
             viewer_count: s.viewer_count,
@@ -364,9 +366,13 @@ async fn create(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     if !channels.store.call(move |c| db::insert(c, &r)).await? {
         return Err(ApiError::Conflict(format!("a channel '{slug}' exists already")));
     }
+    let visibility = row.visibility;
     let opened = channels.host.open(&row).and_then(|ch| {
         ch.set_name(name)?;
         ch.set_admin_password(hash)?;
+        ch.settings()
+            .update_blocking(|s| s.access.visibility = visibility)
+            .map_err(|e| super::ChannelsError::Open(e.to_string()))?;
         Ok(ch)
     });
     match opened {
@@ -407,6 +413,9 @@ async fn update(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     }
     if let Some(h) = hash {
         ch.set_admin_password(h).map_err(|e| ApiError::Internal(e.to_string()))?;
+    }
+    if let Some(v) = req.visibility {
+        ch.settings().update_blocking(|s| s.access.visibility = v).map_err(|e| ApiError::Internal(e.to_string()))?;
     }
     if let Some(entry) = channels.open.write().get_mut(&slug) {
         entry.0 = row;

@@ -1,41 +1,15 @@
 //! The channel table (in the default channel's database): one row per channel the server admin made, and
-//! a channel's visibility.
+//! a copy of a channel's visibility.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use serde::Serialize;
-use utoipa::ToSchema;
-
 use crate::media::ChannelId;
 use crate::store::StoreError;
 
-/// Who a channel is to its visitors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Visibility {
-    /// Listed in `/channels` and the directory; anyone may watch.
-    Public,
-    /// Anyone with the link may watch; not listed.
-    Unlisted,
-}
-
-impl Visibility {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Visibility::Public => "public",
-            Visibility::Unlisted => "unlisted",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Visibility> {
-        match s {
-            "public" => Some(Visibility::Public),
-            "unlisted" => Some(Visibility::Unlisted),
-            _ => None,
-        }
-    }
-}
+/// Who may watch a channel: the channel's own setting (`config::access`); the table keeps a copy, and
+/// a channel made before the setting existed takes the table's value when it opens.
+pub use crate::config::Visibility;
 
 /// A channel as the table keeps it.
 #[derive(Debug, Clone, PartialEq)]

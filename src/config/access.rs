@@ -64,17 +64,23 @@ pub enum PrivatePosts {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct JwtSettings {
-    /// HS256 shared secret (empty: none). Shown masked.
+    /// HS256 shared secret (empty: none; at least 32 characters). Shown masked.
+    #[schema(pattern = r"^(|\*{8}|[\s\S]{32,})$")]
     pub secret: String,
     /// A JWKS URL (RS256 / ES256 keys; empty: none).
+    #[schema(pattern = r"^(|https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[!-~]*)?)$")]
     pub jwks_url: String,
     /// The `iss` a token must carry (empty: any).
+    #[schema(max_length = 512)]
     pub issuer: String,
     /// The `aud` a token must carry (empty: any).
+    #[schema(max_length = 512)]
     pub audience: String,
     /// The claim that names the member in chat (empty: `name`).
+    #[schema(max_length = 512)]
     pub name_claim: String,
     /// Where the viewer page sends a viewer without a token to get one (empty: nowhere).
+    #[schema(pattern = r"^(|https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[!-~]*)?)$")]
     pub login_url: String,
 }
 
@@ -90,6 +96,7 @@ impl JwtSettings {
 #[serde(rename_all = "camelCase", default)]
 pub struct HookSettings {
     /// The URL castd POSTs to (empty: no hook).
+    #[schema(pattern = r"^(|https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[!-~]*)?)$")]
     pub url: String,
     /// Signs each request (`X-Castd-Signature: sha256=<hex HMAC of the body>`). Shown masked.
     pub secret: String,
@@ -98,6 +105,7 @@ pub struct HookSettings {
     /// Ask before a publisher (with a valid stream key) goes live.
     pub on_publish: bool,
     /// How long an answer is kept, seconds (0-3600).
+    #[schema(maximum = 3600)]
     pub cache_seconds: u32,
 }
 

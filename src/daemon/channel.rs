@@ -460,6 +460,54 @@ pub fn key_taken(keys: Arc<Keys>, except: ChannelId) -> crate::api::KeyTaken {
     })
 }
 
+/// Ingest's publish check (#42): the admission hook of the channel a right key publishes to, when its
+/// `onPublish` is on. The hook is told the key's comment, never the key. A hook that does not answer
+/// lets the publisher in (a valid key fails open), logged as a warning.
+pub fn publish_check(keys: Arc<Keys>) -> crate::ingest::PublishCheck {
+    let hook = Arc::new(crate::access::hook::AdmissionHook::new());
+    Arc::new(move |channel: ChannelId, attempt: crate::ingest::PublishAttempt| {
+        let settings = if channel.is_default() {
+            Some(keys.default.settings.get())
+        } else {
+            keys.channels.get().and_then(|c| c.get(&channel)).map(|c| c.settings().get())
+        };
+        let hook = hook.clone();
+        Box::pin(async move {
+            use crate::access::hook::{Action, AdmissionRequest, Verdict};
+            let Some(settings) = settings else { return Ok(()) };
+            let cfg = &settings.access.admission_hook;
+            if !cfg.on_publish || cfg.url.trim().is_empty() {
+                return Ok(());
+            }
+            let comment = settings
+                .server
+                .stream_keys
+                .iter()
+                .find(|k| k.key == attempt.key)
+                .map(|k| k.comment.trim().to_string())
+                .filter(|c| !c.is_empty());
+            let req = AdmissionRequest {
+                channel: channel.to_string(),
+                action: Action::Publish,
+                subject: comment,
+                address: Some(attempt.address),
+                user_agent: attempt.user_agent,
+            };
+            match hook.ask(cfg, &req).await {
+                Verdict::Allow => Ok(()),
+                Verdict::Deny(reason) => Err(reason),
+                Verdict::Unreachable(why) => {
+                    tracing::warn!(%channel, "admission hook unreachable; the publisher (a valid key) is let in: {why}");
+                    Ok(())
+                }
+            }
+        })
+    })
+}
+
+/// The settings key of the channel's visibility (`AccessSettings::visibility`).
+const VISIBILITY_KEY: &str = "visibility";
+
 /// The settings key of the fediverse user name (`FederationSettings::federation_username`).
 const FEDERATION_USERNAME_KEY: &str = "federationUsername";
 
@@ -543,7 +591,12 @@ impl DaemonHost {
                 }))
             }
         };
+        // A channel made before its visibility was a setting of its own takes the table's.
+        let visibility = (!settings.is_stored(VISIBILITY_KEY)?).then_some(row.visibility);
         settings.update_blocking(|s| {
+            if let Some(v) = visibility {
+                s.access.visibility = v;
+            }
             if let Some(username) = username {
                 s.federation.federation_username = username;
             }

@@ -236,7 +236,10 @@ impl Daemon {
             keys: keys.clone(),
             whip: Default::default(),
             key_backoff: crate::ingest::key_backoff(),
+            publish_check: std::sync::OnceLock::new(),
         });
+        // #42 access: the key's channel's admission hook asked before a publisher goes live.
+        let _ = ingest.publish_check.set(channel::publish_check(keys.clone()));
         let cluster = match cluster_config {
             Some(c) => {
                 Some(Cluster::attach(c, default.chat.clone(), default.viewers.clone(), default.metrics.clone())?)

@@ -66,6 +66,9 @@ pub struct Admitted {
     pub carry: Option<String>,
     /// A `Set-Cookie` to add to the answer (a pass was just issued: invite link, JWT).
     pub cookie: Option<HeaderValue>,
+    /// The answer is for pass holders only: a shared cache (CDN, proxy) must not keep it
+    /// (`Cache-Control: private`).
+    pub private: bool,
 }
 
 /// What [`Gate::admit`] returns.
@@ -130,6 +133,9 @@ async fn finish(mut resp: Response, admitted: Admitted) -> Response {
     if let Some(cookie) = admitted.cookie {
         resp.headers_mut().append(header::SET_COOKIE, cookie);
     }
+    if admitted.private {
+        mark_private(resp.headers_mut());
+    }
     let Some(carry) = admitted.carry else { return resp };
     let is_playlist = resp
         .headers()
@@ -152,6 +158,22 @@ async fn finish(mut resp: Response, admitted: Admitted) -> Response {
     // What a cache may keep differs per pass now.
     parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
     Response::from_parts(parts, Body::from(text))
+}
+
+/// `Cache-Control` of an answer for pass holders only: `public` becomes `private`, and an answer without
+/// either gets `private` (its other directives, `max-age` for one, are kept).
+fn mark_private(headers: &mut axum::http::HeaderMap) {
+    let now = headers.get(header::CACHE_CONTROL).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let lower = now.to_ascii_lowercase();
+    if lower.contains("private") || lower.contains("no-store") {
+        return;
+    }
+    let kept: Vec<&str> =
+        now.split(',').map(str::trim).filter(|d| !d.is_empty() && !d.eq_ignore_ascii_case("public")).collect();
+    let value = if kept.is_empty() { "private".to_string() } else { format!("private, {}", kept.join(", ")) };
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        headers.insert(header::CACHE_CONTROL, v);
+    }
 }
 
 /// `playlist` with `query` added to every URI in it: the URI lines and the `URI="..."` attributes
@@ -213,6 +235,19 @@ fn carry_in_attributes(tag: &str, query: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_for_pass_holders_are_private() {
+        let mut h = axum::http::HeaderMap::new();
+        mark_private(&mut h);
+        assert_eq!(h[header::CACHE_CONTROL], "private");
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=60"));
+        mark_private(&mut h);
+        assert_eq!(h[header::CACHE_CONTROL], "private, max-age=60");
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        mark_private(&mut h);
+        assert_eq!(h[header::CACHE_CONTROL], "no-store");
+    }
 
     #[test]
     fn the_pass_is_carried_into_every_uri_of_a_playlist() {

@@ -17,6 +17,12 @@
 //! handshake before its key is looked at: RTMP with an error status on connect or publish, SRT with
 //! the reject reason `overload`, WHIP with 429 and `Retry-After`. Keys are never logged.
 //!
+//! The admission hook (`admissionHook.onPublish` of the key's channel): once the key is right, the
+//! protocol asks `Ingest::admit`, which calls the `publish_check` handle the composition root sets
+//! (ingest does not know the hook). A refusal is refused in the handshake with the hook's reason (RTMP
+//! `NetStream.Publish.Rejected`, SRT `2403 forbidden`, WHIP 403) and logged; a hook that does not
+//! answer lets the publisher in (a valid key fails open), which the handle logs as a warning.
+//!
 //! Capacity: the claim itself may be refused when the server is over capacity (`media::capacity`:
 //! `server/maxlivechannels`, the transcode budget, `server/overcapacity=refuse`); the protocol refuses
 //! in its handshake with the reason: RTMP `NetStream.Publish.Rejected` with it as the description, SRT
@@ -28,8 +34,10 @@ pub mod settings;
 pub mod srt;
 pub mod whip;
 
+use std::future::Future;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::State;
 use axum::Json;
@@ -73,6 +81,31 @@ pub trait KeyDirectory: Send + Sync {
     fn telemetry(&self, id: &ChannelId) -> Option<Arc<Telemetry>>;
 }
 
+/// A publisher with a right key, as the publish check sees it.
+#[derive(Clone)]
+pub struct PublishAttempt {
+    /// The key it sent: for the handle to find the key's comment, never to be sent anywhere or logged.
+    pub key: String,
+    /// The publisher's address.
+    pub address: IpAddr,
+    /// What the publisher says it is (WHIP's `User-Agent`; none for RTMP and SRT).
+    pub user_agent: Option<String>,
+}
+
+impl std::fmt::Debug for PublishAttempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PublishAttempt")
+            .field("address", &self.address)
+            .field("user_agent", &self.user_agent)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The publish check the composition root gives ingest (the channel's admission hook): `Err` holds
+/// the reason a publisher is refused.
+pub type PublishCheck =
+    Arc<dyn Fn(ChannelId, PublishAttempt) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>;
+
 /// The ingest feature's state.
 pub struct Ingest {
     /// The server-wide ingest settings (the SRT port and passphrase: the default channel's settings).
@@ -89,6 +122,8 @@ pub struct Ingest {
     pub whip: whip::WhipSlot,
     /// Wrong stream keys per client address, shared by RTMP, SRT and WHIP ([`key_backoff`]).
     pub key_backoff: Backoff,
+    /// Asked once a key is right, before the slot is claimed (the admission hook); unset: all pass.
+    pub publish_check: OnceLock<PublishCheck>,
 }
 
 impl Ingest {
@@ -142,6 +177,15 @@ impl Ingest {
                 tracing::warn!(%ip, "wrong stream keys from this address: it waits {} s", wait.retry_after_secs());
             }
             Err(KeyRefused::Invalid)
+        }
+    }
+
+    /// Whether the publisher with a right key for `channel` may go live (the publish check, when the
+    /// composition root set one): `Err` holds the reason to refuse it with.
+    pub async fn admit(&self, channel: &ChannelId, attempt: PublishAttempt) -> Result<(), String> {
+        match self.publish_check.get() {
+            Some(check) => check(channel.clone(), attempt).await,
+            None => Ok(()),
         }
     }
 

@@ -4,7 +4,8 @@
 //! one) and a key the ingest accepts (`Ingest::check_key`). A wrong app or key, or a second
 //! publisher while one is live (the media plane's `PublisherSlot`), gets an RTMP `_error` and the socket
 //! is closed; so does a publisher the server is over capacity for (`NetStream.Publish.Rejected`, the
-//! reason as the description). Garbage, a stalled handshake or a client that never publishes is dropped after
+//! reason as the description), and one the channel's admission hook refuses (`NetStream.Publish.Rejected`
+//! with the hook's reason). Garbage, a stalled handshake or a client that never publishes is dropped after
 //! `SETUP_TIMEOUT`; a publisher that goes silent for `IDLE_TIMEOUT` is dropped too.
 //!
 //! Sockets that have not yet published with a valid key are capped: at most `PREAUTH_PER_ADDRESS` per
@@ -32,7 +33,7 @@ use tracing::{debug, info, warn};
 use crate::tasks::{Stage, Tasks};
 use crate::throttle::{CapPermit, CapRefused, Caps, Limited};
 
-use super::{Feeder, Ingest, KeyRefused};
+use super::{Feeder, Ingest, KeyRefused, PublishAttempt};
 use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
 use crate::media::ClaimRefused;
 use crate::media::{Container, MediaChunk, Protocol, Source};
@@ -344,6 +345,11 @@ impl Conn {
                 };
                 if self.feeder.is_some() {
                     return self.reject(request_id, "NetStream.Publish.BadName", "already publishing").await;
+                }
+                let attempt = PublishAttempt { key: key.to_string(), address: self.addr.ip(), user_agent: None };
+                if let Err(why) = self.ingest.admit(&channel, attempt).await {
+                    warn!(addr = %self.addr, %channel, "publish refused by the admission hook: {why}");
+                    return self.reject(request_id, "NetStream.Publish.Rejected", &why).await;
                 }
                 let source = Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: self.addr };
                 let guard = match self.ingest.claim(&channel, source) {

@@ -8,7 +8,8 @@
 //! `2401 unauthorized`, a mode other than publish (`m=request`, a player) `2405 bad mode`, a second
 //! publisher while one is live `2409 conflict` (the media plane's one-publisher rule), a server over
 //! capacity that refuses (`media::capacity`) `2503 down` (the reason in the log and the channel's health), a malformed
-//! streamid `2400 bad request`, an address that sent too many wrong keys or passphrases
+//! streamid `2400 bad request`, a publisher the channel's admission hook refuses `2403 forbidden` (the
+//! hook's reason in the log), an address that sent too many wrong keys or passphrases
 //! (`Ingest::check_key`'s backoff, shared with RTMP and WHIP) `2402 overload`, before anything else
 //! is looked at. With a passphrase set (`srt/passphrase`), the connection is encrypted
 //! and a publisher with the wrong passphrase is refused by the handshake (`1010 bad secret`), one
@@ -40,7 +41,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
-use super::{Feeder, Ingest, KeyRefused, IDLE_TIMEOUT};
+use super::{Feeder, Ingest, KeyRefused, PublishAttempt, IDLE_TIMEOUT};
 use crate::media::ts::{Demux, Framer};
 use crate::media::{Container, Protocol, PublisherGuard, Source};
 use crate::stream::StreamDetails;
@@ -245,6 +246,7 @@ async fn decide(
     }
     let stream_id = request.stream_id().map(|s| s.to_string()).unwrap_or_default();
     let mut channel = crate::media::ChannelId::default_channel();
+    let mut right_key = None;
     let refusal = match publish_key(&stream_id, |k| ingest.stream_key_valid(k)) {
         Err(StreamIdRefusal::Malformed) => Some((server(ServerRejectReason::BadRequest), "a malformed streamid")),
         Err(StreamIdRefusal::NotPublish) => Some((server(ServerRejectReason::BadMode), "not a publish")),
@@ -252,6 +254,7 @@ async fn decide(
         Ok(key) => match ingest.check_key(addr.ip(), &key) {
             Ok(ch) => {
                 channel = ch;
+                right_key = Some(key);
                 None
             }
             Err(KeyRefused::Invalid) => Some((server(ServerRejectReason::Unauthorized), "an invalid stream key")),
@@ -264,6 +267,14 @@ async fn decide(
         warn!(%addr, "srt publish refused: {why}");
         let _ = request.reject(reason).await;
         return None;
+    }
+    if let Some(key) = right_key {
+        let attempt = PublishAttempt { key, address: addr.ip(), user_agent: None };
+        if let Err(why) = ingest.admit(&channel, attempt).await {
+            warn!(%addr, %channel, "srt publish refused by the admission hook: {why}");
+            let _ = request.reject(server(ServerRejectReason::Forbidden)).await;
+            return None;
+        }
     }
     let passphrase = ingest.settings.get().ingest.srt_passphrase.clone();
     let keys = if passphrase.is_empty() {

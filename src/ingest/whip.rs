@@ -4,7 +4,8 @@
 //! wrong or missing key is a 401 (an address that sent too many wrong keys, over any protocol, gets 429
 //! with `Retry-After` before its key is looked at: `Ingest::check_key`), an offer that is not SDP or has no H.264 video a 400, a second
 //! publisher while one is live (whatever its protocol: the media plane's `PublisherSlot`) a 409, a
-//! server over capacity that refuses (`media::capacity`) a 503 with the reason;
+//! server over capacity that refuses (`media::capacity`) a 503 with the reason, a publisher the
+//! channel's admission hook refuses (`Ingest::admit`) a 403 with the hook's reason;
 //! otherwise castd answers `201 Created` with its SDP answer and the session resource in `Location`
 //! (`/whip/{id}`). `DELETE /whip/{id}` ends the publish, as do the remote going away and the admin's
 //! disconnect. `OPTIONS` answers CORS preflights; `PATCH` is 405 (no trickle ICE). The WebRTC side
@@ -29,7 +30,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tracing::{info, warn};
 
-use super::{Feeder, Ingest, KeyRefused};
+use super::{Feeder, Ingest, KeyRefused, PublishAttempt};
 use crate::http::{BodyDoc, Registry, ResponseDoc};
 use crate::media::h264;
 use crate::media::tsmux::TsMuxer;
@@ -79,6 +80,7 @@ pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
         post,
     )
     .answers(ResponseDoc::Created(wh::SDP))
+    .error(403, "Refused by the channel's admission hook (the message is its reason)")
     .error(409, "Another broadcaster is live")
     .error(429, "Too many wrong stream keys from this address: wait the Retry-After seconds")
     .error(415, "The offer is not application/sdp")
@@ -137,6 +139,13 @@ async fn post(
     }
     if !offers_h264(&offer) {
         return wh::error(StatusCode::BAD_REQUEST, "the offer has no H.264 video (castd takes H.264 and Opus)");
+    }
+    let user_agent =
+        headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).map(|s| s.chars().take(128).collect());
+    let attempt = PublishAttempt { key: key.to_string(), address: ip, user_agent };
+    if let Err(why) = ingest.admit(&channel, attempt).await {
+        warn!(%ip, %channel, "whip publish refused by the admission hook: {why}");
+        return wh::error(StatusCode::FORBIDDEN, why);
     }
     let remote = SocketAddr::new(ip, peer.port());
     let source = Source { protocol: Protocol::Whip, container: Container::MpegTs, remote };

@@ -101,7 +101,8 @@ impl Server {
     /// Channel `slug`, created through `POST /api/admin/channels/create` (with the admin password
     /// [`channel_password`]) unless the server has it already (after a restart, say).
     pub fn channel(&self, slug: &str) -> Target<'_> {
-        let exists = self.get(&format!("/c/{slug}/api/status")).status().is_success();
+        // A channel that needs a viewing pass answers its status 401: it exists all the same.
+        let exists = self.get(&format!("/c/{slug}/api/status")).status().as_u16() != 404;
         if !exists {
             let r = self.admin_post(
                 "/api/admin/channels/create",
