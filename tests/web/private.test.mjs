@@ -251,7 +251,10 @@ test('a JWT of a local issuer opens a token channel and chats under the name in 
   await assertPlays(page, 1);
   const text = `member says hi ${Date.now()}`;
   const line = await chat(page, text);
-  assert.equal((await line.locator('.author').textContent()).trim(), member, 'the message is under the name in the claims');
+  // The author's own text (its badges are elements of their own).
+  const author = await line.locator('.author').evaluate((el) => [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent).join('').trim());
+  assert.equal(author, member, 'the message is under the name in the claims');
+  assert.equal(await line.locator('.author .auth-badge').count(), 1, 'as an authenticated chat user');
   assert.equal((await page.locator('#chat-display-name').textContent()).trim(), member);
   await ctx.close();
 });
