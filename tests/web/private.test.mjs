@@ -155,6 +155,22 @@ test('a password channel shows only its prompt; a wrong password its message; th
   await ctx.close();
 });
 
+test('the directory lists the private channel as private, with nothing of its stream', { timeout: 60_000 }, async () => {
+  const ctx = await newContext(browser);
+  const page = await ctx.newPage();
+  await page.goto(castd.url('/channels'));
+  const card = page.locator(`#channel-list .channel-card[data-slug="${SLUG}"]`);
+  await card.waitFor();
+  assert.equal((await card.locator('.channel-name').textContent()).trim(), NAME);
+  assert.equal((await card.locator('.channel-private').textContent()).trim(), 'Private');
+  assert.equal(await card.locator('.live-badge').count(), 1, 'it says it is live');
+  assert.equal(await card.locator('img').count(), 0, 'no thumbnail');
+  assert.equal(await card.locator('.channel-title').count(), 0, 'no title');
+  assert.equal(await card.locator('.channel-viewers').count(), 0, 'no viewer count');
+  assert.ok(!(await page.content()).includes(TITLE), 'the title is nowhere on the page');
+  await ctx.close();
+});
+
 test('an invite link made on the Privacy page opens the page unlocked', { timeout: 120_000 }, async () => {
   const adminCtx = await newContext(browser, { httpCredentials: castd.httpCredentials });
   const admin = await adminCtx.newPage();

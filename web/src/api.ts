@@ -690,6 +690,8 @@ export const viewer = {
 export interface PublicChannel {
   slug: string;
   name: string;
+  /** `public`, or `password`/`token`: a viewing pass is needed (no title, thumbnail nor viewer count then). */
+  visibility?: Visibility;
   online: boolean;
   streamTitle: string;
   viewerCount: number;
@@ -699,7 +701,8 @@ export interface PublicChannel {
   thumbnail: string;
 }
 
-export type Visibility = 'public' | 'unlisted';
+/** Who may watch a channel (`password`/`token`: a viewing pass; see the channel's Privacy page). */
+export type Visibility = 'public' | 'unlisted' | 'password' | 'token';
 
 /** A channel as the server admin's list shows it (`GET /api/admin/channels`). */
 export interface AdminChannel {
