@@ -9,7 +9,8 @@
 //! it. The answer `{success, error, key}` may hand out a key; it is kept in this module's table and
 //! sent back with every ping. Pings go out every `YpConfig::ping_interval` (Owncast: 4 minutes), at
 //! start, and shortly after the directory settings change or the stream starts or stops. Failures are
-//! logged once until a ping succeeds again.
+//! logged once until a ping succeeds again. A channel whose visibility is not public (the access
+//! settings: unlisted, password, token) sends no pings.
 //!
 //! State: [`Directory`] (settings, bus, stream snapshot, viewer counts, store, HTTP client). The
 //! directory section of the settings (its setters, its part of the admin configuration) is
@@ -170,6 +171,12 @@ impl Directory {
     async fn ping(&self) -> Result<bool, String> {
         let s = self.settings.get();
         if !s.directory.directory_enabled {
+            return Ok(false);
+        }
+        // A channel that is not public (unlisted, or behind a viewing pass) is not listed: Owncast's
+        // directory has no unlisted entries, so no ping goes out (the directory drops the listing
+        // once its pings stop).
+        if !s.access.visibility.is_public() {
             return Ok(false);
         }
         if s.server.server_url.is_empty() {

@@ -292,31 +292,6 @@ impl Access {
         }
     }
 
-    /// Ask the admission hook whether a publisher may go live (`subject`: the stream key's comment).
-    /// `Err(reason)` when it denies; a hook that cannot be reached allows (the key was valid).
-    pub async fn admit_publish(&self, subject: &str, ip: Option<IpAddr>) -> Result<(), String> {
-        let s = self.settings.get();
-        let cfg = &s.access.admission_hook;
-        if cfg.url.is_empty() || !cfg.on_publish {
-            return Ok(());
-        }
-        let req = hook::AdmissionRequest {
-            channel: self.channel.to_string(),
-            action: hook::Action::Publish,
-            subject: Some(subject.to_string()),
-            address: ip,
-            user_agent: None,
-        };
-        match self.hook.ask(cfg, &req).await {
-            hook::Verdict::Allow => Ok(()),
-            hook::Verdict::Deny(reason) => Err(reason),
-            hook::Verdict::Unreachable(why) => {
-                tracing::warn!(channel = %self.channel, "admission hook unreachable, publisher allowed: {why}");
-                Ok(())
-            }
-        }
-    }
-
     fn limited(&self, ip: Option<IpAddr>) -> Result<(), ApiError> {
         match ip {
             Some(ip) => self.backoff.attempt(ip).map_err(ApiError::from),
@@ -379,6 +354,10 @@ impl Access {
         self.limited(ip)?;
         let member = match self.jwt.verify(cfg, token, now()).await {
             Ok(m) => m,
+            Err(e @ jwt::JwtError::KeysUnavailable { .. }) => {
+                tracing::warn!(channel = %self.channel, "JWT issuer's keys unavailable: {}", e.log_detail().unwrap_or_default());
+                return Err(ApiError::Unavailable(e.to_string()));
+            }
             Err(e) => return Err(ApiError::NeedsPass(format!("the token is not accepted: {e}"))),
         };
         self.succeeded(ip);

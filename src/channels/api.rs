@@ -53,6 +53,7 @@ pub struct PublicChannel {
     /// `public`, or `password`/`token` (a viewing pass is needed: no title, thumbnail or viewer count).
     pub visibility: Visibility,
     pub online: bool,
+    /// Empty for a channel that needs a viewing pass (its title is for its viewers).
     pub stream_title: String,
     pub viewer_count: u64,
     /// The channel's viewer page.
@@ -253,11 +254,11 @@ fn url_of(slug: &ChannelId) -> String {
 /// A channel as the public list shows it: nothing of an unlisted one; of a password or token channel
 /// its name and whether it is live (its title and thumbnail need a viewing pass).
 fn listed(slug: &ChannelId, c: &dyn super::Channel) -> Option<PublicChannel> {
-    let visibility = c.settings().get().access.visibility;
+    let s = c.status();
+    let visibility = s.visibility;
     if visibility == Visibility::Unlisted {
         return None;
     }
-    let s = c.status();
     let private = visibility.needs_pass();
     let prefix = if slug.is_default() { String::new() } else { format!("/c/{slug}") };
     Some(PublicChannel {

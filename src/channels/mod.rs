@@ -51,6 +51,8 @@ pub struct ChannelStatus {
     pub online: bool,
     pub stream_title: String,
     pub viewer_count: u64,
+    /// Who may watch it (its `visibility` setting, the access feature's).
+    pub visibility: crate::config::Visibility,
 }
 
 /// A running channel, as the composition root made it.

@@ -25,6 +25,7 @@ use super::moderation::{self, IpBan, ModerationError};
 use super::protocol::User;
 use super::users::{self, StatusFilter};
 use super::Chat;
+use crate::http::gate::ViewerPass;
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, ResponseDoc, StatusResponse, ValueDoc};
 
 const GROUP: &str = "chat";
@@ -264,8 +265,10 @@ async fn register_user(
     State(ctx): State<Arc<Chat>>,
     ClientIp(ip): ClientIp,
     headers: HeaderMap,
+    pass: Option<axum::Extension<ViewerPass>>,
     body: Bytes,
 ) -> Result<Json<RegisterResponse>, ApiError> {
+    let pass = pass.map(|axum::Extension(p)| p);
     if ip.is_some_and(|ip| ctx.is_banned(ip)) {
         return Err(ApiError::Forbidden("forbidden".into()));
     }
@@ -274,7 +277,13 @@ async fn register_user(
     let req = RegisterRequest::tolerant(&body);
     let s = ctx.settings.get();
     let forwarded = headers.get("x-forwarded-user").and_then(|v| v.to_str().ok()).map(str::to_string);
-    let requested = forwarded.or(req.display_name).map(|n| users::clean_name(&n)).filter(|n| !n.is_empty());
+    // A member's viewing pass (a JWT of the operator's site) names them.
+    let member = pass
+        .as_ref()
+        .and_then(|p| p.name.as_deref())
+        .map(users::clean_name)
+        .filter(|n| !n.is_empty() && !users::is_forbidden(n, &s.chat.forbidden_usernames));
+    let requested = member.or(forwarded).or(req.display_name).map(|n| users::clean_name(&n)).filter(|n| !n.is_empty());
     let name = match requested {
         Some(n) if users::is_forbidden(&n, &s.chat.forbidden_usernames) => {
             return Err(ApiError::bad(format!("the display name '{n}' is not allowed")));
@@ -295,6 +304,7 @@ async fn register_user(
     };
     let color = users::random_color();
     let (user, token) = ctx.store.call(move |c| users::create(c, &name, color)).await?;
+    let user = super::ws::signed_in_by_pass(&ctx, user, pass.as_ref()).await;
     Ok(Json(RegisterResponse {
         id: user.id,
         access_token: token,

@@ -71,6 +71,22 @@ pub fn text_frame(payload: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// A server close frame (unmasked) with `code` and `reason` (cut to the 123 bytes a control frame
+/// may carry, at a character boundary).
+pub fn close_frame(code: u16, reason: &str) -> Bytes {
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    let reason = &reason.as_bytes()[..end];
+    let mut out = Vec::with_capacity(4 + reason.len());
+    out.push(0x88);
+    out.push((2 + reason.len()) as u8);
+    out.extend_from_slice(&code.to_be_bytes());
+    out.extend_from_slice(reason);
+    Bytes::from(out)
+}
+
 /// The outcome of offering a frame to a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Offer {
@@ -254,13 +270,18 @@ impl Writer {
 
     /// Queue a close frame and close once everything before it is written.
     pub fn finish(&self) {
+        self.finish_with(&CLOSE);
+    }
+
+    /// Queue `close` (a close frame, [`close_frame`]) and close once everything before it is written.
+    pub fn finish_with(&self, close: &Bytes) {
         {
             let mut st = self.state.lock();
             if st.closing {
                 return;
             }
             st.closing = true;
-            st.offer(&CLOSE);
+            st.offer(close);
         }
         self.wake.notify_one();
     }

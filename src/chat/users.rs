@@ -130,6 +130,18 @@ pub fn name_taken_by_authenticated(conn: &Connection, name: &str, except_id: &st
     Ok(n > 0)
 }
 
+/// The provider of a sign-in with a viewing pass that carries a member's name (a JWT of the
+/// operator's site); the identity is the pass's subject (`jwt:<sub>`).
+pub const JWT_PROVIDER: &str = "jwt";
+
+/// The identity a user signed in with (`None`: not signed in, or no such user).
+pub fn auth_identity(conn: &Connection, id: &str) -> Result<Option<String>, StoreError> {
+    let found = conn
+        .query_row("SELECT auth_identity FROM chat_users WHERE id = ?1", params![id], |r| r.get::<_, Option<String>>(0))
+        .optional()?;
+    Ok(found.flatten())
+}
+
 /// Record an external sign-in: the user becomes authenticated with `provider`/`identity`, and takes
 /// the offered display name unless it is reserved or another authenticated user has it. Returns the
 /// updated user and the name they had before, or `None` when there is no such enabled user.

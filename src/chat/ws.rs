@@ -16,6 +16,12 @@
 //! once; the upgrade of one more is refused with 429 (a StatusResponse with `Retry-After`), before the
 //! access token is looked up.
 //!
+//! Viewing passes: on a channel that needs one, the gate (`http::gate`) admits the upgrade only with a
+//! pass and hands it over as a `ViewerPass`; the connection closes (close frame 1008, "your viewing
+//! pass has ended") when the pass is revoked or expires. A pass that carries a member's name (a JWT
+//! of the operator's site) signs the connection's user in as an authenticated user with that name
+//! (provider `jwt`, identity the pass's subject), as registration does (`api`).
+//!
 //! Keepalive: a websocket ping every 54 s; a connection that sends nothing (not even a pong) for 60 s
 //! is closed; a write that takes longer than 10 s closes the connection.
 
@@ -44,6 +50,7 @@ use super::Chat;
 use super::{action_to, broadcast, sanitize, users};
 use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
 use crate::events::{ChatEvent, Event};
+use crate::http::gate::ViewerPass;
 use crate::http::ApiError;
 use crate::tasks::Stage;
 
@@ -71,6 +78,10 @@ const READ_DEADLINE: Duration = Duration::from_secs(60);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a closing connection may take to write what it still has queued.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+/// The close status of a connection whose viewing pass ended (policy violation).
+const PASS_ENDED_CODE: u16 = 1008;
+/// Its reason.
+pub const PASS_ENDED: &str = "your viewing pass has ended";
 
 #[derive(Debug, Deserialize)]
 pub struct WsQuery {
@@ -91,8 +102,10 @@ pub async fn handler(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Query(q): Query<WsQuery>,
+    pass: Option<axum::Extension<ViewerPass>>,
     ws: Result<Upgrade, ApiError>,
 ) -> Response {
+    let pass = pass.map(|axum::Extension(p)| p);
     if ctx.settings.get().chat.chat_disabled {
         return (StatusCode::SERVICE_UNAVAILABLE, p::CHAT_DISABLED).into_response();
     }
@@ -140,7 +153,7 @@ pub async fn handler(
             None => Lookup::Unknown,
         },
         Some(token) => match ctx.store.call(move |c| users::by_token(c, &token)).await {
-            Ok(Some(u)) if u.is_enabled() => Lookup::Ok(u),
+            Ok(Some(u)) if u.is_enabled() => Lookup::Ok(signed_in_by_pass(&ctx, u, pass.as_ref()).await),
             Ok(Some(u)) => Lookup::Disabled(u),
             Ok(None) => Lookup::Unknown,
             Err(e) => return ApiError::from(e).into_response(),
@@ -154,9 +167,39 @@ pub async fn handler(
         .write_buffer_size(0);
     let tasks = ctx.tasks.clone();
     ws.on_upgrade(&tasks, config, move |socket, writer| async move {
-        run(ctx, socket, writer, lookup, ip, ua).await;
+        run(ctx, socket, writer, lookup, ip, ua, pass).await;
         drop(place);
     })
+}
+
+/// `user`, signed in with the member's name the viewing pass carries (a JWT's), if it carries one and
+/// the user is not signed in as that member already.
+pub(crate) async fn signed_in_by_pass(ctx: &Chat, user: User, pass: Option<&ViewerPass>) -> User {
+    let Some((pass, name)) = pass.and_then(|p| Some((p, p.name.clone()?))) else { return user };
+    if user.auth_provider.as_deref() == Some(users::JWT_PROVIDER) {
+        let id = user.id.clone();
+        if let Ok(Some(identity)) = ctx.store.call(move |c| users::auth_identity(c, &id)).await {
+            if identity == pass.subject {
+                return user;
+            }
+        }
+    }
+    let sign_in = crate::http::SignIn {
+        provider: users::JWT_PROVIDER.into(),
+        identity: pass.subject.clone(),
+        display_name: Some(name),
+    };
+    let id = user.id.clone();
+    match crate::http::UserTokens::sign_in(ctx, &id, sign_in).await {
+        Some(_) => {
+            let id2 = id.clone();
+            match ctx.store.call(move |c| users::by_id(c, &id2)).await {
+                Ok(Some(u)) => u,
+                _ => user,
+            }
+        }
+        None => user,
+    }
 }
 
 /// 429 for a socket over its address's cap: a StatusResponse that says so, and `Retry-After`.
@@ -187,7 +230,15 @@ async fn close(writer: &Writer, peer_closed: bool) {
     writer.kill();
 }
 
-async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lookup, ip: IpAddr, ua: String) {
+async fn run(
+    ctx: Arc<Chat>,
+    mut socket: Socket,
+    writer: Arc<Writer>,
+    lookup: Lookup,
+    ip: IpAddr,
+    ua: String,
+    pass: Option<ViewerPass>,
+) {
     let user = match lookup {
         Lookup::NoToken => return refuse(writer, None).await,
         Lookup::Unknown => return refuse(writer, Some(p::error(p::ERROR_NEEDS_REGISTRATION, None))).await,
@@ -219,10 +270,22 @@ async fn run(ctx: Arc<Chat>, mut socket: Socket, writer: Arc<Writer>, lookup: Lo
     let mut ping = tokio::time::interval_at(Instant::now() + PING_EVERY, PING_EVERY);
     let read_deadline = tokio::time::sleep(READ_DEADLINE);
     tokio::pin!(read_deadline);
+    let pass_ended = async {
+        match &pass {
+            Some(p) => p.ended().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(pass_ended);
     let mut peer_closed = false;
     loop {
         tokio::select! {
             biased;
+            _ = &mut pass_ended => {
+                tracing::debug!(client = client.id, "chat socket closed: its viewing pass ended");
+                writer.finish_with(&socket::close_frame(PASS_ENDED_CODE, PASS_ENDED));
+                break;
+            }
             _ = writer.wake.notified() => {
                 if !matches!(tokio::time::timeout(WRITE_TIMEOUT, writer.drain()).await, Ok(Ok(()))) {
                     break;

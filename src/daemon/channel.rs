@@ -374,6 +374,7 @@ impl ChannelStack {
             online: st.online,
             stream_title: s.instance.stream_title.clone(),
             viewer_count: self.viewers.everywhere().0,
+            visibility: s.access.visibility,
         }
     }
 }
@@ -670,6 +671,7 @@ impl Channel for DefaultChannel {
             online: self.stream.borrow().online,
             stream_title: s.instance.stream_title.clone(),
             viewer_count: self.viewers.everywhere().0,
+            visibility: s.access.visibility,
         }
     }
 

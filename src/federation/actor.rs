@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use super::client::RemoteActor;
 use super::{data, delivery, FedError, Federation, Local, AP_CONTENT_TYPE, AS_CONTEXT, PUBLIC};
+use crate::config::PrivatePosts;
 
 /// Items per page of the outbox and followers collections.
 pub const PAGE_SIZE: i64 = 20;
@@ -325,12 +326,24 @@ pub async fn post_note(
 }
 
 /// The go-live post: the go-live message, the stream title, the link and the tags; public, or
-/// followers-only in private mode.
-pub async fn send_go_live(fed: &Federation) -> Result<Value, FedError> {
+/// followers-only in private mode. A channel that is not public (unlisted, or behind a viewing pass)
+/// posts to its followers only, or not at all (`privateFederationPosts`: `followers`, `none`): `None`
+/// then; a channel behind a viewing pass leaves its stream title out (it is for its viewers).
+pub async fn send_go_live(fed: &Federation) -> Result<Option<Value>, FedError> {
     let local = fed.local().ok_or_else(|| FedError::Policy("the server URL is not set".into()))?;
     let s = fed.settings.get();
+    let visibility = s.access.visibility;
+    let audience = match (visibility.is_public(), s.access.private_federation_posts) {
+        (true, _) if s.federation.federation_private => Audience::Followers,
+        (true, _) => Audience::Public,
+        (false, PrivatePosts::Followers) => Audience::Followers,
+        (false, PrivatePosts::None) => {
+            tracing::info!(visibility = visibility.as_str(), "no go-live post: the channel is not public");
+            return Ok(None);
+        }
+    };
     let mut html = format!("<p>{}</p>", escape(&s.federation.federation_go_live_message));
-    if !s.instance.stream_title.is_empty() {
+    if !s.instance.stream_title.is_empty() && !visibility.needs_pass() {
         html.push_str(&format!("<p>{}</p>", escape(&s.instance.stream_title)));
     }
     html.push_str(&format!("<p><a href=\"{0}\">{0}</a></p>", escape(&local.base)));
@@ -343,8 +356,7 @@ pub async fn send_go_live(fed: &Federation) -> Result<Value, FedError> {
     if !line.is_empty() {
         html.push_str(&format!("<p>{}</p>", line.join(" ")));
     }
-    let audience = if s.federation.federation_private { Audience::Followers } else { Audience::Public };
-    post_note(fed, &local, html, &tags, audience).await
+    post_note(fed, &local, html, &tags, audience).await.map(Some)
 }
 
 /// 404 as an ActivityPub route answers it.

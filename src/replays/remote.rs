@@ -3,6 +3,10 @@
 //! the bucket (or the `videoServingEndpoint`), and the local copies go. Deleting a replay deletes its
 //! objects (Owncast leaves them behind). A failed upload leaves the replay local (logged); nothing is
 //! deleted locally before every file is in the bucket.
+//!
+//! A channel whose visibility needs a viewing pass (password, token) uploads no replay: public bucket
+//! URLs carry no pass, so its replays stay local and are served by castd behind the gate. Replays
+//! uploaded while the channel was public stay in the bucket.
 
 use std::sync::Arc;
 
@@ -20,6 +24,10 @@ const CACHE: &str = "public, max-age=31536000, immutable";
 /// Upload a finished replay and switch its playlists to the bucket.
 pub async fn upload(r: &Arc<Replays>, id: &str) {
     let Some(target) = r.storage.bucket() else { return };
+    if r.settings.get().access.visibility.needs_pass() {
+        info!(replay = %id, "replay kept local: the channel needs a viewing pass (bucket URLs carry none)");
+        return;
+    }
     let rid = id.to_string();
     let files = r
         .store

@@ -15,6 +15,12 @@
 //! memory or disk) while a variant's bucket copy is behind or failing, and says so in the health
 //! message and Prometheus. Local segments are deleted by the media plane's retention once released.
 //!
+//! Private channels: while the channel's visibility needs a viewing pass (password, token), its stream
+//! is served from castd only: no playlist names the bucket (public bucket URLs carry no pass), no new
+//! segment or playlist is uploaded, and segments already in the bucket still leave it as retention
+//! retires them. The local live window is the media plane's either way. Unlisted channels use the
+//! bucket as public ones do.
+//!
 //! Credentials: the secret is only ever used to sign; it is not logged, and error messages never
 //! contain a presigned URL.
 

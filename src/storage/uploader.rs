@@ -411,6 +411,9 @@ impl Storage {
 
     /// Bring the master playlist up to date.
     async fn sync_master(&self, target: &Target) -> Result<(), ClientError> {
+        if self.private() {
+            return Ok(());
+        }
         let meta = PutMeta { content_type: PLAYLIST_TYPE, cache_control: crate::hls::PLAYLIST_CACHE };
         self.upload(target, "stream.m3u8", &meta).await.map(drop)
     }
@@ -493,6 +496,14 @@ impl Storage {
         revision: Instant,
     ) -> Result<(), ClientError> {
         let rel = format!("{n}/stream.m3u8");
+        if self.private() {
+            // Served from castd while a viewing pass is needed (see the module doc): nothing new goes
+            // to the bucket, and what retention retired still leaves it.
+            self.queued_segments.lock().remove(&n);
+            self.served.write().remove(&rel);
+            self.delete_retired(target, n, state).await;
+            return Ok(());
+        }
         let queued: Vec<Queued> = self.queued_segments.lock().remove(&n).unwrap_or_default();
         self.set_queue(queued.len() as i64);
         // Concurrent within this task (the pool bounds them); awaited here, not long-running tasks.
@@ -560,6 +571,12 @@ impl Storage {
         if self.target().is_some_and(|t| t.generation == target.generation) {
             self.served.write().insert(rel, Served { body, revision, max_lag });
         }
+        self.delete_retired(target, n, state).await;
+        Ok(())
+    }
+
+    /// Segments retention retired leave the bucket (tried again with the next revision on failure).
+    async fn delete_retired(&self, target: &Target, n: usize, state: &mut VariantState) {
         // Segments retention retired leave the bucket.
         let retired: Vec<String> = self.retired.lock().remove(&n).unwrap_or_default();
         let expired: Vec<String> = retired.into_iter().filter(|s| state.uploaded.contains(s)).collect();
@@ -581,12 +598,20 @@ impl Storage {
                 }
             }
         }
-        Ok(())
+    }
+
+    /// Whether the channel needs a viewing pass: its stream is then served from castd only (public
+    /// bucket URLs carry no pass), and nothing new is uploaded.
+    fn private(&self) -> bool {
+        self.settings.get().access.visibility.needs_pass()
     }
 }
 
 impl PlaylistOverride for Storage {
     fn playlist(&self, rel: &str) -> Option<FileBody> {
+        if self.private() {
+            return None;
+        }
         let served = self.served.read();
         let s = served.get(rel)?;
         let newest = self.newest.read().get(rel).copied().unwrap_or(s.revision);
@@ -698,7 +723,8 @@ pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
                                 storage.served.write().clear();
                                 storage.newest.write().clear();
                             }
-                            MediaEvent::SegmentWritten(seg) => storage.on_segment(seg),
+                            MediaEvent::SegmentWritten(seg) if !storage.private() => storage.on_segment(seg),
+                            MediaEvent::SegmentWritten(_) => {}
                             MediaEvent::PlaylistWritten { variant } => storage.tick(*variant, Instant::now()),
                             MediaEvent::SegmentRetired { variant, file } => {
                                 storage.retired.lock().entry(*variant).or_default().push(file.clone())

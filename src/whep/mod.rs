@@ -24,6 +24,10 @@
 //! an HLS viewer does (by address and User-Agent, touched every few seconds while its session lives),
 //! and is a playback client of its own (`source: "webrtc"`, with its packet loss and round-trip time)
 //! in `/api/admin/viewers/playback`; `castd_webrtc_viewers` counts the connected ones.
+//!
+//! On a channel that needs a viewing pass, the gate (`http::gate`) admits an offer only with one (the
+//! `castd_pass` cookie, `?pass=` or `Authorization: Bearer <pass>`); the session it opens ends when
+//! that pass is revoked or expires (`ViewerPass::ended`).
 
 pub mod settings;
 mod viewer;
@@ -37,6 +41,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tracing::info;
 
+use crate::http::gate::ViewerPass;
 use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
 use crate::media::MediaPlane;
 use crate::store::settings::SettingsStore;
@@ -184,6 +189,7 @@ async fn post(
     State(whep): State<Arc<Whep>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
+    pass: Option<axum::Extension<ViewerPass>>,
     body: Bytes,
 ) -> Response {
     let s = whep.settings.get();
@@ -250,7 +256,16 @@ async fn post(
         }
     };
     let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    let viewer = viewer::Viewer::new(broadcast.realtime.clone(), remote, whep.metrics.clone(), agent, place);
+    // Cancelled when the viewer (the session) is dropped: the watcher of its pass stops then.
+    let ended = tasks.token(Stage::Connections).child_token();
+    let viewer = viewer::Viewer::new(
+        broadcast.realtime.clone(),
+        remote,
+        whep.metrics.clone(),
+        agent,
+        place,
+        ended.clone().drop_guard(),
+    );
     let config = RtcConfig::new()
         .clear_codecs()
         .enable_h264(true)
@@ -259,6 +274,20 @@ async fn post(
     match webrtc.open(KIND, &offer, config, Box::new(viewer), tasks, Stage::Connections) {
         Ok(o) => {
             info!(%remote, id = %o.id, "whep viewer accepted");
+            if let Some(axum::Extension(pass)) = pass {
+                // The session ends with the viewer's pass (revoked or expired).
+                let (stop, id) = (o.stop.clone(), o.id.clone());
+                tasks.spawn_until_stopped(Stage::Connections, "whep: viewing pass watch", async move {
+                    tokio::select! {
+                        _ = pass.ended() => {
+                            info!(%id, "whep session closed: its viewing pass ended");
+                            stop.cancel();
+                        }
+                        _ = ended.cancelled() => {}
+                        _ = stop.cancelled() => {}
+                    }
+                });
+            }
             wh::created(&format!("{PATH}/{}", o.id), &o.id, o.answer)
         }
         Err(e @ (WebRtcError::BadOffer(_) | WebRtcError::Rejected(_))) => {

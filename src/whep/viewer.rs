@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::DropGuard;
 use tracing::{debug, info};
 
 use crate::media::realtime::{Realtime, Received, RtFrame, Subscription};
@@ -50,6 +51,8 @@ pub(super) struct Viewer {
     last_egress: Option<(u64, Instant)>,
     /// Its address's place among `SESSIONS_PER_ADDRESS`, given back when the session ends.
     _place: CapPermit,
+    /// Cancels its token when the session ends (the watcher of its viewing pass stops then).
+    _ended: DropGuard,
 }
 
 impl Viewer {
@@ -59,6 +62,7 @@ impl Viewer {
         metrics: Arc<crate::metrics::Metrics>,
         agent: String,
         place: CapPermit,
+        ended: DropGuard,
     ) -> Viewer {
         let sub = rt.subscribe();
         Viewer {
@@ -79,6 +83,7 @@ impl Viewer {
             client_id: format!("webrtc-{}", crate::password::random_token(12)),
             last_egress: None,
             _place: place,
+            _ended: ended,
         }
     }
 
