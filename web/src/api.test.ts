@@ -94,3 +94,35 @@ describe('Fediverse sign-in helpers', () => {
     ]);
   });
 });
+
+describe('private channels', () => {
+  it('a 401 from a viewer call signals the page; admin and viewer-access calls do not', async () => {
+    const { onUnauthorized } = await import('./lib/access');
+    const { viewer } = await import('./api');
+    vi.stubGlobal('location', { origin: 'http://host:8080', protocol: 'http:' });
+    vi.stubGlobal('fetch', async () => new Response(JSON.stringify({ success: false, message: 'no pass' }), { status: 401 }));
+    let signals = 0;
+    const off = onUnauthorized(() => signals++);
+    await expect(api.status()).rejects.toThrow('no pass');
+    expect(signals).toBe(1);
+    await expect(admin.status()).rejects.toThrow();
+    await expect(viewer.access()).rejects.toThrow();
+    expect(signals).toBe(1);
+    off();
+  });
+  it("an unlock answers the server's message and status, or the pass", async () => {
+    const { viewer } = await import('./api');
+    vi.stubGlobal('location', { origin: 'http://host:8080', protocol: 'http:' });
+    const bodies: unknown[] = [];
+    let status = 429;
+    vi.stubGlobal('fetch', async (_input: RequestInfo | URL, init?: RequestInit) => {
+      bodies.push(JSON.parse(String(init?.body)));
+      if (status === 200) return new Response(JSON.stringify({ pass: 'cp1.a.b', expiresAt: '2030-01-01T00:00:00Z' }), { status });
+      return new Response(JSON.stringify({ success: false, message: 'slow down' }), { status, statusText: 'Too Many Requests' });
+    });
+    expect(await viewer.unlock('pw')).toEqual({ ok: false, status: 429, message: 'slow down' });
+    status = 200;
+    expect(await viewer.invite('inv')).toEqual({ ok: true, answer: { pass: 'cp1.a.b', expiresAt: '2030-01-01T00:00:00Z' } });
+    expect(bodies).toEqual([{ password: 'pw' }, { invite: 'inv' }]);
+  });
+});

@@ -12,6 +12,7 @@
  * `lib/base.ts`): `apiUrl` and everything built on it put the base in front. The server-wide routes (`/api/channels`,
  * `/api/admin/channels`) are called at the root (`rootUrl`, `channels`, `serverAdmin`).
  */
+import { passMayHaveEnded, reportUnauthorized, type ViewerAccess, type ViewerPassAnswer } from './lib/access';
 import { basePath, withBase } from './lib/base';
 import { withQuery } from './lib/urls';
 
@@ -401,6 +402,53 @@ export interface ServerConfig {
   srtPassphrase: string;
   /** castd: simulcast targets, stream keys masked. */
   simulcastTargets?: SimulcastTarget[];
+  /** castd: who may watch this channel (missing on servers without private channels). */
+  access?: AccessConfig;
+}
+
+/** The JWT issuer a token channel trusts (`secret` masked as `********` when set). */
+export interface ViewerJwtConfig {
+  secret: string;
+  jwksUrl: string;
+  issuer: string;
+  audience: string;
+  nameClaim: string;
+  loginUrl: string;
+}
+
+/** The admission hook (`secret` masked as `********` when set). */
+export interface AdmissionHookConfig {
+  url: string;
+  secret: string;
+  onPlay: boolean;
+  onPublish: boolean;
+  cacheSeconds: number;
+}
+
+/** `serverconfig.access`. */
+export interface AccessConfig {
+  visibility: ViewerAccess['visibility'];
+  viewerPassSeconds: number;
+  privateFederationPosts: 'followers' | 'none';
+  viewerJwt: ViewerJwtConfig;
+  admissionHook: AdmissionHookConfig;
+}
+
+/** `GET /api/admin/viewer/passwords`. */
+export interface ViewerPassword {
+  id: string | number;
+  comment: string;
+  createdAt?: string;
+}
+
+/** `GET /api/admin/viewer/invites` (`maxUses` 0: unlimited). */
+export interface ViewerInvite {
+  id: string | number;
+  comment: string;
+  createdAt?: string;
+  expiresAt?: string | null;
+  maxUses: number;
+  uses: number;
 }
 
 export interface EncoderInfo {
@@ -538,6 +586,8 @@ async function request<T>(
     init.headers = { ...init.headers, 'Content-Type': 'application/json' };
   }
   const res = await fetch(root ? rootUrl(url) : apiUrl(url), init);
+  // On a private channel a 401 may mean the viewing pass ended: the viewer pages go back to their prompt.
+  if (res.status === 401 && !root && passMayHaveEnded(url)) reportUnauthorized();
   if (!res.ok) throw await errorFrom(res);
   const text = await res.text();
   if (!text) return undefined as T;
@@ -598,12 +648,50 @@ export const api = {
     }).then(() => undefined),
 };
 
+// ---------- viewer access (private channels) ----------
+
+/** The answer of a way in: the pass, or the status and the server's message. */
+export type UnlockResult = { ok: true; answer: ViewerPassAnswer } | { ok: false; status: number; message: string };
+
+async function viewerPost(path: string, body: unknown): Promise<UnlockResult> {
+  let res: Response;
+  try {
+    res = await fetch(apiUrl(path), {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  } catch (e) {
+    return { ok: false, status: 0, message: (e as Error).message };
+  }
+  if (res.ok) {
+    const answer = (await res.json().catch(() => ({}))) as ViewerPassAnswer;
+    return { ok: true, answer };
+  }
+  const err = await errorFrom(res);
+  // errorFrom falls back to the status line; the prompt wants only a server-given message.
+  const statusLine = `${res.status} ${res.statusText}`.trim();
+  return { ok: false, status: res.status, message: err.message === statusLine ? '' : err.message };
+}
+
+/** `/api/viewer/*`: what the prompt needs, and the ways in (each sets the pass cookie on success). */
+export const viewer = {
+  access: () => getJSON<ViewerAccess>('/api/viewer/access'),
+  unlock: (password: string) => viewerPost('/api/viewer/unlock', { password }),
+  invite: (invite: string) => viewerPost('/api/viewer/invite', { invite }),
+  token: (jwt: string) => viewerPost('/api/viewer/token', { jwt }),
+  lock: () => postJSON('/api/viewer/lock', {}),
+};
+
 // ---------- channels ----------
 
 /** A channel of the public list (`GET /api/channels`, live first). */
 export interface PublicChannel {
   slug: string;
   name: string;
+  /** `public`, or `password`/`token`: a viewing pass is needed (no title, thumbnail nor viewer count then). */
+  visibility?: Visibility;
   online: boolean;
   streamTitle: string;
   viewerCount: number;
@@ -613,7 +701,8 @@ export interface PublicChannel {
   thumbnail: string;
 }
 
-export type Visibility = 'public' | 'unlisted';
+/** Who may watch a channel (`password`/`token`: a viewing pass; see the channel's Privacy page). */
+export type Visibility = 'public' | 'unlisted' | 'password' | 'token';
 
 /** A channel as the server admin's list shows it (`GET /api/admin/channels`). */
 export interface AdminChannel {

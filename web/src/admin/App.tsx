@@ -1,8 +1,9 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { apiUrl } from '../api';
+import { admin, apiUrl } from '../api';
 import { Icon } from '../components/Icon';
 import { ServerConfigContext, useServerConfigLoader } from './forms';
+import { needsPass } from '../lib/access';
 import { basePath } from '../lib/base';
 import { PAGES, navigate, pageHref, pagesFor, usePage, type PageId } from './router';
 import { ChannelSwitcher, Channels } from './pages/Channels';
@@ -14,6 +15,7 @@ import { Health } from './pages/Health';
 import { Logs } from './pages/Logs';
 import { Notifications } from './pages/Notifications';
 import { Overview } from './pages/Overview';
+import { Privacy } from './pages/Privacy';
 import { Replays } from './pages/Replays';
 import { Schedule } from './pages/Schedule';
 import { Server } from './pages/Server';
@@ -33,6 +35,7 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
   video: Video,
   general: General,
   chat: Chat,
+  privacy: Privacy,
   'access-tokens': AccessTokens,
   webhooks: Webhooks,
   notifications: Notifications,
@@ -45,12 +48,24 @@ const VIEWS: Record<PageId, () => JSX.Element> = {
 };
 
 /**
+ * On a private channel the dashboard's own player (replays, clips) and thumbnails are ways out like any other: the
+ * admin takes a viewing pass (`POST /api/admin/viewer/pass`, set as the channel's cookie) whenever the visibility asks
+ * for one.
+ */
+function useAdminPass(visibility: string | undefined) {
+  useEffect(() => {
+    if (needsPass(visibility)) admin.post('viewer/pass', {}).catch(() => undefined);
+  }, [visibility]);
+}
+
+/**
  * The admin SPA at /admin/ (a channel's at /c/{slug}/admin/, without the server-wide pages): navigation plus one page
  * at a time; the server config is shared through context. The server admin also gets the channel switcher.
  */
 export function AdminApp() {
   const page = usePage();
   const configCtx = useServerConfigLoader();
+  useAdminPass(configCtx.config?.access?.visibility);
   const [menuOpen, setMenuOpen] = useState(false);
   const View = VIEWS[page];
   const label = PAGES.find((p) => p.id === page)?.label ?? '';

@@ -13,6 +13,7 @@ export const PAGES = [
   { id: 'video', label: 'Video' },
   { id: 'general', label: 'General' },
   { id: 'chat', label: 'Chat' },
+  { id: 'privacy', label: 'Privacy' },
   { id: 'access-tokens', label: 'Access tokens' },
   { id: 'webhooks', label: 'Webhooks' },
   { id: 'notifications', label: 'Notifications' },

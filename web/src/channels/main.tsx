@@ -1,14 +1,17 @@
 /**
  * The directory of channels at `/channels` (the root's page): every public channel from `GET /api/channels` (live
  * first, as the server sorts them) as a card linking to the channel's page: its thumbnail while live, its name, stream
- * title, viewer count and a "Live" badge.
+ * title, viewer count and a "Live" badge. A private channel (password or token) shows its name, "Live" and a
+ * "Private" mark only: the server gives nothing else of it.
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import '../styles.css';
 import { channels, rootUrl, type PublicChannel } from '../api';
+import { needsPass } from '../lib/access';
 
 function Card({ c }: { c: PublicChannel }) {
+  const locked = needsPass(c.visibility);
   return (
     <a class={`channel-card${c.online ? ' live' : ''}`} href={c.url} data-slug={c.slug}>
       <div class="channel-thumb">
@@ -17,8 +20,13 @@ function Card({ c }: { c: PublicChannel }) {
       </div>
       <div class="channel-info">
         <strong class="channel-name">{c.name}</strong>
+        {locked && (
+          <span class="channel-private muted" title="Needs a password or a sign-in">
+            Private
+          </span>
+        )}
         {c.online && c.streamTitle && <span class="channel-title">{c.streamTitle}</span>}
-        {c.online && (
+        {c.online && !locked && (
           <span class="channel-viewers muted">
             {c.viewerCount} {c.viewerCount === 1 ? 'viewer' : 'viewers'}
           </span>

@@ -1,8 +1,9 @@
-/** Chat embeds: `/embed/chat/readonly` (messages only) and `/embed/chat/readwrite` (full chat). */
+/** Chat embeds: `/embed/chat/readonly` (messages only) and `/embed/chat/readwrite` (full chat), behind the prompt of a private channel. */
 import { render } from 'preact';
 import { useEffect } from 'preact/hooks';
 import '../styles.css';
 import { ChatPanel } from '../chat/ChatPanel';
+import { AccessGate } from '../viewer/Access';
 import { applyCustomisation } from '../viewer/page';
 import { useConfig } from '../viewer/useServer';
 
@@ -17,4 +18,9 @@ function ChatEmbed({ readonly }: { readonly: boolean }) {
 }
 
 const root = document.getElementById('app');
-if (root) render(<ChatEmbed readonly={root.dataset.readonly === 'true'} />, root);
+if (root) render(
+    <AccessGate>
+      <ChatEmbed readonly={root.dataset.readonly === 'true'} />
+    </AccessGate>,
+    root,
+  );

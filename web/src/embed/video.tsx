@@ -1,7 +1,8 @@
-/** Video embed at `/embed/video`: the player alone, with the offline card while the stream is down. */
+/** Video embed at `/embed/video`: the player alone, with the offline card while the stream is down (behind the prompt of a private channel). */
 import { render } from 'preact';
 import { useEffect } from 'preact/hooks';
 import '../styles.css';
+import { AccessGate } from '../viewer/Access';
 import { Stage } from '../viewer/Stage';
 import { applyCustomisation } from '../viewer/page';
 import { useConfig, usePing, useStatus } from '../viewer/useServer';
@@ -18,4 +19,9 @@ function VideoEmbed() {
 }
 
 const root = document.getElementById('app');
-if (root) render(<VideoEmbed />, root);
+if (root) render(
+    <AccessGate>
+      <VideoEmbed />
+    </AccessGate>,
+    root,
+  );

@@ -4,6 +4,7 @@ import { ChatPanel } from '../chat/ChatPanel';
 import { Icon } from '../components/Icon';
 import { Modal } from '../components/Modal';
 import { basePath, withBase } from '../lib/base';
+import { LeaveButton } from './Access';
 import { FollowForm } from './Follow';
 import { About, ExternalActions } from './Info';
 import { pushSupported, subscribeToNotifications } from './notify';
@@ -52,6 +53,7 @@ function Header({ config }: { config: PublicConfig }) {
         </a>
       )}
       <div class="header-buttons">
+        <LeaveButton />
         {browser?.enabled && pushSupported() && (
           <button type="button" id="notify-button" onClick={() => void notify()}>
             <Icon name="bell" /> Notify

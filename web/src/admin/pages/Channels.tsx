@@ -48,6 +48,8 @@ function ChannelRow({ c, onChanged }: { c: AdminChannel; onChanged: () => void }
             <select aria-label="Visibility" class="channel-visibility" value={visibility} onChange={(e) => setVisibility(e.currentTarget.value as Visibility)}>
               <option value="public">Public</option>
               <option value="unlisted">Unlisted</option>
+              <option value="password">Password</option>
+              <option value="token">Token</option>
             </select>
             <input aria-label="New admin password" type="password" class="channel-password" placeholder="New admin password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
             <button type="submit" class="channel-save">Save</button>
