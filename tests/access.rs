@@ -330,6 +330,9 @@ fn invite_links_give_a_pass_per_use(on: On) {
     let listed = t.admin_json("/api/admin/viewer/invites");
     assert_eq!(listed[0]["uses"], 1);
     assert!(listed[0].get("invite").is_none(), "the secret is not listed: {listed}");
+    // A link that works until it is revoked.
+    let forever = t.admin_post("/api/admin/viewer/invites/create", &json!({"expiresInSeconds": 0}));
+    assert!(forever.json::<Value>().unwrap()["expiresAt"].as_str().unwrap().starts_with("9999-"));
     // Revoking the link ends its passes.
     let r = t.admin_post("/api/admin/viewer/invites/delete", &json!({"id": made["id"]}));
     assert_eq!(r.status().as_u16(), 200);
