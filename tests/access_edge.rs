@@ -199,6 +199,33 @@ fn a_cluster_edge_checks_the_viewing_pass_itself() {
     let (mut sock, _) = ws(&format!("&pass={pass}")).expect("the edge's chat socket with the pass");
     let _ = sock.close(None);
 
+    // An invite link opened at the edge: the origin redeems it (its cookie comes back through the edge),
+    // and the new invite's pass works at the edge at once, before the edge's next snapshot has its grant.
+    let r = origin.admin_post(
+        "/api/admin/viewer/invites/create",
+        &json!({"comment": "a friend", "expiresInSeconds": 3600, "maxUses": 0}),
+    );
+    assert_eq!(r.status(), 200, "create an invite link");
+    let invite = r.json::<Value>().unwrap()["invite"].as_str().expect("the invite").to_string();
+    let opened = get(&c, e, &format!("/?invite={invite}"), &[("accept", "text/html")]);
+    assert_eq!(opened.status(), 303, "the invite link's page is redirected without it");
+    assert_eq!(opened.headers()["location"], "/");
+    let invited = opened
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("castd_pass="))
+        .expect("the invite's pass in a cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(status(&c, e, "/hls/0/seg1.ts", &[("cookie", &invited)]), 200, "the invite's pass at the edge");
+    let invited_pass = invited.split_once('=').unwrap().1.to_string();
+    let (mut sock, _) = ws(&format!("&pass={invited_pass}")).expect("the edge's chat socket with the invite's pass");
+    let _ = sock.close(None);
+
     // A channel the edge serves (`/c/music`) has a pass of its own.
     let r = origin.admin_post(
         "/api/admin/channels/create",

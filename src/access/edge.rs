@@ -60,6 +60,9 @@ pub struct ChannelAccess {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub channels: Vec<ChannelAccess>,
+    /// When the origin took it (Unix seconds, the origin's clock, like a pass's `issued_at`).
+    #[serde(default)]
+    pub at: i64,
 }
 
 /// The origin's open channels' access (the composition root's list; `cluster` serves its snapshot).
@@ -67,7 +70,9 @@ pub type Directory = Arc<dyn Fn() -> Vec<Arc<Access>> + Send + Sync>;
 
 impl Snapshot {
     pub fn of(accesses: &[Arc<Access>]) -> Snapshot {
-        Snapshot { channels: accesses.iter().map(|a| a.snapshot()).collect() }
+        // Taken before the grants are read: a grant added meanwhile is "newer than the snapshot".
+        let at = chrono::Utc::now().timestamp();
+        Snapshot { channels: accesses.iter().map(|a| a.snapshot()).collect(), at }
     }
 }
 
@@ -129,8 +134,8 @@ pub struct EdgeAccess {
     channels: RwLock<HashMap<String, Arc<Channel>>>,
     /// The revocation token of each (channel, grant) the edge admitted a pass under.
     tokens: Mutex<HashMap<(String, String), CancellationToken>>,
-    /// When the last snapshot came.
-    fresh_at: Mutex<Option<Instant>>,
+    /// When the last snapshot came, and when the origin took it (its clock).
+    fresh_at: Mutex<Option<(Instant, i64)>>,
 }
 
 impl EdgeAccess {
@@ -157,7 +162,7 @@ impl EdgeAccess {
             kept
         });
         *channels = next;
-        *self.fresh_at.lock() = Some(Instant::now());
+        *self.fresh_at.lock() = Some((Instant::now(), snapshot.at));
     }
 
     /// Whether the last snapshot had channel `slug`.
@@ -165,8 +170,13 @@ impl EdgeAccess {
         self.channels.read().contains_key(slug)
     }
 
+    /// How old the last snapshot is (none yet: `None`).
+    pub fn age(&self) -> Option<Duration> {
+        self.fresh_at.lock().map(|(t, _)| t.elapsed())
+    }
+
     fn stale(&self) -> bool {
-        self.fresh_at.lock().is_none_or(|t| t.elapsed() > STALE_AFTER)
+        self.fresh_at.lock().is_none_or(|(t, _)| t.elapsed() > STALE_AFTER)
     }
 
     fn token(&self, channel: &str, grant: &str) -> CancellationToken {
@@ -174,12 +184,17 @@ impl EdgeAccess {
     }
 
     /// The pass `text` stands for on `channel`, if it is valid now.
-    fn check(&self, slug: &str, ch: &Channel, text: &str) -> Option<ViewerPass> {
-        let claims = pass::verify(text, &ch.key, slug, chrono::Utc::now().timestamp()).ok()?;
+    fn check(&self, slug: &str, ch: &Channel, text: &str) -> Checked {
+        let Ok(claims) = pass::verify(text, &ch.key, slug, chrono::Utc::now().timestamp()) else {
+            return Checked::No;
+        };
         if !ch.valid.contains(&claims.grant) {
-            return None;
+            // Issued (with the current key) after the snapshot was taken: under a grant the edge has
+            // not seen yet (an invite link just made), or one revoked since. The origin knows.
+            let at = self.fresh_at.lock().map_or(i64::MAX, |(_, at)| at);
+            return if claims.issued_at >= at { Checked::Newer } else { Checked::No };
         }
-        Some(ViewerPass {
+        Checked::Yes(ViewerPass {
             subject: claims.subject,
             name: claims.name,
             expires_at: claims.expires_at,
@@ -194,7 +209,11 @@ impl EdgeAccess {
         let Some(ch) = ch else {
             return if way == Way::Open { Verdict::Admit(None) } else { Verdict::Origin };
         };
-        let pass = carried(slug, parts).and_then(|text| self.check(slug, &ch, &text));
+        let pass = match carried(slug, parts).map(|text| self.check(slug, &ch, &text)) {
+            Some(Checked::Yes(p)) => Some(p),
+            Some(Checked::Newer) => return Verdict::Origin,
+            Some(Checked::No) | None => None,
+        };
         let private = ch.visibility.needs_pass();
         if private && pass.is_none() && has_secret(parts) {
             return Verdict::Origin;
@@ -212,6 +231,14 @@ impl EdgeAccess {
             Way::Out { .. } => Verdict::Admit(pass),
         }
     }
+}
+
+/// A pass, as the edge's snapshot sees it.
+enum Checked {
+    Yes(ViewerPass),
+    /// Under a grant the snapshot does not have, issued after it was taken.
+    Newer,
+    No,
 }
 
 /// The cookie of channel `slug`'s pass (`Access::cookie_name`).
@@ -269,13 +296,17 @@ mod tests {
     }
 
     fn pass_for(channel: &str, grant: &str, key: &[u8], expires_at: i64) -> String {
+        pass_at(channel, grant, key, expires_at, 0)
+    }
+
+    fn pass_at(channel: &str, grant: &str, key: &[u8], expires_at: i64, issued_at: i64) -> String {
         let claims = pass::Claims {
             channel: channel.into(),
             grant: grant.into(),
             subject: format!("password:{grant}"),
             name: None,
             expires_at,
-            issued_at: 0,
+            issued_at,
         };
         pass::sign(&claims, key)
     }
@@ -290,6 +321,7 @@ mod tests {
                 jwt_grant: "j:000000000000".into(),
                 play_hook: false,
             }],
+            at: 1_000,
         }
     }
 
@@ -340,6 +372,11 @@ mod tests {
             ok(edge.admit("music", seg, &parts(&format!("{seg}?pass={}", pass_for("music", "p:3", key, later)), &[])));
         edge.apply(&snapshot(Visibility::Password, b"a new key", &["p:3"]));
         assert!(p3.revoked.is_cancelled());
+        // A pass issued after the snapshot under a grant it does not have yet: the origin decides.
+        let newer = pass_at("music", "i:9", b"a new key", later, 1_000);
+        assert!(matches!(edge.admit("music", seg, &parts(&format!("{seg}?pass={newer}"), &[])), Verdict::Origin));
+        let older = pass_at("music", "i:9", b"a new key", later, 999);
+        assert_eq!(denied(edge.admit("music", seg, &parts(&format!("{seg}?pass={older}"), &[]))), 401);
         // A public channel lets everything through.
         edge.apply(&snapshot(Visibility::Public, key, &[]));
         assert!(matches!(edge.admit("music", seg, &parts(seg, &[])), Verdict::Admit(None)));

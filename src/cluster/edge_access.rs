@@ -11,7 +11,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -27,6 +27,8 @@ use crate::tasks::{Stage, Tasks};
 /// How often an edge takes the origin's access snapshot (a revoked pass is refused at the edge within this).
 pub const EVERY: Duration = Duration::from_secs(3);
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// The youngest snapshot an edge takes another one over (`refresh`).
+const REFRESH_AT_MOST: Duration = Duration::from_secs(1);
 
 fn origin_only(cluster: &Cluster, headers: &HeaderMap) -> Result<(), ApiError> {
     cluster.check_secret(headers)?;
@@ -106,12 +108,34 @@ pub async fn ask_play(
     Err((status, Json(body)).into_response())
 }
 
+async fn fetch(cluster: &Cluster) -> Result<Snapshot, String> {
+    cluster.config.ask_origin::<Snapshot>(&cluster.http, "/api/cluster/access", &[], TIMEOUT).await
+}
+
+/// Take a snapshot taken after this call began (an edge's chat socket with a pass issued since the last
+/// one): one at a time, at most one per [`REFRESH_AT_MOST`], so a caller may wait up to that long.
+pub async fn refresh(cluster: &Cluster) {
+    let asked = Instant::now();
+    let _one = cluster.access_refresh.lock().await;
+    // Another caller's snapshot came meanwhile.
+    if cluster.access.age().is_some_and(|a| a < asked.elapsed()) {
+        return;
+    }
+    if let Some(left) = cluster.access.age().and_then(|a| REFRESH_AT_MOST.checked_sub(a)) {
+        tokio::time::sleep(left).await;
+    }
+    match fetch(cluster).await {
+        Ok(snapshot) => cluster.access.apply(&snapshot),
+        Err(e) => tracing::debug!("cluster: could not get the origin's viewer access: {e}"),
+    }
+}
+
 /// The edge's task: take the origin's access snapshot every `EVERY`.
 pub fn start(cluster: Arc<Cluster>, tasks: &Tasks) {
     tasks.spawn_until_stopped(Stage::Background, "cluster: the origin's viewer access", async move {
         let mut failing = false;
         loop {
-            match cluster.config.ask_origin::<Snapshot>(&cluster.http, "/api/cluster/access", &[], TIMEOUT).await {
+            match fetch(&cluster).await {
                 Ok(snapshot) => {
                     if failing {
                         tracing::info!("cluster: the origin's viewer access is back");

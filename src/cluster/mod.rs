@@ -186,6 +186,8 @@ pub struct Cluster {
     pub tasks: std::sync::OnceLock<Tasks>,
     /// The origin's viewer access, as an edge checks passes with it (`edge_access`; edge only).
     pub access: crate::access::edge::EdgeAccess,
+    /// One snapshot taken at a time out of turn (`edge_access::refresh`).
+    access_refresh: tokio::sync::Mutex<()>,
     /// Every open channel's viewer access (origin only; set by the composition root).
     pub directory: std::sync::OnceLock<crate::access::edge::Directory>,
 }
@@ -230,6 +232,7 @@ impl Cluster {
             metrics,
             tasks: std::sync::OnceLock::new(),
             access: Default::default(),
+            access_refresh: tokio::sync::Mutex::new(()),
             directory: std::sync::OnceLock::new(),
         }))
     }

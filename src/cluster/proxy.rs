@@ -192,10 +192,18 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
     // The viewer's pass is checked here, before the cache, the local routes or the origin see the request.
     let (mut parts, body) = req.into_parts();
     let (slug, own) = channel_of(parts.uri.path());
-    let (pass, uncached) = match front.cluster.access.admit(slug, own, &parts) {
+    let edge_ws = own == "/ws" && slug == ChannelId::DEFAULT;
+    let mut verdict = front.cluster.access.admit(slug, own, &parts);
+    if edge_ws && matches!(verdict, Verdict::Origin) {
+        // This edge holds the socket, so the origin cannot decide for it: a pass issued since the last
+        // snapshot (a new invite link's) is checked against a fresh one.
+        edge_access::refresh(&front.cluster).await;
+        verdict = front.cluster.access.admit(slug, own, &parts);
+    }
+    let (pass, uncached) = match verdict {
         Verdict::Deny(resp) => return resp,
         Verdict::Admit(pass) => (pass, false),
-        Verdict::Hook(pass) if own == "/ws" && slug == ChannelId::DEFAULT => {
+        Verdict::Hook(pass) if edge_ws => {
             // The edge holds this socket: the origin asks its admission hook first.
             let ua = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
             let subject = pass.as_ref().map(|p| p.subject.as_str());
@@ -206,7 +214,7 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
         }
         Verdict::Hook(pass) => (pass, true),
         // The edge holds this socket and cannot redeem an invite link or a token for it.
-        Verdict::Origin if own == "/ws" && slug == ChannelId::DEFAULT => {
+        Verdict::Origin if edge_ws => {
             return match front.cluster.access.knows(slug) {
                 true => ApiError::NeedsPass("unlock the channel on its page first (a viewing pass is needed)".into()),
                 false => {
