@@ -154,7 +154,8 @@
 //!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and `/ws` here,
 //!   everything else proxied to the origin, HLS cached as `Cache-Control` allows) and presence counts.
 //!   Uses `chat` (through `chat::relay`, the seam: the hub's link, the origin's outbound queue, the
-//!   handling of a remote client's event) and `metrics` (an edge marks the viewers it serves). Off
+//!   handling of a remote client's event), `metrics` (an edge marks the viewers it serves) and
+//!   `access` (`access::edge`: an edge checks viewing passes itself with the origin's snapshot). Off
 //!   without `--redis-url`.
 //! - [`channels`]: many streamers on one castd: the channel table (in the default channel's database),
 //!   the server admin's channel routes (`/api/admin/channels`), the public list (`/api/channels`) and the

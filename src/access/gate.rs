@@ -79,14 +79,16 @@ enum Carried {
     Bearer(String),
 }
 
-fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
+// pub(super): also the edge's check (`access::edge`).
+pub(super) fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
     query.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=')?;
         (k == name).then(|| percent_encoding::percent_decode_str(v).decode_utf8_lossy())
     })
 }
 
-fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
+// pub(super): also the edge's check (`access::edge`).
+pub(super) fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts.headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|line| {
         line.split(';').find_map(|c| {
             let (k, v) = c.trim().split_once('=')?;
@@ -95,7 +97,8 @@ fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     })
 }
 
-fn bearer(parts: &Parts) -> Option<&str> {
+// pub(super): also the edge's check (`access::edge`).
+pub(super) fn bearer(parts: &Parts) -> Option<&str> {
     let v = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
@@ -118,13 +121,15 @@ fn without(query: &str, names: &[&str]) -> String {
         .join("&")
 }
 
-fn is_page(parts: &Parts) -> bool {
+// pub(super): also the edge's check (`access::edge`).
+pub(super) fn is_page(parts: &Parts) -> bool {
     parts.method == Method::GET
         && parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"))
 }
 
 /// The 401 of a way out without a pass.
-fn needs_pass() -> Response {
+// pub(super): also the edge's check (`access::edge`).
+pub(super) fn needs_pass() -> Response {
     ApiError::NeedsPass("this channel is private: unlock it on its page first (a viewing pass is needed)".into())
         .into_response()
 }

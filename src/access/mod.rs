@@ -14,6 +14,8 @@
 
 pub mod api;
 pub mod db;
+// A cluster edge's check of the passes (the origin's snapshot of this feature's state).
+pub mod edge;
 pub mod gate;
 pub mod hook;
 pub mod jwt;

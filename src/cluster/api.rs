@@ -1,6 +1,7 @@
 //! The origin's routes for its edges: `GET /api/cluster/chat/lookup?accessToken=&ip=` (who holds a
 //! chat access token, for an edge's `/ws` check; see `chat::relay::Lookup`) and
-//! `GET /api/cluster/settings` (`edge_config`). They need the cluster secret in
+//! `GET /api/cluster/settings` (`edge_config`), `GET /api/cluster/access` and
+//! `GET /api/cluster/access/play` (`edge_access`). They need the cluster secret in
 //! `X-Castd-Cluster-Secret`; without it, or with a wrong one, 403.
 
 use std::net::IpAddr;
@@ -43,6 +44,23 @@ pub fn routes(reg: &mut Registry, cluster: Arc<Cluster>) {
         super::edge_config::serve,
     )
     .error(403, "No cluster secret, or a wrong one");
+    reg.get(
+        "/api/cluster/access",
+        GROUP,
+        Auth::Public,
+        "What an edge needs to check viewing passes (needs the cluster secret)",
+        super::edge_access::serve,
+    )
+    .error(403, "No cluster secret, or a wrong one");
+    reg.get(
+        "/api/cluster/access/play",
+        GROUP,
+        Auth::Public,
+        "Whether the admission hook lets a viewer of an edge play (needs the cluster secret)",
+        super::edge_access::play,
+    )
+    .error(403, "No cluster secret, or a wrong one, or the admission hook's refusal")
+    .error(404, "No such channel");
 }
 
 async fn lookup(

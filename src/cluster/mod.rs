@@ -20,6 +20,9 @@
 //!   message) from the origin every 2 s (`edge_config`, `GET /api/cluster/settings`).
 //! - an edge checks a client's access token with the origin (`GET /api/cluster/chat/lookup`, which
 //!   needs the cluster secret in `X-Castd-Cluster-Secret`; a wrong secret is refused with 403).
+//! - viewer access (private channels): an edge checks viewing passes itself, with the origin's
+//!   channels' signing keys and valid grants taken every 3 s (`edge_access`, `GET /api/cluster/access`,
+//!   cluster secret required), before it serves from its cache, proxies, or holds a chat socket.
 //! - presence: each node writes its chat client and viewer counts to `castd:presence:<node>` with a
 //!   20 s expiry every 5 s; the origin's `/api/status` and admin chat client list add them up (a
 //!   killed node's clients leave them within 25 s). The admin list numbers another node's clients
@@ -33,6 +36,7 @@
 
 pub mod api;
 pub mod bus;
+pub mod edge_access;
 pub mod edge_config;
 pub mod proxy;
 pub mod tunnel;
@@ -180,6 +184,12 @@ pub struct Cluster {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The daemon's tasks (set by `start`): an edge's tunnels to the origin run there.
     pub tasks: std::sync::OnceLock<Tasks>,
+    /// The origin's viewer access, as an edge checks passes with it (`edge_access`; edge only).
+    pub access: crate::access::edge::EdgeAccess,
+    /// One snapshot taken at a time out of turn (`edge_access::refresh`).
+    access_refresh: tokio::sync::Mutex<()>,
+    /// Every open channel's viewer access (origin only; set by the composition root).
+    pub directory: std::sync::OnceLock<crate::access::edge::Directory>,
 }
 
 impl Cluster {
@@ -221,6 +231,9 @@ impl Cluster {
             viewers,
             metrics,
             tasks: std::sync::OnceLock::new(),
+            access: Default::default(),
+            access_refresh: tokio::sync::Mutex::new(()),
+            directory: std::sync::OnceLock::new(),
         }))
     }
 
@@ -249,6 +262,7 @@ pub fn start(cluster: &Arc<Cluster>, tasks: &Tasks) {
     if let Some(edge) = &cluster.edge {
         bus::start_edge(cluster.clone(), edge.clone(), tasks);
         edge_config::start(cluster.clone(), tasks);
+        edge_access::start(cluster.clone(), tasks);
     }
     bus::start_presence(cluster.clone(), tasks);
 }

@@ -13,6 +13,13 @@
 //! the origin (an http origin only), so its chat room is the origin's: an edge holds the default channel's
 //! chat sockets itself (over Redis) and passes the channels' sockets through.
 //!
+//! On a channel that needs a viewing pass, every request passes the edge's own check first
+//! (`access::edge`, with the origin's snapshot from `edge_access`): a way out without a valid pass is
+//! refused here (401) and never reaches the cache, the local routes or the origin; the chat socket
+//! this edge holds gets the viewer's `ViewerPass` (it ends with the pass). An invite link or a token to
+//! redeem goes to the origin uncached (its `Set-Cookie` comes back), and so does a play the admission
+//! hook is asked about.
+//!
 //! HLS (`GET /hls/...`) goes through a small cache: identical requests in flight share one origin
 //! request (so a blocking LL-HLS playlist reload from many players is one request to the origin), and
 //! an answer whose `Cache-Control` allows it (`public`/`max-age`, no `no-store`/`no-cache`/`private`)
@@ -34,8 +41,10 @@ use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
-use super::{tunnel, Cluster, SECRET_HEADER};
+use super::{edge_access, tunnel, Cluster, SECRET_HEADER};
+use crate::access::edge::Verdict;
 use crate::http::ApiError;
+use crate::media::ChannelId;
 
 /// Largest request body forwarded to the origin.
 const MAX_REQUEST_BODY: usize = 32 << 20;
@@ -175,30 +184,74 @@ pub fn front(cluster: Arc<Cluster>, local: Router) -> Router {
 }
 
 async fn handle(State(front): State<Front>, req: Request) -> Response {
-    if is_local(req.uri().path()) {
-        return match front.local.oneshot(req).await {
-            Ok(r) => r,
-            Err(never) => match never {},
-        };
-    }
     if req.uri().path().starts_with("/api/cluster/") {
         return ApiError::NotFound("not found".into()).into_response();
     }
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
     let ip = peer.map(|p| crate::http::client_ip(p, req.headers()));
+    // The viewer's pass is checked here, before the cache, the local routes or the origin see the request.
+    let (mut parts, body) = req.into_parts();
+    let (slug, own) = channel_of(parts.uri.path());
+    let edge_ws = own == "/ws" && slug == ChannelId::DEFAULT;
+    let mut verdict = front.cluster.access.admit(slug, own, &parts);
+    if edge_ws && matches!(verdict, Verdict::Origin) {
+        // This edge holds the socket, so the origin cannot decide for it: a pass issued since the last
+        // snapshot (a new invite link's) is checked against a fresh one.
+        edge_access::refresh(&front.cluster).await;
+        verdict = front.cluster.access.admit(slug, own, &parts);
+    }
+    let (pass, uncached) = match verdict {
+        Verdict::Deny(resp) => return resp,
+        Verdict::Admit(pass) => (pass, false),
+        Verdict::Hook(pass) if edge_ws => {
+            // The edge holds this socket: the origin asks its admission hook first.
+            let ua = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+            let subject = pass.as_ref().map(|p| p.subject.as_str());
+            if let Err(resp) = edge_access::ask_play(&front.cluster, slug, subject, ip, ua).await {
+                return resp;
+            }
+            (pass, false)
+        }
+        Verdict::Hook(pass) => (pass, true),
+        // The edge holds this socket and cannot redeem an invite link or a token for it.
+        Verdict::Origin if edge_ws => {
+            return match front.cluster.access.knows(slug) {
+                true => ApiError::NeedsPass("unlock the channel on its page first (a viewing pass is needed)".into()),
+                false => {
+                    ApiError::Unavailable("this edge does not know the channel's access yet; try again soon".into())
+                }
+            }
+            .into_response();
+        }
+        Verdict::Origin => (None, true),
+    };
+    if let Some(pass) = pass {
+        // For the chat socket this edge holds: it ends when the pass does.
+        parts.extensions.insert(pass);
+    }
+    let req = Request::from_parts(parts, body);
+    // A page with an invite link or a token to redeem goes to the origin (it sets the pass's cookie).
+    if is_local(req.uri().path()) && !uncached {
+        return match front.local.oneshot(req).await {
+            Ok(r) => r,
+            Err(never) => match never {},
+        };
+    }
     if is_channel_ws(req.uri().path()) {
         return tunnel::open(&front.cluster, req, ip).await;
     }
     let path = req.uri().path();
-    let cacheable = req.method() == Method::GET && (path.starts_with("/hls/") || is_channel_hls(path));
+    let cacheable = !uncached && req.method() == Method::GET && (path.starts_with("/hls/") || is_channel_hls(path));
     // A channel's viewers are counted by the origin (its edge mark is the default channel's).
     let default_hls = path.starts_with("/hls/");
-    if let (true, Some(peer)) = (cacheable && default_hls && req.uri().path().ends_with(".m3u8"), peer) {
+    if let (true, Some(peer)) = (default_hls && req.method() == Method::GET && path.ends_with(".m3u8"), peer) {
         // The viewer watches through this node: counted here (presence adds the nodes up).
         front.cluster.metrics.viewers.mark_request(peer, req.headers());
     }
     let path_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
     if cacheable {
+        // Keyed by the whole path and query: a playlist asked for with `?pass=` (whose URIs carry the
+        // pass) is only ever shared with requests that carry the same pass.
         let slot = front.cluster.cache.slot(&path_query);
         let cluster = front.cluster.clone();
         let (method, headers) = (req.method().clone(), req.headers().clone());
@@ -222,6 +275,15 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
     match fetch(&front.cluster, parts.method, &path_query, &parts.headers, ip, body).await {
         Ok(a) => respond(&a),
         Err(e) => bad_gateway(&e),
+    }
+}
+
+/// The channel a path is for (its slug, `default` for the root) and the channel's own path.
+fn channel_of(path: &str) -> (&str, &str) {
+    let Some(rest) = path.strip_prefix("/c/") else { return (ChannelId::DEFAULT, path) };
+    match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
     }
 }
 
@@ -298,6 +360,14 @@ mod tests {
         assert_eq!(cache_lifetime(&cc("no-cache, no-store, must-revalidate")), None);
         assert_eq!(cache_lifetime(&cc("private, max-age=60")), None);
         assert_eq!(cache_lifetime(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_path_names_the_channel_whose_pass_it_needs() {
+        assert_eq!(channel_of("/hls/0/seg1.ts"), ("default", "/hls/0/seg1.ts"));
+        assert_eq!(channel_of("/c/music/hls/0/seg1.ts"), ("music", "/hls/0/seg1.ts"));
+        assert_eq!(channel_of("/c/music/ws"), ("music", "/ws"));
+        assert_eq!(channel_of("/c/music"), ("music", "/"));
     }
 
     #[test]

@@ -615,7 +615,7 @@ impl DaemonHost {
         let stack = ChannelStack::build(core, &self.shared, admin, self.tasks.scope(), false)?;
         let _ = stack.server.key_taken.set(key_taken(self.keys.clone(), row.slug.clone()));
         let _ = stack.federation.username_taken.set(username_taken(self.keys.clone(), row.slug.clone()));
-        self.stacks.add(row.slug.clone(), stack.settings.clone(), stack.metrics.clone());
+        self.stacks.add(row.slug.clone(), stack.settings.clone(), stack.metrics.clone(), stack.access.clone());
         stack.start(&self.shared.media);
         stack.start_whep(self.shared.webrtc.get());
         let router = stack.registry(&self.ingest).into_router();

@@ -217,7 +217,7 @@ impl Daemon {
         };
         let admin = AdminAuth::new(settings.clone());
         let default = ChannelStack::build(core, &shared, admin.clone(), tasks.clone(), temp_stream_key.is_some())?;
-        stacks.add(default_id.clone(), default.settings.clone(), default.metrics.clone());
+        stacks.add(default_id.clone(), default.settings.clone(), default.metrics.clone(), default.access.clone());
         // The root's Prometheus exposition merges every channel's.
         let _ = default.metrics.other_channels.set(stacks.other_channels());
         let default_entry = Arc::new(DefaultChannel {
@@ -246,6 +246,10 @@ impl Daemon {
             }
             None => None,
         };
+        // An origin publishes every open channel's viewer access to its edges (they check passes).
+        if let Some(c) = cluster.as_ref().filter(|c| !c.is_edge()) {
+            let _ = c.directory.set(stacks.access_directory());
+        }
         // Stream keys are unique across the server: each channel's stream-keys setter asks here.
         let _ = default.server.key_taken.set(channel::key_taken(keys.clone(), default_id.clone()));
         // Every channel's actor has a name of its own; the root's WebFinger answers for all of them.

@@ -2,12 +2,15 @@
 //! capacity policy reads each channel's planned ladder, and the server's limits from the default
 //! channel's settings) and its metrics (the root's Prometheus exposition merges every channel's).
 //! The composition root adds a channel's stack when it opens it and removes it when it closes.
+//! Also each channel's viewer access (a cluster origin publishes it to its edges: `cluster::edge_access`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
 
+use crate::access::edge::Directory;
+use crate::access::Access;
 use crate::media::capacity::{budget_in_force, ladder_cost, CapacityPolicy, Limits};
 use crate::media::ChannelId;
 use crate::metrics::{Metrics, OtherChannels};
@@ -17,6 +20,7 @@ use crate::store::settings::SettingsStore;
 struct Entry {
     settings: SettingsStore,
     metrics: Arc<Metrics>,
+    access: Arc<Access>,
 }
 
 /// Every open channel's settings and metrics (the default channel's too).
@@ -32,8 +36,8 @@ impl Stacks {
     }
 
     /// Channel `id`'s stack is open.
-    pub fn add(&self, id: ChannelId, settings: SettingsStore, metrics: Arc<Metrics>) {
-        self.open.write().insert(id, Entry { settings, metrics });
+    pub fn add(&self, id: ChannelId, settings: SettingsStore, metrics: Arc<Metrics>, access: Arc<Access>) {
+        self.open.write().insert(id, Entry { settings, metrics, access });
     }
 
     /// Channel `id`'s stack closed.
@@ -55,6 +59,14 @@ impl Stacks {
                 }
             })
             .collect()
+    }
+
+    /// Every open channel's viewer access, for a cluster origin's edges (weak, like `other_channels`).
+    pub fn access_directory(self: &Arc<Self>) -> Directory {
+        let stacks: Weak<Stacks> = Arc::downgrade(self);
+        Arc::new(move || {
+            stacks.upgrade().map(|s| s.open.read().values().map(|e| e.access.clone()).collect()).unwrap_or_default()
+        })
     }
 
     /// The root's hook for the other channels' expositions (weak: the stacks hold the root's metrics).
