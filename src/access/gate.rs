@@ -51,6 +51,7 @@ const OPEN_PATHS: &[&str] = &[
     "/logo",
     "/favicon.ico",
     "/serviceworker.js",
+    "/robots.txt",
     "/channels",
     "/api/channels",
     "/api/openapi.json",
