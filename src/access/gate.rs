@@ -4,6 +4,7 @@
 //! sent to the channel's page, where the viewer is asked for a password), the invite links and tokens
 //! redeemed on the way in (`?invite=`, `?jwt=`, a Bearer JWT), and the admission hook's say on play.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -73,14 +74,6 @@ pub fn way(method: &Method, path: &str, root: bool) -> Way {
     Way::Out { play }
 }
 
-/// Where the request carries a pass, in the order looked at.
-enum Carried {
-    Cookie(String),
-    Query(String),
-    Bearer(String),
-}
-
-// pub(super): also the edge's check (`access::edge`).
 pub(super) fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
     query.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=')?;
@@ -146,22 +139,6 @@ fn status_without_pass(online: bool) -> Response {
 }
 
 impl Access {
-    /// The passes the request carries, in the order looked at (an old cookie must not hide a good
-    /// `?pass=`).
-    fn carried(&self, parts: &Parts) -> Vec<Carried> {
-        let mut out = Vec::with_capacity(1);
-        if let Some(c) = cookie(parts, &self.cookie_name()) {
-            out.push(Carried::Cookie(c.to_string()));
-        }
-        if let Some(q) = parts.uri.query().and_then(|q| query_param(q, "pass")) {
-            out.push(Carried::Query(q.into_owned()));
-        }
-        if let Some(b) = bearer(parts).filter(|b| b.starts_with(super::pass::PREFIX)) {
-            out.push(Carried::Bearer(b.to_string()));
-        }
-        out
-    }
-
     /// The page the viewer is sent to: the same path without `?invite=`/`?jwt=`.
     fn redirect_without_secret(&self, parts: &Parts, cookie: HeaderValue) -> Response {
         let query = parts.uri.query().map(|q| without(q, &["invite", "jwt"])).unwrap_or_default();
@@ -180,18 +157,28 @@ impl Access {
         let s = self.settings.get();
         let vis = s.access.visibility;
         let way = way(&parts.method, parts.uri.path(), self.channel.is_default());
-        let ip: Option<IpAddr> = peer.map(|p| crate::http::client_ip(p, &parts.headers));
+        // The address is worked out only when something needs it (a redemption, the admin, the hook).
+        let ip = || -> Option<IpAddr> { peer.map(|p| crate::http::client_ip(p, &parts.headers)) };
         let ua = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
         let mut admitted = Admitted::default();
+        // Who the viewer is matters beyond HLS (the chat socket, WHEP, chat sign-in, the hook); an HLS
+        // request only needs to know the pass is good.
+        let wants_viewer = !parts.uri.path().starts_with("/hls/") || way == (Way::Out { play: true });
 
         // The pass the request carries, if it is valid.
-        for carried in self.carried(parts) {
-            let (text, from_query) = match carried {
-                Carried::Cookie(t) | Carried::Bearer(t) => (t, false),
-                Carried::Query(t) => (t, true),
-            };
-            if let Some(p) = self.check(&text) {
-                admitted.pass = Some(p);
+        let mut has_pass = false;
+        // Every pass the request carries, in this order (an old cookie must not hide a good `?pass=`).
+        let carried = [
+            cookie(parts, self.cookie_name()).map(|c| (Cow::Borrowed(c), false)),
+            parts.uri.query().and_then(|q| query_param(q, "pass")).map(|q| (q, true)),
+            bearer(parts).filter(|b| b.starts_with(super::pass::PREFIX)).map(|b| (Cow::Borrowed(b), false)),
+        ];
+        for (text, from_query) in carried.into_iter().flatten() {
+            if let Some(claims) = self.check_claims(&text) {
+                has_pass = true;
+                if wants_viewer {
+                    admitted.pass = Some(self.viewer(&claims));
+                }
                 if from_query {
                     admitted.carry = Some(format!("pass={}", percent_encoding::utf8_percent_encode(&text, QUERY)));
                 }
@@ -199,14 +186,14 @@ impl Access {
             }
         }
         // An invite link or a token on the way in: redeemed into a pass (and a cookie).
-        if admitted.pass.is_none() && vis.needs_pass() {
+        if !has_pass && vis.needs_pass() {
             let query = parts.uri.query().unwrap_or_default();
             let issued = if let Some(invite) = query_param(query, "invite") {
-                Some(self.redeem(&invite, ip, ua).await)
+                Some(self.redeem(&invite, ip(), ua).await)
             } else if let Some(jwt) = query_param(query, "jwt") {
-                Some(self.exchange(&jwt, ip, ua).await)
+                Some(self.exchange(&jwt, ip(), ua).await)
             } else if let Some(jwt) = bearer(parts).filter(|b| b.matches('.').count() == 2 && b.starts_with("eyJ")) {
-                Some(self.exchange(jwt, ip, ua).await)
+                Some(self.exchange(jwt, ip(), ua).await)
             } else {
                 None
             };
@@ -217,6 +204,7 @@ impl Access {
                     }
                     admitted.cookie = Some(issued.cookie);
                     admitted.pass = Some(issued.viewer);
+                    has_pass = true;
                 }
                 // A page still opens (it shows the prompt and the reason); a way out is refused.
                 Some(Err(e)) if way != Way::Open || !is_page(parts) => return Err(e.into_response()),
@@ -224,8 +212,8 @@ impl Access {
             }
         }
         // The channel's admin (Basic credentials) may use every way out.
-        if admitted.pass.is_none() && way != Way::Open && vis.needs_pass() && has_basic(parts) {
-            match self.admin.is_admin(ip, &parts.headers).await {
+        if !has_pass && way != Way::Open && vis.needs_pass() && has_basic(parts) {
+            match self.admin.is_admin(ip(), &parts.headers).await {
                 Ok(true) => return Ok(admitted),
                 Ok(false) => {}
                 Err(e) => return Err(e.into_response()),
@@ -233,10 +221,10 @@ impl Access {
         }
         match way {
             Way::Open => return Ok(admitted),
-            Way::Status if vis.needs_pass() && admitted.pass.is_none() => {
+            Way::Status if vis.needs_pass() && !has_pass => {
                 return Err(status_without_pass(self.online()));
             }
-            Way::Out { .. } if vis.needs_pass() && admitted.pass.is_none() => {
+            Way::Out { .. } if vis.needs_pass() && !has_pass => {
                 if is_page(parts) {
                     let mut resp = StatusCode::SEE_OTHER.into_response();
                     let page = if self.base.is_empty() { "/".to_string() } else { format!("{}/", self.base) };
@@ -253,7 +241,7 @@ impl Access {
         admitted.private = vis.needs_pass() && way != Way::Open;
         if let Way::Out { play: true } = way {
             let subject = admitted.pass.as_ref().map(|p: &ViewerPass| p.subject.as_str());
-            self.admit_play(subject, ip, ua).await.map_err(IntoResponse::into_response)?;
+            self.admit_play(subject, ip(), ua).await.map_err(IntoResponse::into_response)?;
         }
         Ok(admitted)
     }

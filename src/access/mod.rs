@@ -46,6 +46,8 @@ pub const MAX_PASSWORDS: usize = 20;
 /// The grant of the passes the channel's admin takes (`POST /api/admin/viewer/pass`: the dashboard's
 /// player); they end only with the signing key.
 pub const ADMIN_GRANT: &str = "a";
+/// Most passes whose signature [`Access`] remembers (beyond it, it starts afresh).
+const MAX_VERIFIED: usize = 8192;
 /// Most invite links a channel keeps.
 pub const MAX_INVITES: usize = 1000;
 
@@ -92,6 +94,14 @@ pub struct Access {
     backoff: Backoff,
     jwt: jwt::JwtVerifier,
     hook: hook::AdmissionHook,
+    /// The name of the cookie that carries this channel's pass.
+    cookie_name: String,
+    /// Passes whose signature was checked, by their text (the signature, the JSON and the base64 of a
+    /// pass are checked once, not on every segment request); cleared when the key changes, bounded.
+    verified: RwLock<HashMap<Arc<str>, Arc<pass::Claims>>>,
+    /// The JWT issuer's settings and their grant (`jwt_grant`), kept so a member's pass is not hashed on
+    /// every request.
+    jwt_grant: RwLock<Option<(JwtSettings, String)>>,
     /// The channel's admin check: the admin's Basic credentials open every way out too (the
     /// dashboard's preview, replays before they are public).
     pub(crate) admin: crate::http::AdminAuth,
@@ -130,7 +140,11 @@ impl Access {
             Ok((key, valid))
         })?;
         let base = if channel.is_default() { String::new() } else { format!("/c/{channel}") };
+        let cookie_name = if channel.is_default() { "castd_pass".to_string() } else { format!("castd_pass_{channel}") };
         Ok(Arc::new(Access {
+            cookie_name,
+            verified: RwLock::default(),
+            jwt_grant: RwLock::default(),
             channel,
             base,
             settings,
@@ -146,12 +160,8 @@ impl Access {
     }
 
     /// The cookie that carries this channel's pass.
-    pub fn cookie_name(&self) -> String {
-        if self.channel.is_default() {
-            "castd_pass".into()
-        } else {
-            format!("castd_pass_{}", self.channel)
-        }
+    pub fn cookie_name(&self) -> &str {
+        &self.cookie_name
     }
 
     fn cookie_path(&self) -> String {
@@ -210,22 +220,60 @@ impl Access {
 
     /// The pass `text` stands for, if it is valid now.
     pub fn check(&self, text: &str) -> Option<ViewerPass> {
-        let key = self.key.read().clone();
-        let claims = pass::verify(text, &key, self.channel.as_str(), now()).ok()?;
-        let valid = if claims.grant.starts_with("j:") {
-            claims.grant == jwt_grant(&self.settings.get().access.viewer_jwt)
-        } else {
-            self.grants.lock().valid.contains(&claims.grant)
+        let claims = self.check_claims(text)?;
+        Some(self.viewer(&claims))
+    }
+
+    /// The claims of the pass `text` stands for, if it is valid now (its signature checked once, then
+    /// remembered; its expiry and grant checked every time).
+    pub fn check_claims(&self, text: &str) -> Option<Arc<pass::Claims>> {
+        let t = now();
+        let cached = self.verified.read().get(text).cloned();
+        let claims = match cached {
+            Some(c) => c,
+            None => {
+                let key = self.key.read().clone();
+                let c = Arc::new(pass::verify(text, &key, self.channel.as_str(), t).ok()?);
+                let mut v = self.verified.write();
+                if v.len() >= MAX_VERIFIED {
+                    v.clear();
+                }
+                v.insert(Arc::from(text), c.clone());
+                c
+            }
         };
-        if !valid {
+        if claims.expires_at <= t || !self.grant_valid(&claims.grant) {
             return None;
         }
-        Some(ViewerPass {
-            subject: claims.subject,
-            name: claims.name,
+        Some(claims)
+    }
+
+    fn grant_valid(&self, grant: &str) -> bool {
+        if grant.starts_with("j:") {
+            let s = self.settings.get();
+            let cfg = &s.access.viewer_jwt;
+            if let Some((c, g)) = self.jwt_grant.read().as_ref() {
+                if c == cfg {
+                    return grant == g;
+                }
+            }
+            let g = jwt_grant(cfg);
+            let ok = grant == g;
+            *self.jwt_grant.write() = Some((cfg.clone(), g));
+            ok
+        } else {
+            self.grants.lock().valid.contains(grant)
+        }
+    }
+
+    /// The viewer a valid pass stands for, with its grant's revocation token.
+    pub fn viewer(&self, claims: &pass::Claims) -> ViewerPass {
+        ViewerPass {
+            subject: claims.subject.clone(),
+            name: claims.name.clone(),
             expires_at: claims.expires_at,
             revoked: self.grant_token(&claims.grant),
-        })
+        }
     }
 
     /// End every pass issued under `grant` (and issue no more under it).
@@ -253,6 +301,7 @@ impl Access {
     pub async fn rotate_key(&self) -> Result<(), ApiError> {
         let key = self.store.call(|c| db::rotate_key(c, now())).await?;
         *self.key.write() = key.into();
+        self.verified.write().clear();
         let mut g = self.grants.lock();
         for (_, t) in g.tokens.drain() {
             t.cancel();

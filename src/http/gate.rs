@@ -189,30 +189,29 @@ pub fn carry_query(playlist: &str, query: &str) -> String {
             None => (line, ""),
         };
         if body.is_empty() {
-            out.push_str(end);
         } else if body.starts_with('#') {
-            out.push_str(&carry_in_attributes(body, query));
-            out.push_str(end);
+            carry_in_attributes(&mut out, body, query);
         } else {
-            out.push_str(&with_query(body.trim(), query));
-            out.push_str(end);
+            push_with_query(&mut out, body.trim(), query);
         }
+        out.push_str(end);
     }
     out
 }
 
-fn with_query(uri: &str, query: &str) -> String {
+fn push_with_query(out: &mut String, uri: &str, query: &str) {
     let (base, fragment) = match uri.find('#') {
         Some(i) => (&uri[..i], &uri[i..]),
         None => (uri, ""),
     };
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}{query}{fragment}")
+    out.push_str(base);
+    out.push(if base.contains('?') { '&' } else { '?' });
+    out.push_str(query);
+    out.push_str(fragment);
 }
 
-fn carry_in_attributes(tag: &str, query: &str) -> String {
+fn carry_in_attributes(out: &mut String, tag: &str, query: &str) {
     const ATTR: &str = "URI=\"";
-    let mut out = String::with_capacity(tag.len() + query.len() + 8);
     let mut rest = tag;
     while let Some(i) = rest.find(ATTR) {
         // `URI=` as an attribute name of its own, not the tail of another name.
@@ -222,14 +221,13 @@ fn carry_in_attributes(tag: &str, query: &str) -> String {
         out.push_str(&rest[..start]);
         let uri = &rest[start..start + len];
         if own && !uri.is_empty() {
-            out.push_str(&with_query(uri, query));
+            push_with_query(out, uri, query);
         } else {
             out.push_str(uri);
         }
         rest = &rest[start + len..];
     }
     out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
