@@ -252,7 +252,13 @@ const QUERY: &percent_encoding::AsciiSet =
     &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
 
 /// The gate of a channel, for the router and its lanes.
-pub struct ChannelGate(pub Arc<Access>);
+pub struct ChannelGate(pub Arc<Access>, pub crate::http::gate::Rewrites);
+
+impl ChannelGate {
+    pub fn new(access: Arc<Access>) -> ChannelGate {
+        ChannelGate(access, Default::default())
+    }
+}
 
 impl Gate for ChannelGate {
     fn open(&self) -> bool {
@@ -263,6 +269,10 @@ impl Gate for ChannelGate {
 
     fn admit<'a>(&'a self, parts: &'a Parts, peer: Option<SocketAddr>) -> GateFuture<'a> {
         Box::pin(self.0.admit_request(parts, peer))
+    }
+
+    fn rewrites(&self) -> Option<&crate::http::gate::Rewrites> {
+        Some(&self.1)
     }
 }
 

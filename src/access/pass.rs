@@ -1,7 +1,10 @@
-//! The viewing pass: `cp1.<payload>.<signature>`, the payload base64url JSON ([`Claims`]), the
-//! signature base64url HMAC-SHA256 of `cp1.<payload>` with the channel's signing key. Short enough
-//! for a cookie and a query string; checked without a database read (the grant it names is looked up
-//! in memory by the caller).
+//! The viewing pass: `cp1.<payload>.<signature>`, the payload base64url JSON (the grant, the expiry, the
+//! issue time, and the subject and chat name where the grant does not say them), the signature the
+//! first 128 bits of the HMAC-SHA256 of `cp1.<payload>` with the channel's signing key, base64url.
+//! Short (about 70 characters for a password's pass), because a player without cookies carries it in
+//! every URI of every playlist; checked without a database read (the grant it names is looked up in
+//! memory by the caller). The channel is bound twice: every channel has its own key, and the MAC covers
+//! the channel's slug (not written in the pass).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -15,27 +18,47 @@ pub const PREFIX: &str = "cp1.";
 pub const MAX_PASS_BYTES: usize = 1024;
 
 /// What a pass says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claims {
-    /// The channel (its slug; `default` for the root).
-    #[serde(rename = "c")]
+    /// The channel (its slug; `default` for the root): the one whose key signed it.
     pub channel: String,
-    /// The grant it was issued under: `p:<password id>`, `i:<invite id>`, `j:<issuer generation>`.
-    #[serde(rename = "g")]
+    /// The grant it was issued under: `p:<password id>`, `i:<invite id>`, `j:<issuer generation>`, `a`.
     pub grant: String,
-    /// Who holds it (`password:3`, `invite:7`, `jwt:<sub>`).
-    #[serde(rename = "s")]
+    /// Who holds it (`password:3`, `invite:7`, `jwt:<sub>`, `admin`).
     pub subject: String,
     /// The chat name it carries (a JWT's claim).
-    #[serde(rename = "n", default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Expiry, Unix seconds.
-    #[serde(rename = "e")]
     pub expires_at: i64,
     /// Issued, Unix seconds.
-    #[serde(rename = "t")]
     pub issued_at: i64,
 }
+
+/// The payload as signed: what the grant does not already say.
+#[derive(Serialize, Deserialize)]
+struct Wire<'a> {
+    g: std::borrow::Cow<'a, str>,
+    e: i64,
+    t: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    s: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    n: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The subject a grant stands for, when the grant says it (a password's, an invite's, the admin's).
+fn subject_of(grant: &str) -> Option<String> {
+    if let Some(id) = grant.strip_prefix("p:") {
+        return Some(format!("password:{id}"));
+    }
+    if let Some(id) = grant.strip_prefix("i:") {
+        return Some(format!("invite:{id}"));
+    }
+    (grant == "a").then(|| "admin".to_string())
+}
+
+/// Bytes of the HMAC kept in a pass (128 bits).
+const TAG_BYTES: usize = 16;
 
 /// Why a pass was not accepted (never shown in detail to the viewer).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -44,28 +67,37 @@ pub enum PassError {
     Malformed,
     #[error("the signature does not match")]
     Signature,
-    #[error("the pass is for another channel")]
-    OtherChannel,
     #[error("the pass has expired")]
     Expired,
 }
 
-fn mac(key: &[u8], signed: &[u8]) -> Hmac<Sha256> {
+/// The MAC of a pass: over what it says and, not written in it, the channel it is for.
+fn mac(key: &[u8], signed: &[u8], channel: &str) -> Hmac<Sha256> {
     // HMAC takes keys of any length.
     let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable!());
     m.update(signed);
+    m.update(b"@");
+    m.update(channel.as_bytes());
     m
 }
 
-/// Sign `claims` with `key`.
+/// Sign `claims` with `key` (the key is the channel's: `claims.channel` is not written).
 pub fn sign(claims: &Claims, key: &[u8]) -> String {
-    let json = serde_json::to_vec(claims).unwrap_or_default();
+    let implied = subject_of(&claims.grant).is_some_and(|s| s == claims.subject);
+    let wire = Wire {
+        g: claims.grant.as_str().into(),
+        e: claims.expires_at,
+        t: claims.issued_at,
+        s: (!implied).then(|| claims.subject.as_str().into()),
+        n: claims.name.as_deref().map(Into::into),
+    };
+    let json = serde_json::to_vec(&wire).unwrap_or_default();
     let mut out = String::with_capacity(PREFIX.len() + json.len() * 4 / 3 + 48);
     out.push_str(PREFIX);
     URL_SAFE_NO_PAD.encode_string(&json, &mut out);
-    let sig = mac(key, out.as_bytes()).finalize().into_bytes();
+    let sig = mac(key, out.as_bytes(), &claims.channel).finalize().into_bytes();
     out.push('.');
-    URL_SAFE_NO_PAD.encode_string(sig, &mut out);
+    URL_SAFE_NO_PAD.encode_string(&sig[..TAG_BYTES], &mut out);
     out
 }
 
@@ -79,12 +111,24 @@ pub fn verify(pass: &str, key: &[u8], channel: &str, now: i64) -> Result<Claims,
         return Err(PassError::Malformed);
     }
     let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| PassError::Malformed)?;
-    mac(key, signed.as_bytes()).verify_slice(&sig).map_err(|_| PassError::Signature)?;
-    let json = URL_SAFE_NO_PAD.decode(&signed[PREFIX.len()..]).map_err(|_| PassError::Malformed)?;
-    let claims: Claims = serde_json::from_slice(&json).map_err(|_| PassError::Malformed)?;
-    if claims.channel != channel {
-        return Err(PassError::OtherChannel);
+    if sig.len() != TAG_BYTES {
+        return Err(PassError::Malformed);
     }
+    mac(key, signed.as_bytes(), channel).verify_truncated_left(&sig).map_err(|_| PassError::Signature)?;
+    let json = URL_SAFE_NO_PAD.decode(&signed[PREFIX.len()..]).map_err(|_| PassError::Malformed)?;
+    let wire: Wire<'_> = serde_json::from_slice(&json).map_err(|_| PassError::Malformed)?;
+    let subject = match wire.s {
+        Some(s) => s.into_owned(),
+        None => subject_of(&wire.g).ok_or(PassError::Malformed)?,
+    };
+    let claims = Claims {
+        channel: channel.to_string(),
+        grant: wire.g.into_owned(),
+        subject,
+        name: wire.n.map(|n| n.into_owned()),
+        expires_at: wire.e,
+        issued_at: wire.t,
+    };
     if claims.expires_at <= now {
         return Err(PassError::Expired);
     }
@@ -110,10 +154,14 @@ mod tests {
     fn a_signed_pass_verifies_and_nothing_else_does() {
         let key = b"0123456789abcdef0123456789abcdef";
         let pass = sign(&claims(), key);
-        assert!(pass.starts_with(PREFIX) && pass.len() < 300, "{pass}");
+        assert!(pass.starts_with(PREFIX) && pass.len() < 90, "{} characters: {pass}", pass.len());
         assert_eq!(verify(&pass, key, "music", 1_500), Ok(claims()));
+        // Another channel's key (every channel has its own), or another channel with the same key.
         assert_eq!(verify(&pass, b"another key", "music", 1_500), Err(PassError::Signature));
-        assert_eq!(verify(&pass, key, "talk", 1_500), Err(PassError::OtherChannel));
+        assert_eq!(verify(&pass, key, "talk", 1_500), Err(PassError::Signature));
+        // A member's pass says its subject; a password's does not need to.
+        let member = Claims { grant: "j:abc".into(), subject: "jwt:m-1".into(), ..claims() };
+        assert_eq!(verify(&sign(&member, key), key, "music", 1_500), Ok(member));
         assert_eq!(verify(&pass, key, "music", 2_000), Err(PassError::Expired));
         // A payload changed under the same signature.
         let (head, sig) = pass.rsplit_once('.').unwrap();

@@ -332,7 +332,7 @@ impl ChannelStack {
         crate::web::routes(&mut reg, &base);
         crate::access::api::routes(&mut reg, self.access.clone());
         // Every way out of the channel passes its gate (nothing to check while it is public).
-        reg.gate(Arc::new(crate::access::gate::ChannelGate(self.access.clone())));
+        reg.gate(Arc::new(crate::access::gate::ChannelGate::new(self.access.clone())));
         reg
     }
 

@@ -80,6 +80,35 @@ pub trait Gate: Send + Sync + 'static {
     fn open(&self) -> bool;
     /// Admit the request (`peer`: the connection's address) or answer it.
     fn admit<'a>(&'a self, parts: &'a Parts, peer: Option<SocketAddr>) -> GateFuture<'a>;
+    /// Where the playlists rewritten for `?pass=` are remembered (none: rewritten every time).
+    fn rewrites(&self) -> Option<&Rewrites> {
+        None
+    }
+}
+
+/// Most rewritten playlists a [`Rewrites`] keeps (beyond it, it starts afresh).
+const MAX_REWRITES: usize = 1024;
+
+/// Playlists as rewritten for a pass, by (the pass' query, the playlist as served): a player polling a
+/// live playlist gets the same bytes until the playlist changes, so each version is rewritten once per
+/// pass, not once per request.
+#[derive(Default)]
+pub struct Rewrites(parking_lot::Mutex<std::collections::HashMap<(String, bytes::Bytes), bytes::Bytes>>);
+
+impl Rewrites {
+    fn get(&self, carry: String, playlist: bytes::Bytes, text: &str) -> bytes::Bytes {
+        let key = (carry, playlist);
+        if let Some(done) = self.0.lock().get(&key) {
+            return done.clone();
+        }
+        let done = bytes::Bytes::from(carry_query(text, &key.0));
+        let mut map = self.0.lock();
+        if map.len() >= MAX_REWRITES {
+            map.clear();
+        }
+        map.insert(key, done.clone());
+        done
+    }
 }
 
 /// The router's middleware for a gate (`Registry::gate`).
@@ -97,7 +126,7 @@ pub async fn middleware(State(gate): State<Arc<dyn Gate>>, req: Request, next: N
     if let Some(pass) = admitted.pass.clone() {
         req.extensions_mut().insert(pass);
     }
-    finish(next.run(req).await, admitted).await
+    finish(next.run(req).await, admitted, gate.rewrites()).await
 }
 
 /// A fast lane behind a gate (`Registry::gate` wraps every lane in one).
@@ -122,37 +151,36 @@ impl Lane for GatedLane {
             if let Some(pass) = admitted.pass.clone() {
                 req.extensions_mut().insert(pass);
             }
-            finish(lane.serve(req, peer).await, admitted).await
+            finish(lane.serve(req, peer).await, admitted, gate.rewrites()).await
         })
     }
 }
 
 /// Add what the gate asked for to an admitted request's answer: the cookie, the pass in the
 /// playlist's URIs.
-async fn finish(mut resp: Response, admitted: Admitted) -> Response {
+async fn finish(mut resp: Response, admitted: Admitted, rewrites: Option<&Rewrites>) -> Response {
     if let Some(cookie) = admitted.cookie {
         resp.headers_mut().append(header::SET_COOKIE, cookie);
     }
-    if admitted.private {
-        mark_private(resp.headers_mut());
-    }
-    let Some(carry) = admitted.carry else { return resp };
     let is_playlist = resp
         .headers()
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.to_ascii_lowercase().contains("mpegurl"));
-    if !is_playlist || !resp.status().is_success() {
+        .is_some_and(|v| v.as_bytes().windows(7).any(|w| w.eq_ignore_ascii_case(b"mpegurl")));
+    let Some(carry) = admitted.carry.filter(|_| is_playlist && resp.status().is_success()) else {
+        if admitted.private {
+            mark_private(resp.headers_mut());
+        }
         return resp;
-    }
+    };
     let (mut parts, body) = resp.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_PLAYLIST_BYTES).await else {
         parts.status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
         return Response::from_parts(parts, Body::empty());
     };
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => carry_query(t, &carry),
-        Err(_) => return Response::from_parts(parts, Body::from(bytes)),
+    let Ok(text) = std::str::from_utf8(&bytes) else { return Response::from_parts(parts, Body::from(bytes)) };
+    let text = match rewrites {
+        Some(r) => r.get(carry, bytes.clone(), text),
+        None => bytes::Bytes::from(carry_query(text, &carry)),
     };
     parts.headers.remove(header::CONTENT_LENGTH);
     // What a cache may keep differs per pass now.
@@ -164,8 +192,8 @@ async fn finish(mut resp: Response, admitted: Admitted) -> Response {
 /// either gets `private` (its other directives, `max-age` for one, are kept).
 fn mark_private(headers: &mut axum::http::HeaderMap) {
     let now = headers.get(header::CACHE_CONTROL).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let lower = now.to_ascii_lowercase();
-    if lower.contains("private") || lower.contains("no-store") {
+    let has = |word: &[u8]| now.as_bytes().windows(word.len()).any(|w| w.eq_ignore_ascii_case(word));
+    if has(b"private") || has(b"no-store") {
         return;
     }
     let kept: Vec<&str> =
