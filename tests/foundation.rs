@@ -290,6 +290,27 @@ fn setter_cases() -> Vec<SetterCase> {
         ("replay/maxgigabytes", json!(2.5), "/replay/maxGigabytes", json!(2.5), None),
         ("replay/retentiondays", json!(7), "/replay/retentionDays", json!(7), None),
         ("replay/announceclips", json!(false), "/replay/announceClips", json!(false), None),
+        // Unlisted, not password: the cases after it read the public config without a viewing pass.
+        ("visibility", json!("unlisted"), "/access/visibility", json!("unlisted"), None),
+        ("viewer/passlifetime", json!(600), "/access/viewerPassSeconds", json!(600), None),
+        ("viewer/federationposts", json!("none"), "/access/privateFederationPosts", json!("none"), None),
+        (
+            "viewer/jwt",
+            json!({"secret": "0123456789abcdef0123456789abcdef", "issuer": "https://shop.example", "audience": "castd"}),
+            "/access/viewerJwt",
+            json!({"secret": "********", "jwksUrl": "", "issuer": "https://shop.example", "audience": "castd",
+                   "nameClaim": "", "loginUrl": ""}),
+            None,
+        ),
+        (
+            "viewer/admissionhook",
+            json!({"url": "http://127.0.0.1:9/admit", "secret": "hook-secret", "onPlay": false, "onPublish": true,
+                   "cacheSeconds": 5}),
+            "/access/admissionHook",
+            json!({"url": "http://127.0.0.1:9/admit", "secret": "********", "onPlay": false, "onPublish": true,
+                   "cacheSeconds": 5}),
+            None,
+        ),
     ]
 }
 
@@ -927,6 +948,7 @@ fn serverconfig_is_every_features_part_in_owncast_order(on: On) {
         "webrtcRequireAuthentication",
         "simulcastTargets",
         "replay",
+        "access",
     ];
     let nested: &[(&str, &[&str])] = &[
         (
@@ -994,6 +1016,7 @@ fn serverconfig_is_every_features_part_in_owncast_order(on: On) {
                 "announceClips",
             ],
         ),
+        ("access", &["visibility", "viewerPassSeconds", "privateFederationPosts", "viewerJwt", "admissionHook"]),
     ];
     let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
     let names = |list: &[&str]| -> BTreeSet<String> { list.iter().map(|s| s.to_string()).collect() };
