@@ -312,6 +312,43 @@ fn go_live_posts_of_channels_that_are_not_public_go_to_followers_or_nowhere() {
     stop_live(&server, ff);
 }
 
+/// A channel that is not public announces its scheduled streams to its followers only, or not at all.
+#[test]
+fn scheduled_stream_posts_of_channels_that_are_not_public_go_to_followers_or_nowhere() {
+    const PUBLIC: &str = "https://www.w3.org/ns/activitystreams#Public";
+    let server = Server::start_with_args(&["--federation-allow-http-loopback"]);
+    let alice = common::fedactor::followed_by(&server, "alice");
+    server.set("schedule/enabled", json!(true));
+    server.set("visibility", json!("password"));
+    let start = (chrono::Utc::now() + chrono::TimeDelta::days(2)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let event = |name: &str| {
+        let body = json!({"name": name, "start": start, "durationMinutes": 60, "timezone": "UTC"});
+        let r = server.admin_post("/api/admin/schedule/event", &body);
+        assert!(r.status().is_success(), "{:?}", r.text());
+    };
+    let creates = || {
+        alice
+            .received()
+            .into_iter()
+            .map(|r| r.json())
+            .filter(|v| v["type"] == "Create" && v["object"]["type"] == "Event")
+            .collect::<Vec<_>>()
+    };
+    event("Members' show");
+    let made = server
+        .wait_for(Duration::from_secs(20), || creates().into_iter().next())
+        .unwrap_or_else(|| panic!("the Event is announced; log:\n{}", server.log_text()));
+    let followers = format!("{}/federation/user/streamer/followers", server.base);
+    assert_eq!(made["to"], json!([followers]), "{made}");
+    assert!(!made.to_string().contains(PUBLIC), "no public addressing: {made}");
+    // None: nothing more is announced.
+    server.set("viewer/federationposts", json!("none"));
+    event("Another members' show");
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(creates().len(), 1, "no scheduled-stream post when the channel says none");
+    assert!(server.log_text().contains("no scheduled-stream post: the channel is not public"));
+}
+
 #[test]
 fn channel_lists_and_the_directory_leave_out_what_is_not_public() {
     let dir = Receiver::start_answering(&[200; 64], "application/json", r#"{"success":true,"key":"k1"}"#);

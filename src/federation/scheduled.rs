@@ -49,7 +49,9 @@ fn now() -> String {
 
 /// `to` and `cc`: public with the followers in `cc`, or followers only in private mode.
 fn audience(fed: &Federation, local: &Local) -> (Value, Value, bool) {
-    if fed.settings.get().federation.federation_private {
+    let s = fed.settings.get();
+    // A channel that is not public announces its schedule to its followers only (as its go-live post).
+    if s.federation.federation_private || !s.access.visibility.is_public() {
         (json!([local.followers]), json!([]), false)
     } else {
         (json!([PUBLIC]), json!([local.followers]), true)
@@ -109,6 +111,13 @@ fn keys(id: &str, coalesce: &str) -> Keys {
 /// activity.
 pub async fn send(fed: &Federation, activity: &ScheduleActivity) -> Result<Value, FedError> {
     let local = fed.local().ok_or_else(|| FedError::Policy("the server URL is not set".into()))?;
+    {
+        let s = fed.settings.get();
+        if !s.access.visibility.is_public() && s.access.private_federation_posts == crate::config::PrivatePosts::None {
+            tracing::info!(event = activity.event_id(), "no scheduled-stream post: the channel is not public");
+            return Ok(Value::Null);
+        }
+    }
     let (to, cc, public) = audience(fed, &local);
     let iri = event_iri(&local, activity.event_id());
     let envelope = |id: String, kind: &str, object: Value| {
