@@ -1,4 +1,6 @@
-//! Admin password hashing (bcrypt, as Owncast stores it), random secrets, and comparing secrets in constant time.
+//! Admin password hashing (bcrypt, as Owncast stores it), random secrets, comparing secrets in constant time,
+//! and the `sha256=` HMAC signature castd puts on the requests it sends with a shared secret (webhooks, the
+//! admission hook).
 //!
 //! The slow hash never runs on tokio's blocking pool (which every SQLite call shares): [`verify_pooled`]
 //! and [`hash_pooled`] hand it to the hash's own small pool of threads ([`POOL_THREADS`], at most half the
@@ -133,6 +135,16 @@ pub fn same_secret(given: &[u8], want: &[u8]) -> bool {
     given.len() == want.len() && given.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
+/// `sha256=<hex HMAC-SHA256 of body keyed with secret>`: the `X-Castd-Signature` of a webhook delivery
+/// and of an admission hook request.
+pub fn request_signature(secret: &str, body: &[u8]) -> String {
+    use hmac::{Hmac, Mac};
+    // HMAC takes keys of any length, so this cannot fail.
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(secret.as_bytes()).unwrap_or_else(|_| unreachable!());
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
 /// A random alphanumeric string of `len` characters from the OS-seeded thread RNG.
 pub fn random_token(len: usize) -> String {
     rand::thread_rng().sample_iter(&Alphanumeric).take(len).map(char::from).collect()
@@ -200,5 +212,14 @@ mod tests {
         assert!(is_weak("abc123"));
         assert!(is_weak("1234567"));
         assert!(!is_weak("12345678"));
+    }
+
+    #[test]
+    fn request_signature_matches_rfc_4231_case_2() {
+        // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?"
+        assert_eq!(
+            super::request_signature("Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{db, Access, Issued};
+use super::db::{self, rfc3339};
+use super::{Access, Issued};
 use crate::config::access::PASS_SECONDS;
 use crate::config::validate::{self, ValidationError};
 use crate::config::{HookSettings, JwtSettings, PrivatePosts, Settings, Visibility, MASKED};
@@ -54,10 +55,6 @@ pub struct PassAnswer {
     pub pass: String,
     /// RFC 3339.
     pub expires_at: String,
-}
-
-fn rfc3339(unix: i64) -> String {
-    chrono::DateTime::from_timestamp(unix, 0).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 fn answer(issued: Issued) -> Response {

@@ -57,7 +57,8 @@ pub struct InviteRow {
     pub expires_unix: i64,
 }
 
-fn rfc3339(unix: i64) -> String {
+/// Unix seconds as RFC 3339 (seconds, `Z`), as the access routes show times.
+pub(super) fn rfc3339(unix: i64) -> String {
     chrono::DateTime::from_timestamp(unix, 0).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 

@@ -29,8 +29,8 @@ use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::gate::{bearer, cookie, is_page, needs_pass, query_param, way, Way};
-use super::{jwt_grant, pass, Access};
+use super::gate::{bearer, carried, is_page, needs_pass, query_param, way, Way};
+use super::{cookie_name_of, jwt_grant, pass, Access};
 use crate::config::Visibility;
 use crate::http::gate::ViewerPass;
 use crate::http::ApiError;
@@ -209,11 +209,18 @@ impl EdgeAccess {
         let Some(ch) = ch else {
             return if way == Way::Open { Verdict::Admit(None) } else { Verdict::Origin };
         };
-        let pass = match carried(slug, parts).map(|text| self.check(slug, &ch, &text)) {
-            Some(Checked::Yes(p)) => Some(p),
-            Some(Checked::Newer) => return Verdict::Origin,
-            Some(Checked::No) | None => None,
-        };
+        // Every pass it carries, as the gate looks at them (an old cookie does not hide a good `?pass=`).
+        let mut pass = None;
+        for (text, _) in carried(parts, &cookie_name_of(slug)) {
+            match self.check(slug, &ch, &text) {
+                Checked::Yes(p) => {
+                    pass = Some(p);
+                    break;
+                }
+                Checked::Newer => return Verdict::Origin,
+                Checked::No => {}
+            }
+        }
         let private = ch.visibility.needs_pass();
         if private && pass.is_none() && has_secret(parts) {
             return Verdict::Origin;
@@ -239,26 +246,6 @@ enum Checked {
     /// Under a grant the snapshot does not have, issued after it was taken.
     Newer,
     No,
-}
-
-/// The cookie of channel `slug`'s pass (`Access::cookie_name`).
-fn cookie_name(slug: &str) -> String {
-    if slug == ChannelId::DEFAULT {
-        "castd_pass".into()
-    } else {
-        format!("castd_pass_{slug}")
-    }
-}
-
-/// The pass a request carries: the channel's cookie, `?pass=`, or a Bearer pass (the gate's order).
-fn carried(slug: &str, parts: &Parts) -> Option<String> {
-    if let Some(c) = cookie(parts, &cookie_name(slug)) {
-        return Some(c.to_string());
-    }
-    if let Some(q) = parts.uri.query().and_then(|q| query_param(q, "pass")) {
-        return Some(q.into_owned());
-    }
-    bearer(parts).filter(|b| b.starts_with(pass::PREFIX)).map(str::to_string)
 }
 
 /// Whether a request carries an invite link or a JWT to redeem (the origin does that).

@@ -81,6 +81,18 @@ pub(super) fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow:
     })
 }
 
+/// Every pass a request carries, in the order looked at: the channel's cookie, `?pass=` (marked true),
+/// a Bearer pass. All of them, so an old cookie does not hide a good `?pass=`. Also the edge's check.
+pub(super) fn carried<'a>(parts: &'a Parts, cookie_name: &str) -> impl Iterator<Item = (Cow<'a, str>, bool)> {
+    [
+        cookie(parts, cookie_name).map(|c| (Cow::Borrowed(c), false)),
+        parts.uri.query().and_then(|q| query_param(q, "pass")).map(|q| (q, true)),
+        bearer(parts).filter(|b| b.starts_with(super::pass::PREFIX)).map(|b| (Cow::Borrowed(b), false)),
+    ]
+    .into_iter()
+    .flatten()
+}
+
 // pub(super): also the edge's check (`access::edge`).
 pub(super) fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts.headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|line| {
@@ -167,13 +179,7 @@ impl Access {
 
         // The pass the request carries, if it is valid.
         let mut has_pass = false;
-        // Every pass the request carries, in this order (an old cookie must not hide a good `?pass=`).
-        let carried = [
-            cookie(parts, self.cookie_name()).map(|c| (Cow::Borrowed(c), false)),
-            parts.uri.query().and_then(|q| query_param(q, "pass")).map(|q| (q, true)),
-            bearer(parts).filter(|b| b.starts_with(super::pass::PREFIX)).map(|b| (Cow::Borrowed(b), false)),
-        ];
-        for (text, from_query) in carried.into_iter().flatten() {
+        for (text, from_query) in carried(parts, self.cookie_name()) {
             if let Some(claims) = self.check_claims(&text) {
                 has_pass = true;
                 if wants_viewer {

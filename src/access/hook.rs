@@ -19,9 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
-use sha2::Sha256;
 
 use crate::config::HookSettings;
 
@@ -128,17 +126,6 @@ impl Default for AdmissionHook {
     }
 }
 
-/// `sha256=<hex HMAC-SHA256 of body with secret>`, the webhooks' signature scheme.
-pub fn sign(secret: &str, body: &[u8]) -> String {
-    let mut mac = match <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()) {
-        Ok(mac) => mac,
-        // HMAC takes keys of any length: never reached.
-        Err(_) => return String::new(),
-    };
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-}
-
 /// A reason fit to show: control characters removed, trimmed, at most [`MAX_REASON_CHARS`].
 fn clean_reason(raw: &str) -> Option<String> {
     let cleaned: String = raw.chars().filter(|c| !c.is_control()).collect();
@@ -214,7 +201,7 @@ impl AdmissionHook {
         let body = body.to_string().into_bytes();
         let mut request = self.client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json");
         if !cfg.secret.is_empty() {
-            request = request.header("X-Castd-Signature", sign(&cfg.secret, &body));
+            request = request.header("X-Castd-Signature", crate::password::request_signature(&cfg.secret, &body));
         }
         let mut resp = match request.body(body).send().await {
             Ok(r) => r,
@@ -314,7 +301,7 @@ mod tests {
         let hook = AdmissionHook::new();
         assert_eq!(hook.ask(&cfg(&url), &req("ok")).await, Verdict::Allow);
         let (sig, body) = seen.last.lock().clone().unwrap();
-        assert_eq!(sig.as_deref(), Some(sign("hook secret", &body).as_str()));
+        assert_eq!(sig.as_deref(), Some(crate::password::request_signature("hook secret", &body).as_str()));
         assert!(sig.unwrap().starts_with("sha256="));
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["channel"], "church");
@@ -410,7 +397,7 @@ mod tests {
     fn signature_is_the_webhooks_scheme() {
         // RFC 4231 test case 2.
         assert_eq!(
-            sign("Jefe", b"what do ya want for nothing?"),
+            crate::password::request_signature("Jefe", b"what do ya want for nothing?"),
             "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
     }

@@ -111,6 +111,15 @@ fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
+/// The name of the cookie that carries channel `slug`'s pass (the edge's check uses it too).
+pub fn cookie_name_of(slug: &str) -> String {
+    if slug == ChannelId::DEFAULT {
+        "castd_pass".into()
+    } else {
+        format!("castd_pass_{slug}")
+    }
+}
+
 /// The grant of the JWT issuer configured now (`j:` and a digest of the issuer's settings): passes
 /// issued for a token end when the issuer is changed.
 pub fn jwt_grant(cfg: &JwtSettings) -> String {
@@ -140,7 +149,7 @@ impl Access {
             Ok((key, valid))
         })?;
         let base = if channel.is_default() { String::new() } else { format!("/c/{channel}") };
-        let cookie_name = if channel.is_default() { "castd_pass".to_string() } else { format!("castd_pass_{channel}") };
+        let cookie_name = cookie_name_of(channel.as_str());
         Ok(Arc::new(Access {
             cookie_name,
             verified: RwLock::default(),

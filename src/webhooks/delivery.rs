@@ -5,8 +5,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -16,14 +14,6 @@ use crate::telemetry::Telemetry;
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// Waits before the 2nd, 3rd and 4th attempt.
 pub const RETRY_DELAYS: [Duration; 3] = [Duration::from_secs(1), Duration::from_secs(2), Duration::from_secs(4)];
-
-/// `sha256=<hex>` HMAC-SHA256 of `body` keyed with `secret`: the `X-Castd-Signature` header.
-pub fn sign(secret: &str, body: &[u8]) -> String {
-    // HMAC takes keys of any length, so this cannot fail.
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).unwrap_or_else(|_| unreachable!());
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-}
 
 pub(super) struct Worker {
     pub id: i64,
@@ -110,7 +100,7 @@ impl Worker {
     async fn attempt(&self, body: &[u8]) -> (Outcome, bool) {
         let mut req = self.client.post(&self.url).header("content-type", "application/json").body(body.to_vec());
         if !self.secret.is_empty() {
-            req = req.header("X-Castd-Signature", sign(&self.secret, body));
+            req = req.header("X-Castd-Signature", crate::password::request_signature(&self.secret, body));
         }
         match req.send().await {
             Ok(resp) if resp.status().is_success() => (Outcome::Done, true),
@@ -121,17 +111,5 @@ impl Worker {
             Err(e) if e.is_timeout() => (Outcome::Retry(format!("no answer within {}s", TIMEOUT.as_secs())), false),
             Err(e) => (Outcome::Retry(e.to_string()), false),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn signature_matches_rfc_4231_case_2() {
-        // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?"
-        assert_eq!(
-            super::sign("Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
     }
 }

@@ -44,7 +44,7 @@ use crate::store::{Migrations, Store, StoreError};
 use crate::tasks::{Stage, Task, Tasks};
 use crate::telemetry::Telemetry;
 
-pub use delivery::{sign, RETRY_DELAYS};
+pub use delivery::RETRY_DELAYS;
 
 /// Events a receiver's queue holds before new ones are dropped.
 pub const QUEUE_CAPACITY: usize = 256;

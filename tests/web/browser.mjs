@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
-import { REPO_ROOT } from './castd.mjs';
+import { REPO_ROOT, waitFor } from './castd.mjs';
 
 /** CSP violations seen since the last check, and the patterns the running test expects. */
 const cspViolations = [];
@@ -184,5 +184,26 @@ export function publishWhip(page, key, path = '/whip') {
       };
     },
     { key, path },
+  );
+}
+
+/**
+ * Wait until the page's `video#player` plays and advances `seconds` past where it started (pressing the play button
+ * when the page shows one); `what` names the video in the failure message.
+ */
+export async function waitForPlayback(page, { seconds = 2, what = 'the video' } = {}) {
+  const video = page.locator('video#player');
+  await video.waitFor({ timeout: 30_000 });
+  const playButton = page.locator('#play-button');
+  let startedAt = null;
+  let last;
+  await waitFor(
+    async () => {
+      if (await playButton.isVisible()) await playButton.click({ timeout: 2000 });
+      last = await video.evaluate((v) => ({ t: v.currentTime, paused: v.paused }));
+      if (startedAt === null && !last.paused && last.t > 0) startedAt = last.t;
+      return startedAt !== null && last.t > startedAt + seconds;
+    },
+    { timeoutMs: 60_000, intervalMs: 500, message: `${what} to advance ${seconds} s (last ${JSON.stringify(last)})` },
   );
 }

@@ -4,7 +4,7 @@
 // switcher and no server-wide pages.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { collectErrors, launchBrowser, newContext } from './browser.mjs';
+import { collectErrors, launchBrowser, newContext, waitForPlayback } from './browser.mjs';
 import { Castd, publishTestStream, waitFor } from './castd.mjs';
 
 const MUSIC_KEY = 'e2e-channel-music-key-1';
@@ -109,20 +109,8 @@ test("a channel's viewer page plays its stream and chats on its own chat", { tim
   const { page } = music;
   await waitFor(async () => (await page.locator('#server-name').textContent()) === 'Music', { message: 'the Music page' });
   await page.locator('#live-badge').waitFor({ timeout: 15_000 });
-  const video = page.locator('video#player');
-  await video.waitFor();
-  const playButton = page.locator('#play-button');
-  let startedAt = null;
-  let last;
-  await waitFor(
-    async () => {
-      if (await playButton.isVisible()) await playButton.click({ timeout: 2000 });
-      last = await video.evaluate((v) => ({ t: v.currentTime, paused: v.paused }));
-      if (startedAt === null && !last.paused && last.t > 0) startedAt = last.t;
-      return startedAt !== null && last.t > startedAt + 2;
-    },
-    { timeoutMs: 60_000, intervalMs: 500, message: `the music channel's video to advance 2 s (last ${JSON.stringify(last)})` },
-  );
+  await waitForPlayback(page, { what: "the music channel's video" });
+
   // Everything the page asked for was its channel's (or the shared assets at the root).
   const own = music.requests.filter((p) => !p.startsWith('/assets/') && p !== '/favicon.ico');
   const stray = own.filter((p) => !p.startsWith('/c/music/') && p !== '/api/channels');

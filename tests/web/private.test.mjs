@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { collectErrors, launchBrowser, newContext } from './browser.mjs';
+import { collectErrors, launchBrowser, newContext, waitForPlayback } from './browser.mjs';
 import { Castd, publishTestStream, waitFor } from './castd.mjs';
 
 const SLUG = 'vip';
@@ -75,24 +75,6 @@ after(async () => {
   for (const s of servers) s.close();
 });
 
-/** Wait until the page's video plays and advances `seconds` past where it started (pressing play if asked). */
-async function assertPlays(page, seconds = 2) {
-  const video = page.locator('video#player');
-  await video.waitFor({ timeout: 30_000 });
-  const playButton = page.locator('#play-button');
-  let startedAt = null;
-  let last;
-  await waitFor(
-    async () => {
-      if (await playButton.isVisible()) await playButton.click({ timeout: 2000 });
-      last = await video.evaluate((v) => ({ t: v.currentTime, paused: v.paused }));
-      if (startedAt === null && !last.paused && last.t > 0) startedAt = last.t;
-      return startedAt !== null && last.t > startedAt + seconds;
-    },
-    { timeoutMs: 60_000, intervalMs: 500, message: `the video to advance ${seconds} s (last ${JSON.stringify(last)})` },
-  );
-}
-
 /** Send `text` in the page's chat; resolves with the line it became. */
 async function chat(page, text) {
   await page.locator('#chat-send:enabled').waitFor({ timeout: 20_000 });
@@ -133,7 +115,7 @@ test('a password channel shows only its prompt; a wrong password its message; th
   await page.locator('#access-watch').click();
   await page.locator('#access-prompt').waitFor({ state: 'detached' });
   await waitFor(async () => (await page.locator('#stream-title').textContent()) === TITLE, { message: 'the stream title after unlocking' });
-  await assertPlays(page);
+  await waitForPlayback(page);
   const text = `hello vip ${Date.now()}`;
   await chat(page, text);
   // A second unlocked viewer sees the message (the chat socket works behind the pass).
@@ -195,7 +177,7 @@ test('an invite link made on the Privacy page opens the page unlocked', { timeou
   await waitFor(async () => (await page.locator('#stream-title').textContent()) === TITLE, { message: 'the stream title through the invite' });
   assert.equal(await page.locator('#access-prompt').count(), 0, 'no prompt');
   assert.ok(!new URL(page.url()).searchParams.has('invite'), `the invite is gone from the address (${page.url()})`);
-  await assertPlays(page, 1);
+  await waitForPlayback(page, { seconds: 1 });
   await ctx.close();
 
   // Used once (max uses 1): a second browser gets the prompt and the server's message.
@@ -264,7 +246,7 @@ test('a JWT of a local issuer opens a token channel and chats under the name in 
   }
   assert.ok(jwksFetches >= 1, 'castd fetched the JWKS');
   assert.ok(!new URL(page.url()).searchParams.has('jwt'), 'the token is gone from the address');
-  await assertPlays(page, 1);
+  await waitForPlayback(page, { seconds: 1 });
   const text = `member says hi ${Date.now()}`;
   const line = await chat(page, text);
   // The author's own text (its badges are elements of their own).
