@@ -129,7 +129,8 @@ enum Command {
         /// Print a JSON array of {name, kind, available, device, reason} instead of a table.
         #[arg(long)]
         json: bool,
-        /// Probe only this encoder (libx264, h264_nvenc, h264_vaapi or h264_qsv).
+        /// Probe only this encoder (libx264, h264_nvenc, h264_vaapi or h264_qsv) or decode path
+        /// (decode:cuda, decode:vaapi: libx264 on pictures decoded and scaled on the GPU).
         #[arg(long, value_name = "ENCODER")]
         only: Option<String>,
     },
@@ -188,7 +189,7 @@ fn encoders_command(json: bool, only: Option<&str>) -> Result<()> {
     let found = match only {
         Some(name) => {
             hwaccel::probe::init()?;
-            hwaccel::probe::probe_encoder(name)
+            hwaccel::probe::probe_named(name)
         }
         None => hwaccel::probe::probe_bounded(PROBE_LIMIT_PER_ENCODER)?,
     };
@@ -196,15 +197,19 @@ fn encoders_command(json: bool, only: Option<&str>) -> Result<()> {
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&found)?)?;
     } else {
-        writeln!(out, "{:<12} {:<9} {:<10} {:<20} REASON", "ENCODER", "KIND", "AVAILABLE", "DEVICE")?;
+        writeln!(out, "{:<12} {:<15} {:<10} {:<20} REASON", "ENCODER", "KIND", "AVAILABLE", "DEVICE")?;
         for e in &found {
-            let kind = serde_json::to_value(e.kind)?.as_str().unwrap_or_default().to_string();
+            let kind = match e.decode {
+                // A decode path: libx264 on pictures decoded and scaled on the device.
+                Some(d) => format!("decode+{}", d.av_name()),
+                None => serde_json::to_value(e.kind)?.as_str().unwrap_or_default().to_string(),
+            };
             let device = if e.device.is_empty() { "-" } else { e.device.as_str() };
             let available = if e.available { "yes" } else { "no" };
-            writeln!(out, "{:<12} {kind:<9} {available:<10} {device:<20} {}", e.name, e.reason)?;
+            writeln!(out, "{:<12} {kind:<15} {available:<10} {device:<20} {}", e.name, e.reason)?;
         }
         if only.is_none() {
-            let auto = hwaccel::select("auto", &found).map_or("none", |e| e.name.as_str());
+            let auto = hwaccel::select("auto", &found).map_or("none".to_string(), |e| e.label());
             writeln!(out, "\nvideo codec 'auto' would use: {auto}")?;
         }
     }

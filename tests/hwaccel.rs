@@ -44,7 +44,7 @@ fn encoders_json_lists_software_available_and_hardware_unavailable_with_the_driv
             assert!(e.get(key).is_some(), "{key} missing in {e}");
         }
     }
-    let x264 = entries(&list, "libx264");
+    let x264: Vec<&Value> = entries(&list, "libx264").into_iter().filter(|e| e.get("decode").is_none()).collect();
     assert_eq!(x264.len(), 1, "{list:?}");
     assert_eq!(x264[0]["available"], true, "{}", x264[0]);
     assert_eq!(x264[0]["kind"], "software");
@@ -69,8 +69,26 @@ fn encoders_json_lists_software_available_and_hardware_unavailable_with_the_driv
         let reason = entries(&list, "h264_nvenc")[0]["reason"].as_str().unwrap_or_default().to_string();
         assert!(reason.contains("CUDA"), "{reason}");
     }
+    // The decode paths (libx264 on pictures decoded and scaled on a GPU) are listed too, each with the
+    // driver's reason where there is no such device.
+    for decode in ["cuda", "vaapi"] {
+        let found: Vec<&Value> = list.iter().filter(|e| e["decode"] == decode).collect();
+        assert!(!found.is_empty(), "the {decode} decode path is listed: {list:?}");
+        for e in found {
+            assert_eq!((e["name"].as_str(), e["kind"].as_str()), (Some("libx264"), Some("software")), "{e}");
+            let present = if decode == "cuda" { device_present("h264_nvenc") } else { device_present("h264_vaapi") };
+            if !present {
+                assert_eq!(e["available"], false, "{e}");
+                assert!(!e["reason"].as_str().unwrap_or_default().is_empty(), "{e}");
+            }
+        }
+    }
+    if !device_present("h264_nvenc") {
+        let cuda = list.iter().find(|e| e["decode"] == "cuda").map(|e| e["reason"].to_string()).unwrap_or_default();
+        assert!(cuda.contains("CUDA"), "the driver's words: {cuda}");
+    }
     // Preference order: hardware first, software last.
-    assert_eq!(list.last().map(|e| e["name"].clone()), Some(json!("libx264")));
+    assert_eq!(list.last().map(|e| (e["name"].clone(), e.get("decode").is_none())), Some((json!("libx264"), true)));
 }
 
 #[test]
@@ -82,12 +100,18 @@ fn encoders_table_and_single_encoder_probe() {
     for col in ["ENCODER", "KIND", "AVAILABLE", "DEVICE", "REASON"] {
         assert!(header.contains(col), "{header}");
     }
-    let x264 = text.lines().find(|l| l.starts_with("libx264")).expect("libx264 row");
-    assert!(x264.contains("software") && x264.contains("yes"), "{x264}");
+    let x264 = text.lines().find(|l| l.starts_with("libx264") && l.contains(" software ")).expect("libx264 row");
+    assert!(x264.contains("yes"), "{x264}");
+    let cuda = text.lines().find(|l| l.starts_with("libx264") && l.contains("decode+cuda")).expect("CUDA decode path row");
+    if !device_present("h264_nvenc") {
+        assert!(cuda.contains(" no ") && cuda.contains("CUDA"), "{cuda}");
+    }
     assert!(text.contains("video codec 'auto' would use:"), "{text}");
 
     let one = encoders_json(&["--only", "h264_nvenc"]);
     assert!(!one.is_empty() && one.iter().all(|e| e["name"] == "h264_nvenc"), "{one:?}");
+    let decode = encoders_json(&["--only", "decode:cuda"]);
+    assert!(!decode.is_empty() && decode.iter().all(|e| e["name"] == "libx264" && e["decode"] == "cuda"), "{decode:?}");
     let unknown = encoders_json(&["--only", "h264_bogus"]);
     assert_eq!(unknown[0]["available"], false);
     assert!(unknown[0]["reason"].as_str().unwrap_or_default().contains("does not know"));

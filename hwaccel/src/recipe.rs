@@ -74,7 +74,7 @@ impl Default for InputSpec {
 }
 
 /// A libav hardware device type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HwDeviceKind {
     Cuda,
@@ -102,7 +102,8 @@ impl HwDeviceKind {
         }
     }
 
-    fn scaler(self, w: i64, h: i64) -> String {
+    /// The scaling filter on this device (`scale_cuda=W:H`, ...).
+    pub fn scaler(self, w: i64, h: i64) -> String {
         match self {
             HwDeviceKind::Cuda => format!("scale_cuda={w}:{h}"),
             HwDeviceKind::Vaapi => format!("scale_vaapi=w={w}:h={h}:format=nv12"),
@@ -316,21 +317,33 @@ pub fn recipe(encoder: &EncoderInfo, variant: &VariantSpec, input: &InputSpec) -
     build(&encoder.name, encoder.kind, variant, input, &decode)
 }
 
-/// Plan a whole ladder: `encoders[i]` encodes `variants[i]` (see [`plan_sessions`]). The device and decode
-/// mode follow the first hardware encoder; software variants on a hardware-decoded ladder scale on the GPU and
-/// download the small picture.
+/// Plan a whole ladder: `encoders[i]` encodes `variants[i]` (see [`plan_sessions`]). The device follows the
+/// first hardware encoder, else the first decode path (a software encoder with `decode` set); software
+/// variants on a hardware-decoded ladder scale on the GPU and download the small picture.
+///
+/// A ladder of software encoders on a decode path (the GPU decodes and scales, libx264 encodes) is planned
+/// only when the device decodes this input (8-bit 4:2:0); otherwise it is an all-software ladder (`device`
+/// `None`): uploading a picture only to download it again would cost more than it saves.
 pub fn ladder(encoders: &[EncoderInfo], variants: &[VariantSpec], input: &InputSpec) -> Ladder {
-    let hw = encoders.iter().zip(variants).find(|(e, v)| !v.passthrough && e.kind != EncoderKind::Software);
-    let device = hw.and_then(|(e, _)| {
-        HwDeviceKind::for_encoder(e.kind).map(|kind| HwDevice {
-            kind,
-            path: match kind {
-                HwDeviceKind::Cuda => Some(e.device.strip_prefix("cuda:").unwrap_or("0").to_string()),
-                _ if e.device.is_empty() => None,
-                _ => Some(e.device.clone()),
-            },
+    let encoded = || encoders.iter().zip(variants).filter(|(_, v)| !v.passthrough).map(|(e, _)| e);
+    let device_of = |e: &EncoderInfo, kind: HwDeviceKind| HwDevice {
+        kind,
+        path: match kind {
+            HwDeviceKind::Cuda => Some(e.device.strip_prefix("cuda:").unwrap_or("0").to_string()),
+            _ if e.device.is_empty() => None,
+            _ => Some(e.device.clone()),
+        },
+    };
+    let hw_encoder = encoded()
+        .find(|e| e.kind != EncoderKind::Software)
+        .and_then(|e| HwDeviceKind::for_encoder(e.kind).map(|k| device_of(e, k)));
+    let decode_path = || {
+        encoded().find_map(|e| e.decode.map(|k| device_of(e, k))).filter(|d| {
+            let eight_bit = matches!(input.pix_fmt.as_str(), "yuv420p" | "yuvj420p" | "nv12");
+            eight_bit && hw_decode_supported(d.kind, input)
         })
-    });
+    };
+    let device = hw_encoder.or_else(decode_path);
     let decode = decode_for(device.as_ref().map(|d| d.kind), input);
     let upload = match (&device, &decode) {
         (Some(d), Decode::Software) => d.kind.upload().to_string(),
@@ -539,7 +552,14 @@ mod tests {
     use super::*;
 
     fn enc(name: &str, kind: EncoderKind, device: &str) -> EncoderInfo {
-        EncoderInfo { name: name.into(), kind, available: true, device: device.into(), reason: String::new() }
+        EncoderInfo {
+            name: name.into(),
+            kind,
+            available: true,
+            device: device.into(),
+            reason: String::new(),
+            decode: None,
+        }
     }
 
     fn v720() -> VariantSpec {
@@ -696,6 +716,67 @@ mod tests {
         assert_eq!(l.variants[1].pix_fmt, "nv12");
         assert_eq!(l.variants[1].option("preset"), Some("veryfast"));
         assert_eq!(l.variants[2].encoder, "copy");
+    }
+
+    /// NVDEC decodes, `scale_cuda` makes every rung on the GPU, one `hwdownload` per rung of the small
+    /// picture, libx264 encodes (the decode path of GPUs without NVENC); passthrough stays a copy.
+    #[test]
+    fn cuda_decode_path_scales_on_the_gpu_and_encodes_with_x264() {
+        let x = EncoderInfo { decode: Some(HwDeviceKind::Cuda), ..enc("libx264", EncoderKind::Software, "cuda:1") };
+        let v480 = VariantSpec { width: 0, height: 480, bitrate_kbps: 1200, ..v720() };
+        let v360 = VariantSpec { width: 640, height: 360, bitrate_kbps: 600, ..v720() };
+        let copy = VariantSpec { passthrough: true, ..v720() };
+        let l = ladder(&[x.clone(), x.clone(), x.clone(), x.clone()], &[v720(), v480, v360, copy], &h264_1080());
+        assert_eq!(l.device, Some(HwDevice { kind: HwDeviceKind::Cuda, path: Some("1".into()) }));
+        assert_eq!(l.decode, Decode::Hardware { device: HwDeviceKind::Cuda, decoder: None, output_format: "cuda" });
+        assert!(l.full_gpu && !l.filters_need_device);
+        assert_eq!(l.upload, "");
+        assert_eq!(
+            l.filter_graph(),
+            "[in]split=4[s0][s1][s2][s3];[s0]scale_cuda=1280:720,hwdownload,format=nv12[out0];\
+             [s1]scale_cuda=852:480,hwdownload,format=nv12[out1];[s2]scale_cuda=640:360,hwdownload,format=nv12[out2];\
+             [s3]null[out3]"
+        );
+        for r in &l.variants[..3] {
+            assert_eq!((r.encoder.as_str(), r.hardware, r.pix_fmt, r.sw_pix_fmt), ("libx264", false, "nv12", "nv12"));
+            assert_eq!(r.option("preset"), Some("veryfast"));
+            assert_eq!(r.option("x264-params"), Some("scenecut=0:open_gop=0"));
+            assert_eq!(r.option("g"), Some("60"), "keyframes stay on the segment grid");
+        }
+        assert_eq!(l.variants[3].encoder, "copy");
+        // A rung at the source's size downloads the decoded picture as it is.
+        let same = VariantSpec { width: 0, height: 0, ..v720() };
+        assert_eq!(ladder(std::slice::from_ref(&x), &[same], &h264_1080()).variants[0].filter, "null,hwdownload,format=nv12");
+        // HEVC 8-bit decodes on NVDEC too.
+        let hevc = InputSpec { codec: "hevc".into(), ..h264_1080() };
+        assert!(ladder(std::slice::from_ref(&x), &[v720()], &hevc).full_gpu);
+    }
+
+    /// Input NVDEC or the VA-API device cannot decode (4:2:2, 10-bit) is not uploaded just to be scaled:
+    /// the whole ladder stays on the CPU.
+    #[test]
+    fn decode_path_stays_on_the_cpu_for_input_the_gpu_cannot_decode() {
+        let x = EncoderInfo { decode: Some(HwDeviceKind::Cuda), ..enc("libx264", EncoderKind::Software, "cuda:0") };
+        for pix in ["yuv422p", "yuv444p", "yuv420p10le"] {
+            let input = InputSpec { pix_fmt: pix.into(), ..h264_1080() };
+            let l = ladder(std::slice::from_ref(&x), &[v720()], &input);
+            assert_eq!((l.device.clone(), l.decode.clone(), l.full_gpu), (None, Decode::Software, false), "{pix}");
+            assert!(l.variants[0].filter.starts_with("scale=1280:720"), "{}", l.variants[0].filter);
+            assert_eq!(l.variants[0].pix_fmt, "yuv420p");
+        }
+    }
+
+    #[test]
+    fn vaapi_decode_path() {
+        let x = EncoderInfo {
+            decode: Some(HwDeviceKind::Vaapi),
+            ..enc("libx264", EncoderKind::Software, "/dev/dri/renderD129")
+        };
+        let l = ladder(std::slice::from_ref(&x), &[v720()], &h264_1080());
+        assert_eq!(l.device, Some(HwDevice { kind: HwDeviceKind::Vaapi, path: Some("/dev/dri/renderD129".into()) }));
+        assert_eq!(l.decode, Decode::Hardware { device: HwDeviceKind::Vaapi, decoder: None, output_format: "vaapi" });
+        assert_eq!(l.filter_graph(), "[in]split=1[s0];[s0]scale_vaapi=w=1280:h=720:format=nv12,hwdownload,format=nv12[out0]");
+        assert_eq!(l.variants[0].pix_fmt, "nv12");
     }
 
     #[test]

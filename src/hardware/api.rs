@@ -104,15 +104,20 @@ async fn hardware_stats(State(hw): State<Arc<Hardware>>) -> Json<HardwareStats> 
     Json(hardware_stats_of(&hw))
 }
 
-/// `{encoders: [{name, kind, available, device, reason}], videoCodec, selected, inUse, probedAt}`.
+/// `{encoders: [{name, kind, available, device, reason, decode?}], videoCodec, selected, selectedLabel,
+/// inUse, probedAt}`: an entry with `decode` (`cuda`, `vaapi`) is a decode path (libx264 on pictures decoded
+/// and scaled on that device); `selectedLabel` says which (`libx264 (decode and scaling on cuda:0)`).
 pub fn encoders_json(hw: &Hardware) -> Value {
     let found = hw.encoders.borrow().clone();
     let wanted = hw.settings.get().video.video_codec.clone();
-    let selected = hwaccel::select(&wanted, &found).map_or(hwaccel::recipe::SOFTWARE_ENCODER, |e| e.name.as_str());
+    let chosen = hwaccel::select(&wanted, &found);
+    let selected = chosen.map_or(hwaccel::recipe::SOFTWARE_ENCODER, |e| e.name.as_str());
+    let label = chosen.map_or(hwaccel::recipe::SOFTWARE_ENCODER.to_string(), |e| e.label());
     json!({
         "encoders": found,
         "videoCodec": wanted,
         "selected": selected,
+        "selectedLabel": label,
         "inUse": hw.stream.borrow().encoders,
         "probedAt": *hw.probed_at.read(),
     })

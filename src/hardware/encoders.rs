@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use hwaccel::{EncoderInfo, EncoderKind, KNOWN_ENCODERS};
+use hwaccel::{EncoderInfo, EncoderKind, KNOWN_DECODE_PATHS, KNOWN_ENCODERS};
 use tokio::process::Command;
 use tracing::{info, warn};
 
@@ -44,22 +44,24 @@ pub async fn probe_in_child(exe: &Path, name: &str) -> Result<Vec<EncoderInfo>, 
     serde_json::from_slice(&output.stdout).map_err(HardwareError::Output)
 }
 
-/// Probe every known encoder, each in its own child process, concurrently; results in preference order.
+/// Probe every known encoder and decode path (`hwaccel::probe::probe_names`), each in its own child
+/// process, concurrently; results in preference order.
 pub async fn probe_all() -> Vec<EncoderInfo> {
+    let names = hwaccel::probe::probe_names();
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
             let reason = HardwareError::OwnExe(e).to_string();
-            return KNOWN_ENCODERS.iter().map(|(name, kind)| unavailable(name, *kind, &reason)).collect();
+            return names.iter().map(|name| unavailable(name, &reason)).collect();
         }
     };
-    let probes = KNOWN_ENCODERS.iter().map(|(name, kind)| {
+    let probes = names.into_iter().map(|name| {
         let exe = exe.clone();
         async move {
             match probe_in_child(&exe, name).await {
                 Ok(found) if !found.is_empty() => found,
-                Ok(_) => vec![unavailable(name, *kind, "the probe reported nothing")],
-                Err(e) => vec![unavailable(name, *kind, &e.to_string())],
+                Ok(_) => vec![unavailable(name, "the probe reported nothing")],
+                Err(e) => vec![unavailable(name, &e.to_string())],
             }
         }
     });
@@ -71,8 +73,12 @@ pub async fn probe_all() -> Vec<EncoderInfo> {
     all
 }
 
-fn unavailable(name: &str, kind: EncoderKind, reason: &str) -> EncoderInfo {
-    EncoderInfo { name: name.into(), kind, available: false, device: String::new(), reason: reason.into() }
+/// An unavailable entry for probe name `name` (an encoder, or a decode path of libx264).
+fn unavailable(name: &str, reason: &str) -> EncoderInfo {
+    let decode = KNOWN_DECODE_PATHS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k);
+    let kind = KNOWN_ENCODERS.iter().find(|(n, _)| *n == name).map_or(EncoderKind::Software, |(_, k)| *k);
+    let name = if decode.is_some() { hwaccel::SOFTWARE_ENCODER } else { name };
+    EncoderInfo { name: name.into(), kind, available: false, device: String::new(), reason: reason.into(), decode }
 }
 
 /// Probe now (waiting for a probe already running), publish the result and log it.
@@ -80,18 +86,20 @@ pub async fn refresh(hw: &Hardware) -> Vec<EncoderInfo> {
     let _guard = hw.probe_lock.lock().await;
     let found = probe_all().await;
     for e in &found {
-        let device = if e.device.is_empty() { String::new() } else { format!(" on {}", e.device) };
+        let device = if e.device.is_empty() || e.decode.is_some() { String::new() } else { format!(" on {}", e.device) };
+        let what = if e.decode.is_some() { "decode path" } else { "encoder" };
+        let name = e.label();
         if e.available {
-            info!("encoder {}{device}: available", e.name);
+            info!("{what} {name}{device}: available");
         } else {
-            info!("encoder {}{device}: unavailable: {}", e.name, e.reason);
+            info!("{what} {name}{device}: unavailable: {}", e.reason);
         }
     }
     hw.encoders.send_replace(found.clone());
     *hw.probed_at.write() = Some(Utc::now());
     let wanted = hw.settings.get().video.video_codec.clone();
     match hwaccel::select(&wanted, &found) {
-        Some(e) => info!("video codec '{wanted}' uses {}", e.name),
+        Some(e) => info!("video codec '{wanted}' uses {}", e.label()),
         None if wanted != "auto" => warn!("the configured encoder '{wanted}' is not available here; using libx264"),
         None => warn!("no encoder works on this box, not even libx264: streams cannot be transcoded"),
     }

@@ -27,6 +27,8 @@ pub fn report_fallback(t: &Transcoder, from: &str, to: &str, reason: &str, encod
             "The encoder {from} failed ({reason}); the stream continues with the broadcaster's own video \
              (passthrough) until it restarts."
         )
+    } else if from.contains("decode and scaling on") {
+        format!("The GPU path {from} failed ({reason}); the stream continues with {to} on the CPU alone.")
     } else {
         format!("The hardware encoder {from} failed ({reason}); the stream continues with the software encoder {to}.")
     };

@@ -44,6 +44,7 @@ pub fn encoder_info(name: &str) -> Result<EncoderInfo, TranscodeError> {
             available: true,
             device: String::new(),
             reason: String::new(),
+            decode: None,
         });
     }
     let (name, kind) = KNOWN_ENCODERS
@@ -56,6 +57,7 @@ pub fn encoder_info(name: &str) -> Result<EncoderInfo, TranscodeError> {
         available: true,
         device: String::new(),
         reason: String::new(),
+        decode: None,
     })
 }
 

@@ -309,7 +309,9 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
             }
         };
         let names: Vec<String> = cfg.encoders.iter().map(|e| e.name.clone()).collect();
-        info!(pid = worker.pid, encoders = ?names, append = cfg.append, "transcode worker started");
+        // What the admin sees in use: a decode path says where it decodes and scales.
+        let labels: Vec<String> = cfg.encoders.iter().map(|e| e.label()).collect();
+        info!(pid = worker.pid, encoders = ?labels, append = cfg.append, "transcode worker started");
         // What runs now (a fallback changes the encoders, or every variant to passthrough).
         let (variants, encoders) = (cfg.variants.clone(), names.clone());
         b.update_profile(|p| {
@@ -318,7 +320,7 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
         });
         t.deps.stream.update(|st| {
             st.worker_pid = worker.pid;
-            st.encoders = names;
+            st.encoders = labels;
         });
         encoder_failure = None;
         let outcome = run_worker(
@@ -375,7 +377,8 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
                     b.disconnect();
                     break;
                 }
-                let hardware = cfg.encoders.iter().find(|e| recipe::is_hardware(&e.name)).map(|e| e.name.clone());
+                // A hardware encoder or a decode path (a GPU decodes and scales for libx264).
+                let hardware = cfg.encoders.iter().find(|e| e.uses_device()).map(|e| e.label());
                 match (encoder_failure.take(), hardware) {
                     (Some(f), _) if f.hardware => fall_back(&t, &mut cfg, &f.encoder, &f.message),
                     (Some(f), None) => pass_through(&t, &mut cfg, &f.encoder, &f.message),

@@ -457,6 +457,19 @@ export interface EncoderInfo {
   available: boolean;
   device?: string | null;
   reason?: string | null;
+  /** Set on a decode path: libx264 encoding pictures decoded and scaled on this device (`cuda`, `vaapi`). */
+  decode?: string | null;
+}
+
+/** `GET /api/admin/encoders`. */
+export interface EncodersAnswer {
+  encoders: EncoderInfo[];
+  videoCodec: string;
+  selected: string;
+  /** The choice as people read it, e.g. `libx264 (decode and scaling on cuda:0)`. */
+  selectedLabel?: string;
+  inUse?: string[];
+  probedAt?: string | null;
 }
 
 export interface Paged<T> {
@@ -790,7 +803,7 @@ export const admin = {
   status: () => getJSON<AdminStatus>(`${A}/status`),
   serverConfig: () => getJSON<ServerConfig>(`${A}/serverconfig`),
   hardwareStats: () => getJSON<HardwareStats>(`${A}/hardwarestats`),
-  encoders: () => getJSON<EncoderInfo[]>(`${A}/encoders`),
+  encoders: () => getJSON<EncodersAnswer>(`${A}/encoders`),
   viewersOverTime: () => getJSON<TimePoint[]>(`${A}/viewersOverTime`),
   videoMetrics: () => getJSON<VideoMetrics>(`${A}/metrics/video`),
   playbackClients: () => getJSON<PlaybackClient[]>(`${A}/viewers/playback`),

@@ -8,9 +8,15 @@
 //! device, is handed to the `[in]` buffer source), every filter gets the device when the ladder uploads;
 //! each encoder is opened on its first filtered frame with the sink's `hw_frames_ctx`.
 //!
+//! A ladder whose encoders are all libx264 on a decode path (a GPU that decodes but cannot encode) runs
+//! here too: the device decodes and every rung is scaled on it and downloaded (`scale_cuda`,
+//! `hwdownload`); the pipeline hands each rung's downloaded picture to that rung's encoding stage thread,
+//! as it does on the CPU path.
+//!
 //! Every failure comes back as `TranscodeError::Encoder { hardware: true, .. }`: the worker exits and
-//! the supervisor restarts it with libx264. Nothing here can be exercised without a GPU; the probe has
-//! already proven that the chosen encoder opens on this box.
+//! the supervisor restarts it with libx264 on the CPU. The decoder is set up by `hwaccel::hwdec`, the same
+//! code the probe runs on the device (and a unit test opens without one); the rest needs a GPU
+//! (`bench/gpu/run.sh` runs it on one).
 
 use std::ffi::CString;
 use std::os::raw::c_void;
@@ -19,44 +25,9 @@ use std::ptr;
 use ff::ffi;
 use ff::{codec, filter, frame, Dictionary, Rational};
 use ffmpeg_next as ff;
-use hwaccel::{Decode, HwDeviceKind, Ladder, Recipe};
+use hwaccel::{hwdec, Decode, Ladder, Recipe};
 
 use crate::transcode::TranscodeError;
-
-/// Pixel formats `get_format` asks for, one per device kind (static so the decoder's `opaque` can
-/// point at them).
-static PIX_CUDA: ffi::AVPixelFormat = ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
-static PIX_VAAPI: ffi::AVPixelFormat = ffi::AVPixelFormat::AV_PIX_FMT_VAAPI;
-static PIX_QSV: ffi::AVPixelFormat = ffi::AVPixelFormat::AV_PIX_FMT_QSV;
-
-fn hw_pix(kind: HwDeviceKind) -> &'static ffi::AVPixelFormat {
-    match kind {
-        HwDeviceKind::Cuda => &PIX_CUDA,
-        HwDeviceKind::Vaapi => &PIX_VAAPI,
-        HwDeviceKind::Qsv => &PIX_QSV,
-    }
-}
-
-/// `get_format` for hardware decode: the device's format when offered, else the first (software) one,
-/// which the graph then rejects with an error (see `HwPath::push`).
-unsafe extern "C" fn get_hw_format(
-    ctx: *mut ffi::AVCodecContext,
-    formats: *const ffi::AVPixelFormat,
-) -> ffi::AVPixelFormat {
-    let wanted = (*ctx).opaque as *const ffi::AVPixelFormat;
-    let mut p = formats;
-    while !p.is_null() && *p != ffi::AVPixelFormat::AV_PIX_FMT_NONE {
-        if !wanted.is_null() && *p == *wanted {
-            return *p;
-        }
-        p = p.add(1);
-    }
-    if formats.is_null() {
-        ffi::AVPixelFormat::AV_PIX_FMT_NONE
-    } else {
-        *formats
-    }
-}
 
 /// An owned `AVBufferRef` (device or frames context).
 struct BufferRef(*mut ffi::AVBufferRef);
@@ -100,8 +71,16 @@ pub struct HwPath {
 impl HwPath {
     /// Create the device for `ladder` (it must have one).
     pub fn new(ladder: Ladder) -> Result<HwPath, TranscodeError> {
-        let name = ladder.variants.iter().find(|r| r.hardware).map(|r| r.encoder.clone()).unwrap_or_default();
-        let dev = ladder.device.clone().ok_or_else(|| hw_error(&name, "the ladder has no hardware device"))?;
+        let dev = ladder.device.clone().ok_or_else(|| hw_error("hw", "the ladder has no hardware device"))?;
+        // Errors name the hardware encoder, else the decode path (as `EncoderInfo::label` does).
+        let name = ladder.variants.iter().find(|r| r.hardware).map(|r| r.encoder.clone()).unwrap_or_else(|| {
+            let device = match (dev.kind, dev.path.as_deref()) {
+                (hwaccel::HwDeviceKind::Cuda, Some(i)) => format!("cuda:{i}"),
+                (_, Some(p)) => p.to_string(),
+                (k, None) => k.av_name().to_string(),
+            };
+            format!("{} (decode and scaling on {device})", hwaccel::SOFTWARE_ENCODER)
+        });
         let kind_name = CString::new(dev.kind.av_name()).map_err(|e| hw_error(&name, e.to_string()))?;
         let path = dev.path.as_deref().map(CString::new).transpose().map_err(|e| hw_error(&name, e.to_string()))?;
         let mut device: *mut ffi::AVBufferRef = ptr::null_mut();
@@ -121,30 +100,34 @@ impl HwPath {
         Ok(HwPath { ladder, name, device: BufferRef(device), graph: None })
     }
 
-    /// Open the video decoder as the ladder says: on the device (`hw_device_ctx` + `get_format`, or the
-    /// dedicated decoder such as `h264_qsv`) or in software.
+    /// A path on a device context allocated but not initialised: enough to open the decoder (which reaches
+    /// the device only at its first picture), so a test can open it on a box without the device.
+    #[cfg(test)]
+    fn on_uninitialised_device(ladder: Ladder) -> HwPath {
+        let kind = ladder.device.as_ref().map_or(hwaccel::HwDeviceKind::Cuda, |d| d.kind);
+        // SAFETY: allocation only; the buffer is owned by the returned path.
+        let device = unsafe { ffi::av_hwdevice_ctx_alloc(hwdec::device_type(kind)) };
+        assert!(!device.is_null(), "libavutil has the {kind:?} device type");
+        HwPath { ladder, name: "test".into(), device: BufferRef(device), graph: None }
+    }
+
+    /// Open the video decoder as the ladder says: on the device (`hwaccel::hwdec`: the device as
+    /// `hw_device_ctx`, a `get_format` that picks its pixel format, opened with its codec — or the dedicated
+    /// decoder such as `h264_qsv`) or in software.
     pub fn open_decoder(&self, par: codec::Parameters) -> Result<ff::decoder::Video, TranscodeError> {
+        let id = par.id();
         let mut ctx = codec::context::Context::from_parameters(par)?;
-        let Decode::Hardware { device, decoder, .. } = &self.ladder.decode else {
+        let Decode::Hardware { device, .. } = &self.ladder.decode else {
             return Ok(ctx.decoder().video()?);
         };
-        // SAFETY: fields documented as settable before avcodec_open2; the context owns the new reference,
-        // and `opaque` points at a static.
-        unsafe {
-            let c = ctx.as_mut_ptr();
-            (*c).hw_device_ctx = self.device.new_ref()?;
-            (*c).opaque = hw_pix(*device) as *const ffi::AVPixelFormat as *mut c_void;
-            (*c).get_format = Some(get_hw_format);
-        }
-        let opened = match decoder {
-            Some(name) => {
-                let codec = ff::decoder::find_by_name(name)
-                    .ok_or_else(|| hw_error(&self.name, format!("decoder {name} is not in this libavcodec")))?;
-                ctx.decoder().open_as(codec)
-            }
-            None => ctx.decoder().open(),
-        };
-        opened.and_then(|d| d.video()).map_err(|e| hw_error(&self.name, format!("opening the hardware decoder: {e}")))
+        let codec = hwdec::decoder_codec(&self.ladder.decode, id).map_err(|e| hw_error(&self.name, e))?;
+        // SAFETY: the context is valid and not yet opened; the device reference is ours.
+        unsafe { hwdec::attach_device(ctx.as_mut_ptr(), self.device.0, *device) }
+            .map_err(|e| hw_error(&self.name, e))?;
+        ctx.decoder()
+            .open_as(codec)
+            .and_then(|d| d.video())
+            .map_err(|e| hw_error(&self.name, format!("opening the hardware decoder: {e}")))
     }
 
     /// Feed a decoded frame (time base `tb`) into the graph, building it on the first frame.
@@ -166,6 +149,8 @@ impl HwPath {
     pub fn pull(&mut self, pos: usize, out: &mut frame::Video) -> Result<bool, TranscodeError> {
         let Some(graph) = self.graph.as_mut() else { return Ok(false) };
         let mut sink = graph.get(&format!("out{pos}")).ok_or_else(|| hw_error(&self.name, "missing sink"))?;
+        // SAFETY: the sink moves its frame into `out` without releasing what `out` held: release it first.
+        unsafe { ffi::av_frame_unref(out.as_mut_ptr()) };
         match sink.sink().frame(out) {
             Ok(()) => Ok(true),
             Err(ff::Error::Other { errno: ff::util::error::EAGAIN }) | Err(ff::Error::Eof) => Ok(false),
@@ -267,5 +252,49 @@ impl HwPath {
             opts.set(k, v);
         }
         enc.open_as_with(codec, opts).map_err(|e| fail(format!("opening: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwaccel::{EncoderInfo, EncoderKind, HwDeviceKind, InputSpec, VariantSpec};
+
+    /// The worker's own `open_decoder` opens the hardware decoder of a CUDA decode path and of a VA-API
+    /// ladder: the codec is passed to `avcodec_open2` (a context made from stream parameters carries only the
+    /// codec id; opening it without the codec failed on a real GPU with "No codec provided to
+    /// avcodec_open2()", so the GPU was never used).
+    #[test]
+    fn the_hardware_decoder_opens_with_its_codec() {
+        ff::init().unwrap();
+        let v720 = VariantSpec { width: 1280, height: 720, bitrate_kbps: 1800, framerate: 30, segment_seconds: 2, ..Default::default() };
+        let input = InputSpec { codec: "h264".into(), pix_fmt: "yuv420p".into(), width: 1920, height: 1080 };
+        let gpu = |kind: EncoderKind, decode: Option<HwDeviceKind>, device: &str| EncoderInfo {
+            name: if kind == EncoderKind::Vaapi { "h264_vaapi".into() } else { "libx264".into() },
+            kind,
+            available: true,
+            device: device.into(),
+            reason: String::new(),
+            decode,
+        };
+        for e in [
+            gpu(EncoderKind::Software, Some(HwDeviceKind::Cuda), "cuda:0"),
+            gpu(EncoderKind::Vaapi, None, "/dev/dri/renderD128"),
+        ] {
+            let ladder = hwaccel::ladder(std::slice::from_ref(&e), std::slice::from_ref(&v720), &input);
+            assert!(matches!(ladder.decode, Decode::Hardware { .. }), "{e:?}: decoded on the device");
+            let path = HwPath::on_uninitialised_device(ladder);
+            let mut par = codec::Parameters::new();
+            // SAFETY: plain fields of parameters we own.
+            unsafe {
+                let p = par.as_mut_ptr();
+                (*p).codec_type = ffi::AVMediaType::AVMEDIA_TYPE_VIDEO;
+                (*p).codec_id = ffi::AVCodecID::AV_CODEC_ID_H264;
+                (*p).width = 1920;
+                (*p).height = 1080;
+            }
+            let decoder = path.open_decoder(par);
+            assert!(decoder.is_ok(), "{e:?}: {:?}", decoder.err());
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use ff::codec::{self, threading};
 use ff::{frame, media, picture, Packet, Rational};
 use ffmpeg_next as ff;
-use hwaccel::{EncoderInfo, EncoderKind, InputSpec};
+use hwaccel::{EncoderInfo, InputSpec};
 
 use super::codecs::codec_from_annexb;
 use super::emit::emit;
@@ -240,14 +240,43 @@ impl Pipeline {
         }
     }
 
-    /// The hardware ladder: one frame into the graph, every variant's filtered frames into its encoder.
+    /// The hardware ladder: one frame into the graph; every variant's filtered frames into its encoder (a
+    /// hardware encoder here, on this thread) or its stage thread (libx264 on a decode path, each rung
+    /// encoding in parallel); then mux what the stages encoded.
     fn on_frame_hw(&mut self, decoded: &frame::Video, t0: f64) -> Result<(), TranscodeError> {
         let Some(hw) = self.hw.as_mut() else { return Ok(()) };
         hw.push(decoded, self.v_tb)?;
-        for i in 0..self.variants.len() {
+        let n = self.variants.len();
+        for i in 0..n {
             loop {
                 let Some(hw) = self.hw.as_mut() else { return Ok(()) };
                 let v = &mut self.variants[i];
+                if let VideoPath::Stage(st) = &mut v.video {
+                    let Some(pos) = st.graph_out else { break };
+                    // A picture of its own per pull: the stage keeps a reference to it.
+                    let mut picture = frame::Video::empty();
+                    if !hw.pull(pos, &mut picture)? {
+                        break;
+                    }
+                    let Some(ts) = picture.pts() else { continue };
+                    let t = ts as f64 * f64::from(self.v_tb);
+                    let pts = output_pts(t, t0, f64::from(st.framerate));
+                    if st.last_pts.is_some_and(|l| pts <= l) {
+                        continue;
+                    }
+                    st.last_pts = Some(pts);
+                    v.frames += 1;
+                    v.media_time = pts as f64 / v.framerate;
+                    let mut plan = Plan { t, t0, wants: vec![false; n], needed: vec![false; n], pts: vec![0; n] };
+                    (plan.wants[i], plan.needed[i], plan.pts[i]) = (true, true, pts);
+                    let Some(ladder) = &self.ladder else { break };
+                    if let Err(e) = ladder.send_to(i, &picture, plan) {
+                        // Prefer the stage's own reason (an encoder error) to "it stopped".
+                        self.collect(false)?;
+                        return Err(e);
+                    }
+                    continue;
+                }
                 let VideoPath::Hw(enc) = &mut v.video else { break };
                 if !hw.pull(enc.pos, &mut self.filtered)? {
                     break;
@@ -277,7 +306,7 @@ impl Pipeline {
                 self.drain_encoder(i)?;
             }
         }
-        Ok(())
+        self.collect(false)
     }
 
     fn drain_encoder(&mut self, i: usize) -> Result<(), TranscodeError> {
@@ -529,8 +558,8 @@ fn hardware_ladder(
     v_par: &codec::Parameters,
 ) -> Result<(Option<HwPath>, Vec<Option<usize>>), TranscodeError> {
     let mut hw_pos = vec![None; cfg.variants.len()];
-    let hw_ladder =
-        cfg.variants.iter().zip(infos).any(|(v, e)| !v.video_passthrough && e.kind != EncoderKind::Software);
+    // A hardware encoder, or a decode path (the GPU decodes and scales for libx264).
+    let hw_ladder = cfg.variants.iter().zip(infos).any(|(v, e)| !v.video_passthrough && e.uses_device());
     if !hw_ladder {
         return Ok((None, hw_pos));
     }
@@ -553,6 +582,11 @@ fn hardware_ladder(
         specs.push(recipe::variant_spec(v, cfg.segment_seconds));
     }
     let ladder = hwaccel::ladder(&encs, &specs, &input);
+    if ladder.device.is_none() {
+        // A decode path on input the device cannot decode (4:2:2, 10-bit): the CPU does it all.
+        tracing::info!(input = ?input, "the GPU cannot decode this input; the ladder runs on the CPU");
+        return Ok((None, vec![None; cfg.variants.len()]));
+    }
     tracing::info!(graph = %ladder.filter_graph(), decode = ?ladder.decode, "hardware ladder");
     Ok((Some(HwPath::new(ladder)?), hw_pos))
 }
@@ -606,17 +640,24 @@ fn decoder_threads(width: u32, height: u32, fps: f64) -> usize {
 }
 
 /// The software-encoded variants, largest picture first; each is set to take its picture from the
-/// smallest larger one (smaller than the input), else from the decoded frame.
+/// smallest larger one (smaller than the input), else from the decoded frame. Variants fed by the hardware
+/// ladder's filter graph (a decode path) take their picture from it: no source.
 fn scaling_order(variants: &mut [Variant], sw: u32, sh: u32) -> Vec<usize> {
     let sizes: Vec<(u32, u32)> = variants.iter().map(|v| (v.width, v.height)).collect();
+    let from_graph: Vec<bool> =
+        variants.iter().map(|v| matches!(&v.video, VideoPath::Encode(e) if e.graph_out.is_some())).collect();
     let mut order: Vec<usize> =
         (0..variants.len()).filter(|&i| matches!(variants[i].video, VideoPath::Encode(_))).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(u64::from(sizes[i].0) * u64::from(sizes[i].1)));
     for (k, &i) in order.iter().enumerate() {
+        if from_graph[i] {
+            continue;
+        }
         let (w, h) = sizes[i];
         let best = order[..k]
             .iter()
             .copied()
+            .filter(|&j| !from_graph[j])
             .filter(|&j| sizes[j].0 >= w && sizes[j].1 >= h && (sizes[j].0 < sw || sizes[j].1 < sh))
             .min_by_key(|&j| u64::from(sizes[j].0) * u64::from(sizes[j].1));
         if let (Some(j), VideoPath::Encode(enc)) = (best, &mut variants[i].video) {
@@ -630,10 +671,14 @@ fn scaling_order(variants: &mut [Variant], sw: u32, sh: u32) -> Vec<usize> {
 fn start_stages(variants: &mut [Variant], order: &[usize]) -> Result<Option<Ladder>, TranscodeError> {
     let mut encodes = Vec::new();
     for &i in order {
-        let placeholder = VideoPath::Stage(StageInfo { framerate: 0, source: None, last_pts: None });
+        let placeholder = VideoPath::Stage(StageInfo { framerate: 0, source: None, graph_out: None, last_pts: None });
         if let VideoPath::Encode(enc) = std::mem::replace(&mut variants[i].video, placeholder) {
-            variants[i].video =
-                VideoPath::Stage(StageInfo { framerate: enc.recipe.framerate, source: enc.source, last_pts: None });
+            variants[i].video = VideoPath::Stage(StageInfo {
+                framerate: enc.recipe.framerate,
+                source: enc.source,
+                graph_out: enc.graph_out,
+                last_pts: None,
+            });
             encodes.push((i, *enc));
         }
     }

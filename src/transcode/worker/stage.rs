@@ -46,8 +46,11 @@ pub struct VideoEncode {
     pub width: u32,
     pub height: u32,
     pub pix_fmt: ff::format::Pixel,
-    /// The variant this one scales from (`None`: the decoded frame).
+    /// The variant this one scales from (`None`: the decoded frame, or the filter graph's output).
     pub source: Option<usize>,
+    /// The hardware ladder's filter-graph output that feeds it (already scaled on the device and
+    /// downloaded), if any.
+    pub graph_out: Option<usize>,
 }
 
 /// What every stage needs to know about one input frame, decided once by the main thread.
@@ -261,6 +264,15 @@ impl Ladder {
             }
         }
         Ok(())
+    }
+
+    /// Hand variant `variant`'s own picture (the hardware ladder's downloaded output for it) to its stage
+    /// (blocks while it is `FRAMES_IN_FLIGHT` frames behind). An error means the stage stopped.
+    pub fn send_to(&self, variant: usize, picture: &frame::Video, plan: Plan) -> Result<(), TranscodeError> {
+        let Some((_, tx)) = self.roots.iter().find(|(i, _)| *i == variant) else {
+            return Err(stopped(variant));
+        };
+        tx.send(FrameMsg { picture: new_ref(picture)?, plan: Arc::new(plan) }).map_err(|_| stopped(variant))
     }
 
     /// Close the input: every stage flushes its encoder and stops; `output` ends when all have.

@@ -40,8 +40,10 @@ pub fn target_size(v: &StreamOutputVariant, sw: u32, sh: u32) -> (u32, u32) {
 /// A software-encoded variant as the main thread sees it (the encoder itself runs in a `stage`).
 pub(super) struct StageInfo {
     pub(super) framerate: u32,
-    /// The variant whose picture this one scales from (`None`: the decoded frame).
+    /// The variant whose picture this one scales from (`None`: the decoded frame, or the graph's output).
     pub(super) source: Option<usize>,
+    /// The hardware ladder's filter-graph output that feeds this stage (a decode path), if any.
+    pub(super) graph_out: Option<usize>,
     pub(super) last_pts: Option<i64>,
 }
 
@@ -174,39 +176,56 @@ impl VariantVideo for SoftwareVideo<'_> {
     fn add(&self, octx: &mut Output, v: &StreamOutputVariant, src: &Source) -> Result<VideoOpened, TranscodeError> {
         let rec = recipe::recipe_for(&self.info.name, v, self.segment_seconds)?;
         let (w, h) = target_size(v, src.width, src.height);
-        let codec = ff::encoder::find_by_name(&rec.encoder)
-            .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
-        let pix_fmt: ff::format::Pixel =
-            rec.pix_fmt.parse().map_err(|_| TranscodeError::Config(format!("pix_fmt {}", rec.pix_fmt)))?;
-        let mut enc = codec::context::Context::new_with_codec(codec).encoder().video()?;
-        enc.set_width(w);
-        enc.set_height(h);
-        enc.set_format(pix_fmt);
-        enc.set_time_base(Rational(1, rec.framerate as i32));
-        enc.set_frame_rate(Some(Rational(rec.framerate as i32, 1)));
-        let mut opts = Dictionary::new();
-        for (k, val) in &rec.options {
-            opts.set(k, val);
-        }
-        if self.info.kind == EncoderKind::Software {
-            let threads = hwaccel::recipe::x264_threads(w, h, rec.framerate, v.cpu_usage_level);
-            opts.set("threads", &threads.to_string());
-        }
-        let opened = enc.open_as_with(codec, opts)?;
-        let mut ost = octx.add_stream(codec)?;
-        ost.set_parameters(&opened);
-        ost.set_time_base(Rational(1, rec.framerate as i32));
-        let (fps, encoder) = (f64::from(rec.framerate), rec.encoder.clone());
-        let path = VideoPath::Encode(Box::new(VideoEncode {
-            encoder: opened,
-            recipe: rec,
-            width: w,
-            height: h,
-            pix_fmt,
-            source: None,
-        }));
-        Ok(VideoOpened { path, width: w, height: h, fps, kbps: u64::from(recipe::encoder_bitrate(v)), encoder })
+        let threads = (self.info.kind == EncoderKind::Software).then_some(v.cpu_usage_level);
+        open_stage_encoder(octx, rec, w, h, threads, v, None)
     }
+}
+
+/// Open a software encoder for a stage thread (`VideoPath::Encode`) with `rec` at `w`×`h`, and add its
+/// stream to the muxer. `x264_level`: the cpuUsageLevel that sets libx264's threads (None: not libx264).
+/// `graph_out`: the hardware ladder's filter-graph output that feeds it (a decode path), else `None`.
+fn open_stage_encoder(
+    octx: &mut Output,
+    rec: EncoderRecipe,
+    w: u32,
+    h: u32,
+    x264_level: Option<u32>,
+    v: &StreamOutputVariant,
+    graph_out: Option<usize>,
+) -> Result<VideoOpened, TranscodeError> {
+    let codec =
+        ff::encoder::find_by_name(&rec.encoder).ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
+    let pix_fmt: ff::format::Pixel =
+        rec.pix_fmt.parse().map_err(|_| TranscodeError::Config(format!("pix_fmt {}", rec.pix_fmt)))?;
+    let mut enc = codec::context::Context::new_with_codec(codec).encoder().video()?;
+    enc.set_width(w);
+    enc.set_height(h);
+    enc.set_format(pix_fmt);
+    enc.set_time_base(Rational(1, rec.framerate as i32));
+    enc.set_frame_rate(Some(Rational(rec.framerate as i32, 1)));
+    let mut opts = Dictionary::new();
+    for (k, val) in &rec.options {
+        opts.set(k, val);
+    }
+    if let Some(level) = x264_level {
+        let threads = hwaccel::recipe::x264_threads(w, h, rec.framerate, level);
+        opts.set("threads", &threads.to_string());
+    }
+    let opened = enc.open_as_with(codec, opts).map_err(|e| recipe::encoder_error(&rec, e))?;
+    let mut ost = octx.add_stream(codec)?;
+    ost.set_parameters(&opened);
+    ost.set_time_base(Rational(1, rec.framerate as i32));
+    let (fps, encoder) = (f64::from(rec.framerate), rec.encoder.clone());
+    let path = VideoPath::Encode(Box::new(VideoEncode {
+        encoder: opened,
+        recipe: rec,
+        width: w,
+        height: h,
+        pix_fmt,
+        source: None,
+        graph_out,
+    }));
+    Ok(VideoOpened { path, width: w, height: h, fps, kbps: u64::from(recipe::encoder_bitrate(v)), encoder })
 }
 
 /// A variant of the hardware ladder: output `pos` of the filter graph; its encoder opens on the first
@@ -223,6 +242,11 @@ impl VariantVideo for HardwareVideo<'_> {
         let (tw, th) = target_size(v, src.width, src.height);
         let w = u32::try_from(rec.width).ok().filter(|w| *w > 0).unwrap_or(tw);
         let h = u32::try_from(rec.height).ok().filter(|h| *h > 0).unwrap_or(th);
+        if !rec.hardware && rec.kind == EncoderKind::Software {
+            // A decode path (or a software rung beside hardware encoders): the graph scales and downloads the
+            // picture, a stage thread encodes it, in parallel with the other rungs.
+            return open_stage_encoder(octx, rec, w, h, Some(v.cpu_usage_level), v, Some(self.pos));
+        }
         let codec = ff::encoder::find_by_name(&rec.encoder)
             .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
         // The muxer (MPEG-TS, Annex B in band) only needs the stream's kind and size now.

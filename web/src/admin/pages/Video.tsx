@@ -104,11 +104,15 @@ function Encoder({ current, supported }: { current: string; supported: string[] 
   const { reload } = useServerConfig();
   const [value, setValue] = useState(current || 'auto');
   const [encoders, setEncoders] = useState<EncoderInfo[] | null>(null);
+  const [selected, setSelected] = useState('');
   const [state, run] = useSave();
   useEffect(() => setValue(current || 'auto'), [current]);
   useEffect(() => {
     admin.encoders().then(
-      (list) => setEncoders(Array.isArray(list) ? list : null),
+      (answer) => {
+        setEncoders(Array.isArray(answer?.encoders) ? answer.encoders : null);
+        setSelected(answer?.selectedLabel || answer?.selected || '');
+      },
       () => setEncoders(null),
     );
   }, []);
@@ -130,14 +134,15 @@ function Encoder({ current, supported }: { current: string; supported: string[] 
         </div>
         <FormStatus state={state} />
       </form>
+      {selected && <p class="hint" id="encoder-selected">The next stream uses: <span class="mono">{selected}</span></p>}
       {encoders && encoders.length > 0 && (
         <table class="table" id="encoders-table">
           <thead><tr><th>Encoder</th><th>Kind</th><th>Available</th><th>Device</th><th>Notes</th></tr></thead>
           <tbody>
             {encoders.map((enc) => (
-              <tr key={enc.name}>
+              <tr key={`${enc.name}-${enc.decode ?? ''}-${enc.device ?? ''}`}>
                 <td class="mono">{enc.name}</td>
-                <td>{enc.kind}</td>
+                <td>{enc.decode ? `GPU decode and scaling (${enc.decode}) + CPU encode` : enc.kind}</td>
                 <td>{enc.available ? <span class="ok">yes</span> : <span class="bad">no</span>}</td>
                 <td class="mono">{enc.device || '–'}</td>
                 <td>{enc.reason || ''}</td>
