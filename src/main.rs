@@ -139,10 +139,11 @@ enum Command {
         #[arg(long, value_name = "ENCODER")]
         only: Option<String>,
     },
-    /// Print the NVIDIA GPUs' health as castd samples it (NVML): JSON with the driver version and, per GPU,
-    /// utilization, memory, encoder and decoder utilization (percent), memory used/total (MiB),
-    /// temperature (°C) and power draw (W); a figure the GPU does not report is null. Without an NVIDIA
-    /// driver it prints one line "no NVIDIA driver: ..." and exits 0.
+    /// Print the NVIDIA GPUs' health as castd samples it (NVML), as JSON.
+    ///
+    /// The driver version and, per GPU, utilization, memory, encoder and decoder utilization (percent),
+    /// memory used/total (MiB), temperature (°C) and power draw (W); a figure the GPU does not report is
+    /// null. Without an NVIDIA driver it prints one line "no NVIDIA driver: ..." and exits 0.
     Gpus,
     /// Import an Owncast data directory into a new castd data directory (--data-dir), then exit.
     ///

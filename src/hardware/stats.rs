@@ -37,7 +37,7 @@ pub const CPU_ALERT: f64 = 85.0;
 pub const MEMORY_ALERT: f64 = 85.0;
 pub const DISK_ALERT: f64 = 90.0;
 
-/// One point of a series, Owncast's `{time, value}` (a percentage).
+/// One point of a series, Owncast's `{time, value}`: a percentage (a GPU's temperature: °C, power: W).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 #[schema(as = UtilizationPoint)]
 pub struct Point {
@@ -223,7 +223,7 @@ pub fn disk_percent(disks: &Disks, dir: &Path) -> Option<f64> {
 enum GpuSource {
     /// No NVIDIA driver: no GPU series.
     None,
-    Nvml(hwaccel::gpu::GpuMonitor),
+    Nvml(Box<hwaccel::gpu::GpuMonitor>),
     /// `--debug-gpu-sample`: these readings at every sample (test switch).
     Fixed(Vec<hwaccel::gpu::GpuSample>),
 }
@@ -255,7 +255,7 @@ impl Sampler {
         self.gpu = match hwaccel::gpu::GpuMonitor::init() {
             Ok(m) => {
                 info!("GPU statistics: NVML loaded");
-                GpuSource::Nvml(m)
+                GpuSource::Nvml(Box::new(m))
             }
             Err(e) => {
                 debug!("no GPU statistics: {e}");
