@@ -98,6 +98,12 @@ struct Cli {
     #[arg(long = "debug-encoder-fault", env = "CASTD_DEBUG_ENCODER_FAULT", value_name = "SECONDS", hide = true)]
     debug_encoder_fault: Option<f64>,
 
+    /// Test/debug switch, hidden: report the GPU readings in FILE (what `castd gpus` prints, or a JSON
+    /// array of its `gpus`) instead of NVML's, in the hardware stats, the metrics and `castd gpus`, so GPU
+    /// health can be exercised without a GPU.
+    #[arg(long = "debug-gpu-sample", env = "CASTD_DEBUG_GPU_SAMPLE", value_name = "FILE", hide = true, global = true)]
+    debug_gpu_sample: Option<PathBuf>,
+
     /// Length of an LL-HLS part in milliseconds (200-500), at latency level 0 (low-latency HLS).
     #[arg(long = "llhls-part-ms", env = "CASTD_LLHLS_PART_MS", value_name = "MS", default_value_t = 334,
           value_parser = clap::value_parser!(u32).range(200..=500))]
@@ -134,6 +140,12 @@ enum Command {
         #[arg(long, value_name = "ENCODER")]
         only: Option<String>,
     },
+    /// Print the NVIDIA GPUs' health as castd samples it (NVML), as JSON.
+    ///
+    /// The driver version and, per GPU, utilization, memory, encoder and decoder utilization (percent),
+    /// memory used/total (MiB), temperature (°C) and power draw (W); a figure the GPU does not report is
+    /// null. Without an NVIDIA driver it prints one line "no NVIDIA driver: ..." and exits 0.
+    Gpus,
     /// Import an Owncast data directory into a new castd data directory (--data-dir), then exit.
     ///
     /// Brings over settings, the admin password, stream keys, chat users with their tokens, chat
@@ -217,6 +229,40 @@ fn encoders_command(json: bool, only: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// The readings of `--debug-gpu-sample FILE`: `castd gpus`' output (`{driverVersion, gpus}`) or its
+/// `gpus` array alone.
+fn read_gpu_sample(path: &Path) -> Result<hwaccel::gpu::GpuReport> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("--debug-gpu-sample {}", path.display()))?;
+    let report = match serde_json::from_str::<hwaccel::gpu::GpuReport>(&text) {
+        Ok(report) => report,
+        Err(_) => hwaccel::gpu::GpuReport {
+            driver_version: None,
+            gpus: serde_json::from_str(&text)
+                .with_context(|| format!("--debug-gpu-sample {}: not castd gpus' JSON", path.display()))?,
+        },
+    };
+    Ok(report)
+}
+
+/// `castd gpus`: the NVML report as JSON, or one line saying there is no NVIDIA driver (exit 0).
+fn gpus_command(debug_sample: Option<&Path>) -> Result<()> {
+    let report = match debug_sample {
+        Some(path) => read_gpu_sample(path)?,
+        None => match hwaccel::gpu::GpuMonitor::init().and_then(|m| m.report()) {
+            Ok(report) => report,
+            Err(hwaccel::gpu::GpuError::NoDriver(e)) => {
+                println!("no NVIDIA driver: {e}");
+                return Ok(());
+            }
+            Err(e) => bail!("castd gpus: {e}"),
+        },
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    out.flush()?;
+    Ok(())
+}
+
 /// Log to stderr at `level`, and keep the same events in the admin log ring it returns.
 fn init_logging(level: &str) -> Result<LogRing> {
     use tracing_subscriber::layer::SubscriberExt;
@@ -246,6 +292,9 @@ fn main() -> Result<()> {
         encoders_command(*json, only.as_deref())?;
         // A probe that hung is left on its thread; end the process regardless.
         std::process::exit(0);
+    }
+    if let Some(Command::Gpus) = &cli.command {
+        return gpus_command(cli.debug_gpu_sample.as_deref());
     }
     if let Some(Command::ImportOwncast { from, dir, channel, dry_run, force }) = &cli.command {
         let channel = match channel.as_deref().map(castd::media::ChannelId::new).transpose() {
@@ -423,6 +472,10 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
             "--debug-encoder-fault {secs}: the transcoder's encoder will fail {secs} s into each stream (test switch)"
         );
     }
+    let debug_gpu_sample = match &cli.debug_gpu_sample {
+        Some(path) => Some(read_gpu_sample(path)?.gpus),
+        None => None,
+    };
     let s = settings.get();
     let config = Config {
         data_dir: cli.data_dir.clone(),
@@ -431,6 +484,7 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
         bus,
         temp_stream_key,
         debug_encoder_fault,
+        debug_gpu_sample,
         llhls_part_ms: cli.llhls_part_ms,
         metrics: MetricsConfig::from_env(),
         yp: YpConfig::from_env(),

@@ -19,11 +19,22 @@ pub struct EncoderFigures {
     pub speed: f64,
 }
 
+/// One GPU's latest figures (percent, except `temperature` in °C and `power` in W); `None`: not read.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuFigures {
+    pub utilization: Option<f64>,
+    pub memory: Option<f64>,
+    pub encoder: Option<f64>,
+    pub decoder: Option<f64>,
+    pub temperature: Option<f64>,
+    pub power: Option<f64>,
+}
+
 /// See the module doc; share as `Arc<Telemetry>`.
 #[derive(Debug, Default)]
 pub struct Telemetry {
     cpu: Mutex<VecDeque<f64>>,
-    gpu: Mutex<BTreeMap<String, f64>>,
+    gpu: Mutex<BTreeMap<String, GpuFigures>>,
     ingest_kbps: Mutex<Option<f64>>,
     encoders: Mutex<BTreeMap<usize, EncoderFigures>>,
     /// Per variant: (sum of speeds, samples) since the last `take_speeds`.
@@ -85,14 +96,28 @@ impl Telemetry {
         (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64)
     }
 
-    /// GPU `gpu` (an index or name) is `pct` percent busy.
-    pub fn gpu_utilization(&self, gpu: &str, pct: f64) {
-        if pct.is_finite() {
-            self.gpu.lock().insert(gpu.to_string(), pct);
-        }
+    /// The latest figures of every GPU, by index (replaces the previous sample: a GPU no longer read is
+    /// gone). Figures that are not finite are dropped.
+    pub fn set_gpus(&self, gpus: BTreeMap<String, GpuFigures>) {
+        let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
+        let gpus = gpus
+            .into_iter()
+            .map(|(k, f)| {
+                let f = GpuFigures {
+                    utilization: finite(f.utilization),
+                    memory: finite(f.memory),
+                    encoder: finite(f.encoder),
+                    decoder: finite(f.decoder),
+                    temperature: finite(f.temperature),
+                    power: finite(f.power),
+                };
+                (k, f)
+            })
+            .collect();
+        *self.gpu.lock() = gpus;
     }
 
-    pub fn gpus(&self) -> BTreeMap<String, f64> {
+    pub fn gpus(&self) -> BTreeMap<String, GpuFigures> {
         self.gpu.lock().clone()
     }
 
@@ -226,6 +251,18 @@ impl Telemetry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpus_are_replaced_per_sample_and_keep_finite_figures() {
+        let t = Telemetry::default();
+        let f = GpuFigures { utilization: Some(5.0), power: Some(f64::NAN), ..Default::default() };
+        t.set_gpus(BTreeMap::from([("0".to_string(), f), ("1".to_string(), f)]));
+        assert_eq!(t.gpus().len(), 2);
+        assert_eq!(t.gpus()["0"].power, None, "NaN is not a reading");
+        assert_eq!(t.gpus()["0"].utilization, Some(5.0));
+        t.set_gpus(BTreeMap::from([("1".to_string(), f)]));
+        assert_eq!(t.gpus().keys().collect::<Vec<_>>(), ["1"], "a GPU no longer sampled is gone");
+    }
 
     #[test]
     fn speeds_average_per_window_and_reset() {

@@ -16,7 +16,7 @@ declare -A WEIGHTS=(
   [srt]=141 [retention]=127 [cluster]=106 [obs]=61 [live]=59 [schedule]=55 [simulcast]=51 [replays]=51
   [storage]=42 [integrations]=28 [crash]=26 [chat]=24 [schedule_federation]=24 [federation]=23 [foundation]=22
   [flapping]=21 [hwaccel]=19 [whip]=16 [dropin]=16 [llhls]=14 [fulldisk]=12 [metrics]=9 [behaviours]=8
-  [import_owncast]=8 [worker]=6 [indieauth]=6 [systemd_notify]=5 [whep]=5
+  [import_owncast]=8 [worker]=6 [gpu_health]=3 [indieauth]=6 [systemd_notify]=5 [whep]=5
 )
 DEFAULT_WEIGHT=15
 

@@ -103,6 +103,8 @@ pub struct Config {
     pub temp_stream_key: Option<String>,
     /// `--debug-encoder-fault` (test switch).
     pub debug_encoder_fault: Option<f64>,
+    /// `--debug-gpu-sample` (test switch): GPU readings the hardware sampler reports instead of NVML's.
+    pub debug_gpu_sample: Option<Vec<hwaccel::gpu::GpuSample>>,
     /// `--llhls-part-ms`: LL-HLS part length.
     pub llhls_part_ms: u32,
     pub metrics: MetricsConfig,
@@ -163,6 +165,7 @@ impl Daemon {
             bus,
             temp_stream_key,
             debug_encoder_fault,
+            debug_gpu_sample,
             llhls_part_ms,
             metrics: metrics_config,
             yp: yp_config,
@@ -183,6 +186,7 @@ impl Daemon {
             core.health.clone(),
             core.telemetry.clone(),
             data_dir.clone(),
+            debug_gpu_sample,
         );
         let storage = Storage::new(StorageDeps {
             settings: settings.clone(),

@@ -71,7 +71,8 @@ pub struct HardwareStats {
     pub cpu: Points,
     pub memory: Points,
     pub disk: Points,
-    /// One entry per GPU; left out when NVML finds none.
+    /// One entry per GPU (NVIDIA, through NVML): utilization, encoder, decoder and memory in percent,
+    /// temperature in °C, power in W, each a `{time, value}` series; left out when there is no GPU.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpu: Vec<GpuSeries>,
     pub message: String,

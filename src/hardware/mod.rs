@@ -4,9 +4,10 @@
 //! - `encoders`: runs the hwaccel probe in child processes (`castd encoders --json --only NAME`, one per
 //!   encoder, each with a time limit) so a hanging or crashing driver cannot take the daemon down, fills
 //!   the encoder list (a `watch` channel this module alone writes; transcode and the API read it).
-//! - `stats`: samples CPU %, memory %, disk % of the data dir's filesystem and NVML GPU figures every
-//!   10 s into bounded series (10 h), raising Owncast's hardware alerts as health-hub inputs and
-//!   handing the CPU/GPU figures to metrics through `Telemetry`.
+//! - `stats`: samples CPU %, memory %, disk % of the data dir's filesystem and NVML GPU figures
+//!   (utilization, memory, encoder, decoder, temperature, power) every 10 s into bounded series (10 h),
+//!   raising Owncast's hardware alerts as health-hub inputs and handing the CPU/GPU figures to metrics
+//!   through `Telemetry`.
 //! - `api`: `GET /api/admin/hardwarestats`, `GET /api/admin/encoders`, `POST /api/admin/encoders/probe`.
 
 pub mod api;
@@ -60,6 +61,8 @@ pub struct Hardware {
     pub telemetry: Arc<Telemetry>,
     /// Whose filesystem the disk figure is about.
     pub data_dir: PathBuf,
+    /// `--debug-gpu-sample`: GPU readings reported instead of NVML's (test switch; `None` in production).
+    pub debug_gpu_sample: Option<Vec<hwaccel::gpu::GpuSample>>,
 }
 
 impl Hardware {
@@ -69,6 +72,7 @@ impl Hardware {
         health: Arc<HealthHub>,
         telemetry: Arc<Telemetry>,
         data_dir: PathBuf,
+        debug_gpu_sample: Option<Vec<hwaccel::gpu::GpuSample>>,
     ) -> Arc<Self> {
         Arc::new(Self {
             stats: RwLock::default(),
@@ -80,6 +84,7 @@ impl Hardware {
             health,
             telemetry,
             data_dir,
+            debug_gpu_sample,
         })
     }
 

@@ -1,5 +1,9 @@
 //! Hardware health sampling: CPU %, memory %, disk % of the data dir's filesystem (sysinfo) and, when an
-//! NVIDIA driver is present, per-GPU utilization, encoder utilization and memory % (NVML via hwaccel).
+//! NVIDIA driver is present, per GPU its utilization, memory (% and MiB), encoder and decoder utilization,
+//! temperature (°C) and power draw (W) (NVML via hwaccel). A GPU figure NVML does not answer adds no
+//! point to that series; the GPU's other series go on. With `--debug-gpu-sample FILE` (a test switch) the
+//! sampler reports the file's readings instead of NVML's (`GpuSource::Fixed`), so the GPU series, the
+//! metrics and the admin page can be tested on a box without a GPU.
 //!
 //! One sampler thread (the readings block) takes a sample at start and then every `SAMPLE_INTERVAL`,
 //! appending to series capped at `MAX_POINTS` (the oldest point is dropped: 12 h at 10 s). After each
@@ -7,7 +11,7 @@
 //! 85 % (memory) or 90 % (disk), the admin health message says so, the log warns and HEALTH_ALERT goes
 //! on the bus; when it falls back under the threshold the message is cleared (if it is still ours).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -22,6 +26,7 @@ use super::Hardware;
 use super::HardwareError;
 use crate::health::HealthInput;
 use crate::tasks::{Stage, Tasks};
+use crate::telemetry::GpuFigures;
 
 /// Time between samples.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(10);
@@ -32,7 +37,7 @@ pub const CPU_ALERT: f64 = 85.0;
 pub const MEMORY_ALERT: f64 = 85.0;
 pub const DISK_ALERT: f64 = 90.0;
 
-/// One point of a series, Owncast's `{time, value}` (a percentage).
+/// One point of a series, Owncast's `{time, value}`: a percentage (a GPU's temperature: °C, power: W).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 #[schema(as = UtilizationPoint)]
 pub struct Point {
@@ -47,11 +52,25 @@ pub struct Point {
 pub struct Points(VecDeque<Point>);
 
 impl Points {
+    /// Append a percentage (clamped to 0..=100).
     pub fn push(&mut self, time: DateTime<Utc>, value: f64) {
+        self.push_value(time, value.clamp(0.0, 100.0));
+    }
+
+    /// Append a figure in its own unit (°C, W); a value that is not finite is not recorded.
+    pub fn push_value(&mut self, time: DateTime<Utc>, value: f64) {
+        if !value.is_finite() {
+            return;
+        }
         if self.0.len() >= MAX_POINTS {
             self.0.pop_front();
         }
-        self.0.push_back(Point { time, value: value.clamp(0.0, 100.0) });
+        self.0.push_back(Point { time, value });
+    }
+
+    /// The newest value.
+    pub fn latest(&self) -> Option<f64> {
+        self.0.back().map(|p| p.value)
     }
 
     pub fn len(&self) -> usize {
@@ -69,14 +88,32 @@ impl Points {
     }
 }
 
-/// One GPU's series.
+/// One GPU's series. A figure the GPU does not answer (no power sensor, say) leaves its series without
+/// points; the MiB figures are the latest reading, `null` until one was read.
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct GpuSeries {
+    /// NVML's index of the GPU (the `gpu` label of the Prometheus series).
     pub index: u32,
     pub name: String,
+    /// Device memory installed, MiB.
+    #[serde(rename = "memoryTotalMiB")]
+    pub memory_total_mib: Option<u64>,
+    /// Device memory allocated at the latest sample, MiB.
+    #[serde(rename = "memoryUsedMiB")]
+    pub memory_used_mib: Option<u64>,
+    /// Percent of time a kernel ran.
     pub utilization: Points,
+    /// Percent of NVENC (encoder) capacity in use.
     pub encoder: Points,
+    /// Percent of NVDEC (decoder) capacity in use.
+    pub decoder: Points,
+    /// Percent of device memory allocated.
     pub memory: Points,
+    /// GPU temperature, degrees Celsius.
+    pub temperature: Points,
+    /// Board power draw, watts.
+    pub power: Points,
 }
 
 /// Every series.
@@ -182,11 +219,20 @@ pub fn disk_percent(disks: &Disks, dir: &Path) -> Option<f64> {
     (total > 0).then(|| (total.saturating_sub(disk.available_space())) as f64 * 100.0 / total as f64)
 }
 
+/// Where the GPU readings come from.
+enum GpuSource {
+    /// No NVIDIA driver: no GPU series.
+    None,
+    Nvml(Box<hwaccel::gpu::GpuMonitor>),
+    /// `--debug-gpu-sample`: these readings at every sample (test switch).
+    Fixed(Vec<hwaccel::gpu::GpuSample>),
+}
+
 /// The sampler's readers.
 struct Sampler {
     system: System,
     disks: Disks,
-    gpu: Option<hwaccel::gpu::GpuMonitor>,
+    gpu: GpuSource,
     data_dir: PathBuf,
 }
 
@@ -195,19 +241,25 @@ impl Sampler {
         let mut system = System::new().map_err(HardwareError::Sysinfo)?;
         system.refresh_cpu_usage();
         let disks = Disks::new_with_refreshed_list().map_err(HardwareError::Sysinfo)?;
-        Ok(Self { system, disks, gpu: None, data_dir })
+        Ok(Self { system, disks, gpu: GpuSource::None, data_dir })
     }
 
-    /// Load NVML (on the sampler thread); absent driver: one debug line, no GPU series.
-    fn load_gpu(&mut self) {
+    /// Load NVML (on the sampler thread), or take the fixed readings of `--debug-gpu-sample`; absent
+    /// driver: one debug line, no GPU series.
+    fn load_gpu(&mut self, fixed: Option<Vec<hwaccel::gpu::GpuSample>>) {
+        if let Some(gpus) = fixed {
+            warn!("--debug-gpu-sample: reporting {} fabricated GPU reading(s) instead of NVML's", gpus.len());
+            self.gpu = GpuSource::Fixed(gpus);
+            return;
+        }
         self.gpu = match hwaccel::gpu::GpuMonitor::init() {
             Ok(m) => {
                 info!("GPU statistics: NVML loaded");
-                Some(m)
+                GpuSource::Nvml(Box::new(m))
             }
             Err(e) => {
                 debug!("no GPU statistics: {e}");
-                None
+                GpuSource::None
             }
         };
     }
@@ -223,11 +275,12 @@ impl Sampler {
             total.saturating_sub(self.system.available_memory()) as f64 * 100.0 / total as f64
         };
         let gpus = match &self.gpu {
-            Some(m) => m.sample().unwrap_or_else(|e| {
+            GpuSource::Nvml(m) => m.sample().unwrap_or_else(|e| {
                 debug!("GPU sample failed: {e}");
                 Vec::new()
             }),
-            None => Vec::new(),
+            GpuSource::Fixed(gpus) => gpus.clone(),
+            GpuSource::None => Vec::new(),
         };
         Reading {
             cpu: f64::from(self.system.global_cpu_usage()),
@@ -254,10 +307,45 @@ pub fn record(series: &mut Series, time: DateTime<Utc>, r: &Reading) {
             }
         };
         let s = &mut series.gpu[pos];
-        s.utilization.push(time, g.utilization);
-        s.encoder.push(time, g.encoder);
-        s.memory.push(time, g.memory);
+        s.name.clone_from(&g.name);
+        for (points, value) in [
+            (&mut s.utilization, g.utilization),
+            (&mut s.encoder, g.encoder),
+            (&mut s.decoder, g.decoder),
+            (&mut s.memory, g.memory),
+        ] {
+            if let Some(v) = value {
+                points.push(time, v);
+            }
+        }
+        if let Some(c) = g.temperature {
+            s.temperature.push_value(time, c);
+        }
+        if let Some(w) = g.power.filter(|w| *w >= 0.0) {
+            s.power.push_value(time, w);
+        }
+        if g.memory_total_mib.is_some() {
+            s.memory_total_mib = g.memory_total_mib;
+        }
+        s.memory_used_mib = g.memory_used_mib;
     }
+}
+
+/// A reading's GPU figures as telemetry carries them to metrics, keyed by the GPU's index.
+pub fn gpu_figures(gpus: &[hwaccel::gpu::GpuSample]) -> BTreeMap<String, GpuFigures> {
+    gpus.iter()
+        .map(|g| {
+            let figures = GpuFigures {
+                utilization: g.utilization,
+                memory: g.memory,
+                encoder: g.encoder,
+                decoder: g.decoder,
+                temperature: g.temperature,
+                power: g.power,
+            };
+            (g.index.to_string(), figures)
+        })
+        .collect()
 }
 
 /// Apply alert changes: log them and report them to the health hub.
@@ -284,16 +372,14 @@ pub fn start(hw: Arc<Hardware>, tasks: &Tasks) -> Result<(), HardwareError> {
     let thread = std::thread::Builder::new()
         .name("hardware-stats".into())
         .spawn(move || {
-            sampler.load_gpu();
+            sampler.load_gpu(hw.debug_gpu_sample.clone());
             // sysinfo needs two CPU readings some time apart before usage means anything.
             std::thread::sleep(sysinfo::MINIMUM_CPU_UPDATE_INTERVAL.max(Duration::from_millis(250)));
             let mut alerts = Alerts::default();
             loop {
                 let reading = sampler.read();
                 hw.telemetry.cpu_sample(reading.cpu);
-                for g in &reading.gpus {
-                    hw.telemetry.gpu_utilization(&g.index.to_string(), g.utilization);
-                }
+                hw.telemetry.set_gpus(gpu_figures(&reading.gpus));
                 let changes = {
                     let mut series = hw.stats.write();
                     record(&mut series, Utc::now(), &reading);
@@ -366,19 +452,77 @@ mod tests {
     #[test]
     fn gpu_series_are_created_per_gpu() {
         let mut s = Series::default();
-        let g = |index: u32| hwaccel::gpu::GpuSample {
-            index,
-            name: format!("GPU {index}"),
-            utilization: 50.0,
-            encoder: 20.0,
-            memory: 30.0,
-        };
-        let r = Reading { cpu: 1.0, memory: 2.0, disk: None, gpus: vec![g(0), g(1)] };
+        let r = Reading { cpu: 1.0, memory: 2.0, disk: None, gpus: vec![gpu(0), gpu(1)] };
         record(&mut s, t(0), &r);
         record(&mut s, t(10), &r);
         assert_eq!(s.gpu.len(), 2);
         assert_eq!(s.gpu[1].encoder.len(), 2);
         assert!(s.disk.is_empty());
+    }
+
+    /// A fabricated H200 reading.
+    fn gpu(index: u32) -> hwaccel::gpu::GpuSample {
+        hwaccel::gpu::GpuSample {
+            index,
+            name: format!("GPU {index}"),
+            utilization: Some(50.0),
+            memory: Some(30.0),
+            memory_used_mib: Some(43_131),
+            memory_total_mib: Some(143_771),
+            encoder: Some(20.0),
+            decoder: Some(65.0),
+            temperature: Some(41.0),
+            power: Some(312.5),
+        }
+    }
+
+    #[test]
+    fn every_gpu_figure_has_its_series_in_its_unit() {
+        let mut s = Series::default();
+        let r = Reading { cpu: 1.0, memory: 2.0, disk: None, gpus: vec![gpu(3)] };
+        record(&mut s, t(0), &r);
+        let g = &s.gpu[0];
+        assert_eq!((g.index, g.name.as_str()), (3, "GPU 3"));
+        assert_eq!(g.utilization.latest(), Some(50.0));
+        assert_eq!(g.memory.latest(), Some(30.0));
+        assert_eq!(g.encoder.latest(), Some(20.0));
+        assert_eq!(g.decoder.latest(), Some(65.0));
+        assert_eq!(g.temperature.latest(), Some(41.0));
+        assert_eq!(g.power.latest(), Some(312.5), "watts are not clamped to 100");
+        assert_eq!((g.memory_used_mib, g.memory_total_mib), (Some(43_131), Some(143_771)));
+        let json = serde_json::to_value(&s.gpu).unwrap();
+        for key in [
+            "index",
+            "name",
+            "memoryTotalMiB",
+            "memoryUsedMiB",
+            "utilization",
+            "encoder",
+            "decoder",
+            "memory",
+            "temperature",
+            "power",
+        ] {
+            assert!(json[0].get(key).is_some(), "{key} missing: {json}");
+        }
+        assert_eq!(json[0]["power"][0]["value"], 312.5);
+        assert_eq!(json[0]["temperature"][0]["time"], serde_json::to_value(t(0)).unwrap());
+    }
+
+    #[test]
+    fn a_figure_the_gpu_does_not_answer_adds_no_point_and_keeps_the_gpu() {
+        let mut s = Series::default();
+        let no_power = hwaccel::gpu::GpuSample { power: None, temperature: None, decoder: None, ..gpu(0) };
+        record(&mut s, t(0), &Reading { cpu: 1.0, memory: 2.0, disk: None, gpus: vec![no_power.clone()] });
+        record(&mut s, t(10), &Reading { cpu: 1.0, memory: 2.0, disk: None, gpus: vec![gpu(0)] });
+        let g = &s.gpu[0];
+        assert_eq!(g.utilization.len(), 2);
+        assert_eq!(g.power.len(), 1, "only the reading that had a power figure");
+        assert_eq!(g.decoder.len(), 1);
+        assert_eq!(g.temperature.len(), 1);
+        let figures = gpu_figures(&[no_power]);
+        assert_eq!(figures["0"].power, None);
+        assert_eq!(figures["0"].utilization, Some(50.0));
     }
 
     #[test]

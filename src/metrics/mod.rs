@@ -216,9 +216,7 @@ impl Metrics {
             self.prom.cpu_usage.set(cpu);
             self.prom.cpu_use_pct.set(cpu);
         }
-        for (gpu, pct) in t.gpus() {
-            self.prom.gpu_utilization.get_or_create(&vec![("gpu".to_string(), gpu)]).set(pct);
-        }
+        self.prom.set_gpus(&t.gpus());
         self.prom.chat_clients.set(i64::try_from(t.chat_clients()).unwrap_or(i64::MAX));
         let slow = t.chat_slow_dropped_total();
         let mut seen = self.chat_slow_seen.lock();

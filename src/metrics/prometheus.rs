@@ -14,6 +14,7 @@
 //! channel).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::text::encode;
@@ -22,6 +23,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use crate::telemetry::GpuFigures;
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -53,7 +56,20 @@ pub struct Prom {
     pub ingest_bitrate_kbps: FloatGauge,
     pub webhook_deliveries: Counter,
     pub webhook_failures: Counter,
+    /// Per GPU (label `gpu`, NVML's index): percent of time a kernel ran.
     pub gpu_utilization: Family<Labels, FloatGauge>,
+    /// Per GPU: percent of device memory allocated.
+    pub gpu_memory: Family<Labels, FloatGauge>,
+    /// Per GPU: percent of NVENC capacity in use.
+    pub gpu_encoder: Family<Labels, FloatGauge>,
+    /// Per GPU: percent of NVDEC capacity in use.
+    pub gpu_decoder: Family<Labels, FloatGauge>,
+    /// Per GPU: die temperature, °C.
+    pub gpu_temperature: Family<Labels, FloatGauge>,
+    /// Per GPU: board power draw, W.
+    pub gpu_power: Family<Labels, FloatGauge>,
+    /// The `gpu` labels set by the last `set_gpus`.
+    gpus_seen: parking_lot::Mutex<Vec<String>>,
     pub playback_clients: Gauge,
     /// WebRTC (WHEP) viewers connected now (they also count in the active viewers).
     pub webrtc_viewers: Gauge,
@@ -109,6 +125,12 @@ impl Prom {
             webhook_deliveries: Counter::default(),
             webhook_failures: Counter::default(),
             gpu_utilization: Family::default(),
+            gpu_memory: Family::default(),
+            gpu_encoder: Family::default(),
+            gpu_decoder: Family::default(),
+            gpu_temperature: Family::default(),
+            gpu_power: Family::default(),
+            gpus_seen: parking_lot::Mutex::default(),
             playback_clients: Gauge::default(),
             webrtc_viewers: Gauge::default(),
             webrtc_dropped: Family::default(),
@@ -175,6 +197,27 @@ impl Prom {
             "GPU utilization in percent, per GPU",
             p.gpu_utilization.clone(),
         );
+        server.register(
+            "castd_gpu_memory_used_percent",
+            "GPU device memory allocated in percent, per GPU",
+            p.gpu_memory.clone(),
+        );
+        server.register(
+            "castd_gpu_encoder_utilization_percent",
+            "GPU video encoder (NVENC) utilization in percent, per GPU",
+            p.gpu_encoder.clone(),
+        );
+        server.register(
+            "castd_gpu_decoder_utilization_percent",
+            "GPU video decoder (NVDEC) utilization in percent, per GPU",
+            p.gpu_decoder.clone(),
+        );
+        server.register(
+            "castd_gpu_temperature_celsius",
+            "GPU temperature in degrees Celsius, per GPU",
+            p.gpu_temperature.clone(),
+        );
+        server.register("castd_gpu_power_watts", "GPU power draw in watts, per GPU", p.gpu_power.clone());
         r.register("castd_playback_clients", "Playback clients with a live session", p.playback_clients.clone());
         r.register(
             "castd_webrtc_viewers",
@@ -223,6 +266,46 @@ impl Prom {
         Ok(out)
     }
 
+    /// The GPU gauges from the latest sample, by `gpu` label (NVML's index): a figure that was read is
+    /// set, one that was not (no power sensor, say) has no series, and a GPU no longer sampled loses all
+    /// of its series.
+    pub fn set_gpus(&self, gpus: &BTreeMap<String, GpuFigures>) {
+        let mut seen = self.gpus_seen.lock();
+        for gone in seen.iter().filter(|g| !gpus.contains_key(*g)) {
+            let label = gpu_label(gone);
+            for family in self.gpu_families() {
+                family.remove(&label);
+            }
+        }
+        for (gpu, f) in gpus {
+            let label = gpu_label(gpu);
+            let values = [f.utilization, f.memory, f.encoder, f.decoder, f.temperature, f.power];
+            for (family, value) in self.gpu_families().into_iter().zip(values) {
+                match value {
+                    Some(v) => {
+                        family.get_or_create(&label).set(v);
+                    }
+                    None => {
+                        family.remove(&label);
+                    }
+                }
+            }
+        }
+        *seen = gpus.keys().cloned().collect();
+    }
+
+    /// The GPU families, in the order of `GpuFigures`' fields.
+    fn gpu_families(&self) -> [&Family<Labels, FloatGauge>; 6] {
+        [
+            &self.gpu_utilization,
+            &self.gpu_memory,
+            &self.gpu_encoder,
+            &self.gpu_decoder,
+            &self.gpu_temperature,
+            &self.gpu_power,
+        ]
+    }
+
     /// The stream stopped: drop the per-variant encoder series and the ingest bitrate.
     pub fn clear_stream(&self) {
         self.encode_fps.clear();
@@ -230,6 +313,11 @@ impl Prom {
         self.encoder_in_use.clear();
         self.ingest_bitrate_kbps.set(0.0);
     }
+}
+
+/// The labels of GPU `gpu`'s series.
+fn gpu_label(gpu: &str) -> Labels {
+    vec![("gpu".to_string(), gpu.to_string())]
 }
 
 /// Several OpenMetrics expositions (the server-wide one, each channel's) as one: each family's
@@ -315,6 +403,49 @@ mod tests {
         assert!(text.trim_end().ends_with("# EOF"));
         p.clear_stream();
         assert!(!p.encode().unwrap().contains("castd_encode_speed{"));
+    }
+
+    /// The sampled GPU figures become one series per figure and GPU; unread figures and vanished GPUs
+    /// have none.
+    #[test]
+    fn gpu_figures_map_to_gauges_per_gpu() {
+        let p = Prom::new();
+        let h200 = GpuFigures {
+            utilization: Some(12.0),
+            memory: Some(30.5),
+            encoder: Some(0.0),
+            decoder: Some(65.0),
+            temperature: Some(41.0),
+            power: Some(312.5),
+        };
+        let no_sensor = GpuFigures { power: None, temperature: None, ..h200 };
+        let gpus = BTreeMap::from([("0".to_string(), h200), ("1".to_string(), no_sensor)]);
+        p.set_gpus(&gpus);
+        let text = p.encode().unwrap();
+        for line in [
+            "castd_gpu_utilization_percent{gpu=\"0\"} 12.0",
+            "castd_gpu_memory_used_percent{gpu=\"0\"} 30.5",
+            "castd_gpu_encoder_utilization_percent{gpu=\"0\"} 0.0",
+            "castd_gpu_decoder_utilization_percent{gpu=\"0\"} 65.0",
+            "castd_gpu_temperature_celsius{gpu=\"0\"} 41.0",
+            "castd_gpu_power_watts{gpu=\"0\"} 312.5",
+            "castd_gpu_decoder_utilization_percent{gpu=\"1\"} 65.0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing: {text}");
+        }
+        assert!(!text.contains("castd_gpu_power_watts{gpu=\"1\"}"), "no power sensor, no series: {text}");
+        assert!(!text.contains("castd_gpu_temperature_celsius{gpu=\"1\"}"), "{text}");
+        assert!(!p.encode_channel().unwrap().contains("castd_gpu_"), "GPUs are server-wide, not a channel's");
+
+        // GPU 1 is gone, GPU 0 lost its power reading.
+        p.set_gpus(&BTreeMap::from([("0".to_string(), GpuFigures { power: None, ..h200 })]));
+        let text = p.encode().unwrap();
+        assert!(!text.contains("gpu=\"1\""), "{text}");
+        assert!(!text.contains("castd_gpu_power_watts{"), "{text}");
+        assert!(text.contains("castd_gpu_utilization_percent{gpu=\"0\"} 12.0"), "{text}");
+        // No GPU: no GPU series at all.
+        p.set_gpus(&BTreeMap::new());
+        assert!(!p.encode().unwrap().contains("{gpu="), "no GPU, no GPU series");
     }
 
     #[test]

@@ -242,11 +242,18 @@ export interface TimePoint {
   value: number;
 }
 
+/** One GPU of `/api/admin/hardwarestats`: percent series, temperature (°C) and power (W) series. */
 export interface GpuStats {
+  index?: number;
   name: string;
+  memoryTotalMiB?: number | null;
+  memoryUsedMiB?: number | null;
   utilization?: TimePoint[];
   encoder?: TimePoint[];
+  decoder?: TimePoint[];
   memory?: TimePoint[];
+  temperature?: TimePoint[];
+  power?: TimePoint[];
 }
 
 export interface HardwareStats {

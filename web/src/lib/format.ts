@@ -5,6 +5,12 @@ export function formatBitrate(kbps: number | undefined | null): string {
   return kbps >= 1000 ? `${(kbps / 1000).toFixed(kbps % 1000 === 0 ? 0 : 1)} Mbps` : `${Math.round(kbps)} kbps`;
 }
 
+/** Device memory: "512 MiB" below 1 GiB, else GiB with one decimal ("140.4 GiB"); '–' when unknown. */
+export function formatMiB(mib: number | undefined | null): string {
+  if (mib === undefined || mib === null || !Number.isFinite(mib)) return '–';
+  return mib >= 1024 ? `${(mib / 1024).toFixed(1)} GiB` : `${Math.round(mib)} MiB`;
+}
+
 export function formatTime(iso: string | undefined | null): string {
   if (!iso) return '';
   const d = new Date(iso);

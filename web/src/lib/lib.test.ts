@@ -5,7 +5,7 @@ import { backoffDelay } from './backoff';
 import { choosePlaybackEngine, cssVarName, isLowLatency, withQuery } from './urls';
 import { applyEvent, emptyChat, isModerator, mergeHistory } from './chatState';
 import { urlBase64ToUint8Array } from './push';
-import { formatBitrate, parseList } from './format';
+import { formatBitrate, formatMiB, parseList } from './format';
 
 describe('splitFrame', () => {
   it('splits newline-separated events and skips junk', () => {
@@ -121,5 +121,8 @@ describe('misc helpers', () => {
     expect(formatBitrate(1200)).toBe('1.2 Mbps');
     expect(formatBitrate(800)).toBe('800 kbps');
     expect(parseList('a, b,\n c,,')).toEqual(['a', 'b', 'c']);
+    expect(formatMiB(143771)).toBe('140.4 GiB');
+    expect(formatMiB(512)).toBe('512 MiB');
+    expect(formatMiB(null)).toBe('–');
   });
 });

@@ -1,7 +1,6 @@
-import { Fragment } from 'preact';
-import { admin, type PlaybackClient, type PlaybackMeasurement, type TimePoint, type VideoMetrics } from '../../api';
-import { formatBitrate, formatDateTime, formatSince } from '../../lib/format';
-import { roundTo } from '../../lib/series';
+import { admin, type GpuStats, type PlaybackClient, type PlaybackMeasurement, type TimePoint, type VideoMetrics } from '../../api';
+import { formatBitrate, formatDateTime, formatMiB, formatSince } from '../../lib/format';
+import { latestValue, roundTo } from '../../lib/series';
 import { TimeChart, type ChartSeries } from '../charts';
 import { LoadError, Section } from '../forms';
 import { usePoll } from '../useAdmin';
@@ -17,7 +16,7 @@ const range = (low: TimePoint[] | undefined, mid: TimePoint[] | undefined, high:
   { label: names[2], points: high, color: HIGH },
 ];
 
-/** CPU, memory, disk and (when present) GPU series from `/api/admin/hardwarestats`, refreshed every 30 s. */
+/** CPU, memory, disk and (when there are GPUs) each GPU's health from `/api/admin/hardwarestats`, refreshed every 30 s. */
 function Hardware() {
   const { data: stats, error } = usePoll(() => admin.hardwareStats(), 30_000);
   if (!stats) return <LoadError error={error} />;
@@ -37,15 +36,52 @@ function Hardware() {
         <TimeChart id="cpu" title="CPU" points={stats.cpu} max={100} color="#7c5cff" />
         <TimeChart id="memory" title="Memory" points={stats.memory} max={100} color="#2fb67c" />
         <TimeChart id="disk" title="Disk" points={stats.disk} max={100} color="#e3a008" />
-        {(stats.gpu ?? []).map((g, i) => (
-          <Fragment key={i}>
-            <TimeChart id={`gpu${i}-utilization`} title={`${g.name} · utilization`} points={g.utilization} max={100} color="#6fd8e8" />
-            <TimeChart id={`gpu${i}-encoder`} title={`${g.name} · encoder`} points={g.encoder} max={100} color="#ff8ad8" />
-            <TimeChart id={`gpu${i}-memory`} title={`${g.name} · memory`} points={g.memory} max={100} color="#ffb86b" />
-          </Fragment>
-        ))}
       </div>
+      {(stats.gpu ?? []).map((g, i) => (
+        <Gpu key={g.index ?? i} gpu={g} position={i} />
+      ))}
     </>
+  );
+}
+
+/** A figure's latest value with its unit, '–' while there is none (the GPU does not report it). */
+const latest = (points: TimePoint[] | undefined, unit: string, decimals = 0) => {
+  const v = latestValue(points);
+  return v === undefined ? '–' : `${roundTo(v, decimals)} ${unit}`;
+};
+
+/** One GPU of the hardware stats: its temperature, power and memory now, and its utilization, encoder,
+ *  decoder and memory charts. */
+function Gpu({ gpu: g, position: i }: { gpu: GpuStats; position: number }) {
+  const label = `GPU ${g.index ?? i}`;
+  const memory =
+    typeof g.memoryTotalMiB === 'number' ? `${formatMiB(g.memoryUsedMiB)} / ${formatMiB(g.memoryTotalMiB)}` : '–';
+  return (
+    <div class="gpu-health" data-gpu={g.index ?? i}>
+      <h3 class="gpu-name">
+        {label}: {g.name}
+      </h3>
+      <div class="stats">
+        <div class="stat" data-stat="temperature">
+          <div class="stat-label">Temperature</div>
+          <div class="stat-value">{latest(g.temperature, '°C')}</div>
+        </div>
+        <div class="stat" data-stat="power">
+          <div class="stat-label">Power</div>
+          <div class="stat-value">{latest(g.power, 'W', 1)}</div>
+        </div>
+        <div class="stat" data-stat="memory">
+          <div class="stat-label">Memory</div>
+          <div class="stat-value">{memory}</div>
+        </div>
+      </div>
+      <div class="charts">
+        <TimeChart id={`gpu${i}-utilization`} title={`${label} · utilization`} points={g.utilization} max={100} color="#6fd8e8" />
+        <TimeChart id={`gpu${i}-encoder`} title={`${label} · encoder (NVENC)`} points={g.encoder} max={100} color="#ff8ad8" />
+        <TimeChart id={`gpu${i}-decoder`} title={`${label} · decoder (NVDEC)`} points={g.decoder} max={100} color="#8ad88a" />
+        <TimeChart id={`gpu${i}-memory`} title={`${label} · memory`} points={g.memory} max={100} color="#ffb86b" />
+      </div>
+    </div>
   );
 }
 
