@@ -8,9 +8,12 @@
 //!   10 s into bounded series (10 h), raising Owncast's hardware alerts as health-hub inputs and
 //!   handing the CPU/GPU figures to metrics through `Telemetry`.
 //! - `api`: `GET /api/admin/hardwarestats`, `GET /api/admin/encoders`, `POST /api/admin/encoders/probe`.
+//! - `fit`: whether a ladder fits this box (`/api/admin/video/fit`): a short measurement of each encoder
+//!   at each rung's size in a child process (`castd measure`), cached per box in the data dir.
 
 pub mod api;
 pub mod encoders;
+pub mod fit;
 pub mod stats;
 
 use std::path::PathBuf;
@@ -60,6 +63,8 @@ pub struct Hardware {
     pub telemetry: Arc<Telemetry>,
     /// Whose filesystem the disk figure is about.
     pub data_dir: PathBuf,
+    /// Whether a ladder fits this box: its cache (in the data dir) and its lock.
+    pub fit: fit::FitState,
 }
 
 impl Hardware {
@@ -79,6 +84,7 @@ impl Hardware {
             stream,
             health,
             telemetry,
+            fit: fit::FitState::new(&data_dir),
             data_dir,
         })
     }
