@@ -170,7 +170,7 @@ impl Picture {
                 let edge = if x % 48 < 2 || y % 48 < 2 { 40 } else { 0 };
                 let fine = hash(x as u32, y as u32) & 0x1f;
                 let v = (x * 3 + y * 2) / 32 % 64 + tile as usize + edge + fine as usize;
-                luma[y * tw + x] = v.min(235).max(16) as u8;
+                luma[y * tw + x] = v.clamp(16, 235) as u8;
             }
         }
         let (cw, ch) = (tw / 2 + 1, th / 2 + 1);

@@ -89,7 +89,7 @@ impl Rung {
 
 /// A rung's size before the media arrives (see the module doc), even in both dimensions.
 pub fn rung_size(v: &StreamOutputVariant) -> (u32, u32) {
-    let even = |x: u64| (((x + 1) / 2 * 2).max(2)).min(u64::from(u32::MAX)) as u32;
+    let even = |x: u64| (x.div_ceil(2) * 2).clamp(2, u64::from(u32::MAX)) as u32;
     let (w, h) = (u64::from(v.scaled_width), u64::from(v.scaled_height));
     let (sw, sh) = (u64::from(SOURCE.0), u64::from(SOURCE.1));
     match (w, h) {
