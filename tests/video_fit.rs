@@ -1,7 +1,8 @@
 //! "Does this ladder fit this box" (`/api/admin/video/fit`) against the real daemon: a small ladder fits,
 //! four 4K60 rungs at the slowest preset do not, a second ask is answered from the box's cache (fast,
 //! `cached: true`), the cache is this box's own (another box's file is measured again; this box's figures
-//! are read back after a restart), only the admin may ask, and a bad ladder is a 400.
+//! are read back after a restart), rungs beyond one answer's measuring time are estimated and measured when asked
+//! again, only the admin may ask, and a bad ladder is a 400.
 
 mod common;
 
@@ -205,3 +206,33 @@ fn the_configured_ladder_is_judged_for_the_admin_only(on: On) {
 }
 
 each_channel!(the_configured_ladder_is_judged_for_the_admin_only);
+
+#[test]
+fn rungs_beyond_the_measuring_time_are_estimated_then_measured_when_asked_again() {
+    let s = Server::start();
+    // Ten different 4K rungs: about a second of measuring each, more than one answer measures (5 s).
+    let ladder = json!({"variants": (51..61).map(|fps| rung(3840, 2160, fps, 1)).collect::<Vec<_>>()});
+    let (a, _) = fit(&s, &ladder);
+    let measured = |v: &Value| v["variants"].as_array().unwrap().iter().filter(|r| r["measured"] == true).count();
+    let first = measured(&a);
+    assert!(first >= 1 && first < 10, "some rungs measured, the rest estimated: {a:#}");
+    let msg = a["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("were estimated from the others"), "{msg}");
+    for r in a["variants"].as_array().unwrap() {
+        assert!(f(r, "cpuCoresNeeded") > 0.0, "an estimate is a figure too: {r}");
+    }
+    // Asked again, the estimated rungs are measured (until all are).
+    let mut last = first;
+    for _ in 0..10 {
+        let (b, _) = fit(&s, &ladder);
+        let now = measured(&b);
+        assert!(now > last || now == 10, "{now} after {last}: {b:#}");
+        last = now;
+        if now == 10 {
+            assert!(!b["message"].as_str().unwrap_or_default().contains("estimated"), "{b:#}");
+            break;
+        }
+    }
+    assert_eq!(last, 10);
+    assert_eq!(fit(&s, &ladder).0["cached"], true);
+}

@@ -215,3 +215,29 @@ async fn run_child(spec: &MeasureSpec) -> Result<Vec<MeasureLine>, (Vec<MeasureL
         Err((lines, FitError::Failed { status: output.status.to_string(), stderr: tail }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_child_measured_goes_into_the_cache_and_the_rest_is_said() {
+        let id = BoxId { cpu_model: "cpu".into(), cores: 2, version: "0".into() };
+        let mut cache = Cache::new(id);
+        let lines = [
+            MeasureLine::Decode { cpu_per_frame: 0.002, wall_per_frame: 0.003, frames: 30 },
+            MeasureLine::Rung { key: "a".into(), cpu_per_frame: 0.01, wall_per_frame: 0.02, frames: 29 },
+            MeasureLine::Skipped { key: "b".into() },
+            MeasureLine::Failed { key: "c".into(), message: "opening libx264: Invalid argument".into() },
+        ];
+        let note = record(&mut cache, &lines, None).expect("a note");
+        assert_eq!(cache.rung("a").map(|c| (c.cpu_per_frame, c.frames)), Some((0.01, 29)));
+        assert_eq!(cache.decode.map(|c| c.cpu_per_frame), Some(0.002));
+        assert!(cache.rung("b").is_none() && cache.rung("c").is_none(), "nothing kept for what was not measured");
+        assert!(note.contains("1 rung(s) were estimated") && note.contains("c: opening libx264"), "{note}");
+        let crashed = FitError::Failed { status: "signal: 11".into(), stderr: "boom".into() };
+        let note = record(&mut cache, &lines[..2], Some(&crashed)).expect("a note");
+        assert!(note.contains("signal: 11") && !note.contains("were estimated"), "{note}");
+        assert_eq!(record(&mut cache, &lines[..2], None), None, "all measured: nothing to say");
+    }
+}
