@@ -6,7 +6,8 @@
 //! `hwaccel::recipe` options, `yuv420p`, the same `hwaccel::recipe::x264_threads`), feeds it a synthetic
 //! moving picture and times it: a textured picture that pans (2 px right, 1 px down per frame) with a
 //! little fresh noise every frame, made at the source size (1920×1080, or the rung's size when larger)
-//! and scaled to the rung's size with libswscale bilinear, as the worker scales. About one second's
+//! and scaled to the rung's size with libswscale bilinear (the worker's scaler for other than its exact
+//! 2:1 and 3:2 steps, which it does cheaper: so the figure errs high, never low). About one second's
 //! worth of frames is encoded (at most `RUNG_WALL` of measuring, at least `MIN_TIMED` frames; the first
 //! frame, where the encoder sets itself up, is not timed). Per frame it reports the CPU seconds the
 //! scale and encode took in the whole process (every encoder thread: with `tune zerolatency` libx264
