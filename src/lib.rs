@@ -81,7 +81,9 @@
 //! - [`webhooks`]: outbound webhooks and their reliable delivery (outbox at shutdown). Subscribes to the
 //!   bus; reports deliveries through telemetry.
 //! - [`hardware`]: encoder discovery (probe in child processes; the encoder list is a `watch` it alone
-//!   writes) and CPU/memory/disk/GPU statistics (alerts into the health hub, samples into telemetry).
+//!   writes), CPU/memory/disk/GPU statistics (alerts into the health hub, samples into telemetry) and
+//!   whether a ladder fits the box (`hardware::fit`: a short measurement per encoder and rung size in a
+//!   `castd measure` child, cached per box in the data dir; the admin Video page asks before going live).
 //! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle (the only
 //!   writer of the stream state), thumbnails: the media plane's first reader (each broadcast's source
 //!   and the writer of its profile and feed). Given: settings, bus, stream writer, viewer counts,

@@ -180,6 +180,16 @@ enum Command {
         #[arg(long)]
         config: String,
     },
+    /// Internal: measure what encoding each rung of a ladder (and decoding a 1080p30 source) costs on
+    /// this box; JSON lines on stdout (the admin's "does this ladder fit", `hardware::fit`).
+    #[command(hide = true)]
+    Measure {
+        /// Answer in JSON lines (the only format).
+        #[arg(long)]
+        json: bool,
+        /// What to measure, as JSON (`hardware::fit::measure::MeasureSpec`).
+        spec: String,
+    },
     /// Internal: HLS segments on stdin remuxed to FLV on stdout (simulcast's variant targets).
     #[command(hide = true)]
     Remux,
@@ -326,6 +336,9 @@ fn main() -> Result<()> {
     }
     if let Some(Command::Worker { config }) = &cli.command {
         std::process::exit(castd::transcode::worker::main(config));
+    }
+    if let Some(Command::Measure { json: _, spec }) = &cli.command {
+        std::process::exit(castd::hardware::fit::measure::main(spec));
     }
     if let Some(Command::Remux) = &cli.command {
         std::process::exit(castd::transcode::remux::main());

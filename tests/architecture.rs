@@ -1022,6 +1022,7 @@ fn no_feature_reads_what_is_running_from_the_settings() {
         ("api/public.rs", "/api/video/variants offline: the ladder the next broadcast will run"),
         ("metrics/api.rs", "the video metrics offline: the ladder the next broadcast will run"),
         ("daemon/stacks.rs", "the capacity check at a claim: the ladder the claiming channel's broadcast will run"),
+        ("hardware/fit/api.rs", "whether the configured ladder fits the box: the ladder the next broadcast will run"),
     ];
     let mut found = Vec::new();
     for (rel, code) in all_sources() {

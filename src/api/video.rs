@@ -16,7 +16,7 @@ use crate::http::{Registry, ValueDoc};
 use ValueDoc::Json as JsonSchema;
 
 const CODEC: &str = r#"{"type":"string","pattern":"^[A-Za-z0-9_]{1,64}$"}"#;
-const VARIANTS: &str = r#"{"type":"array","minItems":1,"maxItems":10,"items":{"type":"object","properties":{
+pub const VARIANTS: &str = r#"{"type":"array","minItems":1,"maxItems":10,"items":{"type":"object","properties":{
   "name":{"type":"string"},"videoPassthrough":{"type":"boolean"},"audioPassthrough":{"type":"boolean"},
   "videoBitrate":{"type":"integer","minimum":0,"maximum":100000},
   "audioBitrate":{"type":"integer","minimum":0,"maximum":1000},

@@ -321,6 +321,7 @@ impl ChannelStack {
             crate::ingest::channel_routes(&mut reg, ingest.clone(), self.id.clone());
             crate::hardware::api::channel_routes(&mut reg, self.hardware.clone(), self.health.clone());
         }
+        crate::hardware::fit::api::routes(&mut reg, self.hardware.clone(), self.settings.clone());
         crate::hls::routes(&mut reg, self.hls.clone());
         crate::public_files::routes(&mut reg, self.public_files.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());

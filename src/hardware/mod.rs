@@ -9,9 +9,12 @@
 //!   raising Owncast's hardware alerts as health-hub inputs and handing the CPU/GPU figures to metrics
 //!   through `Telemetry`.
 //! - `api`: `GET /api/admin/hardwarestats`, `GET /api/admin/encoders`, `POST /api/admin/encoders/probe`.
+//! - `fit`: whether a ladder fits this box (`/api/admin/video/fit`): a short measurement of each encoder
+//!   at each rung's size in a child process (`castd measure`), cached per box in the data dir.
 
 pub mod api;
 pub mod encoders;
+pub mod fit;
 pub mod stats;
 
 use std::path::PathBuf;
@@ -63,6 +66,8 @@ pub struct Hardware {
     pub data_dir: PathBuf,
     /// `--debug-gpu-sample`: GPU readings reported instead of NVML's (test switch; `None` in production).
     pub debug_gpu_sample: Option<Vec<hwaccel::gpu::GpuSample>>,
+    /// Whether a ladder fits this box: its cache (in the data dir) and its lock.
+    pub fit: fit::FitState,
 }
 
 impl Hardware {
@@ -83,6 +88,7 @@ impl Hardware {
             stream,
             health,
             telemetry,
+            fit: fit::FitState::new(&data_dir),
             data_dir,
             debug_gpu_sample,
         })

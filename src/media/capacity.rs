@@ -68,9 +68,15 @@ pub trait CapacityPolicy: Send + Sync {
     fn planned_cost(&self, id: &ChannelId) -> u64;
 }
 
+/// The cores transcoding may use on a box of `cores`: one is left to the rest of the server, at least
+/// one (the automatic budget's and the Video page's "does this ladder fit" budget, `hardware::fit`).
+pub fn budget_cores(cores: usize) -> usize {
+    cores.saturating_sub(1).max(1)
+}
+
 /// The automatic transcode budget for `cores` CPU cores (see the module doc).
 pub fn auto_budget(cores: usize) -> u64 {
-    (cores.saturating_sub(1).max(1) as u64).saturating_mul(PIXELS_PER_CORE)
+    (budget_cores(cores) as u64).saturating_mul(PIXELS_PER_CORE)
 }
 
 /// The budget in force for the `transcodebudget` setting: the setting, or 0's [`auto_budget`] for this

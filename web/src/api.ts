@@ -206,6 +206,34 @@ export interface OutputVariant {
   cpuUsageLevel: number;
 }
 
+/** One rung of `LadderFit`: its size as counted, its encoder and preset, and the CPU it keeps busy. */
+export interface RungFit {
+  index: number;
+  name: string;
+  width: number;
+  height: number;
+  framerate: number;
+  encoder: string;
+  preset: string;
+  cpuCoresNeeded: number;
+  speed?: number | null;
+  measured: boolean;
+}
+
+/** `GET|POST /api/admin/video/fit`: whether a ladder fits this box (measured once per box and rung). */
+export interface LadderFit {
+  fits: boolean;
+  cores: number;
+  budgetCores: number;
+  loadCores: number;
+  decodeCores: number;
+  encoder: string;
+  cached: boolean;
+  measuredAt?: string | null;
+  message: string;
+  variants: RungFit[];
+}
+
 export interface AdminStatus {
   online: boolean;
   broadcaster?: {
@@ -811,6 +839,9 @@ export const admin = {
   serverConfig: () => getJSON<ServerConfig>(`${A}/serverconfig`),
   hardwareStats: () => getJSON<HardwareStats>(`${A}/hardwarestats`),
   encoders: () => getJSON<EncodersAnswer>(`${A}/encoders`),
+  /** Whether the configured ladder (no argument) or an unsaved one fits this box. */
+  videoFit: (variants?: OutputVariant[]) =>
+    variants ? postJSON<LadderFit>(`${A}/video/fit`, { variants }) : getJSON<LadderFit>(`${A}/video/fit`),
   viewersOverTime: () => getJSON<TimePoint[]>(`${A}/viewersOverTime`),
   videoMetrics: () => getJSON<VideoMetrics>(`${A}/metrics/video`),
   playbackClients: () => getJSON<PlaybackClient[]>(`${A}/viewers/playback`),

@@ -1,5 +1,5 @@
-import { useEffect, useState } from 'preact/hooks';
-import { admin, type EncoderInfo, type OutputVariant } from '../../api';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { admin, type EncoderInfo, type LadderFit, type OutputVariant } from '../../api';
 import { basePath } from '../../lib/base';
 import { ConfigField, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
 
@@ -23,6 +23,77 @@ const newVariant = (): OutputVariant => ({
   framerate: 24,
   cpuUsageLevel: 2,
 });
+
+/** How long the editor's ladder must stay unchanged before it is judged again (each new rung is measured). */
+const FIT_DEBOUNCE_MS = 700;
+
+const cores = (n: number) => (n === 0 ? '0' : n.toFixed(n < 1 ? 2 : 1));
+
+/** Whether the editor's ladder fits this box: the saved ladder on load (`GET`), the edited one after each
+ * change settles (`POST`, not saved). A slower answer to an older ladder never replaces a newer one. */
+function LadderFitBox({ variants, saved }: { variants: OutputVariant[]; saved: boolean }) {
+  const [fit, setFit] = useState<LadderFit | null>(null);
+  const [measuring, setMeasuring] = useState(true);
+  const [error, setError] = useState('');
+  const asked = useRef(0);
+  const key = JSON.stringify(variants);
+  useEffect(() => {
+    const n = ++asked.current;
+    setMeasuring(true);
+    const timer = setTimeout(
+      () => {
+        (saved ? admin.videoFit() : admin.videoFit(variants)).then(
+          (answer) => {
+            if (n !== asked.current) return;
+            setFit(answer);
+            setError('');
+            setMeasuring(false);
+          },
+          (e: unknown) => {
+            if (n !== asked.current) return;
+            setError(e instanceof Error ? e.message : String(e));
+            setMeasuring(false);
+          },
+        );
+      },
+      saved ? 0 : FIT_DEBOUNCE_MS,
+    );
+    return () => clearTimeout(timer);
+  }, [key, saved]);
+  const state = measuring ? 'measuring' : error ? 'error' : fit?.fits ? 'fits' : 'does-not-fit';
+  // The server's message: the verdict's sentence ("This ladder fits this box (uses ~X of Y cores)." or "This ladder
+  // does not fit this box: needs ~X cores, Y available — …"), then what it rests on.
+  const [, verdict = '', details = ''] = /^(.+?\.)(?=\s|$)\s*(.*)$/s.exec(fit?.message ?? '') ?? [];
+  return (
+    <div class={`ladder-fit ${state}`} id="ladder-fit" data-state={state} role="status" aria-live="polite">
+      {measuring && <p class="ladder-fit-measuring">Measuring what this ladder costs on this box…</p>}
+      {!measuring && error && <p class="bad">Could not tell whether this ladder fits: {error}</p>}
+      {!measuring && !error && fit && (
+        <>
+          <p class={fit.fits ? 'ok ladder-fit-verdict' : 'bad ladder-fit-verdict'} id="ladder-fit-verdict">{verdict}</p>
+          {details && <p class="help" id="ladder-fit-message">{details}</p>}
+          <table class="table ladder-fit-rungs">
+            <thead><tr><th>Variant</th><th>Size</th><th>Encoder</th><th>Cores</th><th>Speed</th></tr></thead>
+            <tbody>
+              {fit.variants.map((r) => (
+                <tr key={r.index}>
+                  <td>{r.name || `Variant ${r.index + 1}`}</td>
+                  <td class="mono">{r.width}×{r.height}@{r.framerate}</td>
+                  <td class="mono">{r.encoder === 'copy' ? 'passthrough' : `${r.encoder} ${r.preset}`}</td>
+                  <td>{r.encoder === 'copy' ? '–' : `${cores(r.cpuCoresNeeded)}${r.measured ? '' : ' (est.)'}`}</td>
+                  <td>{r.speed ? `${r.speed.toFixed(r.speed < 1 ? 2 : 1)}×` : '–'}</td>
+                </tr>
+              ))}
+              {fit.decodeCores > 0 && (
+                <tr><td>Decoding the source</td><td class="mono">source</td><td class="mono">h264</td><td>{cores(fit.decodeCores)}</td><td>–</td></tr>
+              )}
+            </tbody>
+          </table>
+        </>
+      )}
+    </div>
+  );
+}
 
 function Variants({ initial }: { initial: OutputVariant[] }) {
   const { reload } = useServerConfig();
@@ -68,6 +139,7 @@ function Variants({ initial }: { initial: OutputVariant[] }) {
         </table>
       </div>
       <p class="help">Width/height 0 keeps the source size (set one to keep the aspect ratio).</p>
+      <LadderFitBox variants={variants} saved={JSON.stringify(variants) === JSON.stringify(initial)} />
       <div class="form-actions">
         <button type="button" id="variant-add" onClick={() => setVariants([...variants, newVariant()])}>+ Add variant</button>
         <button type="submit" class="primary" id="variants-save" disabled={state.kind === 'saving'}>Save variants</button>

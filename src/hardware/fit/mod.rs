@@ -1,0 +1,243 @@
+//! Does a ladder fit this box? Answered before going live, for the admin's Video page, from a short
+//! measurement of each encoder at each rung's size, cached per box.
+//!
+//! - `measure`: the measurement, in a child process (`castd measure --json <spec>`, like the transcode
+//!   worker: a codec crash takes the child down, never the daemon): each rung encoded for about a
+//!   second with the worker's own recipe and threads, and the decode of a 1080p30 H.264 source.
+//! - `cache`: the figures of this box in `<data-dir>/ladder-fit.json`, keyed by the box's fingerprint
+//!   and the rung (encoder, preset, size, frame rate); a rung measured once is not measured again.
+//! - `verdict`: the arithmetic: each rung's cores, the decode's, against the box's cores less one.
+//! - `api`: `GET /api/admin/video/fit` (the configured ladder) and `POST` (a ladder from the editor).
+//!
+//! [`FitState::evaluate`] runs one answer: it plans the rungs' encoders as the transcoder does
+//! (`hwaccel::plan_sessions` on the encoder the video codec selects; the NVENC session cap, which the
+//! transcoder reads from NVML at stream start, is not applied here), takes what the cache has, measures
+//! the rest in one child (at most `MEASURE_BUDGET` of measuring, then the rungs left are estimated; the
+//! child is killed after `MEASURE_TIMEOUT`) and judges. One answer is worked out at a time (a lock), so
+//! two pages asking at once measure once and never compete for the CPU they measure.
+
+pub mod api;
+pub mod cache;
+pub mod measure;
+pub mod verdict;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::Utc;
+use hwaccel::EncoderInfo;
+use tokio::process::Command;
+use tracing::{info, warn};
+
+use self::cache::{BoxId, Cache};
+use self::measure::{MeasureLine, MeasureSpec, RungSpec};
+use self::verdict::{Cost, Inputs, LadderFit, Made, Rung};
+use crate::config::StreamOutputVariant;
+
+/// Time limit of one measurement child.
+pub const MEASURE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Measuring time per answer: after it, the rungs not yet measured are estimated (and measured the next
+/// time they are asked for).
+pub const MEASURE_BUDGET: Duration = Duration::from_secs(5);
+
+/// What can go wrong running the measurement child.
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    #[error("cannot find castd's own executable: {0}")]
+    OwnExe(std::io::Error),
+    #[error("cannot start the measurement: {0}")]
+    Spawn(std::io::Error),
+    #[error("the measurement did not finish within {0} s")]
+    Timeout(u64),
+    #[error("the measurement failed ({status}): {stderr}")]
+    Failed { status: String, stderr: String },
+}
+
+/// The fit feature's state: where the cache is, and the lock that makes one answer at a time.
+pub struct FitState {
+    path: PathBuf,
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl FitState {
+    /// The state of a data dir (its cache file is `cache::FILE_NAME` there).
+    pub fn new(data_dir: &Path) -> FitState {
+        FitState { path: Cache::path(data_dir), lock: tokio::sync::Mutex::new(()) }
+    }
+
+    /// Whether `ladder` fits this box on `chosen` (the encoder the video codec selects), with segments
+    /// of `segment_seconds` (see the module doc).
+    pub async fn evaluate(
+        &self,
+        ladder: &[StreamOutputVariant],
+        chosen: &EncoderInfo,
+        segment_seconds: u32,
+    ) -> LadderFit {
+        let specs: Vec<_> = ladder.iter().map(|v| measure::variant_spec(v, segment_seconds)).collect();
+        let plan = hwaccel::plan_sessions(&specs, &chosen.name, None);
+        let rungs = verdict::rungs(ladder, &plan.encoders);
+        let _one_at_a_time = self.lock.lock().await;
+        let path = self.path.clone();
+        let mut cache = tokio::task::spawn_blocking(move || Cache::load(&path, &BoxId::here()))
+            .await
+            .unwrap_or_else(|_| Cache::new(BoxId::here()));
+        let mut missing: Vec<&Rung> = Vec::new();
+        for r in rungs.iter().filter(|r| r.made == Made::Software) {
+            let key = r.key();
+            if cache.rung(&key).is_none() && !missing.iter().any(|m| m.key() == key) {
+                missing.push(r);
+            }
+        }
+        let any_software = rungs.iter().any(|r| r.made == Made::Software);
+        let need_decode = any_software && cache.decode.is_none();
+        let mut note = None;
+        let cached = missing.is_empty() && !need_decode;
+        if !cached {
+            let spec = MeasureSpec {
+                rungs: missing
+                    .iter()
+                    .map(|r| RungSpec {
+                        key: r.key(),
+                        encoder: r.encoder.clone(),
+                        variant: r.variant.clone(),
+                        segment_seconds,
+                    })
+                    .collect(),
+                decode: need_decode,
+                budget_ms: MEASURE_BUDGET.as_millis() as u64,
+            };
+            let started = std::time::Instant::now();
+            let (lines, error) = match run_child(&spec).await {
+                Ok(lines) => (lines, None),
+                Err((lines, e)) => (lines, Some(e)),
+            };
+            note = record(&mut cache, &lines, error.as_ref());
+            info!(
+                rungs = spec.rungs.len(),
+                decode = spec.decode,
+                seconds = format!("{:.1}", started.elapsed().as_secs_f64()),
+                "measured the ladder's rungs on this box"
+            );
+            let (path, to_save) = (self.path.clone(), cache.clone());
+            match tokio::task::spawn_blocking(move || to_save.save(&path)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => warn!("cannot write the ladder measurements to {}: {e}", self.path.display()),
+                Err(e) => warn!("cannot write the ladder measurements: {e}"),
+            }
+        }
+        let costs: Vec<Option<Cost>> =
+            rungs.iter().map(|r| if r.made == Made::Software { cache.rung(&r.key()) } else { None }).collect();
+        verdict::judge(Inputs {
+            rungs: &rungs,
+            costs: &costs,
+            decode: cache.decode,
+            cores: cache.id.cores,
+            encoder: chosen.name.clone(),
+            cached,
+            note,
+        })
+    }
+}
+
+/// Put what the child measured into `cache`; say what could not be measured (and is estimated).
+fn record(cache: &mut Cache, lines: &[MeasureLine], error: Option<&FitError>) -> Option<String> {
+    let now = Utc::now();
+    let mut problems = Vec::new();
+    let mut skipped = 0;
+    for line in lines {
+        match line {
+            MeasureLine::Rung { key, cpu_per_frame, wall_per_frame, frames } => cache.insert(
+                key.clone(),
+                Cost {
+                    cpu_per_frame: *cpu_per_frame,
+                    wall_per_frame: *wall_per_frame,
+                    frames: *frames,
+                    measured_at: now,
+                },
+            ),
+            MeasureLine::Decode { cpu_per_frame, wall_per_frame, frames } => {
+                cache.decode = Some(Cost {
+                    cpu_per_frame: *cpu_per_frame,
+                    wall_per_frame: *wall_per_frame,
+                    frames: *frames,
+                    measured_at: now,
+                })
+            }
+            MeasureLine::Skipped { .. } => skipped += 1,
+            MeasureLine::Failed { key, message } => {
+                warn!("measuring {key} failed: {message}");
+                problems.push(format!("{key}: {message}"));
+            }
+        }
+    }
+    if let Some(e) = error {
+        warn!("{e}");
+        problems.push(e.to_string());
+    }
+    let mut note = Vec::new();
+    if skipped > 0 {
+        note.push(format!(
+            "{skipped} rung(s) were estimated from the others (measuring stops after {} s; they are measured \
+             when asked again).",
+            MEASURE_BUDGET.as_secs()
+        ));
+    }
+    if !problems.is_empty() {
+        note.push(format!("Some figures are estimates: {}.", problems.join("; ")));
+    }
+    (!note.is_empty()).then(|| note.join(" "))
+}
+
+/// Run `castd measure --json <spec>`: the lines it printed, and the error when it did not end well.
+async fn run_child(spec: &MeasureSpec) -> Result<Vec<MeasureLine>, (Vec<MeasureLine>, FitError)> {
+    let exe = std::env::current_exe().map_err(|e| (Vec::new(), FitError::OwnExe(e)))?;
+    let json = serde_json::to_string(spec).map_err(|e| (Vec::new(), FitError::Spawn(std::io::Error::other(e))))?;
+    let child = Command::new(exe)
+        .args(["measure", "--json", &json])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| (Vec::new(), FitError::Spawn(e)))?;
+    let output = match tokio::time::timeout(MEASURE_TIMEOUT, child.wait_with_output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return Err((Vec::new(), FitError::Spawn(e))),
+        Err(_) => return Err((Vec::new(), FitError::Timeout(MEASURE_TIMEOUT.as_secs()))),
+    };
+    let lines: Vec<MeasureLine> =
+        String::from_utf8_lossy(&output.stdout).lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+    if output.status.success() {
+        Ok(lines)
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: String = stderr.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+        Err((lines, FitError::Failed { status: output.status.to_string(), stderr: tail }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_child_measured_goes_into_the_cache_and_the_rest_is_said() {
+        let id = BoxId { cpu_model: "cpu".into(), cores: 2, version: "0".into() };
+        let mut cache = Cache::new(id);
+        let lines = [
+            MeasureLine::Decode { cpu_per_frame: 0.002, wall_per_frame: 0.003, frames: 30 },
+            MeasureLine::Rung { key: "a".into(), cpu_per_frame: 0.01, wall_per_frame: 0.02, frames: 29 },
+            MeasureLine::Skipped { key: "b".into() },
+            MeasureLine::Failed { key: "c".into(), message: "opening libx264: Invalid argument".into() },
+        ];
+        let note = record(&mut cache, &lines, None).expect("a note");
+        assert_eq!(cache.rung("a").map(|c| (c.cpu_per_frame, c.frames)), Some((0.01, 29)));
+        assert_eq!(cache.decode.map(|c| c.cpu_per_frame), Some(0.002));
+        assert!(cache.rung("b").is_none() && cache.rung("c").is_none(), "nothing kept for what was not measured");
+        assert!(note.contains("1 rung(s) were estimated") && note.contains("c: opening libx264"), "{note}");
+        let crashed = FitError::Failed { status: "signal: 11".into(), stderr: "boom".into() };
+        let note = record(&mut cache, &lines[..2], Some(&crashed)).expect("a note");
+        assert!(note.contains("signal: 11") && !note.contains("were estimated"), "{note}");
+        assert_eq!(record(&mut cache, &lines[..2], None), None, "all measured: nothing to say");
+    }
+}
