@@ -134,12 +134,14 @@ mod tests {
                 ffi::av_buffer_unref(&mut device);
             }
         }
-        let qsv = Decode::Hardware { device: HwDeviceKind::Qsv, decoder: Some("h264_qsv".into()), output_format: "qsv" };
+        let qsv =
+            Decode::Hardware { device: HwDeviceKind::Qsv, decoder: Some("h264_qsv".into()), output_format: "qsv" };
         match decoder_codec(&qsv, ffmpeg::codec::Id::H264) {
             Ok(c) => assert_eq!(c.name(), "h264_qsv"),
             Err(e) => assert!(e.contains("h264_qsv"), "{e}"),
         }
-        let missing = Decode::Hardware { device: HwDeviceKind::Qsv, decoder: Some("nope_qsv".into()), output_format: "qsv" };
+        let missing =
+            Decode::Hardware { device: HwDeviceKind::Qsv, decoder: Some("nope_qsv".into()), output_format: "qsv" };
         assert!(decoder_codec(&missing, ffmpeg::codec::Id::H264).err().unwrap_or_default().contains("nope_qsv"));
     }
 

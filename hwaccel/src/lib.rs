@@ -136,8 +136,16 @@ mod tests {
 
     #[test]
     fn auto_takes_a_decode_path_when_no_gpu_encodes() {
-        let cuda = EncoderInfo { device: "cuda:0".into(), decode: Some(HwDeviceKind::Cuda), ..info("libx264", EncoderKind::Software, true) };
-        let vaapi_dec = EncoderInfo { device: "/dev/dri/renderD128".into(), decode: Some(HwDeviceKind::Vaapi), ..info("libx264", EncoderKind::Software, true) };
+        let cuda = EncoderInfo {
+            device: "cuda:0".into(),
+            decode: Some(HwDeviceKind::Cuda),
+            ..info("libx264", EncoderKind::Software, true)
+        };
+        let vaapi_dec = EncoderInfo {
+            device: "/dev/dri/renderD128".into(),
+            decode: Some(HwDeviceKind::Vaapi),
+            ..info("libx264", EncoderKind::Software, true)
+        };
         let found = vec![
             info("h264_nvenc", EncoderKind::Nvenc, false),
             info("h264_vaapi", EncoderKind::Vaapi, false),

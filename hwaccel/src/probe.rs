@@ -569,7 +569,8 @@ pub fn probe_decode_path(key: &str) -> Vec<EncoderInfo> {
         Some(HwDeviceKind::Cuda) => {
             let mut found = Vec::new();
             for index in 0..MAX_CUDA_DEVICES {
-                let result = with_captured_log(|| decode_and_scale(HwDeviceKind::Cuda, Some(&index.to_string()), &units));
+                let result =
+                    with_captured_log(|| decode_and_scale(HwDeviceKind::Cuda, Some(&index.to_string()), &units));
                 let no_device = result.as_ref().err().is_some_and(|r| r.starts_with("creating the CUDA device"));
                 if index > 0 && no_device {
                     break;

@@ -746,7 +746,10 @@ mod tests {
         assert_eq!(l.variants[3].encoder, "copy");
         // A rung at the source's size downloads the decoded picture as it is.
         let same = VariantSpec { width: 0, height: 0, ..v720() };
-        assert_eq!(ladder(std::slice::from_ref(&x), &[same], &h264_1080()).variants[0].filter, "null,hwdownload,format=nv12");
+        assert_eq!(
+            ladder(std::slice::from_ref(&x), &[same], &h264_1080()).variants[0].filter,
+            "null,hwdownload,format=nv12"
+        );
         // HEVC 8-bit decodes on NVDEC too.
         let hevc = InputSpec { codec: "hevc".into(), ..h264_1080() };
         assert!(ladder(std::slice::from_ref(&x), &[v720()], &hevc).full_gpu);
@@ -775,7 +778,10 @@ mod tests {
         let l = ladder(std::slice::from_ref(&x), &[v720()], &h264_1080());
         assert_eq!(l.device, Some(HwDevice { kind: HwDeviceKind::Vaapi, path: Some("/dev/dri/renderD129".into()) }));
         assert_eq!(l.decode, Decode::Hardware { device: HwDeviceKind::Vaapi, decoder: None, output_format: "vaapi" });
-        assert_eq!(l.filter_graph(), "[in]split=1[s0];[s0]scale_vaapi=w=1280:h=720:format=nv12,hwdownload,format=nv12[out0]");
+        assert_eq!(
+            l.filter_graph(),
+            "[in]split=1[s0];[s0]scale_vaapi=w=1280:h=720:format=nv12,hwdownload,format=nv12[out0]"
+        );
         assert_eq!(l.variants[0].pix_fmt, "nv12");
     }
 

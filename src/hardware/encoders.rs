@@ -86,7 +86,8 @@ pub async fn refresh(hw: &Hardware) -> Vec<EncoderInfo> {
     let _guard = hw.probe_lock.lock().await;
     let found = probe_all().await;
     for e in &found {
-        let device = if e.device.is_empty() || e.decode.is_some() { String::new() } else { format!(" on {}", e.device) };
+        let device =
+            if e.device.is_empty() || e.decode.is_some() { String::new() } else { format!(" on {}", e.device) };
         let what = if e.decode.is_some() { "decode path" } else { "encoder" };
         let name = e.label();
         if e.available {

@@ -104,6 +104,7 @@ pub fn recipe_of(rung: &RungSpec) -> Result<hwaccel::Recipe, String> {
         available: true,
         device: String::new(),
         reason: String::new(),
+        decode: None,
     };
     Ok(hwaccel::recipe(&info, &variant_spec(&rung.variant, rung.segment_seconds), &InputSpec::default()))
 }

@@ -89,7 +89,9 @@ impl FitState {
             }
         }
         let any_software = rungs.iter().any(|r| r.made == Made::Software);
-        let need_decode = any_software && cache.decode.is_none();
+        // A decode path: the GPU decodes (and scales); the CPU only encodes.
+        let gpu_decode = chosen.decode.is_some();
+        let need_decode = any_software && !gpu_decode && cache.decode.is_none();
         let mut note = None;
         let cached = missing.is_empty() && !need_decode;
         if !cached {
@@ -132,7 +134,8 @@ impl FitState {
             costs: &costs,
             decode: cache.decode,
             cores: cache.id.cores,
-            encoder: chosen.name.clone(),
+            encoder: chosen.label(),
+            gpu_decode,
             cached,
             note,
         })

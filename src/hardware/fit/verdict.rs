@@ -216,6 +216,8 @@ pub struct Inputs<'a> {
     pub cores: usize,
     /// The encoder the video codec selects (`encoder` of the answer).
     pub encoder: String,
+    /// The source is decoded on a GPU (a decode path): no decode on the CPU.
+    pub gpu_decode: bool,
     pub cached: bool,
     /// Why some figures are estimates (a failed or skipped measurement), if they are.
     pub note: Option<String>,
@@ -279,7 +281,7 @@ pub fn judge(i: Inputs) -> LadderFit {
         });
     }
     let software: Vec<&Rung> = i.rungs.iter().filter(|r| r.made == Made::Software).collect();
-    let decode_cores = if software.is_empty() {
+    let decode_cores = if software.is_empty() || i.gpu_decode {
         0.0
     } else {
         let fps = software.iter().map(|r| r.framerate).max().unwrap_or(DECODE_FPS).max(DECODE_FPS);
@@ -334,7 +336,7 @@ pub fn judge(i: Inputs) -> LadderFit {
         .iter()
         .flatten()
         .map(|c| c.measured_at)
-        .chain(i.decode.filter(|_| !software.is_empty()).map(|d| d.measured_at))
+        .chain(i.decode.filter(|_| !software.is_empty() && !i.gpu_decode).map(|d| d.measured_at))
         .max();
     LadderFit {
         fits,
@@ -373,7 +375,16 @@ mod tests {
     }
 
     fn judge_with(rungs: &[Rung], costs: &[Option<Cost>], decode: Option<Cost>, cores: usize) -> LadderFit {
-        judge(Inputs { rungs, costs, decode, cores, encoder: "libx264".into(), cached: false, note: None })
+        judge(Inputs {
+            rungs,
+            costs,
+            decode,
+            cores,
+            encoder: "libx264".into(),
+            gpu_decode: false,
+            cached: false,
+            note: None,
+        })
     }
 
     #[test]
@@ -462,6 +473,19 @@ mod tests {
         let small = rungs(&[v(640, 360, 24, 0)], &x264(1));
         let fit = judge_with(&small, &[cost(0.001)], cost(0.002), 4);
         assert!((fit.decode_cores - 0.06).abs() < 1e-9, "at least the 1080p30 source: {}", fit.decode_cores);
+        // On a decode path the GPU decodes: the CPU only encodes.
+        let on_gpu = judge(Inputs {
+            rungs: &r,
+            costs: &[cost(0.001), cost(0.001)],
+            decode: cost(0.002),
+            cores: 64,
+            encoder: "libx264 (decode and scaling on cuda:0)".into(),
+            gpu_decode: true,
+            cached: false,
+            note: None,
+        });
+        assert_eq!(on_gpu.decode_cores, 0.0);
+        assert!((on_gpu.load_cores - 0.09).abs() < 1e-9, "the two rungs alone: {}", on_gpu.load_cores);
     }
 
     #[test]

@@ -267,7 +267,14 @@ mod tests {
     #[test]
     fn the_hardware_decoder_opens_with_its_codec() {
         ff::init().unwrap();
-        let v720 = VariantSpec { width: 1280, height: 720, bitrate_kbps: 1800, framerate: 30, segment_seconds: 2, ..Default::default() };
+        let v720 = VariantSpec {
+            width: 1280,
+            height: 720,
+            bitrate_kbps: 1800,
+            framerate: 30,
+            segment_seconds: 2,
+            ..Default::default()
+        };
         let input = InputSpec { codec: "h264".into(), pix_fmt: "yuv420p".into(), width: 1920, height: 1080 };
         let gpu = |kind: EncoderKind, decode: Option<HwDeviceKind>, device: &str| EncoderInfo {
             name: if kind == EncoderKind::Vaapi { "h264_vaapi".into() } else { "libx264".into() },
