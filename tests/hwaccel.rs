@@ -102,7 +102,8 @@ fn encoders_table_and_single_encoder_probe() {
     }
     let x264 = text.lines().find(|l| l.starts_with("libx264") && l.contains(" software ")).expect("libx264 row");
     assert!(x264.contains("yes"), "{x264}");
-    let cuda = text.lines().find(|l| l.starts_with("libx264") && l.contains("decode+cuda")).expect("CUDA decode path row");
+    let cuda =
+        text.lines().find(|l| l.starts_with("libx264") && l.contains("decode+cuda")).expect("CUDA decode path row");
     if !device_present("h264_nvenc") {
         assert!(cuda.contains(" no ") && cuda.contains("CUDA"), "{cuda}");
     }
