@@ -17,6 +17,9 @@ pub struct EncoderFigures {
     pub encoder: String,
     pub fps: f64,
     pub speed: f64,
+    /// The real-time factor the variant can sustain (speed over its stage's busy fraction; capacity
+    /// policy), for x264 rungs of the software ladder.
+    pub capacity: Option<f64>,
 }
 
 /// See the module doc; share as `Arc<Telemetry>`.
@@ -26,6 +29,8 @@ pub struct Telemetry {
     gpu: Mutex<BTreeMap<String, f64>>,
     ingest_kbps: Mutex<Option<f64>>,
     encoders: Mutex<BTreeMap<usize, EncoderFigures>>,
+    /// The software ladder's headroom (1 − load; negative when behind), while a stream is transcoded.
+    transcode_headroom: Mutex<Option<f64>>,
     /// Per variant: (sum of speeds, samples) since the last `take_speeds`.
     speeds: Mutex<BTreeMap<usize, (f64, u32)>>,
     chat_clients: AtomicU64,
@@ -125,6 +130,20 @@ impl Telemetry {
         }
     }
 
+    /// `variant` can sustain `capacity` times real time at its preset (`None`: not measured).
+    pub fn encoder_capacity(&self, variant: usize, capacity: Option<f64>) {
+        self.encoders.lock().entry(variant).or_default().capacity = capacity.filter(|c| c.is_finite());
+    }
+
+    /// The software ladder's headroom (`None`: not measured).
+    pub fn set_transcode_headroom(&self, headroom: Option<f64>) {
+        *self.transcode_headroom.lock() = headroom.filter(|h| h.is_finite());
+    }
+
+    pub fn transcode_headroom(&self) -> Option<f64> {
+        *self.transcode_headroom.lock()
+    }
+
     pub fn encoders(&self) -> BTreeMap<usize, EncoderFigures> {
         self.encoders.lock().clone()
     }
@@ -141,6 +160,7 @@ impl Telemetry {
     /// The stream stopped: forget its encoder and ingest figures.
     pub fn clear_stream(&self) {
         self.encoders.lock().clear();
+        *self.transcode_headroom.lock() = None;
         self.speeds.lock().clear();
         *self.ingest_kbps.lock() = None;
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use ff::codec;
 use ff::format::context::Output;
-use ff::{Dictionary, Rational};
+use ff::Rational;
 use ffmpeg_next as ff;
 use hwaccel::{EncoderInfo, EncoderKind};
 
@@ -14,8 +14,9 @@ use super::codecs::codec_from_avcc;
 use super::hw::HwPath;
 use super::report::PlaylistWatch;
 use super::sink::Sink;
-use super::stage::VideoEncode;
+use super::stage::{open_encoder, VideoEncode};
 use crate::config::StreamOutputVariant;
+use crate::transcode::capacity;
 use crate::transcode::recipe::{self, EncoderRecipe};
 use crate::transcode::{TranscodeError, WorkerConfig};
 
@@ -168,31 +169,28 @@ impl VariantVideo for CopyVideo {
 struct SoftwareVideo<'a> {
     info: &'a hwaccel::EncoderInfo,
     segment_seconds: u32,
+    /// The capacity step x264 rungs start at (`WorkerConfig::ladder_step`).
+    ladder_step: u32,
 }
 
 impl VariantVideo for SoftwareVideo<'_> {
     fn add(&self, octx: &mut Output, v: &StreamOutputVariant, src: &Source) -> Result<VideoOpened, TranscodeError> {
-        let rec = recipe::recipe_for(&self.info.name, v, self.segment_seconds)?;
+        let mut rec = recipe::recipe_for(&self.info.name, v, self.segment_seconds)?;
         let (w, h) = target_size(v, src.width, src.height);
         let codec = ff::encoder::find_by_name(&rec.encoder)
             .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
         let pix_fmt: ff::format::Pixel =
             rec.pix_fmt.parse().map_err(|_| TranscodeError::Config(format!("pix_fmt {}", rec.pix_fmt)))?;
-        let mut enc = codec::context::Context::new_with_codec(codec).encoder().video()?;
-        enc.set_width(w);
-        enc.set_height(h);
-        enc.set_format(pix_fmt);
-        enc.set_time_base(Rational(1, rec.framerate as i32));
-        enc.set_frame_rate(Some(Rational(rec.framerate as i32, 1)));
-        let mut opts = Dictionary::new();
-        for (k, val) in &rec.options {
-            opts.set(k, val);
+        let threads = (self.info.kind == EncoderKind::Software)
+            .then(|| hwaccel::recipe::x264_threads(w, h, rec.framerate, v.cpu_usage_level));
+        // A restarted worker continues at the capacity step the last one had reached.
+        if self.ladder_step > 0 {
+            let configured = rec.option("preset").and_then(capacity::preset_index);
+            if let (Some(c), Some(p)) = (configured, rec.options.iter_mut().find(|(k, _)| k == "preset")) {
+                p.1 = hwaccel::recipe::X264_PRESETS[capacity::preset_at(c, self.ladder_step)].to_string();
+            }
         }
-        if self.info.kind == EncoderKind::Software {
-            let threads = hwaccel::recipe::x264_threads(w, h, rec.framerate, v.cpu_usage_level);
-            opts.set("threads", &threads.to_string());
-        }
-        let opened = enc.open_as_with(codec, opts)?;
+        let opened = open_encoder(&rec, w, h, pix_fmt, threads)?;
         let mut ost = octx.add_stream(codec)?;
         ost.set_parameters(&opened);
         ost.set_time_base(Rational(1, rec.framerate as i32));
@@ -203,6 +201,7 @@ impl VariantVideo for SoftwareVideo<'_> {
             width: w,
             height: h,
             pix_fmt,
+            threads,
             source: None,
         }));
         Ok(VideoOpened { path, width: w, height: h, fps, kbps: u64::from(recipe::encoder_bitrate(v)), encoder })
@@ -324,7 +323,11 @@ impl Variant {
         let setup: Box<dyn VariantVideo + '_> = match (v.video_passthrough, s.hw_pos[n], s.hw) {
             (true, _, _) => Box::new(CopyVideo),
             (false, Some(pos), Some(hw)) => Box::new(HardwareVideo { hw, pos }),
-            _ => Box::new(SoftwareVideo { info: &s.infos[n], segment_seconds: cfg.segment_seconds }),
+            _ => Box::new(SoftwareVideo {
+                info: &s.infos[n],
+                segment_seconds: cfg.segment_seconds,
+                ladder_step: cfg.ladder_step,
+            }),
         };
         let VideoOpened { path: video, width: w, height: h, fps, kbps: v_kbps, encoder: encoder_name } =
             setup.add(octx, v, &s.source)?;
