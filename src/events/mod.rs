@@ -609,6 +609,42 @@ mod tests {
         );
     }
 
+    /// TRANSCODE_DEGRADED's eventData: the stream, the step, each variant's preset now and as
+    /// configured with what it can sustain, the ladder's speed and headroom, and why.
+    #[test]
+    fn transcode_degraded_data_names_the_presets() {
+        let d = TranscodeDegraded {
+            stream_id: "s1".into(),
+            degraded: true,
+            fits: true,
+            step: 2,
+            variants: vec![DegradedVariant {
+                variant: 0,
+                name: "720p".into(),
+                preset: Some("veryfast".into()),
+                configured_preset: Some("fast".into()),
+                speed: 1.4,
+            }],
+            speed: 0.71,
+            headroom: -0.4,
+            reason: "behind".into(),
+            message: "m".into(),
+            timestamp: at("2030-01-01T12:00:00Z"),
+        };
+        let event = Event::TranscodeDegraded(d);
+        assert_eq!(event.kind().as_str(), "TRANSCODE_DEGRADED");
+        assert!(EventType::WEBHOOK_TYPES.contains(&event.kind()));
+        let data = event.data_json();
+        assert_eq!(
+            keys(&data),
+            ["degraded", "fits", "headroom", "message", "reason", "speed", "step", "streamId", "timestamp", "variants"]
+        );
+        assert_eq!(
+            data["variants"][0],
+            serde_json::json!({"variant": 0, "name": "720p", "preset": "veryfast", "configuredPreset": "fast", "speed": 1.4})
+        );
+    }
+
     /// CONFIG_CHANGED (internal, never a webhook): the sections that changed.
     #[test]
     fn settings_changed_data_lists_the_sections() {

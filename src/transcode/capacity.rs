@@ -306,8 +306,9 @@ pub struct RungPreset {
     pub configured: String,
 }
 
-/// The health message for a ladder at `presets` (`None` when it runs as configured and fits).
-pub fn health_message(rungs: &[RungPreset], fits: bool, speed: f64, heaviest: &str) -> Option<String> {
+/// The health message for a ladder whose rungs run `rungs`' presets (`None` when it runs as configured
+/// and fits); `up`: the change was a step back up.
+pub fn health_message(rungs: &[RungPreset], fits: bool, up: bool, speed: f64, heaviest: &str) -> Option<String> {
     let changed: Vec<&RungPreset> = rungs.iter().filter(|r| r.preset != r.configured).collect();
     if fits && changed.is_empty() {
         return None;
@@ -333,6 +334,12 @@ pub fn health_message(rungs: &[RungPreset], fits: bool, speed: f64, heaviest: &s
             format!("{} now {verb} x264 preset {p} instead of {c}", join_names(names))
         })
         .collect();
+    if up {
+        return Some(format!(
+            "The transcoder has headroom again and is stepping back up to the configured presets; {}.",
+            parts.join("; ")
+        ));
+    }
     Some(format!("The transcoder fell behind real time (speed {speed:.2}×); {}.", parts.join("; ")))
 }
 
@@ -486,7 +493,7 @@ mod tests {
         };
         let degraded = [r("720p", "superfast", "fast"), r("480p", "superfast", "fast"), r("360p", "superfast", "fast")];
         assert_eq!(
-            health_message(&degraded, true, 0.71, "720p").as_deref(),
+            health_message(&degraded, true, false, 0.71, "720p").as_deref(),
             Some(
                 "The transcoder fell behind real time (speed 0.71×); 720p, 480p and 360p now use x264 preset \
                  superfast instead of fast."
@@ -494,12 +501,18 @@ mod tests {
         );
         let mixed = [r("720p", "veryfast", "fast"), r("360p", "ultrafast", "superfast"), r("copy", "", "")];
         assert_eq!(
-            health_message(&mixed, true, 0.9, "720p").unwrap(),
+            health_message(&mixed, true, false, 0.9, "720p").unwrap(),
             "The transcoder fell behind real time (speed 0.90×); 720p now uses x264 preset veryfast instead of \
              fast; 360p now uses x264 preset ultrafast instead of superfast."
         );
-        assert_eq!(health_message(&[r("720p", "fast", "fast")], true, 1.0, "720p"), None);
-        let no_fit = health_message(&degraded, false, 0.8, "720p (1280x720 at 60 fps)").unwrap();
+        assert_eq!(health_message(&[r("720p", "fast", "fast")], true, true, 1.0, "720p"), None);
+        let up = health_message(&degraded[..1], true, true, 1.0, "720p").unwrap();
+        assert_eq!(
+            up,
+            "The transcoder has headroom again and is stepping back up to the configured presets; 720p now uses \
+             x264 preset superfast instead of fast."
+        );
+        let no_fit = health_message(&degraded, false, false, 0.8, "720p (1280x720 at 60 fps)").unwrap();
         assert!(no_fit.contains("does not fit this box") && no_fit.contains("Reduce 720p (1280x720 at 60 fps)"));
     }
 }

@@ -454,7 +454,8 @@ fn ladder_changed(t: &Transcoder, ladder: &mut LadderState, change: LadderChange
         .enumerate()
         .filter_map(|(n, (p, c))| Some(RungPreset { name: name(n), preset: p.clone()?, configured: c.clone()? }))
         .collect();
-    let message = capacity::health_message(&rungs, change.fits, change.speed, &change.heaviest);
+    let up = change.reason == "headroom";
+    let message = capacity::health_message(&rungs, change.fits, up, change.speed, &change.heaviest);
     match &message {
         Some(m) => warn!(step = change.step, "{m}"),
         None => info!("the transcoder keeps up again at the configured x264 presets"),
