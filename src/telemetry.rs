@@ -2,7 +2,8 @@
 //! and health inputs, so that producers never import metrics (nor metrics them).
 //!
 //! Writers: hardware (CPU and GPU samples), ingest (the broadcaster's measured bitrate), transcode
-//! (each variant's encoder, fps and speed), chat (connected clients, slow clients dropped), webhooks
+//! (each variant's encoder, fps, speed and sustainable speed, the software ladder's headroom), chat
+//! (connected clients, slow clients dropped), webhooks
 //! (delivery results), storage (object uploads, failures, bytes, queue depth, upload latencies).
 //! Reader: metrics. Every method is cheap and callable from any thread; nothing here blocks for long.
 

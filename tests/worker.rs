@@ -229,3 +229,51 @@ fn worker_reads_the_container_it_is_told() {
     let out = run("flv", &dir.join("hls-flv"));
     assert!(!out.status.success(), "MPEG-TS announced as FLV is not probed into working");
 }
+
+/// The x264 options a segment's encoder wrote into its SEI (`subme=…` and friends).
+fn x264_options(segment: &Path) -> String {
+    let bytes = std::fs::read(segment).expect("read segment");
+    let text = String::from_utf8_lossy(&bytes);
+    let at = text.find("options: ").expect("x264's SEI in the segment");
+    text[at..].chars().take_while(|c| *c != '\0').take(2000).collect()
+}
+
+/// A worker restarted after the capacity policy stepped the ladder down (`ladderStep`) opens its x264
+/// rungs at the stepped presets, not the configured ones: cpuUsageLevel 4 (`fast`, subme=6) two steps
+/// down is `veryfast` (subme=2); a rung configured at `superfast` stops at `ultrafast` (subme=0).
+#[test]
+fn a_restarted_worker_continues_at_the_capacity_step() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let input = dir.join("in.flv");
+    make_input_with(&input, 2, "640x360", &[]);
+    let run = |hls: &Path, step: u32| {
+        let config = json!({
+            "hlsDir": hls, "segmentSeconds": 2, "listSize": 5, "encoder": "libx264", "append": false,
+            "segmentId": "c", "ladderStep": step,
+            "variants": [
+                {"scaledWidth": 640, "scaledHeight": 360, "videoBitrate": 800, "framerate": 30, "cpuUsageLevel": 4},
+                {"scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 300, "framerate": 30, "cpuUsageLevel": 1}
+            ]
+        });
+        let out = Command::new(common::BIN)
+            .args(["--log-level", "warn", "worker", "--config", &config.to_string()])
+            .stdin(Stdio::from(std::fs::File::open(&input).expect("open input")))
+            .output()
+            .expect("run the worker");
+        assert!(out.status.success(), "worker: {}", String::from_utf8_lossy(&out.stderr));
+        let first = |n: usize| {
+            let playlist = std::fs::read_to_string(hls.join(n.to_string()).join("stream.m3u8")).expect("playlist");
+            let seg = playlist.lines().find(|l| l.ends_with(".ts")).expect("a segment").to_string();
+            x264_options(&hls.join(n.to_string()).join(seg))
+        };
+        (first(0), first(1))
+    };
+    let (fast, superfast) = run(&dir.join("as-configured"), 0);
+    assert!(fast.contains(" subme=6 ") && superfast.contains(" subme=1 "), "{fast}\n{superfast}");
+    let (stepped, floor) = run(&dir.join("stepped"), 2);
+    assert!(stepped.contains(" subme=2 "), "fast two presets faster is veryfast: {stepped}");
+    assert!(floor.contains(" subme=0 "), "superfast two presets faster stops at ultrafast: {floor}");
+    let threads = |o: &str| o.split(' ').find(|w| w.starts_with("threads=")).map(str::to_string);
+    assert_eq!(threads(&stepped), threads(&fast), "the stepped rung keeps its threads");
+}

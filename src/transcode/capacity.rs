@@ -9,7 +9,8 @@
 //! stage that never waits for its next picture is at 1.0).
 //!
 //! **Step down** when the ladder is behind for `BEHIND_FOR` in a row: its lag has grown past `LAG_BEHIND`
-//! and it is still losing ground, or a rung is busy at least `BUSY_HIGH` while the ladder does not gain
+//! and it is still losing ground while a rung works most of the time (`BUSY_BEHIND`: a stalled input or
+//! a decoder at its limit is nothing a preset fixes), or a rung is busy at least `BUSY_HIGH` while the ladder does not gain
 //! on real time. A step is one x264 preset faster on every x264 rung (`ultrafast` is the floor, never
 //! below); when the shortfall is large the policy jumps several presets at once, to the first step whose
 //! predicted cost (the rungs' busy time weighted by `X264_COST` ratios) fits `TARGET_LOAD` of what the
@@ -37,6 +38,10 @@ pub const LAG_BEHIND: f64 = 1.0;
 pub const LAG_CAUGHT_UP: f64 = 0.5;
 /// A rung this busy, while the ladder does not gain on real time, is at its limit.
 pub const BUSY_HIGH: f64 = 0.95;
+/// A lagging ladder counts as behind only when its busiest rung works at least this much of the time:
+/// otherwise its input stalled (the publisher's network) or the decoder is the limit, and no x264
+/// preset would help.
+pub const BUSY_BEHIND: f64 = 0.8;
 /// How long the ladder must be behind before it steps down (seconds).
 pub const BEHIND_FOR: f64 = 2.5;
 /// Load a step down aims for, as a fraction of what the measured speed allows.
@@ -51,6 +56,9 @@ pub const MAX_UP_HOLD: f64 = 240.0;
 pub const FLAP_WINDOW: f64 = 60.0;
 /// Time after a change is applied before the policy judges again (seconds).
 pub const SETTLE: f64 = 2.0;
+
+// Hysteresis: a step up needs a clear margin under what a step down aims for.
+const _: () = assert!(UP_LOAD < BUSY_HIGH * TARGET_LOAD);
 
 /// The index of an x264 preset name in `X264_PRESETS` (`None`: not one of castd's presets).
 pub fn preset_index(name: &str) -> Option<usize> {
@@ -286,10 +294,11 @@ impl Policy {
 }
 
 /// Whether a sample shows the ladder behind: its lag has grown past `LAG_BEHIND` and it still loses
-/// ground, or a rung is at its limit while the ladder does not gain on real time.
+/// ground while a rung works most of the time (`BUSY_BEHIND`), or a rung is at its limit while the
+/// ladder does not gain on real time.
 pub fn is_behind(s: &Sample) -> bool {
     let busiest = s.busy.iter().copied().fold(0.0, f64::max);
-    (s.lag >= LAG_BEHIND && s.speed < 0.99) || (busiest >= BUSY_HIGH && s.speed <= 1.0)
+    (s.lag >= LAG_BEHIND && s.speed < 0.99 && busiest >= BUSY_BEHIND) || (busiest >= BUSY_HIGH && s.speed <= 1.0)
 }
 
 fn load_of(busy: impl Iterator<Item = f64> + Clone, cores: f64) -> f64 {
@@ -307,8 +316,9 @@ pub struct RungPreset {
 }
 
 /// The health message for a ladder whose rungs run `rungs`' presets (`None` when it runs as configured
-/// and fits); `up`: the change was a step back up.
-pub fn health_message(rungs: &[RungPreset], fits: bool, up: bool, speed: f64, heaviest: &str) -> Option<String> {
+/// and fits), after a change for `reason` (`LadderChange::reason`: `behind`, `doesNotFit`, `fits`,
+/// `headroom`).
+pub fn health_message(rungs: &[RungPreset], fits: bool, reason: &str, speed: f64, heaviest: &str) -> Option<String> {
     let changed: Vec<&RungPreset> = rungs.iter().filter(|r| r.preset != r.configured).collect();
     if fits && changed.is_empty() {
         return None;
@@ -334,13 +344,14 @@ pub fn health_message(rungs: &[RungPreset], fits: bool, up: bool, speed: f64, he
             format!("{} now {verb} x264 preset {p} instead of {c}", join_names(names))
         })
         .collect();
-    if up {
-        return Some(format!(
-            "The transcoder has headroom again and is stepping back up to the configured presets; {}.",
-            parts.join("; ")
-        ));
-    }
-    Some(format!("The transcoder fell behind real time (speed {speed:.2}×); {}.", parts.join("; ")))
+    let parts = parts.join("; ");
+    Some(match reason {
+        "headroom" => {
+            format!("The transcoder has headroom again and is stepping back up to the configured presets; {parts}.")
+        }
+        "fits" => format!("The transcoder keeps up again at the faster presets; {parts}."),
+        _ => format!("The transcoder fell behind real time (speed {speed:.2}×); {parts}."),
+    })
 }
 
 /// "a", "a and b", "a, b and c".
@@ -384,6 +395,10 @@ mod tests {
         assert!(feed(&mut q, &sample(1.3, 1.1, &[1.0]), 10).is_empty(), "catching up: busy but gaining");
         assert!(feed(&mut q, &sample(0.95, 1.2, &[0.9]), 2).is_empty(), "the streak started again");
         assert_eq!(q.step(), 0);
+        // The input stalls (the publisher's network): lag grows while the stages wait. Not behind.
+        let stalled = sample(0.0, 5.0, &[0.1]);
+        assert!(!is_behind(&stalled));
+        assert!(feed(&mut q, &stalled, 10).is_empty());
     }
 
     #[test]
@@ -480,8 +495,6 @@ mod tests {
         assert!(ups.len() <= 5, "up holds of 15, 30, 60, 120 and 240 s: {ups:?}");
         assert!(gaps.windows(2).all(|g| g[1] > g[0] * 3 / 2), "each failed try waits longer: {gaps:?}");
         assert_eq!(p.up_hold(), MAX_UP_HOLD);
-        // Predicted headroom needs a clear margin under the step-down threshold.
-        assert!(UP_LOAD < BUSY_HIGH * TARGET_LOAD);
     }
 
     #[test]
@@ -493,7 +506,7 @@ mod tests {
         };
         let degraded = [r("720p", "superfast", "fast"), r("480p", "superfast", "fast"), r("360p", "superfast", "fast")];
         assert_eq!(
-            health_message(&degraded, true, false, 0.71, "720p").as_deref(),
+            health_message(&degraded, true, "behind", 0.71, "720p").as_deref(),
             Some(
                 "The transcoder fell behind real time (speed 0.71×); 720p, 480p and 360p now use x264 preset \
                  superfast instead of fast."
@@ -501,18 +514,20 @@ mod tests {
         );
         let mixed = [r("720p", "veryfast", "fast"), r("360p", "ultrafast", "superfast"), r("copy", "", "")];
         assert_eq!(
-            health_message(&mixed, true, false, 0.9, "720p").unwrap(),
+            health_message(&mixed, true, "behind", 0.9, "720p").unwrap(),
             "The transcoder fell behind real time (speed 0.90×); 720p now uses x264 preset veryfast instead of \
              fast; 360p now uses x264 preset ultrafast instead of superfast."
         );
-        assert_eq!(health_message(&[r("720p", "fast", "fast")], true, true, 1.0, "720p"), None);
-        let up = health_message(&degraded[..1], true, true, 1.0, "720p").unwrap();
+        assert_eq!(health_message(&[r("720p", "fast", "fast")], true, "headroom", 1.0, "720p"), None);
+        let up = health_message(&degraded[..1], true, "headroom", 1.0, "720p").unwrap();
         assert_eq!(
             up,
             "The transcoder has headroom again and is stepping back up to the configured presets; 720p now uses \
              x264 preset superfast instead of fast."
         );
-        let no_fit = health_message(&degraded, false, false, 0.8, "720p (1280x720 at 60 fps)").unwrap();
+        let fits = health_message(&degraded[..1], true, "fits", 1.0, "720p").unwrap();
+        assert!(fits.starts_with("The transcoder keeps up again at the faster presets; 720p now uses"), "{fits}");
+        let no_fit = health_message(&degraded, false, "doesNotFit", 0.8, "720p (1280x720 at 60 fps)").unwrap();
         assert!(no_fit.contains("does not fit this box") && no_fit.contains("Reduce 720p (1280x720 at 60 fps)"));
     }
 }

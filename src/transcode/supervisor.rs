@@ -33,6 +33,12 @@
 //!   health says so (`hls` alert), and the worker is started again every `DISK_FULL_RETRY` for as
 //!   long as the broadcaster stays; once a worker starts, or the running one finds, room again the
 //!   alert is cleared. Chat, the API and the database are elsewhere and carry on.
+//! - Capacity (`capacity`): the worker steps its x264 rungs to faster presets when it falls behind real
+//!   time and back when headroom returns, without a restart; each `WorkerEvent::LadderChanged` becomes
+//!   the health's ladder notice (`capacity::health_message`, cleared back at the configured presets and
+//!   when the stream stops), a TRANSCODE_DEGRADED event on the bus, and the step a restarted worker
+//!   starts at (`WorkerConfig::ladder_step`); the progress reports feed `castd_transcode_speed` and
+//!   `castd_transcode_headroom` (telemetry).
 //! - Encoders: at stream start the selected encoder (`encoders::selected`) is planned per
 //!   variant with `hwaccel::plan_sessions` (NVENC's session cap from NVML, when there is a driver).
 //! - End: when the broadcaster leaves, the worker's stdin is closed so it finalises the playlists
@@ -454,8 +460,7 @@ fn ladder_changed(t: &Transcoder, ladder: &mut LadderState, change: LadderChange
         .enumerate()
         .filter_map(|(n, (p, c))| Some(RungPreset { name: name(n), preset: p.clone()?, configured: c.clone()? }))
         .collect();
-    let up = change.reason == "headroom";
-    let message = capacity::health_message(&rungs, change.fits, up, change.speed, &change.heaviest);
+    let message = capacity::health_message(&rungs, change.fits, &change.reason, change.speed, &change.heaviest);
     match &message {
         Some(m) => warn!(step = change.step, "{m}"),
         None => info!("the transcoder keeps up again at the configured x264 presets"),
@@ -550,6 +555,8 @@ fn pass_through(t: &Transcoder, cfg: &mut WorkerConfig, from: &str, reason: &str
     cfg.debug_encoder_fault = None;
     let names = cfg.encoders.iter().map(|e| e.name.clone()).collect();
     encoders::report_fallback(t, from, "copy", reason, names);
+    // Nothing is encoded any more: no x264 preset to speak of.
+    t.deps.health.submit(HealthInput::Ladder(None));
 }
 
 /// Empty `dir` (creating it if needed). The directory itself stays: it may be a mount point (a

@@ -1,6 +1,7 @@
 //! The worker's side of capacity-aware ladders (`transcode::capacity`): measures the software ladder
 //! once a report interval — its speed and lag growth from the frames the main thread dispatched (wall
-//! time since the first frame minus media time since it, minus the smallest value so far), each x264
+//! time since the first frame minus media time since it, minus the smallest value so far, or the value
+//! while every stage mostly waits for its pictures: the live edge), each x264
 //! stage's busy fraction from its `StageControl` — feeds the policy, hands a new step's presets to the
 //! stages (each switches at its next segment boundary) and reports the change as a
 //! `WorkerEvent::LadderChanged`. Hardware ladders and copies are not stepped.
@@ -14,6 +15,9 @@ use super::emit::emit;
 use super::stage::StageControl;
 use crate::transcode::capacity::{self, Change, Policy, Reason, Sample};
 use crate::transcode::{LadderChange, WorkerEvent};
+
+/// Below this busy fraction on every x264 stage, the worker is at the live edge (the lag re-bases).
+const IDLE_BUSY: f64 = 0.5;
 
 /// One x264 rung: its variant, configured preset and stage.
 struct Rung {
@@ -109,8 +113,13 @@ impl Headroom {
             return Measured { busy, presets, lag: 0.0, headroom: None };
         };
         let lag_now = first.elapsed().as_secs_f64() - self.media;
-        let lag_min = *self.lag_min.get_or_insert(lag_now);
-        self.lag_min = Some(lag_min.min(lag_now));
+        let mut lag_min = self.lag_min.unwrap_or(lag_now).min(lag_now);
+        // Stages mostly waiting for their pictures: the worker is at the live edge, whatever the lag says
+        // (the publisher's clock drifts from ours over hours; a stalled input resumes late).
+        if rung_busy.iter().all(|b| *b < IDLE_BUSY) {
+            lag_min = lag_now;
+        }
+        self.lag_min = Some(lag_min);
         let lag = (lag_now - lag_min).max(0.0);
         let speed = if dt > 0.0 { (self.media - self.sampled_media) / dt } else { 1.0 };
         self.sampled_media = self.media;
