@@ -97,6 +97,8 @@ pub enum Reason {
     Fits,
     /// Headroom returned: the load predicted at the slower preset.
     Headroom { predicted: f64 },
+    /// Set from outside (`WorkerConfig::debug_ladder_step_at`; tests only).
+    Forced,
 }
 
 /// A decision: the ladder's new step and why.
@@ -188,6 +190,14 @@ impl Policy {
     fn cost_ratio(&self, configured: usize, step: u32) -> f64 {
         let cost = |i: usize| X264_COST.get(i).copied().unwrap_or(1.0);
         cost(preset_at(configured, step)) / cost(preset_at(configured, self.step))
+    }
+
+    /// Move to `step` now (tests: `WorkerConfig::debug_ladder_step_at`), as if the policy had decided it.
+    pub fn force(&mut self, step: u32) -> Change {
+        self.step = step.min(self.max_step());
+        self.reset_streaks();
+        self.settle_left = SETTLE;
+        Change { step: self.step, fits: true, reason: Reason::Forced }
     }
 
     /// Take one sample; a `Change` when the ladder should move to another step (or its fit changed).

@@ -165,6 +165,11 @@ pub struct WorkerConfig {
     /// restarted worker continues where the last one had stepped to.
     #[serde(default)]
     pub ladder_step: u32,
+    /// Test/debug only (the daemon never sets it): `[seconds, step]` moves the x264 rungs to capacity
+    /// step `step` once the input reaches `seconds` of media, as if the policy had decided so, so the
+    /// mid-stream preset switch can be tested without an overloaded box.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_ladder_step_at: Option<(f64, u32)>,
 }
 
 /// What the worker needs for the real-time output (`rtlink`).

@@ -270,6 +270,7 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
         part_ms: t.deps.llhls_part_ms,
         realtime: None,
         ladder_step: 0,
+        debug_ladder_step_at: None,
     };
     let realtime_variant = s.webrtc.realtime_variant(&cfg.variants);
     let variant_count = cfg.variants.len();

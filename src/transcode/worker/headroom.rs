@@ -55,6 +55,8 @@ pub(super) struct Headroom {
     /// Media time at the last sample.
     sampled_media: f64,
     lag_min: Option<f64>,
+    /// `WorkerConfig::debug_ladder_step_at`, until it is taken.
+    forced: Option<(f64, u32)>,
 }
 
 impl Headroom {
@@ -65,6 +67,7 @@ impl Headroom {
         configured: &[Option<usize>],
         names: Vec<VariantName>,
         step: u32,
+        forced: Option<(f64, u32)>,
     ) -> Option<Headroom> {
         let rungs: Vec<Rung> = controls
             .iter()
@@ -82,13 +85,19 @@ impl Headroom {
         }
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let policy = Policy::new(rungs.iter().map(|r| r.configured).collect(), step, cores);
-        Some(Headroom { policy, rungs, names, first_wall: None, media: 0.0, sampled_media: 0.0, lag_min: None })
+        Some(Headroom { policy, rungs, names, first_wall: None, media: 0.0, sampled_media: 0.0, lag_min: None, forced })
     }
 
     /// A frame at `t` (input seconds; the run's first at `t0`) was handed to the stages.
     pub(super) fn on_frame(&mut self, t: f64, t0: f64) {
         self.first_wall.get_or_insert_with(Instant::now);
         self.media = self.media.max(t - t0);
+        if let Some((_, step)) = self.forced.filter(|(at, _)| self.media >= *at) {
+            self.forced = None;
+            let change = self.policy.force(step);
+            let idle = Sample { interval: 0.0, speed: 1.0, lag: 0.0, busy: vec![0.0; self.rungs.len()], applied: true };
+            self.apply(&change, &idle, 1.0);
+        }
     }
 
     /// Measure the `dt` seconds since the last call, run the policy, and apply and report a change.
@@ -158,6 +167,7 @@ impl Headroom {
             Reason::DoesNotFit { speed } => ("doesNotFit", speed),
             Reason::Fits => ("fits", sample.speed),
             Reason::Headroom { .. } => ("headroom", sample.speed),
+            Reason::Forced => ("forced", sample.speed),
         };
         let heaviest = self
             .rungs

@@ -680,7 +680,7 @@ fn watch_headroom(
             fps: v.framerate,
         })
         .collect();
-    Headroom::new(&ladder.controls, &configured, names, cfg.ladder_step)
+    Headroom::new(&ladder.controls, &configured, names, cfg.ladder_step, cfg.debug_ladder_step_at)
 }
 
 /// Log each variant's size, encoder and picture source.
