@@ -58,6 +58,10 @@ pub struct VariantProgress {
     /// from the configured one); absent for copies and hardware encoders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
+    /// How far the variant's output has fallen behind real time (seconds; the software ladder's lag
+    /// growth, 0 for copies): it is working off a backlog while above 0.
+    #[serde(default)]
+    pub lag: f64,
 }
 
 /// Runtime state of the stream.

@@ -14,7 +14,8 @@
 //! on real time. A step is one x264 preset faster on every x264 rung (`ultrafast` is the floor, never
 //! below); when the shortfall is large the policy jumps several presets at once, to the first step whose
 //! predicted cost (the rungs' busy time weighted by `X264_COST` ratios) fits `TARGET_LOAD` of what the
-//! measured speed allows (speed 0.5 from `fast` goes straight to `superfast`). Rungs are never dropped: a
+//! measured speed allows against the speed it needs (`required_speed`: real time plus the lag worked off
+//! within `CATCH_UP`; speed 0.5 from `fast` goes straight to `superfast`). Rungs are never dropped: a
 //! dropped rung's playlist would stall its players mid-stream. At the floor and still behind, the ladder
 //! does not fit this box (`Change::fits` false) and the health message says what to reduce.
 //!
@@ -46,6 +47,9 @@ pub const BUSY_BEHIND: f64 = 0.8;
 pub const BEHIND_FOR: f64 = 2.5;
 /// Load a step down aims for, as a fraction of what the measured speed allows.
 pub const TARGET_LOAD: f64 = 0.8;
+/// A ladder with lag should work it off within about this long (seconds): one that gains on real time
+/// more slowly than that counts as behind, and a step down aims for it.
+pub const CATCH_UP: f64 = 20.0;
 /// Predicted load at the slower preset under which a step up is taken.
 pub const UP_LOAD: f64 = 0.75;
 /// How long the predicted load must stay under `UP_LOAD` before a step up (seconds).
@@ -270,8 +274,8 @@ impl Policy {
             return Some(Change { step: self.step, fits: false, reason: Reason::DoesNotFit { speed } });
         }
         // What the ladder may cost, relative to now: the speed it reached, with room to spare (a rung
-        // at its limit while keeping up still gets one preset).
-        let allowed = speed.min(1.0) * TARGET_LOAD;
+        // at its limit while keeping up still gets one preset) and to work off the lag it has.
+        let allowed = (speed / required_speed(s.lag)).min(1.0) * TARGET_LOAD;
         let weight: f64 = s.busy.iter().sum();
         let mut next = self.step + 1;
         while next < max {
@@ -303,12 +307,19 @@ impl Policy {
     }
 }
 
-/// Whether a sample shows the ladder behind: its lag has grown past `LAG_BEHIND` and it still loses
-/// ground while a rung works most of the time (`BUSY_BEHIND`), or a rung is at its limit while the
-/// ladder does not gain on real time.
+/// The speed a ladder with `lag` seconds of lag needs: real time, and the lag worked off within
+/// `CATCH_UP`.
+pub fn required_speed(lag: f64) -> f64 {
+    1.0 + lag.max(0.0) / CATCH_UP
+}
+
+/// Whether a sample shows the ladder behind: its lag has grown past `LAG_BEHIND` and it does not gain
+/// on real time fast enough to work it off within `CATCH_UP`, while a rung works most of the time
+/// (`BUSY_BEHIND`); or a rung is at its limit while the ladder does not gain on real time.
 pub fn is_behind(s: &Sample) -> bool {
     let busiest = s.busy.iter().copied().fold(0.0, f64::max);
-    (s.lag >= LAG_BEHIND && s.speed < 0.99 && busiest >= BUSY_BEHIND) || (busiest >= BUSY_HIGH && s.speed <= 1.0)
+    let slow = s.speed < 0.99 * required_speed(s.lag);
+    (s.lag >= LAG_BEHIND && slow && busiest >= BUSY_BEHIND) || (busiest >= BUSY_HIGH && s.speed <= 1.0)
 }
 
 fn load_of(busy: impl Iterator<Item = f64> + Clone, cores: f64) -> f64 {
@@ -391,18 +402,21 @@ mod tests {
     #[test]
     fn steps_down_after_sustained_lag_not_before() {
         let mut p = Policy::new(vec![FAST, FAST, FAST], 0, 2);
-        let behind = sample(0.9, 1.5, &[1.0, 0.6, 0.3]);
+        let behind = sample(0.95, 1.5, &[1.0, 0.6, 0.3]);
         assert!(is_behind(&behind));
         assert_eq!(p.observe(&behind), None);
         assert_eq!(p.observe(&behind), None, "two seconds are not sustained");
         let c = p.observe(&behind).expect("a decision after three seconds behind");
-        assert_eq!((c.step, c.fits), (1, true), "speed 0.9 needs one preset: {c:?}");
-        assert!(matches!(c.reason, Reason::Behind { speed } if (speed - 0.9).abs() < 1e-9));
+        assert_eq!((c.step, c.fits), (1, true), "speed 0.95 needs one preset: {c:?}");
+        assert!(matches!(c.reason, Reason::Behind { speed } if (speed - 0.95).abs() < 1e-9));
         assert_eq!(p.presets(), [3, 3, 3], "faster instead of fast on every rung");
         // A blip of lag that catches up again is not behind; lag alone while gaining is not either.
         let mut q = Policy::new(vec![FAST], 0, 2);
         assert!(feed(&mut q, &sample(0.95, 1.2, &[0.9]), 2).is_empty());
         assert!(feed(&mut q, &sample(1.3, 1.1, &[1.0]), 10).is_empty(), "catching up: busy but gaining");
+        // Gaining too slowly on a large lag (6 s at 1.1×: a minute) is behind; at 1.35× it is not.
+        assert!(is_behind(&sample(1.1, 6.0, &[1.0])));
+        assert!(!is_behind(&sample(1.35, 6.0, &[1.0])));
         assert!(feed(&mut q, &sample(0.95, 1.2, &[0.9]), 2).is_empty(), "the streak started again");
         assert_eq!(q.step(), 0);
         // The input stalls (the publisher's network): lag grows while the stages wait. Not behind.
@@ -428,7 +442,10 @@ mod tests {
         assert_eq!(c[0].step, 3, "{c:?}");
         assert_eq!(p.presets(), [1, 1, 1]);
         let mut q = Policy::new(vec![FAST, FAST, FAST], 0, 2);
-        assert_eq!(feed(&mut q, &sample(0.7, 2.0, &[1.0, 1.0, 1.0]), 3)[0].step, 2, "0.56 allowed: veryfast");
+        assert_eq!(feed(&mut q, &sample(0.7, 2.0, &[1.0, 1.0, 1.0]), 3)[0].step, 2, "0.53 allowed: veryfast");
+        // The same speed with 10 s of lag to work off (1.5× needed): 0.37 allowed, superfast.
+        let mut r = Policy::new(vec![FAST, FAST, FAST], 0, 2);
+        assert_eq!(feed(&mut r, &sample(0.7, 10.0, &[1.0, 1.0, 1.0]), 3)[0].step, 3, "with the lag: superfast");
     }
 
     #[test]
@@ -490,7 +507,7 @@ mod tests {
     fn hysteresis_a_failed_step_up_doubles_the_wait() {
         let mut p = Policy::new(vec![FAST], 1, 2);
         let calm = sample(1.0, 0.0, &[0.4]);
-        let behind = sample(0.9, 1.5, &[1.0]);
+        let behind = sample(0.95, 1.5, &[1.0]);
         // Calm enough to step up, then behind on the slower preset; for 10 minutes.
         let mut ups = Vec::new();
         for t in 0..600 {

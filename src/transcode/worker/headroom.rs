@@ -140,6 +140,7 @@ impl Headroom {
             applied: self.rungs.iter().all(|r| r.control.settled()),
         };
         let headroom = 1.0 - self.policy.load(&sample);
+        tracing::debug!(speed = sample.speed, lag = sample.lag, busy = ?sample.busy, applied = sample.applied, "capacity sample");
         if let Some(change) = self.policy.observe(&sample) {
             self.apply(&change, &sample, headroom);
         }

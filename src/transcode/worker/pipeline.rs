@@ -459,6 +459,10 @@ impl Pipeline {
                     frames: v.frames,
                     busy: measured.as_ref().and_then(|m| m.busy.get(n).copied()).unwrap_or(0.0),
                     preset: measured.as_ref().and_then(|m| m.presets.get(n).cloned().flatten()),
+                    lag: match (&v.video, &measured) {
+                        (VideoPath::Stage(_), Some(m)) => m.lag,
+                        _ => 0.0,
+                    },
                 };
                 v.last_report_frames = v.frames;
                 v.last_report_media_time = v.media_time;
