@@ -83,7 +83,8 @@
 //! - [`hardware`]: encoder discovery (probe in child processes; the encoder list is a `watch` it alone
 //!   writes) and CPU/memory/disk/GPU statistics (alerts into the health hub, samples into telemetry).
 //! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle (the only
-//!   writer of the stream state), thumbnails: the media plane's first reader (each broadcast's source
+//!   writer of the stream state), capacity-aware ladders (x264 presets stepped down when the box cannot
+//!   keep up, TRANSCODE_DEGRADED), thumbnails: the media plane's first reader (each broadcast's source
 //!   and the writer of its profile and feed). Given: settings, bus, stream writer, viewer counts,
 //!   health hub, telemetry, the encoder list, the media plane. Sees no HTTP types and no tokens.
 //! - [`ingest`]: what every publishing protocol shares (the stream-key check with its per-address
