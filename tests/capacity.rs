@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 
 const KEY: &str = "capacity-stream-key";
 /// Seconds of noise, then of still bars, in the published clip (4-second files, repeated).
-const NOISE_SECONDS: u32 = 52;
+const NOISE_SECONDS: u32 = 44;
 const BARS_SECONDS: u32 = 48;
 const SEGMENT: f64 = 2.0;
 
