@@ -1,16 +1,17 @@
 //! Stream health as admin status and hardware stats show it, aggregated from typed inputs.
 //!
-//! Seven inputs report into the one `HealthHub`: the channel's capacity notice (its last publisher
+//! Eight inputs report into the one `HealthHub`: the channel's capacity notice (its last publisher
 //! refused, or its broadcast served as passthrough, because the server was over capacity; forwarded
 //! by the transcoder from the media plane), hardware (a CPU,
 //! memory or disk alert raised or cleared), the transcoder (an encoder notice: a fallback after a
 //! fault, or a ladder that could not go entirely on the chosen encoder; cleared when the stream
-//! stops), metrics (the playback evaluation of each window: percentage, representation, healthy,
+//! stops), the transcoder's ladder notice (x264 rungs stepped to faster presets because the box could
+//! not keep up; cleared when back at the configured presets or when the stream stops), metrics (the playback evaluation of each window: percentage, representation, healthy,
 //! and its own message) and the server's configuration checks (the first security warning, such as
 //! a weak admin password), object storage (uploads failing or behind), simulcast (a forward target
 //! failed). The hub is the only writer of
 //! `Health`: it combines the inputs — the capacity notice first (the channel is not live, or not
-//! transcoded), the encoder notice next, then the storage notice (viewers are
+//! transcoded), the encoder notice next, then the ladder notice, then the storage notice (viewers are
 //! affected at once), then the newest hardware alert, then the playback message, then the simulcast notice (viewers here are not affected), then the security warning — publishes the result on a `watch` channel, and puts HEALTH_ALERT on the bus
 //! when the message changes.
 
@@ -57,6 +58,10 @@ pub enum HealthInput {
     /// The capacity notice: the channel's last publisher was refused, or its broadcast is served as
     /// passthrough, because the server was over capacity (`None` once it goes live with its ladder).
     Capacity(Option<String>),
+    /// The ladder notice: the transcoder stepped its x264 rungs to faster presets because the box could
+    /// not keep up, or the ladder does not fit even at the fastest (`None` once back at the configured
+    /// presets, or when the stream stops).
+    Ladder(Option<String>),
 }
 
 #[derive(Default)]
@@ -69,6 +74,7 @@ struct Inputs {
     storage: Option<String>,
     simulcast: Option<String>,
     capacity: Option<String>,
+    ladder: Option<String>,
 }
 
 impl Inputs {
@@ -78,6 +84,7 @@ impl Inputs {
             .capacity
             .clone()
             .or_else(|| self.encoder.clone())
+            .or_else(|| self.ladder.clone())
             .or_else(|| self.storage.clone())
             .or_else(|| self.hardware.last().map(|(_, m)| m.clone()))
             .or(playback)
@@ -130,6 +137,10 @@ impl HealthHub {
             HealthInput::Capacity(notice) => {
                 inputs.capacity = notice.filter(|n| !n.trim().is_empty());
                 HealthSource::Capacity
+            }
+            HealthInput::Ladder(notice) => {
+                inputs.ladder = notice.filter(|n| !n.trim().is_empty());
+                HealthSource::Ladder
             }
             HealthInput::Security(warning) => {
                 inputs.security = warning.filter(|w| !w.trim().is_empty());
@@ -229,6 +240,16 @@ mod tests {
         hub.submit(HealthInput::Encoder(Some("fell back".into())));
         assert_eq!(hub.submit(HealthInput::Capacity(Some("over capacity".into()))).message, "over capacity");
         assert_eq!(hub.submit(HealthInput::Capacity(None)).message, "fell back");
+    }
+
+    #[test]
+    fn the_ladder_notice_comes_after_the_encoder_and_before_storage() {
+        let hub = HealthHub::new(Bus::default());
+        hub.submit(HealthInput::Storage(Some("storage failing".into())));
+        assert_eq!(hub.submit(HealthInput::Ladder(Some("stepped down".into()))).message, "stepped down");
+        assert_eq!(hub.submit(HealthInput::Encoder(Some("fell back".into()))).message, "fell back");
+        hub.submit(HealthInput::Encoder(None));
+        assert_eq!(hub.submit(HealthInput::Ladder(None)).message, "storage failing");
     }
 
     #[test]

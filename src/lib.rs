@@ -85,7 +85,8 @@
 //!   whether a ladder fits the box (`hardware::fit`: a short measurement per encoder and rung size in a
 //!   `castd measure` child, cached per box in the data dir; the admin Video page asks before going live).
 //! - [`transcode`]: the transcode worker process, its supervision, the stream's life cycle (the only
-//!   writer of the stream state), thumbnails: the media plane's first reader (each broadcast's source
+//!   writer of the stream state), capacity-aware ladders (x264 presets stepped down when the box cannot
+//!   keep up, TRANSCODE_DEGRADED), thumbnails: the media plane's first reader (each broadcast's source
 //!   and the writer of its profile and feed). Given: settings, bus, stream writer, viewer counts,
 //!   health hub, telemetry, the encoder list, the media plane. Sees no HTTP types and no tokens.
 //! - [`ingest`]: what every publishing protocol shares (the stream-key check with its per-address

@@ -50,6 +50,18 @@ pub struct VariantProgress {
     /// Media seconds produced per wall second over the last interval (realtime factor).
     pub speed: f64,
     pub frames: u64,
+    /// Fraction of the interval the variant's encoding stage worked (scale + encode; 1.0: it never
+    /// waited for its next picture); 0 for copies and hardware rungs.
+    #[serde(default)]
+    pub busy: f64,
+    /// The x264 preset the variant is encoded with now (the capacity policy may have stepped it down
+    /// from the configured one); absent for copies and hardware encoders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// How far the variant's output has fallen behind real time (seconds; the software ladder's lag
+    /// growth, 0 for copies): it is working off a backlog while above 0.
+    #[serde(default)]
+    pub lag: f64,
 }
 
 /// Runtime state of the stream.

@@ -2,7 +2,8 @@
 //! and health inputs, so that producers never import metrics (nor metrics them).
 //!
 //! Writers: hardware (CPU and GPU samples), ingest (the broadcaster's measured bitrate), transcode
-//! (each variant's encoder, fps and speed), chat (connected clients, slow clients dropped), webhooks
+//! (each variant's encoder, fps, speed and sustainable speed, the software ladder's headroom), chat
+//! (connected clients, slow clients dropped), webhooks
 //! (delivery results), storage (object uploads, failures, bytes, queue depth, upload latencies).
 //! Reader: metrics. Every method is cheap and callable from any thread; nothing here blocks for long.
 
@@ -17,6 +18,9 @@ pub struct EncoderFigures {
     pub encoder: String,
     pub fps: f64,
     pub speed: f64,
+    /// The real-time factor the variant can sustain (speed over its stage's busy fraction; capacity
+    /// policy), for x264 rungs of the software ladder.
+    pub capacity: Option<f64>,
 }
 
 /// One GPU's latest figures (percent, except `temperature` in °C and `power` in W); `None`: not read.
@@ -37,6 +41,8 @@ pub struct Telemetry {
     gpu: Mutex<BTreeMap<String, GpuFigures>>,
     ingest_kbps: Mutex<Option<f64>>,
     encoders: Mutex<BTreeMap<usize, EncoderFigures>>,
+    /// The software ladder's headroom (1 − load; negative when behind), while a stream is transcoded.
+    transcode_headroom: Mutex<Option<f64>>,
     /// Per variant: (sum of speeds, samples) since the last `take_speeds`.
     speeds: Mutex<BTreeMap<usize, (f64, u32)>>,
     chat_clients: AtomicU64,
@@ -150,6 +156,20 @@ impl Telemetry {
         }
     }
 
+    /// `variant` can sustain `capacity` times real time at its preset (`None`: not measured).
+    pub fn encoder_capacity(&self, variant: usize, capacity: Option<f64>) {
+        self.encoders.lock().entry(variant).or_default().capacity = capacity.filter(|c| c.is_finite());
+    }
+
+    /// The software ladder's headroom (`None`: not measured).
+    pub fn set_transcode_headroom(&self, headroom: Option<f64>) {
+        *self.transcode_headroom.lock() = headroom.filter(|h| h.is_finite());
+    }
+
+    pub fn transcode_headroom(&self) -> Option<f64> {
+        *self.transcode_headroom.lock()
+    }
+
     pub fn encoders(&self) -> BTreeMap<usize, EncoderFigures> {
         self.encoders.lock().clone()
     }
@@ -166,6 +186,7 @@ impl Telemetry {
     /// The stream stopped: forget its encoder and ingest figures.
     pub fn clear_stream(&self) {
         self.encoders.lock().clear();
+        *self.transcode_headroom.lock() = None;
         self.speeds.lock().clear();
         *self.ingest_kbps.lock() = None;
     }

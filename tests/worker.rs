@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
@@ -228,4 +228,151 @@ fn worker_reads_the_container_it_is_told() {
 
     let out = run("flv", &dir.join("hls-flv"));
     assert!(!out.status.success(), "MPEG-TS announced as FLV is not probed into working");
+}
+
+/// The x264 options a segment's encoder wrote into its SEI (`subme=…` and friends).
+fn x264_options(segment: &Path) -> String {
+    x264_sei(segment).expect("x264's SEI in the segment")
+}
+
+/// The x264 options in a segment, when an encoder started in it (x264 writes them on its first frame).
+fn x264_sei(segment: &Path) -> Option<String> {
+    let bytes = std::fs::read(segment).expect("read segment");
+    let text = String::from_utf8_lossy(&bytes);
+    let at = text.find("options: ")?;
+    Some(text[at..].chars().take_while(|c| *c != '\0').take(2000).collect())
+}
+
+/// A worker restarted after the capacity policy stepped the ladder down (`ladderStep`) opens its x264
+/// rungs at the stepped presets, not the configured ones: cpuUsageLevel 4 (`fast`, subme=6) two steps
+/// down is `veryfast` (subme=2); a rung configured at `superfast` stops at `ultrafast` (subme=0).
+#[test]
+fn a_restarted_worker_continues_at_the_capacity_step() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let input = dir.join("in.flv");
+    make_input_with(&input, 2, "640x360", &[]);
+    let run = |hls: &Path, step: u32| {
+        let config = json!({
+            "hlsDir": hls, "segmentSeconds": 2, "listSize": 5, "encoder": "libx264", "append": false,
+            "segmentId": "c", "ladderStep": step,
+            "variants": [
+                {"scaledWidth": 640, "scaledHeight": 360, "videoBitrate": 800, "framerate": 30, "cpuUsageLevel": 4},
+                {"scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 300, "framerate": 30, "cpuUsageLevel": 1}
+            ]
+        });
+        let out = Command::new(common::BIN)
+            .args(["--log-level", "warn", "worker", "--config", &config.to_string()])
+            .stdin(Stdio::from(std::fs::File::open(&input).expect("open input")))
+            .output()
+            .expect("run the worker");
+        assert!(out.status.success(), "worker: {}", String::from_utf8_lossy(&out.stderr));
+        let first = |n: usize| {
+            let playlist = std::fs::read_to_string(hls.join(n.to_string()).join("stream.m3u8")).expect("playlist");
+            let seg = playlist.lines().find(|l| l.ends_with(".ts")).expect("a segment").to_string();
+            x264_options(&hls.join(n.to_string()).join(seg))
+        };
+        (first(0), first(1))
+    };
+    let (fast, superfast) = run(&dir.join("as-configured"), 0);
+    assert!(fast.contains(" subme=6 ") && superfast.contains(" subme=1 "), "{fast}\n{superfast}");
+    let (stepped, floor) = run(&dir.join("stepped"), 2);
+    assert!(stepped.contains(" subme=2 "), "fast two presets faster is veryfast: {stepped}");
+    assert!(floor.contains(" subme=0 "), "superfast two presets faster stops at ultrafast: {floor}");
+    let threads = |o: &str| o.split(' ').find(|w| w.starts_with("threads=")).map(str::to_string);
+    assert_eq!(threads(&stepped), threads(&fast), "the stepped rung keeps its threads");
+}
+
+/// Concatenate variant `n`'s init segment (fMP4) and every listed segment into one file; ffprobe its
+/// video frames: (key, pts seconds) each, and what ffprobe said on stderr.
+fn probe_concatenated(hls: &Path, n: usize) -> (Vec<(bool, f64)>, String, Vec<PathBuf>) {
+    let dir = hls.join(n.to_string());
+    let playlist = std::fs::read_to_string(dir.join("stream.m3u8")).expect("variant playlist");
+    let init = playlist.lines().find_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\"")).map(|r| r.trim_end_matches('"'));
+    let segments: Vec<PathBuf> =
+        playlist.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).map(|l| dir.join(l)).collect();
+    let mut bytes = init.map(|i| std::fs::read(dir.join(i)).expect("init segment")).unwrap_or_default();
+    for s in &segments {
+        bytes.extend(std::fs::read(s).expect("segment"));
+    }
+    let all = dir.join(if init.is_some() { "all.mp4" } else { "all.ts" });
+    std::fs::write(&all, bytes).expect("write the concatenation");
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=key_frame,pts_time", "-of", "json"])
+        .arg(&all)
+        .output()
+        .expect("run ffprobe");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("ffprobe json");
+    let frames = v["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .map(|f| {
+            let t = f["pts_time"].as_str().and_then(|s| s.parse().ok()).unwrap_or(f64::NAN);
+            (f["key_frame"].as_u64() == Some(1), t)
+        })
+        .collect();
+    (frames, String::from_utf8_lossy(&out.stderr).to_string(), segments)
+}
+
+/// The capacity policy's preset switch in the middle of a stream (forced with `debugLadderStepAt`, as
+/// the policy would decide it on an overloaded box): at the next segment boundary each x264 rung drains
+/// its encoder and opens one at the new preset. In MPEG-TS (classic HLS) and in CMAF (LL-HLS) the output
+/// stays one valid stream: every frame decodes, timestamps advance by one frame interval across the
+/// switch, segments start on keyframes, and the segments after it carry the new preset's SPS/PPS and
+/// options in band.
+#[test]
+fn a_preset_switch_mid_stream_keeps_every_output_valid() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let input = dir.join("in.flv");
+    make_input_with(&input, 8, "640x360", &[]);
+    for low_latency in [false, true] {
+        let hls = dir.join(if low_latency { "ll" } else { "ts" });
+        let config = json!({
+            "hlsDir": hls, "segmentSeconds": 2, "listSize": 10, "encoder": "libx264", "append": false,
+            "segmentId": "s", "lowLatency": low_latency, "debugLadderStepAt": [3.0, 4],
+            "variants": [
+                {"scaledWidth": 640, "scaledHeight": 360, "videoBitrate": 800, "framerate": 30, "cpuUsageLevel": 4,
+                 "audioPassthrough": true},
+                {"scaledWidth": 320, "scaledHeight": 180, "videoBitrate": 300, "framerate": 30, "cpuUsageLevel": 4,
+                 "audioPassthrough": true}
+            ]
+        });
+        let out = Command::new(common::BIN)
+            .args(["--log-level", "warn", "worker", "--config", &config.to_string()])
+            .stdin(Stdio::from(std::fs::File::open(&input).expect("open input")))
+            .output()
+            .expect("run the worker");
+        let events = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "worker: {}", String::from_utf8_lossy(&out.stderr));
+        let changed: Value = events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["type"] == "ladderChanged")
+            .unwrap_or_else(|| panic!("a ladderChanged event: {events}"));
+        assert_eq!(changed["step"], 4);
+        assert_eq!(changed["presets"], json!(["ultrafast", "ultrafast"]));
+        assert_eq!(changed["configured"], json!(["fast", "fast"]));
+        for n in 0..2 {
+            let (frames, stderr, segments) = probe_concatenated(&hls, n);
+            let what = format!("low latency {low_latency}, variant {n}");
+            assert!(stderr.trim().is_empty(), "{what}: ffprobe says {stderr}");
+            assert!((frames.len() as i64 - 240).abs() <= 2, "{what}: {} frames", frames.len());
+            for pair in frames.windows(2) {
+                let dt = pair[1].1 - pair[0].1;
+                assert!((dt - 1.0 / 30.0).abs() < 0.005, "{what}: frame step {dt} at {}", pair[0].1);
+            }
+            let keys: Vec<f64> = frames.iter().filter(|f| f.0).map(|f| f.1 - frames[0].1).collect();
+            assert!(keys.iter().all(|k| (k / 2.0 - (k / 2.0).round()).abs() < 0.01), "{what}: keyframes {keys:?}");
+            let first = x264_options(&segments[0]);
+            assert!(first.contains(" subme=6 "), "{what}: the first segment is at fast: {first}");
+            // A new encoder starts (its options in band) in the segment from 4 s, the first boundary
+            // after 3 s; the segments before have none.
+            let started: Vec<usize> = (1..segments.len()).filter(|&k| x264_sei(&segments[k]).is_some()).collect();
+            assert_eq!(started, [2], "{what}: one switch, at the segment from 4 s");
+            let after = x264_options(&segments[2]);
+            assert!(after.contains(" subme=0 "), "{what}: the segments from 4 s are at ultrafast: {after}");
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! `EventType` is the one list of event names (Owncast's webhook types plus castd's internal ones);
 //! `Event` carries a typed payload for each (`chat` holds the chat events' types, which are also the
-//! chat wire format; `schedule`, `simulcast` and `replays` the payloads of those features' webhooks;
+//! chat wire format; `schedule`, `simulcast`, `replays` and `transcode` the payloads of those features' webhooks;
 //! `settings` the settings store's change announcement), and `Event::data_json` is the `eventData`
 //! webhooks deliver.
 //!
@@ -27,12 +27,14 @@ pub mod replays;
 pub mod schedule;
 pub mod settings;
 pub mod simulcast;
+pub mod transcode;
 
 pub use chat::ChatEvent;
 pub use replays::{Clip, Replay};
 pub use schedule::{ScheduleActivity, ScheduleNotice};
 pub use settings::SettingsChange;
 pub use simulcast::TargetStatus;
+pub use transcode::{DegradedVariant, TranscodeDegraded};
 
 /// Every kind of event castd publishes. `WEBHOOK_TYPES` lists Owncast's webhook event types (their
 /// wire names are the webhook `type`s), SCHEDULED_EVENTS, the two Fediverse engagement types and castd's
@@ -102,11 +104,15 @@ pub enum EventType {
     /// castd: a clip was created (`data` is the clip; chat announces a viewer's clip).
     #[serde(rename = "CLIP_CREATED")]
     ClipCreated,
+    /// castd: the transcoder stepped its x264 rungs to faster presets because the box could not keep
+    /// up (or back towards the configured ones: `data.degraded` false).
+    #[serde(rename = "TRANSCODE_DEGRADED")]
+    TranscodeDegraded,
 }
 
 impl EventType {
     /// The event types a webhook may subscribe to, in the interface's order.
-    pub const WEBHOOK_TYPES: [EventType; 19] = [
+    pub const WEBHOOK_TYPES: [EventType; 20] = [
         EventType::Chat,
         EventType::UserJoined,
         EventType::UserParted,
@@ -126,6 +132,7 @@ impl EventType {
         EventType::SimulcastStateChanged,
         EventType::ReplayReady,
         EventType::ClipCreated,
+        EventType::TranscodeDegraded,
     ];
 
     /// The wire name (`"CHAT"`, `"VISIBILITY-UPDATE"`, ...).
@@ -156,6 +163,7 @@ impl EventType {
             EventType::SimulcastStateChanged => "SIMULCAST_STATE_CHANGED",
             EventType::ReplayReady => "REPLAY_READY",
             EventType::ClipCreated => "CLIP_CREATED",
+            EventType::TranscodeDegraded => "TRANSCODE_DEGRADED",
         }
     }
 
@@ -204,6 +212,8 @@ pub enum Event {
         clip: Clip,
         announce: Option<String>,
     },
+    /// castd: the transcoder's ladder changed presets for capacity (see `transcode`).
+    TranscodeDegraded(TranscodeDegraded),
 }
 
 impl Event {
@@ -222,6 +232,7 @@ impl Event {
             Event::SimulcastStateChanged(_) => EventType::SimulcastStateChanged,
             Event::ReplayReady(_) => EventType::ReplayReady,
             Event::ClipCreated { .. } => EventType::ClipCreated,
+            Event::TranscodeDegraded(_) => EventType::TranscodeDegraded,
         }
     }
 
@@ -239,6 +250,7 @@ impl Event {
             Event::SimulcastStateChanged(status) => serde_json::to_value(status),
             Event::ReplayReady(replay) => serde_json::to_value(replay),
             Event::ClipCreated { clip, .. } => serde_json::to_value(clip),
+            Event::TranscodeDegraded(d) => serde_json::to_value(d),
         };
         v.unwrap_or(serde_json::Value::Null)
     }
@@ -290,6 +302,8 @@ pub enum HealthSource {
     /// The server over capacity for the channel's publisher (refused, or served as passthrough), or
     /// the channel live with its ladder again.
     Capacity,
+    /// The transcoder stepped its x264 rungs to faster presets to keep up (or back).
+    Ladder,
 }
 
 /// HEALTH_ALERT: the health after the change, and what changed it.
@@ -592,6 +606,42 @@ mod tests {
                 "streamId",
                 "timestamp"
             ]
+        );
+    }
+
+    /// TRANSCODE_DEGRADED's eventData: the stream, the step, each variant's preset now and as
+    /// configured with what it can sustain, the ladder's speed and headroom, and why.
+    #[test]
+    fn transcode_degraded_data_names_the_presets() {
+        let d = TranscodeDegraded {
+            stream_id: "s1".into(),
+            degraded: true,
+            fits: true,
+            step: 2,
+            variants: vec![DegradedVariant {
+                variant: 0,
+                name: "720p".into(),
+                preset: Some("veryfast".into()),
+                configured_preset: Some("fast".into()),
+                speed: 1.4,
+            }],
+            speed: 0.71,
+            headroom: -0.4,
+            reason: "behind".into(),
+            message: "m".into(),
+            timestamp: at("2030-01-01T12:00:00Z"),
+        };
+        let event = Event::TranscodeDegraded(d);
+        assert_eq!(event.kind().as_str(), "TRANSCODE_DEGRADED");
+        assert!(EventType::WEBHOOK_TYPES.contains(&event.kind()));
+        let data = event.data_json();
+        assert_eq!(
+            keys(&data),
+            ["degraded", "fits", "headroom", "message", "reason", "speed", "step", "streamId", "timestamp", "variants"]
+        );
+        assert_eq!(
+            data["variants"][0],
+            serde_json::json!({"variant": 0, "name": "720p", "preset": "veryfast", "configuredPreset": "fast", "speed": 1.4})
         );
     }
 

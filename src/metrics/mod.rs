@@ -203,8 +203,17 @@ impl Metrics {
                 self.prom.encode_fps.get_or_create(&label).set(f.fps);
                 self.prom.encode_speed.get_or_create(&label).set(f.speed);
                 self.prom.encoder_in_use.get_or_create(&labels(*variant, &f.encoder)).set(1);
+                match f.capacity {
+                    Some(c) => {
+                        self.prom.transcode_speed.get_or_create(&label).set(c);
+                    }
+                    None => {
+                        self.prom.transcode_speed.remove(&label);
+                    }
+                }
                 in_use.insert(*variant, f.encoder.clone());
             }
+            self.prom.transcode_headroom.set(t.transcode_headroom().unwrap_or(0.0));
             if encoders.is_empty() {
                 self.prom.clear_stream();
             }
@@ -441,6 +450,17 @@ mod tests {
         metrics.sync_telemetry();
         let text = metrics.prom.encode().unwrap();
         assert!(text.contains("castd_encode_speed{channel=\"default\",variant=\"1\"} 1.1"), "{text}");
+        // The capacity policy's figures: what each x264 rung can sustain, and the ladder's headroom.
+        t.encoder_capacity(1, Some(1.25));
+        t.set_transcode_headroom(Some(-0.5));
+        metrics.sync_telemetry();
+        let text = metrics.prom.encode().unwrap();
+        assert!(text.contains("castd_transcode_speed{channel=\"default\",variant=\"1\"} 1.25"), "{text}");
+        assert!(!text.contains("castd_transcode_speed{channel=\"default\",variant=\"0\"}"), "not measured: {text}");
+        assert!(text.contains("castd_transcode_headroom{channel=\"default\"} -0.5"), "{text}");
+        t.clear_stream();
+        metrics.sync_telemetry();
+        assert!(!metrics.prom.encode().unwrap().contains("castd_transcode_speed{"));
     }
 
     #[test]

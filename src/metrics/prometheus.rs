@@ -53,6 +53,10 @@ pub struct Prom {
     pub encode_fps: Family<Labels, FloatGauge>,
     pub encode_speed: Family<Labels, FloatGauge>,
     pub encoder_in_use: Family<Labels, Gauge>,
+    /// Per x264 rung: the real-time factor it can sustain at its current preset (capacity policy).
+    pub transcode_speed: Family<Labels, FloatGauge>,
+    /// The software ladder's headroom: 1 − its load (negative: short of real time by that fraction).
+    pub transcode_headroom: FloatGauge,
     pub ingest_bitrate_kbps: FloatGauge,
     pub webhook_deliveries: Counter,
     pub webhook_failures: Counter,
@@ -121,6 +125,8 @@ impl Prom {
             encode_fps: Family::default(),
             encode_speed: Family::default(),
             encoder_in_use: Family::default(),
+            transcode_speed: Family::default(),
+            transcode_headroom: FloatGauge::default(),
             ingest_bitrate_kbps: FloatGauge::default(),
             webhook_deliveries: Counter::default(),
             webhook_failures: Counter::default(),
@@ -180,6 +186,16 @@ impl Prom {
             p.encode_speed.clone(),
         );
         r.register("castd_encoder_in_use", "1 for the encoder each output variant uses", p.encoder_in_use.clone());
+        r.register(
+            "castd_transcode_speed",
+            "Real-time factor each x264 rung can sustain at its current preset (below 1 cannot keep up)",
+            p.transcode_speed.clone(),
+        );
+        r.register(
+            "castd_transcode_headroom",
+            "Headroom of the software ladder: 1 minus its load (negative: short of real time by that fraction)",
+            p.transcode_headroom.clone(),
+        );
         r.register(
             "castd_ingest_bitrate_kbps",
             "Inbound bitrate from the broadcaster, kbps",
@@ -311,6 +327,8 @@ impl Prom {
         self.encode_fps.clear();
         self.encode_speed.clear();
         self.encoder_in_use.clear();
+        self.transcode_speed.clear();
+        self.transcode_headroom.set(0.0);
         self.ingest_bitrate_kbps.set(0.0);
     }
 }

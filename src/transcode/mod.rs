@@ -14,6 +14,8 @@
 //!   hardware path), `worker::timing` (output frame slots), `worker::cmaf` (the CMAF packager of
 //!   LL-HLS) and `worker::report` (what the worker reports about the files its muxer wrote).
 //! - `rtlink`: the real-time link (Unix socket) from the worker's real-time output to `media::realtime`.
+//! - `capacity`: the capacity-aware ladder's policy (step the x264 rungs to faster presets when the
+//!   worker falls behind real time, back when headroom returns) and its health wording; pure, no libav.
 //! - `supervisor`: spawning, feeding, restarting, and the stream's online/offline life cycle.
 //! - `encoders`: which encoder a stream starts on, and the notices when that changes.
 //! - `thumbnail`: the thumbnail and preview, made in a child process while live.
@@ -31,6 +33,7 @@
 //! `recipe`, `WorkerConfig::part_seconds` in `worker::cmaf` (`tests/architecture.rs` checks the files' imports
 //! have no cycles).
 
+pub mod capacity;
 pub mod child;
 pub mod encoders;
 pub mod recipe;
@@ -158,6 +161,15 @@ pub struct WorkerConfig {
     /// The real-time output for WebRTC viewers (`rtlink`), when WebRTC is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realtime: Option<RealtimeConfig>,
+    /// The capacity step the x264 rungs start at (presets faster than configured; `capacity`): a
+    /// restarted worker continues where the last one had stepped to.
+    #[serde(default)]
+    pub ladder_step: u32,
+    /// Test/debug only (the daemon never sets it): `[seconds, step]` moves the x264 rungs to capacity
+    /// step `step` once the input reaches `seconds` of media, as if the policy had decided so, so the
+    /// mid-stream preset switch can be tested without an overloaded box.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_ladder_step_at: Option<(f64, u32)>,
 }
 
 /// What the worker needs for the real-time output (`rtlink`).
@@ -185,7 +197,16 @@ pub enum WorkerEvent {
     },
     Progress {
         variants: Vec<VariantProgress>,
+        /// How far the software ladder has fallen behind real time (seconds of lag growth, `capacity`).
+        #[serde(default)]
+        lag: f64,
+        /// The ladder's headroom (1 − load; negative when it falls behind; `capacity::Policy::load`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        headroom: Option<f64>,
     },
+    /// The capacity policy moved the x264 rungs to other presets, or found that the ladder does not
+    /// fit even at the fastest one (see `capacity`).
+    LadderChanged(LadderChange),
     /// A segment was finished (exactly what was written; see `media::SegmentWritten`).
     SegmentWritten(crate::media::SegmentWritten),
     /// An LL-HLS part was written (low-latency mode).
@@ -212,6 +233,29 @@ pub enum WorkerEvent {
     },
     /// The input ended and every playlist is finalised.
     Finished,
+}
+
+/// What the worker reports when the capacity policy changes the ladder.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LadderChange {
+    /// Presets faster than configured (0: as configured).
+    pub step: u32,
+    /// Whether the ladder keeps up at this step (false: behind even at `ultrafast`).
+    pub fits: bool,
+    /// Per variant: the x264 preset it uses now (`None`: not an x264 rung).
+    pub presets: Vec<Option<String>>,
+    /// Per variant: its configured x264 preset (`None`: not an x264 rung).
+    pub configured: Vec<Option<String>>,
+    /// Per variant: the real-time factor it can sustain at its preset (speed / busy).
+    pub speeds: Vec<f64>,
+    /// The ladder's speed that led to the change (media seconds per wall second).
+    pub speed: f64,
+    pub headroom: f64,
+    /// Why, in words (`behind`, `doesNotFit`, `fits`, `headroom`).
+    pub reason: String,
+    /// The rung to reduce when the ladder does not fit (its name, size and frame rate).
+    pub heaviest: String,
 }
 
 /// A short random id for segment names.

@@ -33,6 +33,12 @@
 //!   health says so (`hls` alert), and the worker is started again every `DISK_FULL_RETRY` for as
 //!   long as the broadcaster stays; once a worker starts, or the running one finds, room again the
 //!   alert is cleared. Chat, the API and the database are elsewhere and carry on.
+//! - Capacity (`capacity`): the worker steps its x264 rungs to faster presets when it falls behind real
+//!   time and back when headroom returns, without a restart; each `WorkerEvent::LadderChanged` becomes
+//!   the health's ladder notice (`capacity::health_message`, cleared back at the configured presets and
+//!   when the stream stops), a TRANSCODE_DEGRADED event on the bus, and the step a restarted worker
+//!   starts at (`WorkerConfig::ladder_step`); the progress reports feed `castd_transcode_speed` and
+//!   `castd_transcode_headroom` (telemetry).
 //! - Encoders: at stream start the selected encoder (`encoders::selected`) is planned per
 //!   variant with `hwaccel::plan_sessions` (NVENC's session cap from NVML, when there is a driver).
 //! - End: when the broadcaster leaves, the worker's stdin is closed so it finalises the playlists
@@ -51,11 +57,12 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
+use super::capacity::{self, RungPreset};
 use super::child::own_exe;
 use super::encoders;
 use super::recipe::{self, SOFTWARE_ENCODER};
-use super::{new_segment_id, thumbnail, Transcoder, WorkerConfig, WorkerEvent};
-use crate::events::Event;
+use super::{new_segment_id, thumbnail, LadderChange, Transcoder, WorkerConfig, WorkerEvent};
+use crate::events::{DegradedVariant, Event, TranscodeDegraded};
 use crate::health::HealthInput;
 use crate::media::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
 use crate::media::{Attached, Broadcast, BroadcastReader, MediaChunk, MediaEvent, Profile, SourceReader};
@@ -262,6 +269,8 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
         low_latency: s.low_latency_hls(),
         part_ms: t.deps.llhls_part_ms,
         realtime: None,
+        ladder_step: 0,
+        debug_ladder_step_at: None,
     };
     let realtime_variant = s.webrtc.realtime_variant(&cfg.variants);
     let variant_count = cfg.variants.len();
@@ -283,9 +292,20 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
     let mut hw_failures = 0u32;
     let mut encoder_failure: Option<EncoderFailure>;
     let mut thumbnails: Option<CancellationToken> = None;
+    let mut ladder = LadderState {
+        step: 0,
+        names: cfg
+            .variants
+            .iter()
+            .enumerate()
+            .map(|(n, v)| if v.name.trim().is_empty() { format!("variant {n}") } else { v.name.clone() })
+            .collect(),
+    };
 
     let mut disk_full = false;
     loop {
+        // A restarted worker continues at the capacity step its predecessor had reached.
+        cfg.ladder_step = ladder.step;
         if disk_full && has_room(&dir, 4 * HLS_PROBE_BYTES) {
             disk_full = false;
             room_again(&t);
@@ -336,11 +356,13 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
             &dir,
             thumb_variant,
             &mut disk_full,
+            &mut ladder,
         )
         .await;
         match outcome {
             Outcome::Ended => {
-                finish_worker(&mut worker, |ev| on_event(&t, &b, ev, &mut thumbnails, thumb_variant)).await;
+                finish_worker(&mut worker, |ev| on_event(&t, &b, ev, &mut thumbnails, thumb_variant, &mut ladder))
+                    .await;
                 break;
             }
             Outcome::Failed(why) => {
@@ -417,9 +439,63 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
     t.deps.media.end(&b);
     t.deps.telemetry.clear_stream();
     t.deps.health.submit(HealthInput::Encoder(None));
+    t.deps.health.submit(HealthInput::Ladder(None));
     t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
     publish_stream_event(&t, Event::StreamStopped);
     info!("stream offline");
+}
+
+/// The capacity step of the stream's ladder (`capacity`), kept across worker restarts, and the
+/// variants' names for the health message.
+struct LadderState {
+    step: u32,
+    names: Vec<String>,
+}
+
+/// The worker changed its ladder's presets (`capacity`): the health notice, TRANSCODE_DEGRADED, and the
+/// step for the next worker.
+fn ladder_changed(t: &Transcoder, ladder: &mut LadderState, change: LadderChange) {
+    ladder.step = change.step;
+    let name = |n: usize| ladder.names.get(n).cloned().unwrap_or_else(|| format!("variant {n}"));
+    let rungs: Vec<RungPreset> = change
+        .presets
+        .iter()
+        .zip(&change.configured)
+        .enumerate()
+        .filter_map(|(n, (p, c))| Some(RungPreset { name: name(n), preset: p.clone()?, configured: c.clone()? }))
+        .collect();
+    let message = capacity::health_message(&rungs, change.fits, &change.reason, change.speed, &change.heaviest);
+    match &message {
+        Some(m) => warn!(step = change.step, "{m}"),
+        None => info!("the transcoder keeps up again at the configured x264 presets"),
+    }
+    t.deps.health.submit(HealthInput::Ladder(message.clone()));
+    let degraded = change.presets.iter().zip(&change.configured).any(|(p, c)| p != c);
+    let variants = change
+        .presets
+        .iter()
+        .zip(&change.configured)
+        .enumerate()
+        .map(|(n, (p, c))| DegradedVariant {
+            variant: n,
+            name: name(n),
+            preset: p.clone(),
+            configured_preset: c.clone(),
+            speed: change.speeds.get(n).copied().unwrap_or(0.0),
+        })
+        .collect();
+    t.deps.bus.publish(Event::TranscodeDegraded(TranscodeDegraded {
+        stream_id: t.deps.stream.get().stream_id.unwrap_or_default(),
+        degraded,
+        fits: change.fits,
+        step: change.step,
+        variants,
+        speed: change.speed,
+        headroom: change.headroom,
+        reason: change.reason,
+        message: message.unwrap_or_default(),
+        timestamp: Utc::now(),
+    }));
 }
 
 /// What a worker said about its failing encoder.
@@ -483,6 +559,8 @@ fn pass_through(t: &Transcoder, cfg: &mut WorkerConfig, from: &str, reason: &str
     cfg.debug_encoder_fault = None;
     let names = cfg.encoders.iter().map(|e| e.name.clone()).collect();
     encoders::report_fallback(t, from, "copy", reason, names);
+    // Nothing is encoded any more: no x264 preset to speak of.
+    t.deps.health.submit(HealthInput::Ladder(None));
 }
 
 /// Empty `dir` (creating it if needed). The directory itself stays: it may be a mount point (a
@@ -616,6 +694,7 @@ async fn run_worker(
     dir: &Path,
     thumb_variant: usize,
     disk_full: &mut bool,
+    ladder: &mut LadderState,
 ) -> Outcome {
     let mut header_written = false;
     let mut last_input = Instant::now();
@@ -662,7 +741,7 @@ async fn run_worker(
                 if let WorkerEvent::EncoderFailed { encoder, hardware, message } = &ev {
                     *encoder_failure = Some(EncoderFailure { encoder: encoder.clone(), hardware: *hardware, message: message.clone() });
                 }
-                on_event(t, b, ev, thumbnails, thumb_variant);
+                on_event(t, b, ev, thumbnails, thumb_variant, ladder);
             }
             _ = tick.tick() => {
                 // The worker's muxer does not fail on a full disk (it loses the writes), so the
@@ -691,15 +770,21 @@ fn on_event(
     ev: WorkerEvent,
     thumbnails: &mut Option<CancellationToken>,
     thumb_variant: usize,
+    ladder: &mut LadderState,
 ) {
     let dir = &b.dir;
     match ev {
-        WorkerEvent::Progress { variants } => {
+        WorkerEvent::Progress { variants, headroom, .. } => {
             for v in &variants {
                 t.deps.telemetry.encoder_progress(v.variant, &v.encoder, v.fps, v.speed);
+                let capacity =
+                    v.preset.as_ref().map(|_| if v.busy > 0.01 { (v.speed / v.busy).min(99.0) } else { 99.0 });
+                t.deps.telemetry.encoder_capacity(v.variant, capacity);
             }
+            t.deps.telemetry.set_transcode_headroom(headroom);
             t.deps.stream.update(|st| st.transcode = variants);
         }
+        WorkerEvent::LadderChanged(change) => ladder_changed(t, ladder, change),
         WorkerEvent::Started { width, height, encoders } => {
             info!(width, height, ?encoders, "transcoding");
             t.deps.stream.update(|st| {

@@ -22,7 +22,8 @@
 //! follower is approved; FEDIVERSE_ENGAGEMENT_LIKE and _REPOST — federation when a Like or an Announce
 //! arrives in the inbox (all three with the same `eventData` shape); PING and PONG — the chat hub's keepalive
 //! (a client's ping and the server's pong); SCHEDULED_EVENTS — the schedule (a scheduled stream's warning,
-//! start, end and reminder); SIMULCAST_STATE_CHANGED (castd) — simulcast, when a forward target changes state.
+//! start, end and reminder); SIMULCAST_STATE_CHANGED (castd) — simulcast, when a forward target changes state;
+//! TRANSCODE_DEGRADED (castd) — the transcoder, when it steps its x264 presets for capacity (or back).
 
 mod delivery;
 
@@ -399,7 +400,7 @@ const CREATE_SCHEMA: &str = r#"{"type":"object","required":["url","events"],"pro
   "events":{"type":"array","minItems":1,"items":{"type":"string","enum":["CHAT","USER_JOINED","USER_PARTED",
     "NAME_CHANGE","FEDIVERSE_ENGAGEMENT_FOLLOW","VISIBILITY-UPDATE","PING","PONG","STREAM_STARTED",
     "STREAM_STOPPED","STREAM_TITLE_UPDATED","SYSTEM","CHAT_ACTION","FEDIVERSE_ENGAGEMENT_LIKE",
-    "FEDIVERSE_ENGAGEMENT_REPOST","SCHEDULED_EVENTS","SIMULCAST_STATE_CHANGED"]}}}}"#;
+    "FEDIVERSE_ENGAGEMENT_REPOST","SCHEDULED_EVENTS","SIMULCAST_STATE_CHANGED","TRANSCODE_DEGRADED"]}}}}"#;
 
 pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
     let mut reg = reg.scope(hooks);

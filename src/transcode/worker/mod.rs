@@ -24,6 +24,7 @@
 //! shared by `stage` and `hw`'s path), `hw` (the hardware path: device, hardware decode or one upload,
 //! libavfilter ladder), `sink` (the HLS muxer or the CMAF packager), `cmaf` (the CMAF (fMP4) packager
 //! of LL-HLS: init segment, parts, segments, reported per part; `WorkerConfig::part_seconds`),
+//! `headroom` (the capacity policy's measurements and its preset changes, `transcode::capacity`),
 //! `report` (what the worker reports about the files it wrote; classic HLS: its own muxer's
 //! playlist), `codecs` (the `CODECS` strings), `master` (the master playlist), `emit` (events to
 //! stdout), `realtime` (the real-time variant's access units and Opus audio to the daemon, for WebRTC
@@ -32,6 +33,7 @@
 mod cmaf;
 mod codecs;
 mod emit;
+mod headroom;
 mod hw;
 mod master;
 mod pipeline;

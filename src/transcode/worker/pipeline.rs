@@ -12,6 +12,7 @@ use hwaccel::{EncoderInfo, InputSpec};
 
 use super::codecs::codec_from_annexb;
 use super::emit::emit;
+use super::headroom::{Headroom, VariantName};
 use super::hw::HwPath;
 use super::master::write_master;
 use super::realtime::RealtimeOut;
@@ -21,6 +22,7 @@ use super::timing::{output_pts, output_slot};
 use super::variant::{audio_encoded, AudioPath, Setup, Source, StageInfo, Variant, VideoPath};
 use crate::media::SegmentWritten;
 use crate::stream::VariantProgress;
+use crate::transcode::capacity;
 use crate::transcode::recipe::{self, encoder_error};
 use crate::transcode::{TranscodeError, WorkerConfig, WorkerEvent};
 
@@ -54,6 +56,8 @@ pub(super) struct Pipeline {
     last_report: Instant,
     /// The real-time output (WebRTC viewers), when the daemon asked for it.
     realtime: Option<RealtimeOut>,
+    /// The capacity policy of the software ladder's x264 rungs, when there are any.
+    headroom: Option<Headroom>,
 }
 
 impl Pipeline {
@@ -88,6 +92,7 @@ impl Pipeline {
         }
         let order = scaling_order(&mut variants, sw, sh);
         let ladder = start_stages(&mut variants, &order)?;
+        let headroom = ladder.as_ref().and_then(|l| watch_headroom(&cfg, &infos, &variants, l));
         emit(&WorkerEvent::Started {
             width: sw,
             height: sh,
@@ -115,6 +120,7 @@ impl Pipeline {
             start: Instant::now(),
             last_report: Instant::now(),
             realtime,
+            headroom,
         })
     }
 
@@ -186,7 +192,12 @@ impl Pipeline {
             });
         }
         if self.hw.is_some() {
-            return self.on_frame_hw(decoded, t0);
+            self.on_frame_hw(decoded, t0)?;
+            // A decode path's x264 rungs are stepped like the CPU ladder's.
+            if let Some(h) = self.headroom.as_mut() {
+                h.on_frame(t, t0);
+            }
+            return Ok(());
         }
         let n = self.variants.len();
         let mut plan = Plan { t, t0, wants: vec![false; n], needed: vec![false; n], pts: vec![0; n] };
@@ -217,6 +228,9 @@ impl Pipeline {
                 self.collect(false)?;
                 return Err(e);
             }
+        }
+        if let Some(h) = self.headroom.as_mut() {
+            h.on_frame(t, t0);
         }
         self.collect(false)
     }
@@ -465,6 +479,7 @@ impl Pipeline {
             return;
         }
         self.last_report = Instant::now();
+        let measured = self.headroom.as_mut().map(|h| h.sample(dt));
         let variants = self
             .variants
             .iter_mut()
@@ -476,13 +491,20 @@ impl Pipeline {
                     fps: (v.frames - v.last_report_frames) as f64 / dt,
                     speed: ((v.media_time - v.last_report_media_time) / dt).max(0.0),
                     frames: v.frames,
+                    busy: measured.as_ref().and_then(|m| m.busy.get(n).copied()).unwrap_or(0.0),
+                    preset: measured.as_ref().and_then(|m| m.presets.get(n).cloned().flatten()),
+                    lag: match (&v.video, &measured) {
+                        (VideoPath::Stage(_), Some(m)) => m.lag,
+                        _ => 0.0,
+                    },
                 };
                 v.last_report_frames = v.frames;
                 v.last_report_media_time = v.media_time;
                 p
             })
             .collect();
-        emit(&WorkerEvent::Progress { variants });
+        let (lag, headroom) = measured.map(|m| (m.lag, m.headroom)).unwrap_or((0.0, None));
+        emit(&WorkerEvent::Progress { variants, lag, headroom });
     }
 
     pub(super) fn finish(&mut self) -> Result<(), TranscodeError> {
@@ -683,6 +705,36 @@ fn start_stages(variants: &mut [Variant], order: &[usize]) -> Result<Option<Ladd
         }
     }
     Ok(if encodes.is_empty() { None } else { Some(Ladder::start(encodes)?) })
+}
+
+/// The capacity policy of the software ladder's x264 rungs (`None` without any).
+fn watch_headroom(
+    cfg: &WorkerConfig,
+    infos: &[EncoderInfo],
+    variants: &[Variant],
+    ladder: &Ladder,
+) -> Option<Headroom> {
+    let configured: Vec<Option<usize>> = cfg
+        .variants
+        .iter()
+        .zip(infos)
+        .map(|(v, info)| {
+            let x264 = !v.video_passthrough && info.name == recipe::SOFTWARE_ENCODER;
+            x264.then(|| capacity::preset_index(recipe::x264_preset(v.cpu_usage_level))).flatten()
+        })
+        .collect();
+    let names = cfg
+        .variants
+        .iter()
+        .zip(variants)
+        .map(|(c, v)| VariantName {
+            name: if c.name.trim().is_empty() { format!("{}p", v.height) } else { c.name.clone() },
+            width: v.width,
+            height: v.height,
+            fps: v.framerate,
+        })
+        .collect();
+    Headroom::new(&ladder.controls, &configured, names, cfg.ladder_step, cfg.debug_ladder_step_at)
 }
 
 /// Log each variant's size, encoder and picture source.

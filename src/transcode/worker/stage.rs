@@ -10,17 +10,27 @@
 //! applies its own policy to a worker that cannot keep up). Packets back are unbounded, but each stage
 //! holds at most `FRAMES_IN_FLIGHT` frames, so at most a few packets per stage are ever queued; an
 //! unbounded return path is what keeps a blocked sender from deadlocking the muxer.
+//!
+//! Capacity (`transcode::capacity`): each stage adds the wall time it spends scaling and encoding to
+//! its `StageControl`, which the main thread reads once a second (the stage's busy fraction). When the
+//! policy moves an x264 rung to another preset, the main thread sets it there and the stage switches at
+//! its next segment boundary (the keyframe it forces anyway): it drains its encoder and opens a new
+//! libx264 encoder with the same recipe but that preset (same size, pixel format, time base, GOP,
+//! bitrate and threads), so the packets continue on the same timeline, SPS/PPS in band, and the worker
+//! keeps its decoder and everything else.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use ff::software::scaling;
-use ff::{frame, picture, Packet};
+use ff::{frame, picture, Dictionary, Packet, Rational};
 use ffmpeg_next as ff;
 
 use super::scale;
+use crate::transcode::capacity;
 use crate::transcode::recipe::EncoderRecipe;
 use crate::transcode::TranscodeError;
 
@@ -46,11 +56,93 @@ pub struct VideoEncode {
     pub width: u32,
     pub height: u32,
     pub pix_fmt: ff::format::Pixel,
+    /// libx264's `threads` the encoder was opened with (kept when the preset changes).
+    pub threads: Option<u32>,
     /// The variant this one scales from (`None`: the decoded frame, or the filter graph's output).
     pub source: Option<usize>,
     /// The hardware ladder's filter-graph output that feeds it (already scaled on the device and
     /// downloaded), if any.
     pub graph_out: Option<usize>,
+}
+
+/// Open a software video encoder for `rec` at `width`×`height` in `pix_fmt` (time base 1/frame rate),
+/// with the recipe's options and, for libx264, `threads`.
+pub fn open_encoder(
+    rec: &EncoderRecipe,
+    width: u32,
+    height: u32,
+    pix_fmt: ff::format::Pixel,
+    threads: Option<u32>,
+) -> Result<ff::encoder::Video, TranscodeError> {
+    let codec =
+        ff::encoder::find_by_name(&rec.encoder).ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
+    let mut enc = ff::codec::context::Context::new_with_codec(codec).encoder().video()?;
+    enc.set_width(width);
+    enc.set_height(height);
+    enc.set_format(pix_fmt);
+    enc.set_time_base(Rational(1, rec.framerate as i32));
+    enc.set_frame_rate(Some(Rational(rec.framerate as i32, 1)));
+    let mut opts = Dictionary::new();
+    for (k, val) in &rec.options {
+        opts.set(k, val);
+    }
+    if let Some(t) = threads {
+        opts.set("threads", &t.to_string());
+    }
+    Ok(enc.open_as_with(codec, opts)?)
+}
+
+/// `usize::MAX` in a preset slot: not an x264 rung.
+const NO_PRESET: usize = usize::MAX;
+
+/// What a stage shares with the main thread (see the module doc): the wall time it worked since the
+/// last read, and its x264 preset (an index in `hwaccel::recipe::X264_PRESETS`), wanted and applied.
+#[derive(Debug)]
+pub struct StageControl {
+    work_ns: AtomicU64,
+    wanted: AtomicUsize,
+    applied: AtomicUsize,
+}
+
+impl StageControl {
+    fn new(recipe: &EncoderRecipe) -> StageControl {
+        let preset = x264_preset_of(recipe).unwrap_or(NO_PRESET);
+        StageControl { work_ns: AtomicU64::new(0), wanted: AtomicUsize::new(preset), applied: AtomicUsize::new(preset) }
+    }
+
+    /// The work time since the last call.
+    pub fn take_work(&self) -> Duration {
+        Duration::from_nanos(self.work_ns.swap(0, Ordering::Relaxed))
+    }
+
+    fn add_work(&self, d: Duration) {
+        self.work_ns.fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Ask for preset `preset` from the next segment on (x264 rungs only).
+    pub fn want(&self, preset: usize) {
+        if self.applied.load(Ordering::Relaxed) != NO_PRESET {
+            self.wanted.store(preset, Ordering::Relaxed);
+        }
+    }
+
+    /// The preset the encoder runs now (`None`: not an x264 rung).
+    pub fn applied(&self) -> Option<usize> {
+        Some(self.applied.load(Ordering::Relaxed)).filter(|p| *p != NO_PRESET)
+    }
+
+    /// Whether the encoder runs the preset asked for.
+    pub fn settled(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed) == self.applied.load(Ordering::Relaxed)
+    }
+}
+
+/// The x264 preset of a libx264 recipe (an index in `X264_PRESETS`).
+fn x264_preset_of(recipe: &EncoderRecipe) -> Option<usize> {
+    if recipe.encoder != hwaccel::recipe::SOFTWARE_ENCODER {
+        return None;
+    }
+    recipe.option("preset").and_then(capacity::preset_index)
 }
 
 /// What every stage needs to know about one input frame, decided once by the main thread.
@@ -84,6 +176,8 @@ pub struct Ladder {
     roots: Vec<(usize, SyncSender<FrameMsg>)>,
     pub output: Receiver<Encoded>,
     threads: Vec<JoinHandle<()>>,
+    /// Each stage's control, by variant.
+    pub controls: Vec<(usize, Arc<StageControl>)>,
 }
 
 fn stopped(variant: usize) -> TranscodeError {
@@ -123,6 +217,7 @@ struct Stage {
     children: Vec<(usize, SyncSender<FrameMsg>)>,
     last_segment: Option<i64>,
     out: Sender<Encoded>,
+    control: Arc<StageControl>,
 }
 
 impl Stage {
@@ -149,7 +244,9 @@ impl Stage {
         let src = msg.picture;
         let direct =
             src.width() == self.enc.width && src.height() == self.enc.height && src.format() == self.enc.pix_fmt;
+        let started = Instant::now();
         let mut pic = if direct { src } else { self.scale(&src)? };
+        self.control.add_work(started.elapsed());
         for (c, tx) in &self.children {
             if msg.plan.needed.get(*c).copied().unwrap_or(false) {
                 // A child that stopped has sent its reason first; the main thread reports that one.
@@ -162,16 +259,45 @@ impl Stage {
             let fps = f64::from(rec.framerate);
             let gop = i64::from(rec.gop.max(1));
             let segment = super::timing::output_slot(msg.plan.t - msg.plan.t0, fps).div_euclid(gop);
-            let key = self.last_segment != Some(segment) || take_forced_keyframe(i);
+            let boundary = self.last_segment != Some(segment);
+            let key = boundary || take_forced_keyframe(i);
             self.last_segment = Some(segment);
+            let started = Instant::now();
+            if boundary && !self.control.settled() {
+                self.switch_preset()?;
+            }
             pic.set_pts(Some(pts));
             pic.set_kind(if key { picture::Type::I } else { picture::Type::None });
             self.enc.encoder.send_frame(&pic).map_err(|e| self.encoder_error(e))?;
             self.drain()?;
+            self.control.add_work(started.elapsed());
         }
         if !direct {
             self.spare = Some(pic);
         }
+        Ok(())
+    }
+
+    /// Move to the preset the main thread asked for: drain the encoder, open a new one with that preset.
+    fn switch_preset(&mut self) -> Result<(), TranscodeError> {
+        let wanted = self.control.wanted.load(Ordering::Relaxed);
+        let Some(name) = hwaccel::recipe::X264_PRESETS.get(wanted) else { return Ok(()) };
+        let mut rec = self.enc.recipe.clone();
+        match rec.options.iter_mut().find(|(k, _)| k == "preset") {
+            Some(p) => p.1 = name.to_string(),
+            None => rec.options.push(("preset".into(), name.to_string())),
+        }
+        let _ = self.enc.encoder.send_eof();
+        self.drain()?;
+        let (w, h, fmt) = (self.enc.width, self.enc.height, self.enc.pix_fmt);
+        self.enc.encoder = open_encoder(&rec, w, h, fmt, self.enc.threads).map_err(|e| TranscodeError::Encoder {
+            encoder: rec.encoder.clone(),
+            hardware: false,
+            message: format!("reopening at preset {name}: {e}"),
+        })?;
+        tracing::info!(variant = self.index, preset = %name, "x264 preset changed at a segment boundary");
+        self.enc.recipe = rec;
+        self.control.applied.store(wanted, Ordering::Relaxed);
         Ok(())
     }
 
@@ -230,6 +356,7 @@ impl Ladder {
         let sender_of = |c: usize| senders.iter().find(|(n, _)| *n == c).map(|(_, tx)| tx.clone());
         let mut roots = Vec::new();
         let mut threads = Vec::new();
+        let mut controls = Vec::new();
         for (i, enc, rx) in channels {
             if enc.source.is_none() {
                 roots.extend(sender_of(i).map(|tx| (i, tx)));
@@ -239,8 +366,18 @@ impl Ladder {
                 .filter(|(_, s)| *s == Some(i))
                 .filter_map(|(c, _)| sender_of(*c).map(|tx| (*c, tx)))
                 .collect();
-            let stage =
-                Stage { index: i, enc, scaler: None, spare: None, children, last_segment: None, out: out_tx.clone() };
+            let control = Arc::new(StageControl::new(&enc.recipe));
+            controls.push((i, control.clone()));
+            let stage = Stage {
+                index: i,
+                enc,
+                scaler: None,
+                spare: None,
+                children,
+                last_segment: None,
+                out: out_tx.clone(),
+                control,
+            };
             let out = out_tx.clone();
             let thread = std::thread::Builder::new().name(format!("encode-{i}")).spawn(move || {
                 // A panic in a codec wrapper must not leave the variant silently stalled.
@@ -250,7 +387,7 @@ impl Ladder {
             })?;
             threads.push(thread);
         }
-        Ok(Ladder { roots, output, threads })
+        Ok(Ladder { roots, output, threads, controls })
     }
 
     /// Hand a decoded frame to the stages that scale from it (blocks while one of them is

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use ff::codec;
 use ff::format::context::Output;
-use ff::{Dictionary, Rational};
+use ff::Rational;
 use ffmpeg_next as ff;
 use hwaccel::{EncoderInfo, EncoderKind};
 
@@ -14,8 +14,9 @@ use super::codecs::codec_from_avcc;
 use super::hw::HwPath;
 use super::report::PlaylistWatch;
 use super::sink::Sink;
-use super::stage::VideoEncode;
+use super::stage::{open_encoder, VideoEncode};
 use crate::config::StreamOutputVariant;
+use crate::transcode::capacity;
 use crate::transcode::recipe::{self, EncoderRecipe};
 use crate::transcode::{TranscodeError, WorkerConfig};
 
@@ -170,26 +171,31 @@ impl VariantVideo for CopyVideo {
 struct SoftwareVideo<'a> {
     info: &'a hwaccel::EncoderInfo,
     segment_seconds: u32,
+    /// The capacity step x264 rungs start at (`WorkerConfig::ladder_step`).
+    ladder_step: u32,
 }
 
 impl VariantVideo for SoftwareVideo<'_> {
     fn add(&self, octx: &mut Output, v: &StreamOutputVariant, src: &Source) -> Result<VideoOpened, TranscodeError> {
         let rec = recipe::recipe_for(&self.info.name, v, self.segment_seconds)?;
         let (w, h) = target_size(v, src.width, src.height);
-        let threads = (self.info.kind == EncoderKind::Software).then_some(v.cpu_usage_level);
-        open_stage_encoder(octx, rec, w, h, threads, v, None)
+        let x264_level = (self.info.kind == EncoderKind::Software).then_some(v.cpu_usage_level);
+        open_stage_encoder(octx, rec, w, h, x264_level, self.ladder_step, v, None)
     }
 }
 
 /// Open a software encoder for a stage thread (`VideoPath::Encode`) with `rec` at `w`×`h`, and add its
-/// stream to the muxer. `x264_level`: the cpuUsageLevel that sets libx264's threads (None: not libx264).
+/// stream to the muxer. `x264_level`: the cpuUsageLevel that sets libx264's threads (None: not libx264);
+/// `ladder_step`: the capacity step a restarted worker continues at (x264 presets that much faster);
 /// `graph_out`: the hardware ladder's filter-graph output that feeds it (a decode path), else `None`.
+#[allow(clippy::too_many_arguments)]
 fn open_stage_encoder(
     octx: &mut Output,
-    rec: EncoderRecipe,
+    mut rec: EncoderRecipe,
     w: u32,
     h: u32,
     x264_level: Option<u32>,
+    ladder_step: u32,
     v: &StreamOutputVariant,
     graph_out: Option<usize>,
 ) -> Result<VideoOpened, TranscodeError> {
@@ -197,21 +203,15 @@ fn open_stage_encoder(
         ff::encoder::find_by_name(&rec.encoder).ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
     let pix_fmt: ff::format::Pixel =
         rec.pix_fmt.parse().map_err(|_| TranscodeError::Config(format!("pix_fmt {}", rec.pix_fmt)))?;
-    let mut enc = codec::context::Context::new_with_codec(codec).encoder().video()?;
-    enc.set_width(w);
-    enc.set_height(h);
-    enc.set_format(pix_fmt);
-    enc.set_time_base(Rational(1, rec.framerate as i32));
-    enc.set_frame_rate(Some(Rational(rec.framerate as i32, 1)));
-    let mut opts = Dictionary::new();
-    for (k, val) in &rec.options {
-        opts.set(k, val);
+    let threads = x264_level.map(|level| hwaccel::recipe::x264_threads(w, h, rec.framerate, level));
+    // A restarted worker continues at the capacity step the last one had reached.
+    if ladder_step > 0 {
+        let configured = rec.option("preset").and_then(capacity::preset_index);
+        if let (Some(c), Some(p)) = (configured, rec.options.iter_mut().find(|(k, _)| k == "preset")) {
+            p.1 = hwaccel::recipe::X264_PRESETS[capacity::preset_at(c, ladder_step)].to_string();
+        }
     }
-    if let Some(level) = x264_level {
-        let threads = hwaccel::recipe::x264_threads(w, h, rec.framerate, level);
-        opts.set("threads", &threads.to_string());
-    }
-    let opened = enc.open_as_with(codec, opts).map_err(|e| recipe::encoder_error(&rec, e))?;
+    let opened = open_encoder(&rec, w, h, pix_fmt, threads)?;
     let mut ost = octx.add_stream(codec)?;
     ost.set_parameters(&opened);
     ost.set_time_base(Rational(1, rec.framerate as i32));
@@ -222,6 +222,7 @@ fn open_stage_encoder(
         width: w,
         height: h,
         pix_fmt,
+        threads,
         source: None,
         graph_out,
     }));
@@ -233,6 +234,8 @@ fn open_stage_encoder(
 struct HardwareVideo<'a> {
     hw: &'a HwPath,
     pos: usize,
+    /// The capacity step its x264 rungs (a decode path) start at (`WorkerConfig::ladder_step`).
+    ladder_step: u32,
 }
 
 impl VariantVideo for HardwareVideo<'_> {
@@ -245,7 +248,7 @@ impl VariantVideo for HardwareVideo<'_> {
         if !rec.hardware && rec.kind == EncoderKind::Software {
             // A decode path (or a software rung beside hardware encoders): the graph scales and downloads the
             // picture, a stage thread encodes it, in parallel with the other rungs.
-            return open_stage_encoder(octx, rec, w, h, Some(v.cpu_usage_level), v, Some(self.pos));
+            return open_stage_encoder(octx, rec, w, h, Some(v.cpu_usage_level), self.ladder_step, v, Some(self.pos));
         }
         let codec = ff::encoder::find_by_name(&rec.encoder)
             .ok_or_else(|| TranscodeError::EncoderMissing(rec.encoder.clone()))?;
@@ -347,8 +350,12 @@ impl Variant {
         let octx = sink.output();
         let setup: Box<dyn VariantVideo + '_> = match (v.video_passthrough, s.hw_pos[n], s.hw) {
             (true, _, _) => Box::new(CopyVideo),
-            (false, Some(pos), Some(hw)) => Box::new(HardwareVideo { hw, pos }),
-            _ => Box::new(SoftwareVideo { info: &s.infos[n], segment_seconds: cfg.segment_seconds }),
+            (false, Some(pos), Some(hw)) => Box::new(HardwareVideo { hw, pos, ladder_step: cfg.ladder_step }),
+            _ => Box::new(SoftwareVideo {
+                info: &s.infos[n],
+                segment_seconds: cfg.segment_seconds,
+                ladder_step: cfg.ladder_step,
+            }),
         };
         let VideoOpened { path: video, width: w, height: h, fps, kbps: v_kbps, encoder: encoder_name } =
             setup.add(octx, v, &s.source)?;

@@ -24,6 +24,7 @@ export const WEBHOOK_EVENTS = [
   'SIMULCAST_STATE_CHANGED',
   'REPLAY_READY',
   'CLIP_CREATED',
+  'TRANSCODE_DEGRADED',
 ];
 
 /** Outbound webhooks: list, create `{url, events, secret}`, delete `{id}`. */
