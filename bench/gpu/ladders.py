@@ -121,7 +121,9 @@ def started_encoders(tmp, label):
         return "?"
     encs = next((json.loads(l).get("encoders") for l in lines if '"started"' in l), None)
     graph = "gpu graph" if "hardware ladder" in err else "cpu"
-    return f"{encs} ({graph})"
+    # The capacity policy must not have changed the presets (that would make the figures incomparable).
+    changes = sum(1 for l in lines if '"ladderChanged"' in l)
+    return f"{encs} ({graph}, preset changes: {changes})"
 
 
 def main():
