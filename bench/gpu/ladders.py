@@ -126,6 +126,45 @@ def started_encoders(tmp, label):
     return f"{encs} ({graph}, preset changes: {changes})"
 
 
+def check_alignment(castd, ffprobe, input_path, gpu, device):
+    """One ladder into HLS, then ffprobe: every segment of every rung starts with a keyframe at the same time
+    as the other rungs' segments (the ladder's promise: players switch rungs at any segment boundary)."""
+    tmp = tempfile.mkdtemp(prefix="castd-gpu-check-")
+    try:
+        cfg = json.dumps(worker_config(tmp, gpu, device))
+        with open(input_path, "rb") as stdin:
+            r = subprocess.run([castd, "worker", "--config", cfg], stdin=stdin, capture_output=True, env=CHILD_ENV)
+        if r.returncode != 0:
+            return [f"the worker failed: {r.stderr.decode(errors='replace')[-400:]}"]
+        starts, problems = [], []
+        for n in range(len(LADDER)):
+            d = os.path.join(tmp, str(n))
+            segs = sorted((f for f in os.listdir(d) if f.endswith(".ts")), key=lambda f: os.path.getmtime(os.path.join(d, f)))
+            first = []
+            for seg in segs:
+                out = subprocess.run([ffprobe, "-v", "error", "-select_streams", "v:0", "-show_entries",
+                                      "packet=pts_time,flags", "-of", "csv=p=0", os.path.join(d, seg)],
+                                     capture_output=True, text=True, env=CHILD_ENV).stdout.split()
+                if not out:
+                    problems.append(f"rung {n} {seg}: no video")
+                    continue
+                pts, flags = out[0].split(",")[:2]
+                if "K" not in flags:
+                    problems.append(f"rung {n} {seg}: does not start with a keyframe")
+                first.append(round(float(pts), 3))
+            starts.append(first)
+        if len({len(s) for s in starts}) != 1:
+            problems.append(f"segment counts differ: {[len(s) for s in starts]}")
+        for i, times in enumerate(zip(*starts)):
+            if max(times) - min(times) > 0.001:
+                problems.append(f"segment {i} starts at {times}")
+        print(f"# alignment ({'gpu' if gpu else 'cpu'}): {len(starts[0])} segments per rung, "
+              f"starts {starts[0][:6]}..., {len(problems)} problem(s)", flush=True)
+        return problems
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--castd", required=True)
@@ -138,9 +177,17 @@ def main():
     ap.add_argument("--modes", default="cpu,gpu")
     ap.add_argument("--json-out", default="")
     ap.add_argument("--ld-path", default="", help="LD_LIBRARY_PATH for castd and ffmpeg only")
+    ap.add_argument("--check-alignment", default="", help="an ffprobe: only check keyframe alignment, each mode")
     a = ap.parse_args()
     if a.ld_path:
         CHILD_ENV["LD_LIBRARY_PATH"] = a.ld_path
+    if a.check_alignment:
+        problems = []
+        for mode in a.modes.split(","):
+            problems += check_alignment(a.castd, a.check_alignment, a.input, mode == "gpu", a.device)
+        for p in problems:
+            print(f"#   {p}")
+        return 1 if problems else 0
     modes = a.modes.split(",")
     results = []
     tmp = tempfile.mkdtemp(prefix="castd-gpu-bench-")

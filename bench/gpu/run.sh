@@ -79,6 +79,10 @@ bench() {
     run "$ffmpeg" -hide_banner -loglevel error -f lavfi -i "testsrc2=size=1920x1080:rate=30" -t "$seconds" \
       -c:v libx264 -preset veryfast -b:v 4500k -g 60 -pix_fmt yuv420p -f flv -y "$input"
   fi
+  echo "== keyframe alignment: every rung's segments start with a keyframe at the same instants (ffprobe)"
+  python3 bench/gpu/ladders.py --castd "$castd" --input "$input" --seconds "$seconds" --ld-path "$ld" \
+    --check-alignment "${ffmpeg%ffmpeg}ffprobe" | tee "$out/alignment.txt" || echo "ALIGNMENT FAILED"
+  [ "${ALIGNMENT_ONLY:-0}" = 1 ] && return 0
   echo "== ladders (each line: one batch; the table at the end)"
   python3 bench/gpu/ladders.py --castd "$castd" --ffmpeg "$ffmpeg" --input "$input" --seconds "$seconds" --ld-path "$ld" \
     --counts "${COUNTS:-1,8,16}" --ffmpeg-counts "${FFMPEG_COUNTS:-8}" --json-out "$out/ladders.json" |
