@@ -33,8 +33,9 @@ fi
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-# The data dir is never created: `castd openapi` builds the document on an in-memory database.
-"$BIN" --data-dir "$TMP/unused" --log-level warn openapi >"$TMP/openapi.json"
+# The data dir is never created: `castd openapi` builds the document on an in-memory database. No CASTD_*
+# variables of this shell reach it (env -i), so every machine generates the same document.
+env -i PATH="$PATH" HOME="${HOME:-/tmp}" "$BIN" --data-dir "$TMP/unused" --log-level warn openapi >"$TMP/openapi.json"
 (cd "$WEB" && node_modules/.bin/openapi-typescript "$TMP/openapi.json" --output "$TMP/api.gen.ts" >/dev/null)
 
 if [ "$CHECK" = 1 ]; then
