@@ -228,7 +228,7 @@ export const api = {
   config: () => getJSON<PublicConfig>('/api/config'),
   status: () => getJSON<PublicStatus>('/api/status'),
   replays: () => getJSON<Replay[]>('/api/replays'),
-  clip: (accessToken: string, body: { streamId: string; clipTitle: string; relativeStartTimeSeconds: number; relativeEndTimeSeconds: number }) =>
+  clip: (accessToken: string, body: Schemas['AddClip']) =>
     postJSON<Schemas['ClipCreated']>(withQuery('/api/clip', { accessToken }), body),
   ping: () => fetch(apiUrl('/api/ping'), { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
   emoji: () => getJSON<CustomEmoji[]>('/api/emoji'),
@@ -324,11 +324,11 @@ export const serverAdmin = {
    */
   probeChannels: () =>
     request<AdminChannel[]>('GET', '/api/admin/channels', undefined, true, { 'X-Castd-No-Challenge': '1' }),
-  createChannel: (body: { slug: string; name: string; adminPassword: string; visibility?: Visibility }) =>
+  createChannel: (body: Schemas['CreateChannel']) =>
     request<StatusResponse>('POST', '/api/admin/channels/create', body, true),
-  updateChannel: (body: { slug: string; name?: string; visibility?: Visibility; adminPassword?: string }) =>
+  updateChannel: (body: Schemas['UpdateChannel']) =>
     request<StatusResponse>('POST', '/api/admin/channels/update', body, true),
-  deleteChannel: (body: { slug: string; purge: boolean }) => request<StatusResponse>('POST', '/api/admin/channels/delete', body, true),
+  deleteChannel: (body: Schemas['DeleteChannel']) => request<StatusResponse>('POST', '/api/admin/channels/delete', body, true),
 };
 
 // ---------- replays and clips ----------
