@@ -60,6 +60,8 @@ lint: deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --locked --test architecture
+	@# The web UI's API types are generated from castd's OpenAPI document: the committed file must be current.
+	web/scripts/gen-api.sh --check
 
 clean:
 	$(CARGO) clean

@@ -128,7 +128,8 @@ struct Cli {
 enum Command {
     /// Run the server (the default).
     Serve,
-    /// Print the OpenAPI document of the HTTP API and exit.
+    /// Print the OpenAPI document of the HTTP API (as a fresh server serves it at /api/openapi.json) and
+    /// exit; no data dir is read or written. The web UI's types are generated from it (web/scripts/gen-api.sh).
     Openapi,
     /// Probe the video encoders on this machine (opening each one on its device) and print the result.
     Encoders {
@@ -467,7 +468,18 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
     )?;
     // The control bus: the settings store announces changes on it from the start.
     let bus = Bus::default();
-    let (store, settings) = prepare(&cli, cluster.as_ref().is_some_and(|c| c.is_edge()), bus.clone())?;
+    let openapi = matches!(cli.command, Some(Command::Openapi));
+    // `castd openapi` reads and writes no data dir: the document of a fresh daemon, built on an
+    // in-memory database and a temporary directory (removed when it is printed).
+    let openapi_dir = if openapi { Some(tempfile::tempdir().context("creating a temporary directory")?) } else { None };
+    let (store, settings) = match &openapi_dir {
+        Some(_) => {
+            let store = Store::open_in_memory().context("opening an in-memory database")?;
+            let settings = SettingsStore::open(store.clone(), bus.clone()).context("loading settings")?;
+            (store, settings)
+        }
+        None => prepare(&cli, cluster.as_ref().is_some_and(|c| c.is_edge()), bus.clone())?,
+    };
     // Any non-empty key without control characters, as Owncast takes it; a short one is warned about.
     let temp_stream_key = match &cli.streamkey {
         Some(key) => {
@@ -491,7 +503,7 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
     };
     let s = settings.get();
     let config = Config {
-        data_dir: cli.data_dir.clone(),
+        data_dir: openapi_dir.as_ref().map_or_else(|| cli.data_dir.clone(), |d| d.path().to_path_buf()),
         store,
         settings,
         bus,
@@ -506,9 +518,10 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
         cluster,
     };
 
-    if let Some(Command::Openapi) = cli.command {
+    if openapi {
         let reg = Daemon::build(config)?.registry();
         println!("{}", serde_json::to_string_pretty(&reg.document())?);
+        drop(openapi_dir);
         return Ok(());
     }
 

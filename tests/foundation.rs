@@ -662,6 +662,51 @@ fn openapi_lists_every_route_the_router_serves() {
         .unwrap();
     let cli_doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(cli_doc["paths"], doc["paths"]);
+    assert_eq!(cli_doc["components"], doc["components"]);
+}
+
+/// `castd openapi` prints the document without a daemon: it neither creates nor reads the data dir
+/// (the web UI's types are generated from it on machines without one).
+#[test]
+fn openapi_command_touches_no_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let out = std::process::Command::new(common::BIN)
+        .args(["--data-dir", data_dir.to_str().unwrap(), "openapi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "castd openapi failed: {}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["paths"]["/api/admin/webhooks/create"].is_object());
+    assert!(!data_dir.exists(), "castd openapi created the data dir {}", data_dir.display());
+}
+
+/// The webhook create body's event types are exactly those the route accepts: each type castd knows
+/// (the `EventType` schema) is created when the document lists it and refused when it does not.
+#[test]
+fn webhook_event_types_are_documented_exactly() {
+    let server = Server::start();
+    let doc = openapi(&server);
+    let names = |v: &Value| -> BTreeSet<String> {
+        v.as_array().expect("an enum").iter().map(|n| n.as_str().expect("a name").to_string()).collect()
+    };
+    let body = &doc["paths"]["/api/admin/webhooks/create"]["post"]["requestBody"]["content"]["application/json"];
+    let documented = names(&body["schema"]["properties"]["events"]["items"]["enum"]);
+    let known = names(&doc["components"]["schemas"]["EventType"]["enum"]);
+    assert!(known.len() > documented.len(), "internal event types are not webhook types");
+    let mut accepted = BTreeSet::new();
+    for name in &known {
+        let r = server
+            .admin_post("/api/admin/webhooks/create", &json!({"url": "http://hooks.example/x", "events": [name]}));
+        match r.status().as_u16() {
+            200 => {
+                accepted.insert(name.clone());
+            }
+            400 => {}
+            s => panic!("creating a {name} webhook answered {s}"),
+        }
+    }
+    assert_eq!(documented, accepted, "the documented webhook event types differ from those accepted");
 }
 
 fn public_endpoints(on: On) {

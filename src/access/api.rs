@@ -39,6 +39,7 @@ pub struct AccessInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// How a viewer may unlock the channel: `password`, `invite`, `token`.
+    #[schema(schema_with = methods_schema)]
     pub methods: Vec<&'static str>,
     /// Where a viewer gets a token (token channels), if the channel says.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,6 +47,15 @@ pub struct AccessInfo {
     pub online: bool,
     /// The channel's name (shown on the prompt).
     pub channel_name: String,
+}
+
+/// `AccessInfo::methods`: the ways in `get_access` lists.
+fn methods_schema() -> utoipa::openapi::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["password", "invite", "token"])))
+        .description(Some("How a viewer may unlock the channel: `password`, `invite`, `token`."))
+        .build()
 }
 
 /// A viewing pass just issued (also set as the channel's cookie).

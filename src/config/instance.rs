@@ -11,7 +11,9 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(default)]
 pub struct SocialHandle {
+    #[schema(required)]
     pub platform: String,
+    #[schema(required)]
     pub url: String,
     /// Omitted when empty, as Owncast does (tools compare the list they set with the list they read).
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -22,12 +24,19 @@ pub struct SocialHandle {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ExternalAction {
+    #[schema(required)]
     pub url: String,
+    #[schema(required)]
     pub html: String,
+    #[schema(required)]
     pub title: String,
+    #[schema(required)]
     pub description: String,
+    #[schema(required)]
     pub icon: String,
+    #[schema(required)]
     pub color: String,
+    #[schema(required)]
     pub open_externally: bool,
 }
 

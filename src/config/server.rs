@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 pub struct StreamKey {
     pub key: String,
     #[serde(default)]
+    #[schema(required)]
     pub comment: String,
 }
 

@@ -46,16 +46,33 @@ impl<'de> Deserialize<'de> for TargetVariant {
 #[serde(rename_all = "camelCase", default)]
 pub struct SimulcastTarget {
     /// Stable id (castd makes one when the admin sends none).
+    #[schema(required)]
     pub id: String,
+    #[schema(required)]
     pub name: String,
     /// `rtmp://host[:port]/app`, `rtmps://...` or `srt://host:port`.
+    #[schema(required)]
     pub url: String,
     /// The platform's stream key (write-only: the admin view shows it masked).
+    #[schema(required)]
     pub stream_key: String,
+    #[schema(required)]
     pub enabled: bool,
     /// `"source"` or a variant index.
-    #[schema(value_type = serde_json::Value)]
+    #[schema(required, schema_with = target_variant_schema)]
     pub variant: TargetVariant,
+}
+
+/// `TargetVariant` as it is written: `"source"` or a variant index.
+fn target_variant_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["source"])))
+            .item(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+            .description(Some("`\"source\"` or a variant index."))
+            .build(),
+    )
 }
 
 /// The simulcast settings. Field names are the persisted keys.

@@ -17,18 +17,27 @@ pub const DEFAULT_LATENCY_LEVEL: u32 = 2;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct StreamOutputVariant {
+    #[schema(required)]
     pub name: String,
+    #[schema(required)]
     pub video_passthrough: bool,
+    #[schema(required)]
     pub audio_passthrough: bool,
     /// kbps; 0 means Owncast's default of 1200.
+    #[schema(required)]
     pub video_bitrate: u32,
     /// kbps.
+    #[schema(required)]
     pub audio_bitrate: u32,
     /// 0 keeps the aspect ratio from the other dimension (or the source size when both are 0).
+    #[schema(required)]
     pub scaled_width: u32,
+    #[schema(required)]
     pub scaled_height: u32,
+    #[schema(required)]
     pub framerate: u32,
     /// 0 (fastest) ..= 4 (best quality), mapped to an encoder preset.
+    #[schema(required)]
     pub cpu_usage_level: u32,
 }
 

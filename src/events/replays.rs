@@ -24,6 +24,7 @@ pub struct Replay {
     pub total_bytes: i64,
     pub clip_count: i64,
     /// castd: `recording`, `finished` or `interrupted` (castd stopped while recording).
+    #[schema(schema_with = replay_status_schema)]
     pub status: String,
     /// castd: the broadcast's stream title.
     pub stream_title: String,
@@ -33,6 +34,16 @@ pub struct Replay {
     pub pinned: bool,
     /// castd: `/replay/{id}/download.mp4`.
     pub download: String,
+}
+
+/// `Replay::status`'s values (the replays' database writes them).
+fn replay_status_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["recording", "finished", "interrupted"]))
+        .description(Some("castd: `recording`, `finished` or `interrupted` (castd stopped while recording)."))
+        .build()
 }
 
 /// A clip (Owncast's shape).

@@ -27,8 +27,18 @@ pub struct ScheduledEvent {
     /// IANA time zone the event was announced in.
     pub timezone: String,
     /// `scheduled` or `cancelled`.
-    #[schema(pattern = "^(scheduled|cancelled)$")]
+    #[schema(schema_with = event_status_schema)]
     pub status: String,
+}
+
+/// `ScheduledEvent::status`'s values.
+fn event_status_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["scheduled", "cancelled"]))
+        .description(Some("`scheduled` or `cancelled`."))
+        .build()
 }
 
 /// What a SCHEDULED_EVENTS notice is about (its `action`).

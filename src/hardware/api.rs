@@ -17,11 +17,22 @@ use crate::http::{Auth, BodyDoc, Registry, ResponseDoc};
 
 const GROUP: &str = "admin";
 
-/// `encoders_json` as a schema.
-const ENCODERS_SCHEMA: &str = r#"{"type":"object","required":["encoders","videoCodec","selected"],"properties":{
-  "encoders":{"type":"array","items":{"type":"object","required":["name","available"],
-    "properties":{"name":{"type":"string"},"available":{"type":"boolean"}}}},
-  "videoCodec":{"type":"string"},"selected":{"type":"string"}}}"#;
+/// `encoders_json` as a schema: every field it writes (an entry is `hwaccel::EncoderInfo` serialised).
+const ENCODERS_SCHEMA: &str = r#"{"type":"object",
+  "required":["encoders","videoCodec","selected","selectedLabel","inUse","probedAt"],"properties":{
+  "encoders":{"type":"array","items":{"type":"object","required":["name","kind","available","device","reason"],
+    "properties":{"name":{"type":"string"},
+      "kind":{"type":"string","enum":["software","nvenc","vaapi","qsv"]},
+      "available":{"type":"boolean"},
+      "device":{"type":"string","description":"The device it runs on (`/dev/dri/renderD128`, `cuda:0`), empty for software."},
+      "reason":{"type":"string","description":"Why it is unavailable (the driver's own error), empty when available."},
+      "decode":{"type":"string","enum":["cuda","vaapi","qsv"],
+        "description":"Set on a decode path: libx264 on pictures decoded and scaled on this device."}}}},
+  "videoCodec":{"type":"string","description":"The configured encoder (`auto` or a name)."},
+  "selected":{"type":"string","description":"The encoder the next stream uses."},
+  "selectedLabel":{"type":"string","description":"The choice as people read it, e.g. `libx264 (decode and scaling on cuda:0)`."},
+  "inUse":{"type":"array","items":{"type":"string"},"description":"The encoders the running stream uses."},
+  "probedAt":{"type":["string","null"],"format":"date-time","description":"When the encoders were last probed."}}}"#;
 
 pub fn routes(reg: &mut Registry, hw: Arc<Hardware>) {
     let mut reg = reg.scope(hw);

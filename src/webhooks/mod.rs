@@ -393,14 +393,24 @@ struct DeleteBody {
 
 const GROUP: &str = "admin";
 
-/// A new webhook: an http(s) URL and at least one of the webhook event types.
-const CREATE_SCHEMA: &str = r#"{"type":"object","required":["url","events"],"properties":{
-  "url":{"type":"string","pattern":"^https?://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"},
-  "secret":{"type":["string","null"]},
-  "events":{"type":"array","minItems":1,"items":{"type":"string","enum":["CHAT","USER_JOINED","USER_PARTED",
-    "NAME_CHANGE","FEDIVERSE_ENGAGEMENT_FOLLOW","VISIBILITY-UPDATE","PING","PONG","STREAM_STARTED",
-    "STREAM_STOPPED","STREAM_TITLE_UPDATED","SYSTEM","CHAT_ACTION","FEDIVERSE_ENGAGEMENT_LIKE",
-    "FEDIVERSE_ENGAGEMENT_REPOST","SCHEDULED_EVENTS","SIMULCAST_STATE_CHANGED","TRANSCODE_DEGRADED"]}}}}"#;
+/// A new webhook: an http(s) URL and at least one of the webhook event types, which are
+/// `EventType::WEBHOOK_TYPES` (the one list: the document cannot miss a type castd takes).
+static CREATE_SCHEMA: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let events: Vec<&str> = EventType::WEBHOOK_TYPES.iter().map(|t| t.as_str()).collect();
+    serde_json::json!({
+        "type": "object",
+        "required": ["url", "events"],
+        "properties": {
+            "url": {
+                "type": "string",
+                "pattern": "^https?://([A-Za-z0-9]+[.-])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+            },
+            "secret": {"type": ["string", "null"]},
+            "events": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": events}}
+        }
+    })
+    .to_string()
+});
 
 pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
     let mut reg = reg.scope(hooks);
@@ -410,7 +420,7 @@ pub fn routes(reg: &mut Registry, hooks: Arc<Webhooks>) {
         GROUP,
         Auth::Admin,
         "Create a webhook {url, events, secret?}",
-        BodyDoc::Json(CREATE_SCHEMA),
+        BodyDoc::Json(CREATE_SCHEMA.as_str()),
         create,
     )
     .returns::<Webhook>();

@@ -15,525 +15,92 @@
 import { passMayHaveEnded, reportUnauthorized, type ViewerAccess, type ViewerPassAnswer } from './lib/access';
 import { basePath, withBase } from './lib/base';
 import { withQuery } from './lib/urls';
+import type { components, paths } from './api.gen';
 
-// ---------- shared shapes ----------
+// ---------- the API's shapes ----------
+//
+// Generated, not copied: each is a schema of castd's OpenAPI document (`castd openapi`, the document castd serves at
+// /api/openapi.json), which web/scripts/gen-api.sh turns into api.gen.ts (`npm run gen:api`; `make lint` fails when
+// the committed file is not current). Where a shape here is wrong, the document is: fix the Rust type's schema.
 
-export interface StatusResponse {
-  success: boolean;
-  message: string;
+/** The document's schemas, by name, and its routes by path (for shapes the document writes out in place). */
+export type Schemas = components['schemas'];
+export type { paths };
+/** The JSON body of a route's 200 answer (`Answer<'/api/admin/encoders', 'get'>`), for answers without a schema name. */
+export type Answer<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
+  responses: { 200: { content: { 'application/json': infer T } } };
 }
+  ? T
+  : never;
 
-export interface SocialHandle {
-  platform: string;
-  url: string;
-  icon?: string;
-}
-
+export type StatusResponse = Schemas['StatusResponse'];
+export type SocialHandle = Schemas['SocialHandle'];
 /** An entry of `GET /api/socialplatforms` (keyed by platform). */
-export interface SocialPlatform {
-  name: string;
-  icon: string;
-}
-
-export interface ExternalAction {
-  url: string;
-  html?: string;
-  title: string;
-  description?: string;
-  icon?: string;
-  color?: string;
-  openExternally?: boolean;
-}
-
-export interface User {
-  id: string;
-  displayName: string;
-  displayColor: number;
-  createdAt?: string;
-  previousNames?: string[];
-  nameChangedAt?: string;
-  scopes?: string[];
-  authProviders?: string[];
-  /** How an authenticated user signed in (`indieauth`, `fediverse`). */
-  authProvider?: string;
-  isBot?: boolean;
-  authenticated?: boolean;
-  isModerator?: boolean;
-  disabledAt?: string | null;
-}
-
-export interface ChatMessage {
-  id: string;
-  timestamp: string;
-  type: string;
-  body?: string;
-  user?: User;
-  hiddenAt?: string | null;
-  visible?: boolean;
-  clientId?: number;
-}
-
-export interface PublicConfig {
-  name: string;
-  summary: string;
-  streamTitle?: string;
-  offlineMessage?: string;
-  logo?: string;
-  version?: string;
-  tags?: string[];
-  customStyles?: string;
-  extraPageContent?: string;
-  socketHostOverride?: string;
-  appearanceVariables?: Record<string, string>;
-  socialHandles?: SocialHandle[];
-  externalActions?: ExternalAction[];
-  notifications?: { browser?: { enabled: boolean; publicKey: string } };
-  federation?: { enabled: boolean; account: string; followerCount: number; hideFollowersTab?: boolean };
-  maxSocketPayloadSize?: number;
-  hideViewerCount?: boolean;
-  chatDisabled?: boolean;
-  chatRequireAuthentication?: boolean;
-  nsfw?: boolean;
-  autoplay?: string;
-  authentication?: { indieAuthEnabled: boolean };
-  schedule?: { enabled: boolean; showCountdown: boolean; chatOpenMinutesBefore: number };
-  clips?: { enabled: boolean; maxDurationSeconds: number; permissions: string };
-}
-
+export type SocialPlatform = Schemas['SocialPlatform'];
+export type ExternalAction = Schemas['ExternalAction'];
+export type User = Schemas['User'];
+export type ChatMessage = Schemas['ChatMessage'];
+export type PublicConfig = Schemas['PublicConfig'];
 /** The current or next scheduled stream, as `/api/status` gives it. */
-export interface ScheduledStatus {
-  id: string;
-  name: string;
-  description: string;
-  startTime: string;
-  durationMinutes: number;
-  chatOpen: boolean;
-}
-
+export type ScheduledStatus = Schemas['ScheduledStatus'];
 /** One scheduled stream (`/api/schedule`, `/api/admin/schedule`). */
-export interface ScheduledEvent {
-  id: string;
-  seriesId?: string;
-  name: string;
-  description: string;
-  reminderMessage?: string;
-  startTime: string;
-  durationMinutes: number;
-  timezone: string;
-  status: 'scheduled' | 'cancelled';
-}
-
+export type ScheduledEvent = Schemas['ScheduledEvent'];
 /** A recurring series. */
-export interface ScheduledEventSeries {
-  id: string;
-  name: string;
-  description: string;
-  reminderMessage?: string;
-  recurrence: string;
-  durationMinutes: number;
-  active: boolean;
-}
-
-export interface AdminSchedule {
-  series: ScheduledEventSeries[];
-  events: ScheduledEvent[];
-}
-
-export interface PublicStatus {
-  online: boolean;
-  viewerCount?: number;
-  streamTitle?: string;
-  lastConnectTime?: string | null;
-  lastDisconnectTime?: string | null;
-  serverTime?: string;
-  versionNumber?: string;
-  scheduledEvent?: ScheduledStatus;
-  /** The live broadcast's id, while live and clipping is on. */
-  streamId?: string;
-}
-
-export interface RegisterResponse {
-  id: string;
-  accessToken: string;
-  displayName: string;
-  displayColor?: number;
-}
-
-export interface CustomEmoji {
-  name: string;
-  url: string;
-}
+export type ScheduledEventSeries = Schemas['ScheduledEventSeries'];
+export type AdminSchedule = Schemas['AdminSchedule'];
+export type PublicStatus = Schemas['PublicStatus'];
+export type RegisterResponse = Schemas['RegisterResponse'];
+export type CustomEmoji = Schemas['Emoji'];
 
 // ---------- admin shapes ----------
 
-export interface StreamKey {
-  key: string;
-  comment: string;
-}
-
+export type StreamKey = Schemas['StreamKey'];
 /** A simulcast target as `serverconfig` shows it (`streamKey`: `********` when set, empty when not). */
-export interface SimulcastTarget {
-  id: string;
-  name: string;
-  url: string;
-  streamKey: string;
-  enabled: boolean;
-  /** `source` (the broadcaster's stream, no encode) or a variant index. */
-  variant: 'source' | number;
-}
-
+export type SimulcastTarget = Schemas['SimulcastTarget'];
 /** `GET /api/admin/simulcast/status`: one per target. */
-export interface SimulcastStatus {
-  id: string;
-  name: string;
-  state: 'off' | 'connecting' | 'live' | 'retrying' | 'failed';
-  since: string;
-  bytesSent: number;
-  bitrateKbps: number;
-  lastError: string | null;
-  reconnects: number;
-}
-
-export interface OutputVariant {
-  name?: string;
-  videoPassthrough: boolean;
-  audioPassthrough: boolean;
-  videoBitrate: number;
-  audioBitrate: number;
-  scaledWidth: number;
-  scaledHeight: number;
-  framerate: number;
-  cpuUsageLevel: number;
-}
-
+export type SimulcastStatus = Schemas['TargetStatus'];
+export type OutputVariant = Schemas['StreamOutputVariant'];
 /** One rung of `LadderFit`: its size as counted, its encoder and preset, and the CPU it keeps busy. */
-export interface RungFit {
-  index: number;
-  name: string;
-  width: number;
-  height: number;
-  framerate: number;
-  encoder: string;
-  preset: string;
-  cpuCoresNeeded: number;
-  speed?: number | null;
-  measured: boolean;
-}
-
+export type RungFit = Schemas['RungFit'];
 /** `GET|POST /api/admin/video/fit`: whether a ladder fits this box (measured once per box and rung). */
-export interface LadderFit {
-  fits: boolean;
-  cores: number;
-  budgetCores: number;
-  loadCores: number;
-  decodeCores: number;
-  encoder: string;
-  cached: boolean;
-  measuredAt?: string | null;
-  message: string;
-  variants: RungFit[];
-}
-
-export interface AdminStatus {
-  online: boolean;
-  broadcaster?: {
-    remoteAddr: string;
-    time: string;
-    streamDetails?: {
-      width: number;
-      height: number;
-      framerate: number;
-      videoBitrate: number;
-      audioBitrate: number;
-      videoCodec: string;
-      audioCodec: string;
-      encoder: string;
-    };
-  } | null;
-  currentBroadcast?: {
-    outputSettings?: OutputVariant[];
-    latencyLevel?: { level: number } | number;
-    videoCodec?: string;
-  } | null;
-  health?: { message: string; healthy: boolean; healthPercentage: number | null; representation?: number } | null;
-  streamTitle?: string;
-  versionNumber?: string;
-  viewerCount?: number;
-  overallPeakViewerCount?: number;
-  sessionPeakViewerCount?: number;
-  /** Weak-secret and similar configuration warnings (missing on older servers: treat as none). */
-  warnings?: string[];
-}
-
-export interface TimePoint {
-  time: string;
-  value: number;
-}
-
+export type LadderFit = Schemas['LadderFit'];
+export type AdminStatus = Schemas['AdminStatus'];
+export type TimePoint = Schemas['Point'];
 /** One GPU of `/api/admin/hardwarestats`: percent series, temperature (°C) and power (W) series. */
-export interface GpuStats {
-  index?: number;
-  name: string;
-  memoryTotalMiB?: number | null;
-  memoryUsedMiB?: number | null;
-  utilization?: TimePoint[];
-  encoder?: TimePoint[];
-  decoder?: TimePoint[];
-  memory?: TimePoint[];
-  temperature?: TimePoint[];
-  power?: TimePoint[];
-}
-
-export interface HardwareStats {
-  cpu?: TimePoint[];
-  memory?: TimePoint[];
-  disk?: TimePoint[];
-  gpu?: GpuStats[];
-  message?: string;
-  healthy?: boolean;
-  healthPercentage?: number | null;
-}
-
+export type GpuStats = Schemas['GpuSeries'];
+export type HardwareStats = Schemas['HardwareStats'];
 /** `GET /api/admin/metrics/video`: playback series (seconds, kbps, counts) per metrics window. */
-export interface VideoMetrics {
-  errors?: TimePoint[];
-  qualityVariantChanges?: TimePoint[];
-  highestLatency?: TimePoint[];
-  medianLatency?: TimePoint[];
-  lowestLatency?: TimePoint[];
-  medianSegmentDownloadDuration?: TimePoint[];
-  maximumSegmentDownloadDuration?: TimePoint[];
-  minimumSegmentDownloadDuration?: TimePoint[];
-  minPlayerBitrate?: TimePoint[];
-  medianPlayerBitrate?: TimePoint[];
-  maxPlayerBitrate?: TimePoint[];
-  availableBitrates?: number[];
-  segmentLength?: number;
-  representation?: number | null;
-}
-
+export type VideoMetrics = Schemas['VideoMetrics'];
 /** A playback client's latest measurements. */
-export interface PlaybackMeasurement {
-  source: string;
-  lastUpdate: string;
-  playerState: string;
-  measurementStatus: string;
-  bandwidthKbps: number;
-  latencySeconds: number | null;
-  downloadSeconds: number | null;
-  bitrateKbps: number;
-  errorCount: number;
-  qualityVariantChanges: number;
-  /** WebRTC viewers only (`source: "webrtc"`): packet loss from their RTCP receiver reports, percent. */
-  packetLossPercent?: number;
-  /** WebRTC viewers only: round-trip time, seconds. */
-  roundTripSeconds?: number;
-}
-
+export type PlaybackMeasurement = Schemas['PlaybackJson'];
 /** One entry of `GET /api/admin/viewers/playback`. */
-export interface PlaybackClient {
-  clientID: string;
-  viewerID: string;
-  firstSeen: string;
-  userAgent: string;
-  ipAddress: string;
-  playback: PlaybackMeasurement | null;
-}
+export type PlaybackClient = Schemas['ClientEntry'];
 
+/** The levels the log view filters by (`LogEntry.level`). */
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warning' | 'error';
 
 /** One entry of `GET /api/admin/logs` and `GET /api/admin/logs/warnings` (both oldest first). */
-export interface LogEntry {
-  message: string;
-  level: LogLevel | string;
-  time: string;
-}
-
-export interface S3Info {
-  enabled: boolean;
-  endpoint: string;
-  accessKey: string;
-  secret: string;
-  bucket: string;
-  region: string;
-  acl: string;
-  pathPrefix: string;
-  forcePathStyle: boolean;
-}
-
-export interface ServerConfig {
-  instanceDetails: {
-    name: string;
-    summary: string;
-    welcomeMessage: string;
-    offlineMessage: string;
-    logo: string;
-    tags: string[];
-    nsfw: boolean;
-    extraPageContent: string;
-    streamTitle: string;
-    socialHandles: SocialHandle[];
-    customStyles: string;
-    customJavascript: string;
-    appearanceVariables: Record<string, string>;
-    version?: string;
-  };
-  videoSettings: { videoQualityVariants: OutputVariant[]; latencyLevel: number };
-  streamKeys: StreamKey[];
-  streamKeyOverridden?: boolean;
-  /** Accepted for Owncast compatibility; castd does not run ffmpeg. */
-  ffmpegPath?: string;
-  supportedCodecs: string[];
-  videoCodec: string;
-  s3: S3Info;
-  federation: {
-    enabled: boolean;
-    isPrivate: boolean;
-    username: string;
-    goLiveMessage: string;
-    showEngagement: boolean;
-    blockedDomains: string[];
-  };
-  notifications: {
-    browser: { enabled: boolean; goLiveMessage: string };
-    discord: { enabled: boolean; webhook: string; goLiveMessage: string };
-  };
-  schedule?: {
-    enabled: boolean;
-    showCountdown: boolean;
-    chatOpenMinutesBefore: number;
-    reminderMessage: string;
-    firstReminderMinutes: number;
-    secondReminderMinutes: number;
-  };
-  replay?: {
-    enabled: boolean;
-    clipsEnabled: boolean;
-    maxClipDurationSeconds: number;
-    clipPermissions: string;
-    forcedByCommandLine: boolean;
-    maxGigabytes: number;
-    retentionDays: number;
-    announceClips: boolean;
-  };
-  yp: { enabled: boolean; instanceUrl: string };
-  externalActions: ExternalAction[];
-  chatDisabled: boolean;
-  chatJoinMessagesEnabled: boolean;
-  chatEstablishedUserMode: boolean;
-  chatRequireAuthentication?: boolean;
-  forbiddenUsernames: string[];
-  suggestedUsernames: string[];
-  hideViewerCount: boolean;
-  disableSearchIndexing: boolean;
-  socketHostOverride: string;
-  videoServingEndpoint: string;
-  webServerPort: number;
-  webServerIP: string;
-  rtmpServerPort: number;
-  /** SRT ingest port; 0 when SRT is off. */
-  srtServerPort: number;
-  /** SRT encryption passphrase; empty when SRT is unencrypted. */
-  srtPassphrase: string;
-  /** castd: simulcast targets, stream keys masked. */
-  simulcastTargets?: SimulcastTarget[];
-  /** castd: who may watch this channel (missing on servers without private channels). */
-  access?: AccessConfig;
-}
-
+export type LogEntry = Schemas['LogEntry'];
+export type S3Info = Schemas['S3Info'];
+export type ServerConfig = Schemas['ServerConfig'];
 /** The JWT issuer a token channel trusts (`secret` masked as `********` when set). */
-export interface ViewerJwtConfig {
-  secret: string;
-  jwksUrl: string;
-  issuer: string;
-  audience: string;
-  nameClaim: string;
-  loginUrl: string;
-}
-
+export type ViewerJwtConfig = Schemas['JwtSettings'];
 /** The admission hook (`secret` masked as `********` when set). */
-export interface AdmissionHookConfig {
-  url: string;
-  secret: string;
-  onPlay: boolean;
-  onPublish: boolean;
-  cacheSeconds: number;
-}
-
+export type AdmissionHookConfig = Schemas['HookSettings'];
 /** `serverconfig.access`. */
-export interface AccessConfig {
-  visibility: ViewerAccess['visibility'];
-  viewerPassSeconds: number;
-  privateFederationPosts: 'followers' | 'none';
-  viewerJwt: ViewerJwtConfig;
-  admissionHook: AdmissionHookConfig;
-}
-
+export type AccessConfig = Schemas['AccessConfig'];
 /** `GET /api/admin/viewer/passwords`. */
-export interface ViewerPassword {
-  id: string | number;
-  comment: string;
-  createdAt?: string;
-}
-
+export type ViewerPassword = Schemas['PasswordRow'];
 /** `GET /api/admin/viewer/invites` (`maxUses` 0: unlimited). */
-export interface ViewerInvite {
-  id: string | number;
-  comment: string;
-  createdAt?: string;
-  expiresAt?: string | null;
-  maxUses: number;
-  uses: number;
-}
-
-export interface EncoderInfo {
-  name: string;
-  kind: string;
-  available: boolean;
-  device?: string | null;
-  reason?: string | null;
-  /** Set on a decode path: libx264 encoding pictures decoded and scaled on this device (`cuda`, `vaapi`). */
-  decode?: string | null;
-}
-
+export type ViewerInvite = Schemas['InviteRow'];
 /** `GET /api/admin/encoders`. */
-export interface EncodersAnswer {
-  encoders: EncoderInfo[];
-  videoCodec: string;
-  selected: string;
-  /** The choice as people read it, e.g. `libx264 (decode and scaling on cuda:0)`. */
-  selectedLabel?: string;
-  inUse?: string[];
-  probedAt?: string | null;
-}
+export type EncodersAnswer = Answer<'/api/admin/encoders', 'get'>;
+/** An encoder of `EncodersAnswer`; with `decode`, a decode path (libx264 on pictures decoded and scaled there). */
+export type EncoderInfo = EncodersAnswer['encoders'][number];
 
-export interface Paged<T> {
-  total: number;
-  results: T[];
-}
-
-export interface IpBan {
-  ipAddress: string;
-  notes?: string;
-  createdAt?: string;
-}
-
-export interface AccessToken {
-  id?: string;
-  accessToken: string;
-  displayName: string;
-  scopes: string[];
-  createdAt?: string;
-  lastUsedAt?: string | null;
-}
-
-export interface Webhook {
-  id: number;
-  url: string;
-  events: string[];
-  timestamp?: string;
-  lastUsed?: string | null;
-}
+export type IpBan = Schemas['IpBan'];
+export type AccessToken = Schemas['AccessToken'];
+export type Webhook = Schemas['Webhook'];
 
 // ---------- URLs ----------
 
@@ -661,8 +228,8 @@ export const api = {
   config: () => getJSON<PublicConfig>('/api/config'),
   status: () => getJSON<PublicStatus>('/api/status'),
   replays: () => getJSON<Replay[]>('/api/replays'),
-  clip: (accessToken: string, body: { streamId: string; clipTitle: string; relativeStartTimeSeconds: number; relativeEndTimeSeconds: number }) =>
-    postJSON<{ success: boolean; message: string; id: string; durationSeconds: number }>(withQuery('/api/clip', { accessToken }), body),
+  clip: (accessToken: string, body: Schemas['AddClip']) =>
+    postJSON<Schemas['ClipCreated']>(withQuery('/api/clip', { accessToken }), body),
   ping: () => fetch(apiUrl('/api/ping'), { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
   emoji: () => getJSON<CustomEmoji[]>('/api/emoji'),
   register: (displayName?: string) =>
@@ -735,36 +302,13 @@ export const viewer = {
 // ---------- channels ----------
 
 /** A channel of the public list (`GET /api/channels`, live first). */
-export interface PublicChannel {
-  slug: string;
-  name: string;
-  /** `public`, or `password`/`token`: a viewing pass is needed (no title, thumbnail nor viewer count then). */
-  visibility?: Visibility;
-  online: boolean;
-  streamTitle: string;
-  viewerCount: number;
-  /** Its viewer page (`/` or `/c/{slug}/`). */
-  url: string;
-  /** Its thumbnail (meaningful while live). */
-  thumbnail: string;
-}
+export type PublicChannel = Schemas['PublicChannel'];
 
 /** Who may watch a channel (`password`/`token`: a viewing pass; see the channel's Privacy page). */
-export type Visibility = 'public' | 'unlisted' | 'password' | 'token';
+export type Visibility = Schemas['Visibility'];
 
 /** A channel as the server admin's list shows it (`GET /api/admin/channels`). */
-export interface AdminChannel {
-  slug: string;
-  name: string;
-  visibility: Visibility;
-  online: boolean;
-  streamTitle?: string;
-  viewerCount?: number;
-  url: string;
-  /** The default channel (today's castd, at `/`). */
-  default: boolean;
-  createdAt?: string;
-}
+export type AdminChannel = Schemas['AdminChannel'];
 
 /** The server-wide channel routes: at the root of the server, whichever channel's page calls them. */
 export const channels = {
@@ -780,48 +324,20 @@ export const serverAdmin = {
    */
   probeChannels: () =>
     request<AdminChannel[]>('GET', '/api/admin/channels', undefined, true, { 'X-Castd-No-Challenge': '1' }),
-  createChannel: (body: { slug: string; name: string; adminPassword: string; visibility?: Visibility }) =>
+  createChannel: (body: Schemas['CreateChannel']) =>
     request<StatusResponse>('POST', '/api/admin/channels/create', body, true),
-  updateChannel: (body: { slug: string; name?: string; visibility?: Visibility; adminPassword?: string }) =>
+  updateChannel: (body: Schemas['UpdateChannel']) =>
     request<StatusResponse>('POST', '/api/admin/channels/update', body, true),
-  deleteChannel: (body: { slug: string; purge: boolean }) => request<StatusResponse>('POST', '/api/admin/channels/delete', body, true),
+  deleteChannel: (body: Schemas['DeleteChannel']) => request<StatusResponse>('POST', '/api/admin/channels/delete', body, true),
 };
 
 // ---------- replays and clips ----------
 
 /** A recorded broadcast (`/api/admin/replays`, `/api/replays`). */
-export interface Replay {
-  id: string;
-  title?: string;
-  startTime: string;
-  endTime?: string;
-  inProgress?: boolean;
-  manifest: string;
-  durationSeconds: number;
-  totalBytes: number;
-  clipCount: number;
-  status: 'recording' | 'finished' | 'interrupted';
-  streamTitle: string;
-  public: boolean;
-  pinned: boolean;
-  download: string;
-}
+export type Replay = Schemas['Replay'];
 
 /** A clip (`/api/clips`). */
-export interface Clip {
-  id: string;
-  streamId: string;
-  clippedBy?: string;
-  title?: string;
-  streamTitle?: string;
-  relativeStartTime: number;
-  relativeEndTime: number;
-  durationSeconds: number;
-  manifest: string;
-  thumbnail?: string;
-  timestamp: string;
-  download: string;
-}
+export type Clip = Schemas['Clip'];
 
 // ---------- admin ----------
 

@@ -5,30 +5,19 @@
  *
  * Pure logic, no DOM: `viewer/Access.tsx` renders the prompt from it.
  */
+import type { components } from '../api.gen';
 
-export type Visibility = 'public' | 'unlisted' | 'password' | 'token';
+/** Who may watch a channel (`password`/`token`: a viewing pass). */
+export type Visibility = components['schemas']['Visibility'];
+
+/** `GET /api/viewer/access` (generated from castd's OpenAPI document: see `api.ts`). */
+export type ViewerAccess = components['schemas']['AccessInfo'];
 
 /** A way in that the channel offers (`methods` of `GET /api/viewer/access`). */
-export type AccessMethod = 'password' | 'invite' | 'token';
-
-/** `GET /api/viewer/access`. */
-export interface ViewerAccess {
-  visibility: Visibility;
-  unlocked: boolean;
-  expiresAt?: string;
-  name?: string;
-  subject?: string;
-  methods: AccessMethod[];
-  loginUrl?: string;
-  online: boolean;
-  channelName: string;
-}
+export type AccessMethod = ViewerAccess['methods'][number];
 
 /** `POST /api/viewer/unlock|invite|token` on success. */
-export interface ViewerPassAnswer {
-  pass: string;
-  expiresAt: string;
-}
+export type ViewerPassAnswer = components['schemas']['PassAnswer'];
 
 /** Whether a channel's visibility asks every viewer for a pass. */
 export const needsPass = (v: Visibility | string | undefined): boolean => v === 'password' || v === 'token';

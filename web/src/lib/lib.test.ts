@@ -74,7 +74,17 @@ describe('urls', () => {
 });
 
 describe('chat model', () => {
-  const user = { id: 'u1', displayName: 'Ann', displayColor: 2 };
+  const user = {
+    id: 'u1',
+    displayName: 'Ann',
+    displayColor: 2,
+    createdAt: '2024-01-01T00:00:00Z',
+    authenticated: false,
+    isBot: false,
+    isModerator: false,
+    previousNames: [],
+    scopes: [],
+  };
   it('appends, de-duplicates and hides messages', () => {
     let m = emptyChat();
     m = applyEvent(m, { type: 'CHAT', id: 'm1', body: '<p>a</p>', user, timestamp: '2024-01-01T00:00:01Z' });
@@ -104,9 +114,9 @@ describe('chat model', () => {
   it('merges history in timestamp order', () => {
     let m = applyEvent(emptyChat(), { type: 'CHAT', id: 'live', timestamp: '2024-01-01T00:00:05Z', user });
     m = mergeHistory(m, [
-      { id: 'old', type: 'CHAT', timestamp: '2024-01-01T00:00:01Z', user },
-      { id: 'live', type: 'CHAT', timestamp: '2024-01-01T00:00:05Z', user },
-      { id: 'gone', type: 'CHAT', timestamp: '2024-01-01T00:00:02Z', user, hiddenAt: '2024-01-01T00:00:03Z' },
+      { id: 'old', type: 'CHAT', timestamp: '2024-01-01T00:00:01Z', user, body: '', visible: true },
+      { id: 'live', type: 'CHAT', timestamp: '2024-01-01T00:00:05Z', user, body: '', visible: true },
+      { id: 'gone', type: 'CHAT', timestamp: '2024-01-01T00:00:02Z', user, body: '', visible: false, hiddenAt: '2024-01-01T00:00:03Z' },
     ]);
     expect(m.items.map((i) => i.id)).toEqual(['old', 'gone', 'live']);
     expect(m.items[1].hidden).toBe(true);

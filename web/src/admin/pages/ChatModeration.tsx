@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { admin, type ChatMessage, type IpBan, type Paged, type User } from '../../api';
+import { admin, type ChatMessage, type IpBan, type Schemas, type User } from '../../api';
 import { isModerator } from '../../lib/chatState';
 import { formatDateTime } from '../../lib/format';
 import { FormStatus, Section, useSave } from '../forms';
@@ -86,7 +86,7 @@ export function Users() {
   const [status, setStatus] = useState('all');
   const [sort, setSort] = useState('desc');
   const [offset, setOffset] = useState(0);
-  const { data, error, reload } = useAdminGet<Paged<User>>('users', { offset, limit: PAGE, search: query, status, sort });
+  const { data, error, reload } = useAdminGet<Schemas['UserPage']>('users', { offset, limit: PAGE, search: query, status, sort });
   const total = data?.total ?? 0;
   return (
     <Section title="Users">

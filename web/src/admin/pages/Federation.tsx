@@ -1,38 +1,12 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { admin } from '../../api';
+import { admin, type Schemas } from '../../api';
 import { ExternalLink } from '../../components/ExternalLink';
 import { formatDateTime } from '../../lib/format';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
 import { useAdminGet } from '../useAdmin';
 
-interface Follower {
-  link: string;
-  name: string;
-  username: string;
-  image: string;
-  timestamp: string;
-  disabledAt?: string | null;
-}
-interface Paged<T> {
-  total: number;
-  results: T[];
-}
-interface Activity {
-  timestamp: string;
-  iri: string;
-  actorIRI: string;
-  type: string;
-}
-interface FederatedServer {
-  id: number;
-  name: string;
-  url: string;
-  isOnline: boolean;
-  streamTitle: string;
-  lastSeenOnline?: string | null;
-  followedAt?: string | null;
-}
+type Follower = Schemas['Follower'];
 
 function FollowerTable({ id, rows, actions, empty }: { id: string; rows: Follower[]; actions: (f: Follower) => ComponentChildren; empty: string }) {
   return (
@@ -58,10 +32,10 @@ function FollowerTable({ id, rows, actions, empty }: { id: string; rows: Followe
 /** Federation: settings, followers (approve, deny, remove), federated servers, a post to followers, and the activity list. */
 export function Federation() {
   const { config, error } = useServerConfig();
-  const approved = useAdminGet<Paged<Follower>>('followers', { limit: 200 });
-  const pending = useAdminGet<Paged<Follower>>('followers/pending', { limit: 200 });
-  const activity = useAdminGet<Paged<Activity>>('federation/actions', { limit: 50 });
-  const servers = useAdminGet<{ servers: FederatedServer[] }>('federation/servers');
+  const approved = useAdminGet<Schemas['FollowerPage']>('followers', { limit: 200 });
+  const pending = useAdminGet<Schemas['FollowerPage']>('followers/pending', { limit: 200 });
+  const activity = useAdminGet<Schemas['ActivityPage']>('federation/actions', { limit: 50 });
+  const servers = useAdminGet<Schemas['FederatedServers']>('federation/servers');
   const [state, run] = useSave();
   const [serverUrl, setServerUrl] = useState('');
   const [post, setPost] = useState('');

@@ -104,7 +104,7 @@ export function General() {
             { key: 'color', label: 'Colour', placeholder: '#7c5cff' },
             { key: 'openExternally', label: 'New tab', type: 'checkbox' },
           ]}
-          blank={() => ({ title: '', url: '', description: '', icon: '', color: '', openExternally: false })}
+          blank={() => ({ title: '', url: '', html: '', description: '', icon: '', color: '', openExternally: false })}
           addLabel="+ Add action"
         />
       </Section>

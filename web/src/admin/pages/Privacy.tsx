@@ -4,7 +4,7 @@
  * channel is private, and "End every pass" (a new signing key). Current values from `serverconfig.access`.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { admin, pageOrigin, type AccessConfig, type AdmissionHookConfig, type ViewerInvite, type ViewerJwtConfig, type ViewerPassword } from '../../api';
+import { admin, pageOrigin, type AccessConfig, type AdmissionHookConfig, type ViewerInvite, type ViewerJwtConfig, type ViewerPassword, type Schemas } from '../../api';
 import { formatDateTime } from '../../lib/format';
 import { absoluteLink, formatSeconds, INVITE_EXPIRIES, MASKED, PASS_SECONDS, usesText, VISIBILITY_CHOICES, type Visibility } from '../../lib/access';
 import { FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
@@ -115,7 +115,7 @@ function Invites() {
     const ok = await run(async () => {
       const n = Number(maxUses || '0');
       if (!Number.isInteger(n) || n < 0) throw new Error('Max uses must be a whole number (0: no limit).');
-      const res = await admin.post<{ id: string | number; invite: string; url: string }>('viewer/invites/create', {
+      const res = await admin.post<Schemas['CreatedInvite']>('viewer/invites/create', {
         comment: comment.trim(),
         expiresInSeconds: expires,
         maxUses: n,
@@ -300,7 +300,7 @@ function HookForm({ value }: { value: AdmissionHookConfig }) {
     const ok = await run(async () => {
       const n = Number(cache);
       if (!Number.isInteger(n) || n < 0 || n > 3600) throw new Error('Cache seconds must be 0 to 3600.');
-      await admin.setConfig('viewer/admissionhook', { ...hook, url: hook.url.trim(), cacheSeconds: n });
+      await admin.setConfig('viewer/admissionhook', { ...hook, url: (hook.url ?? '').trim(), cacheSeconds: n });
     });
     if (ok) void reload();
   };

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { admin, type Clip, type Replay } from '../../api';
+import { admin, type Clip, type Replay, type Schemas } from '../../api';
 import { HlsPlayer } from '../../components/HlsPlayer';
 import { formatDateTime } from '../../lib/format';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
@@ -51,7 +51,7 @@ function CutClip({ replayId, onMade }: { replayId: string; onMade: () => void })
     const video = document.getElementById('replay-player') as HTMLVideoElement | null;
     const start = video?.currentTime ?? 0;
     const ok = await run(async () => {
-      const r = await admin.post<{ success: boolean; message: string; durationSeconds: number }>('clips/create', {
+      const r = await admin.post<Schemas['ClipCreated']>('clips/create', {
         streamId: replayId,
         clipTitle: title,
         relativeStartTimeSeconds: start,

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { admin, type AdminSchedule, type ScheduledEvent } from '../../api';
+import { admin, type AdminSchedule, type ScheduledEvent, type Schemas } from '../../api';
 import { formatDateTime } from '../../lib/format';
 import { SCHEDULE_ICS_PATH, weeklyRule } from '../../lib/schedule';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
@@ -55,7 +55,7 @@ function NewEvent({ onSaved }: { onSaved: () => void }) {
   };
   const doPreview = async () => {
     await run(async () => {
-      const r = await admin.post<{ occurrences: string[] }>('schedule/preview', { recurrence: recurrence() });
+      const r = await admin.post<Schemas['Preview']>('schedule/preview', { recurrence: recurrence() });
       setPreview(r.occurrences);
     }, 'Preview ready.');
   };

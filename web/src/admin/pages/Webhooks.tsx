@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { admin, type Webhook } from '../../api';
+import { admin, type paths, type Webhook } from '../../api';
 import { formatDateTime } from '../../lib/format';
 import { FormStatus, Section, useSave } from '../forms';
 import { useAdminGet } from '../useAdmin';
@@ -25,7 +25,14 @@ export const WEBHOOK_EVENTS = [
   'REPLAY_READY',
   'CLIP_CREATED',
   'TRANSCODE_DEGRADED',
-];
+] as const;
+
+/** The event types a webhook may subscribe to, as castd's OpenAPI document lists them for `webhooks/create`. */
+type WebhookEventType = paths['/api/admin/webhooks/create']['post']['requestBody']['content']['application/json']['events'][number];
+/** Compile-time: the list above is exactly the document's (a type castd adds fails the type check until it is listed). */
+type Unlisted = Exclude<WebhookEventType, (typeof WEBHOOK_EVENTS)[number]>;
+type Unknown = Exclude<(typeof WEBHOOK_EVENTS)[number], WebhookEventType>;
+export const WEBHOOK_EVENTS_COMPLETE: [Unlisted, Unknown] extends [never, never] ? true : { unlisted: Unlisted; unknown: Unknown } = true;
 
 /** Outbound webhooks: list, create `{url, events, secret}`, delete `{id}`. */
 export function Webhooks() {
