@@ -519,6 +519,12 @@ fn webhook_event_data_has_owncasts_keys(on: On) {
     let mut newcomer = join(&server, "newcomer");
     let joined = hook("USER_JOINED", 10, &|d| d["user"]["displayName"] == "newcomer");
     let client_id = joined["clientId"].as_u64().unwrap_or_else(|| panic!("USER_JOINED without clientId: {joined}"));
+    // the room gets Owncast's broadcast {id,timestamp,type,user}: no connection ids of others
+    let seen = next_where(&mut bystander.ws, Duration::from_secs(5), |e| {
+        e["type"] == "USER_JOINED" && e["user"]["displayName"] == "newcomer"
+    })
+    .expect("USER_JOINED in the room");
+    assert_eq!(sorted_keys(&seen), ["id", "timestamp", "type", "user"]);
     let clients: Value = bearer_get(&server, "/api/integrations/clients", Some(&admin)).json().unwrap();
     let listed = clients.as_array().unwrap().iter().find(|c| c["user"]["id"] == newcomer.id.as_str()).expect("listed");
     assert_eq!(listed["id"].as_u64(), Some(client_id), "the id the clients list and the greeting route use");
