@@ -6,16 +6,37 @@ ifneq ($(CI),)
 export CARGO_INCREMENTAL ?= 0
 endif
 
-.PHONY: all deps web build run test test-deb test-deb-nspawn lint deb deny bench clean
+.PHONY: all deps web web-dist-missing build run test test-deb test-deb-nspawn lint deb deny bench clean
 
 all: build
 
 deps:
 	./packaging/deps.sh
 
-# The web UI is built with Vite and embedded into the binary.
-web: deps
-	@if [ -f web/package.json ]; then cd web && npm ci --no-audit --no-fund && npm run build; fi
+# The web UI is built with Vite and embedded into the release binary (rust-embed, which records each
+# file's mtime): a rewritten web/dist makes cargo recompile castd. So each step runs only when its inputs
+# changed, and an unchanged tree keeps web/dist as it is (a second `make run` starts castd in seconds):
+# `npm ci` when package.json or the lock file changed; the Vite build when a source, entry page, public
+# file or config changed, when `npm ci` ran, or when web/dist/index.html is missing. Both stamps live in
+# web/node_modules (git-ignored, and emptied by `npm ci`; the first is npm's own record of the install),
+# not in web/dist, whose every file is embedded.
+WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) $(wildcard web/*.html) \
+	web/vite.config.ts web/tsconfig.json web/tsconfig.node.json
+NPM_STAMP := web/node_modules/.package-lock.json
+WEB_STAMP := web/node_modules/.castd-web-built
+
+web: deps $(WEB_STAMP)
+
+$(NPM_STAMP): web/package.json web/package-lock.json | deps
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+$(WEB_STAMP): $(NPM_STAMP) $(WEB_SOURCES) $(if $(wildcard web/dist/index.html),,web-dist-missing) | deps
+	cd web && npm run build
+	touch $@
+
+# Forces the UI build when web/dist/index.html is missing (web/dist deleted, or never built).
+web-dist-missing:
 
 build: web
 	$(CARGO) build --release --locked

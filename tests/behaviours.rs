@@ -76,7 +76,7 @@ fn federate(daemon: &Server, on: On) -> Target<'_> {
 }
 
 /// Item 3: Webhooks may subscribe to FEDIVERSE_ENGAGEMENT_LIKE and _REPOST, and get them, shaped like the
-/// FOLLOW engagement, when a Like or an Announce arrives in the inbox.
+/// FOLLOW engagement, when a Like or an Announce arrives in the inbox; FOLLOW carries Owncast's keys.
 fn like_and_repost_webhooks(on: On) {
     let daemon = federating();
     let a = federate(&daemon, on);
@@ -115,6 +115,13 @@ fn like_and_repost_webhooks(on: On) {
     };
     let (follow, like, repost) =
         (got("FEDIVERSE_ENGAGEMENT_FOLLOW"), got("FEDIVERSE_ENGAGEMENT_LIKE"), got("FEDIVERSE_ENGAGEMENT_REPOST"));
+    // Owncast's FEDIVERSE_ENGAGEMENT_FOLLOW eventData {id, timestamp, name, username, image}, and castd's
+    // chat-event keys (type, body, link, title)
+    let mut want = ["id", "timestamp", "name", "username", "image", "type", "body", "link", "title"].map(String::from);
+    want.sort();
+    assert_eq!(keys(&follow), want);
+    assert_eq!(follow["eventData"]["username"], json!(alice.account()));
+    assert!(follow["eventData"]["name"].as_str().is_some_and(|n| !n.is_empty()), "{follow}");
     assert_eq!(keys(&like), keys(&follow));
     assert_eq!(keys(&repost), keys(&follow));
     assert_eq!(like["eventData"]["title"], json!(alice.account()));

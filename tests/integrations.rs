@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::chatclient::{history, join, next_of, register, say};
+use common::chatclient::{history, join, next_of, next_where, register, say, send};
 use common::push::push_subscription;
 use common::receiver::Receiver;
 use common::{each_channel, On, Server, Target};
@@ -24,6 +24,7 @@ each_channel!(
     chat_routes_for_bots,
     going_live_sends_push_discord_and_webhooks,
     webhooks_undelivered_at_shutdown_are_sent_after_the_next_start,
+    webhook_event_data_has_owncasts_keys,
 );
 
 fn create_token(server: &Target, name: &str, scopes: &[&str]) -> Value {
@@ -443,4 +444,141 @@ fn webhooks_undelivered_at_shutdown_are_sent_after_the_next_start(on: On) {
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(rx.all().len(), 4, "the kept delivery is sent once");
     drop(server);
+}
+
+/// Owncast 0.2's `eventData` keys of each webhook type castd sends (Owncast's `services/webhooks` and
+/// its tests; `owncast-compat.md` §3), and the keys castd adds. SYSTEM and CHAT_ACTION have no Owncast
+/// webhook: their keys are Owncast's chat events'.
+const OWNCAST_EVENT_DATA: &[(&str, &[&str], &[&str])] = &[
+    ("STREAM_STARTED", STREAM_KEYS, &[]),
+    ("STREAM_TITLE_UPDATED", STREAM_KEYS, &[]),
+    ("STREAM_STOPPED", STREAM_KEYS, &[]),
+    ("USER_JOINED", &["clientId", "id", "timestamp", "type", "user"], &[]),
+    ("USER_PARTED", &["clientId", "id", "timestamp", "type", "user"], &[]),
+    ("CHAT", &["body", "clientId", "id", "rawBody", "timestamp", "user", "visible"], &[]),
+    ("NAME_CHANGE", &["clientId", "id", "newName", "timestamp", "type", "user"], &["oldName"]),
+    // Owncast 0.2 serialises its Go struct (`MessageIDs`, `Visible`); newer Owncast says `ids`, `visible`.
+    ("VISIBILITY-UPDATE", &["MessageIDs", "Visible", "body", "id", "timestamp", "type", "user"], &["ids", "visible"]),
+    ("SYSTEM", &["body", "id", "timestamp", "type", "user"], &[]),
+    ("CHAT_ACTION", &["body", "id", "timestamp", "type"], &[]),
+];
+const STREAM_KEYS: &[&str] = &["id", "name", "status", "streamTitle", "summary", "timestamp"];
+const STREAM_STATUS_KEYS: &[&str] = &[
+    "lastConnectTime",
+    "lastDisconnectTime",
+    "online",
+    "overallMaxViewerCount",
+    "sessionMaxViewerCount",
+    "streamTitle",
+    "versionNumber",
+    "viewerCount",
+];
+/// The user keys Owncast's webhooks always send (castd sends more: `scopes`, `isModerator`, ...).
+const OWNCAST_USER_KEYS: &[&str] =
+    &["authenticated", "createdAt", "displayColor", "displayName", "id", "isBot", "previousNames"];
+
+fn sorted_keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().unwrap_or_else(|| panic!("an object: {v}")).keys().cloned().collect();
+    k.sort();
+    k
+}
+
+/// Every webhook type castd sends for a live stream and its chat carries exactly Owncast's `eventData`
+/// keys (plus the listed castd additions), delivered to a real receiver; USER_JOINED's `clientId` is the
+/// chat connection's, so a bot greets the newcomer privately with it and nobody else sees the greeting.
+fn webhook_event_data_has_owncasts_keys(on: On) {
+    const KEY: &str = "webhook-keys-test-key";
+    let daemon = Server::start_with_args(&["--streamkey", KEY]);
+    let server = on.of(&daemon);
+    let stream_key = if on.is_channel() { server.stream_key() } else { KEY.to_string() };
+    server.set(
+        "video/streamoutputvariants",
+        json!([{"videoBitrate": 400, "scaledWidth": 320, "scaledHeight": 240, "framerate": 15, "cpuUsageLevel": 0}]),
+    );
+    let rx = Receiver::start(&[]);
+    let types: Vec<&str> = OWNCAST_EVENT_DATA.iter().map(|(t, _, _)| *t).collect();
+    let r = server.admin_post("/api/admin/webhooks/create", &json!({"url": rx.url, "events": types}));
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default());
+    let token =
+        |name: &str, scope: &str| create_token(&server, name, &[scope])["accessToken"].as_str().unwrap().to_string();
+    let greeter = token("greeter", "CAN_SEND_SYSTEM_MESSAGES");
+    let admin = token("mod tool", "HAS_ADMIN_ACCESS");
+    let hook = |kind: &str, timeout: u64, f: &dyn Fn(&Value) -> bool| {
+        rx.wait_for(Duration::from_secs(timeout), |r| r.json()["type"] == kind && f(&r.json()["eventData"]))
+            .unwrap_or_else(|| panic!("no {kind} webhook; log:\n{}", server.log_text()))
+            .json()["eventData"]
+            .clone()
+    };
+
+    // someone already in the room (joined before the stream: no USER_JOINED for them)
+    let mut bystander = join(&server, "bystander");
+    let mut ff = common::media::publish(&daemon, &stream_key, "320x240", 120);
+    hook("STREAM_STARTED", 60, &|_| true);
+
+    // USER_JOINED names the connection; a bot greets it privately with that id
+    let mut newcomer = join(&server, "newcomer");
+    let joined = hook("USER_JOINED", 10, &|d| d["user"]["displayName"] == "newcomer");
+    let client_id = joined["clientId"].as_u64().unwrap_or_else(|| panic!("USER_JOINED without clientId: {joined}"));
+    // the room gets Owncast's broadcast {id,timestamp,type,user}: no connection ids of others
+    let seen = next_where(&mut bystander.ws, Duration::from_secs(5), |e| {
+        e["type"] == "USER_JOINED" && e["user"]["displayName"] == "newcomer"
+    })
+    .expect("USER_JOINED in the room");
+    assert_eq!(sorted_keys(&seen), ["id", "timestamp", "type", "user"]);
+    let clients: Value = bearer_get(&server, "/api/integrations/clients", Some(&admin)).json().unwrap();
+    let listed = clients.as_array().unwrap().iter().find(|c| c["user"]["id"] == newcomer.id.as_str()).expect("listed");
+    assert_eq!(listed["id"].as_u64(), Some(client_id), "the id the clients list and the greeting route use");
+    let path = format!("/api/integrations/chat/system/client/{client_id}");
+    let greeting = json!({ "body": "welcome, newcomer" });
+    assert_eq!(bearer_post(&server, &path, Some(&greeter), &greeting).status().as_u16(), 200);
+    let greeted =
+        |e: &Value| e["type"] == "SYSTEM" && e["body"].as_str().is_some_and(|b| b.contains("welcome, newcomer"));
+    assert!(next_where(&mut newcomer.ws, Duration::from_secs(5), greeted).is_some(), "the newcomer is greeted");
+    assert!(next_where(&mut bystander.ws, Duration::from_secs(3), greeted).is_none(), "only the newcomer");
+
+    // CHAT, NAME_CHANGE, VISIBILITY-UPDATE from the newcomer's connection and a moderator
+    say(&mut newcomer.ws, "hi *there*");
+    let chat = hook("CHAT", 10, &|d| d["rawBody"] == "hi *there*");
+    assert_eq!(chat["clientId"].as_u64(), Some(client_id));
+    send(&mut newcomer.ws, json!({ "type": "NAME_CHANGE", "newName": "renamed" }));
+    let renamed = hook("NAME_CHANGE", 10, &|_| true);
+    assert_eq!((renamed["clientId"].as_u64(), renamed["newName"].as_str()), (Some(client_id), Some("renamed")));
+    let msg_id = chat["id"].as_str().unwrap().to_string();
+    let vis = json!({"idArray": [msg_id], "visible": false});
+    let r = bearer_post(&server, "/api/integrations/chat/messagevisibility", Some(&admin), &vis);
+    assert_eq!(r.status().as_u16(), 200);
+    let hidden = hook("VISIBILITY-UPDATE", 10, &|_| true);
+    assert_eq!((&hidden["MessageIDs"], &hidden["Visible"]), (&json!([msg_id]), &json!(false)));
+    assert_eq!((&hidden["ids"], &hidden["visible"]), (&json!([msg_id]), &json!(false)));
+
+    // SYSTEM and CHAT_ACTION (integration sends), STREAM_TITLE_UPDATED
+    let r = bearer_post(&server, "/api/integrations/chat/system", Some(&greeter), &json!({"body": "to all"}));
+    assert_eq!(r.status().as_u16(), 200);
+    let r = bearer_post(&server, "/api/integrations/chat/action", Some(&greeter), &json!({"body": "waves"}));
+    assert_eq!(r.status().as_u16(), 200);
+    server.set("streamtitle", json!("Key sets"));
+    hook("STREAM_TITLE_UPDATED", 10, &|d| d["streamTitle"] == "Key sets");
+
+    // USER_PARTED (10 s after the last connection closed) names the same connection
+    drop(newcomer);
+    let parted = hook("USER_PARTED", 30, &|_| true);
+    assert_eq!(parted["clientId"].as_u64(), Some(client_id));
+    let _ = ff.kill();
+    let _ = ff.wait();
+    hook("STREAM_STOPPED", 60, &|_| true);
+
+    for (kind, owncast, castd) in OWNCAST_EVENT_DATA {
+        let data = hook(kind, 1, &|_| true);
+        let mut want: Vec<String> = owncast.iter().chain(castd.iter()).map(|k| k.to_string()).collect();
+        want.sort();
+        assert_eq!(sorted_keys(&data), want, "{kind}'s eventData keys: Owncast's {owncast:?} + castd's {castd:?}");
+        if STREAM_KEYS == *owncast {
+            assert_eq!(sorted_keys(&data["status"]), STREAM_STATUS_KEYS, "{kind}'s status");
+        }
+        if data["user"].is_object() && *kind != "SYSTEM" {
+            let user = sorted_keys(&data["user"]);
+            let missing: Vec<_> = OWNCAST_USER_KEYS.iter().filter(|k| !user.contains(&k.to_string())).collect();
+            assert!(missing.is_empty(), "{kind}'s user lacks {missing:?}");
+        }
+    }
 }

@@ -350,6 +350,14 @@ pub fn broadcast(ctx: &Chat, event: ChatEvent) {
     ctx.bus.publish(Event::Chat(event));
 }
 
+/// Send an event a chat connection caused to every socket as the room sees it, and publish it on the
+/// bus with that connection's id (`clientId` of the USER_JOINED and USER_PARTED webhooks; the room
+/// never sees other connections' ids, as in Owncast).
+pub fn broadcast_from(ctx: &Chat, event: ChatEvent, client: u64) {
+    ctx.hub.broadcast(protocol::frame(&event));
+    ctx.bus.publish(Event::Chat(event.with_client_id(client)));
+}
+
 /// A CHAT_ACTION to one connection (not broadcast, not published).
 pub fn action_to(client: &hub::Client, body: &str) {
     client.send(protocol::frame(&protocol::chat_action(&sanitize::render(body))));

@@ -87,7 +87,7 @@ pub fn connected_user_info(user: &User) -> Value {
 }
 
 fn user_event(user: &User) -> UserEvent {
-    UserEvent { id: short_id(), timestamp: Utc::now(), user: user.clone() }
+    UserEvent { id: short_id(), timestamp: Utc::now(), user: user.clone(), client_id: None }
 }
 
 pub fn user_joined(user: &User) -> ChatEvent {

@@ -47,7 +47,7 @@ use super::protocol::{self as p, Inbound, User};
 use super::relay::{self, Inbound as RemoteEvent, Link, Outbound, Role};
 use super::socket::{self, Offer, Socket, Upgrade, Writer};
 use super::Chat;
-use super::{action_to, broadcast, sanitize, users};
+use super::{action_to, broadcast, broadcast_from, sanitize, users};
 use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
 use crate::events::{ChatEvent, Event};
 use crate::http::gate::ViewerPass;
@@ -250,7 +250,7 @@ async fn run(
     ctx.telemetry.set_chat_clients(ctx.hub.len() as u64);
     let settings = ctx.settings.get();
     if fresh && settings.chat.chat_join_messages_enabled && ctx.stream.borrow().online {
-        broadcast(&ctx, p::user_joined(&user));
+        broadcast_from(&ctx, p::user_joined(&user), client.id);
     }
     if !settings.instance.welcome_message.trim().is_empty() {
         let (ctx2, id) = (ctx.clone(), client.id);
@@ -338,11 +338,12 @@ fn schedule_part(ctx: &Arc<Chat>, client: &Arc<Client>) {
             return;
         }
         let user = client2.user.read().clone();
+        // The connection that closed last: its id is the webhook's `clientId`, as in Owncast.
         let event = p::user_parted(&user);
         if ctx2.settings.get().chat.chat_join_messages_enabled {
-            broadcast(&ctx2, event);
+            broadcast_from(&ctx2, event, client2.id);
         } else {
-            ctx2.bus.publish(Event::Chat(event));
+            ctx2.bus.publish(Event::Chat(event.with_client_id(client2.id)));
         }
     });
     ctx.hub.set_part_timer(&client.user_id, timer);

@@ -50,12 +50,17 @@ pub struct MessageEvent {
     pub client_id: Option<u64>,
 }
 
-/// USER_JOINED, USER_PARTED, COLOR_CHANGE, CONNECTED_USER_INFO: `{id,timestamp,type,user}`.
+/// USER_JOINED, USER_PARTED, COLOR_CHANGE, CONNECTED_USER_INFO: `{id,timestamp,type,user}` as the
+/// room gets it; the bus copy of USER_JOINED and USER_PARTED also carries `clientId`, the chat
+/// connection's id (what `/api/integrations/chat/system/client/{clientId}` takes), as Owncast's webhook
+/// `eventData` does: a bot greets the user who joined through it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct UserEvent {
     pub id: String,
     pub timestamp: DateTime<Utc>,
     pub user: User,
+    #[serde(rename = "clientId", skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<u64>,
 }
 
 /// NAME_CHANGE: `{id,timestamp,type,user,oldName,newName}`, plus `clientId` when a chat connection
@@ -107,8 +112,9 @@ pub struct ActionEvent {
 }
 
 /// FEDIVERSE_ENGAGEMENT_FOLLOW / _LIKE / _REPOST: `{id,timestamp,type,body,image,link,title}` (Owncast's
-/// shape: `title` is the account name, `link` its profile, `image` its avatar). Federation publishes
-/// it; chat sends it to the room.
+/// chat shape: `title` is the account (`user@host`), `link` its profile, `image` its avatar). Federation
+/// publishes it; chat sends it to the room. The webhook adds Owncast's follow fields `name` (the
+/// account's display name) and `username` (the account), see [`ChatEvent::webhook_data`].
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FediverseEngagementEvent {
     pub id: String,
@@ -117,6 +123,9 @@ pub struct FediverseEngagementEvent {
     pub image: Option<String>,
     pub link: String,
     pub title: String,
+    /// The account's display name (its account when it has none): webhook only.
+    #[serde(skip)]
+    pub name: String,
 }
 
 impl FediverseEngagementEvent {
@@ -187,6 +196,53 @@ impl ChatEvent {
         }
     }
 
+    /// The event with the chat connection that caused it (USER_JOINED, USER_PARTED, CHAT,
+    /// NAME_CHANGE): the bus copy, whose webhook `eventData` carries `clientId`. Other events are
+    /// returned as they are.
+    pub fn with_client_id(mut self, client: u64) -> ChatEvent {
+        match &mut self {
+            ChatEvent::UserJoined(e) | ChatEvent::UserParted(e) => e.client_id = Some(client),
+            ChatEvent::Message(e) => e.client_id = Some(client),
+            ChatEvent::NameChange(e) => e.client_id = Some(client),
+            _ => {}
+        }
+        self
+    }
+
+    /// Owncast's webhook `eventData` for this event (Owncast 0.2's keys, each checked by
+    /// `tests/integrations.rs`' webhook key-set test and `tests/behaviours.rs`):
+    /// - CHAT: `{id,timestamp,body,rawBody,user,clientId,visible}`, no `type` (Owncast sends its own
+    ///   message struct, not the chat event);
+    /// - USER_JOINED / USER_PARTED: the chat event `{id,timestamp,type,user,clientId}`;
+    /// - NAME_CHANGE: `{id,timestamp,type,user,clientId,newName}` and castd's `oldName`;
+    /// - VISIBILITY-UPDATE: Owncast serialises its Go struct as it is — `MessageIDs`, `Visible`, an
+    ///   empty `body` and a null `user` beside `{id,timestamp,type}` — and newer Owncast names them `ids`
+    ///   and `visible` (the chat event's names): both are sent;
+    /// - FEDIVERSE_ENGAGEMENT_*: the chat event and Owncast's follow fields `name` and `username`;
+    /// - SYSTEM, CHAT_ACTION (no Owncast webhook; castd sends them): the chat event.
+    pub fn webhook_data(&self) -> serde_json::Value {
+        let mut v = match self {
+            ChatEvent::Message(m) => serde_json::to_value(m),
+            other => serde_json::to_value(other),
+        }
+        .unwrap_or(serde_json::Value::Null);
+        let Some(obj) = v.as_object_mut() else { return v };
+        match self {
+            ChatEvent::VisibilityUpdate(e) => {
+                obj.insert("MessageIDs".into(), serde_json::json!(e.ids));
+                obj.insert("Visible".into(), e.visible.into());
+                obj.insert("body".into(), "".into());
+                obj.insert("user".into(), serde_json::Value::Null);
+            }
+            ChatEvent::FediverseFollow(e) | ChatEvent::FediverseLike(e) | ChatEvent::FediverseRepost(e) => {
+                obj.insert("name".into(), e.name.clone().into());
+                obj.insert("username".into(), e.title.clone().into());
+            }
+            _ => {}
+        }
+        v
+    }
+
     pub fn kind(&self) -> EventType {
         match self {
             ChatEvent::Message(_) => EventType::Chat,
@@ -231,6 +287,7 @@ mod tests {
             image: Some("javascript:alert(2)".into()),
             link: "javascript:alert(1)".into(),
             title: "t".into(),
+            name: "n".into(),
         };
         let safe = ChatEvent::FediverseLike(ev).with_safe_links();
         let ChatEvent::FediverseLike(safe) = safe else { panic!("the same kind") };

@@ -175,7 +175,7 @@ impl EventType {
 }
 
 /// One event on the bus, with its typed payload. `data_json` gives Owncast's `eventData` (what webhooks
-/// send); chat events serialise exactly as chat clients receive them.
+/// send); chat events as `ChatEvent::webhook_data` gives them (Owncast's keys per type).
 #[derive(Debug, Clone)]
 pub enum Event {
     /// A chat event (CHAT, USER_JOINED, NAME_CHANGE, VISIBILITY-UPDATE, ...).
@@ -239,7 +239,7 @@ impl Event {
     /// Owncast's `eventData` for this event.
     pub fn data_json(&self) -> serde_json::Value {
         let v = match self {
-            Event::Chat(c) => serde_json::to_value(c),
+            Event::Chat(c) => Ok(c.webhook_data()),
             Event::StreamStarted(s) | Event::StreamStopped(s) | Event::StreamTitleUpdated(s) => serde_json::to_value(s),
             Event::SettingsChanged(change) => serde_json::to_value(change),
             Event::HealthAlert(h) => serde_json::to_value(h),

@@ -1,7 +1,8 @@
 //! Outbound webhooks: the admin routes that manage them and their reliable delivery.
 //!
 //! Delivery: `POST <url>` with `Content-Type: application/json` and the body `{"type", "eventData"}`
-//! (Owncast's shape; `eventData` is the payload each producer puts on the bus). When the webhook has a
+//! (Owncast's shape; `eventData` is `Event::data_json`, the payload each producer puts on the bus, with
+//! Owncast's keys for the chat events: `ChatEvent::webhook_data`). When the webhook has a
 //! secret, `X-Castd-Signature: sha256=<hex HMAC-SHA256 of the body with the secret>` is added.
 //!
 //! Shutdown (when the `Delivery` stage stops, see `tasks`): events already on the bus are still
@@ -20,8 +21,8 @@
 //! STREAM_STOPPED — the ingest module when a broadcaster connects and leaves; STREAM_TITLE_UPDATED — the
 //! `streamtitle` setters (admin and integrations); FEDIVERSE_ENGAGEMENT_FOLLOW — federation when a new
 //! follower is approved; FEDIVERSE_ENGAGEMENT_LIKE and _REPOST — federation when a Like or an Announce
-//! arrives in the inbox (all three with the same `eventData` shape); PING and PONG — the chat hub's keepalive
-//! (a client's ping and the server's pong); SCHEDULED_EVENTS — the schedule (a scheduled stream's warning,
+//! arrives in the inbox (all three with the same `eventData` shape); PING and PONG — nothing: they are
+//! in Owncast's list of types a webhook may subscribe to, and no producer publishes them; SCHEDULED_EVENTS — the schedule (a scheduled stream's warning,
 //! start, end and reminder); SIMULCAST_STATE_CHANGED (castd) — simulcast, when a forward target changes state;
 //! TRANSCODE_DEGRADED (castd) — the transcoder, when it steps its x264 presets for capacity (or back).
 

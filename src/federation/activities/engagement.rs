@@ -88,6 +88,7 @@ pub fn publish(fed: &Federation, actor: &RemoteActor, shown: Shown) {
         image: (!actor.image.is_empty()).then(|| actor.image.clone()),
         link: actor.url.clone(),
         title: actor.account(),
+        name,
     }
     .with_safe_links();
     let event = match shown {
