@@ -41,6 +41,22 @@ pub struct StreamOutputVariant {
     pub cpu_usage_level: u32,
 }
 
+impl StreamOutputVariant {
+    /// The encoder recipes' view of this variant (`hwaccel::VariantSpec`) with segments of
+    /// `segment_seconds`: the one mapping the transcoder and the ladder-fit measurement share.
+    pub fn spec(&self, segment_seconds: u32) -> hwaccel::VariantSpec {
+        hwaccel::VariantSpec {
+            passthrough: self.video_passthrough,
+            width: self.scaled_width,
+            height: self.scaled_height,
+            bitrate_kbps: self.video_bitrate,
+            framerate: self.framerate,
+            cpu_usage_level: self.cpu_usage_level,
+            segment_seconds: segment_seconds.max(1),
+        }
+    }
+}
+
 impl Default for StreamOutputVariant {
     /// Owncast's default variant: audio passthrough, 1200 kbps, 24 fps, cpuUsageLevel 2, no scaling.
     fn default() -> Self {

@@ -22,17 +22,9 @@ pub fn is_hardware(encoder: &str) -> bool {
     KNOWN_ENCODERS.iter().any(|(name, kind)| *name == encoder && *kind != EncoderKind::Software)
 }
 
-/// The hwaccel view of a variant.
+/// The hwaccel view of a variant (`StreamOutputVariant::spec`).
 pub fn variant_spec(v: &StreamOutputVariant, segment_seconds: u32) -> VariantSpec {
-    VariantSpec {
-        passthrough: v.video_passthrough,
-        width: v.scaled_width,
-        height: v.scaled_height,
-        bitrate_kbps: v.video_bitrate,
-        framerate: v.framerate,
-        cpu_usage_level: v.cpu_usage_level,
-        segment_seconds: segment_seconds.max(1),
-    }
+    v.spec(segment_seconds)
 }
 
 /// An `EncoderInfo` for a known encoder name (no device: the default one), or `copy`.

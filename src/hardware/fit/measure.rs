@@ -78,17 +78,9 @@ pub enum MeasureLine {
     Failed { key: String, message: String },
 }
 
-/// The hwaccel view of a variant, as `transcode::recipe::variant_spec` maps it for the worker.
+/// The hwaccel view of a variant, as the worker maps it (`StreamOutputVariant::spec`).
 pub fn variant_spec(v: &StreamOutputVariant, segment_seconds: u32) -> VariantSpec {
-    VariantSpec {
-        passthrough: v.video_passthrough,
-        width: v.scaled_width,
-        height: v.scaled_height,
-        bitrate_kbps: v.video_bitrate,
-        framerate: v.framerate,
-        cpu_usage_level: v.cpu_usage_level,
-        segment_seconds: segment_seconds.max(1),
-    }
+    v.spec(segment_seconds)
 }
 
 /// The encoder's recipe for a rung, as the worker's software stage builds it (frames in system memory).
