@@ -4,7 +4,9 @@ GPU decoding and scaling (NVDEC + scale_cuda + hwdownload, libx264 encoding), an
 at real time at once each way; the ffmpeg CLI doing the same ladder the same two ways beside it.
 
 Each ladder is one `castd worker` (the process castd runs per live stream) reading the whole input file from
-stdin as fast as it can; N of them run at once. CPU-seconds are the processes' own (wait4 rusage); "real-time
+stdin as fast as it can; N of them run at once. With --ffmpeg-static, a second ffmpeg (imageio-ffmpeg's static
+FFmpeg 9 with NVDEC and scale_cuda) runs the same ladders: it tells how much of castd's figures is Debian's
+libav 5.1. CPU-seconds are the processes' own (wait4 rusage); "real-time
 ladders" is N x input seconds / the slowest one's wall time: the ladders this box keeps at real time (the
 method of ANCHORS.md's GPU figures). Standard library only (it runs on a bare GPU machine).
 """
@@ -173,6 +175,7 @@ def main():
     ap.add_argument("--counts", default="1,8,16")
     ap.add_argument("--ffmpeg", default="")
     ap.add_argument("--ffmpeg-counts", default="8")
+    ap.add_argument("--ffmpeg-static", default="", help="a second ffmpeg (e.g. imageio-ffmpeg's static FFmpeg 9)")
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--modes", default="cpu,gpu")
     ap.add_argument("--json-out", default="")
@@ -210,13 +213,14 @@ def main():
                     print(f"#   FAILED {f}", flush=True)
                 for i in range(n):
                     shutil.rmtree(os.path.join(tmp, f"hls-{label}-{i}"), ignore_errors=True)
-        if a.ffmpeg:
+        clis = [(tool, path) for tool, path in (("ffmpeg CLI", a.ffmpeg), ("ffmpeg static", a.ffmpeg_static)) if path]
+        for tool, path in clis:
             for n in [int(x) for x in a.ffmpeg_counts.split(",") if x]:
                 for mode in modes:
-                    label = f"ffmpeg-{mode}-{n}"
-                    r = run_batch(lambda i, mode=mode, label=label: (ffmpeg_args(a.ffmpeg, "pipe:0", mode == "gpu"), label),
+                    label = f"{tool.replace(' ', '-')}-{mode}-{n}"
+                    r = run_batch(lambda i, mode=mode, label=label, path=path: (ffmpeg_args(path, "pipe:0", mode == "gpu"), label),
                                   n, a.input, tmp)
-                    r.update(tool="ffmpeg CLI", mode=mode, encoders="")
+                    r.update(tool=tool, mode=mode, encoders="")
                     results.append(r)
                     print(f"# {label}: cpu {r['cpu']:.1f} s, wall {r['wall_max']:.1f} s", flush=True)
                     for f in r["failed"][:3]:
@@ -229,7 +233,7 @@ def main():
     print(f"{'':<12} {'ladders':>7} | {'all CPU: CPU-s':>14} {'wall':>6} {'RT ladders':>10} | "
           f"{'GPU decode+scale: CPU-s':>23} {'wall':>6} {'RT ladders':>10} | {'CPU-s':>7} {'RT ladders':>10}")
     by = {(r["tool"], r["mode"], r["n"]): r for r in results}
-    for tool, n in sorted({(r["tool"], r["n"]) for r in results}, key=lambda k: (k[0] != "castd", k[1])):
+    for tool, n in sorted({(r["tool"], r["n"]) for r in results}, key=lambda k: (k[0] != "castd", k[0], k[1])):
         c, g = by.get((tool, "cpu", n)), by.get((tool, "gpu", n))
         if not c or not g or c["failed"] or g["failed"]:
             print(f"{tool:<12} {n:>7} | failed: see the lines above")

@@ -15,6 +15,9 @@
 #   bench/gpu/run.sh unpack .gpu/castd-a.tar.xz        there, first call   (carry .gpu/castd-a.tar.xz)
 #   bench/gpu/run.sh unpack .gpu/castd-b.tar.xz && bench/gpu/run.sh bench    second call, within the
 #                                      machine's warm window                (carry .gpu/castd-b.tar.xz)
+# With FFMPEG9_WHL=<imageio_ffmpeg-0.8.1-…manylinux_2_28_x86_64.whl> (pip download imageio-ffmpeg==0.8.1: a
+# static FFmpeg 9.0.2 with NVDEC, scale_cuda and x264), `pack` also makes .gpu/ffmpeg9.xz, carried and unpacked
+# in a call of its own (`unpack .gpu/ffmpeg9.xz`); `bench` then runs its ladders beside Debian's ffmpeg.
 # Unpacked, castd lives in /opt/castd (bin/, lib/); `bench` uses it when present, else castd and ffmpeg on
 # PATH (target/release/castd first).
 set -euo pipefail
@@ -41,11 +44,24 @@ pack() {
     (cd .gpu/stage && tar -cf - -T ../files-$part | xz -T0 -9 >../castd-$part.tar.xz)
   done
   rm -rf .gpu/stage .gpu/files*
+  if [ -n "${FFMPEG9_WHL:-}" ]; then
+    python3 -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+name = next(n for n in z.namelist() if "/binaries/ffmpeg-" in n)
+open(sys.argv[2], "wb").write(z.read(name))' "$FFMPEG9_WHL" .gpu/ffmpeg9
+    xz -T0 -9 .gpu/ffmpeg9
+  fi
   ls -la .gpu
 }
 
 unpack() {
   mkdir -p "$PREFIX"
+  if [[ $1 == *ffmpeg9.xz ]]; then
+    python3 -c 'import lzma, sys; open(sys.argv[2], "wb").write(lzma.open(sys.argv[1]).read())' "$1" "$PREFIX/ffmpeg9"
+    chmod +x "$PREFIX/ffmpeg9"
+    echo "unpacked $1: $("$PREFIX/ffmpeg9" -hide_banner -version | head -1)"
+    return
+  fi
   # Python's tarfile (a bare machine may lack xz).
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' "$1" "$PREFIX"
   echo "unpacked $1 into $PREFIX: $(find "$PREFIX" -type f | wc -l) files"
@@ -53,7 +69,7 @@ unpack() {
 
 bench() {
   local seconds=${1:-60}
-  local castd ffmpeg out=${OUT:-$ROOT/bench/out/gpu}
+  local castd ffmpeg ffmpeg9="${FFMPEG9:-}" out=${OUT:-$ROOT/bench/out/gpu}
   mkdir -p "$out"
   local ld=""
   if [ -x "$PREFIX/bin/castd" ]; then
@@ -62,6 +78,7 @@ bench() {
     ld=$PREFIX/lib
     for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu; do [ -d "$d" ] && ld=$ld:$d; done
     castd=$PREFIX/bin/castd ffmpeg=$PREFIX/bin/ffmpeg
+    [ -x "$PREFIX/ffmpeg9" ] && ffmpeg9=$PREFIX/ffmpeg9
   else
     castd=$(command -v "$ROOT/target/release/castd" castd | head -1) ffmpeg=$(command -v ffmpeg)
   fi
@@ -85,7 +102,8 @@ bench() {
   [ "${ALIGNMENT_ONLY:-0}" = 1 ] && return 0
   echo "== ladders (each line: one batch; the table at the end)"
   python3 bench/gpu/ladders.py --castd "$castd" --ffmpeg "$ffmpeg" --input "$input" --seconds "$seconds" --ld-path "$ld" \
-    --counts "${COUNTS:-1,8,16}" --ffmpeg-counts "${FFMPEG_COUNTS:-8}" --json-out "$out/ladders.json" |
+    --counts "${COUNTS:-1,8,16}" --ffmpeg-counts "${FFMPEG_COUNTS:-8}" --json-out "$out/ladders.json" \
+    ${ffmpeg9:+--ffmpeg-static "$ffmpeg9"} |
     tee "$out/ladders.txt"
   # While a GPU ladder runs, castd's own NVML reading shows the decoder at work.
   if [ "${NVML_UNDER_LOAD:-1}" = 1 ]; then
