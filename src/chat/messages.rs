@@ -63,26 +63,48 @@ fn query(conn: &Connection, filter: &str, args: &[&str], limit: u32) -> Result<V
          ORDER BY m.rowid DESC LIMIT {limit}) ORDER BY seq ASC"
     );
     let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
-        let hidden_at: Option<String> = r.get(5)?;
-        let hidden_at = hidden_at.as_deref().map(parse_ts).transpose()?;
-        let has_user: bool = r.get(6)?;
-        Ok(ChatMessage {
-            id: r.get(1)?,
-            kind: r.get(2)?,
-            body: r.get(3)?,
-            timestamp: parse_ts(&r.get::<_, String>(4)?)?,
-            visible: hidden_at.is_none(),
-            hidden_at,
-            user: if has_user { Some(users::from_row(r, 7)?) } else { None },
-        })
-    })?;
+    let rows = stmt.query_map(params_from_iter(args.iter()), message_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A row of `query`'s and `between`'s column list.
+fn message_row(r: &rusqlite::Row) -> rusqlite::Result<ChatMessage> {
+    let hidden_at: Option<String> = r.get(5)?;
+    let hidden_at = hidden_at.as_deref().map(parse_ts).transpose()?;
+    let has_user: bool = r.get(6)?;
+    Ok(ChatMessage {
+        id: r.get(1)?,
+        kind: r.get(2)?,
+        body: r.get(3)?,
+        timestamp: parse_ts(&r.get::<_, String>(4)?)?,
+        visible: hidden_at.is_none(),
+        hidden_at,
+        user: if has_user { Some(users::from_row(r, 7)?) } else { None },
+    })
 }
 
 /// History for viewers: visible messages of enabled users, oldest first.
 pub fn public_history(conn: &Connection) -> Result<Vec<ChatMessage>, StoreError> {
     query(conn, "m.hidden_at IS NULL AND u.disabled_at IS NULL", &[], PUBLIC_BACKLOG)
+}
+
+/// What viewers may see stamped in `[from, to)` (a replay's chat): visible messages of enabled users
+/// (and the system's), oldest first, at most `limit`.
+pub fn between(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<ChatMessage>, StoreError> {
+    let sql = format!(
+        "SELECT m.rowid AS seq, m.id, m.type, m.body, m.timestamp, m.hidden_at, u.id IS NOT NULL, {USER_COLS}
+         FROM chat_messages m LEFT JOIN chat_users u ON u.id = m.user_id
+         WHERE m.hidden_at IS NULL AND u.disabled_at IS NULL AND m.timestamp >= ?1 AND m.timestamp < ?2
+         ORDER BY m.timestamp ASC, m.rowid ASC LIMIT {limit}"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params![ts(from), ts(to)], message_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// History for moderators and the admin: everything, hidden messages included.

@@ -35,6 +35,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
 use sha2::{Digest, Sha256};
 
@@ -259,7 +260,14 @@ pub trait UserTokens: Send + Sync {
     fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a>;
     /// The user holding `token`, enabled or not (clip permissions tell a disabled user apart).
     fn user<'a>(&'a self, token: &'a str) -> UserFetch<'a>;
+    /// The messages viewers may see (visible, not of a disabled user) stamped in `[from, to)`, oldest
+    /// first, at most `limit` (a replay's chat).
+    fn chat_between(&self, from: DateTime<Utc>, to: DateTime<Utc>, limit: u32) -> ChatLines<'_>;
 }
+
+/// The future `UserTokens::chat_between` returns (`Err`: the store failed, in words).
+pub type ChatLines<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<crate::events::chat::StoredLine>, String>> + Send + 'a>>;
 
 /// The future `UserTokens::user` returns.
 pub type UserFetch<'a> = Pin<Box<dyn Future<Output = Option<crate::events::chat::User>> + Send + 'a>>;
