@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, type PublicConfig, type PublicStatus, type Replay } from '../api';
 import { storedToken } from '../chat/session';
 import { HlsPlayer } from '../components/HlsPlayer';
+import { ReplayChatPanel } from '../components/ReplayChatPanel';
 import { withBase } from '../lib/base';
 import { formatDateTime } from '../lib/format';
 
@@ -48,7 +49,7 @@ export function ClipButton({ config, status }: { config: PublicConfig; status: P
   );
 }
 
-/** "Past broadcasts": the replays the owner made public. */
+/** "Past broadcasts": the replays the owner made public, each played with its chat in time with it. */
 export function PastBroadcasts() {
   const [replays, setReplays] = useState<Replay[]>([]);
   const [playing, setPlaying] = useState<Replay | null>(null);
@@ -59,7 +60,17 @@ export function PastBroadcasts() {
   return (
     <section class="past-broadcasts" id="past-broadcasts">
       <h3>Past broadcasts</h3>
-      {playing && <HlsPlayer src={withBase(playing.manifest)} id="replay-player" />}
+      {playing && (
+        <div class="replay-with-chat">
+          <HlsPlayer src={withBase(playing.manifest)} id="replay-player" />
+          <ReplayChatPanel
+            key={playing.id}
+            videoId="replay-player"
+            windowed
+            load={(from, to) => api.replayChat(playing.id, from, to)}
+          />
+        </div>
+      )}
       <ul>
         {replays.map((r) => (
           <li key={r.id}>
