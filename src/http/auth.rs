@@ -249,8 +249,9 @@ pub struct SignIn {
 /// such (enabled) user.
 pub type SignInResult<'a> = Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
 
-/// Checks a chat user's access token for routes that live outside the chat feature, and records
-/// external sign-ins (chat implements it; the composition root hands it over).
+/// Checks a chat user's access token for routes that live outside the chat feature, records external
+/// sign-ins, and hands over the stored messages of a time window (a replay's chat); chat implements it,
+/// the composition root hands it over.
 pub trait UserTokens: Send + Sync {
     /// The id of the enabled user holding `token`, unless `ip` is banned.
     fn user_id<'a>(&'a self, token: &'a str, ip: Option<IpAddr>) -> UserLookup<'a>;
