@@ -632,7 +632,9 @@ fn a_replays_chat_comes_back_in_its_window_with_its_offsets() {
     assert_eq!(bodies(&replay_chat(&server, &sid, &q).1), ["two", "three"], "{q}");
     let q = format!("?to={}", mid(offsets[0], offsets[1]));
     assert_eq!(bodies(&replay_chat(&server, &sid, &q).1), ["one"], "{q}");
-    for bad in ["?from=x", "?to=-1", "?from=5&to=1", "?from=NaN", "?to=1e12"] {
+    let (status, empty) = replay_chat(&server, &sid, "?from=30&to=1");
+    assert_eq!((status, bodies(&empty).len()), (200, 0), "to before from is an empty window: {empty}");
+    for bad in ["?from=x", "?to=-1", "?from=NaN", "?to=1e12", "?from="] {
         let (status, v) = replay_chat(&server, &sid, bad);
         assert_eq!((status, &v["success"]), (400, &json!(false)), "{bad}: {v}");
     }

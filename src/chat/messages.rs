@@ -157,3 +157,49 @@ pub fn ids_of_user(conn: &Connection, user_id: &str) -> Result<Vec<String>, Stor
     let rows = stmt.query_map([user_id], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(id: &str, at: DateTime<Utc>, user: Option<&User>, hidden: bool) -> ChatMessage {
+        ChatMessage {
+            id: id.into(),
+            timestamp: at,
+            kind: "CHAT".into(),
+            body: id.into(),
+            user: user.cloned(),
+            visible: !hidden,
+            hidden_at: hidden.then_some(at),
+        }
+    }
+
+    #[test]
+    fn between_answers_a_window_of_what_viewers_may_see_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        store.migrate("chat", crate::chat::MIGRATIONS).unwrap();
+        let t0 = DateTime::parse_from_rfc3339("2026-01-01T10:00:00Z").unwrap().with_timezone(&Utc);
+        let s = |n: i64| t0 + chrono::Duration::seconds(n);
+        store
+            .with(|c| {
+                let (alice, _) = users::create(c, "alice", 1)?;
+                let (troll, _) = users::create(c, "troll", 2)?;
+                // Inserted out of time order: the answer is in time order.
+                insert(c, &msg("late", s(30), Some(&alice), false))?;
+                insert(c, &msg("early", s(10), Some(&alice), false))?;
+                insert(c, &msg("system", s(15), None, false))?;
+                insert(c, &msg("hidden", s(12), Some(&alice), true))?;
+                insert(c, &msg("spam", s(20), Some(&troll), false))?;
+                insert(c, &msg("before", s(-5), Some(&alice), false))?;
+                c.execute("UPDATE chat_users SET disabled_at = ?2 WHERE id = ?1", params![troll.id, ts(s(40))])?;
+                let ids = |v: Vec<ChatMessage>| v.into_iter().map(|m| m.id).collect::<Vec<_>>();
+                assert_eq!(ids(between(c, s(0), s(60), 100)?), ["early", "system", "late"]);
+                assert_eq!(ids(between(c, s(10), s(30), 100)?), ["early", "system"], "[from, to)");
+                assert_eq!(ids(between(c, s(0), s(60), 2)?), ["early", "system"], "the oldest `limit`");
+                assert!(between(c, s(31), s(60), 100)?.is_empty());
+                Ok(())
+            })
+            .unwrap();
+    }
+}

@@ -153,7 +153,7 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>) {
     .query("from", false, ValueDoc::Json(r#"{"type":"number","minimum":0,"maximum":1000000000}"#))
     .query("to", false, ValueDoc::Json(r#"{"type":"number","minimum":0,"maximum":1000000000}"#))
     .returns::<ReplayChat>()
-    .error(400, "from or to is not a number of seconds, or to is before from")
+    .error(400, "from or to is not a number of seconds from 0 to 1e9 (to before from: an empty window)")
     .error(401, "the replay is not public and the admin's credentials are missing")
     .error(404, "no such replay, or replay features are off");
     reg.get(
@@ -293,10 +293,8 @@ async fn chat(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let from = window_bound(w.from.as_deref(), "from")?.unwrap_or(0.0);
+    // `to` before `from` is an empty window (answered as one, so any schema-valid pair is taken).
     let to = window_bound(w.to.as_deref(), "to")?;
-    if to.is_some_and(|t| t < from) {
-        return Err(ApiError::bad("to must not be before from"));
-    }
     let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
     let messages = chat_window(&r, &row, from, to, CHAT_PAGE + 1).await?;
     let truncated = messages.len() > CHAT_PAGE as usize;
