@@ -1,7 +1,8 @@
 // A replay's chat in the browser, in time with the video: a 26 s broadcast with a bot's messages sent during it
 // (one of them hidden by the admin afterwards) becomes a public replay; on the viewer page's "Past broadcasts" the
 // chat panel shows each message once the playhead passes its offset and none before, and a seek back or forward
-// shows the chat of the new position; a clip's page shows the chat of its window. Screenshot: replay-chat.png.
+// shows the chat of the new position; a link to the replay (`/?replay={id}`) opens it; a clip's page shows the chat
+// of its window. Screenshot: replay-chat.png.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { collectErrors, launchBrowser, newContext, screenshotPath } from './browser.mjs';
@@ -142,6 +143,12 @@ test('a replay shows its chat as the playhead passes it, seeking jumps the chat,
     null,
     { timeout: 5_000 },
   );
+
+  // A link to the replay (`/?replay={id}`) opens it with its chat.
+  const linked = await (await newContext(browser)).newPage();
+  await linked.goto(castd.url(`/?replay=${encodeURIComponent(replay.id)}`));
+  await linked.waitForSelector('#past-broadcasts #replay-player');
+  await linked.waitForSelector('#past-broadcasts #replay-chat');
 
   // A clip's page carries the chat of its window.
   const made = await post('/api/admin/clips/create', {

@@ -49,12 +49,25 @@ export function ClipButton({ config, status }: { config: PublicConfig; status: P
   );
 }
 
-/** "Past broadcasts": the replays the owner made public, each played with its chat in time with it. */
+/** "Past broadcasts": the replays the owner made public, each played with its chat in time with it; the viewer page
+ * with `?replay={id}` opens that one (a link to a replay). */
 export function PastBroadcasts() {
   const [replays, setReplays] = useState<Replay[]>([]);
   const [playing, setPlaying] = useState<Replay | null>(null);
   useEffect(() => {
-    api.replays().then(setReplays, () => setReplays([]));
+    api.replays().then(
+      (list) => {
+        setReplays(list);
+        // `?replay={id}` (a link to one replay) opens it.
+        const wanted = new URLSearchParams(window.location.search).get('replay');
+        const found = wanted ? list.find((r) => r.id === wanted) : undefined;
+        if (found) {
+          setPlaying(found);
+          requestAnimationFrame(() => document.getElementById('past-broadcasts')?.scrollIntoView());
+        }
+      },
+      () => setReplays([]),
+    );
   }, []);
   if (replays.length === 0) return null;
   return (
