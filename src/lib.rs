@@ -144,7 +144,8 @@
 //!   into `<data-dir>/replays/<streamId>/`, rows written as it goes), replay and clip playlists,
 //!   Owncast's clip rules, `download.mp4` remuxes, the disk budget, REPLAY_READY / CLIP_CREATED on the
 //!   bus. Uses `tokens` (the bot clip route), `storage` (finished replays in the bucket) and `web`
-//!   (the clip page's template); given a `UserTokens` handle (clip permissions) and the admin check.
+//!   (the clip page's template); given a `UserTokens` handle (clip permissions, and the broadcast's chat
+//!   that a replay's and a clip's chat routes place on its media time) and the admin check.
 //!   Owns the replay settings: `replays::settings` (`replay/*` setters, serverconfig part).
 //! - [`yp`]: directory (YP) registration: periodic pings to the directory while listing is on. Owns the
 //!   directory settings: `yp::settings` (`directoryenabled`, `directoryurl`, the serverconfig `yp`).

@@ -525,3 +525,143 @@ fn a_low_latency_broadcast_is_recorded_with_its_init_segment_and_plays() {
     let d = file_duration(&f).expect("the download is an MP4");
     assert!((d - 10.0).abs() <= SEGMENT, "download {d} s");
 }
+
+/// The wall-clock time of a replay's media time 0 as a player reads it: the first segment's
+/// `#EXT-X-PROGRAM-DATE-TIME` in its media playlist.
+fn first_pdt(server: &Server, sid: &str) -> chrono::DateTime<chrono::Utc> {
+    let media = server.admin_get(&format!("/replay/{sid}/0")).text().unwrap();
+    let line = media.lines().find_map(|l| l.strip_prefix("#EXT-X-PROGRAM-DATE-TIME:")).expect("a PDT");
+    chrono::DateTime::parse_from_rfc3339(line.trim()).expect("an RFC 3339 PDT").with_timezone(&chrono::Utc)
+}
+
+/// `GET /api/replays/{sid}/chat` (`query` appended) as anyone; (status, body).
+fn replay_chat(server: &Server, sid: &str, query: &str) -> (u16, Value) {
+    let r = server.get(&format!("/api/replays/{sid}/chat{query}"));
+    let status = r.status().as_u16();
+    (status, r.json().unwrap_or(Value::Null))
+}
+
+fn bodies(chat: &Value) -> Vec<String> {
+    let text = |m: &Value| m["body"].as_str().unwrap().trim_start_matches("<p>").trim_end_matches("</p>").to_string();
+    chat["messages"].as_array().unwrap().iter().map(text).collect()
+}
+
+/// A replay's chat: the messages sent during a broadcast come back in their window, in order, each with
+/// its offset from the replay's start (within a second of where a player's playhead was when it was
+/// sent); a hidden message and a banned user's are left out; a private replay's chat is the admin's, a
+/// public one's anyone's, and on a password channel only with a viewing pass.
+#[test]
+fn a_replays_chat_comes_back_in_its_window_with_its_offsets() {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
+    let mut ff = publish(&server, KEY, "320x180", 24);
+    let sid = server
+        .wait_for(Duration::from_secs(30), || server.get_json("/api/status")["streamId"].as_str().map(str::to_string))
+        .expect("live");
+    server
+        .wait_for(Duration::from_secs(30), || {
+            replays(&server).into_iter().find(|r| r["id"] == sid.as_str() && r["durationSeconds"].as_f64() > Some(0.5))
+        })
+        .expect("the replay records");
+
+    let mut alice = common::chatclient::join(&server, "Alice");
+    let mut troll = common::chatclient::join(&server, "Troll");
+    let mut sent = Vec::new();
+    // (who, body): every 2.5 s; "hidden" is hidden by the admin, the troll is banned.
+    let script = [("a", "one"), ("a", "hidden"), ("t", "spam"), ("a", "two"), ("a", "three")];
+    let mut hidden_id = String::new();
+    for (who, body) in script {
+        std::thread::sleep(Duration::from_millis(2500));
+        let ws = if who == "a" { &mut alice.ws } else { &mut troll.ws };
+        common::chatclient::say(ws, body);
+        let at = chrono::Utc::now();
+        let echo = common::chatclient::next_where(ws, Duration::from_secs(5), |e| {
+            e["type"] == "CHAT" && e["body"] == format!("<p>{body}</p>")
+        })
+        .expect("the message is echoed");
+        if body == "hidden" {
+            hidden_id = echo["id"].as_str().unwrap().to_string();
+        }
+        sent.push((body, at));
+    }
+    let r =
+        server.admin_post("/api/admin/chat/messagevisibility", &json!({ "idArray": [hidden_id], "visible": false }));
+    assert_eq!(r.status().as_u16(), 200);
+    let r = server.admin_post("/api/admin/chat/users/setenabled", &json!({ "userId": troll.id, "enabled": false }));
+    assert_eq!(r.status().as_u16(), 200);
+    // Banning hides the troll's messages; shown again, they still stay out (the user is disabled).
+    let history = server.admin_json("/api/admin/chat/messages");
+    let spam_id = history.as_array().unwrap().iter().find(|m| m["body"] == "<p>spam</p>").expect("spam")["id"].clone();
+    let r = server.admin_post("/api/admin/chat/messagevisibility", &json!({ "idArray": [spam_id], "visible": true }));
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(wait_exit(&mut ff, Duration::from_secs(60)).is_some(), "the publisher ends");
+    wait_finished(&server, &sid);
+
+    // Who may not: anyone, while the replay is not public (401); an unknown replay is a 404.
+    let (status, _) = replay_chat(&server, &sid, "");
+    assert_eq!(status, 401, "a private replay's chat is the admin's");
+    assert_eq!(replay_chat(&server, "nope", "").0, 404);
+    let admin = server.admin_json(&format!("/api/replays/{sid}/chat"));
+    assert_eq!(bodies(&admin), ["one", "two", "three"], "hidden and banned left out, in order: {admin}");
+    assert_eq!(admin["truncated"], false);
+
+    // Offsets: where a player's playhead was (the first segment's PDT is media time 0), within a second.
+    let epoch = first_pdt(&server, &sid);
+    let expected = |body: &str| {
+        let at = sent.iter().find(|(b, _)| *b == body).unwrap().1;
+        (at - epoch).num_milliseconds() as f64 / 1000.0
+    };
+    let offsets: Vec<f64> =
+        admin["messages"].as_array().unwrap().iter().map(|m| m["offset"].as_f64().unwrap()).collect();
+    for (m, off) in admin["messages"].as_array().unwrap().iter().zip(&offsets) {
+        let want = expected(m["body"].as_str().unwrap().trim_start_matches("<p>").trim_end_matches("</p>"));
+        assert!((off - want).abs() <= 1.0, "{}: offset {off}, sent at {want} s of the replay", m["body"]);
+        assert!(m["user"]["displayName"] == "Alice" && m["type"] == "CHAT", "{m}");
+    }
+
+    // Public: anyone; a window answers exactly the messages in it.
+    let r = server.admin_post("/api/admin/replays/update", &json!({ "id": sid, "public": true }));
+    assert_eq!(r.status().as_u16(), 200);
+    let (status, all) = replay_chat(&server, &sid, "");
+    assert_eq!(status, 200);
+    assert_eq!(bodies(&all), ["one", "two", "three"]);
+    let mid = |a: f64, b: f64| (a + b) / 2.0;
+    let q = format!("?from={}&to={}", mid(offsets[0], offsets[1]), mid(offsets[1], offsets[2]));
+    assert_eq!(bodies(&replay_chat(&server, &sid, &q).1), ["two"], "{q}");
+    let q = format!("?from={}", mid(offsets[0], offsets[1]));
+    assert_eq!(bodies(&replay_chat(&server, &sid, &q).1), ["two", "three"], "{q}");
+    let q = format!("?to={}", mid(offsets[0], offsets[1]));
+    assert_eq!(bodies(&replay_chat(&server, &sid, &q).1), ["one"], "{q}");
+    let (status, empty) = replay_chat(&server, &sid, "?from=30&to=1");
+    assert_eq!((status, bodies(&empty).len()), (200, 0), "to before from is an empty window: {empty}");
+    for bad in ["?from=x", "?to=-1", "?from=NaN", "?to=1e12", "?from="] {
+        let (status, v) = replay_chat(&server, &sid, bad);
+        assert_eq!((status, &v["success"]), (400, &json!(false)), "{bad}: {v}");
+    }
+
+    // A clip carries the chat of its window, placed on the clip's own time (its first segment is 0).
+    let (a, b) = (mid(offsets[0], offsets[1]), mid(offsets[1], offsets[2]));
+    let r = server.admin_post("/api/admin/clips/create", &window(&sid, a, b));
+    let created: Value = r.json().unwrap();
+    let clip_id = created["id"].as_str().unwrap_or_else(|| panic!("a clip: {created}"));
+    let clip_chat = server.get_json(&format!("/api/clips/{clip_id}/chat"));
+    assert_eq!(bodies(&clip_chat), ["two"], "{clip_chat}");
+    let at = clip_chat["messages"][0]["offset"].as_f64().unwrap();
+    assert!(at <= offsets[1] - a + SEGMENT && at >= offsets[1] - a - 0.01, "two at {at} s of the clip from {a}");
+    assert_eq!(server.get("/api/clips/nope/chat").status().as_u16(), 404);
+
+    // A password channel: the public replay's chat needs a viewing pass, like its video.
+    let r =
+        server.admin_post("/api/admin/viewer/passwords/create", &json!({"password": "friends-only", "comment": "x"}));
+    assert_eq!(r.status().as_u16(), 200);
+    server.set("visibility", json!("password"));
+    let (status, v) = replay_chat(&server, &sid, "");
+    assert_eq!(status, 401, "no pass: {v}");
+    assert!(v["message"].as_str().is_some_and(|m| m.contains("viewing pass")), "{v}");
+    let unlocked: Value =
+        server.post_json("/api/viewer/unlock", &json!({ "password": "friends-only" })).json().unwrap();
+    let pass = unlocked["pass"].as_str().expect("a pass");
+    let (status, v) = replay_chat(&server, &sid, &format!("?pass={pass}"));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(bodies(&v), ["one", "two", "three"]);
+}

@@ -63,26 +63,48 @@ fn query(conn: &Connection, filter: &str, args: &[&str], limit: u32) -> Result<V
          ORDER BY m.rowid DESC LIMIT {limit}) ORDER BY seq ASC"
     );
     let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
-        let hidden_at: Option<String> = r.get(5)?;
-        let hidden_at = hidden_at.as_deref().map(parse_ts).transpose()?;
-        let has_user: bool = r.get(6)?;
-        Ok(ChatMessage {
-            id: r.get(1)?,
-            kind: r.get(2)?,
-            body: r.get(3)?,
-            timestamp: parse_ts(&r.get::<_, String>(4)?)?,
-            visible: hidden_at.is_none(),
-            hidden_at,
-            user: if has_user { Some(users::from_row(r, 7)?) } else { None },
-        })
-    })?;
+    let rows = stmt.query_map(params_from_iter(args.iter()), message_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A row of `query`'s and `between`'s column list.
+fn message_row(r: &rusqlite::Row) -> rusqlite::Result<ChatMessage> {
+    let hidden_at: Option<String> = r.get(5)?;
+    let hidden_at = hidden_at.as_deref().map(parse_ts).transpose()?;
+    let has_user: bool = r.get(6)?;
+    Ok(ChatMessage {
+        id: r.get(1)?,
+        kind: r.get(2)?,
+        body: r.get(3)?,
+        timestamp: parse_ts(&r.get::<_, String>(4)?)?,
+        visible: hidden_at.is_none(),
+        hidden_at,
+        user: if has_user { Some(users::from_row(r, 7)?) } else { None },
+    })
 }
 
 /// History for viewers: visible messages of enabled users, oldest first.
 pub fn public_history(conn: &Connection) -> Result<Vec<ChatMessage>, StoreError> {
     query(conn, "m.hidden_at IS NULL AND u.disabled_at IS NULL", &[], PUBLIC_BACKLOG)
+}
+
+/// What viewers may see stamped in `[from, to)` (a replay's chat): visible messages of enabled users
+/// (and the system's), oldest first, at most `limit`.
+pub fn between(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<ChatMessage>, StoreError> {
+    let sql = format!(
+        "SELECT m.rowid AS seq, m.id, m.type, m.body, m.timestamp, m.hidden_at, u.id IS NOT NULL, {USER_COLS}
+         FROM chat_messages m LEFT JOIN chat_users u ON u.id = m.user_id
+         WHERE m.hidden_at IS NULL AND u.disabled_at IS NULL AND m.timestamp >= ?1 AND m.timestamp < ?2
+         ORDER BY m.timestamp ASC, m.rowid ASC LIMIT {limit}"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params![ts(from), ts(to)], message_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// History for moderators and the admin: everything, hidden messages included.
@@ -134,4 +156,50 @@ pub fn ids_of_user(conn: &Connection, user_id: &str) -> Result<Vec<String>, Stor
     let mut stmt = conn.prepare("SELECT id FROM chat_messages WHERE user_id = ?1")?;
     let rows = stmt.query_map([user_id], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(id: &str, at: DateTime<Utc>, user: Option<&User>, hidden: bool) -> ChatMessage {
+        ChatMessage {
+            id: id.into(),
+            timestamp: at,
+            kind: "CHAT".into(),
+            body: id.into(),
+            user: user.cloned(),
+            visible: !hidden,
+            hidden_at: hidden.then_some(at),
+        }
+    }
+
+    #[test]
+    fn between_answers_a_window_of_what_viewers_may_see_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.db")).unwrap();
+        store.migrate("chat", crate::chat::MIGRATIONS).unwrap();
+        let t0 = DateTime::parse_from_rfc3339("2026-01-01T10:00:00Z").unwrap().with_timezone(&Utc);
+        let s = |n: i64| t0 + chrono::Duration::seconds(n);
+        store
+            .with(|c| {
+                let (alice, _) = users::create(c, "alice", 1)?;
+                let (troll, _) = users::create(c, "troll", 2)?;
+                // Inserted out of time order: the answer is in time order.
+                insert(c, &msg("late", s(30), Some(&alice), false))?;
+                insert(c, &msg("early", s(10), Some(&alice), false))?;
+                insert(c, &msg("system", s(15), None, false))?;
+                insert(c, &msg("hidden", s(12), Some(&alice), true))?;
+                insert(c, &msg("spam", s(20), Some(&troll), false))?;
+                insert(c, &msg("before", s(-5), Some(&alice), false))?;
+                c.execute("UPDATE chat_users SET disabled_at = ?2 WHERE id = ?1", params![troll.id, ts(s(40))])?;
+                let ids = |v: Vec<ChatMessage>| v.into_iter().map(|m| m.id).collect::<Vec<_>>();
+                assert_eq!(ids(between(c, s(0), s(60), 100)?), ["early", "system", "late"]);
+                assert_eq!(ids(between(c, s(10), s(30), 100)?), ["early", "system"], "[from, to)");
+                assert_eq!(ids(between(c, s(0), s(60), 2)?), ["early", "system"], "the oldest `limit`");
+                assert!(between(c, s(31), s(60), 100)?.is_empty());
+                Ok(())
+            })
+            .unwrap();
+    }
 }

@@ -81,6 +81,7 @@ pub const MIGRATIONS: Migrations = &[
     );",
     "ALTER TABLE chat_users ADD COLUMN auth_provider TEXT;
     ALTER TABLE chat_users ADD COLUMN auth_identity TEXT;",
+    "CREATE INDEX chat_messages_time ON chat_messages(timestamp);",
 ];
 
 /// Errors of the chat module.
@@ -249,6 +250,28 @@ impl crate::http::UserTokens for Chat {
         Box::pin(async move {
             let token = token.to_string();
             self.store.call(move |c| users::by_token(c, &token)).await.ok().flatten()
+        })
+    }
+
+    fn chat_between(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+    ) -> crate::http::auth::ChatLines<'_> {
+        Box::pin(async move {
+            let found = self.store.call(move |c| messages::between(c, from, to, limit)).await;
+            let found = found.map_err(|e| e.to_string())?;
+            Ok(found
+                .into_iter()
+                .map(|m| crate::events::chat::StoredLine {
+                    id: m.id,
+                    timestamp: m.timestamp,
+                    kind: m.kind,
+                    body: m.body,
+                    user: m.user,
+                })
+                .collect())
         })
     }
 

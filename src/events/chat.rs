@@ -34,6 +34,18 @@ impl User {
     }
 }
 
+/// A stored message that viewers may see (visible, of an enabled user or the system), as the chat
+/// feature hands it to other features (a replay's chat, through `http::UserTokens::chat_between`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredLine {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    /// `CHAT`, `SYSTEM`, `CHAT_ACTION`, ...
+    pub kind: String,
+    pub body: String,
+    pub user: Option<User>,
+}
+
 /// A chat message (CHAT): `{id,timestamp,type,body,user,visible}`; the bus copy also carries Owncast's
 /// webhook extras `rawBody` and `clientId`.
 #[derive(Debug, Clone, Serialize, PartialEq)]

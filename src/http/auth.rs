@@ -35,6 +35,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
 use sha2::{Digest, Sha256};
 
@@ -248,8 +249,9 @@ pub struct SignIn {
 /// such (enabled) user.
 pub type SignInResult<'a> = Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
 
-/// Checks a chat user's access token for routes that live outside the chat feature, and records
-/// external sign-ins (chat implements it; the composition root hands it over).
+/// Checks a chat user's access token for routes that live outside the chat feature, records external
+/// sign-ins, and hands over the stored messages of a time window (a replay's chat); chat implements it,
+/// the composition root hands it over.
 pub trait UserTokens: Send + Sync {
     /// The id of the enabled user holding `token`, unless `ip` is banned.
     fn user_id<'a>(&'a self, token: &'a str, ip: Option<IpAddr>) -> UserLookup<'a>;
@@ -259,7 +261,14 @@ pub trait UserTokens: Send + Sync {
     fn sign_in<'a>(&'a self, user_id: &'a str, sign_in: SignIn) -> SignInResult<'a>;
     /// The user holding `token`, enabled or not (clip permissions tell a disabled user apart).
     fn user<'a>(&'a self, token: &'a str) -> UserFetch<'a>;
+    /// The messages viewers may see (visible, not of a disabled user) stamped in `[from, to)`, oldest
+    /// first, at most `limit` (a replay's chat).
+    fn chat_between(&self, from: DateTime<Utc>, to: DateTime<Utc>, limit: u32) -> ChatLines<'_>;
 }
+
+/// The future `UserTokens::chat_between` returns (`Err`: the store failed, in words).
+pub type ChatLines<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<crate::events::chat::StoredLine>, String>> + Send + 'a>>;
 
 /// The future `UserTokens::user` returns.
 pub type UserFetch<'a> = Pin<Box<dyn Future<Output = Option<crate::events::chat::User>> + Send + 'a>>;

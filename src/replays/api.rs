@@ -1,5 +1,7 @@
 //! The replay routes: `GET /api/admin/replays`, `POST /api/admin/replays/delete` (Owncast),
-//! `POST /api/admin/replays/update` and the public `GET /api/replays` (castd), and playback:
+//! `POST /api/admin/replays/update` and the public `GET /api/replays` (castd), a replay's chat
+//! (`GET /api/replays/{id}/chat?from=&to=`, castd: the broadcast's chat placed on the replay's media
+//! time, for players that show it in time with the video), and playback:
 //! `/replay/{streamId}` (master), `/replay/{streamId}/{variant}` (media playlist) and the recorded
 //! files under `/replay/{streamId}/{variant}/{file}` (Range, ETag). Replays are admin-only unless the
 //! owner made one public. Every route answers 404 while replay features are off. (The replay's
@@ -12,7 +14,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::db::{self, ReplayRow};
@@ -54,6 +57,53 @@ pub struct ReplayUpdate {
     pub pinned: Option<bool>,
 }
 
+/// The most messages one `GET /api/replays/{id}/chat` answers (`truncated` says there are more: ask
+/// again from the last one's offset).
+pub const CHAT_PAGE: u32 = 500;
+/// The largest `from`/`to` taken (seconds; about 31 years).
+const MAX_OFFSET: f64 = 1e9;
+
+/// castd: one message of a replay's chat (visible, of a user not disabled, or the system's).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayChatMessage {
+    pub id: String,
+    pub timestamp: DateTime<Utc>,
+    /// `CHAT`, `SYSTEM`, `CHAT_ACTION`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub body: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub user: Option<crate::events::chat::User>,
+    /// Seconds from the replay's start (its media time: where the playhead is when it was sent).
+    pub offset: f64,
+}
+
+/// castd: `GET /api/replays/{id}/chat`: the messages of a window of the replay, oldest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayChat {
+    pub messages: Vec<ReplayChatMessage>,
+    /// The window holds more than `CHAT_PAGE` (500) messages: ask again from the last one's offset.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatWindow {
+    from: Option<String>,
+    to: Option<String>,
+}
+
+/// A window bound: seconds from the replay's start, finite, 0 to `MAX_OFFSET`.
+fn window_bound(v: Option<&str>, name: &str) -> Result<Option<f64>, ApiError> {
+    let Some(v) = v else { return Ok(None) };
+    match v.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..=MAX_OFFSET).contains(&x) => Ok(Some(x)),
+        _ => Err(ApiError::bad(format!("{name} must be a number of seconds from 0 to {MAX_OFFSET}"))),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct Page {
     limit: Option<i64>,
@@ -91,6 +141,21 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>) {
         .query("offset", false, ValueDoc::Json(r#"{"type":"integer","minimum":0,"maximum":1000000000}"#))
         .returns_list::<Replay>()
         .error(404, "replay features are off");
+    reg.get(
+        "/api/replays/{stream_id}/chat",
+        GROUP,
+        Auth::Public,
+        "castd: a replay's chat in a window (seconds from its start), each message with its offset; \
+         hidden messages and disabled users' left out (admin, or anyone for a public replay)",
+        chat,
+    )
+    .path_param("stream_id", ValueDoc::String)
+    .query("from", false, ValueDoc::Json(r#"{"type":"number","minimum":0,"maximum":1000000000}"#))
+    .query("to", false, ValueDoc::Json(r#"{"type":"number","minimum":0,"maximum":1000000000}"#))
+    .returns::<ReplayChat>()
+    .error(400, "from or to is not a number of seconds from 0 to 1e9 (to before from: an empty window)")
+    .error(401, "the replay is not public and the admin's credentials are missing")
+    .error(404, "no such replay, or replay features are off");
     reg.get(
         "/replay/{stream_id}",
         GROUP,
@@ -218,4 +283,58 @@ async fn file(
     let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
     let Ok(v) = variant.parse::<i64>() else { return Ok(not_found()) };
     Ok(serve_file(&r, &id, v, &file, row.public, &headers).await)
+}
+
+async fn chat(
+    State(r): State<Arc<Replays>>,
+    Path(id): Path<String>,
+    Query(w): Query<ChatWindow>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let from = window_bound(w.from.as_deref(), "from")?.unwrap_or(0.0);
+    // `to` before `from` is an empty window (answered as one, so any schema-valid pair is taken).
+    let to = window_bound(w.to.as_deref(), "to")?;
+    let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
+    let messages = chat_window(&r, &row, from, to, CHAT_PAGE + 1).await?;
+    let truncated = messages.len() > CHAT_PAGE as usize;
+    let messages = messages.into_iter().take(CHAT_PAGE as usize).collect();
+    Ok(Json(ReplayChat { messages, truncated }).into_response())
+}
+
+/// The chat of `row` from `from` to `to` seconds of its media time (`to`: the end of the replay when
+/// `None`; never past its end, or now while it records), at most `limit` messages.
+pub async fn chat_window(
+    r: &Arc<Replays>,
+    row: &ReplayRow,
+    from: f64,
+    to: Option<f64>,
+    limit: u32,
+) -> Result<Vec<ReplayChatMessage>, ApiError> {
+    let (rid, start) = (row.id.clone(), row.start_time);
+    let Some(epoch_ms) = r.store.call(move |c| db::media_epoch_ms(c, &rid, start)).await? else {
+        return Ok(Vec::new());
+    };
+    let at = |secs: f64| {
+        let ms = epoch_ms.saturating_add((secs * 1000.0).round() as i64);
+        DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default()
+    };
+    let end = row.end_time.unwrap_or_else(Utc::now) + chrono::Duration::milliseconds(1);
+    let from_t = at(from);
+    let to_t = to.map(at).map_or(end, |t| t.min(end));
+    if to_t <= from_t {
+        return Ok(Vec::new());
+    }
+    let lines = r.users.chat_between(from_t, to_t, limit).await.map_err(ApiError::Internal)?;
+    Ok(lines
+        .into_iter()
+        .map(|l| ReplayChatMessage {
+            offset: ((l.timestamp.timestamp_millis() - epoch_ms) as f64 / 1000.0).max(0.0),
+            id: l.id,
+            timestamp: l.timestamp,
+            kind: l.kind,
+            body: l.body,
+            user: l.user,
+        })
+        .collect())
 }

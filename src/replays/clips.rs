@@ -226,6 +226,16 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>, tokens: Tokens) {
         .path_param("clip_id", ValueDoc::String)
         .returns::<Clip>()
         .error(404, "no such clip");
+    reg.get(
+        "/api/clips/{clip_id}/chat",
+        GROUP,
+        Auth::Public,
+        "castd: the chat of a clip's window, each message's offset from the clip's start (clips are public)",
+        chat,
+    )
+    .path_param("clip_id", ValueDoc::String)
+    .returns::<super::api::ReplayChat>()
+    .error(404, "no such clip");
     reg.get("/api/admin/clips", GROUP, Auth::Admin, "Every clip, newest first", list)
         .returns_list::<Clip>()
         .error(404, "replay features are off (Owncast answers 404)");
@@ -478,6 +488,25 @@ async fn find(r: &Replays, id: &str) -> Result<Option<ClipRow>, ApiError> {
 async fn details(State(ctx): State<ClipsCtx>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let Some(c) = find(&ctx.r, &id).await? else { return Ok(not_found()) };
     Ok(Json(ctx.r.clip_json(c)).into_response())
+}
+
+/// The chat of the clip's window (`CHAT_PAGE` at most), placed on the clip's own media time: its
+/// playlist starts at the first segment of the window, which may begin before the window does.
+async fn chat(State(ctx): State<ClipsCtx>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let Some(c) = find(&ctx.r, &id).await? else { return Ok(not_found()) };
+    let sid = c.stream_id.clone();
+    let (replay, segs) =
+        ctx.r.store.call(move |conn| Ok((db::replay(conn, &sid)?, db::segments(conn, &sid, 0)?))).await?;
+    let Some(replay) = replay else { return Ok(not_found()) };
+    let zero = playlist::window(&segs, c.start, c.end).first().map_or(c.start, |s| s.media_offset);
+    let limit = super::api::CHAT_PAGE;
+    let mut messages = super::api::chat_window(&ctx.r, &replay, c.start, Some(c.end), limit + 1).await?;
+    let truncated = messages.len() > limit as usize;
+    messages.truncate(limit as usize);
+    for m in &mut messages {
+        m.offset = ((m.offset - zero) * 1000.0).round().max(0.0) / 1000.0;
+    }
+    Ok(Json(super::api::ReplayChat { messages, truncated }).into_response())
 }
 
 async fn delete(State(ctx): State<ClipsCtx>, body: Bytes) -> Result<Response, ApiError> {

@@ -280,6 +280,32 @@ pub fn segments(conn: &Connection, id: &str, variant: i64) -> Result<Vec<Segment
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// The wall-clock time of the replay's media time 0 in ms since the epoch (a replay's chat is placed
+/// against it): the first segment with a program date time, less its media offset; without one, the
+/// first segment's start (it was linked, and the replay started, as it was written: its duration
+/// before `start`). `None` while nothing is recorded.
+pub fn media_epoch_ms(conn: &Connection, id: &str, start: DateTime<Utc>) -> Result<Option<i64>, StoreError> {
+    let pdt: Option<i64> = conn
+        .query_row(
+            "SELECT pdt_ms - CAST(ROUND(media_offset * 1000) AS INTEGER) FROM replay_segments
+             WHERE replay_id = ?1 AND pdt_ms IS NOT NULL ORDER BY variant, seq LIMIT 1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if pdt.is_some() {
+        return Ok(pdt);
+    }
+    let first: Option<f64> = conn
+        .query_row(
+            "SELECT duration FROM replay_segments WHERE replay_id = ?1 ORDER BY variant, seq LIMIT 1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(first.map(|d| start.timestamp_millis() - (d * 1000.0).round() as i64))
+}
+
 /// Whether `file` is a segment or init segment of the replay's `variant`.
 pub fn has_file(conn: &Connection, id: &str, variant: i64, file: &str) -> Result<bool, StoreError> {
     let n: i64 = conn.query_row(

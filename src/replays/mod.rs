@@ -8,9 +8,10 @@
 //!   left `recording` is `interrupted` at the next start).
 //! - `db`: the tables (`replays`, `replay_segments`, `replay_clips`; migrations under `"replays"`).
 //! - `playlist`: master and media playlists (EVENT while live, VOD + ENDLIST when finished; clips VOD).
-//! - `api`: the replay routes (admin list/update/delete, the public list, playback, segment files).
+//! - `api`: the replay routes (admin list/update/delete, the public list, a replay's chat placed on its
+//!   media time, playback, segment files).
 //! - `clips`: clip creation (Owncast's rules, rate limit and permissions; the bot form), clip routes,
-//!   thumbnails.
+//!   thumbnails, a clip's chat (its window's, on the clip's own time).
 //! - `download`: `download.mp4` of a replay or a clip (a remux with the ffmpeg CLI, streamed while it
 //!   is made; capped per address and in all, since each is a child process).
 //! - `serve`: what the replay, clip and download routes share (the 404, who may play a replay,
@@ -21,7 +22,7 @@
 //! - `settings`: the `replay/*` setters and the `replay` part of the server configuration.
 //!
 //! Uses the media plane (feed, retention holds), `storage` (the bucket), `tokens`, the store, the stream state (the stream id), chat
-//! users through `http::UserTokens`, and publishes REPLAY_READY / CLIP_CREATED on the bus.
+//! users and messages through `http::UserTokens` (clip permissions; a replay's chat), and publishes REPLAY_READY / CLIP_CREATED on the bus.
 
 pub mod api;
 pub mod budget;
@@ -80,7 +81,7 @@ pub struct ReplaysDeps {
     pub data_dir: PathBuf,
     /// `<data-dir>/hls` (the live master playlist).
     pub hls_dir: PathBuf,
-    /// Chat users (clip permissions).
+    /// Chat users (clip permissions) and messages (a replay's chat).
     pub users: Arc<dyn UserTokens>,
     /// The admin check (replays are admin-only unless public).
     pub admin: AdminAuth,

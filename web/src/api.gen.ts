@@ -8748,6 +8748,39 @@ export interface paths {
       };
     };
   };
+  "/api/clips/{clip_id}/chat": {
+    /**
+     * castd: the chat of a clip's window, each message's offset from the clip's start (clips are public)
+     * @description castd: the chat of a clip's window, each message's offset from the clip's start (clips are public)
+     */
+    get: {
+      parameters: {
+        path: {
+          clip_id: string;
+        };
+      };
+      responses: {
+        /** @description Success */
+        200: {
+          content: {
+            "application/json": components["schemas"]["ReplayChat"];
+          };
+        };
+        /** @description Bad input */
+        400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Nothing by that name */
+        404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+      };
+    };
+  };
   "/api/config": {
     /**
      * Public configuration for the web page
@@ -9554,6 +9587,49 @@ export interface paths {
           };
         };
         /** @description replay features are off */
+        404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+      };
+    };
+  };
+  "/api/replays/{stream_id}/chat": {
+    /**
+     * castd: a replay's chat in a window (seconds from its start), each message with its offset; hidden messages and disabled users' left out (admin, or anyone for a public replay)
+     * @description castd: a replay's chat in a window (seconds from its start), each message with its offset; hidden messages and disabled users' left out (admin, or anyone for a public replay)
+     */
+    get: {
+      parameters: {
+        query?: {
+          from?: number;
+          to?: number;
+        };
+        path: {
+          stream_id: string;
+        };
+      };
+      responses: {
+        /** @description Success */
+        200: {
+          content: {
+            "application/json": components["schemas"]["ReplayChat"];
+          };
+        };
+        /** @description Bad input */
+        400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description the replay is not public and the admin's credentials are missing */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Nothing by that name */
         404: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
@@ -12658,6 +12734,27 @@ export interface components {
       title?: string;
       /** Format: int64 */
       totalBytes: number;
+    };
+    /** @description castd: `GET /api/replays/{id}/chat`: the messages of a window of the replay, oldest first. */
+    ReplayChat: {
+      messages: components["schemas"]["ReplayChatMessage"][];
+      /** @description The window holds more than `CHAT_PAGE` (500) messages: ask again from the last one's offset. */
+      truncated: boolean;
+    };
+    /** @description castd: one message of a replay's chat (visible, of a user not disabled, or the system's). */
+    ReplayChatMessage: {
+      body: string;
+      id: string;
+      /**
+       * Format: double
+       * @description Seconds from the replay's start (its media time: where the playhead is when it was sent).
+       */
+      offset: number;
+      /** Format: date-time */
+      timestamp: string;
+      /** @description `CHAT`, `SYSTEM`, `CHAT_ACTION`, ... */
+      type: string;
+      user?: components["schemas"]["User"];
     };
     /** @description castd: `POST /api/admin/replays/update`; fields left out are unchanged. */
     ReplayUpdate: {

@@ -228,6 +228,11 @@ export const api = {
   config: () => getJSON<PublicConfig>('/api/config'),
   status: () => getJSON<PublicStatus>('/api/status'),
   replays: () => getJSON<Replay[]>('/api/replays'),
+  /** A replay's chat from `from` to `to` seconds of it (each message with its offset). */
+  replayChat: (id: string, from?: number, to?: number) =>
+    getJSON<ReplayChat>(withQuery(`/api/replays/${encodeURIComponent(id)}/chat`, { from, to })),
+  /** The chat of a clip's window (offsets from the clip's start). */
+  clipChat: (id: string) => getJSON<ReplayChat>(`/api/clips/${encodeURIComponent(id)}/chat`),
   clip: (accessToken: string, body: Schemas['AddClip']) =>
     postJSON<Schemas['ClipCreated']>(withQuery('/api/clip', { accessToken }), body),
   ping: () => fetch(apiUrl('/api/ping'), { credentials: 'same-origin', cache: 'no-store' }).then(() => undefined),
@@ -338,6 +343,10 @@ export type Replay = Schemas['Replay'];
 
 /** A clip (`/api/clips`). */
 export type Clip = Schemas['Clip'];
+
+/** A window of a replay's (or a clip's) chat (`/api/replays/{id}/chat`, `/api/clips/{id}/chat`). */
+export type ReplayChat = Schemas['ReplayChat'];
+export type ReplayChatMessage = Schemas['ReplayChatMessage'];
 
 // ---------- admin ----------
 

@@ -1,11 +1,12 @@
-/** A clip's page at `/clips/{clipId}` (a channel's at `/c/{slug}/clips/{clipId}`): the clip (hls.js), its title, who
- * clipped it and a download link. castd serves this page with OpenGraph tags for link previews filled in. */
+/** A clip's page at `/clips/{clipId}` (a channel's at `/c/{slug}/clips/{clipId}`): the clip (hls.js) with the chat of
+ * its window in time with it, its title, who clipped it and a download link. castd serves this page with OpenGraph tags for link previews filled in. */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import '../styles.css';
-import { apiUrl, type Clip } from '../api';
+import { api, apiUrl, type Clip } from '../api';
 import { BASE_META, basePath, withBase } from '../lib/base';
 import { HlsPlayer } from '../components/HlsPlayer';
+import { ReplayChatPanel } from '../components/ReplayChatPanel';
 import { formatDateTime } from '../lib/format';
 
 /** `{base}/clips/{id}`: the base path of the channel (the page's own path says it) and the clip id. */
@@ -37,7 +38,10 @@ function ClipPage() {
   return (
     <main class="clip-main" style={{ maxWidth: '960px', margin: 'auto', padding: '1rem' }}>
       <h1 id="clip-title">{clip.title || 'Clip'}</h1>
-      <HlsPlayer src={withBase(clip.manifest)} id="clip-player" />
+      <div class="replay-with-chat">
+        <HlsPlayer src={withBase(clip.manifest)} id="clip-player" />
+        <ReplayChatPanel key={clip.id} videoId="clip-player" windowed={false} load={() => api.clipChat(clip.id)} />
+      </div>
       <p class="muted">
         {clip.clippedBy && <>Clipped by {clip.clippedBy} · </>}
         {clip.streamTitle && <>{clip.streamTitle} · </>}

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, type PublicConfig, type PublicStatus, type Replay } from '../api';
 import { storedToken } from '../chat/session';
 import { HlsPlayer } from '../components/HlsPlayer';
+import { ReplayChatPanel } from '../components/ReplayChatPanel';
 import { withBase } from '../lib/base';
 import { formatDateTime } from '../lib/format';
 
@@ -48,18 +49,41 @@ export function ClipButton({ config, status }: { config: PublicConfig; status: P
   );
 }
 
-/** "Past broadcasts": the replays the owner made public. */
+/** "Past broadcasts": the replays the owner made public, each played with its chat in time with it; the viewer page
+ * with `?replay={id}` opens that one (a link to a replay). */
 export function PastBroadcasts() {
   const [replays, setReplays] = useState<Replay[]>([]);
   const [playing, setPlaying] = useState<Replay | null>(null);
   useEffect(() => {
-    api.replays().then(setReplays, () => setReplays([]));
+    api.replays().then(
+      (list) => {
+        setReplays(list);
+        // `?replay={id}` (a link to one replay) opens it.
+        const wanted = new URLSearchParams(window.location.search).get('replay');
+        const found = wanted ? list.find((r) => r.id === wanted) : undefined;
+        if (found) {
+          setPlaying(found);
+          requestAnimationFrame(() => document.getElementById('past-broadcasts')?.scrollIntoView());
+        }
+      },
+      () => setReplays([]),
+    );
   }, []);
   if (replays.length === 0) return null;
   return (
     <section class="past-broadcasts" id="past-broadcasts">
       <h3>Past broadcasts</h3>
-      {playing && <HlsPlayer src={withBase(playing.manifest)} id="replay-player" />}
+      {playing && (
+        <div class="replay-with-chat">
+          <HlsPlayer src={withBase(playing.manifest)} id="replay-player" />
+          <ReplayChatPanel
+            key={playing.id}
+            videoId="replay-player"
+            windowed
+            load={(from, to) => api.replayChat(playing.id, from, to)}
+          />
+        </div>
+      )}
       <ul>
         {replays.map((r) => (
           <li key={r.id}>

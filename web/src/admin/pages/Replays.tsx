@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
-import { admin, type Clip, type Replay, type Schemas } from '../../api';
+import { admin, api, type Clip, type Replay, type Schemas } from '../../api';
 import { HlsPlayer } from '../../components/HlsPlayer';
+import { ReplayChatPanel } from '../../components/ReplayChatPanel';
 import { formatDateTime } from '../../lib/format';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, useSave, useServerConfig } from '../forms';
 import { useAdminGet } from '../useAdmin';
@@ -147,7 +148,19 @@ export function Replays() {
       </Section>
       {playing && (
         <Section title={`Playing: ${playing.title}`}>
-          <HlsPlayer src={playing.src} id="replay-player" />
+          {playing.replayId ? (
+            <div class="replay-with-chat">
+              <HlsPlayer src={playing.src} id="replay-player" />
+              <ReplayChatPanel
+                key={playing.replayId}
+                videoId="replay-player"
+                windowed
+                load={(from, to) => api.replayChat(playing.replayId ?? '', from, to)}
+              />
+            </div>
+          ) : (
+            <HlsPlayer src={playing.src} id="replay-player" />
+          )}
           {playing.replayId && <CutClip replayId={playing.replayId} onMade={() => void clips.reload()} />}
           <button type="button" onClick={() => setPlaying(null)}>
             Close
