@@ -279,6 +279,72 @@ fn hevc_tags(secs: u32, fourcc: &[u8; 4]) -> Vec<Tag> {
     tags
 }
 
+/// An AV1 elementary stream (SVT-AV1, a keyframe a second, 30 fps) as Enhanced RTMP tags: the
+/// sequence start with an av1C holding the first sequence header OBU, then one CodedFrames tag per
+/// temporal unit (its temporal delimiter left out, as ISOBMFF and Matroska store AV1).
+fn av1_tags(secs: u32) -> Vec<Tag> {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t"])
+        .arg(secs.to_string())
+        .args(["-c:v", "libsvtav1", "-preset", "12", "-g", "30", "-pix_fmt", "yuv420p", "-f", "obu", "-"])
+        .output()
+        .expect("run ffmpeg");
+    assert!(out.status.success() && !out.stdout.is_empty(), "ffmpeg made no AV1");
+    let data = out.stdout;
+    let leb128 = |at: &mut usize| {
+        let mut v = 0usize;
+        for i in 0..8 {
+            let b = data[*at];
+            *at += 1;
+            v |= usize::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        v
+    };
+    let mut seq_header: Option<Vec<u8>> = None;
+    let mut units: Vec<(bool, Vec<u8>)> = Vec::new();
+    let mut i = 0;
+    while i < data.len() {
+        let start = i;
+        let header = data[i];
+        let kind = (header >> 3) & 0x0f;
+        i += 1 + usize::from(header & 0x04 != 0);
+        assert!(header & 0x02 != 0, "OBUs with sizes");
+        let size = leb128(&mut i);
+        let obu = &data[start..i + size];
+        let payload = &data[i..i + size];
+        i += size;
+        match kind {
+            2 => units.push((false, Vec::new())), // temporal delimiter: a new unit
+            1 => {
+                seq_header.get_or_insert_with(|| obu.to_vec());
+                units.last_mut().expect("a unit").1.extend_from_slice(obu);
+            }
+            _ => {
+                let unit = units.last_mut().expect("a unit");
+                // A frame (6) or frame header (3) OBU shown now with frame_type KEY_FRAME.
+                if (kind == 6 || kind == 3) && payload.first().is_some_and(|b| b & 0xe0 == 0) {
+                    unit.0 = true;
+                }
+                unit.1.extend_from_slice(obu);
+            }
+        }
+    }
+    let seq = seq_header.expect("a sequence header OBU");
+    let profile = seq[2] >> 5;
+    let mut start = vec![0x90, b'a', b'v', b'0', b'1', 0x81, profile << 5 | 8, 0x0c, 0];
+    start.extend_from_slice(&seq);
+    let mut tags = vec![Tag { video: true, ms: 0, data: start.into() }];
+    for (n, (key, unit)) in units.into_iter().enumerate() {
+        let mut d = vec![if key { 0x91 } else { 0xa1 }, b'a', b'v', b'0', b'1'];
+        d.extend_from_slice(&unit);
+        tags.push(Tag { video: true, ms: (n as u64 * 1000 / 30) as u32, data: d.into() });
+    }
+    tags
+}
+
 /// A 440 Hz tone as legacy FLV AAC tags (the sequence header, then one tag per ADTS frame).
 fn aac_tags(secs: u32) -> Vec<Tag> {
     let out = Command::new("ffmpeg")
@@ -359,11 +425,21 @@ fn probe_segment(server: &Server, variant: usize, name: &str) -> (String, u64) {
 
 #[test]
 fn hevc_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
+    let secs = 12;
+    transcoded_to_the_h264_ladder(interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs)), "hevc");
+}
+
+#[test]
+fn av1_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
+    let secs = 12;
+    transcoded_to_the_h264_ladder(interleave(av1_tags(secs), aac_tags(secs)), "av1");
+}
+
+/// Publish `tags` and check the H.264 rungs, the codec the details name and the connect answer.
+fn transcoded_to_the_h264_ladder(tags: Vec<Tag>, codec: &str) {
     let _l = lock();
     let server = Server::start_with_args(&["--streamkey", KEY]);
     let port = server.rtmp_port.expect("rtmp port");
-    let secs = 12;
-    let tags = interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs));
     let mut p = Publisher::connect(port);
     p.publish(KEY);
     // The connect answer castd sent first lists the FourCCs it takes.
@@ -383,11 +459,11 @@ fn hevc_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
             (online(&server) && names.len() >= 2).then(|| names[0].clone())
         })
         .unwrap_or_else(|| panic!("no H.264 segments from the HEVC source; log:\n{}", server.log_text()));
-    let (codec, height) = probe_segment(&server, 0, &seg);
-    assert_eq!(codec, "h264", "the ladder is H.264");
+    let (rung, height) = probe_segment(&server, 0, &seg);
+    assert_eq!(rung, "h264", "the ladder is H.264");
     assert!(height > 0, "ffprobe read no height");
     let status = server.admin_json("/api/admin/status");
-    assert_eq!(status["broadcaster"]["streamDetails"]["videoCodec"], "hevc", "{status}");
+    assert_eq!(status["broadcaster"]["streamDetails"]["videoCodec"], codec, "{status}");
     let p = sender.join().unwrap();
     assert!(!p.closed, "castd closed the publisher's socket; log:\n{}", server.log_text());
 }
