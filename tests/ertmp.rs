@@ -426,17 +426,37 @@ fn probe_segment(server: &Server, variant: usize, name: &str) -> (String, u64) {
 #[test]
 fn hevc_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
     let secs = 12;
-    transcoded_to_the_h264_ladder(interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs)), "hevc");
+    transcoded_to_the_h264_ladder(interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs)), "hevc", "hvc1.");
 }
 
 #[test]
 fn av1_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
     let secs = 12;
-    transcoded_to_the_h264_ladder(interleave(av1_tags(secs), aac_tags(secs)), "av1");
+    transcoded_to_the_h264_ladder(interleave(av1_tags(secs), aac_tags(secs)), "av1", "av01.");
 }
 
-/// Publish `tags` and check the H.264 rungs, the codec the details name and the connect answer.
-fn transcoded_to_the_h264_ladder(tags: Vec<Tag>, codec: &str) {
+/// The variant (`N/stream.m3u8`) whose `CODECS` starts with `prefix` in a master playlist, and the
+/// variants listed before it.
+fn variant_with(master: &str, prefix: &str) -> Option<(usize, Vec<String>)> {
+    let lines: Vec<&str> = master.lines().collect();
+    let mut before = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if !l.starts_with("#EXT-X-STREAM-INF:") {
+            continue;
+        }
+        let codecs = l.split("CODECS=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or_default().to_string();
+        let uri = lines.get(i + 1)?;
+        if codecs.starts_with(prefix) {
+            return Some((uri.split('/').next()?.parse().ok()?, before));
+        }
+        before.push(codecs);
+    }
+    None
+}
+
+/// Publish `tags` and check the H.264 rungs, the passthrough rung (fMP4, `CODECS` starting with
+/// `codecs`), the codec the details name and the connect answer.
+fn transcoded_to_the_h264_ladder(tags: Vec<Tag>, codec: &str, codecs: &str) {
     let _l = lock();
     let server = Server::start_with_args(&["--streamkey", KEY]);
     let port = server.rtmp_port.expect("rtmp port");
@@ -462,6 +482,18 @@ fn transcoded_to_the_h264_ladder(tags: Vec<Tag>, codec: &str) {
     let (rung, height) = probe_segment(&server, 0, &seg);
     assert_eq!(rung, "h264", "the ladder is H.264");
     assert!(height > 0, "ffprobe read no height");
+    // The source as it came, in fMP4, listed after the H.264 rungs with its own CODECS.
+    let master = server
+        .wait_for(Duration::from_secs(30), || text(&server, "/hls/stream.m3u8").filter(|m| m.contains(codecs)))
+        .unwrap_or_else(|| panic!("no {codecs} variant in the master playlist; log:\n{}", server.log_text()));
+    let (n, before) = variant_with(&master, codecs).expect("the passthrough variant");
+    assert!(!before.is_empty() && before.iter().all(|c| c.starts_with("avc1.")), "H.264 rungs first:\n{master}");
+    let playlist = text(&server, &format!("/hls/{n}/stream.m3u8")).expect("passthrough playlist");
+    assert!(playlist.contains("#EXT-X-MAP:URI="), "fMP4 with an init segment:\n{playlist}");
+    let first = segments(&playlist).first().cloned().expect("a passthrough segment");
+    assert!(first.ends_with(".m4s"), "{playlist}");
+    let (source, _) = probe_segment(&server, n, &first);
+    assert_eq!(source, codec, "the passthrough rung is the source's {codec}");
     let status = server.admin_json("/api/admin/status");
     assert_eq!(status["broadcaster"]["streamDetails"]["videoCodec"], codec, "{status}");
     let p = sender.join().unwrap();

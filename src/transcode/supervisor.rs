@@ -240,7 +240,16 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
             info!(channel = %b.channel, "served as passthrough: {why}");
             vec![passthrough_variant()]
         }
-        None => s.video.video_quality_variants.clone(),
+        None => {
+            let mut ladder = s.video.video_quality_variants.clone();
+            // An Enhanced RTMP source (HEVC, AV1, VP9) is also served as it came, in fMP4, after the
+            // H.264 rungs: players that decode it may pick it, the others keep to H.264.
+            if b.source.container == crate::media::Container::FlvEnhanced && !ladder.iter().any(|v| v.video_passthrough)
+            {
+                ladder.push(crate::config::StreamOutputVariant { name: "source".into(), ..passthrough_variant() });
+            }
+            ladder
+        }
     };
     let specs: Vec<_> = ladder.iter().map(|v| recipe::variant_spec(v, seg)).collect();
     let cap = nvenc_cap(&chosen).await;
