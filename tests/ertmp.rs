@@ -430,6 +430,13 @@ fn hevc_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
 }
 
 #[test]
+fn hevc_over_enhanced_rtmp_with_low_latency_hls() {
+    let secs = 12;
+    let tags = interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs));
+    transcoded_with(tags, "hevc", "hvc1.", |server| server.set("video/streamlatencylevel", serde_json::json!(0)));
+}
+
+#[test]
 fn av1_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
     let secs = 12;
     transcoded_to_the_h264_ladder(interleave(av1_tags(secs), aac_tags(secs)), "av1", "av01.");
@@ -457,8 +464,14 @@ fn variant_with(master: &str, prefix: &str) -> Option<(usize, Vec<String>)> {
 /// Publish `tags` and check the H.264 rungs, the passthrough rung (fMP4, `CODECS` starting with
 /// `codecs`), the codec the details name and the connect answer.
 fn transcoded_to_the_h264_ladder(tags: Vec<Tag>, codec: &str, codecs: &str) {
+    transcoded_with(tags, codec, codecs, |_| {})
+}
+
+/// As `transcoded_to_the_h264_ladder`, with `setup` run on the server before the publish.
+fn transcoded_with(tags: Vec<Tag>, codec: &str, codecs: &str, setup: impl Fn(&Server)) {
     let _l = lock();
     let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
     let port = server.rtmp_port.expect("rtmp port");
     let mut p = Publisher::connect(port);
     p.publish(KEY);
@@ -490,8 +503,13 @@ fn transcoded_to_the_h264_ladder(tags: Vec<Tag>, codec: &str, codecs: &str) {
     assert!(!before.is_empty() && before.iter().all(|c| c.starts_with("avc1.")), "H.264 rungs first:\n{master}");
     let playlist = text(&server, &format!("/hls/{n}/stream.m3u8")).expect("passthrough playlist");
     assert!(playlist.contains("#EXT-X-MAP:URI="), "fMP4 with an init segment:\n{playlist}");
-    let first = segments(&playlist).first().cloned().expect("a passthrough segment");
-    assert!(first.ends_with(".m4s"), "{playlist}");
+    let first = server
+        .wait_for(Duration::from_secs(30), || {
+            let p = text(&server, &format!("/hls/{n}/stream.m3u8"))?;
+            segments(&p).first().cloned()
+        })
+        .expect("a passthrough segment");
+    assert!(first.split('?').next().unwrap_or_default().ends_with(".m4s"), "{playlist}");
     let (source, _) = probe_segment(&server, n, &first);
     assert_eq!(source, codec, "the passthrough rung is the source's {codec}");
     let status = server.admin_json("/api/admin/status");
