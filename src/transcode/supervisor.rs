@@ -7,9 +7,11 @@
 //! STREAM_STARTED and spawns the supervisor task. The supervisor decides the running profile (ladder,
 //! segment length, latency mode, real-time variant, encoders: read from the settings once, here, and
 //! nowhere else; a broadcast marked passthrough by the media plane's capacity check gets one
-//! passthrough variant instead of the ladder) and starts the broadcast with it (`Broadcast::start`: `Started` on the feed), runs the
+//! passthrough variant instead of the ladder; an Enhanced RTMP source (`Container::FlvEnhanced`:
+//! HEVC, AV1, VP9) gets a passthrough `source` variant after the ladder, served as fMP4) and starts the broadcast with it (`Broadcast::start`: `Started` on the feed), runs the
 //! worker (`castd worker`, told the source's `Container`), writes the byte stream to its stdin (FLV
-//! tags framed into an FLV stream, byte-stream containers as they came) and reads its events: control
+//! tags framed into an FLV stream, Enhanced RTMP tags re-wrapped as Matroska by `media::mkv`,
+//! byte-stream containers as they came) and reads its events: control
 //! events go to the bus (stream started/stopped), what the worker wrote goes to the broadcast
 //! (`Broadcast::publish`: retention, then the typed feed); a fallback changes the profile with it.
 //!
