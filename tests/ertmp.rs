@@ -345,6 +345,40 @@ fn av1_tags(secs: u32) -> Vec<Tag> {
     tags
 }
 
+/// A VP9 stream (libvpx-vp9, a keyframe a second, 30 fps, from IVF) as Enhanced RTMP tags: a sequence
+/// start with a minimal vpcC, then one CodedFrames tag per IVF frame (superframes kept whole).
+fn vp9_tags(secs: u32) -> Vec<Tag> {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t"])
+        .arg(secs.to_string())
+        .args(["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-g", "30", "-b:v", "800k"])
+        .args(["-pix_fmt", "yuv420p", "-f", "ivf", "-"])
+        .output()
+        .expect("run ffmpeg");
+    assert!(out.status.success() && out.stdout.len() > 32, "ffmpeg made no VP9");
+    let data = out.stdout;
+    // vpcC (version 1, flags 0): profile 0, level 21, 8-bit 4:2:0, BT.709, no codec init data.
+    let mut tags = vec![Tag {
+        video: true,
+        ms: 0,
+        data: Bytes::from_static(&[0x90, b'v', b'p', b'0', b'9', 1, 0, 0, 0, 0, 21, 0x82, 1, 1, 1, 0, 0]),
+    }];
+    let mut i = 32;
+    let mut n = 0u64;
+    while i + 12 <= data.len() {
+        let size = u32::from_le_bytes(data[i..i + 4].try_into().unwrap()) as usize;
+        let frame = &data[i + 12..(i + 12 + size).min(data.len())];
+        i += 12 + size;
+        // Profile 0 uncompressed header: frame marker, profile bits, show_existing_frame, frame_type (0: key).
+        let key = frame.first().is_some_and(|b| b & 0x0c == 0);
+        let mut d = vec![if key { 0x91 } else { 0xa1 }, b'v', b'p', b'0', b'9'];
+        d.extend_from_slice(frame);
+        tags.push(Tag { video: true, ms: (n * 1000 / 30) as u32, data: d.into() });
+        n += 1;
+    }
+    tags
+}
+
 /// A 440 Hz tone as legacy FLV AAC tags (the sequence header, then one tag per ADTS frame).
 fn aac_tags(secs: u32) -> Vec<Tag> {
     let out = Command::new("ffmpeg")
@@ -434,6 +468,12 @@ fn hevc_over_enhanced_rtmp_with_low_latency_hls() {
     let secs = 12;
     let tags = interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs));
     transcoded_with(tags, "hevc", "hvc1.", |server| server.set("video/streamlatencylevel", serde_json::json!(0)));
+}
+
+#[test]
+fn vp9_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
+    let secs = 12;
+    transcoded_to_the_h264_ladder(interleave(vp9_tags(secs), aac_tags(secs)), "vp9", "vp09.");
 }
 
 #[test]

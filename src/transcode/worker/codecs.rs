@@ -63,9 +63,34 @@ pub fn codec_from_av1c(av1c: &[u8]) -> Option<String> {
     Some(format!("av01.{profile}.{level:02}{tier}.{depth:02}"))
 }
 
+/// `vp09.PP.LL.08` for VP9 (the input carries no vpcC: the level is the lowest whose picture size
+/// holds `width`×`height`; 8-bit, as castd's passthrough of a VP9 source is).
+pub fn codec_vp9(profile: i32, width: u32, height: u32) -> String {
+    let area = u64::from(width) * u64::from(height);
+    let level = match area {
+        0..=36_864 => 10,
+        36_865..=122_880 => 20,
+        122_881..=245_760 => 21,
+        245_761..=552_960 => 30,
+        552_961..=983_040 => 31,
+        983_041..=2_228_224 => 41,
+        2_228_225..=8_912_896 => 51,
+        _ => 61,
+    };
+    format!("vp09.{:02}.{level}.08", profile.clamp(0, 3))
+}
+
 /// The `CODECS` entry of a passthrough variant from the input's extradata: `avc1.…` (avcC or Annex B),
-/// `hvc1.…` (hvcC) or `av01.…` (av1C).
+/// `hvc1.…` (hvcC) or `av01.…` (av1C); `vp09.…` from the stream's profile and size.
 pub(super) fn codec_from_avcc(par: &codec::Parameters) -> Option<String> {
+    if par.id() == codec::Id::VP9 {
+        // SAFETY: reading plain fields of the parameters we borrow.
+        let (profile, w, h) = unsafe {
+            let p = par.as_ptr();
+            ((*p).profile, (*p).width, (*p).height)
+        };
+        return Some(codec_vp9(profile, w.max(0) as u32, h.max(0) as u32));
+    }
     // SAFETY: extradata/extradata_size describe a buffer owned by the parameters we borrow.
     let extra = unsafe {
         let p = par.as_ptr();
@@ -104,6 +129,14 @@ mod tests {
         assert_eq!(codec_from_hvcc(&hvcc).as_deref(), Some("hvc1.2.4.H120"));
         assert_eq!(codec_from_hvcc(&[1, 2, 3]), None);
         assert_eq!(codec_from_hvcc(&[0; 23]), None, "not an hvcC (version 0)");
+    }
+
+    #[test]
+    fn vp9_codec_strings() {
+        assert_eq!(codec_vp9(0, 640, 360), "vp09.00.21.08");
+        assert_eq!(codec_vp9(0, 1280, 720), "vp09.00.31.08");
+        assert_eq!(codec_vp9(-99, 1920, 1080), "vp09.00.41.08", "an unknown profile is 0");
+        assert_eq!(codec_vp9(2, 3840, 2160), "vp09.02.51.08");
     }
 
     #[test]
