@@ -250,8 +250,19 @@ fn hevc_tags(secs: u32, fourcc: &[u8; 4]) -> Vec<Tag> {
     let (vps, sps, pps) = (vps.expect("a VPS"), sps.expect("an SPS"), pps.expect("a PPS"));
     // hvcC: version 1, the SPS's profile_tier_level (12 bytes after its 2-byte header and 1 byte),
     // no min spatial segmentation or parallelism, 4:2:0 8-bit, 4-byte lengths, three arrays.
+    // (The SPS without its emulation-prevention bytes: `00 00 03` is `00 00`.)
+    let mut rbsp = Vec::with_capacity(sps.len());
+    let mut zeros = 0;
+    for &b in &sps {
+        if b == 3 && zeros >= 2 {
+            zeros = 0;
+            continue;
+        }
+        zeros = if b == 0 { zeros + 1 } else { 0 };
+        rbsp.push(b);
+    }
     let mut hvcc = vec![1];
-    hvcc.extend_from_slice(&sps[3..15]);
+    hvcc.extend_from_slice(&rbsp[3..15]);
     hvcc.extend_from_slice(&[0xf0, 0x00, 0xfc, 0xfd, 0xf8, 0xf8, 0x00, 0x00, 0x0f, 3]);
     for (kind, nal) in [(32u8, &vps), (33, &sps), (34, &pps)] {
         hvcc.push(0x80 | kind);
@@ -460,7 +471,9 @@ fn probe_segment(server: &Server, variant: usize, name: &str) -> (String, u64) {
 #[test]
 fn hevc_over_enhanced_rtmp_is_transcoded_to_the_h264_ladder() {
     let secs = 12;
-    transcoded_to_the_h264_ladder(interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs)), "hevc", "hvc1.");
+    // x265's Main profile (1, compatible with Main and Main 10: flags 0x60000000 → "6"), Main tier,
+    // level 2.1 (63) for 640x360 at 30 fps, progressive and frame-only (constraint byte 0x90).
+    transcoded_to_the_h264_ladder(interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs)), "hevc", "hvc1.1.6.L63.90");
 }
 
 #[test]
@@ -575,4 +588,19 @@ fn a_fourcc_castd_cannot_decode_is_refused_with_an_onstatus_error() {
     assert!(refusal.contains("NetStream.Publish.Rejected") && refusal.contains("vvc1"), "{refusal}");
     assert!(!online(&server), "online with a codec castd cannot decode");
     assert!(server.log_text().contains("vvc1"), "the log does not say why:\n{}", server.log_text());
+}
+
+/// A publisher for the browser test (`tests/web/ertmp-playback.test.mjs`), not a test by itself: HEVC
+/// and AAC for `ERTMP_SECS` seconds (default 60) to `live/ERTMP_KEY` on `127.0.0.1:ERTMP_PORT`.
+#[test]
+#[ignore = "run by tests/web/ertmp-playback.test.mjs as its publisher"]
+fn publish_hevc_for_the_browser_test() {
+    let port: u16 = std::env::var("ERTMP_PORT").expect("ERTMP_PORT").parse().expect("a port");
+    let key = std::env::var("ERTMP_KEY").expect("ERTMP_KEY");
+    let secs: u32 = std::env::var("ERTMP_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    let tags = interleave(hevc_tags(secs, b"hvc1"), aac_tags(secs));
+    let mut p = Publisher::connect(port);
+    p.publish(&key);
+    send_all(&mut p, &tags);
+    assert!(!p.closed, "castd closed the socket");
 }
