@@ -47,7 +47,7 @@ use crate::tasks::{Stage, Tasks};
 use crate::throttle::{CapPermit, CapRefused, Caps, Limited};
 
 use super::{Feeder, Ingest, KeyRefused, PublishAttempt};
-use crate::media::flv::{self, FlvTag, VideoTag, SUPPORTED_FOURCCS, TAG_AUDIO, TAG_VIDEO};
+use crate::media::flv::{self, FlvTag, VideoPacket, VideoTag, SUPPORTED_FOURCCS, TAG_AUDIO, TAG_VIDEO};
 use crate::media::{ClaimRefused, PublisherGuard};
 use crate::media::{Container, MediaChunk, Protocol, Source};
 use crate::stream::StreamDetails;
@@ -570,6 +570,8 @@ pub fn check_video(tag: &FlvTag) -> Result<(), String> {
     }
     match VideoTag::parse(&tag.data) {
         Ok(v) if SUPPORTED_FOURCCS.contains(&v.fourcc) => Ok(()),
+        // Multitrack and ModEx packets (E-RTMP v2) carry no FourCC where v1 tags do: not judged here.
+        Ok(v) if v.packet == VideoPacket::Other => Ok(()),
         Ok(v) => Err(format!(
             "video codec {} cannot be decoded by this server; publish H.264, HEVC (hvc1), AV1 (av01) or VP9 (vp09)",
             flv::fourcc_str(v.fourcc)
@@ -710,6 +712,10 @@ mod tests {
         assert!(check_video(&tag(&[0x90, b'a', b'v', b'0', b'1', 1])).is_ok());
         assert!(check_video(&tag(&[0x90, b'v', b'p', b'0', b'9', 1])).is_ok());
         assert!(check_video(&tag(&[0x17, 0, 0, 0, 0])).is_ok(), "legacy H.264 unchanged");
+        assert!(
+            check_video(&tag(&[0x96, 0x00, b'h', b'v', b'c', b'1'])).is_ok(),
+            "a multitrack packet is not judged by v1 rules"
+        );
         let why = check_video(&tag(&[0x90, b'v', b'v', b'c', b'1', 1])).unwrap_err();
         assert!(why.contains("vvc1") && why.contains("HEVC"), "{why}");
     }
