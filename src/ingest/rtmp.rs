@@ -18,13 +18,26 @@
 //! While publishing, audio/video messages become FLV tags handed on through the ingest's `Feeder`
 //! (bounded; see `transcode::supervisor` for the slow-consumer policy), and `onMetaData`, the sequence
 //! headers and the measured inbound bitrate make the broadcaster details, which the feeder passes on.
+//!
+//! Enhanced RTMP (OBS 30+, ffmpeg 6.1+): `connect` is answered with the video FourCCs castd takes
+//! (`fourCcList`, and `videoFourCcInfoMap` saying it decodes and forwards each), in a `_result` sent
+//! just before rml_rtmp's own (which carries no such list; clients act on the first `_result` of a
+//! transaction and ignore the second). The media is handed to the media plane at the first video
+//! tag, which says the container: legacy FLV, or `Container::FlvEnhanced` for FourCC video (the
+//! transcoder re-wraps it for the worker); the tags before it (metadata, audio set-up) wait, at most
+//! `PENDING_TAGS` of them. A video FourCC castd cannot decode gets an `onStatus` error
+//! (`NetStream.Publish.Rejected`, naming the codec and those castd takes) and the socket is closed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rml_rtmp::chunk_io::ChunkSerializer;
 use rml_rtmp::handshake::{Handshake, HandshakeProcessResult, PeerType};
+use rml_rtmp::messages::RtmpMessage;
+use rml_rtmp::rml_amf0::Amf0Value;
 use rml_rtmp::sessions::{ServerSession, ServerSessionConfig, ServerSessionEvent, ServerSessionResult, StreamMetadata};
+use rml_rtmp::time::RtmpTimestamp;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
@@ -34,10 +47,17 @@ use crate::tasks::{Stage, Tasks};
 use crate::throttle::{CapPermit, CapRefused, Caps, Limited};
 
 use super::{Feeder, Ingest, KeyRefused, PublishAttempt};
-use crate::media::flv::{self, FlvTag, TAG_AUDIO, TAG_VIDEO};
-use crate::media::ClaimRefused;
+use crate::media::flv::{self, FlvTag, VideoPacket, VideoTag, SUPPORTED_FOURCCS, TAG_AUDIO, TAG_VIDEO};
+use crate::media::{ClaimRefused, PublisherGuard};
 use crate::media::{Container, MediaChunk, Protocol, Source};
 use crate::stream::StreamDetails;
+
+/// Tags held between the publish and the first video tag (which says the container); past this the
+/// stream is handed on as legacy FLV (audio only so far).
+pub const PENDING_TAGS: usize = 512;
+/// The chunk size rml_rtmp's server session announces (`ServerSessionConfig::new`), which the
+/// packets castd serializes itself (the `connect` answer, a codec refusal) use too.
+const CHUNK_SIZE: u32 = 4096;
 
 /// How often the inbound bitrate is measured.
 const BITRATE_WINDOW: Duration = Duration::from_secs(2);
@@ -217,6 +237,12 @@ struct Conn {
     window_start: Instant,
     /// The bitrates onMetaData announced (0: none; then the measured ones are shown).
     announced: (u32, u32),
+    /// Published, not yet handed on: the slot and the tags before the first video tag.
+    pending: Option<(PublisherGuard, Vec<FlvTag>)>,
+    /// The media was refused (a video codec castd cannot decode): why, said before the socket closes.
+    refused: Option<String>,
+    /// The message stream the publisher publishes on (for an `onStatus` of castd's own).
+    stream_id: u32,
 }
 
 async fn handle(
@@ -244,12 +270,16 @@ async fn handle(
         window_bytes: (0, 0),
         window_start: Instant::now(),
         announced: (0, 0),
+        pending: None,
+        refused: None,
+        stream_id: 1,
     };
     conn.results(initial).await?;
     conn.input(&leftover).await?;
     let mut buf = vec![0u8; 64 * 1024];
     while !conn.finished {
-        let deadline = if conn.feeder.is_some() { tokio::time::Instant::now() + IDLE_TIMEOUT } else { setup_deadline };
+        let publishing = conn.feeder.is_some() || conn.pending.is_some();
+        let deadline = if publishing { tokio::time::Instant::now() + IDLE_TIMEOUT } else { setup_deadline };
         let notify = conn.notify.clone();
         let disconnect = async move {
             match notify {
@@ -259,7 +289,7 @@ async fn handle(
         };
         let n = tokio::select! {
             r = tokio::time::timeout_at(deadline, conn.sock.read(&mut buf)) => {
-                r.map_err(|_| IngestError::Timeout(if conn.feeder.is_some() { "no media" } else { "no publish" }))??
+                r.map_err(|_| IngestError::Timeout(if publishing { "no media" } else { "no publish" }))??
             }
             _ = disconnect => {
                 info!(addr = %conn.addr, "dropping the broadcaster");
@@ -270,6 +300,10 @@ async fn handle(
             break;
         }
         conn.input(&buf[..n]).await?;
+        if let Some(why) = conn.refused.take() {
+            conn.refuse_codec(&why).await;
+            return Err(IngestError::Rejected(why));
+        }
     }
     if let Some(feeder) = conn.feeder.take() {
         info!(addr = %conn.addr, "broadcaster disconnected");
@@ -323,6 +357,7 @@ impl Conn {
                     return self.reject(request_id, "NetConnection.Connect.Rejected", "unknown application").await;
                 }
                 let results = self.session.accept_request(request_id)?;
+                self.connect_answer(&results).await?;
                 self.results(results).await?;
             }
             ServerSessionEvent::PublishStreamRequested { request_id, app_name, stream_key, .. } => {
@@ -367,11 +402,18 @@ impl Conn {
                 self.notify = Some(guard.notify());
                 self.preauth = None;
                 let results = self.session.accept_request(request_id)?;
+                if let Some(id) = results.iter().find_map(|r| match r {
+                    ServerSessionResult::OutboundResponse(p) => status_stream_id(&p.bytes),
+                    _ => None,
+                }) {
+                    self.stream_id = id;
+                }
                 self.results(results).await?;
                 info!(addr = %self.addr, "broadcaster connected; stream starting");
                 self.window_start = Instant::now();
                 self.window_bytes = (0, 0);
-                self.feeder = Some(self.ingest.hand_off(guard));
+                // Handed on at the first video tag, which tells the container.
+                self.pending = Some((guard, Vec::new()));
             }
             ServerSessionEvent::StreamMetadataChanged { metadata, .. } => self.metadata(&metadata),
             ServerSessionEvent::VideoDataReceived { data, timestamp, .. } => {
@@ -400,7 +442,7 @@ impl Conn {
             d.audio_bitrate = self.announced.1;
         }
         if let Some(id) = m.video_codec_id {
-            d.video_codec = flv::video_codec_name(id as u8).to_string();
+            d.video_codec = flv::metadata_video_codec(id).to_string();
         }
         if let Some(id) = m.audio_codec_id {
             d.audio_codec = flv::audio_codec_name(id as u8).to_string();
@@ -413,14 +455,51 @@ impl Conn {
         }
     }
 
+    /// Hand the stream on once its first video tag says the container (or too many tags waited).
+    fn hand_off_at(&mut self, tag: &FlvTag) {
+        let Some((_, waiting)) = self.pending.as_mut() else { return };
+        if tag.kind != TAG_VIDEO && waiting.len() < PENDING_TAGS {
+            waiting.push(tag.clone());
+            return;
+        }
+        let Some((mut guard, waiting)) = self.pending.take() else { return };
+        if tag.is_enhanced_video() {
+            guard.set_container(Container::FlvEnhanced);
+        }
+        let feeder = self.ingest.hand_off(guard);
+        feeder.details(self.details.clone());
+        self.feeder = Some(feeder);
+        for t in waiting {
+            self.media(t);
+        }
+    }
+
     fn media(&mut self, tag: FlvTag) {
+        if self.refused.is_some() {
+            return;
+        }
+        if tag.kind == TAG_VIDEO {
+            if let Err(why) = check_video(&tag) {
+                warn!(addr = %self.addr, "publish refused: {why}");
+                self.refused = Some(why);
+                return;
+            }
+        }
+        if self.pending.is_some() {
+            self.hand_off_at(&tag);
+            if self.pending.is_some() {
+                return;
+            }
+        }
         let Some(feeder) = self.feeder.as_mut() else { return };
         let mut changed = false;
         if tag.is_sequence_header() {
             let d = &mut self.details;
-            if tag.kind == TAG_VIDEO && d.video_codec.is_empty() {
-                d.video_codec = flv::video_codec_name(tag.data[0] & 0x0f).to_string();
-                changed = true;
+            if tag.kind == TAG_VIDEO && (d.video_codec.is_empty() || tag.is_enhanced_video()) {
+                if let Ok(v) = VideoTag::parse(&tag.data) {
+                    changed = d.video_codec != v.codec_name();
+                    d.video_codec = v.codec_name().to_string();
+                }
             }
             if tag.kind == TAG_AUDIO && d.audio_codec.is_empty() {
                 d.audio_codec = flv::audio_codec_name(tag.data[0] >> 4).to_string();
@@ -457,9 +536,189 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Send castd's own `connect` answer (with the FourCCs it takes) before rml_rtmp's `_result` in
+    /// `results`, with the same transaction id; nothing when that `_result` is not found.
+    async fn connect_answer(&mut self, results: &[ServerSessionResult]) -> Result<(), IngestError> {
+        let Some(transaction) = results.iter().find_map(|r| match r {
+            ServerSessionResult::OutboundResponse(p) => result_transaction(&p.bytes),
+            _ => None,
+        }) else {
+            return Ok(());
+        };
+        if let Some(bytes) = connect_result(transaction) {
+            self.sock.write_all(&bytes).await?;
+        }
+        Ok(())
+    }
+
+    /// Tell the publisher its media is refused (`onStatus` error on its stream), then the caller
+    /// closes the socket.
+    async fn refuse_codec(&mut self, why: &str) {
+        if let Some(bytes) = on_status(self.stream_id, "error", "NetStream.Publish.Rejected", why) {
+            let _ = self.sock.write_all(&bytes).await;
+            let _ = self.sock.flush().await;
+        }
+    }
+}
+
+/// Refuse a video tag castd cannot decode: an Enhanced RTMP FourCC it does not take. Legacy tags pass
+/// as before.
+pub fn check_video(tag: &FlvTag) -> Result<(), String> {
+    if !tag.is_enhanced_video() {
+        return Ok(());
+    }
+    match VideoTag::parse(&tag.data) {
+        Ok(v) if SUPPORTED_FOURCCS.contains(&v.fourcc) => Ok(()),
+        // Multitrack and ModEx packets (E-RTMP v2) carry no FourCC where v1 tags do: not judged here.
+        Ok(v) if v.packet == VideoPacket::Other => Ok(()),
+        Ok(v) => Err(format!(
+            "video codec {} cannot be decoded by this server; publish H.264, HEVC (hvc1), AV1 (av01) or VP9 (vp09)",
+            flv::fourcc_str(v.fourcc)
+        )),
+        // A truncated tag is dropped by the decoder, not refused.
+        Err(_) => Ok(()),
+    }
+}
+
+/// One AMF0 command serialized as a whole RTMP message (a full chunk header), chunked at the session's
+/// chunk size.
+fn command_packet(
+    stream_id: u32,
+    name: &str,
+    transaction: f64,
+    object: Amf0Value,
+    args: Vec<Amf0Value>,
+) -> Option<Vec<u8>> {
+    let message = RtmpMessage::Amf0Command {
+        command_name: name.to_string(),
+        transaction_id: transaction,
+        command_object: object,
+        additional_arguments: args,
+    };
+    let payload = message.into_message_payload(RtmpTimestamp::new(0), stream_id).ok()?;
+    let mut serializer = ChunkSerializer::new();
+    serializer.set_max_chunk_size(CHUNK_SIZE, RtmpTimestamp::new(0)).ok()?;
+    Some(serializer.serialize(&payload, true, false).ok()?.bytes)
+}
+
+fn status_object(level: &str, code: &str, description: &str) -> Amf0Value {
+    Amf0Value::Object(
+        [("level", level), ("code", code), ("description", description)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Amf0Value::Utf8String(v.to_string())))
+            .collect(),
+    )
+}
+
+/// castd's answer to `connect` (transaction `transaction`): rml_rtmp's fields plus the Enhanced RTMP
+/// `fourCcList` and `videoFourCcInfoMap` (each FourCC: can decode (1) and forward (4)).
+pub fn connect_result(transaction: f64) -> Option<Vec<u8>> {
+    let fourccs: Vec<String> = SUPPORTED_FOURCCS.iter().map(|f| flv::fourcc_str(*f)).collect();
+    let mut props = std::collections::HashMap::new();
+    props.insert("fmsVer".to_string(), Amf0Value::Utf8String("FMS/3,0,1,1233".into()));
+    props.insert("capabilities".to_string(), Amf0Value::Number(31.0));
+    props.insert(
+        "fourCcList".to_string(),
+        Amf0Value::StrictArray(fourccs.iter().map(|f| Amf0Value::Utf8String(f.clone())).collect()),
+    );
+    props.insert(
+        "videoFourCcInfoMap".to_string(),
+        Amf0Value::Object(fourccs.iter().map(|f| (f.clone(), Amf0Value::Number(5.0))).collect()),
+    );
+    let Amf0Value::Object(mut info) = status_object("status", "NetConnection.Connect.Success", "Connected.") else {
+        return None;
+    };
+    info.insert("objectEncoding".to_string(), Amf0Value::Number(0.0));
+    command_packet(0, "_result", transaction, Amf0Value::Object(props), vec![Amf0Value::Object(info)])
+}
+
+/// An `onStatus` on message stream `stream_id`.
+pub fn on_status(stream_id: u32, level: &str, code: &str, description: &str) -> Option<Vec<u8>> {
+    command_packet(stream_id, "onStatus", 0.0, Amf0Value::Null, vec![status_object(level, code, description)])
+}
+
+/// The transaction id of a `_result` command in an outbound packet rml_rtmp serialized.
+fn result_transaction(bytes: &[u8]) -> Option<f64> {
+    const NAME: &[u8] = b"\x02\x00\x07_result\x00";
+    let at = bytes.windows(NAME.len()).position(|w| w == NAME)? + NAME.len();
+    let n: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
+    Some(f64::from_be_bytes(n))
+}
+
+/// The message stream id of an outbound `onStatus` packet with a full (type 0) one-byte-csid header.
+fn status_stream_id(bytes: &[u8]) -> Option<u32> {
+    const NAME: &[u8] = b"\x02\x00\x08onStatus";
+    if bytes.first()? >> 6 != 0 || bytes[0] & 0x3f < 2 || !bytes.windows(NAME.len()).any(|w| w == NAME) {
+        return None;
+    }
+    Some(u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Read one whole message back from castd's serialized packet.
+    fn message(bytes: &[u8]) -> (u32, RtmpMessage) {
+        let mut d = rml_rtmp::chunk_io::ChunkDeserializer::new();
+        d.set_max_chunk_size(CHUNK_SIZE as usize).unwrap();
+        let payload = d.get_next_message(bytes).unwrap().expect("one whole message");
+        (payload.message_stream_id, payload.to_rtmp_message().unwrap())
+    }
+
+    #[test]
+    fn connect_answer_lists_the_fourccs() {
+        let (stream, msg) = message(&connect_result(1.0).unwrap());
+        assert_eq!(stream, 0);
+        let RtmpMessage::Amf0Command { command_name, transaction_id, command_object, additional_arguments } = msg
+        else {
+            panic!("not a command: {msg:?}")
+        };
+        assert_eq!((command_name.as_str(), transaction_id), ("_result", 1.0));
+        let Amf0Value::Object(props) = command_object else { panic!("no command object") };
+        let Some(Amf0Value::StrictArray(list)) = props.get("fourCcList") else { panic!("no fourCcList: {props:?}") };
+        let list: Vec<_> = list
+            .iter()
+            .filter_map(|v| if let Amf0Value::Utf8String(s) = v { Some(s.as_str()) } else { None })
+            .collect();
+        assert_eq!(list, ["av01", "vp09", "hvc1", "avc1"]);
+        let Some(Amf0Value::Object(map)) = props.get("videoFourCcInfoMap") else { panic!("no videoFourCcInfoMap") };
+        assert_eq!(map.get("hvc1"), Some(&Amf0Value::Number(5.0)));
+        let Some(Amf0Value::Object(info)) = additional_arguments.first() else { panic!("no information object") };
+        assert_eq!(info.get("code"), Some(&Amf0Value::Utf8String("NetConnection.Connect.Success".into())));
+    }
+
+    #[test]
+    fn transaction_and_stream_are_read_from_rml_packets() {
+        let bytes = connect_result(7.0).unwrap();
+        assert_eq!(result_transaction(&bytes), Some(7.0));
+        let status = on_status(3, "error", "NetStream.Publish.Rejected", "no");
+        let status = status.unwrap();
+        assert_eq!(status_stream_id(&status), Some(3));
+        assert_eq!(status_stream_id(&bytes), None, "a _result is not an onStatus");
+        let (stream, msg) = message(&status);
+        assert_eq!(stream, 3);
+        let RtmpMessage::Amf0Command { command_name, additional_arguments, .. } = msg else { panic!("not a command") };
+        assert_eq!(command_name, "onStatus");
+        let Some(Amf0Value::Object(info)) = additional_arguments.first() else { panic!("no information object") };
+        assert_eq!(info.get("level"), Some(&Amf0Value::Utf8String("error".into())));
+    }
+
+    #[test]
+    fn unknown_fourccs_are_refused_legacy_passes() {
+        let tag = |data: &'static [u8]| FlvTag { kind: TAG_VIDEO, timestamp: 0, data: bytes::Bytes::from_static(data) };
+        assert!(check_video(&tag(&[0x90, b'h', b'v', b'c', b'1', 1])).is_ok());
+        assert!(check_video(&tag(&[0x90, b'a', b'v', b'0', b'1', 1])).is_ok());
+        assert!(check_video(&tag(&[0x90, b'v', b'p', b'0', b'9', 1])).is_ok());
+        assert!(check_video(&tag(&[0x17, 0, 0, 0, 0])).is_ok(), "legacy H.264 unchanged");
+        assert!(
+            check_video(&tag(&[0x96, 0x00, b'h', b'v', b'c', b'1'])).is_ok(),
+            "a multitrack packet is not judged by v1 rules"
+        );
+        let why = check_video(&tag(&[0x90, b'v', b'v', b'c', b'1', 1])).unwrap_err();
+        assert!(why.contains("vvc1") && why.contains("HEVC"), "{why}");
+    }
 
     #[test]
     fn query_is_ignored() {

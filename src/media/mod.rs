@@ -27,7 +27,8 @@
 //!   ingest's `SourceWriter`, the transcoder's `SourceReader`) and the reader contract (`Attached`,
 //!   `BroadcastReader`).
 //! - `source`: publishers and the single-publisher rule (per channel).
-//! - `flv`: FLV tags, the container RTMP publishers send.
+//! - `flv`: FLV tags, the container RTMP publishers send (legacy and Enhanced RTMP video tags).
+//! - `mkv`: live Matroska written from Enhanced RTMP FLV tags (HEVC, AV1, VP9), for the worker's demuxer.
 //! - `ts`: MPEG-TS, the container SRT publishers send: packet framing, program tables, random access.
 //! - `tsmux`: MPEG-TS written from bare H.264 and Opus access units (WHIP), for the worker's demuxer.
 //! - `h264`: H.264 Annex-B NAL units, keyframes and the SPS's picture size and frame rate.
@@ -47,6 +48,7 @@ pub mod channel;
 pub mod feed;
 pub mod flv;
 pub mod h264;
+pub mod mkv;
 pub mod profile;
 pub mod realtime;
 pub mod retention;

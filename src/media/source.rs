@@ -42,6 +42,10 @@ impl Protocol {
 pub enum Container {
     /// FLV tags (RTMP).
     Flv,
+    /// FLV tags whose video is Enhanced RTMP (FourCC: HEVC, AV1, VP9; RTMP). The chunks are FLV tags
+    /// as for `Flv`; the transcoder re-wraps them as Matroska (`media::mkv`) for the worker, as
+    /// libavformat 5.1's flv demuxer reads no Enhanced RTMP video.
+    FlvEnhanced,
     /// An MPEG transport stream (SRT).
     MpegTs,
     /// Elementary access units (RTP depacketised: WHIP).
@@ -54,6 +58,7 @@ impl Container {
     pub fn demuxer(self) -> Option<&'static str> {
         match self {
             Container::Flv => Some("flv"),
+            Container::FlvEnhanced => Some("matroska"),
             Container::MpegTs => Some("mpegts"),
             Container::AccessUnits => None,
         }
@@ -184,6 +189,15 @@ impl PublisherGuard {
     /// The publisher holding the slot.
     pub fn source(&self) -> &Source {
         &self.source
+    }
+
+    /// Say which container the publisher's media is in, once its first media told (RTMP: legacy
+    /// FLV or Enhanced RTMP video); before the hand-off to the media plane.
+    pub fn set_container(&mut self, container: Container) {
+        self.source.container = container;
+        if let Some(held) = self.slot.current.lock().as_mut() {
+            held.source.container = container;
+        }
     }
 
     /// Resolves when the publisher is asked to go (the admin's disconnect, or transcoding gave up).

@@ -7,9 +7,11 @@
 //! STREAM_STARTED and spawns the supervisor task. The supervisor decides the running profile (ladder,
 //! segment length, latency mode, real-time variant, encoders: read from the settings once, here, and
 //! nowhere else; a broadcast marked passthrough by the media plane's capacity check gets one
-//! passthrough variant instead of the ladder) and starts the broadcast with it (`Broadcast::start`: `Started` on the feed), runs the
+//! passthrough variant instead of the ladder; an Enhanced RTMP source (`Container::FlvEnhanced`:
+//! HEVC, AV1, VP9) gets a passthrough `source` variant after the ladder, served as fMP4) and starts the broadcast with it (`Broadcast::start`: `Started` on the feed), runs the
 //! worker (`castd worker`, told the source's `Container`), writes the byte stream to its stdin (FLV
-//! tags framed into an FLV stream, byte-stream containers as they came) and reads its events: control
+//! tags framed into an FLV stream, Enhanced RTMP tags re-wrapped as Matroska by `media::mkv`,
+//! byte-stream containers as they came) and reads its events: control
 //! events go to the bus (stream started/stopped), what the worker wrote goes to the broadcast
 //! (`Broadcast::publish`: retention, then the typed feed); a fallback changes the profile with it.
 //!
@@ -55,7 +57,7 @@ use chrono::Utc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, watch};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::capacity::{self, RungPreset};
 use super::child::own_exe;
@@ -65,6 +67,7 @@ use super::{new_segment_id, thumbnail, LadderChange, Transcoder, WorkerConfig, W
 use crate::events::{DegradedVariant, Event, TranscodeDegraded};
 use crate::health::HealthInput;
 use crate::media::flv::{FlvTag, FLV_HEADER, TAG_AUDIO, TAG_VIDEO};
+use crate::media::mkv::MkvWriter;
 use crate::media::{Attached, Broadcast, BroadcastReader, MediaChunk, MediaEvent, Profile, SourceReader};
 use crate::stream::{stream_event, Broadcaster, StreamDetails};
 use crate::tasks::{Stage, Tasks};
@@ -239,7 +242,16 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
             info!(channel = %b.channel, "served as passthrough: {why}");
             vec![passthrough_variant()]
         }
-        None => s.video.video_quality_variants.clone(),
+        None => {
+            let mut ladder = s.video.video_quality_variants.clone();
+            // An Enhanced RTMP source (HEVC, AV1, VP9) is also served as it came, in fMP4, after the
+            // H.264 rungs: players that decode it may pick it, the others keep to H.264.
+            if b.source.container == crate::media::Container::FlvEnhanced && !ladder.iter().any(|v| v.video_passthrough)
+            {
+                ladder.push(crate::config::StreamOutputVariant { name: "source".into(), ..passthrough_variant() });
+            }
+            ladder
+        }
     };
     let specs: Vec<_> = ladder.iter().map(|v| recipe::variant_spec(v, seg)).collect();
     let cap = nvenc_cap(&chosen).await;
@@ -620,13 +632,30 @@ enum Framed {
     More,
 }
 
+/// What one worker has been given so far: whether its input has started, and for Enhanced RTMP
+/// video (`Container::FlvEnhanced`) the Matroska writer its FLV tags go through.
+#[derive(Debug, Default)]
+struct WorkerInput {
+    started: bool,
+    /// FLV tags are re-wrapped as Matroska (`media::mkv`) instead of framed as FLV.
+    matroska: bool,
+    mkv: Option<MkvWriter>,
+}
+
+impl WorkerInput {
+    fn new(container: crate::media::Container) -> Self {
+        WorkerInput { matroska: container == crate::media::Container::FlvEnhanced, ..Default::default() }
+    }
+}
+
 /// Turn a chunk into the bytes for the worker's stdin in `buf`. A worker (a fresh one, or one
 /// restarted mid-stream) starts at a random-access point; FLV gets its file header and the last
-/// sequence headers (re-stamped to the keyframe's time) in front, byte-stream containers go as they
-/// came. FLV sequence headers are remembered for the next worker.
+/// sequence headers (re-stamped to the keyframe's time) in front, Enhanced RTMP FLV tags a Matroska
+/// header made of the last sequence headers, byte-stream containers go as they came. FLV sequence
+/// headers are remembered for the next worker.
 fn frame_chunk(
     chunk: &MediaChunk,
-    header_written: &mut bool,
+    input: &mut WorkerInput,
     seq_video: &mut Option<FlvTag>,
     seq_audio: &mut Option<FlvTag>,
     buf: &mut Vec<u8>,
@@ -640,32 +669,47 @@ fn frame_chunk(
                 if tag.kind == TAG_AUDIO {
                     *seq_audio = Some(tag.clone())
                 }
-                if !*header_written {
+                if !input.started {
                     return Framed::Skip;
                 }
             }
             let mut framed = Framed::More;
-            if !*header_written {
+            if !input.started {
                 if !tag.is_video_keyframe() {
                     return Framed::Skip;
                 }
-                buf.extend_from_slice(&FLV_HEADER);
-                for s in [seq_video.as_ref(), seq_audio.as_ref()].into_iter().flatten() {
-                    s.at(tag.timestamp).write_to(buf);
+                if input.matroska {
+                    let Some(video) = seq_video.as_ref() else { return Framed::Skip };
+                    match MkvWriter::start(video, seq_audio.as_ref(), buf) {
+                        Ok(w) => input.mkv = Some(w),
+                        Err(e) => {
+                            buf.clear();
+                            debug!("cannot start the worker's Matroska input yet: {e}");
+                            return Framed::Skip;
+                        }
+                    }
+                } else {
+                    buf.extend_from_slice(&FLV_HEADER);
+                    for s in [seq_video.as_ref(), seq_audio.as_ref()].into_iter().flatten() {
+                        s.at(tag.timestamp).write_to(buf);
+                    }
                 }
-                *header_written = true;
+                input.started = true;
                 framed = Framed::First;
             }
-            tag.write_to(buf);
+            match input.mkv.as_mut() {
+                Some(mkv) => mkv.write(tag, buf),
+                None => tag.write_to(buf),
+            }
             framed
         }
         MediaChunk::Bytes { data, random_access } => {
             let mut framed = Framed::More;
-            if !*header_written {
+            if !input.started {
                 if !random_access {
                     return Framed::Skip;
                 }
-                *header_written = true;
+                input.started = true;
                 framed = Framed::First;
             }
             buf.extend_from_slice(data);
@@ -696,7 +740,7 @@ async fn run_worker(
     disk_full: &mut bool,
     ladder: &mut LadderState,
 ) -> Outcome {
-    let mut header_written = false;
+    let mut input = WorkerInput::new(b.source.container);
     let mut last_input = Instant::now();
     let mut last_output = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -707,7 +751,7 @@ async fn run_worker(
                 let Some(chunk) = chunk else { return Outcome::Ended };
                 last_input = Instant::now();
                 buf.clear();
-                match frame_chunk(&chunk, &mut header_written, seq_video, seq_audio, &mut buf) {
+                match frame_chunk(&chunk, &mut input, seq_video, seq_audio, &mut buf) {
                     Framed::Skip => continue,
                     // The worker's silence is measured from its first input.
                     Framed::First => last_output = Instant::now(),
@@ -756,7 +800,7 @@ async fn run_worker(
                     }
                     _ => {}
                 }
-                if header_written && last_input.elapsed() < Duration::from_secs(5) && last_output.elapsed() > STALL_TIMEOUT {
+                if input.started && last_input.elapsed() < Duration::from_secs(5) && last_output.elapsed() > STALL_TIMEOUT {
                     return Outcome::Failed(format!("the worker stalled (no progress for {STALL_TIMEOUT:?})"));
                 }
             }
@@ -853,7 +897,7 @@ mod tests {
 
     #[test]
     fn flv_starts_at_a_keyframe_with_the_sequence_headers_in_front() {
-        let (mut started, mut sv, mut sa, mut buf) = (false, None, None, Vec::new());
+        let (mut started, mut sv, mut sa, mut buf) = (WorkerInput::default(), None, None, Vec::new());
         let seq_v = tag(TAG_VIDEO, 0, &[0x17, 0, 0, 0, 0]);
         let seq_a = tag(TAG_AUDIO, 0, &[0xaf, 0]);
         let inter = tag(TAG_VIDEO, 40, &[0x27, 1, 0, 0, 0]);
@@ -876,7 +920,7 @@ mod tests {
 
     #[test]
     fn byte_streams_pass_unchanged_from_a_random_access_point() {
-        let (mut started, mut sv, mut sa, mut buf) = (false, None, None, Vec::new());
+        let (mut started, mut sv, mut sa, mut buf) = (WorkerInput::default(), None, None, Vec::new());
         let mid = MediaChunk::Bytes { data: Bytes::from_static(&[0x47; 188]), random_access: false };
         let join = MediaChunk::Bytes { data: Bytes::from_static(&[0x47, 1, 2]), random_access: true };
         assert_eq!(frame_chunk(&mid, &mut started, &mut sv, &mut sa, &mut buf), Framed::Skip);
@@ -886,5 +930,25 @@ mod tests {
         buf.clear();
         assert_eq!(frame_chunk(&mid, &mut started, &mut sv, &mut sa, &mut buf), Framed::More);
         assert_eq!(buf.len(), 188);
+    }
+
+    #[test]
+    fn enhanced_rtmp_starts_a_matroska_stream_at_a_keyframe() {
+        let mut input = WorkerInput::new(crate::media::Container::FlvEnhanced);
+        let (mut sv, mut sa, mut buf) = (None, None, Vec::new());
+        let seq_v = tag(TAG_VIDEO, 0, &[0x90, b'h', b'v', b'c', b'1', 1, 2, 3]);
+        let seq_a = tag(TAG_AUDIO, 0, &[0xaf, 0, 0x11, 0x90]);
+        let inter = tag(TAG_VIDEO, 40, &[0xa1, b'h', b'v', b'c', b'1', 0, 0, 0, 5]);
+        let key = tag(TAG_VIDEO, 80, &[0x91, b'h', b'v', b'c', b'1', 0, 0, 0, 6]);
+        assert_eq!(frame_chunk(&seq_v, &mut input, &mut sv, &mut sa, &mut buf), Framed::Skip);
+        assert_eq!(frame_chunk(&seq_a, &mut input, &mut sv, &mut sa, &mut buf), Framed::Skip);
+        assert_eq!(frame_chunk(&inter, &mut input, &mut sv, &mut sa, &mut buf), Framed::Skip);
+        assert!(buf.is_empty(), "nothing before the first keyframe");
+        assert_eq!(frame_chunk(&key, &mut input, &mut sv, &mut sa, &mut buf), Framed::First);
+        assert!(buf.starts_with(&[0x1a, 0x45, 0xdf, 0xa3]), "an EBML header, not FLV");
+        assert!(buf.windows(16).any(|w| w == b"V_MPEGH/ISO/HEVC"));
+        buf.clear();
+        assert_eq!(frame_chunk(&inter, &mut input, &mut sv, &mut sa, &mut buf), Framed::More);
+        assert!(buf.starts_with(&[0x1f, 0x43, 0xb6, 0x75]), "one cluster per frame");
     }
 }

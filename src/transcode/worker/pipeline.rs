@@ -416,7 +416,7 @@ impl Pipeline {
     /// After a video packet: notice new segments (the playlist is rewritten) and write the master
     /// playlist once every variant has one.
     fn after_video_write(&mut self, i: usize, key: bool) -> Result<(), TranscodeError> {
-        if self.master_written && !key && matches!(self.variants[i].sink, Sink::Hls(_)) {
+        if self.master_written && !key && matches!(self.variants[i].sink, Sink::Hls(..)) {
             return Ok(());
         }
         let v = &mut self.variants[i];

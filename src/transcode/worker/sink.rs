@@ -1,5 +1,7 @@
-//! Where a variant's packets go: libavformat's HLS muxer (MPEG-TS segments, `<hls_dir>/N/stream.m3u8`)
-//! or the CMAF packager (LL-HLS parts); how each is opened, its header written, packets written to it.
+//! Where a variant's packets go: libavformat's HLS muxer (MPEG-TS segments, `<hls_dir>/N/stream.m3u8`;
+//! fMP4 segments with an init segment for a passthrough of HEVC, AV1 or VP9, which MPEG-TS HLS does
+//! not carry for browsers) or the CMAF packager (LL-HLS parts); how each is opened, its header
+//! written, packets written to it.
 
 use std::path::Path;
 
@@ -14,18 +16,21 @@ use crate::transcode::{TranscodeError, WorkerConfig};
 /// Where a variant's packets go: libavformat's HLS muxer (MPEG-TS segments), or the CMAF packager
 /// (LL-HLS parts).
 pub(super) enum Sink {
-    Hls(Output),
+    /// The HLS muxer; `true`: fMP4 segments instead of MPEG-TS.
+    Hls(Output, bool),
     Cmaf(Box<Cmaf>),
 }
 
 impl Sink {
-    /// Open variant `n`'s sink in `dir` (its media playlist is `playlist`), before any stream is added.
+    /// Open variant `n`'s sink in `dir` (its media playlist is `playlist`), before any stream is added;
+    /// `fmp4`: HLS segments in fragmented MP4 (a passthrough of a codec MPEG-TS HLS does not carry).
     pub(super) fn open(
         cfg: &WorkerConfig,
         n: usize,
         v: &StreamOutputVariant,
         dir: &Path,
         playlist: &Path,
+        fmp4: bool,
     ) -> Result<Sink, TranscodeError> {
         if cfg.low_latency {
             let mut c = Cmaf::new(CmafSettings {
@@ -46,7 +51,7 @@ impl Sink {
             if let Some(prev) = previous {
                 std::fs::write(playlist, prev)?;
             }
-            Ok(Sink::Hls(octx))
+            Ok(Sink::Hls(octx, fmp4))
         }
     }
 
@@ -55,8 +60,8 @@ impl Sink {
     pub(super) fn start(&mut self, cfg: &WorkerConfig, dir: &Path, fps: f64) -> Result<(), TranscodeError> {
         match self {
             Sink::Cmaf(c) => c.set_frame_rate(fps),
-            Sink::Hls(o) => {
-                o.write_header_with(hls_options(cfg, dir))?;
+            Sink::Hls(o, fmp4) => {
+                o.write_header_with(hls_options(cfg, dir, *fmp4))?;
             }
         }
         Ok(())
@@ -64,21 +69,21 @@ impl Sink {
 
     pub(super) fn output(&mut self) -> &mut Output {
         match self {
-            Sink::Hls(o) => o,
+            Sink::Hls(o, _) => o,
             Sink::Cmaf(c) => c.octx(),
         }
     }
 
     pub(super) fn write_video(&mut self, pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
         match self {
-            Sink::Hls(o) => write_hls(o, pkt, from_tb, ost),
+            Sink::Hls(o, _) => write_hls(o, pkt, from_tb, ost),
             Sink::Cmaf(c) => c.write_video(pkt, from_tb, ost),
         }
     }
 
     pub(super) fn write_audio(&mut self, pkt: Packet, from_tb: Rational, ost: usize) -> Result<(), TranscodeError> {
         match self {
-            Sink::Hls(o) => write_hls(o, pkt, from_tb, ost),
+            Sink::Hls(o, _) => write_hls(o, pkt, from_tb, ost),
             Sink::Cmaf(c) => c.write_audio(pkt, from_tb, ost),
         }
     }
@@ -87,7 +92,7 @@ impl Sink {
     /// last part and segment.
     pub(super) fn finish(&mut self) -> Result<(), TranscodeError> {
         match self {
-            Sink::Hls(o) => o.write_trailer()?,
+            Sink::Hls(o, _) => o.write_trailer()?,
             Sink::Cmaf(c) => c.finish()?,
         }
         Ok(())
@@ -103,8 +108,8 @@ fn write_hls(octx: &mut Output, mut pkt: Packet, from_tb: Rational, ost: usize) 
     Ok(())
 }
 
-/// The HLS muxer's options for a variant written to `dir`.
-fn hls_options(cfg: &WorkerConfig, dir: &Path) -> Dictionary<'static> {
+/// The HLS muxer's options for a variant written to `dir` (`fmp4`: fMP4 segments).
+fn hls_options(cfg: &WorkerConfig, dir: &Path, fmp4: bool) -> Dictionary<'static> {
     let mut hls = Dictionary::new();
     hls.set("hls_time", &cfg.segment_seconds.to_string());
     hls.set("hls_list_size", &cfg.list_size.to_string());
@@ -115,7 +120,14 @@ fn hls_options(cfg: &WorkerConfig, dir: &Path) -> Dictionary<'static> {
         flags.push_str("+append_list+discont_start");
     }
     hls.set("hls_flags", &flags);
-    let seg = dir.join(format!("stream-{}-%d.ts", cfg.segment_id));
+    let ext = if fmp4 { "m4s" } else { "ts" };
+    let seg = dir.join(format!("stream-{}-%d.{ext}", cfg.segment_id));
     hls.set("hls_segment_filename", &seg.to_string_lossy());
+    if fmp4 {
+        hls.set("hls_segment_type", "fmp4");
+        // Relative to the playlist; one per worker, so a restarted worker's init does not replace
+        // the one the segments already listed need.
+        hls.set("hls_fmp4_init_filename", &format!("init-{}.mp4", cfg.segment_id));
+    }
     hls
 }

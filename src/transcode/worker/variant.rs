@@ -155,6 +155,14 @@ impl VariantVideo for CopyVideo {
         let mut ost = octx.add_stream(ff::encoder::find(codec::Id::None))?;
         ost.set_parameters(src.par.clone());
         clear_codec_tag(&mut ost);
+        if src.par.id() == codec::Id::HEVC {
+            // `hvc1` (parameter sets in the sample entry), which Safari requires; the mp4 muxer's
+            // default is `hev1`.
+            // SAFETY: as in `clear_codec_tag`.
+            unsafe {
+                (*ost.parameters().as_mut_ptr()).codec_tag = u32::from_le_bytes(*b"hvc1");
+            }
+        }
         ost.set_time_base(src.tb);
         Ok(VideoOpened {
             path: VideoPath::Copy,
@@ -346,7 +354,10 @@ impl Variant {
         let dir = cfg.hls_dir.join(n.to_string());
         std::fs::create_dir_all(&dir)?;
         let playlist = dir.join("stream.m3u8");
-        let mut sink = Sink::open(cfg, n, v, &dir, &playlist)?;
+        // MPEG-TS HLS carries H.264 to every player; a passthrough of HEVC, AV1 or VP9 goes as fMP4.
+        let fmp4 =
+            v.video_passthrough && matches!(s.source.par.id(), codec::Id::HEVC | codec::Id::AV1 | codec::Id::VP9);
+        let mut sink = Sink::open(cfg, n, v, &dir, &playlist, fmp4)?;
         let octx = sink.output();
         let setup: Box<dyn VariantVideo + '_> = match (v.video_passthrough, s.hw_pos[n], s.hw) {
             (true, _, _) => Box::new(CopyVideo),
@@ -361,7 +372,7 @@ impl Variant {
             setup.add(octx, v, &s.source)?;
         let (audio, a_ost, a_kbps) = add_audio(octx, v, s.a_par, s.a_tb, s.adec)?;
         sink.start(cfg, &dir, fps)?;
-        let watch = matches!(sink, Sink::Hls(_)).then(|| PlaylistWatch::new(n, playlist.clone(), cfg.append));
+        let watch = matches!(sink, Sink::Hls(..)).then(|| PlaylistWatch::new(n, playlist.clone(), cfg.append));
         Ok(Variant {
             sink,
             video,
