@@ -89,6 +89,20 @@ fn frame(kind: u8, timestamp: u32, data: bytes::Bytes) {
     let mut out = Vec::new();
     tag.write_to(&mut out);
     assert_eq!(out.len(), tag.data.len() + 15, "an FLV tag is 11 + data + 4 bytes");
+    if kind == castd::media::flv::TAG_VIDEO {
+        // Enhanced RTMP: the FourCC header, then the Matroska re-wrap the worker reads.
+        let _ = tag.is_enhanced_video();
+        if let Ok(v) = castd::media::flv::VideoTag::parse(&tag.data) {
+            let _ = v.codec_name();
+            let _ = castd::media::flv::fourcc_str(v.fourcc);
+        }
+        let mut mkv = Vec::new();
+        if let Ok(mut w) = castd::media::mkv::MkvWriter::start(&tag, None, &mut mkv) {
+            w.write(&tag, &mut mkv);
+        }
+    } else if let Some(asc) = tag.data.get(2..) {
+        let _ = castd::media::mkv::aac_config(asc);
+    }
 }
 
 /// The RTMP target's inputs make rml_rtmp panic, and `castd::ingest::rtmp::session_input` catches that: such

@@ -216,6 +216,36 @@ mod tests {
         FlvTag { kind, timestamp, data: Bytes::copy_from_slice(data) }
     }
 
+    /// Publisher bytes never make the parser or the writer panic (also fuzzed, `fuzz/targets.rs` rtmp).
+    #[test]
+    fn arbitrary_tags_are_refused_or_written_never_panic() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..50_000 {
+            let len = (next() % 24) as usize;
+            let mut data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            // Often an enhanced header with a known FourCC, so the parser gets past the first bytes.
+            if len > 5 && next() % 2 == 0 {
+                data[0] = 0x80 | (data[0] & 0x7f);
+                let fourccs: [&[u8; 4]; 4] = [b"hvc1", b"av01", b"vp09", b"avc1"];
+                data[1..5].copy_from_slice(fourccs[(next() % 4) as usize]);
+            }
+            let video = tag(TAG_VIDEO, next() as u32, &data);
+            let audio = tag(TAG_AUDIO, next() as u32, &data);
+            let mut out = Vec::new();
+            if let Ok(mut w) = MkvWriter::start(&video, Some(&audio), &mut out) {
+                w.write(&video, &mut out);
+                w.write(&audio, &mut out);
+            }
+            let _ = aac_config(&data);
+        }
+    }
+
     #[test]
     fn ebml_sizes() {
         let mut out = Vec::new();
