@@ -13,7 +13,8 @@
 //! never sees a playlist naming a segment memory does not have; a lagged feed resyncs from the
 //! retention window. Nothing here reads a playlist to learn what is new. Segments are the segment files mapped (`http::zerocopy`), so
 //! the web server sends them with `sendfile` instead of copying them into each socket. Disk stays the
-//! durable copy: anything not in memory (after a restart, after the stream ends) is read from disk. Every answer has `ETag`, `Last-Modified`, Range
+//! durable copy: anything not in memory (after a restart, after the stream ends) comes from disk
+//! through `http::diskcache` (each file opened once, segments mapped and sent with `sendfile`). Every answer has `ETag`, `Last-Modified`, Range
 //! and conditional-request support (`http::files`).
 //!
 //! While the stream is live in low-latency mode, `llhls` answers the variant playlists, parts and
@@ -34,6 +35,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use parking_lot::RwLock;
 
+use crate::http::diskcache::DiskCache;
 use crate::http::files::{respond, FileBody};
 use crate::http::lanes::{Lane, LaneFuture};
 use crate::http::zerocopy::MappedFile;
@@ -68,6 +70,8 @@ pub struct Hls {
     pub metrics: Arc<Metrics>,
     /// The live window in memory.
     pub live: Arc<LiveFiles>,
+    /// Everything else (the stream that ended, segments that left the window), opened once.
+    pub disk: Arc<DiskCache>,
     /// Low-latency HLS (parts, blocking reload) while the stream is live at the LL latency level.
     pub ll: Arc<crate::llhls::LlHls>,
     /// Playlists served instead of the local ones when present (object storage: segment URIs on the
@@ -175,13 +179,14 @@ pub fn start(hls: Arc<Hls>, media: &MediaPlane, tasks: &Tasks) {
     let spawner = tasks.clone();
     tasks.spawn_until_stopped(Stage::Outputs, "hls: live windows", async move {
         while let Some(Attached { broadcast, feed }) = reader.next().await {
-            spawner.spawn(Stage::Outputs, "hls: live window", follow(hls.live.clone(), broadcast, feed));
+            let follow = follow(hls.live.clone(), hls.disk.clone(), broadcast, feed);
+            spawner.spawn(Stage::Outputs, "hls: live window", follow);
         }
     });
 }
 
 /// Follow one broadcast's feed into its channel's live window.
-async fn follow(live: Arc<LiveFiles>, b: Arc<Broadcast>, mut feed: Subscription) {
+async fn follow(live: Arc<LiveFiles>, disk: Arc<DiskCache>, b: Arc<Broadcast>, mut feed: Subscription) {
     while let Some(delivery) = feed.recv().await {
         // Parts and init segments are llhls's; no blocking task for them (several a second).
         if let Delivery::Event(ev) = &delivery {
@@ -189,12 +194,13 @@ async fn follow(live: Arc<LiveFiles>, b: Arc<Broadcast>, mut feed: Subscription)
                 continue;
             }
         }
-        let (live, b) = (live.clone(), b.clone());
+        let (live, disk, b) = (live.clone(), disk.clone(), b.clone());
         let done = tokio::task::spawn_blocking(move || match delivery {
             Delivery::Event(ev) => match &*ev {
                 // A new broadcast starts from an empty folder.
                 MediaEvent::Started(_) => {
                     live.clear();
+                    disk.clear();
                     Ok(())
                 }
                 MediaEvent::SegmentWritten(seg) => live.add_segment(&b.dir, seg.variant, &seg.file),
@@ -206,6 +212,7 @@ async fn follow(live: Arc<LiveFiles>, b: Arc<Broadcast>, mut feed: Subscription)
                 // A finished stream is served from disk (its playlists end with ENDLIST there).
                 MediaEvent::StreamEnded => {
                     live.clear();
+                    disk.clear();
                     Ok(())
                 }
                 MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. } => Ok(()),
@@ -327,9 +334,11 @@ async fn serve(hls: &Hls, req: Request, peer: SocketAddr) -> Result<Response, Ap
     let file = match remote.map(Arc::new).or_else(|| hls.live.get(path)) {
         Some(f) => f,
         None => {
-            let (rel, kind) = safe_relative(path).ok_or_else(not_found)?;
-            let cache = if kind == PLAYLIST_TYPE { PLAYLIST_CACHE } else { SEGMENT_CACHE };
-            Arc::new(from_disk(&hls.hls_dir.join(rel), kind, cache).await.ok_or_else(not_found)?)
+            // Checked before the disk is asked: the name is the cache's key and the file's path.
+            let (_, kind) = safe_relative(path).ok_or_else(not_found)?;
+            let playlist = kind == PLAYLIST_TYPE;
+            let cache = if playlist { PLAYLIST_CACHE } else { SEGMENT_CACHE };
+            hls.disk.get(path, kind, cache, playlist).await.ok_or_else(not_found)?
         }
     };
     bookkeeping(file.content_type == PLAYLIST_TYPE);

@@ -10,6 +10,10 @@
 # Each figure is the median of ROUNDS (default 3) runs, castd and nginx alternating, so a burst of other
 # load on the machine cannot favour one of them.
 #
+# ENDED=1 measures the stream after it has ended (issue 44): the publisher stops, castd writes the final
+# playlist (EXT-X-ENDLIST) and serves it and the segments from disk (`http::diskcache`), not from the live
+# window in memory.
+#
 # PRIVATE=1 adds the cost of pass checking (issue 42): in the same run and on the same castd, the channel is
 # made private (visibility password) for the rows `castd-pass` (the viewing pass as the cookie, as browsers
 # send it) and, for the playlist, `castd-query` (the pass as `?pass=`, as VLC/mpv send it: castd then writes
@@ -82,12 +86,24 @@ setc video/streamlatencylevel 4
 
 ffmpeg -hide_banner -loglevel error -re -stream_loop -1 -i "$INPUT" -c copy -f flv \
   "rtmp://127.0.0.1:$RTMP_PORT/live/$KEY" &
-PIDS+=("$!")
+PUBLISHER=$!
+PIDS+=("$PUBLISHER")
 for _ in $(seq 120); do
   n=$(curl -sf "$BASE/hls/0/stream.m3u8" 2>/dev/null | grep -c '\.ts$' || true)
   [ "${n:-0}" -ge 2 ] && break
   sleep 0.5
 done
+if [ "${ENDED:-0}" = 1 ]; then
+  # After the stream: castd serves the finished playlist (with ENDLIST) and its segments from disk.
+  sleep 4
+  kill "$PUBLISHER"
+  for _ in $(seq 60); do
+    curl -sf "$BASE/hls/0/stream.m3u8" | grep -q EXT-X-ENDLIST && break
+    sleep 0.5
+  done
+  curl -sf "$BASE/hls/0/stream.m3u8" | grep -q EXT-X-ENDLIST || { echo "the stream did not end" >&2; exit 1; }
+  echo "the stream has ended: castd serves its files from disk"
+fi
 
 if [ "${PRIVATE:-0}" = 1 ]; then
   curl -sf -u admin:$PW -H 'content-type: application/json' -d '{"password":"bench-viewer-pw","comment":"bench"}' \
@@ -180,7 +196,12 @@ for conns in ${CONNS:-64 512}; do
       # the newest segment of the live window (picked anew each round, so it is still in the window
       # when castd is measured), and the same bytes for nginx
       playlist=$(curl -sf "$BASE/hls/0/stream.m3u8")
-      seg=$(echo "$playlist" | grep '\.ts$' | tail -n 1)
+      # (after the end, the one before the last: the last segment is cut short by the end)
+      if [ "${ENDED:-0}" = 1 ]; then
+        seg=$(echo "$playlist" | grep '\.ts$' | tail -n 2 | head -n 1)
+      else
+        seg=$(echo "$playlist" | grep '\.ts$' | tail -n 1)
+      fi
       curl -sf "$BASE/hls/0/$seg" -o "$OUT/www/hls/0/$seg"
       echo "$playlist" >"$OUT/www/hls/0/stream.m3u8"
       if [ "$target" = segment ]; then path=/hls/0/$seg; else path=/hls/0/stream.m3u8; fi

@@ -4,6 +4,8 @@
 # Then the publish-to-first-playable-master-playlist time of the daemon over RTMP.
 #
 # Usage: bench/transcode/run.sh            (builds castd --release first; CASTD_BIN=PATH uses that binary)
+# ROUNDS=N alternating runs (median; default 3), BEFORE_BIN=PATH a second castd in the same run,
+# BENCH_QUALITY=0 / BENCH_HW=0 / BENCH_PUBLISH=0 skip the quality, hardware and publish parts.
 # Output goes to bench/out/ (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,50 +30,75 @@ MEDIA_SECONDS=60
 
 # (a) castd's worker: decode once (one thread), a thread per variant, 720p by the 3:2 area scaler,
 #     360p halved from the 720p picture, x264 with the same options and one thread per encode.
-rm -rf "$OUT/castd" && mkdir -p "$OUT/castd"
-CONFIG=$(cat <<EOF
-{"hlsDir":"$OUT/castd","segmentSeconds":2,"listSize":15,"encoder":"libx264","append":false,"segmentId":"bench",
+CONFIG_TEMPLATE=$(cat <<EOF
+{"hlsDir":"@DIR@","segmentSeconds":2,"listSize":100,"encoder":"libx264","append":false,"segmentId":"bench",
  "variants":[
   {"name":"720p","scaledWidth":1280,"scaledHeight":720,"videoBitrate":1800,"framerate":30,"cpuUsageLevel":2,"audioPassthrough":true},
   {"name":"360p","scaledWidth":640,"scaledHeight":360,"videoBitrate":600,"framerate":30,"cpuUsageLevel":2,"audioPassthrough":false,"audioBitrate":96}]}
 EOF
 )
-/usr/bin/time -f "%e %U %S %M" -o "$OUT/castd.time" "$BIN" --log-level warn worker --config "$CONFIG" \
-  <"$INPUT" >"$OUT/castd.events"
+CONFIG=${CONFIG_TEMPLATE//@DIR@/$OUT/castd}
+run_castd() { # BIN DIR TIMEFILE
+  rm -rf "$2" && mkdir -p "$2"
+  /usr/bin/time -f "%e %U %S %M" -o "$3" "$1" --log-level warn worker --config "${CONFIG_TEMPLATE//@DIR@/$2}" \
+    <"$INPUT" >"$2.events"
+}
 
 # (b) the ffmpeg CLI with Owncast's arguments for the same ladder (owncast-compat.md §4).
-rm -rf "$OUT/cli" && mkdir -p "$OUT/cli/0" "$OUT/cli/1"
-/usr/bin/time -f "%e %U %S %M" -o "$OUT/cli.time" ffmpeg -hide_banner -loglevel warning \
-  -fflags +genpts -flags +cgop -i pipe:0 \
-  -map v:0 -c:v:0 libx264 -b:v:0 1608k -maxrate:v:0 1736k -g:v:0 60 -keyint_min:v:0 60 -r:v:0 30 \
-  -x264-params:v:0 scenecut=0:open_gop=0 -bufsize:v:0 1736k -profile:v:0 high \
-  -sws_flags bilinear -filter:v:0 scale=1280:720 -preset veryfast \
-  -map 'a:0?' -c:a:0 copy \
-  -map v:0 -c:v:1 libx264 -b:v:1 408k -maxrate:v:1 440k -g:v:1 60 -keyint_min:v:1 60 -r:v:1 30 \
-  -x264-params:v:1 scenecut=0:open_gop=0 -bufsize:v:1 440k -profile:v:1 high \
-  -sws_flags bilinear -filter:v:1 scale=640:360 -preset veryfast \
-  -map 'a:0?' -c:a:1 aac -b:a:1 96k \
-  -var_stream_map "v:0,a:0 v:1,a:1" \
-  -f hls -hls_time 2 -hls_list_size 15 \
-  -hls_flags program_date_time+independent_segments+omit_endlist \
-  -segment_format_options mpegts_flags=mpegts_copyts=1 \
-  -tune zerolatency -pix_fmt yuv420p -sc_threshold 0 \
-  -master_pl_name stream.m3u8 -hls_segment_filename "$OUT/cli/%v/stream-bench-%d.ts" \
-  -max_muxing_queue_size 400 "$OUT/cli/%v/stream.m3u8" <"$INPUT"
+run_cli() { # DIR TIMEFILE
+  rm -rf "$1" && mkdir -p "$1/0" "$1/1"
+  /usr/bin/time -f "%e %U %S %M" -o "$2" ffmpeg -hide_banner -loglevel warning \
+    -fflags +genpts -flags +cgop -i pipe:0 \
+    -map v:0 -c:v:0 libx264 -b:v:0 1608k -maxrate:v:0 1736k -g:v:0 60 -keyint_min:v:0 60 -r:v:0 30 \
+    -x264-params:v:0 scenecut=0:open_gop=0 -bufsize:v:0 1736k -profile:v:0 high \
+    -sws_flags bilinear -filter:v:0 scale=1280:720 -preset veryfast \
+    -map 'a:0?' -c:a:0 copy \
+    -map v:0 -c:v:1 libx264 -b:v:1 408k -maxrate:v:1 440k -g:v:1 60 -keyint_min:v:1 60 -r:v:1 30 \
+    -x264-params:v:1 scenecut=0:open_gop=0 -bufsize:v:1 440k -profile:v:1 high \
+    -sws_flags bilinear -filter:v:1 scale=640:360 -preset veryfast \
+    -map 'a:0?' -c:a:1 aac -b:a:1 96k \
+    -var_stream_map "v:0,a:0 v:1,a:1" \
+    -f hls -hls_time 2 -hls_list_size 100 \
+    -hls_flags program_date_time+independent_segments+omit_endlist \
+    -segment_format_options mpegts_flags=mpegts_copyts=1 \
+    -tune zerolatency -pix_fmt yuv420p -sc_threshold 0 \
+    -master_pl_name stream.m3u8 -hls_segment_filename "$1/%v/stream-bench-%d.ts" \
+    -max_muxing_queue_size 400 "$1/%v/stream.m3u8" <"$INPUT"
+}
 
-read -r CW CU CS CM <"$OUT/castd.time"
-read -r FW FU FS FM <"$OUT/cli.time"
-python3 - "$CW" "$CU" "$CS" "$CM" "$FW" "$FU" "$FS" "$FM" "$MEDIA_SECONDS" <<'EOF'
-import sys
-cw, cu, cs, cm, fw, fu, fs, fm, media = map(float, sys.argv[1:])
-ccpu, fcpu = cu + cs, fu + fs
+# ROUNDS (default 3) alternating runs of each; BEFORE_BIN adds another castd build (e.g. main before a
+# change) as a third row in the same run. The median run of each is printed.
+ROUNDS=${ROUNDS:-3}
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$ROUNDS"); do
+  run_castd "$BIN" "$OUT/castd" "$OUT/castd.time.$r"
+  run_cli "$OUT/cli" "$OUT/cli.time.$r"
+  if [ -n "${BEFORE_BIN:-}" ]; then run_castd "$BEFORE_BIN" "$OUT/before" "$OUT/before.time.$r"; fi
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$OUT" "$ROUNDS" "$MEDIA_SECONDS" "${BEFORE_BIN:+before}" <<'EOF'
+import sys, statistics
+out, rounds, media = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+names = [("castd", "castd worker"), ("cli", "ffmpeg CLI (Owncast)")] + ([("before", "castd before")] if sys.argv[4:] and sys.argv[4] else [])
+rows = {}
+for key, _ in names:
+    runs = []
+    for r in range(1, rounds + 1):
+        w, u, s, m = map(float, open(f"{out}/{key}.time.{r}").read().split())
+        runs.append((u + s, w, m))
+    rows[key] = runs
 print()
-print("transcode 60 s 1080p30 -> 720p + 360p, x264 veryfast (2 cores shared)")
-print(f"{'':22}{'CPU-s':>8}{'CPU-s/media-s':>15}{'wall-s':>9}{'realtime x':>12}{'peak RSS MB':>13}")
-print(f"{'castd worker':22}{ccpu:8.1f}{ccpu/media:15.3f}{cw:9.1f}{media/cw:12.2f}{cm/1024:13.0f}")
-print(f"{'ffmpeg CLI (Owncast)':22}{fcpu:8.1f}{fcpu/media:15.3f}{fw:9.1f}{media/fw:12.2f}{fm/1024:13.0f}")
-ratio = ccpu / fcpu
-print(f"castd / CLI CPU time: {ratio:.2f}x  (target <= 0.90x: {'met' if ratio <= 0.9 else 'NOT met'})")
+print(f"transcode 60 s 1080p30 -> 720p + 360p, x264 veryfast, median of {rounds} alternating runs (2 cores shared)")
+print(f"{'':22}{'CPU-s':>8}{'CPU-s/media-s':>15}{'wall-s':>9}{'realtime x':>12}{'peak RSS MB':>13}   CPU-s of each run")
+med = {}
+for key, label in names:
+    cpu = statistics.median(r[0] for r in rows[key]); wall = statistics.median(r[1] for r in rows[key])
+    rss = max(r[2] for r in rows[key]); med[key] = cpu
+    print(f"{label:22}{cpu:8.1f}{cpu/media:15.3f}{wall:9.1f}{media/wall:12.2f}{rss/1024:13.0f}   " + " ".join(f"{r[0]:.1f}" for r in rows[key]))
+ratio = med["castd"] / med["cli"]
+print(f"castd / CLI CPU time: {ratio:.2f}x  (issue 44's target <= 0.75x: {'met' if ratio <= 0.75 else 'NOT met'})")
+if "before" in med:
+    print(f"castd before / CLI: {med['before'] / med['cli']:.2f}x; after / before: {med['castd'] / med['before']:.2f}x")
 EOF
 for d in castd cli; do
   for n in 0 1; do
@@ -81,11 +108,40 @@ for d in castd cli; do
   done
 done
 
+# Picture quality of each rung against the source (scaled with lanczos to the rung's size), for castd and
+# the CLI (and the before build): PSNR and SSIM (Debian's ffmpeg has no libvmaf), so a CPU saving is not
+# bought with worse pictures. BENCH_QUALITY=0 skips it.
+quality() { # DIR VARIANT W H -> "psnr ssim"
+  local list
+  list=$(mktemp)
+  for f in $(ls "$1/$2"/*.ts | sort -V); do echo "file '$f'" >>"$list"; done
+  ffmpeg -hide_banner -nostats -loglevel info -f concat -safe 0 -i "$list" -i "$INPUT" -lavfi \
+    "[0:v]setpts=PTS-STARTPTS,split[a0][a1];[1:v]setpts=PTS-STARTPTS,scale=$3:$4:flags=lanczos,split[r0][r1];[a0][r0]psnr;[a1][r1]ssim" \
+    -f null - 2>&1 | awk '/PSNR/ { for (i = 1; i <= NF; i++) if ($i ~ /^average:/) { sub("average:", "", $i); p = $i } }
+      /SSIM/ { for (i = 1; i <= NF; i++) if ($i ~ /^All:/) { sub("All:", "", $i); s = $i } } END { print p, s }'
+  rm -f "$list"
+}
+if [ "${BENCH_QUALITY:-1}" = 1 ]; then
+  echo
+  echo "quality against the source (lanczos-scaled to the rung), whole 60 s:"
+  printf '%-14s %-8s %10s %10s\n' build rung PSNR-dB SSIM
+  for d in castd cli ${BEFORE_BIN:+before}; do
+    for v in "0 1280 720" "1 640 360"; do
+      read -r n w h <<<"$v"
+      read -r P S <<<"$(quality "$OUT/$d" "$n" "$w" "$h")"
+      printf '%-14s %-8s %10s %10s\n' "$d" "${h}p" "$P" "$S"
+    done
+  done
+fi
+
 # Hardware encoders: when `castd encoders --json` finds one available, the same ladder on it beside x264,
 # then (BENCH_HW_LADDER=1, default on) N concurrent 1080p30 -> 1080/720/480/360 ladders until realtime breaks.
-HW_LIST=$("$BIN" --log-level error encoders --json | python3 -c '
+HW_LIST=""
+if [ "${BENCH_HW:-1}" = 1 ]; then
+  HW_LIST=$("$BIN" --log-level error encoders --json | python3 -c '
 import json, sys
 print(" ".join(e["name"] for e in json.load(sys.stdin) if e["available"] and e["kind"] != "software"))')
+fi
 if [ -z "$HW_LIST" ]; then
   echo "hardware encoders: no hardware encoder available: skipped"
 else
@@ -129,6 +185,8 @@ print(f'{\"castd $HW\":22}{u+s:8.1f}{(u+s)/media:15.3f}{w:9.1f}{media/w:12.2f}{m
 fi
 
 # Publish-to-first-playable-master: the daemon over RTMP, real time (-re), for latency levels 1 and 2.
+# BENCH_PUBLISH=0 skips it.
+[ "${BENCH_PUBLISH:-1}" = 1 ] || exit 0
 for LEVEL in 1 2; do
   DATA=$OUT/daemon-$LEVEL
   rm -rf "$DATA" && mkdir -p "$DATA"

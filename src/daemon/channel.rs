@@ -250,6 +250,7 @@ impl ChannelStack {
         let hls = Arc::new(Hls {
             channel: id.clone(),
             ll: crate::llhls::LlHls::new(hls_dir.clone()),
+            disk: Arc::new(crate::http::diskcache::DiskCache::new(hls_dir.clone())),
             hls_dir,
             images_dir: media.channel(&id).images_dir.clone(),
             metrics: metrics.clone(),

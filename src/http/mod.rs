@@ -17,6 +17,7 @@
 //! "message":...}`, with 415 and 422 answered as 400, as Owncast answers bad input.
 
 pub mod auth;
+pub mod diskcache;
 pub mod files;
 pub mod gate;
 pub mod headers;

@@ -113,6 +113,8 @@ pub struct Replays {
     pub downloads: crate::throttle::Caps,
     /// Clip thumbnails are made one at a time (each is an ffmpeg child).
     pub thumbnails: tokio::sync::Semaphore,
+    /// Recorded files opened once (`http::diskcache`), after the permission check of each request.
+    pub files: crate::http::diskcache::DiskCache,
 }
 
 impl Replays {
@@ -141,7 +143,7 @@ impl Replays {
             health: deps.health,
             media: deps.media,
             channel: deps.channel,
-            dir,
+            dir: dir.clone(),
             hls_dir: deps.hls_dir,
             users: deps.users,
             admin: deps.admin,
@@ -150,6 +152,7 @@ impl Replays {
             limits: Mutex::default(),
             downloads: download::caps(),
             thumbnails: tokio::sync::Semaphore::new(1),
+            files: crate::http::diskcache::DiskCache::new(dir.clone()),
         }))
     }
 

@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -14,7 +13,7 @@ use utoipa::ToSchema;
 
 use super::db::{self, ReplayRow};
 use super::Replays;
-use crate::http::files::{respond, FileBody};
+use crate::http::files::respond;
 use crate::http::ApiError;
 
 pub const PLAYLIST_TYPE: &str = "application/x-mpegURL";
@@ -113,12 +112,14 @@ pub async fn serve_file(
     if !safe_name(file) || variant < 0 {
         return not_found();
     }
-    let path = r.replay_dir(id).join(variant.to_string()).join(file);
-    let Ok(meta) = tokio::fs::metadata(&path).await else { return not_found() };
-    let Ok(bytes) = tokio::fs::read(&path).await else { return not_found() };
-    let modified = meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+    if !safe_name(id) {
+        return not_found();
+    }
     let cache = if public { "public, max-age=31536000, immutable" } else { "private, max-age=31536000, immutable" };
-    let body = FileBody::from_disk(Bytes::from(bytes), modified, content_type(file), cache);
+    // A replay made private is answered with private caching at once (the cache reloads an entry
+    // made for other headers).
+    let key = format!("{id}/{variant}/{file}");
+    let Some(body) = r.files.get(&key, content_type(file), cache, false).await else { return not_found() };
     let mut resp = respond(headers, &body);
     resp.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     resp

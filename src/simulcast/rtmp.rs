@@ -187,6 +187,25 @@ fn status_text(values: &[Amf0Value]) -> Option<String> {
 }
 
 /// An `onStatus` code that means the publish failed.
+/// The status of an unexpected `_result`/`onStatus` if it says something failed (level `error`, or a
+/// failure code); a success (a server's second answer to `connect`, as castd itself sends to Enhanced
+/// RTMP publishers) is no refusal.
+fn failure_text(values: &[Amf0Value]) -> Option<String> {
+    let failed = values.iter().any(|v| match v {
+        Amf0Value::Object(props) => {
+            let level_error = matches!(props.get("level"), Some(Amf0Value::Utf8String(l)) if l == "error");
+            let code_failed = matches!(props.get("code"), Some(Amf0Value::Utf8String(c)) if is_failure_code(c));
+            level_error || code_failed
+        }
+        _ => false,
+    });
+    if failed {
+        status_text(values)
+    } else {
+        None
+    }
+}
+
 fn is_failure_code(code: &str) -> bool {
     ["BadName", "Rejected", "Failed", "Unauthorized", "Error", "Denied", "Forbidden"].iter().any(|w| code.contains(w))
 }
@@ -271,7 +290,7 @@ impl Publisher {
                     }
                     ClientSessionEvent::PublishRequestAccepted => return Ok(p),
                     ClientSessionEvent::UnknownTransactionResultReceived { additional_values, .. } => {
-                        if let Some(text) = status_text(&additional_values) {
+                        if let Some(text) = failure_text(&additional_values) {
                             if connected {
                                 return Err(SimulcastError::Refused(format!("publish refused: {text}")));
                             }
@@ -358,7 +377,7 @@ impl Publisher {
                                 return Err(SimulcastError::Remote(format!("the server ended the publish: {code}")));
                             }
                             ClientSessionEvent::UnknownTransactionResultReceived { additional_values, .. } => {
-                                if let Some(text) = status_text(&additional_values) {
+                                if let Some(text) = failure_text(&additional_values) {
                                     return Err(SimulcastError::Remote(format!("the server ended the publish: {text}")));
                                 }
                             }
@@ -497,5 +516,22 @@ mod tests {
         );
         assert!(is_failure_code("NetStream.Publish.BadName"));
         assert!(!is_failure_code("NetStream.Publish.Start"));
+        let values = [Amf0Value::Null, Amf0Value::Object(props)];
+        assert_eq!(failure_text(&values).as_deref(), Some("invalid stream key (NetStream.Publish.BadName)"));
+    }
+
+    /// A second `_result` to `connect` (castd answers Enhanced RTMP publishers with its own first) is
+    /// no refusal; an `error` level is, whatever its code.
+    #[test]
+    fn a_success_status_is_not_a_refusal() {
+        let status = |level: &str, code: &str| {
+            let mut props = HashMap::new();
+            props.insert("level".to_string(), Amf0Value::Utf8String(level.into()));
+            props.insert("code".to_string(), Amf0Value::Utf8String(code.into()));
+            props.insert("description".to_string(), Amf0Value::Utf8String("Successfully connected.".into()));
+            [Amf0Value::Object(props)]
+        };
+        assert_eq!(failure_text(&status("status", "NetConnection.Connect.Success")), None);
+        assert!(failure_text(&status("error", "Some.Odd.Code")).is_some());
     }
 }
