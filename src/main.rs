@@ -105,7 +105,7 @@ struct Cli {
     debug_gpu_sample: Option<PathBuf>,
 
     /// Length of an LL-HLS part in milliseconds (200-500), at latency level 0 (low-latency HLS).
-    #[arg(long = "llhls-part-ms", env = "CASTD_LLHLS_PART_MS", value_name = "MS", default_value_t = 334,
+    #[arg(long = "llhls-part-ms", env = "CASTD_LLHLS_PART_MS", value_name = "MS", default_value_t = 200,
           value_parser = clap::value_parser!(u32).range(200..=500))]
     llhls_part_ms: u32,
 

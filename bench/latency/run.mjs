@@ -5,7 +5,8 @@
 // every 500 ms for SECONDS. Prints p50/p95 of glass-to-glass, of now − PROGRAM-DATE-TIME and of hls.latency.
 // `whep` among the levels: the same stream played over WebRTC (WHEP) in a bare page, glass-to-glass of every
 // presented frame (tests/web/latency.mjs `playWhep`, `sampleWhepGlass`), in the same run.
-// `0@334`: level 0 with `--llhls-part-ms 334`, to put two part lengths side by side (issue 44: `0@334,0@200`).
+// `0@334`: level 0 with `--llhls-part-ms 334`, to put two part lengths side by side (issue 44: `0@334,0@200`);
+// `before:0`: level 0 on the castd build BEFORE_BIN names (its own viewer page is embedded in it).
 // Stalls: the player's `waiting` events while sampling, also per minute.
 //   node bench/latency/run.mjs [SECONDS] [LEVELS]   e.g. node bench/latency/run.mjs 60 whep,0,1,2,3,4
 import { launchBrowser, newContext } from '../../tests/web/browser.mjs';
@@ -33,9 +34,15 @@ const KEY = 'bench-latency-key';
 const browser = await launchBrowser({ extraArgs: WEBRTC_PLAYER_ARGS });
 const rows = [];
 for (const name of LEVELS) {
-  const [levelName, partMs] = name.split('@');
+  // `before:0`: the row runs BEFORE_BIN (another castd build, with its own embedded viewer page).
+  const before = name.startsWith('before:');
+  const [levelName, partMs] = name.replace(/^before:/, '').split('@');
   const level = levelName === 'whep' ? 'whep' : Number(levelName);
-  const castd = await Castd.start({ args: partMs ? ['--llhls-part-ms', partMs] : [] });
+  if (before && !process.env.BEFORE_BIN) throw new Error(`${name}: set BEFORE_BIN`);
+  const castd = await Castd.start({
+    args: partMs ? ['--llhls-part-ms', partMs] : [],
+    ...(before ? { bin: process.env.BEFORE_BIN } : {}),
+  });
   let publisher;
   try {
     await castd.setConfig('video/streamoutputvariants', [

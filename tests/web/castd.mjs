@@ -96,10 +96,11 @@ export class Castd {
     this.log = log;
   }
 
-  /** Start castd on a fresh temporary data dir; resolves once it logs `castd is ready`. */
-  static async start({ args = [], env = {} } = {}) {
-    if (!existsSync(CASTD_BIN)) {
-      throw new Error(`castd binary not found at ${CASTD_BIN}: run \`cargo build\` at the repository root, or set CASTD_BIN`);
+  /** Start castd on a fresh temporary data dir; resolves once it logs `castd is ready`. `bin`: another
+   * castd binary than CASTD_BIN (a benchmark's "before" build). */
+  static async start({ args = [], env = {}, bin = CASTD_BIN } = {}) {
+    if (!existsSync(bin)) {
+      throw new Error(`castd binary not found at ${bin}: run \`cargo build\` at the repository root, or set CASTD_BIN`);
     }
     const dataDir = mkdtempSync(join(tmpdir(), 'castd-e2e-'));
     const childEnv = { ...process.env, ...env };
@@ -110,7 +111,7 @@ export class Castd {
     // WebRTC (WHIP) on an ephemeral UDP port for the same reason (8189 by default); the port is in the log.
     childEnv.CASTD_WEBRTC_UDP_PORT = env.CASTD_WEBRTC_UDP_PORT ?? '0';
     const child = spawn(
-      CASTD_BIN,
+      bin,
       ['--data-dir', dataDir, '--webserverip', '127.0.0.1', '--webserverport', '0', '--rtmpport', '0', ...args],
       { stdio: ['ignore', 'ignore', 'pipe'], env: childEnv },
     );

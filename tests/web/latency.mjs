@@ -120,7 +120,8 @@ export async function sampleLatency(page, { sourceOffset, firstPdt, seconds, int
         playing: d ? d.getTime() : null,
         hlsjs: hls ? hls.latency : null,
         lowLatencyMode: hls ? hls.config.lowLatencyMode : null,
-        catchUpRate: hls ? hls.config.maxLiveSyncPlaybackRate : null,
+        // The viewer page's own catch-up (web/src/lib/catchup.ts) for a low-latency playlist.
+        catchUpRate: v && v.dataset.llCatchUp ? Number(v.dataset.llCatchUp) : null,
         paused: v ? v.paused : true,
         rate: v ? v.playbackRate : 1,
       };

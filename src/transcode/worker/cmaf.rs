@@ -29,8 +29,9 @@ use ffmpeg_next as ff;
 use crate::media::HlsPart;
 use crate::transcode::{TranscodeError, WorkerConfig};
 
-/// Default part length (seconds). 10 frames at 30 fps; PART-HOLD-BACK is three of these.
-pub const DEFAULT_PART_SECONDS: f64 = 0.334;
+/// Default part length (seconds): 6 frames at 30 fps, the shortest Apple's LL-HLS rules suggest;
+/// PART-HOLD-BACK is three of these (0.6 s). Same as `--llhls-part-ms`'s default.
+pub const DEFAULT_PART_SECONDS: f64 = 0.2;
 
 impl WorkerConfig {
     /// The LL-HLS part target in seconds (200–500 ms; the default when unset).

@@ -6,6 +6,7 @@ import Hls, { type Level } from 'hls.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, apiUrl } from '../api';
 import { Icon } from '../components/Icon';
+import { catchUpRate } from '../lib/catchup';
 import { buildCmcdReport, newSessionId, videoState } from '../lib/cmcd';
 import { levelLabel } from '../lib/format';
 import { choosePlaybackEngine, isLowLatency } from '../lib/urls';
@@ -13,7 +14,8 @@ import { playWhep, webrtcSupported, type WhepSession } from '../lib/whep';
 
 export const STREAM_URL = '/hls/stream.m3u8';
 const REPORT_INTERVAL_MS = 10_000;
-/** Largest playback rate hls.js may use to get back to the target latency of a low-latency stream. */
+/** Largest playback rate the player uses to get back to the target latency of a low-latency stream
+ * (`lib/catchup`; hls.js's own catch-up needs more buffer than such a stream has). */
 const LL_CATCH_UP_RATE = 1.5;
 /** Seconds beyond PART-HOLD-BACK after which hls.js seeks back to the live edge of a low-latency stream. */
 const LL_MAX_BEHIND_TARGET = 1.5;
@@ -91,8 +93,19 @@ export function Player({ active, autoplay }: Props) {
     const onWaiting = () => {
       if (!video.seeking && video.currentTime > 0) starved = true;
     };
-    // PART-HOLD-BACK of the low-latency playlist being played (null: a classic playlist).
+    // PART-HOLD-BACK and PART-TARGET of the low-latency playlist being played (null: a classic playlist).
     let partHoldBack: number | null = null;
+    let partTarget = 0;
+    // A low-latency stream behind its target plays slightly faster until it is back (lib/catchup).
+    const onTimeUpdate = () => {
+      const hls = hlsRef.current;
+      if (!hls || partHoldBack === null || video.paused || video.seeking) return;
+      const ranges = video.buffered;
+      const ahead = ranges.length ? ranges.end(ranges.length - 1) - video.currentTime : 0;
+      const target = hls.targetLatency ?? partHoldBack;
+      const rate = catchUpRate(hls.latency, target, ahead, partTarget, LL_CATCH_UP_RATE);
+      if (video.playbackRate !== rate) video.playbackRate = rate;
+    };
     let startupTimer: ReturnType<typeof setTimeout> | undefined;
     const onPlay = () => {
       setNeedsClick(false);
@@ -104,6 +117,7 @@ export function Player({ active, autoplay }: Props) {
     };
     video.addEventListener('waiting', onWaiting);
     video.addEventListener('playing', onPlay);
+    video.addEventListener('timeupdate', onTimeUpdate);
 
     const engine = choosePlaybackEngine(video.canPlayType('application/vnd.apple.mpegurl') !== '', Hls.isSupported());
     const start = () => {
@@ -121,12 +135,15 @@ export function Player({ active, autoplay }: Props) {
         (window as unknown as { castdHls?: Hls }).castdHls = hls;
         hls.on(Hls.Events.LEVEL_LOADED, (_e, data) => {
           // A low-latency playlist: stay at PART-HOLD-BACK behind live, catching up by playing faster
-          // rather than stalling when it drifts.
+          // (onTimeUpdate; hls.js's own catch-up is off, so it leaves the rate alone) rather than
+          // stalling when it drifts.
           // Further behind than that (a late press on play, a stall), jump back to the live edge.
           if (isLowLatency(data.details)) {
             partHoldBack = data.details.partHoldBack || 1;
-            hls.config.maxLiveSyncPlaybackRate = LL_CATCH_UP_RATE;
+            partTarget = data.details.partTarget || partHoldBack / 3;
+            hls.config.maxLiveSyncPlaybackRate = 1;
             hls.config.liveMaxLatencyDuration = (data.details.partHoldBack || 1) + LL_MAX_BEHIND_TARGET;
+            video.dataset.llCatchUp = String(LL_CATCH_UP_RATE);
           }
         });
         hls.on(Hls.Events.MANIFEST_PARSED, (_e, data) => {
@@ -207,6 +224,9 @@ export function Player({ active, autoplay }: Props) {
       clearTimeout(startupTimer);
       video.removeEventListener('waiting', onWaiting);
       video.removeEventListener('playing', onPlay);
+      video.removeEventListener('timeupdate', onTimeUpdate);
+      video.playbackRate = 1;
+      delete video.dataset.llCatchUp;
       hlsRef.current?.destroy();
       hlsRef.current = null;
       whep?.close();
