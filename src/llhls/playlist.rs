@@ -39,6 +39,12 @@ fn write_parts(out: &mut String, seg: &Segment) {
     }
 }
 
+/// PART-HOLD-BACK in parts: four (0.8 s with the default 200 ms parts). Apple's rules ask for at least
+/// two and suggest three; with three (0.6 s) the viewer page stalled about twice a minute over five
+/// minutes on a busy 2-core box (`BENCHMARKS.md`, issue 44), where one part more of buffer absorbs the
+/// box's hiccups and still plays under a second behind live.
+pub const PART_HOLD_BACK_PARTS: f64 = 4.0;
+
 /// The playlist of `v`; `skip`: a delta update (`_HLS_skip=YES`); `reports`: the other variants'
 /// `(index, last msn, last part)`.
 pub fn render(v: &Variant, skip: bool, reports: &[(usize, u64, u32)]) -> String {
@@ -51,7 +57,7 @@ pub fn render(v: &Variant, skip: bool, reports: &[(usize, u64, u32)]) -> String 
         out,
         "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL={:.1},PART-HOLD-BACK={:.3}",
         skip_until,
-        3.0 * v.part_target
+        PART_HOLD_BACK_PARTS * v.part_target
     );
     let _ = writeln!(out, "#EXT-X-PART-INF:PART-TARGET={:.3}", v.part_target);
     let first_msn = v.segments.front().map_or(v.current.msn, |s| s.msn);

@@ -13,13 +13,15 @@ export const ON_TARGET_S = 0.05;
 
 /**
  * The playback rate for a low-latency stream `latency` seconds behind live whose target is `target`,
- * with `ahead` seconds buffered and parts of `partTarget` seconds: 1 on target or with less than two
- * parts buffered (never run the buffer dry), else 1.05 plus a tenth for each half second behind, in
- * steps of 0.05, up to `max`.
+ * with `ahead` seconds buffered and parts of `partTarget` seconds: 1 on target, else 1.05 plus a tenth
+ * for each half second behind, in steps of 0.05, up to `max` — but only while the lag is in the
+ * buffer: catching up spends `behind` seconds of it, and at least two parts must be left afterwards.
+ * When parts arrive late (the box is busy), latency grows while the buffer does not; speeding up then
+ * would run it dry and stall.
  */
 export function catchUpRate(latency: number, target: number, ahead: number, partTarget: number, max: number): number {
   const behind = latency - target;
-  if (!Number.isFinite(behind) || behind <= ON_TARGET_S || !(ahead >= 2 * partTarget)) return 1;
+  if (!Number.isFinite(behind) || behind <= ON_TARGET_S || !(ahead - behind >= 2 * partTarget)) return 1;
   const rate = Math.round((1.05 + behind * 0.2) * 20) / 20;
   return Math.min(Math.max(1, max), Math.max(1, rate));
 }

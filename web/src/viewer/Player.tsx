@@ -142,6 +142,9 @@ export function Player({ active, autoplay }: Props) {
             partHoldBack = data.details.partHoldBack || 1;
             partTarget = data.details.partTarget || partHoldBack / 3;
             hls.config.maxLiveSyncPlaybackRate = 1;
+            // After a stall hls.js plays further behind by this much (default: a whole second, which
+            // is more than the target latency itself): one part at a time instead.
+            hls.config.liveSyncOnStallIncrease = partTarget;
             hls.config.liveMaxLatencyDuration = (data.details.partHoldBack || 1) + LL_MAX_BEHIND_TARGET;
             video.dataset.llCatchUp = String(LL_CATCH_UP_RATE);
           }
