@@ -1,16 +1,20 @@
 //! The session driver: one task per WebRTC session owns its `Rtc` and runs str0m's loop (every
 //! mutation followed by draining `poll_output` to its timeout): datagrams from the demultiplexer, the
 //! timeouts str0m asks for, the application's own mutations (`Peer::poll_app`, how WHEP will write
-//! media), and the session's stop token. What str0m transmits is sent on the shared socket.
+//! media), and the session's stop token. What str0m transmits is sent on the shared socket: the
+//! datagrams of one drain (a video frame is several packets) are gathered and sent together, with one
+//! `sendmmsg` per `SEND_BATCH` (one syscall instead of one per packet).
 
 use std::future::poll_fn;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use str0m::net::{Protocol, Receive};
 use str0m::{Event, IceConnectionState, Input, Output, Rtc};
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +24,9 @@ use tracing::{debug, info};
 pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 use super::Datagram;
+
+/// Datagrams sent with one `sendmmsg` at most.
+const SEND_BATCH: usize = 32;
 
 /// Whether a session goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +66,8 @@ pub(super) struct Driver {
     pub(super) label: String,
     /// Whether ICE and DTLS are up (`Event::Connected`).
     pub(super) connected: bool,
+    /// What str0m transmitted and is not sent yet (kept between drains for its capacity).
+    pub(super) out: Vec<(SocketAddr, Vec<u8>)>,
 }
 
 enum Wake {
@@ -75,6 +84,10 @@ impl Driver {
         let label = self.label.clone();
         debug!("webrtc {label}: started");
         let connect_by = Instant::now() + CONNECT_TIMEOUT;
+        // One timer for the session's life, moved when str0m's deadline moves (a new `Sleep` per
+        // wake registered and removed a timer entry each time).
+        let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(connect_by));
+        tokio::pin!(sleep);
         loop {
             let Some(deadline) = self.drain().await else { break };
             if !self.rtc.is_alive() {
@@ -86,12 +99,15 @@ impl Driver {
                 break;
             }
             let deadline = if self.connected { deadline } else { deadline.min(connect_by) };
-            let sleep = tokio::time::Instant::from_std(deadline);
+            let deadline = tokio::time::Instant::from_std(deadline);
+            if sleep.deadline() != deadline {
+                sleep.as_mut().reset(deadline);
+            }
             let peer = &mut self.peer;
             let wake = tokio::select! {
                 d = self.rx.recv() => d.map_or(Wake::Gone, Wake::Datagram),
                 _ = poll_fn(|cx| peer.poll_app(cx)) => Wake::App,
-                _ = tokio::time::sleep_until(sleep) => Wake::Timeout,
+                _ = &mut sleep => Wake::Timeout,
                 _ = self.stop.cancelled() => Wake::Stop,
             };
             let result = match wake {
@@ -138,14 +154,17 @@ impl Driver {
     /// Drain `poll_output` to its timeout: send transmits, hand events to the peer. `None` when the
     /// session is over (the peer closed it, the remote disconnected, str0m failed).
     async fn drain(&mut self) -> Option<Instant> {
+        let next = self.poll_all();
+        self.flush().await;
+        next
+    }
+
+    /// `drain` without the sending: the transmits wait in `out`.
+    fn poll_all(&mut self) -> Option<Instant> {
         loop {
             match self.rtc.poll_output() {
                 Ok(Output::Timeout(t)) => return Some(t),
-                Ok(Output::Transmit(t)) => {
-                    if let Err(e) = self.socket.send_to(&t.contents, t.destination).await {
-                        debug!("webrtc {}: send to {}: {e}", self.label, t.destination);
-                    }
-                }
+                Ok(Output::Transmit(t)) => self.out.push((t.destination, t.contents.into())),
                 Ok(Output::Event(e)) => {
                     let gone = matches!(e, Event::IceConnectionStateChange(IceConnectionState::Disconnected));
                     if gone {
@@ -165,5 +184,119 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Send what `out` holds, `SEND_BATCH` datagrams a syscall; waits while the socket's send buffer
+    /// is full. A datagram the kernel refuses (no route, say) is skipped, as a network would lose it.
+    async fn flush(&mut self) {
+        let mut sent = 0;
+        while sent < self.out.len() {
+            let rest = &self.out[sent..];
+            match self.socket.try_io(Interest::WRITABLE, || send_batch(self.socket.as_raw_fd(), rest)) {
+                Ok(n) => sent += n.max(1),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if let Err(e) = self.socket.writable().await {
+                        debug!("webrtc {}: socket: {e}", self.label);
+                        break;
+                    }
+                }
+                Err(e) => {
+                    debug!("webrtc {}: send to {}: {e}", self.label, rest[0].0);
+                    sent += 1;
+                }
+            }
+        }
+        self.out.clear();
+    }
+}
+
+/// `sendmmsg` of up to `SEND_BATCH` datagrams of `batch` on the UDP socket `fd`: how many were sent
+/// (at least one), or the error of the first.
+fn send_batch(fd: std::os::fd::RawFd, batch: &[(SocketAddr, Vec<u8>)]) -> std::io::Result<usize> {
+    let n = batch.len().min(SEND_BATCH);
+    // SAFETY: all-zero bytes are valid values of these plain C structs.
+    let mut addrs: [libc::sockaddr_storage; SEND_BATCH] = unsafe { std::mem::zeroed() };
+    let mut iovs: [libc::iovec; SEND_BATCH] = unsafe { std::mem::zeroed() };
+    let mut msgs: [libc::mmsghdr; SEND_BATCH] = unsafe { std::mem::zeroed() };
+    for (i, (to, data)) in batch[..n].iter().enumerate() {
+        let len = write_sockaddr(to, &mut addrs[i]);
+        iovs[i] = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+        msgs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_storage).cast();
+        msgs[i].msg_hdr.msg_namelen = len;
+        msgs[i].msg_hdr.msg_iov = &mut iovs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: `msgs[..n]` point at `addrs` and `iovs`, which point at live buffers of `batch`; all
+    // outlive the call, and the kernel only reads them (it writes each `msg_len`).
+    let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
+/// Write `addr` into `storage` as the kernel reads it; returns its length.
+fn write_sockaddr(addr: &SocketAddr, storage: &mut libc::sockaddr_storage) -> libc::socklen_t {
+    match addr {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is larger than, and aligned for, sockaddr_in.
+            let sin = unsafe { &mut *(storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr = libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) };
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: sockaddr_storage is larger than, and aligned for, sockaddr_in6.
+            let sin6 = unsafe { &mut *(storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_addr = libc::in6_addr { s6_addr: a.ip().octets() };
+            sin6.sin6_scope_id = a.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch larger than `SEND_BATCH` to two receivers: one call sends `SEND_BATCH` datagrams,
+    /// each arrives whole at the address it was for, in order.
+    #[test]
+    fn a_batch_goes_out_in_one_call_to_each_address() {
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (to_a, to_b) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        let batch: Vec<(SocketAddr, Vec<u8>)> =
+            (0..SEND_BATCH + 3).map(|i| (if i % 2 == 0 { to_a } else { to_b }, vec![i as u8; 100 + i])).collect();
+        let n = send_batch(tx.as_raw_fd(), &batch).unwrap();
+        assert_eq!(n, SEND_BATCH, "one call sends SEND_BATCH at most");
+        let n2 = send_batch(tx.as_raw_fd(), &batch[n..]).unwrap();
+        assert_eq!(n2, 3);
+        let mut buf = [0u8; 2048];
+        for (i, (to, data)) in batch.iter().enumerate() {
+            let sock = if *to == to_a { &a } else { &b };
+            let (len, from) = sock.recv_from(&mut buf).unwrap();
+            assert_eq!(from, tx.local_addr().unwrap());
+            assert_eq!(&buf[..len], &data[..], "datagram {i}");
+        }
+    }
+
+    /// IPv6 addresses are written the way the kernel reads them (where the machine has ::1).
+    #[test]
+    fn a_batch_reaches_an_ipv6_address() {
+        let (Ok(tx), Ok(rx)) = (std::net::UdpSocket::bind("[::1]:0"), std::net::UdpSocket::bind("[::1]:0")) else {
+            eprintln!("no IPv6 loopback here: skipped");
+            return;
+        };
+        let batch = vec![(rx.local_addr().unwrap(), b"six".to_vec())];
+        assert_eq!(send_batch(tx.as_raw_fd(), &batch).unwrap(), 1);
+        let mut buf = [0u8; 16];
+        let (len, _) = rx.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"six");
     }
 }
