@@ -8,6 +8,7 @@
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -186,18 +187,39 @@ impl Driver {
         }
     }
 
-    /// Send what `out` holds, `SEND_BATCH` datagrams a syscall; waits while the socket's send buffer
+    /// Send what `out` holds, `SEND_BATCH` messages a syscall; waits while the socket's send buffer
     /// is full. A datagram the kernel refuses (no route, say) is skipped, as a network would lose it.
     async fn flush(&mut self) {
         let mut sent = 0;
         while sent < self.out.len() {
             let rest = &self.out[sent..];
-            match self.socket.try_io(Interest::WRITABLE, || send_batch(self.socket.as_raw_fd(), rest)) {
+            let gso = GSO.load(Ordering::Relaxed);
+            match self.socket.try_io(Interest::WRITABLE, || send_batch(self.socket.as_raw_fd(), rest, gso)) {
                 Ok(n) => sent += n.max(1),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if let Err(e) = self.socket.writable().await {
                         debug!("webrtc {}: socket: {e}", self.label);
                         break;
+                    }
+                }
+                Err(e) if gso && gso_group(rest, true) > 1 => {
+                    // The path cannot take this group segmented (its MTU, or no segmentation offload
+                    // at all): send it datagram by datagram; stop asking where the kernel has no GSO.
+                    if matches!(e.raw_os_error(), Some(libc::EIO | libc::ENOPROTOOPT | libc::EOPNOTSUPP)) {
+                        info!("webrtc: UDP segmentation offload unavailable ({e}); sending datagram by datagram");
+                        GSO.store(false, Ordering::Relaxed);
+                    }
+                    let one = gso_group(rest, false);
+                    match self
+                        .socket
+                        .try_io(Interest::WRITABLE, || send_batch(self.socket.as_raw_fd(), &rest[..one], false))
+                    {
+                        Ok(n) => sent += n.max(1),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) => {
+                            debug!("webrtc {}: send to {}: {e}", self.label, rest[0].0);
+                            sent += 1;
+                        }
                     }
                 }
                 Err(e) => {
@@ -210,29 +232,94 @@ impl Driver {
     }
 }
 
-/// `sendmmsg` of up to `SEND_BATCH` datagrams of `batch` on the UDP socket `fd`: how many were sent
-/// (at least one), or the error of the first.
-fn send_batch(fd: std::os::fd::RawFd, batch: &[(SocketAddr, Vec<u8>)]) -> std::io::Result<usize> {
-    let n = batch.len().min(SEND_BATCH);
+/// Whether to send runs of datagrams to one address as one UDP GSO message (`UDP_SEGMENT`: one trip
+/// through the IP stack, the kernel or the NIC cuts it); off for good once the kernel says it cannot.
+static GSO: AtomicBool = AtomicBool::new(true);
+/// `UDP_SEGMENT` (linux/udp.h; not in the libc crate for glibc targets).
+const UDP_SEGMENT: libc::c_int = 103;
+/// Datagrams in one GSO message at most (the kernel's `UDP_MAX_SEGMENTS` is 64 or more).
+const GSO_SEGMENTS: usize = 64;
+/// Bytes of one GSO message at most (a UDP datagram's largest payload, with room to spare).
+const GSO_BYTES: usize = 60_000;
+/// iovecs for one `send_batch` (a GSO message takes one per datagram).
+const SEND_IOVS: usize = 4 * SEND_BATCH;
+
+/// How many datagrams from the start of `batch` go as one message: with `gso`, the run to the same
+/// address whose datagrams are all as long as the first except the last, which may be shorter (what
+/// the kernel cuts back into the same datagrams); else one.
+fn gso_group(batch: &[(SocketAddr, Vec<u8>)], gso: bool) -> usize {
+    let Some((to, first)) = batch.first() else { return 0 };
+    if !gso {
+        return 1;
+    }
+    let seg = first.len();
+    let (mut n, mut bytes) = (1, seg);
+    while let Some((next_to, next)) = batch.get(n) {
+        if next_to != to || next.len() > seg || n == GSO_SEGMENTS || bytes + next.len() > GSO_BYTES {
+            break;
+        }
+        n += 1;
+        bytes += next.len();
+        if next.len() < seg {
+            break;
+        }
+    }
+    n
+}
+
+/// `sendmmsg` of up to `SEND_BATCH` messages from `batch` on the UDP socket `fd` (with `gso`, a run of
+/// datagrams to one address is one message, see `gso_group`): how many datagrams were sent (at least
+/// one), or the error of the first message.
+fn send_batch(fd: std::os::fd::RawFd, batch: &[(SocketAddr, Vec<u8>)], gso: bool) -> std::io::Result<usize> {
     // SAFETY: all-zero bytes are valid values of these plain C structs.
     let mut addrs: [libc::sockaddr_storage; SEND_BATCH] = unsafe { std::mem::zeroed() };
-    let mut iovs: [libc::iovec; SEND_BATCH] = unsafe { std::mem::zeroed() };
+    let mut iovs: [libc::iovec; SEND_IOVS] = unsafe { std::mem::zeroed() };
     let mut msgs: [libc::mmsghdr; SEND_BATCH] = unsafe { std::mem::zeroed() };
-    for (i, (to, data)) in batch[..n].iter().enumerate() {
-        let len = write_sockaddr(to, &mut addrs[i]);
-        iovs[i] = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
-        msgs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_storage).cast();
-        msgs[i].msg_hdr.msg_namelen = len;
-        msgs[i].msg_hdr.msg_iov = &mut iovs[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
+    // One control message (UDP_SEGMENT, a u16) per message; u64s for cmsghdr's alignment.
+    let mut controls = [[0u64; 4]; SEND_BATCH];
+    let mut counts = [0usize; SEND_BATCH];
+    let (mut m, mut i, mut iov) = (0, 0, 0);
+    while i < batch.len() && m < SEND_BATCH {
+        let n = gso_group(&batch[i..], gso).min(SEND_IOVS - iov);
+        if n == 0 {
+            break;
+        }
+        let len = write_sockaddr(&batch[i].0, &mut addrs[m]);
+        for (k, (_, data)) in batch[i..i + n].iter().enumerate() {
+            iovs[iov + k] = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+        }
+        let hdr = &mut msgs[m].msg_hdr;
+        hdr.msg_name = (&mut addrs[m] as *mut libc::sockaddr_storage).cast();
+        hdr.msg_namelen = len;
+        hdr.msg_iov = &mut iovs[iov];
+        hdr.msg_iovlen = n;
+        if n > 1 {
+            let seg = u16::try_from(batch[i].1.len()).unwrap_or(u16::MAX);
+            hdr.msg_control = controls[m].as_mut_ptr().cast();
+            // SAFETY: CMSG_SPACE is arithmetic; the buffer (32 bytes) holds one cmsghdr and a u16.
+            hdr.msg_controllen = unsafe { libc::CMSG_SPACE(std::mem::size_of::<u16>() as libc::c_uint) } as usize;
+            // SAFETY: msg_control/msg_controllen describe `controls[m]`, so CMSG_FIRSTHDR is non-null
+            // and points into it, with room for the header and CMSG_LEN(2) bytes of data.
+            unsafe {
+                let c = libc::CMSG_FIRSTHDR(hdr);
+                (*c).cmsg_level = libc::SOL_UDP;
+                (*c).cmsg_type = UDP_SEGMENT;
+                (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as libc::c_uint) as usize;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+            }
+        }
+        counts[m] = n;
+        m += 1;
+        i += n;
+        iov += n;
     }
-    // SAFETY: `msgs[..n]` point at `addrs` and `iovs`, which point at live buffers of `batch`; all
-    // outlive the call, and the kernel only reads them (it writes each `msg_len`).
-    let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT) };
+    // SAFETY: `msgs[..m]` point at `addrs`, `iovs` and `controls`, which point at live buffers of
+    // `batch`; all outlive the call, and the kernel only reads them (it writes each `msg_len`).
+    let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), m as libc::c_uint, libc::MSG_DONTWAIT) };
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(rc as usize)
+    Ok(counts[..rc as usize].iter().sum())
 }
 
 /// Write `addr` into `storage` as the kernel reads it; returns its length.
@@ -273,9 +360,9 @@ mod tests {
         let (to_a, to_b) = (a.local_addr().unwrap(), b.local_addr().unwrap());
         let batch: Vec<(SocketAddr, Vec<u8>)> =
             (0..SEND_BATCH + 3).map(|i| (if i % 2 == 0 { to_a } else { to_b }, vec![i as u8; 100 + i])).collect();
-        let n = send_batch(tx.as_raw_fd(), &batch).unwrap();
+        let n = send_batch(tx.as_raw_fd(), &batch, false).unwrap();
         assert_eq!(n, SEND_BATCH, "one call sends SEND_BATCH at most");
-        let n2 = send_batch(tx.as_raw_fd(), &batch[n..]).unwrap();
+        let n2 = send_batch(tx.as_raw_fd(), &batch[n..], false).unwrap();
         assert_eq!(n2, 3);
         let mut buf = [0u8; 2048];
         for (i, (to, data)) in batch.iter().enumerate() {
@@ -294,9 +381,51 @@ mod tests {
             return;
         };
         let batch = vec![(rx.local_addr().unwrap(), b"six".to_vec())];
-        assert_eq!(send_batch(tx.as_raw_fd(), &batch).unwrap(), 1);
+        assert_eq!(send_batch(tx.as_raw_fd(), &batch, false).unwrap(), 1);
         let mut buf = [0u8; 16];
         let (len, _) = rx.recv_from(&mut buf).unwrap();
         assert_eq!(&buf[..len], b"six");
+    }
+
+    /// Runs to one address go as one GSO message each (equal datagrams, the last may be shorter);
+    /// the receiver still gets every datagram whole, in order, as separate datagrams.
+    #[test]
+    fn gso_groups_runs_and_the_receiver_gets_each_datagram() {
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:2".parse().unwrap();
+        let d = |to, len: usize| (to, vec![0u8; len]);
+        let batch = vec![d(a, 1200), d(a, 1200), d(a, 700), d(a, 1200), d(b, 1200), d(b, 1300), d(a, 100)];
+        assert_eq!(gso_group(&batch, true), 3, "two full and a shorter last");
+        assert_eq!(gso_group(&batch[3..], true), 1, "the address changes");
+        assert_eq!(gso_group(&batch[4..], true), 1, "a longer datagram cannot follow");
+        assert_eq!(gso_group(&batch, false), 1);
+        let many = vec![d(a, 900); GSO_SEGMENTS + 5];
+        assert_eq!(gso_group(&many, true), GSO_SEGMENTS);
+        let big = vec![d(a, 1200); GSO_SEGMENTS];
+        assert_eq!(gso_group(&big, true), GSO_BYTES / 1200, "at most GSO_BYTES in one message");
+
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let other = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (to, to2) = (rx.local_addr().unwrap(), other.local_addr().unwrap());
+        let msg = |to, i: u8, len: usize| (to, (0..len).map(|k| i.wrapping_add(k as u8)).collect::<Vec<u8>>());
+        let batch = vec![
+            msg(to, 1, 1200),
+            msg(to, 2, 1200),
+            msg(to, 3, 1200),
+            msg(to, 4, 333),
+            msg(to2, 5, 1200),
+            msg(to, 6, 50),
+        ];
+        let mut sent = 0;
+        while sent < batch.len() {
+            sent += send_batch(tx.as_raw_fd(), &batch[sent..], true).unwrap();
+        }
+        let mut buf = [0u8; 4096];
+        for (i, (dest, data)) in batch.iter().enumerate() {
+            let sock = if *dest == to { &rx } else { &other };
+            let (len, _) = sock.recv_from(&mut buf).unwrap();
+            assert_eq!(&buf[..len], &data[..], "datagram {i}");
+        }
     }
 }
