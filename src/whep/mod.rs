@@ -18,7 +18,8 @@
 //! video before it. PLI/FIR from the viewer become (coalesced) keyframe requests. Slow-viewer policy:
 //! each viewer reads the bounded broadcast at its own pace; one that falls `realtime::CAPACITY` frames
 //! behind loses them, skips video to the next keyframe (asking for one) and goes on, so no viewer holds
-//! more memory than the broadcast's bound and none slows the others or the encoder.
+//! more memory than the broadcast's bound and none slows the others or the encoder. Each frame is
+//! packetised once for every viewer (`rtp`); a viewer only numbers, encrypts and sends the packets.
 //!
 //! A WebRTC viewer counts in the viewer count, `/api/admin/viewers` and Prometheus's active viewers as
 //! an HLS viewer does (by address and User-Agent, touched every few seconds while its session lives),
@@ -29,6 +30,7 @@
 //! `castd_pass` cookie, `?pass=` or `Authorization: Bearer <pass>`); the session it opens ends when
 //! that pass is revoked or expires (`ViewerPass::ended`).
 
+mod rtp;
 pub mod settings;
 mod viewer;
 
