@@ -409,14 +409,8 @@ mod tests {
         let other = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let (to, to2) = (rx.local_addr().unwrap(), other.local_addr().unwrap());
         let msg = |to, i: u8, len: usize| (to, (0..len).map(|k| i.wrapping_add(k as u8)).collect::<Vec<u8>>());
-        let batch = vec![
-            msg(to, 1, 1200),
-            msg(to, 2, 1200),
-            msg(to, 3, 1200),
-            msg(to, 4, 333),
-            msg(to2, 5, 1200),
-            msg(to, 6, 50),
-        ];
+        let batch =
+            [msg(to, 1, 1200), msg(to, 2, 1200), msg(to, 3, 1200), msg(to, 4, 333), msg(to2, 5, 1200), msg(to, 6, 50)];
         let mut sent = 0;
         while sent < batch.len() {
             sent += send_batch(tx.as_raw_fd(), &batch[sent..], true).unwrap();
