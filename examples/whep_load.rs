@@ -21,8 +21,10 @@
 //! with no viewers (`--baseline`) and over the measured window, and its RSS (before the viewers, and
 //! the peak during the window), read from /proc. The client's own CPU is printed too (it shares the
 //! machine), and the datagrams the kernel dropped in the window at the viewers' sockets and, with
-//! `--castd-udp-port`, at castd's WebRTC socket (/proc/net/udp). The last line is one markdown table
-//! row for `bench/webrtc/run.sh`.
+//! `--castd-udp-port`, at castd's WebRTC socket (/proc/net/udp), and castd's busiest thread over the
+//! window (from /proc/PID/task: is the sending spread over cores?). castd's CPU per viewer is printed
+//! beside SRS's published figure (2,000 players per core at 600 kbit/s, 0.05 % of a core each). The last
+//! line is one markdown table row for `bench/webrtc/run.sh`.
 //!
 //! Usage: `whep_load --url http://127.0.0.1:PORT --peers N [--seconds 20] [--warmup 5] [--baseline 10]
 //!         [--castd-pid PID] [--castd-udp-port PORT] [--fps 30] [--connect-concurrency 10]
@@ -188,6 +190,7 @@ async fn main() -> anyhow::Result<()> {
     let me0 = cpu_self();
     let udp0 = udp_drops();
     let c0 = args.castd_pid.map(cpu);
+    let th0 = args.castd_pid.map(thread_secs).unwrap_or_default();
     let t0 = Instant::now();
     let end = t0 + Duration::from_secs_f64(args.seconds);
     let mut rss_peak: Option<f64> = None;
@@ -203,6 +206,7 @@ async fn main() -> anyhow::Result<()> {
         (Some(pid), Some(c0)) => Some(cpu(pid).minus(&c0).per_second(window)),
         _ => None,
     };
+    let busiest = args.castd_pid.map(|pid| busiest_thread(&th0, &thread_secs(pid), window));
     let me = cpu_self().minus(&me0).per_second(window);
     let udp1 = udp_drops();
     let load1 = loadavg();
@@ -216,7 +220,8 @@ async fn main() -> anyhow::Result<()> {
     // Datagrams the kernel dropped in the window at the viewers' sockets and at castd's.
     let diff = |port: u16| udp1.get(&port).copied().unwrap_or(0).saturating_sub(udp0.get(&port).copied().unwrap_or(0));
     let drops = (records.iter().filter(|r| r.port != 0).map(|r| diff(r.port)).sum(), args.castd_udp_port.map(diff));
-    report(&args, &records, t0, t1, connect_secs, base_cpu, castd_cpu, me, rss_before, rss_peak, (load0, load1), drops);
+    let cpu = CastdCpu { base: base_cpu, window: castd_cpu, busiest };
+    report(&args, &records, t0, t1, connect_secs, cpu, me, rss_before, rss_peak, (load0, load1), drops);
     Ok(())
 }
 
@@ -477,6 +482,54 @@ fn cpu(pid: u32) -> Cpu {
     Cpu { main: stat_secs(&pid.to_string()), children }
 }
 
+/// utime+stime of each thread of `pid` in seconds, by thread id, with the thread's name.
+fn thread_secs(pid: u32) -> std::collections::HashMap<String, (String, f64)> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return out };
+    for t in tasks.flatten() {
+        let tid = t.file_name().to_string_lossy().into_owned();
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default().trim().to_string();
+        out.insert(tid.clone(), (name, stat_secs(&format!("{pid}/task/{tid}"))));
+    }
+    out
+}
+
+/// The busiest thread of castd over the window: its name, its CPU (fraction of a core), and how many
+/// threads did at least 10 % of the process's work (the sending spread over cores, or not).
+struct Busiest {
+    name: String,
+    cpu: f64,
+    busy_threads: usize,
+}
+
+fn busiest_thread(
+    before: &std::collections::HashMap<String, (String, f64)>,
+    after: &std::collections::HashMap<String, (String, f64)>,
+    window: Duration,
+) -> Busiest {
+    let s = window.as_secs_f64().max(1e-9);
+    let mut per: Vec<(String, f64)> = after
+        .iter()
+        .map(|(tid, (name, secs))| (name.clone(), (secs - before.get(tid).map_or(0.0, |b| b.1)) / s))
+        .collect();
+    per.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = per.iter().map(|p| p.1).sum();
+    let busy_threads = per.iter().filter(|p| p.1 >= 0.1 * total && p.1 > 0.0).count();
+    let (name, cpu) = per.first().cloned().unwrap_or_default();
+    Busiest { name, cpu, busy_threads }
+}
+
+/// castd's CPU: with no viewers, over the window, and its busiest thread over the window.
+struct CastdCpu {
+    base: Option<Cpu>,
+    window: Option<Cpu>,
+    busiest: Option<Busiest>,
+}
+
+/// SRS's published figure (shared/ANCHORS.md): 2,000 WebRTC players on one core at 600 kbit/s, that
+/// is 0.05 % of a core per viewer.
+const SRS_PER_VIEWER: f64 = 1.0 / 2000.0;
+
 fn cpu_self() -> Cpu {
     Cpu { main: stat_secs("self"), children: 0.0 }
 }
@@ -550,6 +603,11 @@ fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
+/// Per-viewer figures need the third decimal (the target is 0.05 %).
+fn pct3(x: f64) -> String {
+    format!("{:.3} %", x * 100.0)
+}
+
 /// The value at fraction `q` of sorted `v`.
 fn quantile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
@@ -566,8 +624,7 @@ fn report(
     t0: Instant,
     t1: Instant,
     connect_secs: f64,
-    base_cpu: Option<Cpu>,
-    castd_cpu: Option<Cpu>,
+    cpu: CastdCpu,
     me: Cpu,
     rss_before: Option<f64>,
     rss_peak: Option<f64>,
@@ -664,37 +721,60 @@ fn report(
     println!("first frame after POST: p50 {:.2} s, p95 {:.2} s", quantile(&ttff, 0.5), quantile(&ttff, 0.95));
     println!("whep_load's own CPU: {} of a core", pct(me.main));
     let per = |x: f64| if playing.is_empty() { f64::NAN } else { x / playing.len() as f64 };
-    let (cpu_cells, rss_cells) = match (castd_cpu, rss_before, rss_peak) {
+    let (cpu_cells, rss_cells) = match (cpu.window, rss_before, rss_peak) {
         (Some(c), Some(r0), Some(r1)) => {
-            let base = base_cpu.unwrap_or_default();
+            let base = cpu.base.unwrap_or_default();
+            let per_viewer = per(c.main - base.main);
             println!(
                 "castd CPU: {} of a core with viewers ({} with none), worker {}; RSS {r0:.1} MB before, {r1:.1} MB peak",
                 pct(c.main),
-                base_cpu.map_or("not measured".into(), |b| pct(b.main)),
+                cpu.base.map_or("not measured".into(), |b| pct(b.main)),
                 pct(c.children)
             );
+            println!(
+                "CPU per viewer: castd {} of a core (about {:.0} viewers per core) | SRS, published: {} (2,000 per core at 600 kbit/s) | castd / SRS = {:.1}x",
+                pct3(per_viewer),
+                1.0 / per_viewer,
+                pct3(SRS_PER_VIEWER),
+                per_viewer / SRS_PER_VIEWER
+            );
+            let busiest = cpu.busiest.as_ref().map_or("-".to_string(), |b| {
+                println!(
+                    "castd's busiest thread: {} at {} of a core; {} threads did ≥ 10 % of castd's work",
+                    b.name,
+                    pct(b.cpu),
+                    b.busy_threads
+                );
+                format!("{} ({} threads ≥ 10 %)", pct(b.cpu), b.busy_threads)
+            });
             (
                 format!(
-                    "{} | {} | {} | {}",
+                    "{} | {} | **{}** | {} | {:.1}x | {busiest} | {}",
                     pct(base.main),
                     pct(c.main),
-                    pct(per(c.main - base.main)),
+                    pct3(per_viewer),
+                    pct3(SRS_PER_VIEWER),
+                    per_viewer / SRS_PER_VIEWER,
                     pct(c.children)
                 ),
                 format!("{r0:.0} → {r1:.0} MB | {:.0} KiB", per((r1 - r0) * 1024.0)),
             )
         }
-        _ => ("- | - | - | -".into(), "- | -".into()),
+        _ => ("- | - | - | - | - | - | -".into(), "- | -".into()),
     };
     println!(
-        "row: | {n} | {}/{n} | {cpu_cells} | {rss_cells} | {:.0} / {:.0} | {} / {} | {gaps} ({missing}) | {:.2} / {:.2} s | {} |",
+        "row: | {n} | {}/{n} | {cpu_cells} | {rss_cells} | {:.0} / {:.0} | {} / {} | {gaps} ({missing}) | {} / {} | {:.2} / {:.2} s | {} | {} → {} |",
         playing.len(),
         quantile(&frames, 0.0),
         quantile(&frames, 0.5),
         pct(quantile(&ratio, 0.0)),
         pct(mean(&ratio)),
+        drops.1.map_or("-".to_string(), |d| d.to_string()),
+        drops.0,
         quantile(&ttff, 0.5),
         quantile(&ttff, 0.95),
         pct(me.main),
+        load.0,
+        load.1,
     );
 }

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::media::{online, publish, wait_exit};
-use common::sdp::{client, error_of, whep_offer as offer};
+use common::sdp::{client, error_of, whep_offer as offer, TRANSPORT_CC};
 use common::Server;
 use serde_json::{json, Value};
 
@@ -70,6 +70,12 @@ fn whep_answers_and_refusals() {
     let answer = r.text().expect("answer");
     assert!(answer.contains("a=ice-lite") && answer.contains("H264") && answer.contains("opus"), "{answer}");
     assert!(answer.contains("a=sendonly"), "{answer}");
+    // castd does no bandwidth estimation: it takes the offer's mid and abs-send-time header
+    // extensions but not transport-cc's, so the viewer's packets carry no transport-wide sequence
+    // numbers and it sends no TWCC feedback for castd to decrypt and drop. (str0m still lists the
+    // codec's `rtcp-fb transport-cc`, which is void without the extension.)
+    assert!(answer.contains("urn:ietf:params:rtp-hdrext:sdes:mid"), "{answer}");
+    assert!(!answer.contains(TRANSPORT_CC), "{answer}");
     let (status, message) = error_of(post(&server, None, sdp, offer()));
     assert_eq!(status, 503);
     assert!(message.contains("limit"), "{message}");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# N concurrent WHEP (WebRTC) viewers of castd: castd CPU per viewer, frames delivered per viewer, RSS per viewer,
-# time to first frame.
+# N concurrent WHEP (WebRTC) viewers of castd: castd CPU per viewer beside SRS's published figure (2,000 players per
+# core at 600 kbit/s: 0.05 % of a core each), frames delivered per viewer, RSS per viewer, time to first frame.
 #
 # The viewers are `whep_load` (examples/whep_load.rs): N real WebRTC peers in one light Rust process (str0m, as in
 # castd; a UDP socket each, ICE, DTLS, SRTP), each a WHEP session that counts the video frames and Opus packets it
@@ -10,7 +10,9 @@
 # until every viewer has its first frame plus WARMUP s, and measures SECONDS: castd's CPU (utime+stime of the main
 # process from /proc; the transcode worker apart), castd's RSS (before the viewers, peak during the window), and per
 # viewer the frames it received against the frames the source produced (RTP timeline; gaps reported), and the
-# datagrams the kernel dropped at the viewers' sockets and at castd's WebRTC socket (/proc/net/udp).
+# datagrams the kernel dropped at the viewers' sockets and at castd's WebRTC socket (/proc/net/udp), and castd's
+# busiest thread over the window (whether the sending is spread over cores). The load average is whep_load's start
+# → the window's end.
 #
 # Usage: bench/webrtc/run.sh [SECONDS] [COUNTS]          default 20 s, N = 10,50,100
 #        bench/webrtc/run.sh --chromium [SECONDS] [COUNTS]  the viewers in headless chromium instead (run.mjs;
@@ -106,8 +108,10 @@ for n in ${COUNTS//,/ }; do
   echo
 done
 {
-  echo "WHEP viewers (whep_load): $SECS s measured per N after the viewers' first frames + $WARMUP s; one 640x360 30 fps variant"
-  echo "| N | playing | castd CPU, no viewers | castd CPU with N | CPU per viewer | worker CPU | castd RSS | RSS per viewer | video frames per viewer min / median | delivered min / mean | gaps (frames) | first frame p50 / p95 | whep_load CPU |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "WHEP viewers (whep_load): $SECS s measured per N after the viewers' first frames + $WARMUP s; one 640x360 30 fps 800 kbit/s variant"
+  echo "castd: $CASTD_BIN ($(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')); ended $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores"
+  echo "SRS (published, ../shared/ANCHORS.md): 2,000 WebRTC players per core at 600 kbit/s = 0.050 % of a core per viewer"
+  echo "| N | playing | castd CPU, no viewers | castd CPU with N | **castd CPU per viewer** | SRS per viewer | castd / SRS | castd's busiest thread | worker CPU | castd RSS | RSS per viewer | video frames per viewer min / median | delivered min / mean | gaps (frames) | datagrams dropped at castd / at the viewers | first frame p50 / p95 | whep_load CPU | load average |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   cat "$OUT/rows"
 } | tee "$OUT/webrtc.txt"

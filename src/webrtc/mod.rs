@@ -238,6 +238,7 @@ impl WebRtc {
             stop: stop.clone(),
             label: format!("{kind} {id}"),
             connected: false,
+            out: Vec::new(),
         };
         let me = self.clone();
         let sid = id.clone();

@@ -18,7 +18,8 @@
 //! video before it. PLI/FIR from the viewer become (coalesced) keyframe requests. Slow-viewer policy:
 //! each viewer reads the bounded broadcast at its own pace; one that falls `realtime::CAPACITY` frames
 //! behind loses them, skips video to the next keyframe (asking for one) and goes on, so no viewer holds
-//! more memory than the broadcast's bound and none slows the others or the encoder.
+//! more memory than the broadcast's bound and none slows the others or the encoder. Each frame is
+//! packetised once for every viewer (`rtp`); a viewer only numbers, encrypts and sends the packets.
 //!
 //! A WebRTC viewer counts in the viewer count, `/api/admin/viewers` and Prometheus's active viewers as
 //! an HLS viewer does (by address and User-Agent, touched every few seconds while its session lives),
@@ -29,6 +30,7 @@
 //! `castd_pass` cookie, `?pass=` or `Authorization: Bearer <pass>`); the session it opens ends when
 //! that pass is revoked or expires (`ViewerPass::ended`).
 
+mod rtp;
 pub mod settings;
 mod viewer;
 
@@ -49,6 +51,7 @@ use crate::store::Store;
 use crate::stream::StreamWatch;
 use crate::tasks::{Stage, Tasks};
 use crate::throttle::{CapRefused, Caps, Limited};
+use crate::webrtc::str0m::rtp::Extension;
 use crate::webrtc::str0m::RtcConfig;
 use crate::webrtc::{http as wh, WebRtc, WebRtcError};
 
@@ -266,11 +269,7 @@ async fn post(
         place,
         ended.clone().drop_guard(),
     );
-    let config = RtcConfig::new()
-        .clear_codecs()
-        .enable_h264(true)
-        .enable_opus(true, false)
-        .set_stats_interval(Some(viewer::STATS_INTERVAL));
+    let config = viewer_config();
     match webrtc.open(KIND, &offer, config, Box::new(viewer), tasks, Stage::Connections) {
         Ok(o) => {
             info!(%remote, id = %o.id, "whep viewer accepted");
@@ -295,6 +294,24 @@ async fn post(
         }
         Err(e @ WebRtcError::Full) => wh::error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
+}
+
+/// A viewer's `RtcConfig`: H.264 and Opus, str0m's statistics every `STATS_INTERVAL`, and the RTP
+/// header extensions of str0m's standard map without transport-wide congestion control
+/// (`transport-cc`): castd does no bandwidth estimation, so with TWCC negotiated every packet sent
+/// was registered for nothing and every viewer sent feedback (about 10 RTCP packets a second) that
+/// castd decrypted, parsed and applied for nothing (bench/webrtc/PROFILE.md).
+fn viewer_config() -> RtcConfig {
+    RtcConfig::new()
+        .clear_codecs()
+        .enable_h264(true)
+        .enable_opus(true, false)
+        .set_stats_interval(Some(viewer::STATS_INTERVAL))
+        .clear_extension_map()
+        .set_extension(1, Extension::AudioLevel)
+        .set_extension(2, Extension::AbsoluteSendTime)
+        .set_extension(4, Extension::RtpMid)
+        .set_extension(13, Extension::VideoOrientation)
 }
 
 async fn delete(State(whep): State<Arc<Whep>>, Path(id): Path<String>) -> Response {

@@ -1,6 +1,7 @@
-//! One WHEP viewer's session (`webrtc::Peer`): the real-time feed written with str0m's `Writer`
-//! (H.264 packetization-mode 1 and Opus, the payload types the offer negotiated; str0m answers NACKs
-//! from its send buffer and sends RTX when negotiated). Video starts at a keyframe, asked for when the
+//! One WHEP viewer's session (`webrtc::Peer`): the real-time feed's RTP payloads, made once per frame
+//! for every viewer (`rtp`: H.264 packetization-mode 1 and Opus), written to the viewer's send streams
+//! (str0m's `StreamTx::write_rtp`, on the payload types the offer negotiated, with the viewer's own
+//! sequence numbers); str0m answers NACKs from its send buffer and sends RTX when negotiated. Video starts at a keyframe, asked for when the
 //! connection is up; PLI and FIR become coalesced keyframe requests; a viewer that loses frames (too
 //! slow for the bounded broadcast) skips video to the next keyframe (see the module doc of `whep`).
 //!
@@ -20,9 +21,12 @@ use crate::media::realtime::{Realtime, Received, RtFrame, Subscription};
 use crate::metrics::playback::{self, ClientCtx, WebrtcSample};
 use crate::throttle::CapPermit;
 use crate::webrtc::str0m::format::Codec;
-use crate::webrtc::str0m::media::{Frequency, MediaKind, MediaTime, Mid, Pt};
+use crate::webrtc::str0m::media::{MediaKind, Mid, Pt};
+use crate::webrtc::str0m::rtp::{RtpWrite, SeqNo};
 use crate::webrtc::str0m::{Event, Rtc};
 use crate::webrtc::{Flow, Peer};
+
+use super::rtp;
 
 /// How often a connected viewer is touched in the viewer list (it expires after 15 s without).
 const TOUCH_INTERVAL: Duration = Duration::from_secs(5);
@@ -38,6 +42,9 @@ pub(super) struct Viewer {
     audio: Option<Mid>,
     video_pt: Option<Pt>,
     audio_pt: Option<Pt>,
+    /// The next RTP sequence number of each send stream (random start, RFC 3550).
+    video_seq: SeqNo,
+    audio_seq: SeqNo,
     connected: bool,
     pending: Option<RtFrame>,
     /// Frames written and frames lost to slowness (for the logs).
@@ -73,6 +80,8 @@ impl Viewer {
             audio: None,
             video_pt: None,
             audio_pt: None,
+            video_seq: SeqNo::from(u64::from(rand::random::<u16>())),
+            audio_seq: SeqNo::from(u64::from(rand::random::<u16>())),
             connected: false,
             pending: None,
             sent: 0,
@@ -166,26 +175,33 @@ impl Peer for Viewer {
             self.metrics.viewers.touch(self.remote.ip(), &self.agent);
         }
         let Some(f) = self.pending.take() else { return Flow::Continue };
-        let (mid, pt, time) = if f.video {
+        let (mid, pt, time, seq) = if f.video {
             let Some(mid) = self.video else { return Flow::Continue };
             if self.video_pt.is_none() {
                 self.video_pt = Self::pt(rtc, mid, Codec::H264);
             }
             let Some(pt) = self.video_pt else { return Flow::Continue };
-            (mid, pt, MediaTime::new(f.pts_us * 9 / 100, Frequency::NINETY_KHZ))
+            // RTP time: 90 kHz for video, 48 kHz for Opus; it wraps, as RTP time does.
+            (mid, pt, (f.pts_us * 9 / 100) as u32, &mut self.video_seq)
         } else {
             let Some(mid) = self.audio else { return Flow::Continue };
             if self.audio_pt.is_none() {
                 self.audio_pt = Self::pt(rtc, mid, Codec::Opus);
             }
             let Some(pt) = self.audio_pt else { return Flow::Continue };
-            (mid, pt, MediaTime::new(f.pts_us * 48 / 1000, Frequency::FORTY_EIGHT_KHZ))
+            (mid, pt, (f.pts_us * 48 / 1000) as u32, &mut self.audio_seq)
         };
-        let Some(w) = rtc.writer(mid) else { return Flow::Continue };
-        match w.write(pt, f.at, time, &f.data[..]) {
-            Ok(()) => self.sent += 1,
-            Err(e) => debug!("whep: write: {e}"),
+        let payloads = rtp::payloads(&f);
+        let mut api = rtc.direct_api();
+        let Some(tx) = api.stream_tx_by_mid(mid, None) else {
+            debug!("whep: no send stream for {mid}");
+            return Flow::Continue;
+        };
+        for p in payloads.iter() {
+            let packet = RtpWrite::new(pt, seq.inc(), time, f.at, p.data.clone()).marker(p.marker).nackable(f.video);
+            tx.write_rtp(packet);
         }
+        self.sent += 1;
         Flow::Continue
     }
 

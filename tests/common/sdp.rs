@@ -99,9 +99,15 @@ pub fn whep_offer() -> String {
             format!("a=fingerprint:sha-256 {fingerprint}"),
             "a=setup:actpass".into(),
             format!("a=mid:{mid}"),
+            // Chromium offers these header extensions (ids as it numbers them), transport-cc among them.
+            "a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level".into(),
+            "a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time".into(),
+            format!("a=extmap:3 {TRANSPORT_CC}"),
+            "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid".into(),
             "a=recvonly".into(),
             "a=rtcp-mux".into(),
             format!("a=rtpmap:{pt} {rtpmap}"),
+            format!("a=rtcp-fb:{pt} transport-cc"),
             format!("a=rtcp-fb:{pt} nack"),
             format!("a=rtcp-fb:{pt} nack pli"),
             format!("a=fmtp:{pt} {fmtp}"),
@@ -109,3 +115,6 @@ pub fn whep_offer() -> String {
     }
     lines.iter().map(|l| format!("{l}\r\n")).collect()
 }
+
+/// The transport-wide congestion control header extension's URI (draft-holmer-rmcat-transport-wide-cc).
+pub const TRANSPORT_CC: &str = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01";
