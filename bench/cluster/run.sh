@@ -7,20 +7,28 @@
 # Usage: bench/cluster/run.sh [PER_NODE_COUNTS...]   (default: 1000 3000 10000)  SECONDS_PER_RUN=20.
 # SETUPS="single cluster" (default) picks the runs: SETUPS=single bench/cluster/run.sh 9000 gives the
 # one-node figure at the same total as a 3 x 3000 cluster.
+# CASTD_BIN=path runs that castd binary (nothing is built; the load generator must be built already).
+# LOAD_THREADS=2: the load generator's threads per node (one node's run gets 2, the cluster's 6), so
+# the cluster's 3 x N clients are not read slower than one node's N (before issue 44 the generator
+# had 2 threads in all; HOPS=1's "last write" figures are the servers' side alone).
+# HOPS=1: every castd writes each message's hops (CASTD_DEBUG_CHAT_HOPS, src/chat/hops.rs) and the
+# per-hop breakdown (bench/cluster/hops.py: p50/p99 of each hop and since the client's stamp) is printed
+# under each run's line. The marks cost a file write each, so take the end-to-end figures without it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ulimit -n "$(ulimit -Hn)"
 COUNTS=("${@:-1000 3000 10000}"); COUNTS=(${COUNTS[*]})
 SECS="${SECONDS_PER_RUN:-20}"
+LT="${LOAD_THREADS:-2}"
 if [ -z "${CASTD_BIN:-}" ]; then
   cargo build --profile perf --bin castd --example chat-load >&2
 fi
 BIN=${BENCH_TARGET:-target/perf}
 CASTD=${CASTD_BIN:-$BIN/castd}
 command -v redis-server >/dev/null || { echo "redis-server is needed (packaging/deps.sh)"; exit 1; }
-echo "machine: $(nproc) cores, $(awk '/MemTotal/{print int($2/1024)" MiB"}' /proc/meminfo), open files $(ulimit -n); window ${SECS}s; $(redis-server --version | cut -d' ' -f1-3)"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/{print int($2/1024)" MiB"}' /proc/meminfo), open files $(ulimit -n); window ${SECS}s; $(redis-server --version | cut -d' ' -f1-3); load generator threads $LT per node"
 echo "castd: $CASTD ($(date -u -r "$CASTD" '+built %F %T UTC')); load generator: $BIN/examples/chat-load"
-load() { echo "  (load average before the run: $(cut -d' ' -f1-3 /proc/loadavg))"; }
+load() { echo "  (load average ${1:-before} the run: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %T UTC'))"; }
 
 work=$(mktemp -d)
 pids=()
@@ -32,7 +40,9 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 start_castd() {
   local name=$1; shift
   mkdir -p "$work/$name"
-  "$CASTD" --data-dir "$work/$name" --webserverip 127.0.0.1 --webserverport 0 --rtmpport 0 --srtport 0 \
+  local hops=()
+  [ "${HOPS:-0}" = 1 ] && hops=(env "CASTD_DEBUG_CHAT_HOPS=$work/hops-$name.tsv")
+  "${hops[@]}" "$CASTD" --data-dir "$work/$name" --webserverip 127.0.0.1 --webserverport 0 --rtmpport 0 --srtport 0 \
     --log-level warn,castd=info "$@" 2>"$work/$name/log" &
   local pid=$!
   for _ in $(seq 200); do grep -q "castd is ready" "$work/$name/log" 2>/dev/null && break; sleep 0.1; done
@@ -47,9 +57,11 @@ for n in "${COUNTS[@]}"; do
   if [[ " $SETUPS " == *" single "* ]]; then
     load
     read -r pid port < <(start_castd "single-$n")
-    "$BIN/examples/chat-load" --target castd --addr "127.0.0.1:$port" --clients "$n" --pid "$pid" --seconds "$SECS" \
+    "$BIN/examples/chat-load" --target castd --addr "127.0.0.1:$port" --clients "$n" --pid "$pid" --seconds "$SECS" --threads "$LT" \
       | sed 's/^castd  /single /' || true
+    load after
     kill "$pid"; wait "$pid" 2>/dev/null || true
+    [ "${HOPS:-0}" = 1 ] && python3 bench/cluster/hops.py "one node, N=$n" "single=$work/hops-single-$n.tsv"
     sleep 2
   fi
   [[ " $SETUPS " == *" cluster "* ]] || continue
@@ -68,9 +80,12 @@ for n in "${COUNTS[@]}"; do
   read -r e2pid e2port < <(start_castd "edge2-$n" "${cl[@]}" --origin "http://127.0.0.1:$oport")
   pids+=("$rpid" "$opid" "$e1pid" "$e2pid")
   "$BIN/examples/chat-load" --target castd --addr "127.0.0.1:$oport,127.0.0.1:$e1port,127.0.0.1:$e2port" \
-    --clients "$((3 * n))" --pid "$opid,$e1pid,$e2pid" --seconds "$SECS" | sed 's/^castd  /cluster/' || true
+    --clients "$((3 * n))" --pid "$opid,$e1pid,$e2pid" --seconds "$SECS" --threads "$((3 * LT))" | sed 's/^castd  /cluster/' || true
+  load after
   kill "$opid" "$e1pid" "$e2pid" "$rpid" 2>/dev/null || true
   wait "$opid" "$e1pid" "$e2pid" "$rpid" 2>/dev/null || true
   pids=()
+  [ "${HOPS:-0}" = 1 ] && python3 bench/cluster/hops.py "origin + 2 edges, N=$n per node" \
+    "origin=$work/hops-origin-$n.tsv" "edge1=$work/hops-edge1-$n.tsv" "edge2=$work/hops-edge2-$n.tsv"
   sleep 2
 done

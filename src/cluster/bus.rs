@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::{Cluster, ClusterConfig};
-use crate::chat::relay::{self, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound};
+use crate::chat::relay::{self, hops, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound};
 use crate::tasks::{Stage, Tasks};
 
 /// Edges → origin.
@@ -248,6 +248,7 @@ async fn read_outbound(cluster: &Cluster) {
                     break;
                 }
             };
+            let read_at = hops::now_us();
             let Some(reply) = reply else {
                 if last.is_none() {
                     // Nothing yet: from here on, resume after "the start" rather than "$" (an entry
@@ -262,7 +263,19 @@ async fn read_outbound(cluster: &Cluster) {
                         Some(Ok(Outbound::Room { frame })) if !recent.first_time(&frame) => {
                             tracing::debug!(id = %entry.id, "cluster: a room event sent again; already applied");
                         }
-                        Some(Ok(out)) => relay::apply(&cluster.chat, out),
+                        Some(Ok(out)) => {
+                            let traced = match &out {
+                                Outbound::Room { frame } if hops::on() => Some(frame.clone()),
+                                _ => None,
+                            };
+                            if let Some(f) = &traced {
+                                hops::mark_frames(read_at, "node_read", f.as_bytes());
+                            }
+                            relay::apply(&cluster.chat, out);
+                            if let Some(f) = &traced {
+                                hops::mark_frames(hops::now_us(), "node_fanout", f.as_bytes());
+                            }
+                        }
                         _ => tracing::warn!(id = %entry.id, "cluster: an unreadable outbound entry"),
                     }
                     last = Some(entry.id);
@@ -351,7 +364,17 @@ async fn write_outbound(redis: &redis::Client, queue: &OutQueue) {
                 pipe.add_command(xadd(OUT_STREAM, OUT_MAX, &json)).ignore();
             }
             match tokio::time::timeout(COMMAND_TIMEOUT, pipe.query_async::<()>(&mut conn)).await {
-                Ok(Ok(())) => queue.consume(&batch),
+                Ok(Ok(())) => {
+                    queue.consume(&batch);
+                    if hops::on() {
+                        let at = hops::now_us();
+                        for entry in &batch {
+                            if let Outbound::Room { frame } = entry {
+                                hops::mark_frames(at, "written", frame.as_bytes());
+                            }
+                        }
+                    }
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(waiting = queue.len(), "cluster: writing to the outbound stream: {e}");
                     tokio::time::sleep(RETRY).await;
@@ -408,6 +431,8 @@ async fn consume_inbound(cluster: &Cluster, queue: &OutQueue, stop: &Cancellatio
                     break;
                 }
             };
+            let read_at = hops::now_us();
+            let mut chats = Vec::new();
             let entries: Vec<_> = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids).collect();
             if entries.is_empty() {
                 pending = false;
@@ -419,7 +444,13 @@ async fn consume_inbound(cluster: &Cluster, queue: &OutQueue, stop: &Cancellatio
                     break;
                 }
                 match entry.get::<String>("m").map(|m| serde_json::from_str::<Inbound>(&m)) {
-                    Some(Ok(msg)) => crate::chat::ws::handle_remote(&cluster.chat, msg).await,
+                    Some(Ok(msg)) => {
+                        if hops::on() && msg.kind == crate::chat::protocol::CHAT {
+                            hops::mark_at(read_at, "origin_read", &msg.id);
+                            chats.push(msg.id.clone());
+                        }
+                        crate::chat::ws::handle_remote(&cluster.chat, msg).await
+                    }
                     _ => tracing::warn!(id = %entry.id, "cluster: an unreadable inbound entry"),
                 }
                 handled.push(entry.id);
@@ -453,6 +484,9 @@ async fn consume_inbound(cluster: &Cluster, queue: &OutQueue, stop: &Cancellatio
                 tracing::warn!("cluster: acknowledging inbound entries: {e}");
                 tokio::time::sleep(RETRY).await;
                 break;
+            }
+            for id in &chats {
+                hops::mark("acked", id);
             }
             if stop.is_cancelled() {
                 return;
