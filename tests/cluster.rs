@@ -649,7 +649,7 @@ fn hops_of(path: &std::path::Path, id: &str) -> HashMap<String, Vec<u64>> {
 /// With `CASTD_DEBUG_CHAT_HOPS` (issue 44, bench/cluster) every node writes each CHAT's hops under
 /// its id: the edge its client's read and Redis's answer, the origin its read, its store, its
 /// fan-out, the write-out and (after it) the acknowledgement, every node its read of the outbound
-/// stream and its fan-out threads' writes, in that order in time.
+/// stream and its fan-out threads' writes, each after the hops that cause it.
 #[test]
 fn with_the_debug_switch_every_node_writes_each_message_s_hops() {
     let redis = Redis::start();
@@ -696,22 +696,14 @@ fn with_the_debug_switch_every_node_writes_each_message_s_hops() {
     let at = |m: &HashMap<String, Vec<u64>>, hop: &str| -> u64 {
         *m.get(hop).and_then(|v| v.iter().min()).unwrap_or_else(|| panic!("hop {hop} of {id}: {m:?}"))
     };
-    let order = [
-        at(&e, "recv"),
-        at(&o, "origin_read"),
-        at(&o, "origin_handle"),
-        at(&o, "stored"),
-        at(&o, "broadcast"),
-        at(&e, "node_read"),
-        at(&e, "node_fanout"),
-        at(&e, "sent"),
-    ];
+    // Each mark is made after its step, so a later step on another thread (a fan-out thread, the
+    // writer, another node) may be marked first: only causes are asserted before their effects.
+    let order = [at(&e, "recv"), at(&o, "origin_read"), at(&o, "origin_handle"), at(&o, "stored"), at(&e, "node_read")];
     assert!(order.windows(2).all(|w| w[0] <= w[1]), "hops in order: {order:?}\norigin {o:?}\nedge {e:?}");
     assert!(at(&e, "edge_added") >= at(&e, "recv"));
-    // (The edge may read the entry before the origin hears that Redis took it.)
-    assert!(at(&o, "written") >= at(&o, "broadcast"));
-    assert!(at(&o, "sent") >= at(&o, "broadcast"), "the origin's own fan-out: {o:?}");
-    assert!(at(&o, "acked") >= at(&o, "written"), "acknowledged after the write-out: {o:?}");
+    assert!(at(&e, "node_fanout") >= at(&e, "node_read") && at(&e, "sent") >= at(&e, "node_read"), "{e:?}");
+    assert!(at(&o, "broadcast") >= at(&o, "stored") && at(&o, "sent") >= at(&o, "stored"), "{o:?}");
+    assert!(at(&o, "acked") >= at(&o, "written") && at(&o, "written") >= at(&o, "stored"), "{o:?}");
     assert!(!o.contains_key("recv") && !e.contains_key("stored"), "each node marks its own hops");
     let body = std::fs::read_to_string(&edge_hops).unwrap();
     assert!(body.lines().any(|l| l.contains("\trecv\t") && l.ends_with(&format!("hop-{i}"))), "{body}");
