@@ -7,6 +7,9 @@ Usage: hops.py LABEL NODE=FILE [NODE=FILE ...]   (NODE: single, origin, edge1, e
 Prints, for each kind of sender (one node; a client of the origin; a client of an edge), each hop's
 p50/p99 in ms (the time from the hop before) and the p50/p99 of the time since the client's send
 stamp (bench/chat's `bench:<us>` in the body), joining every node's lines by message id.
+Each mark is taken after its step, on the thread that did it: the origin's `written` is when Redis's
+reply reached it, so an edge may read the entry before (a negative "edge read"), and a fan-out
+thread may write before its caller marks the hand-off.
 """
 import re
 import sys
