@@ -633,3 +633,79 @@ fn a_channel_works_through_an_edge() {
     let stored = origin.admin_json("/c/room2/api/admin/chat/messages");
     assert!(stored.to_string().contains("through-the-edge-1"), "stored in the channel's own history");
 }
+
+/// The hops of one message, `hop -> [unix µs]`, from a file `CASTD_DEBUG_CHAT_HOPS` named.
+fn hops_of(path: &std::path::Path, id: &str) -> HashMap<String, Vec<u64>> {
+    let mut out: HashMap<String, Vec<u64>> = HashMap::new();
+    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() >= 3 && f[2] == id {
+            out.entry(f[1].to_string()).or_default().push(f[0].parse().expect("a time"));
+        }
+    }
+    out
+}
+
+/// With `CASTD_DEBUG_CHAT_HOPS` (issue 44, bench/cluster) every node writes each CHAT's hops under
+/// its id: the edge its client's read and Redis's answer, the origin its read, its store, its
+/// fan-out, the write-out and (after it) the acknowledgement, every node its read of the outbound
+/// stream and its fan-out threads' writes, each after the hops that cause it.
+#[test]
+fn with_the_debug_switch_every_node_writes_each_message_s_hops() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("cluster-secret");
+    std::fs::write(&secret, "s3cret-for-the-hops-test\n").unwrap();
+    let (url, secret) = (redis.url(), secret.to_str().unwrap().to_string());
+    let (origin_hops, edge_hops) = (dir.path().join("origin.tsv"), dir.path().join("edge.tsv"));
+    let cl = ["--redis-url", url.as_str(), "--cluster-secret", secret.as_str()];
+    let origin = Server::start_with_env(&cl, &[("CASTD_DEBUG_CHAT_HOPS", origin_hops.to_str().unwrap())]);
+    let via = origin.url("");
+    let via = via.trim_end_matches('/');
+    let edge = Server::start_with_env(
+        &[&cl[..], &["--origin", via]].concat(),
+        &[("CASTD_DEBUG_CHAT_HOPS", edge_hops.to_str().unwrap())],
+    );
+    let quiet = Server::start_with_args(&[&cl[..], &["--origin", via]].concat());
+
+    let (_, sender, _) = register(&origin, Some("hopper"));
+    let (_, listener, _) = register(&origin, Some("listener"));
+    let mut on_origin = connect(&origin, &listener);
+    let mut on_quiet = connect(&quiet, &listener);
+    let mut ws = connect(&edge, &sender);
+    // The first messages may go before the edge reads the outbound stream: send until one arrives.
+    let mut got = None;
+    for i in 0..20 {
+        say(&mut ws, &format!("hop-{i}"));
+        if let Some(e) = next_where_body(&mut ws, &format!("hop-{i}"), Duration::from_secs(2)) {
+            got = Some((i, e));
+            break;
+        }
+    }
+    let (i, e) = got.expect("the edge's client gets its message back");
+    let id = e["id"].as_str().expect("an id").to_string();
+    next_where_body(&mut on_origin, &format!("hop-{i}"), Duration::from_secs(10)).expect("on the origin");
+    next_where_body(&mut on_quiet, &format!("hop-{i}"), Duration::from_secs(10)).expect("on the other edge");
+
+    // The acknowledgement comes after the write-out, without holding up the message: wait for it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !hops_of(&origin_hops, &id).contains_key("acked") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (o, e) = (hops_of(&origin_hops, &id), hops_of(&edge_hops, &id));
+    let at = |m: &HashMap<String, Vec<u64>>, hop: &str| -> u64 {
+        *m.get(hop).and_then(|v| v.iter().min()).unwrap_or_else(|| panic!("hop {hop} of {id}: {m:?}"))
+    };
+    // Each mark is made after its step, so a later step on another thread (a fan-out thread, the
+    // writer, another node) may be marked first: only causes are asserted before their effects.
+    let order = [at(&e, "recv"), at(&o, "origin_read"), at(&o, "origin_handle"), at(&o, "stored"), at(&e, "node_read")];
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "hops in order: {order:?}\norigin {o:?}\nedge {e:?}");
+    assert!(at(&e, "edge_added") >= at(&e, "recv"));
+    assert!(at(&e, "node_fanout") >= at(&e, "node_read") && at(&e, "sent") >= at(&e, "node_read"), "{e:?}");
+    assert!(at(&o, "broadcast") >= at(&o, "stored") && at(&o, "sent") >= at(&o, "stored"), "{o:?}");
+    assert!(at(&o, "acked") >= at(&o, "written") && at(&o, "written") >= at(&o, "stored"), "{o:?}");
+    assert!(!o.contains_key("recv") && !e.contains_key("stored"), "each node marks its own hops");
+    let body = std::fs::read_to_string(&edge_hops).unwrap();
+    assert!(body.lines().any(|l| l.contains("\trecv\t") && l.ends_with(&format!("hop-{i}"))), "{body}");
+    drop((edge, quiet, origin));
+}

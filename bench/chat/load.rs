@@ -5,7 +5,7 @@
 //! send window and its RSS growth per connection are read from /proc/<pid>.
 //!
 //! Usage: chat-load --target castd|anchor --addr 127.0.0.1:PORT --clients N --pid PID
-//!        [--senders 20] [--seconds 20]
+//!        [--senders 20] [--seconds 20] [--threads 2]
 //!
 //! A cluster (bench/cluster): `--addr A,B,C --pid P1,P2,P3`: listeners and senders are spread over
 //! the nodes in turn (users registered on the first); CPU and RSS are the nodes' sums.
@@ -113,8 +113,15 @@ fn config() -> WebSocketConfig {
     WebSocketConfig::default().read_buffer_size(8 * 1024).write_buffer_size(0)
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+fn main() {
+    // The load generator's own threads (2 by default): bench/cluster gives it 2 per node, so the
+    // cluster's 3 x N clients are read as fast as one node's N.
+    let threads: usize = arg("--threads").and_then(|v| v.parse().ok()).unwrap_or(2).max(1);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().expect("runtime");
+    rt.block_on(run());
+}
+
+async fn run() {
     let target = arg("--target").unwrap_or_else(|| "castd".into());
     let addrs: Vec<String> = arg("--addr").expect("--addr HOST:PORT").split(',').map(str::to_string).collect();
     let addr = addrs[0].clone();
@@ -244,10 +251,13 @@ async fn main() {
     let ms = |v: Option<u32>| v.map(|u| format!("{:.1}", u as f64 / 1000.0)).unwrap_or_else(|| "-".into());
     let tck = 100.0; // USER_HZ
     let cpu_pct = (cpu1.saturating_sub(cpu0)) as f64 / tck / (seconds as f64 + 1.0) * 100.0;
+    // CPU per delivered message: the server's CPU time over the window ÷ the messages delivered.
+    let cpu_per_msg =
+        if all.is_empty() { 0.0 } else { (cpu1.saturating_sub(cpu0)) as f64 / tck * 1e6 / all.len() as f64 };
     let per_conn_kib = if n > 0 { rss1.saturating_sub(rss0) as f64 / n as f64 } else { 0.0 };
     println!(
         "{target:7} nodes={} clients={n:6} failed={} dropped={} connect={connect_secs:.1}s sent={sent} delivered={:.2}% \
-         p50={}ms p99={}ms max={}ms server_cpu={cpu_pct:.0}% rss={}MiB rss/conn={per_conn_kib:.1}KiB",
+         p50={}ms p99={}ms max={}ms server_cpu={cpu_pct:.0}% cpu/msg={cpu_per_msg:.2}us rss={}MiB rss/conn={per_conn_kib:.1}KiB",
         addrs.len(),
         failed.load(Ordering::Relaxed),
         closed_early.load(Ordering::Relaxed),

@@ -30,6 +30,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::hops;
 use super::link::{Inbound, Link, Outbound, Role, ROOM};
 use super::protocol::User;
 use super::socket::{text_frame, Offer, Writer};
@@ -392,6 +393,9 @@ fn fan_out(shard: &Shard, mut room: broadcast::Receiver<Bytes>, telemetry: &Tele
                     clients.swap_remove(i);
                 }
             }
+        }
+        if hops::on() {
+            hops::mark_frames(hops::now_us(), "sent", &frame);
         }
     }
 }

@@ -120,11 +120,12 @@ struct Queued {
 }
 
 impl OutQueue {
-    /// Run `local` (the local fan-out) and queue `entry` under one lock, so the nodes get the room's
-    /// frames in the order the origin's clients did.
+    /// Queue `entry` and run `local` (the local fan-out) under one lock, so the nodes get the room's
+    /// frames in the order the origin's clients did. The writer is woken before the local fan-out
+    /// starts: the fan-out threads then compete for the cores, and the other nodes' copy should not
+    /// wait for them (issue 44: on a busy box that wait was most of the write-out's time).
     pub fn push_with(&self, local: impl FnOnce(), entry: Outbound) {
         let mut q = self.queue.lock();
-        local();
         if q.entries.len() >= OUT_QUEUE_MAX {
             q.entries.pop_front();
             q.head += 1;
@@ -137,8 +138,8 @@ impl OutQueue {
             }
         }
         q.entries.push_back(entry);
-        drop(q);
         self.ready.notify_one();
+        local();
     }
 
     pub fn push(&self, entry: Outbound) {

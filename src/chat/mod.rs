@@ -13,12 +13,13 @@
 //! Modules: `protocol` (event JSON), `hub` (connections and fan-out, slow-consumer policy), `socket`
 //! (the websocket's upgrade and writer), `ws` (one socket's life), `users`, `messages` (SQLite),
 //! `sanitize` (markdown + allow-list), `filter` (the slur filter), `moderation`, `emoji`, `api`
-//! (routes), `relay` (the seam to a cluster of nodes) and `link` (the cluster link's types, which the
-//! hub uses as well as `relay`).
+//! (routes), `relay` (the seam to a cluster of nodes), `link` (the cluster link's types, which the
+//! hub uses as well as `relay`) and `hops` (per-hop timestamps of messages, a debug switch for benches).
 
 pub mod api;
 pub mod emoji;
 pub mod filter;
+pub mod hops;
 pub mod hub;
 pub mod integrations;
 pub mod link;

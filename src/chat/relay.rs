@@ -23,6 +23,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use super::hops;
 use super::hub::ClientInfo;
 pub use super::link::{BoxFuture, EdgeLink, Inbound, Link, Lookup, OutQueue, Outbound, Role, OUT_QUEUE_MAX, ROOM};
 use super::protocol as p;

@@ -41,6 +41,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::filter::WordFilter;
+use super::hops;
 use super::hub::Client;
 use super::messages::ChatMessage;
 use super::protocol::{self as p, Inbound, User};
@@ -428,7 +429,15 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
             frame: None,
         };
         let is_chat = msg.kind == p::CHAT;
-        if !edge.forward(msg).await {
+        let id = (is_chat && hops::on()).then(|| msg.id.clone());
+        if let Some(id) = &id {
+            hops::mark_recv(id, msg.body.as_deref().unwrap_or_default());
+        }
+        let taken = edge.forward(msg).await;
+        if let Some(id) = &id {
+            hops::mark("edge_added", id);
+        }
+        if !taken {
             client.send(relay::unavailable_frame());
         } else if is_chat {
             client.message_count.fetch_add(1, Ordering::Relaxed);
@@ -499,6 +508,9 @@ pub async fn handle_remote(ctx: &Arc<Chat>, msg: RemoteEvent) {
         }
         return;
     }
+    if msg.kind == p::CHAT {
+        hops::mark("origin_handle", &msg.id);
+    }
     if ctx.is_banned(msg.ip) {
         return;
     }
@@ -531,6 +543,10 @@ pub async fn handle_remote(ctx: &Arc<Chat>, msg: RemoteEvent) {
 }
 
 async fn chat(ctx: &Arc<Chat>, client: &Speaker, body: String, id: Option<String>) {
+    let id = id.unwrap_or_else(p::short_id);
+    if matches!(client, Speaker::Local(_)) {
+        hops::mark_recv(&id, &body);
+    }
     // Offline for more than 5 minutes and no scheduled stream opened chat: ignored, as Owncast does;
     // only the sender is told why (a CHAT_ACTION).
     if !ctx.takes_messages() {
@@ -561,12 +577,16 @@ async fn chat(ctx: &Arc<Chat>, client: &Speaker, body: String, id: Option<String
         raw = filter.mask_text(&raw);
     }
     drop(settings);
-    let (id, timestamp) = (id.unwrap_or_else(p::short_id), Utc::now());
+    let timestamp = Utc::now();
     let event = p::chat(&id, timestamp, &body, &user, true);
     let msg =
         ChatMessage { id, timestamp, kind: p::CHAT.into(), body, user: Some(user), visible: true, hidden_at: None };
+    let hop_id = hops::on().then(|| msg.id.clone());
     if let Err(e) = ctx.store.call(move |c| super::messages::insert(c, &msg)).await {
         tracing::error!(error = %e, "could not store a chat message; it is still delivered");
+    }
+    if let Some(id) = &hop_id {
+        hops::mark("stored", id);
     }
     if matches!(client, Speaker::Remote { .. }) {
         relay::crash_after_store_if(&raw);
@@ -575,6 +595,9 @@ async fn chat(ctx: &Arc<Chat>, client: &Speaker, body: String, id: Option<String
         c.message_count.fetch_add(1, Ordering::Relaxed);
     }
     ctx.hub.broadcast(p::frame(&event));
+    if let Some(id) = &hop_id {
+        hops::mark("broadcast", id);
+    }
 
     // Owncast's CHAT webhook payload also carries the unrendered text and the connection id.
     let mut data = event;

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::{Cluster, ClusterConfig};
-use crate::chat::relay::{self, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound};
+use crate::chat::relay::{self, hops, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound};
 use crate::tasks::{Stage, Tasks};
 
 /// Edges → origin.
@@ -248,6 +248,7 @@ async fn read_outbound(cluster: &Cluster) {
                     break;
                 }
             };
+            let read_at = hops::now_us();
             let Some(reply) = reply else {
                 if last.is_none() {
                     // Nothing yet: from here on, resume after "the start" rather than "$" (an entry
@@ -262,7 +263,19 @@ async fn read_outbound(cluster: &Cluster) {
                         Some(Ok(Outbound::Room { frame })) if !recent.first_time(&frame) => {
                             tracing::debug!(id = %entry.id, "cluster: a room event sent again; already applied");
                         }
-                        Some(Ok(out)) => relay::apply(&cluster.chat, out),
+                        Some(Ok(out)) => {
+                            let traced = match &out {
+                                Outbound::Room { frame } if hops::on() => Some(frame.clone()),
+                                _ => None,
+                            };
+                            if let Some(f) = &traced {
+                                hops::mark_frames(read_at, "node_read", f.as_bytes());
+                            }
+                            relay::apply(&cluster.chat, out);
+                            if let Some(f) = &traced {
+                                hops::mark_frames(hops::now_us(), "node_fanout", f.as_bytes());
+                            }
+                        }
                         _ => tracing::warn!(id = %entry.id, "cluster: an unreadable outbound entry"),
                     }
                     last = Some(entry.id);
@@ -351,7 +364,17 @@ async fn write_outbound(redis: &redis::Client, queue: &OutQueue) {
                 pipe.add_command(xadd(OUT_STREAM, OUT_MAX, &json)).ignore();
             }
             match tokio::time::timeout(COMMAND_TIMEOUT, pipe.query_async::<()>(&mut conn)).await {
-                Ok(Ok(())) => queue.consume(&batch),
+                Ok(Ok(())) => {
+                    queue.consume(&batch);
+                    if hops::on() {
+                        let at = hops::now_us();
+                        for entry in &batch {
+                            if let Outbound::Room { frame } = entry {
+                                hops::mark_frames(at, "written", frame.as_bytes());
+                            }
+                        }
+                    }
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(waiting = queue.len(), "cluster: writing to the outbound stream: {e}");
                     tokio::time::sleep(RETRY).await;
@@ -366,10 +389,32 @@ async fn write_outbound(redis: &redis::Client, queue: &OutQueue) {
     }
 }
 
-/// How long the consumer waits for what it queued to be written before it leaves its entries pending.
-const ACK_WAIT: Duration = Duration::from_secs(10);
+/// Most handled batches waiting for their acknowledgement; when full the consumer waits (only while
+/// the writer cannot reach Redis: reading more would only grow the outbound queue).
+const ACKS_MAX: usize = 1024;
 
+/// A batch of handled inbound entries, to acknowledge once the outbound queue is written up to `mark`.
+struct Handled {
+    mark: u64,
+    entries: Vec<String>,
+    /// The CHAT ids among them (only while hops are traced).
+    chats: Vec<String>,
+}
+
+/// Read and handle the inbound stream; a second task of the same life acknowledges what was
+/// handled once what it made is written for the other nodes, so the next read never waits for the
+/// write-out and the acknowledgement (issue 44: that wait held every message behind its batch's).
 async fn consume_inbound(cluster: &Cluster, queue: &OutQueue, stop: &CancellationToken) {
+    let (tx, rx) = tokio::sync::mpsc::channel(ACKS_MAX);
+    tokio::join!(read_inbound(cluster, queue, tx, stop), acknowledge(cluster, queue, rx, stop));
+}
+
+async fn read_inbound(
+    cluster: &Cluster,
+    queue: &OutQueue,
+    acks: tokio::sync::mpsc::Sender<Handled>,
+    stop: &CancellationToken,
+) {
     let consumer = cluster.config.node.clone();
     while !stop.is_cancelled() {
         let mut conn = tokio::select! {
@@ -408,6 +453,8 @@ async fn consume_inbound(cluster: &Cluster, queue: &OutQueue, stop: &Cancellatio
                     break;
                 }
             };
+            let read_at = hops::now_us();
+            let mut chats = Vec::new();
             let entries: Vec<_> = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids).collect();
             if entries.is_empty() {
                 pending = false;
@@ -419,44 +466,72 @@ async fn consume_inbound(cluster: &Cluster, queue: &OutQueue, stop: &Cancellatio
                     break;
                 }
                 match entry.get::<String>("m").map(|m| serde_json::from_str::<Inbound>(&m)) {
-                    Some(Ok(msg)) => crate::chat::ws::handle_remote(&cluster.chat, msg).await,
+                    Some(Ok(msg)) => {
+                        if hops::on() && msg.kind == crate::chat::protocol::CHAT {
+                            hops::mark_at(read_at, "origin_read", &msg.id);
+                            chats.push(msg.id.clone());
+                        }
+                        crate::chat::ws::handle_remote(&cluster.chat, msg).await
+                    }
                     _ => tracing::warn!(id = %entry.id, "cluster: an unreadable inbound entry"),
                 }
                 handled.push(entry.id);
             }
-            // Acknowledged only once what they made is written for the other nodes: an origin that
-            // stops in between is redelivered them at its next start (a CHAT is then found stored,
-            // not stored again, and sent again: `chat::relay::resend`).
             if handled.is_empty() {
                 return;
             }
-            let mark = queue.mark();
-            let stopping = stop.is_cancelled();
-            let written = tokio::select! {
-                biased;
-                _ = queue.written(mark) => true,
-                _ = tokio::time::sleep(if stopping { FLUSH_AT_STOP } else { ACK_WAIT }) => false,
-                _ = stop.cancelled(), if !stopping => false,
-            };
-            if !written {
-                if !stop.is_cancelled() {
-                    // Redis is down for the writer too: read them again (pending) once it is back.
-                    tracing::warn!(n = handled.len(), "cluster: inbound entries left pending (not yet written out)");
-                    break;
-                }
+            // Acknowledged only once what they made is written for the other nodes: an origin that
+            // stops in between is redelivered them at its next start (a CHAT is then found stored,
+            // not stored again, and sent again: `chat::relay::resend`).
+            let batch = Handled { mark: queue.mark(), entries: handled, chats };
+            if acks.send(batch).await.is_err() || stop.is_cancelled() {
                 return;
             }
-            let mut ack = redis::cmd("XACK");
-            ack.arg(IN_STREAM).arg(GROUP).arg(&handled);
-            if let Err(e) = query::<i64>(&mut conn, &ack, COMMAND_TIMEOUT).await {
-                // Redelivered later: a CHAT is then found stored and sent again, not stored again.
-                tracing::warn!("cluster: acknowledging inbound entries: {e}");
-                tokio::time::sleep(RETRY).await;
-                break;
-            }
-            if stop.is_cancelled() {
-                return;
-            }
+        }
+    }
+}
+
+/// Acknowledge each handled batch, in order, once the outbound queue was written up to its mark.
+/// After the stop it goes on for at most `FLUSH_AT_STOP`; what it could not acknowledge stays
+/// pending (redelivered at the next start, or at the consumer's next connection to Redis).
+async fn acknowledge(
+    cluster: &Cluster,
+    queue: &OutQueue,
+    mut batches: tokio::sync::mpsc::Receiver<Handled>,
+    stop: &CancellationToken,
+) {
+    let flushed = async {
+        stop.cancelled().await;
+        tokio::time::sleep(FLUSH_AT_STOP).await;
+    };
+    tokio::pin!(flushed);
+    let mut conn: Option<MultiplexedConnection> = None;
+    while let Some(batch) = batches.recv().await {
+        let written = tokio::select! {
+            biased;
+            _ = queue.written(batch.mark) => true,
+            _ = &mut flushed => false,
+        };
+        if !written {
+            return;
+        }
+        if conn.is_none() {
+            conn = connect(&cluster.redis).await;
+        }
+        let Some(c) = conn.as_mut() else {
+            tracing::warn!(n = batch.entries.len(), "cluster: inbound entries left pending (Redis unreachable)");
+            continue;
+        };
+        let mut ack = redis::cmd("XACK");
+        ack.arg(IN_STREAM).arg(GROUP).arg(&batch.entries);
+        if let Err(e) = query::<i64>(c, &ack, COMMAND_TIMEOUT).await {
+            // Redelivered later: a CHAT is then found stored and sent again, not stored again.
+            tracing::warn!("cluster: acknowledging inbound entries: {e}");
+            conn = None;
+            continue;
+        }
+        for id in &batch.chats {
+            hops::mark("acked", id);
         }
     }
 }
@@ -487,11 +562,18 @@ pub fn start_presence(cluster: Arc<Cluster>, tasks: &Tasks) {
                 conn = connect(&cluster.redis).await;
             }
             if let Some(c) = conn.as_mut() {
-                let mut clients = cluster.chat.hub.infos(None);
-                clients.truncate(PRESENCE_CLIENTS_MAX);
-                let counts =
-                    Counts { chat_clients: cluster.chat.hub.len() as u64, viewers: cluster.viewers.get().0, clients };
-                let json = serde_json::to_string(&counts).unwrap_or_default();
+                // Thousands of clients are megabytes of JSON: made on the blocking pool, so the
+                // runtime's workers (the relay's reads and writes among them) never wait for it.
+                let of = cluster.clone();
+                let json = tokio::task::spawn_blocking(move || {
+                    let mut clients = of.chat.hub.infos(None);
+                    clients.truncate(PRESENCE_CLIENTS_MAX);
+                    let counts =
+                        Counts { chat_clients: of.chat.hub.len() as u64, viewers: of.viewers.get().0, clients };
+                    serde_json::to_string(&counts).unwrap_or_default()
+                })
+                .await
+                .unwrap_or_default();
                 let mut pipe = redis::pipe();
                 pipe.cmd("SET").arg(&key).arg(json).arg("EX").arg(PRESENCE_TTL_SECS).ignore();
                 pipe.cmd("SADD").arg(NODES_KEY).arg(&cluster.config.node).ignore();
@@ -528,9 +610,15 @@ pub async fn others(cluster: &Cluster) -> Result<Vec<(String, Counts)>, String> 
         mget.arg(format!("{PRESENCE_PREFIX}{n}"));
     }
     let values: Vec<Option<String>> = query(&mut conn, &mget, COMMAND_TIMEOUT).await?;
+    // Parsed on the blocking pool (megabytes with thousands of clients, see `start_presence`).
+    let counts: Vec<Option<Counts>> = tokio::task::spawn_blocking(move || {
+        values.into_iter().map(|v| v.and_then(|v| serde_json::from_str::<Counts>(&v).ok())).collect()
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
-    for (node, v) in nodes.into_iter().zip(values) {
-        match v.and_then(|v| serde_json::from_str::<Counts>(&v).ok()) {
+    for (node, c) in nodes.into_iter().zip(counts) {
+        match c {
             Some(c) => out.push((node, c)),
             None => {
                 // Expired: the node is gone.
