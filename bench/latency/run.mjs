@@ -75,10 +75,34 @@ for (const name of LEVELS) {
     // Stalls: the video element's `waiting` events while sampling (playback ran out of buffer).
     await page.evaluate(() => {
       window.benchWaits = 0;
-      document.querySelector('video#player')?.addEventListener('waiting', () => (window.benchWaits += 1));
+      window.benchWaitLog = [];
+      const v = document.querySelector('video#player');
+      const t0 = Date.now();
+      const state = (what) => {
+        const hls = window.castdHls;
+        const r = v.buffered;
+        return {
+          what,
+          t: (Date.now() - t0) / 1000,
+          cur: v.currentTime.toFixed(3),
+          buffered: Array.from({ length: r.length }, (_, i) => `${r.start(i).toFixed(3)}-${r.end(i).toFixed(3)}`).join(' '),
+          rate: v.playbackRate,
+          latency: hls ? hls.latency.toFixed(3) : null,
+          target: hls ? hls.targetLatency : null,
+        };
+      };
+      v?.addEventListener('waiting', () => {
+        window.benchWaits += 1;
+        window.benchWaitLog.push(state('waiting'));
+      });
+      window.castdHls?.on('hlsError', (_e, d) => window.benchWaitLog.push({ ...state('hls error'), details: d.details, fatal: d.fatal }));
     });
     const samples = await sampleLatency(page, { sourceOffset: publisher.sourceOffset, firstPdt, seconds: SECONDS });
     const waits = await page.evaluate(() => window.benchWaits);
+    // Each stall and hls.js error with the player's state then (BENCH_STALL_LOG=1), to see why.
+    if (process.env.BENCH_STALL_LOG) {
+      for (const w of await page.evaluate(() => window.benchWaitLog)) console.error(`${name}: ${JSON.stringify(w)}`);
+    }
     const s = summary(samples);
     const stalls = samples.filter((x, i) => i > 0 && x.playing === samples[i - 1].playing).length;
     const mode = level === 0 ? `LL-HLS (CMAF, ${partMs || 'default'} ms parts)` : 'classic HLS (MPEG-TS)';

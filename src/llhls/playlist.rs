@@ -39,11 +39,12 @@ fn write_parts(out: &mut String, seg: &Segment) {
     }
 }
 
-/// PART-HOLD-BACK in parts: four (0.8 s with the default 200 ms parts). Apple's rules ask for at least
-/// two and suggest three; with three (0.6 s) the viewer page stalled about twice a minute over five
-/// minutes on a busy 2-core box (`BENCHMARKS.md`, issue 44), where one part more of buffer absorbs the
-/// box's hiccups and still plays under a second behind live.
-pub const PART_HOLD_BACK_PARTS: f64 = 4.0;
+/// PART-HOLD-BACK in parts: five (1.0 s with the default 200 ms parts). Apple's rules ask for at least
+/// two and suggest three. Over five-minute runs in Chromium (`BENCHMARKS.md`, issue 44) hls.js stalled
+/// about twice a minute with three (0.6 s) and once every two minutes with four (0.8 s), each time at a
+/// segment boundary where the new segment's first parts came about 0.75 s late; a second of hold-back
+/// absorbs that. Short parts still help: the buffer refills in 200 ms steps.
+pub const PART_HOLD_BACK_PARTS: f64 = 5.0;
 
 /// The playlist of `v`; `skip`: a delta update (`_HLS_skip=YES`); `reports`: the other variants'
 /// `(index, last msn, last part)`.

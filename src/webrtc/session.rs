@@ -215,7 +215,13 @@ impl Driver {
                         .try_io(Interest::WRITABLE, || send_batch(self.socket.as_raw_fd(), &rest[..one], false))
                     {
                         Ok(n) => sent += n.max(1),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        // Wait for room rather than retrying at once (which would spin).
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            if let Err(e) = self.socket.writable().await {
+                                debug!("webrtc {}: socket: {e}", self.label);
+                                break;
+                            }
+                        }
                         Err(e) => {
                             debug!("webrtc {}: send to {}: {e}", self.label, rest[0].0);
                             sent += 1;
