@@ -629,6 +629,12 @@ fn open_video_decoder(
             let (w, h) = unsafe { ((*v_par.as_ptr()).width.max(0) as u32, (*v_par.as_ptr()).height.max(0) as u32) };
             let count = decoder_threads(w, h, input.fps);
             ctx.set_threading(threading::Config { kind: threading::Type::Frame, count, ..Default::default() });
+            // No deblocking of frames nothing else is predicted from (the broadcaster's non-reference
+            // B-frames): a skipped filter there cannot spread to other frames, and every rung scales the
+            // picture down, which smooths what the filter would have. 5 % less CPU for the ladder at the
+            // same PSNR/SSIM against the source (bench/transcode, issue 44: 720p 36.640 vs 36.641 dB).
+            // SAFETY: a plain field of the context we own, set before it is opened.
+            unsafe { (*ctx.as_mut_ptr()).skip_loop_filter = ff::ffi::AVDiscard::AVDISCARD_NONREF };
             Some(ctx.decoder().video()?)
         }
         None => None,
