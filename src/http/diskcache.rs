@@ -112,7 +112,7 @@ impl DiskCache {
             // Unchanged but forgotten meanwhile (cleared): treat as gone for this request's sake.
             (Some(Loaded::Unchanged), None) => None,
             (Some(Loaded::New(body, stamp)), _) => {
-                let body = Arc::new(body);
+                let body: Arc<FileBody> = Arc::from(body);
                 let entry = Arc::new(Entry {
                     body: body.clone(),
                     stamp,
@@ -150,7 +150,7 @@ impl DiskCache {
 
 enum Loaded {
     Unchanged,
-    New(FileBody, Stamp),
+    New(Box<FileBody>, Stamp),
 }
 
 /// Blocking: stat `path`; unchanged from `known` → `Unchanged`, else load it.
@@ -172,7 +172,7 @@ fn load(
     let bytes = if heap { Bytes::from(std::fs::read(path).ok()?) } else { MappedFile::load(path).ok()? };
     // Validators from the length read and the time stat saw (as nginx: length and mtime).
     let stamp = Stamp { len: bytes.len() as u64, ..stamp };
-    Some(Loaded::New(FileBody::from_disk(bytes, stamp.modified, content_type, cache_control), stamp))
+    Some(Loaded::New(Box::new(FileBody::from_disk(bytes, stamp.modified, content_type, cache_control)), stamp))
 }
 
 #[cfg(test)]

@@ -511,7 +511,7 @@ mod tests {
         props.insert("code".to_string(), Amf0Value::Utf8String("NetStream.Publish.BadName".into()));
         props.insert("description".to_string(), Amf0Value::Utf8String("invalid stream key".into()));
         assert_eq!(
-            status_text(&[Amf0Value::Null, Amf0Value::Object(props)]).as_deref(),
+            status_text(&[Amf0Value::Null, Amf0Value::Object(props.clone())]).as_deref(),
             Some("invalid stream key (NetStream.Publish.BadName)")
         );
         assert!(is_failure_code("NetStream.Publish.BadName"));

@@ -68,7 +68,14 @@ impl Pipeline {
         let infos = (0..cfg.variants.len()).map(|n| cfg.encoder_of(n)).collect::<Result<Vec<_>, _>>()?;
         let (hw, hw_pos) = hardware_ladder(&cfg, &infos, &input.v_par)?;
         let any_encode = cfg.variants.iter().any(|v| !v.video_passthrough);
-        let vdec = open_video_decoder(hw.as_ref(), any_encode, &input)?;
+        // SAFETY: plain fields of the parameters we own.
+        let (in_w, in_h) =
+            unsafe { ((*input.v_par.as_ptr()).width.max(0) as u32, (*input.v_par.as_ptr()).height.max(0) as u32) };
+        let all_smaller =
+            cfg.variants.iter().filter(|v| !v.video_passthrough).all(|v| {
+                (v.scaled_height > 0 && v.scaled_height < in_h) || (v.scaled_width > 0 && v.scaled_width < in_w)
+            });
+        let vdec = open_video_decoder(hw.as_ref(), any_encode, all_smaller, &input)?;
         let (sw, sh) = input_size(vdec.as_ref(), &input.v_par)?;
         let wants_audio = cfg.realtime.is_some() || cfg.variants.iter().any(|v| audio_encoded(v, input.a_par.as_ref()));
         let adec = match (&input.a_par, wants_audio) {
@@ -614,10 +621,11 @@ fn hardware_ladder(
 }
 
 /// The video decoder: the hardware path's, a software one when any variant encodes, none when every
-/// variant copies the input video.
+/// variant copies the input video. `all_smaller`: every encoded rung is smaller than the input.
 fn open_video_decoder(
     hw: Option<&HwPath>,
     any_encode: bool,
+    all_smaller: bool,
     input: &Input,
 ) -> Result<Option<ff::decoder::Video>, TranscodeError> {
     let v_par = &input.v_par;
@@ -629,12 +637,15 @@ fn open_video_decoder(
             let (w, h) = unsafe { ((*v_par.as_ptr()).width.max(0) as u32, (*v_par.as_ptr()).height.max(0) as u32) };
             let count = decoder_threads(w, h, input.fps);
             ctx.set_threading(threading::Config { kind: threading::Type::Frame, count, ..Default::default() });
-            // No deblocking of frames nothing else is predicted from (the broadcaster's non-reference
-            // B-frames): a skipped filter there cannot spread to other frames, and every rung scales the
-            // picture down, which smooths what the filter would have. 5 % less CPU for the ladder at the
-            // same PSNR/SSIM against the source (bench/transcode, issue 44: 720p 36.640 vs 36.641 dB).
-            // SAFETY: a plain field of the context we own, set before it is opened.
-            unsafe { (*ctx.as_mut_ptr()).skip_loop_filter = ff::ffi::AVDiscard::AVDISCARD_NONREF };
+            // When every rung is smaller than the input: no deblocking of frames nothing else is
+            // predicted from (the broadcaster's non-reference B-frames). A skipped filter there cannot
+            // spread to other frames, and scaling down smooths what the filter would have. 5 % less CPU
+            // for the ladder at the same PSNR/SSIM against the source (bench/transcode, issue 44: 720p
+            // 36.640 vs 36.641 dB). A full-size rung keeps every frame filtered.
+            if all_smaller {
+                // SAFETY: a plain field of the context we own, set before it is opened.
+                unsafe { (*ctx.as_mut_ptr()).skip_loop_filter = ff::ffi::AVDiscard::AVDISCARD_NONREF };
+            }
             Some(ctx.decoder().video()?)
         }
         None => None,
