@@ -9,14 +9,17 @@
 //! playlists' own `Cache-Control: max-age=1` already allows any cache in between.
 //!
 //! The table is bounded ([`MAX_ENTRIES`] files, each holding one descriptor and one mapping; no heap
-//! beyond the playlists' bytes): when full, the least recently used entry goes. Loading and the
+//! beyond the playlists' bytes): when full, the least recently used entry goes. All the caches of the
+//! process together hold at most [`MAX_OPEN`] files (every channel has two: its HLS and its replays),
+//! so they cannot take the descriptors chat sockets need; past that a file is served without being
+//! kept, read per request as before. Loading and the
 //! revalidating `stat` run on the blocking pool, never on the async workers. The owner clears the table
 //! when its folder is emptied (a new broadcast of the channel).
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -29,7 +32,12 @@ use super::zerocopy::MappedFile;
 /// How long a loaded file is served without looking at the disk again.
 pub const REVALIDATE_AFTER: Duration = Duration::from_secs(1);
 /// Most files one cache holds open.
-pub const MAX_ENTRIES: usize = 1024;
+pub const MAX_ENTRIES: usize = 512;
+/// Most files all caches together hold open (a descriptor each).
+pub const MAX_OPEN: usize = 1024;
+
+/// Files held by every cache of the process.
+static OPEN: AtomicUsize = AtomicUsize::new(0);
 
 /// What identifies one version of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +67,12 @@ pub struct DiskCache {
     root: PathBuf,
     epoch: Instant,
     entries: RwLock<HashMap<String, Arc<Entry>>>,
+}
+
+impl Drop for DiskCache {
+    fn drop(&mut self) {
+        OPEN.fetch_sub(self.entries.get_mut().len(), Ordering::Relaxed);
+    }
 }
 
 impl DiskCache {
@@ -102,7 +116,9 @@ impl DiskCache {
             .flatten();
         match (loaded, known) {
             (None, _) => {
-                self.entries.write().remove(rel);
+                if self.entries.write().remove(rel).is_some() {
+                    OPEN.fetch_sub(1, Ordering::Relaxed);
+                }
                 None
             }
             (Some(Loaded::Unchanged), Some(e)) => {
@@ -125,9 +141,17 @@ impl DiskCache {
                         entries.iter().min_by_key(|(_, e)| e.used.load(Ordering::Relaxed)).map(|(k, _)| k.clone());
                     if let Some(k) = oldest {
                         entries.remove(&k);
+                        OPEN.fetch_sub(1, Ordering::Relaxed);
                     }
                 }
-                entries.insert(rel.to_string(), entry);
+                // A new file takes a place among all caches' (a replaced one keeps its own); when every
+                // place is taken, the file is served without being kept.
+                let place = entries.contains_key(rel) || OPEN.fetch_add(1, Ordering::Relaxed) < MAX_OPEN;
+                if place {
+                    entries.insert(rel.to_string(), entry);
+                } else {
+                    OPEN.fetch_sub(1, Ordering::Relaxed);
+                }
                 Some(body)
             }
         }
@@ -135,7 +159,9 @@ impl DiskCache {
 
     /// Forget every file (the folder was emptied or is about to be rewritten).
     pub fn clear(&self) {
-        self.entries.write().clear();
+        let mut entries = self.entries.write();
+        OPEN.fetch_sub(entries.len(), Ordering::Relaxed);
+        entries.clear();
     }
 
     /// Files held (for tests and diagnostics).
