@@ -284,8 +284,8 @@ fn a_restarted_worker_continues_at_the_capacity_step() {
 }
 
 /// Concatenate variant `n`'s init segment (fMP4) and every listed segment into one file; ffprobe its
-/// video frames: (key, pts seconds) each, and what ffprobe said on stderr.
-fn probe_concatenated(hls: &Path, n: usize) -> (Vec<(bool, f64)>, String, Vec<PathBuf>) {
+/// video frames: (key, pts seconds) each, what ffprobe said on stderr, the segments and the file.
+fn probe_concatenated(hls: &Path, n: usize) -> (Vec<(bool, f64)>, String, Vec<PathBuf>, PathBuf) {
     let dir = hls.join(n.to_string());
     let playlist = std::fs::read_to_string(dir.join("stream.m3u8")).expect("variant playlist");
     let init = playlist.lines().find_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\"")).map(|r| r.trim_end_matches('"'));
@@ -312,15 +312,58 @@ fn probe_concatenated(hls: &Path, n: usize) -> (Vec<(bool, f64)>, String, Vec<Pa
             (f["key_frame"].as_u64() == Some(1), t)
         })
         .collect();
-    (frames, String::from_utf8_lossy(&out.stderr).to_string(), segments)
+    (frames, String::from_utf8_lossy(&out.stderr).to_string(), segments, all)
+}
+
+/// The distinct SPS and PPS NAL units of an H.264 file's video (ffmpeg rewrites it as Annex B: the
+/// parameter sets of an MP4's `avcC` before its first keyframe, and every one carried in band).
+fn parameter_sets(file: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(file)
+        .args(["-map", "0:v:0", "-c", "copy", "-f", "h264", "-"])
+        .output()
+        .expect("run ffmpeg");
+    assert!(out.status.success(), "ffmpeg read {}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+    let data = out.stdout;
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i + 3 <= data.len() {
+        if data[i..i + 3] == [0, 0, 1] {
+            starts.push(i + 3);
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    let (mut sps, mut pps) = (Vec::new(), Vec::new());
+    for (k, &s) in starts.iter().enumerate() {
+        let mut end = starts.get(k + 1).map_or(data.len(), |n| n - 3);
+        while end > s && data[end - 1] == 0 {
+            end -= 1;
+        }
+        let nal = data[s..end].to_vec();
+        let into = match nal.first().map(|b| b & 0x1f) {
+            Some(7) => &mut sps,
+            Some(8) => &mut pps,
+            _ => continue,
+        };
+        if !into.contains(&nal) {
+            into.push(nal);
+        }
+    }
+    (sps, pps)
 }
 
 /// The capacity policy's preset switch in the middle of a stream (forced with `debugLadderStepAt`, as
 /// the policy would decide it on an overloaded box): at the next segment boundary each x264 rung drains
 /// its encoder and opens one at the new preset. In MPEG-TS (classic HLS) and in CMAF (LL-HLS) the output
 /// stays one valid stream: every frame decodes, timestamps advance by one frame interval across the
-/// switch, segments start on keyframes, and the segments after it carry the new preset's SPS/PPS and
-/// options in band.
+/// switch, segments start on keyframes, and the segments after it carry the new preset's options in band
+/// but the same SPS and PPS (the stepped preset keeps what the parameter sets say: the init segment and
+/// the master playlist's CODECS stay true, and a player that decodes with the `avcC`'s sets, as `avc1`
+/// allows, decodes the stepped segments right; `fast` to `ultrafast` would otherwise drop CABAC and 8x8
+/// transforms, which the PPS says).
 #[test]
 fn a_preset_switch_mid_stream_keeps_every_output_valid() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -355,7 +398,7 @@ fn a_preset_switch_mid_stream_keeps_every_output_valid() {
         assert_eq!(changed["presets"], json!(["ultrafast", "ultrafast"]));
         assert_eq!(changed["configured"], json!(["fast", "fast"]));
         for n in 0..2 {
-            let (frames, stderr, segments) = probe_concatenated(&hls, n);
+            let (frames, stderr, segments, all) = probe_concatenated(&hls, n);
             let what = format!("low latency {low_latency}, variant {n}");
             assert!(stderr.trim().is_empty(), "{what}: ffprobe says {stderr}");
             assert!((frames.len() as i64 - 240).abs() <= 2, "{what}: {} frames", frames.len());
@@ -373,6 +416,8 @@ fn a_preset_switch_mid_stream_keeps_every_output_valid() {
             assert_eq!(started, [2], "{what}: one switch, at the segment from 4 s");
             let after = x264_options(&segments[2]);
             assert!(after.contains(" subme=0 "), "{what}: the segments from 4 s are at ultrafast: {after}");
+            let (sps, pps) = parameter_sets(&all);
+            assert_eq!((sps.len(), pps.len()), (1, 1), "{what}: one SPS and one PPS across the switch");
         }
     }
 }

@@ -31,8 +31,10 @@ use hwaccel::recipe::X264_PRESETS;
 
 /// Relative CPU cost of libx264's presets `ultrafast, superfast, veryfast, faster, fast` (index =
 /// cpuUsageLevel), with `tune zerolatency`, measured on this project's 2-core box (720p30, one thread:
-/// testsrc2 1 : 1.55 : 2.4 : 3.75 : 5.5; with temporal noise 1 : 1.7 : 2.7 : 3.7 : 5.1).
-pub const X264_COST: [f64; 5] = [1.0, 1.6, 2.5, 3.7, 5.3];
+/// testsrc2 1 : 1.55 : 2.4 : 3.75 : 5.5; with temporal noise 1 : 1.7 : 2.7 : 3.7 : 5.1). `ultrafast` is
+/// the preset as a step reaches it, under the configured preset's parameter sets (CABAC, 8x8 transforms,
+/// weighted prediction kept: `hwaccel::recipe::stepped_x264_recipe`), 1.3× plain `ultrafast`.
+pub const X264_COST: [f64; 5] = [1.3, 1.6, 2.5, 3.7, 5.3];
 /// Lag growth (seconds) past which a ladder that still loses ground is behind.
 pub const LAG_BEHIND: f64 = 1.0;
 /// Lag growth (seconds) under which the ladder counts as caught up (a step up needs it).

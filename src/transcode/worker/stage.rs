@@ -16,8 +16,9 @@
 //! policy moves an x264 rung to another preset, the main thread sets it there and the stage switches at
 //! its next segment boundary (the keyframe it forces anyway): it drains its encoder and opens a new
 //! libx264 encoder with the same recipe but that preset (same size, pixel format, time base, GOP,
-//! bitrate and threads), so the packets continue on the same timeline, SPS/PPS in band, and the worker
-//! keeps its decoder and everything else.
+//! bitrate and threads, and the configured preset's SPS and PPS: `hwaccel::recipe::stepped_x264_recipe`),
+//! so the packets continue on the same timeline under the same parameter sets (the CMAF init segment stays
+//! valid), and the worker keeps its decoder and everything else.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -53,6 +54,8 @@ pub const FRAMES_IN_FLIGHT: usize = 2;
 pub struct VideoEncode {
     pub encoder: ff::encoder::Video,
     pub recipe: EncoderRecipe,
+    /// The recipe as configured, before any capacity step (each step is made from it).
+    pub configured: EncoderRecipe,
     pub width: u32,
     pub height: u32,
     pub pix_fmt: ff::format::Pixel,
@@ -282,11 +285,7 @@ impl Stage {
     fn switch_preset(&mut self) -> Result<(), TranscodeError> {
         let wanted = self.control.wanted.load(Ordering::Relaxed);
         let Some(name) = hwaccel::recipe::X264_PRESETS.get(wanted) else { return Ok(()) };
-        let mut rec = self.enc.recipe.clone();
-        match rec.options.iter_mut().find(|(k, _)| k == "preset") {
-            Some(p) => p.1 = name.to_string(),
-            None => rec.options.push(("preset".into(), name.to_string())),
-        }
+        let rec = hwaccel::recipe::stepped_x264_recipe(&self.enc.configured, name);
         let _ = self.enc.encoder.send_eof();
         self.drain()?;
         let (w, h, fmt) = (self.enc.width, self.enc.height, self.enc.pix_fmt);

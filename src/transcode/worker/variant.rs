@@ -213,10 +213,11 @@ fn open_stage_encoder(
         rec.pix_fmt.parse().map_err(|_| TranscodeError::Config(format!("pix_fmt {}", rec.pix_fmt)))?;
     let threads = x264_level.map(|level| hwaccel::recipe::x264_threads(w, h, rec.framerate, level));
     // A restarted worker continues at the capacity step the last one had reached.
+    let configured = rec.clone();
     if ladder_step > 0 {
-        let configured = rec.option("preset").and_then(capacity::preset_index);
-        if let (Some(c), Some(p)) = (configured, rec.options.iter_mut().find(|(k, _)| k == "preset")) {
-            p.1 = hwaccel::recipe::X264_PRESETS[capacity::preset_at(c, ladder_step)].to_string();
+        let preset = rec.option("preset").and_then(capacity::preset_index);
+        if let Some(p) = preset.and_then(|c| hwaccel::recipe::X264_PRESETS.get(capacity::preset_at(c, ladder_step))) {
+            rec = hwaccel::recipe::stepped_x264_recipe(&configured, p);
         }
     }
     let opened = open_encoder(&rec, w, h, pix_fmt, threads)?;
@@ -227,6 +228,7 @@ fn open_stage_encoder(
     let path = VideoPath::Encode(Box::new(VideoEncode {
         encoder: opened,
         recipe: rec,
+        configured,
         width: w,
         height: h,
         pix_fmt,
