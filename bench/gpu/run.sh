@@ -6,7 +6,12 @@
 #                                      SECONDS (60) 1080p30 -> 720p+480p+360p ladder all on the CPU and with
 #                                      NVDEC + scale_cuda (x264 encoding), at 1, 8 and 16 ladders at once, and
 #                                      how many ladders run at real time each way; Debian's ffmpeg CLI doing
-#                                      the same two ways beside it (8 at once). Results also in $OUT (if set).
+#                                      the same two ways beside it (8 at once). Each castd batch also prints
+#                                      its CPU by thread (main: demux, decode, GPU calls, muxing; encode-N:
+#                                      scaling and x264; the driver's threads by name), and "x264 alone"
+#                                      (castd's x264 options on raw pictures made beforehand, at the same
+#                                      counts) prints the most a GPU that cannot encode can save, beside what
+#                                      castd's GPU path saves. Results also in $OUT (if set).
 #
 # A lent GPU machine (the device tool: bare, no Debian packages, a limited tree per call) gets castd and the
 # libav closure it links (ldd, minus glibc) carried in two xz tarballs, since one call carries too little:
