@@ -1,5 +1,6 @@
 import { admin, type GpuStats, type PlaybackClient, type PlaybackMeasurement, type TimePoint, type VideoMetrics } from '../../api';
 import { formatBitrate, formatDateTime, formatMiB, formatSince } from '../../lib/format';
+import { healthSummary } from '../../lib/health';
 import { latestValue, roundTo } from '../../lib/series';
 import { TimeChart, type ChartSeries } from '../charts';
 import { LoadError, Section } from '../forms';
@@ -20,15 +21,13 @@ const range = (low: TimePoint[] | undefined, mid: TimePoint[] | undefined, high:
 function Hardware() {
   const { data: stats, error } = usePoll(() => admin.hardwareStats(), 30_000);
   if (!stats) return <LoadError error={error} />;
+  const summary = healthSummary(stats);
   return (
     <>
       {error && <div class="form-error">{error}</div>}
       {(stats.message || stats.healthy !== undefined) && (
-        <div class={`card health-summary ${stats.healthy === false ? 'bad' : 'ok'}`} id="health-message">
-          <strong>
-            {stats.healthy === false ? 'Needs attention' : 'Healthy'}
-            {typeof stats.healthPercentage === 'number' ? ` (${stats.healthPercentage}%)` : ''}
-          </strong>
+        <div class={`card health-summary ${summary.tone}`} id="health-message">
+          <strong>{summary.title}</strong>
           {stats.message && <p>{stats.message}</p>}
         </div>
       )}

@@ -1,5 +1,6 @@
 import { admin } from '../../api';
 import { formatBitrate, formatDateTime, formatSince } from '../../lib/format';
+import { healthSummary } from '../../lib/health';
 import { TimeChart } from '../charts';
 import { LoadError, Section } from '../forms';
 import { usePoll } from '../useAdmin';
@@ -61,11 +62,8 @@ export function Overview() {
       </div>
 
       {health && (
-        <div class={`card health-summary ${health.healthy ? 'ok' : 'bad'}`} id="overview-health">
-          <strong>
-            Health: {health.healthy ? 'good' : 'needs attention'}
-            {typeof health.healthPercentage === 'number' ? ` (${health.healthPercentage}%)` : ''}
-          </strong>
+        <div class={`card health-summary ${healthSummary(health).tone}`} id="overview-health">
+          <strong>Health: {healthSummary(health).title}</strong>
           {health.message && <p>{health.message}</p>}
         </div>
       )}
