@@ -291,7 +291,7 @@ def main():
     results = []
     tmp = tempfile.mkdtemp(prefix="castd-gpu-bench-")
     try:
-        for n in [int(x) for x in a.counts.split(",") if x]:
+        for n in [int(x) for x in a.counts.split(",") if x and int(x) > 0]:
             for mode in modes:
                 label = f"castd-{mode}-{n}"
 
@@ -312,7 +312,7 @@ def main():
                     shutil.rmtree(os.path.join(tmp, f"hls-{label}-{i}"), ignore_errors=True)
         if a.ffmpeg and a.x264_alone:
             raws = make_raw_rungs(a.ffmpeg, a.input, tmp)
-            for n in [int(x) for x in a.counts.split(",") if x]:
+            for n in [int(x) for x in a.counts.split(",") if x and int(x) > 0]:
                 label = f"x264-alone-{n}"
                 k = len(LADDER)
                 r = run_batch(lambda i, label=label: (x264_alone_args(a.ffmpeg, LADDER[i % k], raws[i % k]), label, ""),
@@ -326,7 +326,7 @@ def main():
                 os.unlink(raw)
         clis = [(tool, path) for tool, path in (("ffmpeg CLI", a.ffmpeg), ("ffmpeg static", a.ffmpeg_static)) if path]
         for tool, path in clis:
-            for n in [int(x) for x in a.ffmpeg_counts.split(",") if x]:
+            for n in [int(x) for x in a.ffmpeg_counts.split(",") if x and int(x) > 0]:
                 for mode in modes:
                     label = f"{tool.replace(' ', '-')}-{mode}-{n}"
                     r = run_batch(lambda i, mode=mode, label=label, path=path: (ffmpeg_args(path, "pipe:0", mode == "gpu"), label),
