@@ -549,7 +549,8 @@ fn bodies(chat: &Value) -> Vec<String> {
 /// A replay's chat: the messages sent during a broadcast come back in their window, in order, each with
 /// its offset from the replay's start (within a second of where a player's playhead was when it was
 /// sent); a hidden message and a banned user's are left out; a private replay's chat is the admin's, a
-/// public one's anyone's, and on a password channel only with a viewing pass.
+/// public one's anyone's, and on a password channel only with a viewing pass. `GET /api/replays/{id}` (one
+/// replay, for a link to it) follows the same rules.
 #[test]
 fn a_replays_chat_comes_back_in_its_window_with_its_offsets() {
     let server = Server::start_with_args(&["--streamkey", KEY]);
@@ -597,10 +598,14 @@ fn a_replays_chat_comes_back_in_its_window_with_its_offsets() {
     assert!(wait_exit(&mut ff, Duration::from_secs(60)).is_some(), "the publisher ends");
     wait_finished(&server, &sid);
 
-    // Who may not: anyone, while the replay is not public (401); an unknown replay is a 404.
+    // Who may not: anyone, while the replay is not public (401); an unknown replay is a 404. The same for
+    // the replay itself (`GET /api/replays/{id}`, what a link to it opens).
     let (status, _) = replay_chat(&server, &sid, "");
     assert_eq!(status, 401, "a private replay's chat is the admin's");
     assert_eq!(replay_chat(&server, "nope", "").0, 404);
+    assert_eq!(server.get(&format!("/api/replays/{sid}")).status().as_u16(), 401, "a private replay is the admin's");
+    assert_eq!(server.get("/api/replays/nope").status().as_u16(), 404);
+    assert_eq!(server.admin_json(&format!("/api/replays/{sid}"))["id"], sid.as_str());
     let admin = server.admin_json(&format!("/api/replays/{sid}/chat"));
     assert_eq!(bodies(&admin), ["one", "two", "three"], "hidden and banned left out, in order: {admin}");
     assert_eq!(admin["truncated"], false);
@@ -625,6 +630,11 @@ fn a_replays_chat_comes_back_in_its_window_with_its_offsets() {
     let (status, all) = replay_chat(&server, &sid, "");
     assert_eq!(status, 200);
     assert_eq!(bodies(&all), ["one", "two", "three"]);
+    let one = server.get_json(&format!("/api/replays/{sid}"));
+    assert_eq!(
+        (&one["id"], &one["public"], &one["manifest"]),
+        (&json!(sid), &json!(true), &json!(format!("/replay/{sid}")))
+    );
     let mid = |a: f64, b: f64| (a + b) / 2.0;
     let q = format!("?from={}&to={}", mid(offsets[0], offsets[1]), mid(offsets[1], offsets[2]));
     assert_eq!(bodies(&replay_chat(&server, &sid, &q).1), ["two"], "{q}");
@@ -664,4 +674,6 @@ fn a_replays_chat_comes_back_in_its_window_with_its_offsets() {
     let (status, v) = replay_chat(&server, &sid, &format!("?pass={pass}"));
     assert_eq!(status, 200, "{v}");
     assert_eq!(bodies(&v), ["one", "two", "three"]);
+    assert_eq!(server.get(&format!("/api/replays/{sid}")).status().as_u16(), 401, "the replay needs the pass too");
+    assert_eq!(server.get_json(&format!("/api/replays/{sid}?pass={pass}"))["id"], sid.as_str());
 }

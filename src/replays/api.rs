@@ -1,5 +1,6 @@
 //! The replay routes: `GET /api/admin/replays`, `POST /api/admin/replays/delete` (Owncast),
-//! `POST /api/admin/replays/update` and the public `GET /api/replays` (castd), a replay's chat
+//! `POST /api/admin/replays/update`, the public `GET /api/replays` and `GET /api/replays/{id}` (castd: one
+//! replay, by the replay's own rules, for a link to it), a replay's chat
 //! (`GET /api/replays/{id}/chat?from=&to=`, castd: the broadcast's chat placed on the replay's media
 //! time, for players that show it in time with the video), and playback:
 //! `/replay/{streamId}` (master), `/replay/{streamId}/{variant}` (media playlist) and the recorded
@@ -142,6 +143,18 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>) {
         .returns_list::<Replay>()
         .error(404, "replay features are off");
     reg.get(
+        "/api/replays/{stream_id}",
+        GROUP,
+        Auth::Public,
+        "castd: one replay (admin, or anyone for a public replay; a viewing pass on a private channel), as a \
+         link to it opens it",
+        one,
+    )
+    .path_param("stream_id", ValueDoc::String)
+    .returns::<Replay>()
+    .error(401, "the replay is not public and the admin's credentials are missing")
+    .error(404, "no such replay, or replay features are off");
+    reg.get(
         "/api/replays/{stream_id}/chat",
         GROUP,
         Auth::Public,
@@ -283,6 +296,16 @@ async fn file(
     let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
     let Ok(v) = variant.parse::<i64>() else { return Ok(not_found()) };
     Ok(serve_file(&r, &id, v, &file, row.public, &headers).await)
+}
+
+async fn one(
+    State(r): State<Arc<Replays>>,
+    Path(id): Path<String>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
+    Ok(Json(Replay::from(row)).into_response())
 }
 
 async fn chat(

@@ -9595,6 +9595,45 @@ export interface paths {
       };
     };
   };
+  "/api/replays/{stream_id}": {
+    /**
+     * castd: one replay (admin, or anyone for a public replay; a viewing pass on a private channel), as a link to it opens it
+     * @description castd: one replay (admin, or anyone for a public replay; a viewing pass on a private channel), as a link to it opens it
+     */
+    get: {
+      parameters: {
+        path: {
+          stream_id: string;
+        };
+      };
+      responses: {
+        /** @description Success */
+        200: {
+          content: {
+            "application/json": components["schemas"]["Replay"];
+          };
+        };
+        /** @description Bad input */
+        400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description the replay is not public and the admin's credentials are missing */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Nothing by that name */
+        404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+      };
+    };
+  };
   "/api/replays/{stream_id}/chat": {
     /**
      * castd: a replay's chat in a window (seconds from its start), each message with its offset; hidden messages and disabled users' left out (admin, or anyone for a public replay)

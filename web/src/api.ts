@@ -228,6 +228,8 @@ export const api = {
   config: () => getJSON<PublicConfig>('/api/config'),
   status: () => getJSON<PublicStatus>('/api/status'),
   replays: () => getJSON<Replay[]>('/api/replays'),
+  /** One replay (what a link to it opens; the replay's own rules). */
+  replay: (id: string) => getJSON<Replay>(`/api/replays/${encodeURIComponent(id)}`),
   /** A replay's chat from `from` to `to` seconds of it (each message with its offset). */
   replayChat: (id: string, from?: number, to?: number) =>
     getJSON<ReplayChat>(withQuery(`/api/replays/${encodeURIComponent(id)}/chat`, { from, to })),

@@ -5,6 +5,7 @@ import { HlsPlayer } from '../components/HlsPlayer';
 import { ReplayChatPanel } from '../components/ReplayChatPanel';
 import { withBase } from '../lib/base';
 import { formatDateTime } from '../lib/format';
+import { replayFromLink } from '../lib/replayLink';
 
 /** Length of a viewer's clip: the last 30 s (the server clamps to what is recorded and to its maximum). */
 const CLIP_SECONDS = 30;
@@ -55,21 +56,20 @@ export function PastBroadcasts() {
   const [replays, setReplays] = useState<Replay[]>([]);
   const [playing, setPlaying] = useState<Replay | null>(null);
   useEffect(() => {
-    api.replays().then(
-      (list) => {
+    api
+      .replays()
+      .catch(() => [] as Replay[])
+      .then(async (list) => {
         setReplays(list);
-        // `?replay={id}` (a link to one replay) opens it.
-        const wanted = new URLSearchParams(window.location.search).get('replay');
-        const found = wanted ? list.find((r) => r.id === wanted) : undefined;
+        // `?replay={id}` (a link to one replay) opens it, listed or not.
+        const found = await replayFromLink(window.location.search, list, api.replay);
         if (found) {
           setPlaying(found);
           requestAnimationFrame(() => document.getElementById('past-broadcasts')?.scrollIntoView());
         }
-      },
-      () => setReplays([]),
-    );
+      });
   }, []);
-  if (replays.length === 0) return null;
+  if (replays.length === 0 && !playing) return null;
   return (
     <section class="past-broadcasts" id="past-broadcasts">
       <h3>Past broadcasts</h3>
