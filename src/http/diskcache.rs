@@ -262,4 +262,35 @@ mod tests {
         assert_eq!(cache.len(), MAX_ENTRIES);
         assert!(cache.entries.read().contains_key("0.ts"), "the file in use is kept");
     }
+
+    /// Every cache together holds at most `MAX_OPEN` files (a descriptor each); past that a file is served
+    /// without being kept, and a cache that lets go makes room for the others. (Other tests of this process
+    /// hold files of their own meanwhile, at most one table's worth: the figures allow for them.)
+    #[tokio::test]
+    async fn all_caches_together_hold_at_most_max_open_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let per = MAX_ENTRIES;
+        for i in 0..per {
+            std::fs::write(dir.path().join(format!("{i}.ts")), [1u8, 2, 3]).unwrap();
+        }
+        let caches: Vec<DiskCache> = (0..3).map(|_| DiskCache::new(dir.path().to_path_buf())).collect();
+        for cache in &caches {
+            for i in 0..per {
+                assert!(cache.get(&format!("{i}.ts"), "video/mp2t", "y", false).await.is_some(), "always served");
+                assert!(OPEN.load(Ordering::Relaxed) <= MAX_OPEN);
+            }
+        }
+        let held: usize = caches.iter().map(DiskCache::len).sum();
+        assert!(held <= MAX_OPEN, "{held} files held by three caches of {per}");
+        assert!(held + MAX_ENTRIES + 16 >= MAX_OPEN, "the caches fill the places left: {held}");
+        let last = &caches[2];
+        let before = last.len();
+        assert!(before < per, "the third cache could not keep every file: {before}");
+        caches[0].clear();
+        for i in 0..per {
+            assert!(last.get(&format!("{i}.ts"), "video/mp2t", "y", false).await.is_some());
+        }
+        assert!(last.len() > before, "room made by the first cache is taken: {} after {before}", last.len());
+        drop(caches);
+    }
 }
