@@ -71,10 +71,7 @@ impl Pipeline {
         // SAFETY: plain fields of the parameters we own.
         let (in_w, in_h) =
             unsafe { ((*input.v_par.as_ptr()).width.max(0) as u32, (*input.v_par.as_ptr()).height.max(0) as u32) };
-        let all_smaller =
-            cfg.variants.iter().filter(|v| !v.video_passthrough).all(|v| {
-                (v.scaled_height > 0 && v.scaled_height < in_h) || (v.scaled_width > 0 && v.scaled_width < in_w)
-            });
+        let all_smaller = every_rung_smaller(&cfg.variants, in_w, in_h);
         let vdec = open_video_decoder(hw.as_ref(), any_encode, all_smaller, &input)?;
         let (sw, sh) = input_size(vdec.as_ref(), &input.v_par)?;
         let wants_audio = cfg.realtime.is_some() || cfg.variants.iter().any(|v| audio_encoded(v, input.a_par.as_ref()));
@@ -620,6 +617,16 @@ fn hardware_ladder(
     Ok((Some(HwPath::new(ladder)?), hw_pos))
 }
 
+/// Whether every encoded rung (passthroughs aside) is smaller than the `in_w`×`in_h` input: then the
+/// software decoder may skip deblocking frames nothing is predicted from (`open_video_decoder`). A rung
+/// without a size keeps the input's, so it is not smaller.
+fn every_rung_smaller(variants: &[crate::config::StreamOutputVariant], in_w: u32, in_h: u32) -> bool {
+    variants
+        .iter()
+        .filter(|v| !v.video_passthrough)
+        .all(|v| (v.scaled_height > 0 && v.scaled_height < in_h) || (v.scaled_width > 0 && v.scaled_width < in_w))
+}
+
 /// The video decoder: the hardware path's, a software one when any variant encodes, none when every
 /// variant copies the input video. `all_smaller`: every encoded rung is smaller than the input.
 fn open_video_decoder(
@@ -770,6 +777,21 @@ fn log_variants(variants: &[Variant]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::StreamOutputVariant;
+
+    /// Deblocking is skipped on non-reference frames only when every encoded rung is smaller than the input
+    /// (a full-size rung shows every frame as decoded; passthroughs do not decode).
+    #[test]
+    fn non_reference_deblocking_is_skipped_only_when_every_encoded_rung_is_smaller() {
+        let rung = |w: u32, h: u32| StreamOutputVariant { scaled_width: w, scaled_height: h, ..Default::default() };
+        let copy = StreamOutputVariant { video_passthrough: true, ..Default::default() };
+        assert!(every_rung_smaller(&[rung(1280, 720), rung(640, 360)], 1920, 1080));
+        assert!(every_rung_smaller(&[rung(0, 720), rung(854, 0)], 1920, 1080), "one side given");
+        assert!(every_rung_smaller(&[rung(1280, 720), copy], 1920, 1080), "a passthrough aside");
+        assert!(!every_rung_smaller(&[rung(1920, 1080), rung(640, 360)], 1920, 1080), "a full-size rung");
+        assert!(!every_rung_smaller(&[rung(0, 0), rung(640, 360)], 1920, 1080), "a rung at the input's size");
+        assert!(!every_rung_smaller(&[rung(1280, 720)], 1280, 720), "input smaller than asked");
+    }
 
     #[test]
     fn opus_sized_frames_become_aac_sized_frames_with_continuous_timestamps() {
