@@ -108,6 +108,17 @@ impl GpuMonitor {
         Ok(nvenc_session_cap(&name, &self.driver_version()?))
     }
 
+    /// The NVENC session cap of the GPU encoder `chosen` runs on (`cuda:N`), when it is NVENC and the driver
+    /// caps it; `None` otherwise, and on a box without the driver. Blocking (loads NVML): call it off the
+    /// async runtime.
+    pub fn cap_for(chosen: &crate::EncoderInfo) -> Option<u32> {
+        if chosen.kind != crate::EncoderKind::Nvenc {
+            return None;
+        }
+        let index: u32 = chosen.device.strip_prefix("cuda:").and_then(|i| i.parse().ok()).unwrap_or(0);
+        GpuMonitor::init().ok().and_then(|m| m.nvenc_session_cap(index).ok().flatten())
+    }
+
     /// Read every GPU. A GPU that cannot be opened is left out; a figure it does not answer is `None`.
     pub fn sample(&self) -> Result<Vec<GpuSample>, GpuError> {
         let count = self.nvml.device_count()?;

@@ -519,16 +519,8 @@ struct EncoderFailure {
 
 /// NVENC's session cap on the chosen GPU (None: not NVENC, no NVML, or no driver cap).
 async fn nvenc_cap(chosen: &hwaccel::EncoderInfo) -> Option<u32> {
-    if chosen.kind != hwaccel::EncoderKind::Nvenc {
-        return None;
-    }
-    let index: u32 = chosen.device.strip_prefix("cuda:").and_then(|i| i.parse().ok()).unwrap_or(0);
-    tokio::task::spawn_blocking(move || {
-        hwaccel::gpu::GpuMonitor::init().ok().and_then(|m| m.nvenc_session_cap(index).ok().flatten())
-    })
-    .await
-    .ok()
-    .flatten()
+    let chosen = chosen.clone();
+    tokio::task::spawn_blocking(move || hwaccel::gpu::GpuMonitor::cap_for(&chosen)).await.ok().flatten()
 }
 
 /// The one variant of a broadcast served as passthrough over capacity: the broadcaster's own video and

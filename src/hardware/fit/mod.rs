@@ -10,8 +10,8 @@
 //! - `api`: `GET /api/admin/video/fit` (the configured ladder) and `POST` (a ladder from the editor).
 //!
 //! [`FitState::evaluate`] runs one answer: it plans the rungs' encoders as the transcoder does
-//! (`hwaccel::plan_sessions` on the encoder the video codec selects; the NVENC session cap, which the
-//! transcoder reads from NVML at stream start, is not applied here), takes what the cache has, measures
+//! (`hwaccel::plan_sessions` on the encoder the video codec selects, with the NVENC session cap NVML
+//! gives, as at stream start: rungs past the cap are x264's and measured), takes what the cache has, measures
 //! the rest in one child (at most `MEASURE_BUDGET` of measuring, then the rungs left are estimated; the
 //! child is killed after `MEASURE_TIMEOUT`) and judges. One answer is worked out at a time (a lock), so
 //! two pages asking at once measure once and never compete for the CPU they measure.
@@ -74,7 +74,9 @@ impl FitState {
         segment_seconds: u32,
     ) -> LadderFit {
         let specs: Vec<_> = ladder.iter().map(|v| measure::variant_spec(v, segment_seconds)).collect();
-        let plan = hwaccel::plan_sessions(&specs, &chosen.name, None);
+        let encoder = chosen.clone();
+        let cap = tokio::task::spawn_blocking(move || hwaccel::gpu::GpuMonitor::cap_for(&encoder)).await.ok().flatten();
+        let plan = hwaccel::plan_sessions(&specs, &chosen.name, cap);
         let rungs = verdict::rungs(ladder, &plan.encoders);
         let _one_at_a_time = self.lock.lock().await;
         let path = self.path.clone();
