@@ -370,7 +370,7 @@ fn part_length_is_configurable() {
         })
         .unwrap_or_else(|| panic!("no LL playlist; log:\n{}", server.log_text()));
     assert!((p.part_target - 0.2).abs() < 1e-9, "PART-TARGET=0.200");
-    assert!((p.part_hold_back - 1.0).abs() < 1e-9, "PART-HOLD-BACK=1.000 (five parts)");
+    assert!((p.part_hold_back - 0.6).abs() < 1e-9, "PART-HOLD-BACK=0.600 (three parts)");
     // 30 fps: six frames a part, five parts a one-second segment (the grammar checked each <= 0.2 s).
     let seg = &p.segments[p.segments.len() - 1];
     assert_eq!(seg.parts.len(), 5, "{seg:?}");

@@ -7,7 +7,8 @@
 // presented frame (tests/web/latency.mjs `playWhep`, `sampleWhepGlass`), in the same run.
 // `0@334`: level 0 with `--llhls-part-ms 334`, to put two part lengths side by side (issue 44: `0@334,0@200`);
 // `before:0`: level 0 on the castd build BEFORE_BIN names (its own viewer page is embedded in it).
-// Stalls: the player's `waiting` events while sampling, also per minute.
+// Stalls: the player's `waiting` events while sampling, also per minute. BENCH_STALL_LOG=1 prints each stall
+// with the player's buffer and its last 200 steps before it (hls.js events and stream-controller log).
 //   node bench/latency/run.mjs [SECONDS] [LEVELS]   e.g. node bench/latency/run.mjs 60 whep,0,1,2,3,4
 import { launchBrowser, newContext } from '../../tests/web/browser.mjs';
 import { Castd } from '../../tests/web/castd.mjs';
@@ -73,7 +74,7 @@ for (const name of LEVELS) {
     // Warm-up: hls.js settles on its target latency (LL: PART-HOLD-BACK; classic: three target durations).
     await new Promise((r) => setTimeout(r, Math.max(5, 2 * SEGMENT[level]) * 1000));
     // Stalls: the video element's `waiting` events while sampling (playback ran out of buffer).
-    await page.evaluate(() => {
+    await page.evaluate((trace) => {
       window.benchWaits = 0;
       window.benchWaitLog = [];
       const v = document.querySelector('video#player');
@@ -91,17 +92,46 @@ for (const name of LEVELS) {
           target: hls ? hls.targetLatency : null,
         };
       };
+      // BENCH_STALL_LOG: the player's last 200 steps (hls.js events, the stream controller's own log, the
+      // playlist's newest parts with L = loaded) go with each stall, to see which step was missing.
+      window.benchTrail = [];
+      const H = trace ? window.castdHls : null;
+      if (H) {
+        const step = (what, extra) => {
+          window.benchTrail.push({ what, wall: Date.now(), ...extra });
+          if (window.benchTrail.length > 200) window.benchTrail.shift();
+        };
+        const which = (d) => ({ sn: d.frag?.sn, part: d.part ? d.part.index : -1 });
+        H.on('hlsFragLoading', (_e, d) => step('fragLoading', which(d)));
+        H.on('hlsFragBuffered', (_e, d) => step('fragBuffered', { ...which(d), buffered: state('').buffered, cur: v.currentTime.toFixed(3) }));
+        H.on('hlsBufferFlushed', () => step('bufferFlushed', { buffered: state('').buffered }));
+        H.on('hlsLevelLoading', (_e, d) => step('levelLoading', { query: d.url.replace(/^[^?]*/, '').replace(/&CMCD=.*/, '') }));
+        H.on('hlsLevelLoaded', (_e, d) => {
+          const parts = (d.details.partList || []).slice(-7);
+          step('levelLoaded', { parts: parts.map((p) => `${p.fragment.sn}/${p.index}${p.loaded ? 'L' : ''}`).join(' ') });
+        });
+        // hls.js's logger is off; the stream controller's log methods are its own properties.
+        const sc = H.streamController;
+        if (sc) {
+          sc.log = (...a) => step('log', { msg: a.join(' ') });
+          sc.warn = (...a) => step('warn', { msg: a.join(' ') });
+        }
+      }
       v?.addEventListener('waiting', () => {
         window.benchWaits += 1;
-        window.benchWaitLog.push(state('waiting'));
+        window.benchWaitLog.push({ ...state('waiting'), wall: Date.now(), trail: window.benchTrail.splice(0) });
       });
       window.castdHls?.on('hlsError', (_e, d) => window.benchWaitLog.push({ ...state('hls error'), details: d.details, fatal: d.fatal }));
-    });
+    }, Boolean(process.env.BENCH_STALL_LOG));
     const samples = await sampleLatency(page, { sourceOffset: publisher.sourceOffset, firstPdt, seconds: SECONDS });
     const waits = await page.evaluate(() => window.benchWaits);
     // Each stall and hls.js error with the player's state then (BENCH_STALL_LOG=1), to see why.
     if (process.env.BENCH_STALL_LOG) {
-      for (const w of await page.evaluate(() => window.benchWaitLog)) console.error(`${name}: ${JSON.stringify(w)}`);
+      for (const w of await page.evaluate(() => window.benchWaitLog)) {
+        const { trail, ...at } = w;
+        console.error(`${name}: ${JSON.stringify(at)}`);
+        for (const t of trail || []) console.error(`${name}:   ${t.wall - w.wall} ms ${JSON.stringify({ ...t, wall: undefined })}`);
+      }
     }
     const s = summary(samples);
     const stalls = samples.filter((x, i) => i > 0 && x.playing === samples[i - 1].playing).length;

@@ -464,7 +464,7 @@ mod tests {
     fn playlist_lists_parts_hint_and_reports() {
         let v = filled(10);
         let text = playlist::render(&v, false, &[(1, 10, 0)]);
-        assert!(text.contains("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=6.0,PART-HOLD-BACK=1.670"));
+        assert!(text.contains("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=6.0,PART-HOLD-BACK=1.002"));
         assert!(text.contains("#EXT-X-PART-INF:PART-TARGET=0.334"));
         assert!(text.contains("#EXT-X-MEDIA-SEQUENCE:0\n"));
         assert!(text.contains("#EXT-X-MAP:URI=\"init-a.mp4\""));

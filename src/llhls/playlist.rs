@@ -39,12 +39,13 @@ fn write_parts(out: &mut String, seg: &Segment) {
     }
 }
 
-/// PART-HOLD-BACK in parts: five (1.0 s with the default 200 ms parts). Apple's rules ask for at least
-/// two and suggest three. Over five-minute runs in Chromium (`BENCHMARKS.md`, issue 44) hls.js stalled
-/// about twice a minute with three (0.6 s) and once every two minutes with four (0.8 s), each time at a
-/// segment boundary where the new segment's first parts came about 0.75 s late; a second of hold-back
-/// absorbs that. Short parts still help: the buffer refills in 200 ms steps.
-pub const PART_HOLD_BACK_PARTS: f64 = 5.0;
+/// PART-HOLD-BACK in parts: three (0.6 s with the default 200 ms parts), as Apple's rules recommend
+/// (they require at least two). Issue 44 shipped five: hls.js stalled at segment boundaries with three or four. The cause
+/// was the player's (issue 46): hls.js's back-buffer trimming, which a few parts behind live falls mid
+/// segment, could make it forget the parts of the newest segment it had appended and never load the next
+/// segment's first part. The viewer page now trims the back buffer itself at a safe moment
+/// (`web/src/lib/backbuffer.ts`); three parts then played five minutes without a stall (`BENCHMARKS.md`).
+pub const PART_HOLD_BACK_PARTS: f64 = 3.0;
 
 /// The playlist of `v`; `skip`: a delta update (`_HLS_skip=YES`); `reports`: the other variants'
 /// `(index, last msn, last part)`.

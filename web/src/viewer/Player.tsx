@@ -6,6 +6,7 @@ import Hls, { type Level } from 'hls.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, apiUrl } from '../api';
 import { Icon } from '../components/Icon';
+import { BACK_BUFFER_S, backBufferFlushEnd } from '../lib/backbuffer';
 import { catchUpRate } from '../lib/catchup';
 import { buildCmcdReport, newSessionId, videoState } from '../lib/cmcd';
 import { levelLabel } from '../lib/format';
@@ -126,7 +127,8 @@ export function Player({ active, autoplay }: Props) {
         const hls = new Hls({
           cmcd: { sessionId: sid, contentId: 'live', useHeaders: false },
           liveDurationInfinity: true,
-          backBufferLength: 30,
+          // A low-latency stream trims its back buffer itself (LEVEL_LOADED, FRAG_BUFFERED: lib/backbuffer).
+          backBufferLength: BACK_BUFFER_S,
           // LL-HLS (castd's lowest latency level): parts, blocking reload and preload hints.
           lowLatencyMode: true,
         });
@@ -146,8 +148,30 @@ export function Player({ active, autoplay }: Props) {
             // is more than the target latency itself): one part at a time instead.
             hls.config.liveSyncOnStallIncrease = partTarget;
             hls.config.liveMaxLatencyDuration = (data.details.partHoldBack || 1) + LL_MAX_BEHIND_TARGET;
+            // hls.js trims the back buffer as the playhead enters a segment, which a few parts behind live
+            // is mid-segment and can make it skip the next segment (a stall): trimmed on FRAG_BUFFERED instead.
+            hls.config.backBufferLength = Infinity;
             video.dataset.llCatchUp = String(LL_CATCH_UP_RATE);
           }
+        });
+        // A low-latency stream's back buffer: trimmed once the newest part, ending its segment, is in
+        // (lib/backbuffer says why only then).
+        hls.on(Hls.Events.FRAG_BUFFERED, (_e, data) => {
+          if (partHoldBack === null || !data.part) return;
+          const details = hls.levels[data.frag.level]?.details;
+          const parts = details?.partList;
+          const last = parts?.[parts.length - 1];
+          const lastSegment = details?.fragments[details.fragments.length - 1];
+          if (!details || !last || !lastSegment) return;
+          const newest = last.fragment.sn === data.frag.sn && last.index === data.part.index;
+          const ranges = video.buffered;
+          const end = backBufferFlushEnd(
+            { newest, endsSegment: lastSegment.sn === data.frag.sn },
+            video.currentTime,
+            ranges.length ? ranges.start(0) : null,
+            details.levelTargetDuration,
+          );
+          if (end !== null) hls.trigger(Hls.Events.BUFFER_FLUSHING, { startOffset: 0, endOffset: end, type: null });
         });
         hls.on(Hls.Events.MANIFEST_PARSED, (_e, data) => {
           setLevels(data.levels);
