@@ -1,6 +1,6 @@
 // Low-latency HLS in the browser: castd at latency level 0 serves LL-HLS (CMAF parts, blocking reload); the viewer
 // page plays it with hls.js in low-latency mode, and the glass-to-glass latency (see latency.mjs) stays under 3 s.
-// Then, on the same playing page: the back buffer is trimmed only while no segment is partly appended (issue 46).
+// Then, on the same playing page: the back buffer is trimmed only while no segment is partly appended (the boundary stalls found after issue 44).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { collectErrors, launchBrowser, newContext } from './browser.mjs';
@@ -109,7 +109,7 @@ async function recordBackBufferFlushes(p) {
   });
 }
 
-// Issue 46: hls.js trims the back buffer as the playhead enters a segment, which a few parts behind live is in the
+// The stalls at segment boundaries found after issue 44: hls.js trims the back buffer as the playhead enters a segment, which a few parts behind live is in the
 // middle of the newest segment. A flush that completes while one of that segment's parts is between load and append
 // makes hls.js forget the parts it already appended; at the segment's end it then never asks for the next segment's
 // first part, and playback stalls. The page trims instead right after the newest part has been appended, when that

@@ -17,7 +17,7 @@ describe('backBufferFlushEnd', () => {
   });
 
   it('never while a segment is partly appended: only after the newest part, when it ends its segment', () => {
-    // Mid-segment (issue 46): a flush then can make hls.js forget the parts it appended.
+    // Mid-segment: a flush then can make hls.js forget the parts it appended.
     expect(backBufferFlushEnd({ newest: true, endsSegment: false }, 60.2, 29.015, 1)).toBeNull();
     // More parts listed than appended: the next load follows at once.
     expect(backBufferFlushEnd({ newest: false, endsSegment: true }, 60.2, 29.015, 1)).toBeNull();

@@ -9,7 +9,7 @@
  * buffered") and with it the "loaded" mark of the parts of that segment already appended. At the end
  * of that segment hls.js then still counts those parts as missing, keeps picking the segment it has
  * already buffered, and never asks for the next segment's first part: playback stalls at the segment
- * boundary until the buffer runs dry (castd issue 46; every stall logged at three and four parts of
+ * boundary until the buffer runs dry (found after castd issue 44; every stall logged at three and four parts of
  * PART-HOLD-BACK was this).
  *
  * So for such a stream the player turns hls.js's trimming off and trims here, only right after the
