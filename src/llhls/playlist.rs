@@ -39,12 +39,13 @@ fn write_parts(out: &mut String, seg: &Segment) {
     }
 }
 
-/// PART-HOLD-BACK in parts: three (0.6 s with the default 200 ms parts), as Apple's rules recommend
-/// (they require at least two). Issue 44 shipped five: hls.js stalled at segment boundaries with three or four. The cause
-/// was the player's (found after issue 44): hls.js's back-buffer trimming, which a few parts behind live falls mid
-/// segment, could make it forget the parts of the newest segment it had appended and never load the next
-/// segment's first part. The viewer page now trims the back buffer itself at a safe moment
-/// (`web/src/lib/backbuffer.ts`); three parts then played five minutes without a stall (`BENCHMARKS.md`).
+/// PART-HOLD-BACK in parts: three (0.6 s with the default 200 ms parts), as Apple's rules recommend (they
+/// require at least two). Issue 44 shipped five, because hls.js stalled at segment boundaries with three or
+/// four. The cause, found after that issue, was the player's: hls.js's back-buffer trimming, which a few
+/// parts behind live falls mid-segment, could make it forget the parts of the newest segment it had
+/// appended and never load the next segment's first part. The viewer page now trims the back buffer itself
+/// at a safe moment (`web/src/lib/backbuffer.ts`); three parts then played five minutes without a stall
+/// (`BENCHMARKS.md`).
 pub const PART_HOLD_BACK_PARTS: f64 = 3.0;
 
 /// The playlist of `v`; `skip`: a delta update (`_HLS_skip=YES`); `reports`: the other variants'

@@ -1,6 +1,7 @@
 // Low-latency HLS in the browser: castd at latency level 0 serves LL-HLS (CMAF parts, blocking reload); the viewer
 // page plays it with hls.js in low-latency mode, and the glass-to-glass latency (see latency.mjs) stays under 3 s.
-// Then, on the same playing page: the back buffer is trimmed only while no segment is partly appended (the boundary stalls found after issue 44).
+// Then, on the same playing page: the back buffer is trimmed only while no segment is partly appended (the boundary
+// stalls found after issue 44).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { collectErrors, launchBrowser, newContext } from './browser.mjs';
@@ -109,12 +110,13 @@ async function recordBackBufferFlushes(p) {
   });
 }
 
-// The stalls at segment boundaries found after issue 44: hls.js trims the back buffer as the playhead enters a segment, which a few parts behind live is in the
-// middle of the newest segment. A flush that completes while one of that segment's parts is between load and append
-// makes hls.js forget the parts it already appended; at the segment's end it then never asks for the next segment's
-// first part, and playback stalls. The page trims instead right after the newest part has been appended, when that
-// part ends its segment. Without that, every flush here finds the newest segment partly appended. The first flush
-// comes once 30 s are buffered behind the playhead; the test waits for two.
+// The stalls at segment boundaries found after issue 44: hls.js trims the back buffer as the playhead enters a
+// segment, which a few parts behind live is in the middle of the newest segment. A flush that completes while one of
+// that segment's parts is between load and append makes hls.js forget the parts it already appended; at the
+// segment's end it then never asks for the next segment's first part, and playback stalls. The page trims instead
+// right after the newest part has been appended, when that part ends its segment. Without that, every flush here
+// finds the newest segment partly appended. The first flush comes once 30 s are buffered behind the playhead; the
+// test waits for two.
 test('the back buffer of an LL-HLS stream is trimmed only while no segment is partly appended', { timeout: 120_000 }, async () => {
   assert.ok(page, 'the first test left a playing page');
   let flushes = [];
