@@ -159,6 +159,25 @@ impl GpuMonitor {
 mod tests {
     use super::*;
 
+    /// Only NVENC has a session cap; on a box without the NVIDIA driver (CI) there is none to apply, and
+    /// asking does not fail.
+    #[test]
+    fn only_nvenc_on_a_driver_has_a_session_cap() {
+        let enc = |name: &str, kind| crate::EncoderInfo {
+            name: name.into(),
+            kind,
+            available: true,
+            device: "cuda:0".into(),
+            reason: String::new(),
+            decode: None,
+        };
+        assert_eq!(GpuMonitor::cap_for(&enc("libx264", crate::EncoderKind::Software)), None);
+        assert_eq!(GpuMonitor::cap_for(&enc("h264_vaapi", crate::EncoderKind::Vaapi)), None);
+        if GpuMonitor::init().is_err() {
+            assert_eq!(GpuMonitor::cap_for(&enc("h264_nvenc", crate::EncoderKind::Nvenc)), None);
+        }
+    }
+
     #[test]
     fn init_never_panics_and_samples_are_percentages() {
         match GpuMonitor::init() {
