@@ -2,7 +2,9 @@
 //! Enhanced RTMP FourCC video tags, since Debian 12's ffmpeg 5.1 cannot) fed by an ffmpeg-made HEVC
 //! elementary stream (libx265) and ADTS AAC, published to the real daemon in real time. Checked:
 //! the `connect` answer lists the FourCCs castd takes, the H.264 rungs ffprobe reads, the broadcaster
-//! details say `hevc`; and a FourCC castd cannot decode is refused with an `onStatus` error.
+//! details say `hevc`; the passthrough rung's `FRAME-RATE` and `BANDWIDTH` in the master playlist are
+//! the source's (30 fps, two bitrates); and a FourCC castd cannot decode is refused with an `onStatus`
+//! error.
 //! Live tests run one at a time (the machine has two cores).
 
 mod common;
@@ -210,6 +212,11 @@ fn nal_units(data: &[u8]) -> Vec<&[u8]> {
 /// tags: the sequence start with an hvcC made of the first VPS/SPS/PPS, then one coded frame per
 /// access unit (keyframes as CodedFrames with a zero composition time, the rest as CodedFramesX).
 fn hevc_tags(secs: u32, fourcc: &[u8; 4]) -> Vec<Tag> {
+    hevc_tags_at(secs, fourcc, None)
+}
+
+/// As `hevc_tags`, at the average bitrate `bitrate` (ffmpeg's `-b:v`, such as `400k`) when given.
+fn hevc_tags_at(secs: u32, fourcc: &[u8; 4], bitrate: Option<&str>) -> Vec<Tag> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v.hevc");
     let st = Command::new("ffmpeg")
@@ -223,6 +230,7 @@ fn hevc_tags(secs: u32, fourcc: &[u8; 4]) -> Vec<Tag> {
             "-x265-params",
             "keyint=30:bframes=0:repeat-headers=1:log-level=error",
         ])
+        .args(bitrate.map(|b| ["-b:v", b]).into_iter().flatten())
         .args(["-pix_fmt", "yuv420p", "-f", "hevc"])
         .arg(&path)
         .status()
@@ -569,6 +577,51 @@ fn transcoded_with(tags: Vec<Tag>, codec: &str, codecs: &str, setup: impl Fn(&Se
     assert_eq!(status["broadcaster"]["streamDetails"]["videoCodec"], codec, "{status}");
     let p = sender.join().unwrap();
     assert!(!p.closed, "castd closed the publisher's socket; log:\n{}", server.log_text());
+}
+
+/// The passthrough rung's `EXT-X-STREAM-INF` says what the publisher sends: `FRAME-RATE=30.000` for a
+/// 30 fps source (its timestamps are whole milliseconds, which a few frames' estimate reads as
+/// 30.303), and a `BANDWIDTH` that follows the stream's real bitrate, for two bitrates far apart.
+#[test]
+fn the_passthrough_rung_states_the_sources_frame_rate_and_bitrate() {
+    let _l = lock();
+    let secs = 10;
+    let mut seen = Vec::new();
+    for bitrate in ["400k", "3000k"] {
+        let video = hevc_tags_at(secs, b"hvc1", Some(bitrate));
+        // What the stream really carries: its coded frames' bytes over its length.
+        let real = video.iter().map(|t| t.data.len() as u64).sum::<u64>() * 8 / u64::from(secs);
+        let server = Server::start_with_args(&["--streamkey", KEY]);
+        let mut p = Publisher::connect(server.rtmp_port.expect("rtmp port"));
+        p.publish(KEY);
+        let tags = interleave(video, aac_tags(secs));
+        let sender = std::thread::spawn(move || {
+            send_all(&mut p, &tags);
+            p
+        });
+        let master = server
+            .wait_for(Duration::from_secs(60), || text(&server, "/hls/stream.m3u8").filter(|m| m.contains("hvc1.")))
+            .unwrap_or_else(|| panic!("no hvc1 variant in the master playlist; log:\n{}", server.log_text()));
+        let line = master
+            .lines()
+            .find(|l| l.starts_with("#EXT-X-STREAM-INF:") && l.contains("CODECS=\"hvc1."))
+            .unwrap_or_else(|| panic!("no hvc1 line in\n{master}"));
+        let attr = |name: &str| {
+            line.split(&format!("{name}=")).nth(1).and_then(|r| r.split(',').next()).unwrap_or_default().to_string()
+        };
+        eprintln!("{bitrate} ({real} bit/s of video): {line}");
+        assert_eq!(attr("FRAME-RATE"), "30.000", "{line}");
+        let bandwidth: u64 = attr("BANDWIDTH").parse().unwrap_or_else(|_| panic!("no BANDWIDTH in {line}"));
+        // Within a factor of two of the video's real bitrate (the audio's share on top, up to 200k).
+        assert!(
+            bandwidth >= real / 2 && bandwidth <= real * 2 + 200_000,
+            "{bitrate}: BANDWIDTH {bandwidth} for a stream of {real} bit/s:\n{master}"
+        );
+        seen.push(bandwidth);
+        let p = sender.join().unwrap();
+        assert!(!p.closed, "castd closed the publisher's socket; log:\n{}", server.log_text());
+    }
+    assert!(seen[1] > seen[0] * 3, "the bandwidth follows the bitrate: {seen:?}");
 }
 
 #[test]

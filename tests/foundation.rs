@@ -531,6 +531,10 @@ fn admin_routes_need_the_admin_password(on: On) {
                 r.headers().get("www-authenticate").is_some_and(|v| v.to_str().unwrap().starts_with("Basic")),
                 "{method} {path}: no WWW-Authenticate"
             );
+            if m != reqwest::Method::HEAD {
+                let body: Value = r.json().unwrap_or_else(|e| panic!("{method} {path}: not JSON: {e}"));
+                assert_eq!(body, *UNAUTHORIZED, "{method} {path} with {auth:?}");
+            }
         }
         checked += 1;
     }
@@ -546,6 +550,44 @@ fn admin_routes_need_the_admin_password(on: On) {
         .send()
         .unwrap();
     assert_eq!(r.status().as_u16(), 403);
+}
+
+/// Owncast's 401 body, whose text Owncast clients match case-sensitively.
+static UNAUTHORIZED: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| json!({"success": false, "message": "Unauthorized"}));
+
+/// Every kind of Owncast auth answers its 401 with the same StatusResponse, `Unauthorized` exactly: the
+/// admin's Basic auth, an integration's bearer token and a chat user's `?accessToken=`.
+#[test]
+fn unauthorized_answers_say_exactly_unauthorized() {
+    let server = Server::start();
+    let body = |r: reqwest::blocking::Response, what: &str| -> Value {
+        assert_eq!(r.status().as_u16(), 401, "{what}");
+        assert!(r.headers()["content-type"].to_str().unwrap().starts_with("application/json"), "{what}");
+        r.json().unwrap_or_else(|e| panic!("{what}: not JSON: {e}"))
+    };
+    let get = |path: &str| server.client.get(server.url(path));
+    // admin: no credentials, a wrong password
+    assert_eq!(body(get("/api/admin/status").send().unwrap(), "admin, none"), *UNAUTHORIZED);
+    let wrong = get("/api/admin/chat/messages").basic_auth("admin", Some("not-the-password")).send().unwrap();
+    assert_eq!(body(wrong, "admin, wrong password"), *UNAUTHORIZED);
+    // integrations: no token, an unknown one, one without the scope
+    assert_eq!(body(get("/api/integrations/chat").send().unwrap(), "integration, none"), *UNAUTHORIZED);
+    let unknown = get("/api/integrations/chat").bearer_auth("no-such-token").send().unwrap();
+    assert_eq!(body(unknown, "integration, unknown token"), *UNAUTHORIZED);
+    let r =
+        server.admin_post("/api/admin/accesstokens/create", &json!({"name": "bot", "scopes": ["CAN_SEND_MESSAGES"]}));
+    let token = r.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
+    let unscoped = get("/api/integrations/chat").bearer_auth(&token).send().unwrap();
+    assert_eq!(body(unscoped, "integration, without the scope"), *UNAUTHORIZED);
+    let post = server.client.post(server.url("/api/integrations/chat/system")).bearer_auth(&token);
+    assert_eq!(body(post.json(&json!({"body": "x"})).send().unwrap(), "integration POST"), *UNAUTHORIZED);
+    // a chat user: no token, an unknown one
+    assert_eq!(body(get("/api/chat").send().unwrap(), "chat user, none"), *UNAUTHORIZED);
+    assert_eq!(body(get("/api/chat?accessToken=nope").send().unwrap(), "chat user, unknown"), *UNAUTHORIZED);
+    let r = server.client.post(server.url("/api/chat/messagevisibility?accessToken=nope"));
+    let r = r.json(&json!({"idArray": ["x"], "visible": false})).send().unwrap();
+    assert_eq!(body(r, "moderator, unknown"), *UNAUTHORIZED);
 }
 
 #[test]
@@ -788,10 +830,16 @@ fn public_endpoints(on: On) {
     server.set("disablesearchindexing", json!(true));
     assert!(server.get("/robots.txt").text().unwrap().lines().any(|l| l == "Disallow: /"));
 
-    server.set("customjavascript", json!("window.x = 1;"));
+    // Custom JavaScript is the server admin's alone: a channel's setter is 403 and its script empty.
+    if server.is_channel() {
+        let r = server.admin_post("/api/admin/config/customjavascript", &json!({ "value": "window.x = 1;" }));
+        assert_eq!(r.status().as_u16(), 403);
+    } else {
+        server.set("customjavascript", json!("window.x = 1;"));
+    }
     let r = server.get("/customjavascript");
     assert!(r.headers()["content-type"].to_str().unwrap().contains("javascript"));
-    assert_eq!(r.text().unwrap(), "window.x = 1;");
+    assert_eq!(r.text().unwrap(), if server.is_channel() { "" } else { "window.x = 1;" });
 
     // CORS preflight on API routes
     let r = server.client.request(reqwest::Method::OPTIONS, server.url("/api/admin/config/name")).send().unwrap();

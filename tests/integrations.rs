@@ -25,6 +25,7 @@ each_channel!(
     going_live_sends_push_discord_and_webhooks,
     webhooks_undelivered_at_shutdown_are_sent_after_the_next_start,
     webhook_event_data_has_owncasts_keys,
+    chat_histories_list_only_rows_with_a_user,
 );
 
 fn create_token(server: &Target, name: &str, scopes: &[&str]) -> Value {
@@ -227,6 +228,45 @@ fn bearer_get(server: &Target, path: &str, token: Option<&str>) -> reqwest::bloc
         req = req.bearer_auth(t);
     }
     req.send().unwrap()
+}
+
+/// Owncast's history query joins the users table, so a client may read `message.user.id` of every
+/// row: the three history lists (`/api/admin/chat/messages`, `/api/chat`, `/api/integrations/chat`)
+/// leave out the system's messages and actions, which have no user, and list the users' messages.
+fn chat_histories_list_only_rows_with_a_user(on: On) {
+    let daemon = Server::start();
+    let server = on.of(&daemon);
+    let sys =
+        create_token(&server, "announcer", &["CAN_SEND_SYSTEM_MESSAGES"])["accessToken"].as_str().unwrap().to_string();
+    let admin = create_token(&server, "mod tool", &["HAS_ADMIN_ACCESS"])["accessToken"].as_str().unwrap().to_string();
+    let mut viewer = join(&server, "viewer");
+    say(&mut viewer.ws, "a viewer's line");
+    let said = next_of(&mut viewer.ws, "CHAT", Duration::from_secs(5)).expect("the viewer's CHAT");
+    // Stored before they are broadcast: once the viewer hears them, they are in the database.
+    for (path, kind, body) in [
+        ("/api/integrations/chat/system", "SYSTEM", "maintenance at 5"),
+        ("/api/integrations/chat/action", "CHAT_ACTION", "the bot waves"),
+    ] {
+        let r = bearer_post(&server, path, Some(&sys), &json!({ "body": body }));
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        let heard = next_where(&mut viewer.ws, Duration::from_secs(5), |e| {
+            e["type"] == kind && e["body"].as_str().is_some_and(|b| b.contains(body))
+        });
+        assert!(heard.is_some(), "{kind} not heard");
+    }
+    let lists = [
+        ("/api/admin/chat/messages", server.admin_json("/api/admin/chat/messages")),
+        ("/api/chat", Value::Array(history(&server, &viewer.token))),
+        ("/api/integrations/chat", bearer_get(&server, "/api/integrations/chat", Some(&admin)).json().unwrap()),
+    ];
+    for (path, list) in lists {
+        let rows = list.as_array().unwrap_or_else(|| panic!("{path}: not a list: {list}"));
+        assert!(rows.iter().any(|m| m["id"] == said["id"]), "{path} lists the viewer's message: {list}");
+        for m in rows {
+            assert!(m["user"]["id"].as_str().is_some_and(|id| !id.is_empty()), "{path}: a row without user.id: {m}");
+            assert!(m["type"] != "SYSTEM" && m["type"] != "CHAT_ACTION", "{path} lists {m}");
+        }
+    }
 }
 
 fn chat_routes_for_bots(on: On) {

@@ -314,7 +314,19 @@ fn series_occurrences_can_be_cancelled_one_by_one_and_the_series_edited_paused_d
     assert_eq!(all["series"][0]["active"], false);
     let all: Value = s.admin_post(DELETE, &json!({"id": sid})).json().unwrap();
     assert_eq!(all["series"], json!([]));
-    assert_eq!(all["events"], json!([]), "its future occurrences go with it");
+    // Its future occurrences go with it, but the cancelled one stays, cancelled (as in Owncast), in
+    // the answer, the admin list and the public schedule.
+    let kept = |list: &Value| -> Vec<(String, String)> {
+        let list = list.as_array().unwrap_or_else(|| panic!("not a list: {list}"));
+        list.iter()
+            .map(|e| (e["id"].as_str().unwrap().to_string(), e["status"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let cancelled = vec![(a.clone(), "cancelled".to_string())];
+    assert_eq!(kept(&all["events"]), cancelled, "{all}");
+    assert_eq!(all["events"][0]["seriesId"], json!(sid), "it still names its series");
+    assert_eq!(kept(&s.admin_json("/api/admin/schedule")["events"]), cancelled);
+    assert_eq!(kept(&s.get_json("/api/schedule")), cancelled);
 }
 
 const ICAL_SCRIPT: &str = r#"

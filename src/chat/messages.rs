@@ -1,9 +1,11 @@
 //! Persisted chat history in SQLite: every CHAT (and the system messages and actions that go through
 //! the room) is stored before it is broadcast, so history survives restarts and a client that sees a
-//! message can always find it in `GET /api/chat`.
+//! user's message can always find it in `GET /api/chat`.
 //!
 //! The public history is the newest `PUBLIC_BACKLOG` visible messages of enabled users; moderators and
-//! the admin get hidden messages too (with `hiddenAt`).
+//! the admin get hidden messages too (with `hiddenAt`). As in Owncast (whose history query joins the
+//! users table), those lists (`/api/chat`, `/api/admin/chat/messages`, `/api/integrations/chat`) hold
+//! only rows with a user: SYSTEM and CHAT_ACTION rows stay stored for a replay's chat (`between`).
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, params_from_iter, Connection};
@@ -83,9 +85,11 @@ fn message_row(r: &rusqlite::Row) -> rusqlite::Result<ChatMessage> {
     })
 }
 
-/// History for viewers: visible messages of enabled users, oldest first.
+/// History for viewers: visible messages of enabled users, oldest first. Rows without a user (the
+/// system's messages and actions) are not listed: Owncast's history query joins the users table, so
+/// every row its clients read has a `user`.
 pub fn public_history(conn: &Connection) -> Result<Vec<ChatMessage>, StoreError> {
-    query(conn, "m.hidden_at IS NULL AND u.disabled_at IS NULL", &[], PUBLIC_BACKLOG)
+    query(conn, "u.id IS NOT NULL AND m.hidden_at IS NULL AND u.disabled_at IS NULL", &[], PUBLIC_BACKLOG)
 }
 
 /// What viewers may see stamped in `[from, to)` (a replay's chat): visible messages of enabled users
@@ -107,9 +111,10 @@ pub fn between(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// History for moderators and the admin: everything, hidden messages included.
+/// History for moderators and the admin: every user's messages, hidden ones included (as in
+/// `public_history`, rows without a user are not listed).
 pub fn full_history(conn: &Connection) -> Result<Vec<ChatMessage>, StoreError> {
-    query(conn, "1=1", &[], ADMIN_BACKLOG)
+    query(conn, "u.id IS NOT NULL", &[], ADMIN_BACKLOG)
 }
 
 /// The messages of one user (moderation details).

@@ -7,8 +7,9 @@
 //! server over capacity that refuses (`media::capacity`) a 503 with the reason, a publisher the
 //! channel's admission hook refuses (`Ingest::admit`) a 403 with the hook's reason;
 //! otherwise castd answers `201 Created` with its SDP answer and the session resource in `Location`
-//! (`/whip/{id}`). `DELETE /whip/{id}` ends the publish, as do the remote going away and the admin's
-//! disconnect. `OPTIONS` answers CORS preflights; `PATCH` is 405 (no trickle ICE). The WebRTC side
+//! (`/whip/{id}`). `DELETE /whip/{id}` ends the publish (`200` with an empty body and
+//! `Content-Length: 0`, what FFmpeg's and OBS's WHIP clients read as a clean end), as do the remote
+//! going away and the admin's disconnect. `OPTIONS` answers CORS preflights; `PATCH` is 405 (no trickle ICE). The WebRTC side
 //! (the single UDP port, ICE-lite, DTLS-SRTP, NACK) is `crate::webrtc`'s.
 //!
 //! Media: str0m depacketises H.264 (packetization-mode 1) into access units and hands Opus packets
@@ -90,8 +91,16 @@ pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     })
     .answers(ResponseDoc::NoContent);
     let resource = "/whip/{id}";
-    reg.route(Method::DELETE, resource, "ingest", Auth::Public, "End a WHIP publish", BodyDoc::None, delete)
-        .answers(ResponseDoc::NoContent);
+    reg.route(
+        Method::DELETE,
+        resource,
+        "ingest",
+        Auth::Public,
+        "End a WHIP publish (200, an empty body with Content-Length: 0)",
+        BodyDoc::None,
+        delete,
+    )
+    .answers(ResponseDoc::Any);
     reg.route(Method::OPTIONS, resource, "ingest", Auth::Public, "CORS preflight of a WHIP session", BodyDoc::None, {
         || async { wh::options(wh::RESOURCE_ALLOW) }
     })
@@ -193,7 +202,7 @@ async fn delete(State(ingest): State<Arc<Ingest>>, Path(id): Path<String>) -> Re
     match ingest.whip.get() {
         Some(whip) if whip.webrtc.close(KIND, &id) => {
             info!(%id, "whip publish ended by DELETE");
-            wh::deleted()
+            wh::ended()
         }
         _ => wh::error(StatusCode::NOT_FOUND, "no such WHIP session"),
     }

@@ -272,17 +272,21 @@ pub fn reconcile_series(
     Ok(())
 }
 
-/// Delete a series: its future occurrences (announced ones owe a Delete), then the row; past
-/// occurrences stay.
+/// Delete a series: its future occurrences that are not cancelled (announced ones owe a Delete),
+/// then the row; past occurrences and cancelled ones stay, listed as before (Owncast keeps
+/// cancelled rows whatever happens to their series).
 pub fn delete_series(c: &mut Connection, id: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
     let tx = c.transaction()?;
     owe_deletes(
         &tx,
-        "SELECT id FROM stream_events WHERE series_id = ?1 AND start_time >= ?2",
+        "SELECT id FROM stream_events WHERE series_id = ?1 AND start_time >= ?2 AND status != 'cancelled'",
         params![id, ts(now)],
         now,
     )?;
-    tx.execute("DELETE FROM stream_events WHERE series_id = ?1 AND start_time >= ?2", params![id, ts(now)])?;
+    tx.execute(
+        "DELETE FROM stream_events WHERE series_id = ?1 AND start_time >= ?2 AND status != 'cancelled'",
+        params![id, ts(now)],
+    )?;
     tx.execute("DELETE FROM stream_event_skips WHERE series_id = ?1", [id])?;
     tx.execute("DELETE FROM stream_event_series WHERE id = ?1", [id])?;
     tx.commit()?;

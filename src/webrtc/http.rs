@@ -87,9 +87,18 @@ pub fn created(location: &str, id: &str, answer: String) -> Response {
     cors(resp)
 }
 
-/// `204 No Content` (a session ended by DELETE).
+/// `204 No Content` (a WHEP session ended by DELETE).
 pub fn deleted() -> Response {
     cors(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `200 OK` with an empty body and `Content-Length: 0` (a WHIP session ended by DELETE). RFC 9725
+/// allows any 2xx; FFmpeg's WHIP muxer reads this as a clean end (on a 204 it logs "Failed to
+/// dispose resource"), and OBS's WHIP output warns on anything but 200.
+pub fn ended() -> Response {
+    let mut resp = StatusCode::OK.into_response();
+    resp.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+    cors(resp)
 }
 
 /// The CORS preflight of an endpoint or resource that allows `allow`.

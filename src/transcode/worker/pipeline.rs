@@ -14,7 +14,7 @@ use super::codecs::codec_from_annexb;
 use super::emit::emit;
 use super::headroom::{Headroom, VariantName};
 use super::hw::HwPath;
-use super::master::write_master;
+use super::master::{standard_rate, write_master};
 use super::realtime::RealtimeOut;
 use super::sink::Sink;
 use super::stage::{self, Encoded, Ladder, Plan};
@@ -135,6 +135,10 @@ impl Pipeline {
                 if matches!(self.variants[n].video, VideoPath::Copy) {
                     let p = packet.clone();
                     let v = &mut self.variants[n];
+                    if !self.master_written {
+                        let at = p.dts().or(p.pts()).map(|t| t as f64 * f64::from(self.v_tb));
+                        v.measured.add(at, p.size());
+                    }
                     v.frames += 1;
                     if let Some(pts) = p.pts() {
                         v.media_time = pts as f64 * f64::from(self.v_tb);
@@ -467,7 +471,15 @@ impl Pipeline {
                         AudioPath::None => video,
                         _ => format!("{video},mp4a.40.2"),
                     };
-                    (v.bandwidth, v.width, v.height, codecs, v.framerate)
+                    // A passthrough says what the publisher sends (`master`).
+                    let (bandwidth, fps) = match v.video {
+                        VideoPath::Copy => (
+                            v.measured.video_bps().map_or(v.bandwidth, |bps| bps + v.audio_kbps * 1000),
+                            v.measured.fps().unwrap_or_else(|| standard_rate(v.framerate)),
+                        ),
+                        _ => (v.bandwidth, v.framerate),
+                    };
+                    (bandwidth, v.width, v.height, codecs, fps)
                 })
                 .collect();
             write_master(&self.cfg.hls_dir, &entries)?;
@@ -555,7 +567,7 @@ struct Input {
     v_index: usize,
     v_tb: Rational,
     v_par: codec::Parameters,
-    /// The video's average frame rate (30 when the input does not say).
+    /// The video's average frame rate, snapped to a standard one (30 when the input does not say).
     fps: f64,
     a_index: Option<usize>,
     a_tb: Rational,
@@ -566,7 +578,7 @@ impl Input {
     fn probe(ictx: &ff::format::context::Input) -> Result<Input, TranscodeError> {
         let ist = ictx.streams().best(media::Type::Video).ok_or(TranscodeError::NoVideo)?;
         let fr = ist.avg_frame_rate();
-        let fps = if fr.denominator() > 0 && fr.numerator() > 0 { f64::from(fr) } else { 30.0 };
+        let fps = if fr.denominator() > 0 && fr.numerator() > 0 { standard_rate(f64::from(fr)) } else { 30.0 };
         let audio = ictx.streams().best(media::Type::Audio);
         let (a_index, a_tb, a_par) = match &audio {
             Some(s) => (Some(s.index()), s.time_base(), Some(s.parameters())),

@@ -12,6 +12,7 @@ use hwaccel::{EncoderInfo, EncoderKind};
 
 use super::codecs::codec_from_avcc;
 use super::hw::HwPath;
+use super::master::Measured;
 use super::report::PlaylistWatch;
 use super::sink::Sink;
 use super::stage::{open_encoder, VideoEncode};
@@ -103,6 +104,10 @@ pub(super) struct Variant {
     pub(super) height: u32,
     pub(super) framerate: f64,
     pub(super) bandwidth: u64,
+    /// The audio's share of `bandwidth`, in kbit/s.
+    pub(super) audio_kbps: u64,
+    /// A passthrough's video as received until the master playlist is written (`master`).
+    pub(super) measured: Measured,
     pub(super) encoder_name: String,
     pub(super) frames: u64,
     pub(super) last_report_frames: u64,
@@ -390,6 +395,8 @@ impl Variant {
             height: h,
             framerate: fps,
             bandwidth: (v_kbps + a_kbps) * 1000,
+            audio_kbps: a_kbps,
+            measured: Measured::default(),
             encoder_name,
             frames: 0,
             last_report_frames: 0,
