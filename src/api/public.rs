@@ -1,6 +1,10 @@
 //! Public (internal-group) read routes that the web page uses: configuration, status, directory
 //! data, social platforms, variant names, and the owner's logo, favicon, custom JavaScript and
 //! robots.txt.
+//!
+//! Channels are tenants: on a channel other than the default, `/customjavascript` is always empty
+//! (custom JavaScript is the server admin's alone) and what the channel admin wrote is served
+//! confined in `/api/config` ([`public_config`]).
 
 use std::sync::Arc;
 
@@ -43,6 +47,7 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
     reg.get("/logo/external", GROUP, Auth::Public, "The logo for other sites", logo)
         .answers(ResponseDoc::Content("image/*"));
     reg.get("/favicon.ico", GROUP, Auth::Public, "The favicon", favicon).answers(ResponseDoc::Content("image/*"));
+    // On a channel other than the default: always empty (custom JavaScript is the server admin's).
     reg.get("/customjavascript", GROUP, Auth::Public, "The owner's custom JavaScript", custom_javascript)
         .answers(ResponseDoc::Content("text/javascript"));
     reg.get("/robots.txt", GROUP, Auth::Public, "robots.txt", robots).answers(ResponseDoc::Content("text/plain"));
@@ -140,8 +145,50 @@ pub struct PublicAuthentication {
     pub indie_auth_enabled: bool,
 }
 
-/// Public configuration: the interface spec's fields plus Owncast's.
+/// Public configuration: the interface spec's fields plus Owncast's. On a channel other than the
+/// default what its admin (a tenant) wrote is served confined (`markdown`): the HTML sanitised, the
+/// CSS loading nothing from elsewhere.
 pub fn public_config(server: &Server) -> PublicConfig {
+    let config = owners_config(server);
+    if server.channel.is_default() {
+        config
+    } else {
+        confined(config, &format!("/c/{}", server.channel))
+    }
+}
+
+/// A channel's public configuration with what its admin wrote confined (see `markdown`): the offline
+/// message, extra page content and external actions' HTML sanitised (they were rendered from the
+/// stored text, inline HTML kept), custom CSS and appearance variables confined, and an external
+/// action's or social handle's URL or icon that reaches the admin API dropped.
+fn confined(mut c: PublicConfig, base: &str) -> PublicConfig {
+    c.offline_message = markdown::sanitize_html(&c.offline_message);
+    c.extra_page_content = markdown::sanitize_html(&c.extra_page_content);
+    c.custom_styles = markdown::confine_css(&c.custom_styles, base);
+    for v in c.appearance_variables.values_mut() {
+        *v = markdown::confine_css(v, base);
+    }
+    let drop_admin = |u: &mut String| {
+        if markdown::reaches_admin_api(u) {
+            u.clear();
+        }
+    };
+    for a in &mut c.external_actions {
+        if !a.html.is_empty() {
+            a.html = markdown::sanitize_html(&a.html);
+        }
+        drop_admin(&mut a.url);
+        drop_admin(&mut a.icon);
+    }
+    for h in &mut c.social_handles {
+        drop_admin(&mut h.url);
+        drop_admin(&mut h.icon);
+    }
+    c
+}
+
+/// The public configuration as the owner set it.
+fn owners_config(server: &Server) -> PublicConfig {
     let s = server.settings.get();
     PublicConfig {
         name: s.instance.name.clone(),
@@ -443,8 +490,16 @@ async fn favicon(State(server): State<Arc<Server>>) -> Response {
     }
 }
 
+/// The server admin's custom JavaScript: only the default channel's (its admin is the server admin).
+/// A channel's page runs none (whatever its settings hold, from an import or an older castd): script
+/// in castd's origin acts with every credential a visitor's browser holds there (the server admin's
+/// cached Basic credentials, other channels' pass cookies and chat tokens).
 async fn custom_javascript(State(server): State<Arc<Server>>) -> Response {
-    let js = server.settings.get().instance.custom_javascript.clone();
+    let js = if server.channel.is_default() {
+        server.settings.get().instance.custom_javascript.clone()
+    } else {
+        String::new()
+    };
     let mut resp = js.into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/javascript; charset=utf-8"));
     no_cache(resp)

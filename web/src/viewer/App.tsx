@@ -117,7 +117,9 @@ export function ViewerApp() {
   usePing(Boolean(status?.online));
 
   useEffect(() => {
-    if (config) applyCustomisation(config, { customJavascript: true });
+    // Custom JavaScript is the server admin's alone: only the default channel's page loads it (a channel's
+    // `/customjavascript` is empty too).
+    if (config) applyCustomisation(config, { customJavascript: basePath() === '' });
   }, [config]);
 
   if (!config) {

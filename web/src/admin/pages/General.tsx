@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { admin, api, apiUrl, type ExternalAction, type SocialHandle, type SocialPlatform } from '../../api';
+import { basePath } from '../../lib/base';
 import { iconForSave } from '../../lib/social';
 import { ConfigField, ConfigToggle, FormStatus, LoadError, Section, readDataUrl, useSave, useServerConfig } from '../forms';
 import { RowsEditor } from '../RowsEditor';
@@ -128,7 +129,14 @@ export function General() {
       </Section>
       <Section title="Custom code">
         <ConfigField name="customstyles" label="Custom CSS" value={d.customStyles} kind="code" id="custom-css-input" />
-        <ConfigField name="customjavascript" label="Custom JavaScript" value={d.customJavascript} kind="code" id="custom-js-input" />
+        {basePath() === '' ? (
+          <ConfigField name="customjavascript" label="Custom JavaScript" value={d.customJavascript} kind="code" id="custom-js-input" />
+        ) : (
+          <p class="muted" id="custom-js-server-admin-only">
+            Custom JavaScript is only for the server admin (the default channel); a channel's page runs none. Its custom
+            CSS may not load anything from other sites.
+          </p>
+        )}
       </Section>
     </>
   );
