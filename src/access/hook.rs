@@ -11,6 +11,12 @@
 //!
 //! Answers are cached per (channel, URL, action, subject, address) for the hook's `cacheSeconds`, in a
 //! bounded map ([`MAX_CACHED`] entries, the oldest evicted first); `Unreachable` is never cached.
+//! The last verdict for each is also kept for [`RECENT_VERDICT`] (whatever `cacheSeconds` says), for
+//! the ways out after the start of watching ([`AdmissionHook::ask_recent`]): a viewer refused at the
+//! master playlist is refused on its variant playlists and segments too, without a question a segment.
+//!
+//! Only a 4xx answer's reason reaches the viewer: any other refusal (a 5xx, a 3xx) is shown as
+//! [`DEFAULT_REASON`], since its body may be an internal service's (a stack trace, a token).
 //!
 //! The client is a plain one (no proxy, no redirects): like a webhook's, the URL is the channel
 //! admin's and may be on the operator's own network.
@@ -31,6 +37,8 @@ pub const MAX_CACHED: usize = 10_000;
 pub const MAX_REASON_CHARS: usize = 200;
 /// The longest answer body read for a reason, bytes.
 const MAX_ANSWER_BYTES: usize = 16 * 1024;
+/// How long the last verdict for a viewer holds for its ways out after the start of watching.
+pub const RECENT_VERDICT: Duration = Duration::from_secs(60);
 /// The longest time an answer is kept, whatever the settings say.
 const MAX_CACHE_SECONDS: u32 = 3600;
 /// The reason of a denial that gives none.
@@ -118,6 +126,8 @@ impl Cache {
 pub struct AdmissionHook {
     client: reqwest::Client,
     cache: parking_lot::Mutex<Cache>,
+    /// The last verdict per key, for [`AdmissionHook::ask_recent`].
+    recent: parking_lot::Mutex<Cache>,
 }
 
 impl Default for AdmissionHook {
@@ -156,7 +166,11 @@ impl AdmissionHook {
             .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
             .build()
             .unwrap_or_else(|_| reqwest::Client::new());
-        AdmissionHook { client, cache: parking_lot::Mutex::new(Cache::default()) }
+        AdmissionHook {
+            client,
+            cache: parking_lot::Mutex::new(Cache::default()),
+            recent: parking_lot::Mutex::new(Cache::default()),
+        }
     }
 
     /// Ask the hook of `cfg` about `req` (a cached answer when there is one). The caller checks that
@@ -179,10 +193,32 @@ impl AdmissionHook {
             }
         }
         let verdict = self.post(cfg, req).await;
-        if !ttl.is_zero() && !matches!(verdict, Verdict::Unreachable(_)) {
-            self.cache.lock().put(key, verdict.clone());
+        if !matches!(verdict, Verdict::Unreachable(_)) {
+            self.recent.lock().put(key.clone(), verdict.clone());
+            if !ttl.is_zero() {
+                self.cache.lock().put(key, verdict.clone());
+            }
         }
         verdict
+    }
+
+    /// The verdict for a way out after the start of watching: the last one for the same key when it is
+    /// at most [`RECENT_VERDICT`] old, else asked ([`AdmissionHook::ask`]).
+    pub async fn ask_recent(&self, cfg: &HookSettings, req: &AdmissionRequest) -> Verdict {
+        if cfg.url.trim().is_empty() {
+            return Verdict::Allow;
+        }
+        let key = CacheKey {
+            channel: req.channel.clone(),
+            url: cfg.url.clone(),
+            action: req.action,
+            subject: req.subject.clone(),
+            address: req.address,
+        };
+        if let Some(v) = self.recent.lock().get(&key, RECENT_VERDICT) {
+            return v;
+        }
+        self.ask(cfg, req).await
     }
 
     async fn post(&self, cfg: &HookSettings, req: &AdmissionRequest) -> Verdict {
@@ -209,6 +245,10 @@ impl AdmissionHook {
         };
         if resp.status().is_success() {
             return Verdict::Allow;
+        }
+        // An internal answer's body is not the viewer's to read.
+        if !resp.status().is_client_error() {
+            return Verdict::Deny(DEFAULT_REASON.to_string());
         }
         let mut answer = Vec::new();
         // The reason is read within the same time limit; a body cut short gives what came.
@@ -260,6 +300,9 @@ mod tests {
                         }
                         Some("reason") => (StatusCode::PAYMENT_REQUIRED, r#"{"reason":"Pay first"}"#.into()),
                         Some("text") => (StatusCode::FORBIDDEN, format!("Sold out{}", "!".repeat(400))),
+                        Some("internal") => {
+                            (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL-ONLY token=s3cr3t at db.internal:5432".into())
+                        }
                         Some("slow") => {
                             tokio::time::sleep(Duration::from_secs(5)).await;
                             (StatusCode::OK, String::new())
@@ -293,6 +336,30 @@ mod tests {
             address: Some("192.0.2.7".parse().unwrap()),
             user_agent: Some("VLC/3.0".into()),
         }
+    }
+
+    #[tokio::test]
+    async fn a_5xx_body_is_never_the_reason_shown() {
+        let (url, _seen) = receiver().await;
+        let v = AdmissionHook::new().ask(&cfg(&url), &req("internal")).await;
+        assert_eq!(v, Verdict::Deny(DEFAULT_REASON.to_string()));
+        // A 4xx answer's reason is still shown.
+        let v = AdmissionHook::new().ask(&cfg(&url), &req("reason")).await;
+        assert_eq!(v, Verdict::Deny("Pay first".to_string()));
+    }
+
+    #[tokio::test]
+    async fn the_recent_verdict_holds_for_the_ways_out_even_without_a_cache() {
+        let (url, seen) = receiver().await;
+        let hook = AdmissionHook::new();
+        let mut c = cfg(&url);
+        c.cache_seconds = 0;
+        assert!(matches!(hook.ask(&c, &req("json")).await, Verdict::Deny(_)));
+        assert!(matches!(hook.ask_recent(&c, &req("json")).await, Verdict::Deny(_)));
+        assert_eq!(seen.calls.load(Ordering::SeqCst), 1);
+        // None yet for another viewer: asked.
+        assert_eq!(hook.ask_recent(&c, &req("ok")).await, Verdict::Allow);
+        assert_eq!(seen.calls.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

@@ -43,9 +43,17 @@ use crate::throttle::{Backoff, BackoffConfig};
 
 /// Most viewer passwords a channel keeps (an unlock checks each one's bcrypt hash).
 pub const MAX_PASSWORDS: usize = 20;
-/// The grant of the passes the channel's admin takes (`POST /api/admin/viewer/pass`: the dashboard's
-/// player); they end only with the signing key.
+/// The prefix of the grant of the passes the channel's admin takes (`POST /api/admin/viewer/pass`: the
+/// dashboard's player): `a:` and a digest of the signing key and the admin credentials
+/// ([`Access::admin_grant`]), so they end with the signing key and whenever an admin password (the
+/// channel admin's or the server admin's) is changed: a removed channel admin keeps no pass.
 pub const ADMIN_GRANT: &str = "a";
+/// Longest an admin's pass lasts (the dashboard takes a new one when it is opened).
+pub const ADMIN_PASS_SECONDS: i64 = 12 * 3600;
+/// Longest viewing pass a channel's admin may set (`viewer/passlifetime` on `/c/{slug}`): the server's
+/// limit on what a tenant may hand out; the server admin may set up to `config::access::PASS_SECONDS`'s
+/// 30 days on the default channel.
+pub const CHANNEL_PASS_SECONDS_MAX: u32 = 7 * 24 * 3600;
 /// Most passes whose signature [`Access`] remembers (beyond it, it starts afresh).
 const MAX_VERIFIED: usize = 8192;
 /// Most invite links a channel keeps.
@@ -105,6 +113,8 @@ pub struct Access {
     /// The channel's admin check: the admin's Basic credentials open every way out too (the
     /// dashboard's preview, replays before they are public).
     pub(crate) admin: crate::http::AdminAuth,
+    /// The admin grant in force (see [`ADMIN_GRANT`]), refreshed by [`Access::admin_grant`].
+    admin_grant: Mutex<String>,
 }
 
 fn now() -> i64 {
@@ -139,7 +149,7 @@ impl Access {
         let t = now();
         let (key, valid) = store.with(|c| {
             let key = db::signing_key(c, t)?;
-            let mut valid = HashSet::from([ADMIN_GRANT.to_string()]);
+            let mut valid = HashSet::new();
             for p in db::passwords(c)? {
                 valid.insert(format!("p:{}", p.id));
             }
@@ -150,7 +160,7 @@ impl Access {
         })?;
         let base = if channel.is_default() { String::new() } else { format!("/c/{channel}") };
         let cookie_name = cookie_name_of(channel.as_str());
-        Ok(Arc::new(Access {
+        let access = Arc::new(Access {
             cookie_name,
             verified: RwLock::default(),
             jwt_grant: RwLock::default(),
@@ -165,7 +175,33 @@ impl Access {
             jwt: jwt::JwtVerifier::new(),
             hook: hook::AdmissionHook::new(),
             admin,
-        }))
+            admin_grant: Mutex::new(String::new()),
+        });
+        access.admin_grant();
+        Ok(access)
+    }
+
+    /// The grant of the admin's passes now: `a:` and 48 bits of the SHA-256 of the signing key and
+    /// the admin credentials' digest. When it differs from the one in force (a password or the key
+    /// changed), the old one is revoked (its passes end, open connections too) and this one is valid.
+    pub fn admin_grant(&self) -> String {
+        let mut d = Sha256::new();
+        d.update(&**self.key.read());
+        d.update(self.admin.credential_digest());
+        let grant = format!("{ADMIN_GRANT}:{}", &hex::encode(d.finalize())[..12]);
+        let mut current = self.admin_grant.lock();
+        if *current != grant {
+            let old = std::mem::replace(&mut *current, grant.clone());
+            let mut g = self.grants.lock();
+            if !old.is_empty() {
+                g.valid.remove(&old);
+                if let Some(t) = g.tokens.remove(&old) {
+                    t.cancel();
+                }
+            }
+            g.valid.insert(grant.clone());
+        }
+        grant
     }
 
     /// The cookie that carries this channel's pass.
@@ -211,8 +247,12 @@ impl Access {
     /// Issue a pass under `grant`, ending at the pass lifetime or `until`, whichever is sooner.
     pub fn issue(&self, grant: String, subject: String, name: Option<String>, until: Option<i64>) -> Issued {
         let t = now();
-        let lifetime =
-            i64::from(self.settings.get().access.viewer_pass_seconds.max(crate::config::access::PASS_SECONDS.0));
+        let mut seconds = self.settings.get().access.viewer_pass_seconds.max(crate::config::access::PASS_SECONDS.0);
+        if !self.channel.is_default() {
+            // A lifetime stored before the channel limit existed is held to it too.
+            seconds = seconds.min(CHANNEL_PASS_SECONDS_MAX);
+        }
+        let lifetime = i64::from(seconds);
         let expires_at = until.map_or(t + lifetime, |u| u.min(t + lifetime));
         let claims = pass::Claims {
             channel: self.channel.to_string(),
@@ -258,7 +298,10 @@ impl Access {
     }
 
     fn grant_valid(&self, grant: &str) -> bool {
-        if grant.starts_with("j:") {
+        if grant.starts_with("a:") {
+            // Worked out each time: a changed admin password ends the admin's passes at once.
+            grant == self.admin_grant()
+        } else if grant.starts_with("j:") {
             let s = self.settings.get();
             let cfg = &s.access.viewer_jwt;
             if let Some((c, g)) = self.jwt_grant.read().as_ref() {
@@ -326,6 +369,27 @@ impl Access {
         ip: Option<IpAddr>,
         user_agent: Option<&str>,
     ) -> Result<(), ApiError> {
+        self.admit(subject, ip, user_agent, false).await
+    }
+
+    /// The hook's say on a way out after the start of watching (a variant playlist, a segment, a
+    /// part...): the last verdict for the same viewer and address (`hook::RECENT_VERDICT`), else asked.
+    pub async fn admit_way(
+        &self,
+        subject: Option<&str>,
+        ip: Option<IpAddr>,
+        user_agent: Option<&str>,
+    ) -> Result<(), ApiError> {
+        self.admit(subject, ip, user_agent, true).await
+    }
+
+    async fn admit(
+        &self,
+        subject: Option<&str>,
+        ip: Option<IpAddr>,
+        user_agent: Option<&str>,
+        recent: bool,
+    ) -> Result<(), ApiError> {
         let s = self.settings.get();
         let cfg = &s.access.admission_hook;
         if cfg.url.is_empty() || !cfg.on_play {
@@ -338,7 +402,8 @@ impl Access {
             address: ip,
             user_agent: user_agent.map(str::to_string),
         };
-        match self.hook.ask(cfg, &req).await {
+        let verdict = if recent { self.hook.ask_recent(cfg, &req).await } else { self.hook.ask(cfg, &req).await };
+        match verdict {
             hook::Verdict::Allow => Ok(()),
             hook::Verdict::Deny(reason) => Err(ApiError::Forbidden(reason)),
             hook::Verdict::Unreachable(why) if s.access.visibility.needs_pass() => {

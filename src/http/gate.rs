@@ -86,28 +86,67 @@ pub trait Gate: Send + Sync + 'static {
     }
 }
 
-/// Most rewritten playlists a [`Rewrites`] keeps (beyond it, it starts afresh).
+/// Most rewritten playlists a [`Rewrites`] keeps.
 const MAX_REWRITES: usize = 1024;
+/// Most bytes a [`Rewrites`] keeps (the playlists as served and as rewritten, and the passes).
+const MAX_REWRITE_BYTES: usize = 16 * 1024 * 1024;
+
+type RewriteKey = (String, bytes::Bytes);
 
 /// Playlists as rewritten for a pass, by (the pass' query, the playlist as served): a player polling a
 /// live playlist gets the same bytes until the playlist changes, so each version is rewritten once per
-/// pass, not once per request.
+/// pass, not once per request. Bounded by count ([`MAX_REWRITES`]) and by bytes
+/// ([`MAX_REWRITE_BYTES`]), the oldest evicted first; a playlist bigger than the bound is not kept.
 #[derive(Default)]
-pub struct Rewrites(parking_lot::Mutex<std::collections::HashMap<(String, bytes::Bytes), bytes::Bytes>>);
+pub struct Rewrites(parking_lot::Mutex<RewriteMemo>);
+
+#[derive(Default)]
+pub struct RewriteMemo {
+    map: std::collections::HashMap<RewriteKey, bytes::Bytes>,
+    order: std::collections::VecDeque<RewriteKey>,
+    bytes: usize,
+}
+
+fn rewrite_cost(key: &RewriteKey, done: &bytes::Bytes) -> usize {
+    key.0.len() + key.1.len() + done.len()
+}
 
 impl Rewrites {
     fn get(&self, carry: String, playlist: bytes::Bytes, text: &str) -> bytes::Bytes {
         let key = (carry, playlist);
-        if let Some(done) = self.0.lock().get(&key) {
+        if let Some(done) = self.0.lock().map.get(&key) {
             return done.clone();
         }
         let done = bytes::Bytes::from(carry_query(text, &key.0));
-        let mut map = self.0.lock();
-        if map.len() >= MAX_REWRITES {
-            map.clear();
-        }
-        map.insert(key, done.clone());
+        self.put(key, done.clone());
         done
+    }
+
+    fn put(&self, key: RewriteKey, done: bytes::Bytes) {
+        let cost = rewrite_cost(&key, &done);
+        if cost > MAX_REWRITE_BYTES {
+            return;
+        }
+        let mut m = self.0.lock();
+        if m.map.contains_key(&key) {
+            return;
+        }
+        while m.map.len() >= MAX_REWRITES || m.bytes + cost > MAX_REWRITE_BYTES {
+            let Some(old) = m.order.pop_front() else { break };
+            if let Some(gone) = m.map.remove(&old) {
+                m.bytes -= rewrite_cost(&old, &gone);
+            }
+        }
+        m.bytes += cost;
+        m.order.push_back(key.clone());
+        m.map.insert(key, done);
+    }
+
+    /// Bytes and playlists kept.
+    #[cfg(test)]
+    fn held(&self) -> (usize, usize) {
+        let m = self.0.lock();
+        (m.bytes, m.map.len())
     }
 }
 
@@ -227,7 +266,21 @@ pub fn carry_query(playlist: &str, query: &str) -> String {
     out
 }
 
+/// Whether `uri` is castd's own (relative: no scheme, no `//host`): the only kind a pass goes into.
+/// An absolute URI is another host's (an object-storage bucket, a CDN), whose logs must not see it.
+pub fn is_own_uri(uri: &str) -> bool {
+    if uri.starts_with("//") || uri.starts_with("\\\\") {
+        return false;
+    }
+    let head = &uri[..uri.find(['/', '?', '#']).unwrap_or(uri.len())];
+    !head.contains(':')
+}
+
 fn push_with_query(out: &mut String, uri: &str, query: &str) {
+    if !is_own_uri(uri) {
+        out.push_str(uri);
+        return;
+    }
     let (base, fragment) = match uri.find('#') {
         Some(i) => (&uri[..i], &uri[i..]),
         None => (uri, ""),
@@ -261,6 +314,40 @@ fn carry_in_attributes(out: &mut String, tag: &str, query: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rewrite_memo_is_bounded_by_bytes_and_evicts_the_oldest() {
+        let r = Rewrites::default();
+        // 8 playlists of 3 MiB (each kept with its rewrite: 6 MiB): only two fit in 16 MiB.
+        let big = |i: u8| {
+            let mut text = format!("#EXTM3U\n#{i}\n");
+            text.push_str(&"#".repeat(3 * 1024 * 1024));
+            text
+        };
+        for i in 0..8u8 {
+            let t = big(i);
+            r.get("pass=x".into(), bytes::Bytes::from(t.clone()), &t);
+            let (bytes, _) = r.held();
+            assert!(bytes <= MAX_REWRITE_BYTES, "{bytes} bytes held");
+        }
+        let (_, count) = r.held();
+        assert_eq!(count, 2);
+        // The newest are the ones kept.
+        let m = r.0.lock();
+        assert!(m.map.keys().all(|(_, p)| p.starts_with(b"#EXTM3U\n#6\n") || p.starts_with(b"#EXTM3U\n#7\n")));
+        drop(m);
+        // One bigger than the bound is rewritten but not kept.
+        let huge = "#".repeat(9 * 1024 * 1024);
+        let out = r.get("pass=y".into(), bytes::Bytes::from(huge.clone()), &huge);
+        assert_eq!(out.len(), huge.len());
+        assert_eq!(r.held().1, 2);
+        // Many small ones: bounded by count.
+        for i in 0..(MAX_REWRITES + 10) {
+            let t = format!("#EXTM3U\n#{i}\n");
+            r.get("pass=z".into(), bytes::Bytes::from(t.clone()), &t);
+        }
+        assert_eq!(r.held().1, MAX_REWRITES);
+    }
 
     #[test]
     fn answers_for_pass_holders_are_private() {
@@ -297,5 +384,30 @@ mod tests {
         }
         assert!(got.starts_with("#EXTM3U\r\n"));
         assert_eq!(carry_query("#EXT-X-KEY:METHOD=NONE,XURI=\"k\"\n", "pass=P"), "#EXT-X-KEY:METHOD=NONE,XURI=\"k\"\n");
+    }
+
+    #[test]
+    fn the_pass_goes_only_into_castds_own_uris() {
+        let replay = "#EXTM3U\n#EXT-X-MAP:URI=\"https://bucket.example/r/init.mp4\"\n#EXTINF:2.0,\n\
+                      https://bucket.example/r/seg1.ts?X-Amz-Signature=abc\n#EXTINF:2.0,\n//cdn.example/seg2.ts\n\
+                      #EXTINF:2.0,\nseg3.ts\n#EXTINF:2.0,\n/hls/0/seg4.ts\n";
+        let got = carry_query(replay, "pass=P");
+        for line in got.lines().filter(|l| l.contains("example")) {
+            assert!(!line.contains("pass="), "{line} in {got}");
+        }
+        assert!(got.contains("\nseg3.ts?pass=P\n") && got.contains("\n/hls/0/seg4.ts?pass=P\n"), "{got}");
+        for (uri, own) in [
+            ("seg.ts", true),
+            ("/hls/0/seg.ts", true),
+            ("../1/stream.m3u8", true),
+            ("a/b:c.ts", true),
+            ("seg.ts?t=1:2", true),
+            ("https://b.example/x", false),
+            ("HTTP://b.example/x", false),
+            ("//b.example/x", false),
+            ("s3:thing", false),
+        ] {
+            assert_eq!(is_own_uri(uri), own, "{uri}");
+        }
     }
 }
