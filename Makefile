@@ -57,6 +57,8 @@ test: web
 	CASTD_FUZZ_SECS=$${CASTD_FUZZ_SECS:-30} ./fuzz/run.sh
 	@echo "== make test $$(date +%T): web unit tests, then the browser tests"
 	cd web && npm test
+	@echo "== make test $$(date +%T): unit tests under faked dates and time zones (libfaketime)"
+	./tests/faketime.sh
 	./tests/web/run.sh
 	@echo "== make test $$(date +%T): browser tests done"
 	@if [ -n "$$CI" ] || [ "$${CASTD_TEST_DEB:-0}" = 1 ]; then $(MAKE) --no-print-directory test-deb; fi

@@ -7,7 +7,8 @@
 # under Xvfb with Mesa's software OpenGL, socat for its network bridge, xdotool/x11-apps/imagemagick
 # for its settings screenshot, and GStreamer with rtmp2sink, rtmpsink (librtmp), x264enc,
 # videotestsrc/audiotestsrc and avenc_aac); nftables (tests/web/whep-udp-blocked drops UDP in a network
-# namespace) and cargo tools.
+# namespace), faketime (tests/faketime.sh runs the unit tests at other dates), stress-ng (a busy core beside
+# the suite, to check it passes under load) and cargo tools.
 # Only what is missing is installed, so a second run is quick.
 set -euo pipefail
 
@@ -22,7 +23,7 @@ APT_PKGS=(
   obs-studio xvfb libgl1-mesa-dri socat iproute2 util-linux xdotool x11-apps imagemagick
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   gstreamer1.0-plugins-ugly gstreamer1.0-libav
-  stunnel4 nftables
+  stunnel4 nftables faketime stress-ng
 )
 if [ "${CASTD_SKIP_APT:-0}" != 1 ]; then
   missing=()

@@ -205,8 +205,14 @@ fn load(
 mod tests {
     use super::*;
 
+    /// The tests of this file share the process-wide count of open files ([`OPEN`]): one of them fills it on
+    /// purpose, which would leave no place for another's files if they ran at once (cargo runs tests in
+    /// parallel; the first test failed so on a busy box). Each takes this lock.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
     #[tokio::test]
     async fn files_are_loaded_once_then_revalidated_and_forgotten_when_gone() {
+        let _serial = SERIAL.lock().await;
         let dir = tempfile::tempdir().unwrap();
         let cache = DiskCache::new(dir.path().to_path_buf());
         std::fs::write(dir.path().join("a.m3u8"), b"#EXTM3U\n").unwrap();
@@ -246,6 +252,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_table_is_bounded_and_keeps_what_is_used() {
+        let _serial = SERIAL.lock().await;
         let dir = tempfile::tempdir().unwrap();
         let cache = DiskCache::new(dir.path().to_path_buf());
         for i in 0..MAX_ENTRIES + 10 {
@@ -268,6 +275,7 @@ mod tests {
     /// hold files of their own meanwhile, at most one table's worth: the figures allow for them.)
     #[tokio::test]
     async fn all_caches_together_hold_at_most_max_open_files() {
+        let _serial = SERIAL.lock().await;
         let dir = tempfile::tempdir().unwrap();
         let per = MAX_ENTRIES;
         for i in 0..per {

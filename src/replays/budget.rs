@@ -62,8 +62,16 @@ pub async fn enforce(r: &Arc<Replays>) {
 mod tests {
     use super::*;
 
+    /// One fixed "now" for the rows and for `victims` (a leap day at noon): the test no longer depends on two
+    /// readings of the clock differing, which made a replay exactly 2 days old pass a 2-day retention only
+    /// because the second reading came later.
+    fn now() -> chrono::DateTime<Utc> {
+        chrono::DateTime::parse_from_rfc3339("2028-02-29T12:00:00Z").unwrap().with_timezone(&Utc)
+    }
+
     fn row(id: &str, age_days: i64, bytes: i64, pinned: bool, status: &str) -> ReplayRow {
-        let t = Utc::now() - chrono::TimeDelta::days(age_days);
+        // Each replay ended a minute past its age in days, so "2 days old" is past a 2-day retention.
+        let t = now() - chrono::TimeDelta::days(age_days) - chrono::TimeDelta::minutes(1);
         ReplayRow {
             id: id.into(),
             title: String::new(),
@@ -90,9 +98,10 @@ mod tests {
             row("b", 2, 40, false, db::INTERRUPTED),
             row("a", 3, 40, true, db::FINISHED),
         ];
-        assert_eq!(victims(&rows, 130, 0, Utc::now()), vec!["b".to_string()]);
-        assert_eq!(victims(&rows, 0, 0, Utc::now()), vec!["b".to_string(), "c".to_string()]);
-        assert!(victims(&rows, 1000, 0, Utc::now()).is_empty());
-        assert_eq!(victims(&rows, 1000, 2, Utc::now()), vec!["b".to_string()]);
+        assert_eq!(victims(&rows, 130, 0, now()), vec!["b".to_string()]);
+        assert_eq!(victims(&rows, 0, 0, now()), vec!["b".to_string(), "c".to_string()]);
+        assert!(victims(&rows, 1000, 0, now()).is_empty());
+        // Retention of 2 days: "b" (2 days and a minute) goes, "c" (1 day) stays, "a" is pinned.
+        assert_eq!(victims(&rows, 1000, 2, now()), vec!["b".to_string()]);
     }
 }
