@@ -256,9 +256,10 @@ fn wrong_stream_keys_back_off_across_rtmp_srt_and_whip() {
     assert_eq!(sdp_post(&here, &s, "/whip", Some("wrong-whip-key-2"), whip_offer("H264")).status().as_u16(), 401);
     let mut wait =
         assert_429(sdp_post(&here, &s, "/whip", Some(KEY), whip_offer("H264")), "the right key while waiting");
-    // Drive the wait up to 8 s (failures 7, 8 and 9 come after waits of 1, 2 and 4 s).
+    // Drive the wait up to 16 s (failures 7 to 10 come after waits of 1, 2, 4 and 8 s): room for two
+    // ffmpeg runs and a WHIP offer on a busy box before it is over.
     let mut failures = 6;
-    while failures < 9 {
+    while failures < 10 {
         std::thread::sleep(Duration::from_secs(wait) + Duration::from_millis(100));
         let r = sdp_post(&here, &s, "/whip", Some(&format!("wrong-whip-key-{failures}")), whip_offer("H264"));
         match r.status().as_u16() {
@@ -269,7 +270,7 @@ fn wrong_stream_keys_back_off_across_rtmp_srt_and_whip() {
         wait = wait.max(1);
     }
     let started = Instant::now();
-    // Now the address waits 8 s: the right key is refused by every protocol, in its handshake.
+    // Now the address waits 16 s: the right key is refused by every protocol, in its handshake.
     let err = refused(&s, publish(&s, KEY, "160x120", 3), "RTMP with the right key while waiting");
     assert!(err.contains("too many attempts"), "RTMP says why (NetConnection.Connect.Rejected): {err}");
     let err = refused(&s, publish_to(&srt_url(KEY), "mpegts", "160x120", 3), "SRT with the right key while waiting");
@@ -279,13 +280,15 @@ fn wrong_stream_keys_back_off_across_rtmp_srt_and_whip() {
         sdp_post(&here, &s, "/whip", Some(KEY), whip_offer("H264")),
         "WHIP with the right key while waiting",
     );
-    assert!(started.elapsed() < Duration::from_secs(8), "all three were tried within the wait");
+    assert!(started.elapsed() < Duration::from_secs(16), "all three were tried within the wait");
     // Another address is not affected.
     let other = client_from(loopback(2));
     let r = sdp_post(&other, &s, "/whip", Some(KEY), whip_offer("H264"));
     assert_eq!(r.status().as_u16(), 201, "the right key from another address");
     let location = r.headers()["location"].to_str().unwrap().to_string();
-    assert_eq!(other.delete(s.url(&location)).send().unwrap().status().as_u16(), 204);
+    // (What DELETE answers is tests/whip.rs's business: any success ends the session.)
+    let ended = other.delete(s.url(&location)).send().unwrap().status();
+    assert!(ended.is_success(), "DELETE the other address's WHIP session: {ended}");
     // Once the wait is over, the right key publishes (and clears the address).
     std::thread::sleep(Duration::from_secs(wait) + Duration::from_millis(200));
     let mut ff = publish(&s, KEY, "160x120", 30);

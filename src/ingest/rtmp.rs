@@ -13,7 +13,9 @@
 //! RTMP has no way to say why). So one address holding idle sockets cannot lock the broadcaster out, and
 //! the accepted publisher no longer counts. An address that sent too many wrong keys (`Ingest::check_key`)
 //! is refused on connect (`NetConnection.Connect.Rejected`) and on publish (`NetStream.Publish.Rejected`),
-//! with the wait in the description, without its key being looked at.
+//! with the wait in the description, without its key being looked at. After any refusal castd half-closes
+//! and reads what the client still sends (at most `REJECT_LINGER`), so that the client reads the reason
+//! instead of a reset.
 //!
 //! While publishing, audio/video messages become FLV tags handed on through the ingest's `Feeder`
 //! (bounded; see `transcode::supervisor` for the slow-consumer policy), and `onMetaData`, the sequence
@@ -59,6 +61,8 @@ pub const PENDING_TAGS: usize = 512;
 /// packets castd serializes itself (the `connect` answer, a codec refusal) use too.
 const CHUNK_SIZE: u32 = 4096;
 
+/// How long a refused client has, after the refusal, to read it and close (`Conn::linger`).
+pub const REJECT_LINGER: Duration = Duration::from_secs(5);
 /// How often the inbound bitrate is measured.
 const BITRATE_WINDOW: Duration = Duration::from_secs(2);
 
@@ -335,8 +339,24 @@ impl Conn {
     async fn reject(&mut self, request_id: u32, code: &str, why: &str) -> Result<(), IngestError> {
         let results = self.session.reject_request(request_id, code, why)?;
         self.results(results).await?;
-        let _ = self.sock.flush().await;
+        self.linger().await;
         Err(IngestError::Rejected(why.to_string()))
+    }
+
+    /// After a refusal is written: send FIN behind it and read (discarding) what the client still
+    /// sends until it closes, at most `REJECT_LINGER`. Closing at once could lose the refusal: a client
+    /// still writing (ffmpeg echoes the chunk size before it reads the `_error`) would get a reset, fail
+    /// with "Broken pipe", and never read why; unread bytes at close make the kernel reset too.
+    async fn linger(&mut self) {
+        let _ = self.sock.flush().await;
+        let _ = self.sock.shutdown().await;
+        let mut buf = [0u8; 4096];
+        let deadline = tokio::time::Instant::now() + REJECT_LINGER;
+        while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, self.sock.read(&mut buf)).await {
+            if n == 0 {
+                break;
+            }
+        }
     }
 
     /// Refuse `request_id` because the address waits `wait` after wrong stream keys.
@@ -557,7 +577,7 @@ impl Conn {
     async fn refuse_codec(&mut self, why: &str) {
         if let Some(bytes) = on_status(self.stream_id, "error", "NetStream.Publish.Rejected", why) {
             let _ = self.sock.write_all(&bytes).await;
-            let _ = self.sock.flush().await;
+            self.linger().await;
         }
     }
 }

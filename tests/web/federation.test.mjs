@@ -67,7 +67,11 @@ test('B follows A from the Federation page; A approves the request', { timeout: 
   await aPage.screenshot({ path: screenshotPath('admin-federation.png') });
   await row.locator('button', { hasText: 'Approve' }).click();
   await aPage.locator(`#followers tr[data-actor="${bActor}"]`).waitFor();
-  assert.equal(await aPage.locator('#pending-followers tr[data-actor]').count(), 0);
+  // the page reloads its two lists one after the other: the followers table may show B before the
+  // pending one has dropped it, so wait (with a deadline) for the pending list to empty
+  await waitFor(async () => (await aPage.locator('#pending-followers tr[data-actor]').count()) === 0, {
+    message: 'the approved request gone from the pending list',
+  });
   // B learns of the Accept: the server is no longer "follow pending"
   await waitFor(async () => Boolean((await b.getJson('/api/admin/federation/servers', { admin: true })).servers[0]?.followedAt), {
     message: 'the Accept reached B',
