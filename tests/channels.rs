@@ -115,7 +115,11 @@ fn the_server_admin_makes_channels_each_with_its_own_api_admin_and_keys() {
     // Delete: gone from the lists and the routes; its files stay unless purged.
     assert_eq!(status_of(server.admin_post("/api/admin/channels/delete", &json!({"slug": "church"}))).0, 200);
     assert_eq!(server.get("/c/church/api/status").status(), 404);
-    assert!(server.data_dir.join("channels/church/castd.db").exists(), "kept without purge");
+    assert!(!server.data_dir.join("channels/church").exists(), "the slug's folder is free");
+    let kept = std::fs::read_dir(server.data_dir.join("channels/.deleted"))
+        .map(|d| d.filter_map(|e| e.ok()).any(|e| e.path().join("castd.db").exists()))
+        .unwrap_or(false);
+    assert!(kept, "kept aside without purge");
     assert_eq!(
         status_of(server.admin_post("/api/admin/channels/delete", &json!({"slug": "school", "purge": true}))).0,
         200

@@ -282,7 +282,16 @@ fn public_files_are_served_safely_from_the_data_dir(on: On) {
     assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
     assert_eq!(r.text().unwrap(), "hello");
     let r = s.get("/public/css/site.css");
-    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/css"));
+    let css_type = r.headers()["content-type"].to_str().unwrap().to_string();
+    match on {
+        // The server admin's files are typed by extension, as in Owncast.
+        On::Default => assert!(css_type.starts_with("text/css"), "{css_type}"),
+        // A channel's (a tenant's) only from the inert list: anything else is an attachment.
+        On::Channel => {
+            assert_eq!(css_type, "application/octet-stream");
+            assert!(r.headers()["content-disposition"].to_str().unwrap().starts_with("attachment"));
+        }
+    }
     assert_eq!(s.get("/public/pic.png").headers()["content-type"], "image/png");
     for bad in [
         "/public/missing.txt",

@@ -305,7 +305,9 @@ async fn delete_invite(
 }
 
 async fn admin_pass(State(a): State<Arc<Access>>) -> Response {
-    let issued = a.issue(super::ADMIN_GRANT.into(), "admin".into(), None, None);
+    // Bound to the admin credentials (a changed admin password ends it) and short-lived.
+    let until = chrono::Utc::now().timestamp() + super::ADMIN_PASS_SECONDS;
+    let issued = a.issue(a.admin_grant(), "admin".into(), None, Some(until));
     answer(issued)
 }
 
@@ -324,11 +326,18 @@ pub static SETTERS: &[Setter<Access>] = &[
     ),
     Setter::new(
         "viewer/passlifetime",
-        "How long a viewing pass lasts, seconds (10 to 2592000)",
+        "How long a viewing pass lasts, seconds (10 to 2592000; a channel's at most 604800)",
         ValueDoc::Json(r#"{"type":"integer","minimum":10,"maximum":2592000}"#),
-        |_, v, s| {
+        |a, v, s| {
             let (lo, hi) = PASS_SECONDS;
-            set(&mut s.access.viewer_pass_seconds, validate::integer(v, lo.into(), hi.into()).map(|n| n as u32))
+            let n = validate::integer(v, lo.into(), hi.into())?;
+            let max = super::CHANNEL_PASS_SECONDS_MAX;
+            if !a.channel.is_default() && n > i64::from(max) {
+                return Err(validate::ValidationError(format!(
+                    "a channel's viewing pass may last at most {max} seconds (7 days), the server's limit"
+                )));
+            }
+            set(&mut s.access.viewer_pass_seconds, Ok(n as u32))
         },
     ),
     Setter::new(

@@ -81,6 +81,8 @@ impl Access {
     /// cluster's nodes, behind the cluster secret).
     pub fn snapshot(&self) -> ChannelAccess {
         let s = self.settings.get();
+        // The admin grant as it is now (an admin password changed since is in force on the edge too).
+        self.admin_grant();
         let mut grants: Vec<String> = self.grants.lock().valid.iter().cloned().collect();
         grants.sort();
         let hook = &s.access.admission_hook;

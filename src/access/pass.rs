@@ -22,7 +22,8 @@ pub const MAX_PASS_BYTES: usize = 1024;
 pub struct Claims {
     /// The channel (its slug; `default` for the root): the one whose key signed it.
     pub channel: String,
-    /// The grant it was issued under: `p:<password id>`, `i:<invite id>`, `j:<issuer generation>`, `a`.
+    /// The grant it was issued under: `p:<password id>`, `i:<invite id>`, `j:<issuer generation>`,
+    /// `a:<admin credential generation>`.
     pub grant: String,
     /// Who holds it (`password:3`, `invite:7`, `jwt:<sub>`, `admin`).
     pub subject: String,
@@ -54,7 +55,7 @@ fn subject_of(grant: &str) -> Option<String> {
     if let Some(id) = grant.strip_prefix("i:") {
         return Some(format!("invite:{id}"));
     }
-    (grant == "a").then(|| "admin".to_string())
+    (grant == "a" || grant.starts_with("a:")).then(|| "admin".to_string())
 }
 
 /// Bytes of the HMAC kept in a pass (128 bits).

@@ -53,7 +53,20 @@ pub struct Server {
     /// Whether a stream key is another channel's (stream keys are unique across the server); set by the
     /// composition root once every channel is known.
     pub key_taken: Arc<std::sync::OnceLock<KeyTaken>>,
+    /// New stream keys a channel's `config/streamkeys` checked against the other channels' (each is a
+    /// guess that the uniqueness answer would confirm): limited per channel ([`KEY_GUESSES`]), so a
+    /// channel admin cannot test guesses of another channel's keys at speed.
+    pub key_guesses: crate::throttle::Backoff,
 }
+
+/// The limit of [`Server::key_guesses`]: 5 new keys an hour are free, then each waits 10 s, 20 s, 40 s
+/// … (up to 10 minutes) before it is looked at.
+pub const KEY_GUESSES: crate::throttle::BackoffConfig = crate::throttle::BackoffConfig {
+    free: 5,
+    base: std::time::Duration::from_secs(10),
+    max: std::time::Duration::from_secs(600),
+    forget_after: std::time::Duration::from_secs(3600),
+};
 
 /// See [`Server::key_taken`].
 pub type KeyTaken = Arc<dyn Fn(&str) -> bool + Send + Sync>;

@@ -98,7 +98,8 @@ pub static SETTERS: &[Setter<Server>] = &[
     }),
     Setter::new("customjavascript", "Custom JavaScript", JsonSchema(LONG_TEXT_SCHEMA), |_, v, s| {
         set(&mut s.instance.custom_javascript, validate::string(v, LONG_TEXT))
-    }),
+    })
+    .guard(Server::server_admins_script),
     Setter::new("appearance", "Appearance variables", StringMap, |_, v, s| {
         set(
             &mut s.instance.appearance_variables,
@@ -111,7 +112,7 @@ pub static SETTERS: &[Setter<Server>] = &[
     Setter::new("externalactions", "External actions", JsonSchema(EXTERNAL_ACTIONS), |_, v, s| {
         set(&mut s.instance.external_actions, validate::external_actions(v))
     }),
-    Setter::new("streamkeys", "Stream keys", JsonSchema(STREAM_KEYS), |server, v, s| {
+    Setter::new("streamkeys", "Stream keys", JsonSchema(STREAM_KEYS), |server: &Server, v, s| {
         let keys = validate::stream_keys(v)?;
         // A key names the channel it publishes to: unique across the server.
         if let Some(taken) = server.key_taken.get() {
@@ -123,7 +124,8 @@ pub static SETTERS: &[Setter<Server>] = &[
             }
         }
         set(&mut s.server.stream_keys, Ok(keys))
-    }),
+    })
+    .guard(Server::stream_key_guesses),
     Setter::new("hideviewercount", "Hide the viewer count", Boolean, |_, v, s| {
         set(&mut s.instance.hide_viewer_count, validate::boolean(v))
     }),
@@ -234,6 +236,46 @@ impl SettingsHost for Server {
 }
 
 impl Server {
+    /// Before a channel's `streamkeys` call: each key that is not already the channel's is a guess the
+    /// uniqueness check would answer ("another channel's"), counted against the channel
+    /// ([`Server::key_guesses`]); past the limit the call is 429 before any key is looked at. The
+    /// default channel's admin is the server admin, who may read every channel's keys anyway.
+    fn stream_key_guesses(&self, v: &Value) -> Result<(), ApiError> {
+        if self.channel.is_default() {
+            return Ok(());
+        }
+        // A value that is not a list of keys is refused by the setter itself, without a check.
+        let Ok(keys) = validate::stream_keys(v) else { return Ok(()) };
+        let current = self.settings.get();
+        let own = &current.server.stream_keys;
+        let mut seen: Vec<&str> = Vec::new();
+        for k in &keys {
+            if own.iter().any(|o| o.key == k.key) || seen.contains(&k.key.as_str()) {
+                continue;
+            }
+            seen.push(&k.key);
+            // One constant address: the limit is the channel's, whatever address its admin uses.
+            self.key_guesses.attempt(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))?;
+        }
+        Ok(())
+    }
+
+    /// Before a `customjavascript` call: custom JavaScript is the server admin's alone, set on the
+    /// default channel. A channel's API refuses it (403) whoever calls, the server admin too: script
+    /// served from castd's origin acts with every credential a visitor's browser holds there (the
+    /// server admin's cached Basic credentials, other channels' pass cookies and chat tokens), so no
+    /// channel's page runs any (`api::public`).
+    fn server_admins_script(&self, _: &Value) -> Result<(), ApiError> {
+        if self.channel.is_default() {
+            return Ok(());
+        }
+        Err(ApiError::Forbidden(
+            "custom JavaScript is only for the server admin: it runs on the default channel's pages \
+             (/api/admin/config/customjavascript), never on a channel's"
+                .into(),
+        ))
+    }
+
     /// STREAM_TITLE_UPDATED, after every call of the stream title's setter.
     fn stream_title_updated(&self) {
         let state = self.stream.borrow().clone();

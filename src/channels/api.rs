@@ -101,7 +101,9 @@ pub struct UpdateChannel {
 pub struct DeleteChannel {
     #[schema(pattern = "^[a-z0-9-]{1,32}$")]
     pub slug: String,
-    /// Also remove the channel's files (replays, clips, uploads); without it they stay on disk.
+    /// Also remove the channel's files (replays, clips, uploads); without it they are moved aside to
+    /// `channels/.deleted/{slug}-{unix time}/` in the data folder (a new channel with the slug starts
+    /// empty).
     #[serde(default)]
     pub purge: bool,
 }
@@ -367,6 +369,21 @@ async fn create(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     if !channels.store.call(move |c| db::insert(c, &r)).await? {
         return Err(ApiError::Conflict(format!("a channel '{slug}' exists already")));
     }
+    // A new channel starts from nothing: a folder its slug still has (a channel deleted by an older
+    // castd, which kept it in place) is moved aside, never opened as the new channel's.
+    match channels.host.retire(&slug) {
+        Ok(Some(aside)) => tracing::warn!(
+            channel = %slug,
+            "the slug's old data folder was moved aside to {} (a new channel starts empty)",
+            aside.display()
+        ),
+        Ok(None) => {}
+        Err(e) => {
+            let s = slug.clone();
+            let _ = channels.store.call(move |c| db::delete(c, &s)).await;
+            return Err(ApiError::Internal(format!("cannot move channel {slug}'s old folder aside: {e}")));
+        }
+    }
     let visibility = row.visibility;
     let opened = channels.host.open(&row).and_then(|ch| {
         ch.set_name(name)?;
@@ -438,13 +455,23 @@ async fn delete(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     ch.close().await;
     let s = slug.clone();
     channels.store.call(move |c| db::delete(c, &s)).await?;
-    if req.purge {
+    // Either way the slug's folder is gone: a channel made with the slug later starts from nothing.
+    let aside = if req.purge {
         channels.host.purge(&slug).map_err(|e| ApiError::Internal(e.to_string()))?;
-    }
-    tracing::info!(channel = %slug, purge = req.purge, "the server admin deleted a channel");
-    Ok(StatusResponse::ok(if req.purge {
-        format!("channel {slug} deleted with its files")
+        None
     } else {
-        format!("channel {slug} deleted; its files stay in the data folder")
+        channels.host.retire(&slug).map_err(|e| ApiError::Internal(e.to_string()))?
+    };
+    tracing::info!(channel = %slug, purge = req.purge, "the server admin deleted a channel");
+    Ok(StatusResponse::ok(match aside {
+        None if req.purge => format!("channel {slug} deleted with its files"),
+        None => format!("channel {slug} deleted (it had no files)"),
+        Some(dir) => {
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            format!(
+                "channel {slug} deleted; its files were moved to channels/.deleted/{name} in the data folder \
+                 (the server admin may restore or remove them; a new channel '{slug}' starts empty)"
+            )
+        }
     }))
 }

@@ -16,6 +16,12 @@
 //! Who may do what: the server admin (the admin password, Basic `admin`) manages every channel and
 //! may use every channel's admin API; a channel's admin password works on that channel's
 //! `/c/{slug}/api/admin/*` only (the channel's `AdminAuth`, given the server's as a fallback, decides).
+//!
+//! A channel is a tenant, and a slug may change hands: a deleted channel's folder is removed (`purge`)
+//! or moved aside to `<data-dir>/channels/.deleted/{slug}-{unix time}/` (kept for the server admin),
+//! and a created channel whose slug still has a folder (left by an older castd) moves that aside too
+//! before it opens. So a channel made with a slug starts from nothing: none of the old channel's
+//! stream keys, signing key, viewer passwords, tokens, webhooks, chat users or federation keys.
 
 pub mod api;
 pub mod db;
@@ -84,6 +90,11 @@ pub trait ChannelHost: Send + Sync {
     fn open(&self, row: &ChannelRow) -> Result<Arc<dyn Channel>, ChannelsError>;
     /// Remove channel `slug`'s files (its data folder), after `close`.
     fn purge(&self, slug: &ChannelId) -> Result<(), ChannelsError>;
+    /// Move channel `slug`'s data folder aside (after `close`, or before a new channel of that slug
+    /// opens), under `channels/.deleted/`, for the server admin to restore or remove: the slug's
+    /// folder is then free, and a channel made with it starts from nothing. Where it went, if there
+    /// was a folder.
+    fn retire(&self, slug: &ChannelId) -> Result<Option<std::path::PathBuf>, ChannelsError>;
 }
 
 /// An open channel: its row and its stack.

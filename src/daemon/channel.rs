@@ -196,7 +196,8 @@ impl ChannelStack {
         });
         let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
         let notifications = Arc::new(Notifications::open(store.clone())?);
-        let public_files = PublicFiles::open(data_dir.join("public"))?;
+        // A channel's files are a tenant's: served with an inert type only (`public_files`).
+        let public_files = PublicFiles::open_for(data_dir.join("public"), !id.is_default())?;
         let federation = Federation::open(
             store.clone(),
             settings.clone(),
@@ -221,6 +222,7 @@ impl ChannelStack {
             follower_count: federation.follower_count.clone(),
             schedule: schedule.watch(),
             key_taken: Arc::default(),
+            key_guesses: crate::throttle::Backoff::new(crate::api::KEY_GUESSES),
         });
         let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
         let simulcast = Simulcast::new(SimulcastDeps {
@@ -322,7 +324,12 @@ impl ChannelStack {
             crate::ingest::channel_routes(&mut reg, ingest.clone(), self.id.clone());
             crate::hardware::api::channel_routes(&mut reg, self.hardware.clone(), self.health.clone());
         }
-        crate::hardware::fit::api::routes(&mut reg, self.hardware.clone(), self.settings.clone());
+        let measurer = if self.id.is_default() {
+            crate::hardware::fit::Measurer::Server
+        } else {
+            crate::hardware::fit::Measurer::Channel(self.id.clone())
+        };
+        crate::hardware::fit::api::routes(&mut reg, self.hardware.clone(), self.settings.clone(), measurer);
         crate::hls::routes(&mut reg, self.hls.clone());
         crate::public_files::routes(&mut reg, self.public_files.clone());
         crate::schedule::routes(&mut reg, self.schedule.clone());
@@ -649,6 +656,28 @@ impl ChannelHost for DaemonHost {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(ChannelsError::Open(format!("removing {}: {e}", dir.display()))),
         }
+    }
+
+    fn retire(&self, slug: &ChannelId) -> Result<Option<PathBuf>, ChannelsError> {
+        let dir = self.folder(slug);
+        if std::fs::symlink_metadata(&dir).is_err() {
+            return Ok(None);
+        }
+        // `.deleted` is no slug (a slug has no dot): never a channel's folder.
+        let aside_root = self.data_dir.join("channels").join(".deleted");
+        std::fs::create_dir_all(&aside_root)
+            .map_err(|e| ChannelsError::Open(format!("creating {}: {e}", aside_root.display())))?;
+        let stamp = chrono::Utc::now().timestamp();
+        let mut aside = aside_root.join(format!("{slug}-{stamp}"));
+        let mut n = 1;
+        while std::fs::symlink_metadata(&aside).is_ok() {
+            n += 1;
+            aside = aside_root.join(format!("{slug}-{stamp}-{n}"));
+        }
+        std::fs::rename(&dir, &aside)
+            .map_err(|e| ChannelsError::Open(format!("moving {} to {}: {e}", dir.display(), aside.display())))?;
+        tracing::info!(channel = %slug, "the channel's files were moved aside to {}", aside.display());
+        Ok(Some(aside))
     }
 }
 

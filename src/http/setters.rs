@@ -39,22 +39,32 @@ pub struct Setter<C: 'static> {
     pub after: Option<fn(&C)>,
     /// The server's, not a channel's (ports, the server URL, the encoder): a channel's API refuses it.
     pub server_wide: bool,
+    /// Run before the value is validated and saved; its error is the answer (a rate limit's 429).
+    pub guard: Option<Guard<C>>,
 }
+
+/// See [`Setter::guard`].
+pub type Guard<C> = fn(&C, &Value) -> Result<(), ApiError>;
 
 impl<C: 'static> Setter<C> {
     /// A setter whose change takes effect at once.
     pub const fn new(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply<C>) -> Self {
-        Setter { name, summary, value, apply, needs_restart: false, after: None, server_wide: false }
+        Setter { name, summary, value, apply, needs_restart: false, after: None, server_wide: false, guard: None }
     }
 
     /// A setter whose change takes effect when castd restarts.
     pub const fn restart(name: &'static str, summary: &'static str, value: ValueDoc, apply: Apply<C>) -> Self {
-        Setter { name, summary, value, apply, needs_restart: true, after: None, server_wide: false }
+        Setter { name, summary, value, apply, needs_restart: true, after: None, server_wide: false, guard: None }
     }
 
     /// This setter, running `f` after every successful call.
     pub const fn after(self, f: fn(&C)) -> Self {
         Setter { after: Some(f), ..self }
+    }
+
+    /// This setter, running `f` before every call (its error is the answer).
+    pub const fn guard(self, f: Guard<C>) -> Self {
+        Setter { guard: Some(f), ..self }
     }
 
     /// This setter is the server's: on a channel's API it answers 403 (the server admin sets it on the
@@ -91,6 +101,9 @@ pub async fn apply<C: SettingsHost>(
             "{} is a server-wide setting: the server admin changes it on the root API (/api/admin/config/{})",
             setter.name, setter.name
         )));
+    }
+    if let Some(guard) = setter.guard {
+        guard(host, &value)?;
     }
     let ctx = host.clone();
     host.settings_store().update::<ApiError, _>(|s| Ok((setter.apply)(&ctx, &value, s)?)).await?;

@@ -35,6 +35,8 @@ pub const SERVER_WIDE_SETTERS: &[&str] = &[
     "server/maxlivechannels",
     "server/overcapacity",
     "server/transcodebudget",
+    // Not server-wide, but the server admin's alone: a channel's page never runs custom JavaScript.
+    "customjavascript",
 ];
 
 /// The target of a parameterised test.

@@ -1,6 +1,9 @@
-//! The admin's "does this ladder fit" routes: `GET /api/admin/video/fit` judges the configured ladder,
-//! `POST /api/admin/video/fit` `{variants}` a ladder from the Video page's editor (not saved). Admin
-//! only (HTTP Basic). A channel's routes judge the channel's ladder on the same box.
+//! The admin's "does this ladder fit" routes: `GET /api/admin/video/fit` judges the configured ladder
+//! (for tools: a GET with a browser's marks is refused with 405, as every action's GET is, since it
+//! makes the box measure), `POST /api/admin/video/fit` `{variants}` a ladder (the Video page's, saved
+//! or not; nothing is saved). Admin only (HTTP Basic). A channel's routes judge the channel's ladder on the same box.
+//! A channel's answers measure at most a few new rungs per answer and per window (`Measurer::Channel`;
+//! the rest are estimated, and the answer says so).
 
 use std::sync::Arc;
 
@@ -9,7 +12,7 @@ use axum::Json;
 use serde_json::Value;
 
 use super::verdict::LadderFit;
-use super::FitState;
+use super::{FitState, Measurer};
 use crate::config::validate;
 use crate::hardware::Hardware;
 use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry};
@@ -33,12 +36,14 @@ pub const BODY: &str = r#"{"type":"object","required":["variants"],"properties":
 struct FitRoutes {
     hw: Arc<Hardware>,
     settings: SettingsStore,
+    who: Measurer,
 }
 
-/// The fit routes of a channel whose settings are `settings`.
-pub fn routes(reg: &mut Registry, hw: Arc<Hardware>, settings: SettingsStore) {
-    let mut reg = reg.scope(FitRoutes { hw, settings });
-    reg.get(
+/// The fit routes of a channel whose settings are `settings`; `who` is the channel's measurer.
+pub fn routes(reg: &mut Registry, hw: Arc<Hardware>, settings: SettingsStore, who: Measurer) {
+    let mut reg = reg.scope(FitRoutes { hw, settings, who });
+    // It measures on this box: a tool's GET only (a browser's is refused), the web UI POSTs its ladder.
+    reg.get_for_tools(
         "/api/admin/video/fit",
         GROUP,
         Auth::Admin,
@@ -71,7 +76,7 @@ impl FitRoutes {
             hwaccel::select(&s.video.video_codec, &found).cloned()
         }
         .unwrap_or_else(|| hwaccel::software_encoders().remove(0));
-        self.state().evaluate(ladder, &chosen, segment_seconds).await
+        self.state().evaluate(ladder, &chosen, segment_seconds, &self.who).await
     }
 }
 

@@ -4,7 +4,9 @@
 //! version) and, per rung key (`verdict::Rung::key`: encoder, preset, size, frame rate), the measured
 //! cost, plus the decode's. A file of another box (the data dir moved, the CPU or core count changed,
 //! castd upgraded) or one that cannot be read is as good as none: everything is measured again, and the
-//! file is rewritten for this box. At most `MAX_RUNGS` rungs are kept (the oldest go first). The file is
+//! file is rewritten for this box. At most `MAX_RUNGS` rungs are kept: the one used longest ago goes
+//! first (a rung's last use is kept to the hour, `used`, so a ladder asked for now and then stays while
+//! rungs tried once go; a channel cannot grow the file for good). The file is
 //! written whole to a temporary name and renamed, so a crash leaves the old file or the new one.
 
 use std::collections::BTreeMap;
@@ -17,7 +19,9 @@ use super::verdict::Cost;
 /// The file's name in the data dir.
 pub const FILE_NAME: &str = "ladder-fit.json";
 /// The most rungs kept.
-const MAX_RUNGS: usize = 256;
+pub const MAX_RUNGS: usize = 64;
+/// A rung's last use is written again once it is older than this (not on every answer).
+const USE_RESOLUTION: chrono::Duration = chrono::Duration::hours(1);
 
 /// What makes a box's figures its own.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,12 +67,15 @@ pub struct Cache {
     pub rungs: BTreeMap<String, Cost>,
     #[serde(default)]
     pub decode: Option<Cost>,
+    /// When each rung was last used for an answer (to the hour; its measurement time if absent).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub used: BTreeMap<String, chrono::DateTime<chrono::Utc>>,
 }
 
 impl Cache {
     /// An empty cache of box `id`.
     pub fn new(id: BoxId) -> Cache {
-        Cache { id, rungs: BTreeMap::new(), decode: None }
+        Cache { id, rungs: BTreeMap::new(), decode: None, used: BTreeMap::new() }
     }
 
     /// The cache file of `data_dir`.
@@ -90,14 +97,33 @@ impl Cache {
         self.rungs.get(key).copied()
     }
 
-    /// Keep a rung's cost (the oldest go once more than `MAX_RUNGS` are kept).
+    /// When a rung was last used (its measurement time if never since).
+    fn last_use(&self, key: &str, cost: &Cost) -> chrono::DateTime<chrono::Utc> {
+        self.used.get(key).copied().unwrap_or(cost.measured_at).max(cost.measured_at)
+    }
+
+    /// A cached rung was used for an answer at `now`; true when that is news worth writing (its last
+    /// use was more than an hour before).
+    pub fn touch(&mut self, key: &str, now: chrono::DateTime<chrono::Utc>) -> bool {
+        let Some(cost) = self.rungs.get(key).copied() else { return false };
+        if now - self.last_use(key, &cost) < USE_RESOLUTION {
+            return false;
+        }
+        self.used.insert(key.to_string(), now);
+        true
+    }
+
+    /// Keep a rung's cost (the least recently used go once more than `MAX_RUNGS` are kept).
     pub fn insert(&mut self, key: String, cost: Cost) {
+        self.used.remove(&key);
         self.rungs.insert(key, cost);
         while self.rungs.len() > MAX_RUNGS {
-            let Some(oldest) = self.rungs.iter().min_by_key(|(_, c)| c.measured_at).map(|(k, _)| k.clone()) else {
+            let Some(oldest) = self.rungs.iter().min_by_key(|(k, c)| self.last_use(k, c)).map(|(k, _)| k.clone())
+            else {
                 break;
             };
             self.rungs.remove(&oldest);
+            self.used.remove(&oldest);
         }
     }
 
@@ -157,6 +183,14 @@ mod tests {
         }
         assert_eq!(c.rungs.len(), MAX_RUNGS);
         assert!(c.rung("k0").is_none() && c.rung("k2").is_none() && c.rung("k3").is_some());
+        // A rung used lately stays while newer ones tried once go.
+        let later = t0 + chrono::Duration::hours(2);
+        assert!(c.touch("k3", later), "used two hours after it was measured: worth writing");
+        assert!(!c.touch("k3", later + chrono::Duration::minutes(5)), "used again within the hour");
+        let n = MAX_RUNGS + 3;
+        c.insert(format!("k{n}"), Cost { measured_at: t0 + chrono::Duration::seconds(n as i64), ..cost(0.1) });
+        assert!(c.rung("k3").is_some() && c.rung("k4").is_none(), "the least recently used went");
+        assert_eq!(c.rungs.len(), MAX_RUNGS);
     }
 
     #[test]

@@ -13,16 +13,23 @@
 //! (`hwaccel::plan_sessions` on the encoder the video codec selects, with the NVENC session cap NVML
 //! gives, as at stream start: rungs past the cap are x264's and measured), takes what the cache has, measures
 //! the rest in one child (at most `MEASURE_BUDGET` of measuring, then the rungs left are estimated; the
-//! child is killed after `MEASURE_TIMEOUT`) and judges. One answer is worked out at a time (a lock), so
-//! two pages asking at once measure once and never compete for the CPU they measure.
+//! child is killed after `MEASURE_TIMEOUT`) and judges. One answer is worked out at a time, server-wide
+//! (a lock on the box's one state), so two pages asking at once measure once and never compete for the
+//! CPU they measure.
+//!
+//! The box is shared by every channel, so a channel's ask is bounded ([`Measurer::Channel`]): at most
+//! [`CHANNEL_RUNGS_PER_ASK`] new rungs are measured per answer and [`CHANNEL_RUNGS_PER_WINDOW`] per
+//! [`CHANNEL_WINDOW`] per channel; the rest are estimated, and the answer says so. Only the server
+//! admin's asks (the root's routes) measure whatever the ladder needs (within `MEASURE_BUDGET`).
 
 pub mod api;
 pub mod cache;
 pub mod measure;
 pub mod verdict;
 
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use hwaccel::EncoderInfo;
@@ -33,12 +40,28 @@ use self::cache::{BoxId, Cache};
 use self::measure::{MeasureLine, MeasureSpec, RungSpec};
 use self::verdict::{Cost, Inputs, LadderFit, Made, Rung};
 use crate::config::StreamOutputVariant;
+use crate::media::ChannelId;
 
 /// Time limit of one measurement child.
 pub const MEASURE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Measuring time per answer: after it, the rungs not yet measured are estimated (and measured the next
 /// time they are asked for).
 pub const MEASURE_BUDGET: Duration = Duration::from_secs(5);
+
+/// New rungs one answer to a channel measures at most.
+pub const CHANNEL_RUNGS_PER_ASK: usize = 2;
+/// New rungs a channel's answers measure at most per [`CHANNEL_WINDOW`].
+pub const CHANNEL_RUNGS_PER_WINDOW: usize = 6;
+/// The window of [`CHANNEL_RUNGS_PER_WINDOW`].
+pub const CHANNEL_WINDOW: Duration = Duration::from_secs(600);
+
+/// Who asks: the server admin (the root's routes) or a channel (its admin, or the server admin on the
+/// channel's routes), whose new measurements are limited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Measurer {
+    Server,
+    Channel(ChannelId),
+}
 
 /// What can go wrong running the measurement child.
 #[derive(Debug, thiserror::Error)]
@@ -57,12 +80,35 @@ pub enum FitError {
 pub struct FitState {
     path: PathBuf,
     lock: tokio::sync::Mutex<()>,
+    /// When each channel's recent new rungs were measured (for the per-window limit).
+    measured_for: parking_lot::Mutex<HashMap<ChannelId, VecDeque<Instant>>>,
 }
 
 impl FitState {
     /// The state of a data dir (its cache file is `cache::FILE_NAME` there).
     pub fn new(data_dir: &Path) -> FitState {
-        FitState { path: Cache::path(data_dir), lock: tokio::sync::Mutex::new(()) }
+        FitState {
+            path: Cache::path(data_dir),
+            lock: tokio::sync::Mutex::new(()),
+            measured_for: parking_lot::Mutex::default(),
+        }
+    }
+
+    /// How many of `wanted` new rungs `who` may have measured now; those allowed are counted.
+    fn allow(&self, who: &Measurer, wanted: usize) -> usize {
+        let Measurer::Channel(id) = who else { return wanted };
+        let now = Instant::now();
+        let mut table = self.measured_for.lock();
+        table.retain(|_, times| {
+            while times.front().is_some_and(|t| now.duration_since(*t) >= CHANNEL_WINDOW) {
+                times.pop_front();
+            }
+            !times.is_empty()
+        });
+        let times = table.entry(id.clone()).or_default();
+        let allowed = wanted.min(CHANNEL_RUNGS_PER_ASK).min(CHANNEL_RUNGS_PER_WINDOW.saturating_sub(times.len()));
+        times.extend(std::iter::repeat_n(now, allowed));
+        allowed
     }
 
     /// Whether `ladder` fits this box on `chosen` (the encoder the video codec selects), with segments
@@ -72,6 +118,7 @@ impl FitState {
         ladder: &[StreamOutputVariant],
         chosen: &EncoderInfo,
         segment_seconds: u32,
+        who: &Measurer,
     ) -> LadderFit {
         let specs: Vec<_> = ladder.iter().map(|v| measure::variant_spec(v, segment_seconds)).collect();
         let encoder = chosen.clone();
@@ -90,6 +137,10 @@ impl FitState {
                 missing.push(r);
             }
         }
+        // A channel's ask measures a few new rungs; the others are estimated (see the module doc).
+        let allowed = self.allow(who, missing.len());
+        let held_back = missing.len() - allowed;
+        missing.truncate(allowed);
         let any_software = rungs.iter().any(|r| r.made == Made::Software);
         // A decode path: the GPU decodes (and scales); the CPU only encodes.
         let gpu_decode = chosen.decode.is_some();
@@ -127,6 +178,31 @@ impl FitState {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => warn!("cannot write the ladder measurements to {}: {e}", self.path.display()),
                 Err(e) => warn!("cannot write the ladder measurements: {e}"),
+            }
+        }
+        if held_back > 0 {
+            let limit = format!(
+                "{held_back} new rung(s) were not measured but estimated: a channel's ask measures at most \
+                 {CHANNEL_RUNGS_PER_ASK} new rungs, and {CHANNEL_RUNGS_PER_WINDOW} every {} minutes (the box is \
+                 shared); ask again later, or the server admin measures any ladder on /api/admin/video/fit.",
+                CHANNEL_WINDOW.as_secs() / 60
+            );
+            note = Some(match note {
+                Some(n) => format!("{limit} {n}"),
+                None => limit,
+            });
+        }
+        // The rungs used keep their place in the cache (least recently used go first); written when
+        // that is news and nothing was measured (a measurement writes the file anyway).
+        let now = Utc::now();
+        let mut touched = false;
+        for r in rungs.iter().filter(|r| r.made == Made::Software) {
+            touched |= cache.touch(&r.key(), now);
+        }
+        if touched && cached {
+            let (path, to_save) = (self.path.clone(), cache.clone());
+            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || to_save.save(&path)).await {
+                warn!("cannot write the ladder measurements to {}: {e}", self.path.display());
             }
         }
         let costs: Vec<Option<Cost>> =
