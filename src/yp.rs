@@ -1,6 +1,6 @@
 //! Directory (YP) registration: while `directoryenabled` is on and the server URL is set, castd
 //! pings the directory service (`POST <directory>/api/ping`, Owncast's protocol) so the instance is
-//! listed, and `GET /api/admin/yp/reset` forgets the registration key so the next ping registers anew.
+//! listed, and `POST /api/admin/yp/reset` (or a tool's `GET`) forgets the registration key so the next ping registers anew.
 //!
 //! The directory is `config/directoryurl` (castd's setting; empty = Owncast's
 //! `https://directory.owncast.online`). A ping is Owncast's `{key, url}` plus the listing's details
@@ -259,7 +259,8 @@ const GROUP: &str = "admin";
 pub fn routes(reg: &mut Registry, dir: Arc<Directory>) {
     settings::routes(reg, dir.clone());
     let mut reg = reg.scope(dir);
-    reg.get("/api/admin/yp/reset", GROUP, Auth::Admin, "Reset the directory registration", reset)
+    // POST, or GET from a tool (Owncast's own form): a browser's GET is refused (`Scope::action`).
+    reg.action("/api/admin/yp/reset", GROUP, Auth::Admin, "Reset the directory registration", reset)
         .returns::<StatusResponse>();
 }
 

@@ -151,10 +151,13 @@ fn status_without_pass(online: bool) -> Response {
 }
 
 impl Access {
-    /// The page the viewer is sent to: the same path without `?invite=`/`?jwt=`.
+    /// The page the viewer is sent to: the same path without `?invite=`/`?jwt=`, when that path is
+    /// one of this origin's (`http::urls::local_redirect`: `//evil.example/x` would send the browser,
+    /// and its fresh pass, elsewhere); else the channel's page.
     fn redirect_without_secret(&self, parts: &Parts, cookie: HeaderValue) -> Response {
         let query = parts.uri.query().map(|q| without(q, &["invite", "jwt"])).unwrap_or_default();
-        let path = format!("{}{}", self.base, parts.uri.path());
+        let path = crate::http::urls::local_redirect(&format!("{}{}", self.base, parts.uri.path()));
+        let query = if crate::http::urls::is_local_path(&format!("/?{query}")) { query } else { String::new() };
         let location = if query.is_empty() { path } else { format!("{path}?{query}") };
         let mut resp = StatusCode::SEE_OTHER.into_response();
         if let Ok(v) = HeaderValue::from_str(&location) {
@@ -175,7 +178,11 @@ impl Access {
         let mut admitted = Admitted::default();
         // Who the viewer is matters beyond HLS (the chat socket, WHEP, chat sign-in, the hook); an HLS
         // request only needs to know the pass is good.
-        let wants_viewer = !parts.uri.path().starts_with("/hls/") || way == (Way::Out { play: true });
+        // (and so does it when the hook is asked: its verdict is per viewer).
+        let hook = &s.access.admission_hook;
+        let wants_viewer = !parts.uri.path().starts_with("/hls/")
+            || way == (Way::Out { play: true })
+            || (hook.on_play && !hook.url.is_empty());
 
         // The pass the request carries, if it is valid.
         let mut has_pass = false;
@@ -217,6 +224,10 @@ impl Access {
                 _ => {}
             }
         }
+        // What a way out of a channel that is not public gives (to a pass holder, to the admin, to a
+        // viewer the hook let in) must not be kept by a shared cache for others.
+        let hooked = s.access.admission_hook.on_play && !s.access.admission_hook.url.is_empty();
+        admitted.private = (vis.needs_pass() || hooked) && way != Way::Open;
         // The channel's admin (Basic credentials) may use every way out.
         if !has_pass && way != Way::Open && vis.needs_pass() && has_basic(parts) {
             match self.admin.is_admin(ip(), &parts.headers).await {
@@ -243,11 +254,15 @@ impl Access {
             }
             _ => {}
         }
-        // What a pass holder is given must not be kept by a shared cache for others.
-        admitted.private = vis.needs_pass() && way != Way::Open;
-        if let Way::Out { play: true } = way {
+        // The hook's say holds on every way out: the start of watching asks it (its answer cached for
+        // `cacheSeconds`), every other way out (a variant playlist, a segment, a part, a replay...)
+        // takes the last verdict for the same viewer (pass subject) and address, asking when there is
+        // none (`Access::admit_way`).
+        if let Way::Out { play } = way {
             let subject = admitted.pass.as_ref().map(|p: &ViewerPass| p.subject.as_str());
-            self.admit_play(subject, ip(), ua).await.map_err(IntoResponse::into_response)?;
+            let verdict =
+                if play { self.admit_play(subject, ip(), ua).await } else { self.admit_way(subject, ip(), ua).await };
+            verdict.map_err(IntoResponse::into_response)?;
         }
         Ok(admitted)
     }

@@ -37,7 +37,7 @@ pub fn routes(reg: &mut Registry, server: Arc<Server>) {
         update_options,
     )
     .returns::<UpdateOptions>();
-    reg.get(
+    reg.action(
         "/api/admin/update/start",
         GROUP,
         Auth::Admin,

@@ -1,7 +1,7 @@
 //! The chat HTTP routes (registration, history, moderation, users, IP bans, clients, emoji) and the
 //! `ChatUser` / `ChatModerator` extractors that enforce `?accessToken=` auth.
 //!
-//! Token auth failures answer 401 `unauthorized` (a banned address too); unknown users and messages 404,
+//! Token auth failures answer 401 `Unauthorized` (a banned address too); unknown users and messages 404,
 //! except `users/delete`, which answers 400 as Owncast does; malformed bodies 400.
 
 use std::collections::HashMap;

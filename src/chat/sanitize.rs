@@ -1,11 +1,13 @@
 //! Chat message rendering: markdown → HTML (pulldown-cmark, with bare http/https links turned into
 //! links as goldmark's linkify does), then ammonia with exactly Owncast's allow-list:
 //!
-//! * `a[href]`: http, https and mailto URLs that parse; `rel="noopener noreferrer"` is forced and
-//!   `target="_blank"` added (every allowed link is absolute);
+//! * `a[href]`: http, https and mailto URLs that parse, kept in the URL parser's normalised form;
+//!   `rel="noopener noreferrer"` is forced and `target="_blank"` added (every allowed link is absolute);
 //! * `br`, `p`, `strong`, `em`, `code`, `pre`;
-//! * `img` only for custom emoji: `src` under `/img/emoji/`, `alt`/`title` of the form `:name:`,
-//!   `class` starting with `emoji`; any other image is removed entirely.
+//! * `img` only for custom emoji: `src` under `/img/emoji/` once percent-decoded and path-normalised
+//!   (and stored in that form, so `/img/emoji/%2e%2e/...` cannot point a browser at another route),
+//!   `alt`/`title` of the form `:name:`, `class` starting with `emoji`; any other image is removed
+//!   entirely.
 //!
 //! Everything else is stripped (the text of unknown tags is kept; `script` and `style` lose their
 //! content too).
@@ -58,15 +60,40 @@ fn channel_prefixed(path: &str) -> &str {
     }
 }
 
+/// A link's `href` as stored: an http, https or mailto URL that parses, in the URL parser's form (dot
+/// segments, backslashes and encoded dots resolved as a browser resolves them) unless that form means
+/// the same as what was written (only a trailing `/` added).
+fn link_href(value: &str) -> Option<Cow<'_, str>> {
+    let u = url::Url::parse(value).ok().filter(|u| matches!(u.scheme(), "http" | "https" | "mailto"))?;
+    let normal = u.as_str();
+    if normal == value || normal.strip_suffix('/') == Some(value) {
+        Some(Cow::Borrowed(value))
+    } else {
+        Some(Cow::Owned(normal.to_string()))
+    }
+}
+
+/// A custom emoji's `src` as stored: the path normalised (`http::urls::normalize_path`: every
+/// encoding decoded, backslashes, repeated slashes and `.`/`..` resolved) must be under
+/// `/img/emoji/` (or a channel's `/c/{slug}/img/emoji/`) with only letters, digits and `_-. +()`,
+/// and that normalised form, re-encoded, is what is kept: what was checked is what a browser asks for.
+fn emoji_src(value: &str) -> Option<Cow<'_, str>> {
+    let path = crate::http::urls::normalize_path(value)?;
+    let emoji = channel_prefixed(&path).strip_prefix("/img/emoji/").unwrap_or_default();
+    let ok = !emoji.is_empty()
+        && !emoji.ends_with('/')
+        && path.chars().all(|c| c.is_ascii_alphanumeric() || "/_-. +()".contains(c));
+    if !ok {
+        return None;
+    }
+    let encoded = crate::http::urls::encode_path(&path);
+    Some(if encoded == value { Cow::Borrowed(value) } else { Cow::Owned(encoded) })
+}
+
 fn filter_attribute<'u>(element: &str, attribute: &str, value: &'u str) -> Option<Cow<'u, str>> {
     let ok = match (element, attribute) {
-        ("a", "href") => url::Url::parse(value).is_ok_and(|u| matches!(u.scheme(), "http" | "https" | "mailto")),
-        ("img", "src") => {
-            let emoji = channel_prefixed(value).strip_prefix("/img/emoji/").unwrap_or_default();
-            !emoji.is_empty()
-                && !value.contains("..")
-                && value.chars().all(|c| c.is_ascii_alphanumeric() || "/_-.%".contains(c))
-        }
+        ("a", "href") => return link_href(value),
+        ("img", "src") => return emoji_src(value),
         ("img", "alt") | ("img", "title") => is_emoji_name(value),
         ("img", "class") => {
             value.starts_with("emoji") && value.chars().all(|c| c.is_ascii_alphanumeric() || "_- ".contains(c))
@@ -274,6 +301,41 @@ mod tests {
         }
         let bad = render("<img src=\"/img/emoji/../../etc/passwd\" alt=\":x:\">");
         assert!(!bad.contains("<img"), "{bad}");
+    }
+
+    #[test]
+    fn emoji_paths_are_normalised_before_they_are_checked() {
+        for raw in [
+            "/img/emoji/%2e%2e/%2e%2e/api/admin/disconnect",
+            "/img/emoji/%2E%2e/%2e%2E/api/admin/disconnect",
+            "/img/emoji/%252e%252e/%252e%252e/api/admin/disconnect",
+            "/img/emoji/%25252e%25252e/%25252e%25252e/api/admin/disconnect",
+            "/img/emoji/..%2f..%2fapi%2fadmin%2fdisconnect",
+            "/img/emoji/..\\..\\api\\admin\\disconnect",
+            "/img/emoji/%5c..%5c..%5capi/admin/disconnect",
+            "/img/emoji//..//..//api/admin/disconnect",
+            "/c/music/img/emoji/%2e%2e/%2e%2e/%2e%2e/%2e%2e/api/admin/disconnect",
+            "/img/emoji/%252525252e",
+        ] {
+            let out = render(&format!("<img src=\"{raw}\" alt=\":x:\" class=\"emoji\">"));
+            assert!(!out.contains("<img") && !out.contains("admin"), "{raw}: {out}");
+            let out = clean_html(&format!("<p><img src=\"{raw}\" alt=\":x:\"></p>"));
+            assert!(!out.contains("<img") && !out.contains("admin"), "{raw}: {out}");
+        }
+        // What stays is stored as a browser would request it.
+        let out = render("<img src=\"/img/emoji/./blob/%61.gif\" alt=\":a:\">");
+        assert!(out.contains("src=\"/img/emoji/blob/a.gif\""), "{out}");
+        let out = render("<img src=\"/img//emoji/a%20b.gif\" alt=\":a:\">");
+        assert!(out.contains("src=\"/img/emoji/a%20b.gif\""), "{out}");
+    }
+
+    #[test]
+    fn links_are_stored_normalised() {
+        let out = render("[x](https://host.example/img/emoji/%2e%2e/%2e%2e/api/admin/disconnect)");
+        assert!(out.contains("href=\"https://host.example/api/admin/disconnect\""), "{out}");
+        let out = clean_html("<a href=\"https://host.example/a/..\\..\\b\">x</a>");
+        assert!(out.contains("href=\"https://host.example/b\""), "{out}");
+        assert!(render("[x](https://example.com)").contains("href=\"https://example.com\""));
     }
 
     #[test]

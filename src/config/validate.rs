@@ -114,13 +114,21 @@ pub fn url(v: &Value, allow_empty: bool) -> Result<String, ValidationError> {
     if s.is_empty() && allow_empty {
         return Ok(String::new());
     }
-    check_http_url(s)?;
-    Ok(s.trim_end_matches('/').to_string())
+    Ok(normal_http_url(s)?.trim_end_matches('/').to_string())
 }
 
-fn check_http_url(s: &str) -> Result<(), ValidationError> {
+/// An http(s) URL as it is stored: `s` itself, or the URL parser's normalised form (dot segments,
+/// backslashes, encoded dots resolved, as a browser resolves them) when that form means something
+/// else than the text (more than a trailing `/`). What is checked later is what a browser follows.
+fn normal_http_url(s: &str) -> Result<String, ValidationError> {
+    let u = check_http_url(s)?;
+    let normal = u.as_str();
+    Ok(if normal == s || normal.strip_suffix('/') == Some(s) { s.to_string() } else { normal.to_string() })
+}
+
+fn check_http_url(s: &str) -> Result<url::Url, ValidationError> {
     match url::Url::parse(s) {
-        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(()),
+        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(u),
         Ok(_) => err(format!("'{s}' must be an http or https URL")),
         Err(e) => err(format!("'{s}' is not a valid URL: {e}")),
     }
@@ -219,26 +227,34 @@ pub fn variants(v: &Value) -> Result<Vec<StreamOutputVariant>, ValidationError> 
 
 /// Social handles: a platform and an http(s) URL each.
 pub fn social_handles(v: &Value) -> Result<Vec<SocialHandle>, ValidationError> {
-    let list: Vec<SocialHandle> = typed(v, "social handles (expected [{platform, url, icon}])")?;
-    for h in &list {
+    let mut list: Vec<SocialHandle> = typed(v, "social handles (expected [{platform, url, icon}])")?;
+    for h in &mut list {
         if h.platform.trim().is_empty() {
             return err("every social handle needs a platform");
         }
-        check_http_url(h.url.trim())?;
+        let url = normal_http_url(h.url.trim())?;
+        if url != h.url.trim() {
+            h.url = url;
+        }
     }
     Ok(list)
 }
 
 /// External actions: a title and either an http(s) URL or HTML each.
 pub fn external_actions(v: &Value) -> Result<Vec<ExternalAction>, ValidationError> {
-    let list: Vec<ExternalAction> = typed(v, "external actions")?;
-    for a in &list {
+    let mut list: Vec<ExternalAction> = typed(v, "external actions")?;
+    for a in &mut list {
         if a.title.trim().is_empty() {
             return err("every external action needs a title");
         }
         match (a.url.trim().is_empty(), a.html.trim().is_empty()) {
             (true, true) => return err(format!("external action '{}' needs a url or html", a.title)),
-            (false, _) => check_http_url(a.url.trim())?,
+            (false, _) => {
+                let url = normal_http_url(a.url.trim())?;
+                if url != a.url.trim() {
+                    a.url = url;
+                }
+            }
             _ => {}
         }
     }
@@ -303,6 +319,17 @@ mod tests {
         assert!(url(&json!(""), false).is_err());
         assert!(url(&json!("ftp://x.y"), true).is_err());
         assert!(url(&json!("not a url"), true).is_err());
+        // Stored in the form a browser follows, not as written.
+        for raw in [
+            "https://x.example/a/%2e%2e/%2E%2e/admin/",
+            "https://x.example/a\\..\\..\\admin",
+            "https://x.example//a/../../admin",
+        ] {
+            assert_eq!(url(&json!(raw), false), Ok("https://x.example/admin".into()), "{raw}");
+        }
+        let h =
+            social_handles(&json!([{"platform": "x", "url": "https://x.example/a/%2e%2e/me", "icon": ""}])).unwrap();
+        assert_eq!(h[0].url, "https://x.example/me");
     }
 
     #[test]

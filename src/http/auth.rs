@@ -73,6 +73,20 @@ impl AdminAuth {
         Self { settings, cache: Arc::default(), backoff: server.backoff.clone(), server: Some(server.settings.clone()) }
     }
 
+    /// A digest of the stored hashes of the passwords this check takes (this admin's, and for a
+    /// channel the server admin's): it changes with either password, so what is bound to it (the
+    /// admin's viewing pass, `access`) ends when an admin password is changed.
+    pub fn credential_digest(&self) -> [u8; 32] {
+        let mut d = Sha256::new();
+        d.update(b"castd admin credential\0");
+        d.update(self.settings.get().server.admin_password_hash.as_bytes());
+        d.update(b"\0");
+        if let Some(server) = &self.server {
+            d.update(server.get().server.admin_password_hash.as_bytes());
+        }
+        d.finalize().into()
+    }
+
     /// Whether a request from `ip` carries the admin's Basic credentials (for routes that are public
     /// in part, such as a replay the owner made public). `Err` when `ip` must wait (429) or the
     /// password pool is full (503): the caller answers that rather than "not the admin".
@@ -174,6 +188,32 @@ impl AdminAuth {
             Err(e) => tracing::warn!("could not save the admin password hash: {e}"),
         }
     }
+}
+
+/// Why a GET of an action is refused to a browser (`Scope::action`); also its documented 405.
+pub const BROWSER_GET_REFUSED: &str =
+    "this GET changes state and is answered only to tools, not to a browser: send it as POST";
+
+/// The request headers only a browser sends: with any of them a GET of an action is refused.
+const BROWSER_MARKS: [&str; 6] = ["sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest", "origin", "referer", "cookie"];
+
+/// Whether `headers` carry any of a browser's marks ([`BROWSER_MARKS`]).
+pub fn from_a_browser(headers: &axum::http::HeaderMap) -> bool {
+    BROWSER_MARKS.iter().any(|h| headers.contains_key(*h))
+}
+
+/// Middleware of an action's GET (`Scope::action`): 405 with `Allow: POST` and a StatusResponse for a
+/// request with a browser's marks, before any credential is checked; a tool's GET (none of them, as
+/// Owncast's own tools send it) goes on.
+pub async fn refuse_browser_get(req: Request, next: Next) -> Response {
+    if !from_a_browser(req.headers()) {
+        return next.run(req).await;
+    }
+    let body = super::StatusResponse { success: false, message: BROWSER_GET_REFUSED.to_string() };
+    let mut resp = (axum::http::StatusCode::METHOD_NOT_ALLOWED, axum::Json(body)).into_response();
+    resp.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+    resp.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    resp
 }
 
 /// Middleware for admin routes.

@@ -24,6 +24,7 @@ pub mod headers;
 pub mod lanes;
 pub mod openapi;
 pub mod setters;
+pub mod urls;
 pub mod zerocopy;
 
 use std::net::{IpAddr, SocketAddr};
@@ -68,9 +69,11 @@ impl StatusResponse {
 pub enum ApiError {
     #[error("{0}")]
     BadRequest(String),
-    #[error("unauthorized")]
+    /// 401 with a Basic challenge; the message is Owncast's `Unauthorized` (its clients match the text).
+    #[error("Unauthorized")]
     Unauthorized,
-    #[error("unauthorized")]
+    /// 401 of a missing or unknown chat user or integration token, without a challenge.
+    #[error("Unauthorized")]
     UnauthorizedToken,
     /// 401 with its own message and no challenge: a viewing pass is needed, or the secret given for
     /// one was wrong (`access`).
@@ -383,6 +386,33 @@ impl RouteMut<'_> {
     }
 }
 
+/// The documentation of an action's two routes (`Scope::action`: its POST and its GET for tools).
+pub struct ActionMut<'r> {
+    docs: &'r mut [RouteDoc],
+    schemas: &'r mut Vec<(String, RefOr<Schema>)>,
+}
+
+impl ActionMut<'_> {
+    /// A 200 JSON body of type `T` on both routes.
+    pub fn returns<T: utoipa::ToSchema>(self) -> Self {
+        add_schema::<T>(self.schemas);
+        for doc in self.docs.iter_mut() {
+            doc.response = ResponseDoc::Json(leak_name::<T>());
+        }
+        self
+    }
+
+    /// An error status both routes answer (with a StatusResponse) besides the implied ones.
+    pub fn error(self, status: u16, when: &'static str) -> Self {
+        for doc in self.docs.iter_mut() {
+            if !doc.errors.iter().any(|(s, _)| *s == status) {
+                doc.errors.push((status, when));
+            }
+        }
+        self
+    }
+}
+
 /// Record `T`'s schema and, recursively, those of the types its fields name (`ToSchema::schemas`), so
 /// every `$ref` of the document resolves.
 fn add_schema<T: utoipa::ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
@@ -540,6 +570,27 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
         H: Handler<T, S>,
         T: 'static,
     {
+        self.route_for(method, path, group, auth, summary, body, handler, false)
+    }
+
+    /// [`Scope::route`], and with `tools_only` a GET a browser's request is refused
+    /// (`auth::refuse_browser_get`, before any credential is looked at).
+    #[allow(clippy::too_many_arguments)]
+    fn route_for<H, T>(
+        &mut self,
+        method: Method,
+        path: &str,
+        group: &'static str,
+        auth: Auth,
+        summary: &'static str,
+        body: BodyDoc,
+        handler: H,
+        tools_only: bool,
+    ) -> RouteMut<'_>
+    where
+        H: Handler<T, S>,
+        T: 'static,
+    {
         let filter = match method {
             Method::POST => MethodFilter::POST,
             Method::PUT => MethodFilter::PUT,
@@ -552,6 +603,9 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
         let mut mr = on(filter, handler);
         if auth == Auth::Admin {
             mr = mr.route_layer(middleware::from_fn_with_state(self.reg.admin.clone(), auth::require_admin));
+        }
+        if tools_only {
+            mr = mr.route_layer(middleware::from_fn(auth::refuse_browser_get));
         }
         let reg = &mut *self.reg;
         reg.router = std::mem::take(&mut reg.router).route(path, mr.with_state(self.state.clone()));
@@ -589,6 +643,50 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
         T: 'static,
     {
         self.route(Method::GET, path, group, auth, summary, BodyDoc::None, handler)
+    }
+
+    /// An action (a change of state) that Owncast serves as GET, served twice: as POST without a body
+    /// (what the web UI uses; an admin route's POST gets the `Origin` check every admin route gets),
+    /// and as GET for Owncast's own tools only. A GET that carries any of a browser's marks
+    /// (`Sec-Fetch-Site`/`-Mode`/`-Dest`, `Origin`, `Referer`, `Cookie`) is refused with 405 and a
+    /// StatusResponse saying to use POST, so neither an `<img>` nor a link can make a signed-in browser
+    /// act. Both routes are returned in one [`ActionMut`] to be documented alike.
+    pub fn action<H, T>(
+        &mut self,
+        path: &str,
+        group: &'static str,
+        auth: Auth,
+        summary: &'static str,
+        handler: H,
+    ) -> ActionMut<'_>
+    where
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        self.route_for(Method::POST, path, group, auth, summary, BodyDoc::None, handler.clone(), false);
+        self.route_for(Method::GET, path, group, auth, summary, BodyDoc::None, handler, true)
+            .error(405, auth::BROWSER_GET_REFUSED);
+        let Registry { docs, schemas, .. } = &mut *self.reg;
+        let n = docs.len();
+        ActionMut { docs: &mut docs[n - 2..], schemas }
+    }
+
+    /// A GET that changes state (or costs the box work) and is served to tools only, as an action's GET
+    /// is ([`Scope::action`]); its POST form is registered on its own (it takes a body).
+    pub fn get_for_tools<H, T>(
+        &mut self,
+        path: &str,
+        group: &'static str,
+        auth: Auth,
+        summary: &'static str,
+        handler: H,
+    ) -> RouteMut<'_>
+    where
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        self.route_for(Method::GET, path, group, auth, summary, BodyDoc::None, handler, true)
+            .error(405, auth::BROWSER_GET_REFUSED)
     }
 
     /// Shorthand for a POST route.

@@ -335,7 +335,7 @@ async fn callback(
         };
     }
     // Back to this channel's viewer page (`/c/{slug}/` on a channel, `/` on the default channel).
-    let page = viewer_page(&state.settings.get().server.server_url);
+    let page = crate::http::urls::local_redirect(&viewer_page(&state.settings.get().server.server_url));
     let location = match outcome {
         Ok(_) => format!("{page}?indieauth=signedin"),
         Err(e) => format!("{page}?indieauthError={}", e.error),

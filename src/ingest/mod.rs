@@ -218,7 +218,8 @@ pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
 pub fn channel_routes(reg: &mut Registry, ingest: Arc<Ingest>, channel: ChannelId) {
     whip::routes(reg, ingest.clone());
     let mut reg = reg.scope((ingest, channel));
-    reg.get("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound broadcaster", disconnect)
+    // POST, or GET from a tool (Owncast's own form): a browser's GET is refused (`Scope::action`).
+    reg.action("/api/admin/disconnect", "admin", Auth::Admin, "Disconnect the inbound broadcaster", disconnect)
         .returns::<StatusResponse>()
         .error(400, "No broadcaster is connected (Owncast's answer)");
 }

@@ -13,7 +13,7 @@
 //!
 //! `authorize` implements Owncast's `RequireExternalAPIAccessToken`: `Authorization: Bearer <token>`
 //! (the prefix matched case-insensitively), the token must exist and hold the scope; any failure is a
-//! 401 `unauthorized`, as in Owncast (a valid token without the scope is also 401, not 403). Success
+//! 401 `Unauthorized`, as in Owncast (a valid token without the scope is also 401, not 403). Success
 //! updates the token's last-used time.
 
 use axum::extract::State;

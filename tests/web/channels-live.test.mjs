@@ -128,7 +128,7 @@ test('RTMP, SRT and WHIP to three channels at once, each with its ladder; one en
 
   // Ending the WHIP session ends that channel's stream only.
   const del = await castd.fetch(posted.location, { method: 'DELETE' });
-  assert.equal(del.status, 204);
+  assert.equal(del.status, 200, 'WHIP DELETE answers 200 (what FFmpeg and OBS read as a clean end)');
   await waitFor(async () => !(await online('whip')), { timeoutMs: 30_000, message: 'whip offline after DELETE' });
   assert.equal(await online('rtmp'), true, 'rtmp stays live');
   assert.equal(await online('srt'), true, 'srt stays live');

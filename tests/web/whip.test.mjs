@@ -111,7 +111,7 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
 
   // DELETE on the resource ends the publish.
   const del = await castd.fetch(posted.location, { method: 'DELETE' });
-  assert.equal(del.status, 204);
+  assert.equal(del.status, 200, 'WHIP DELETE answers 200 (what FFmpeg and OBS read as a clean end)');
   await waitFor(async () => (await castd.getJson('/api/status')).online === false, {
     timeoutMs: 30_000,
     message: 'offline after DELETE',
@@ -123,7 +123,7 @@ test('chromium publishes over WHIP: live, HLS with AAC, stream details, DELETE e
   const again = await publishWhip(page, STREAM_KEY);
   assert.equal(again.status, 201, `second POST /whip: ${again.status} ${again.answer}${diag()}`);
   await waitFor(async () => (await castd.getJson('/api/status')).online === true, { timeoutMs: 30_000, message: 'online again' });
-  const disconnect = await castd.fetch('/api/admin/disconnect', { admin: true });
+  const disconnect = await castd.fetch('/api/admin/disconnect', { admin: true, method: 'POST' });
   assert.equal(disconnect.status, 200);
   await waitFor(async () => (await castd.getJson('/api/status')).online === false, {
     timeoutMs: 30_000,

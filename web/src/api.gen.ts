@@ -5203,8 +5203,8 @@ export interface paths {
   };
   "/api/admin/config/viewer/passlifetime": {
     /**
-     * How long a viewing pass lasts, seconds (10 to 2592000)
-     * @description How long a viewing pass lasts, seconds (10 to 2592000)
+     * How long a viewing pass lasts, seconds (10 to 2592000; a channel's at most 604800)
+     * @description How long a viewing pass lasts, seconds (10 to 2592000; a channel's at most 604800)
      */
     post: {
       requestBody: {
@@ -5685,6 +5685,50 @@ export interface paths {
      * @description Disconnect the inbound broadcaster
      */
     get: {
+      responses: {
+        /** @description Success */
+        200: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description No broadcaster is connected (Owncast's answer) */
+        400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Missing or invalid credentials */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description this GET changes state and is answered only to tools, not to a browser: send it as POST */
+        405: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong passwords from this address: wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+      };
+    };
+    /**
+     * Disconnect the inbound broadcaster
+     * @description Disconnect the inbound broadcaster
+     */
+    post: {
       responses: {
         /** @description Success */
         200: {
@@ -7260,6 +7304,50 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description this GET changes state and is answered only to tools, not to a browser: send it as POST */
+        405: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong passwords from this address: wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+      };
+    };
+    /**
+     * Refused: castd is updated by the package manager
+     * @description Refused: castd is updated by the package manager
+     */
+    post: {
+      responses: {
+        /** @description Success */
+        200: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Always: castd is updated by the package manager (Owncast's answer when it cannot update) */
+        400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Missing or invalid credentials */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Too many wrong passwords from this address: wait the Retry-After seconds */
         429: {
           content: {
@@ -7375,6 +7463,12 @@ export interface paths {
         };
         /** @description Missing or invalid credentials */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description this GET changes state and is answered only to tools, not to a browser: send it as POST */
+        405: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8075,6 +8169,44 @@ export interface paths {
      * @description Reset the directory registration
      */
     get: {
+      responses: {
+        /** @description Success */
+        200: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Missing or invalid credentials */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description this GET changes state and is answered only to tools, not to a browser: send it as POST */
+        405: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong passwords from this address: wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+      };
+    };
+    /**
+     * Reset the directory registration
+     * @description Reset the directory registration
+     */
+    post: {
       responses: {
         /** @description Success */
         200: {
@@ -11563,8 +11695,8 @@ export interface paths {
   };
   "/whip/{id}": {
     /**
-     * End a WHIP publish
-     * @description End a WHIP publish
+     * End a WHIP publish (200, an empty body with Content-Length: 0)
+     * @description End a WHIP publish (200, an empty body with Content-Length: 0)
      */
     delete: {
       parameters: {
@@ -11573,8 +11705,8 @@ export interface paths {
         };
       };
       responses: {
-        /** @description Done */
-        204: {
+        /** @description Success */
+        200: {
           content: never;
         };
         /** @description Bad input */
@@ -12007,7 +12139,11 @@ export interface components {
     };
     /** @description `POST /api/admin/channels/delete`. */
     DeleteChannel: {
-      /** @description Also remove the channel's files (replays, clips, uploads); without it they stay on disk. */
+      /**
+       * @description Also remove the channel's files (replays, clips, uploads); without it they are moved aside to
+       * `channels/.deleted/{slug}-{unix time}/` in the data folder (a new channel with the slug starts
+       * empty).
+       */
       purge?: boolean;
       slug: string;
     };

@@ -366,9 +366,9 @@ export const admin = {
   serverConfig: () => getJSON<ServerConfig>(`${A}/serverconfig`),
   hardwareStats: () => getJSON<HardwareStats>(`${A}/hardwarestats`),
   encoders: () => getJSON<EncodersAnswer>(`${A}/encoders`),
-  /** Whether the configured ladder (no argument) or an unsaved one fits this box. */
-  videoFit: (variants?: OutputVariant[]) =>
-    variants ? postJSON<LadderFit>(`${A}/video/fit`, { variants }) : getJSON<LadderFit>(`${A}/video/fit`),
+  /** Whether a ladder (the saved one or an edited one) fits this box. Always POST: the route's GET is
+   * for tools only and refused to a browser (it makes the box measure). */
+  videoFit: (variants: OutputVariant[]) => postJSON<LadderFit>(`${A}/video/fit`, { variants }),
   viewersOverTime: () => getJSON<TimePoint[]>(`${A}/viewersOverTime`),
   videoMetrics: () => getJSON<VideoMetrics>(`${A}/metrics/video`),
   playbackClients: () => getJSON<PlaybackClient[]>(`${A}/viewers/playback`),

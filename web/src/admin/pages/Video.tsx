@@ -29,8 +29,8 @@ const FIT_DEBOUNCE_MS = 700;
 
 const cores = (n: number) => (n === 0 ? '0' : n.toFixed(n < 1 ? 2 : 1));
 
-/** Whether the editor's ladder fits this box: the saved ladder on load (`GET`), the edited one after each
- * change settles (`POST`, not saved). A slower answer to an older ladder never replaces a newer one. */
+/** Whether the editor's ladder fits this box: the saved ladder on load, the edited one after each change
+ * settles (each a `POST`; nothing is saved). A slower answer to an older ladder never replaces a newer one. */
 function LadderFitBox({ variants, saved }: { variants: OutputVariant[]; saved: boolean }) {
   const [fit, setFit] = useState<LadderFit | null>(null);
   const [measuring, setMeasuring] = useState(true);
@@ -42,7 +42,7 @@ function LadderFitBox({ variants, saved }: { variants: OutputVariant[]; saved: b
     setMeasuring(true);
     const timer = setTimeout(
       () => {
-        (saved ? admin.videoFit() : admin.videoFit(variants)).then(
+        admin.videoFit(variants).then(
           (answer) => {
             if (n !== asked.current) return;
             setFit(answer);
