@@ -36,9 +36,14 @@ pub fn parse(value: &str) -> Result<Recurrence, ScheduleError> {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(|l| {
-            // A floating DTSTART (no zone, no `Z`) is read as UTC rather than the host's local time.
+            // A floating DTSTART date-time (no zone, no `Z`; `DTSTART:` or with parameters such as
+            // `DTSTART;VALUE=DATE-TIME:`) is read as UTC rather than the host's local time.
             let upper = l.to_ascii_uppercase();
-            if upper.starts_with("DTSTART:") && !upper.ends_with('Z') && !upper.contains("TZID") {
+            let floating = (upper.starts_with("DTSTART:") || upper.starts_with("DTSTART;"))
+                && !upper.contains("TZID")
+                && !upper.ends_with('Z')
+                && upper.rsplit(':').next().is_some_and(|v| v.contains('T'));
+            if floating {
                 format!("{l}Z")
             } else {
                 l.to_string()
@@ -169,5 +174,23 @@ mod tests {
         let floating = parse("DTSTART:20300101T100000\nRRULE:FREQ=DAILY;COUNT=2").unwrap();
         assert_eq!(floating.timezone, "UTC");
         assert_eq!(floating.preview(from).unwrap().len(), 2);
+    }
+
+    /// A DTSTART without a zone is UTC in every form, whatever the host's zone (tests/faketime.sh runs
+    /// this with `TZ=Europe/Berlin`).
+    #[test]
+    fn a_floating_dtstart_is_utc_in_every_form() {
+        let from = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+        let ten = Utc.with_ymd_and_hms(2030, 1, 1, 10, 0, 0).unwrap();
+        for value in [
+            "DTSTART:20300101T100000\nRRULE:FREQ=DAILY;COUNT=2",
+            "DTSTART;VALUE=DATE-TIME:20300101T100000\nRRULE:FREQ=DAILY;COUNT=2",
+            "DTSTART:20300101T100000Z\nRRULE:FREQ=DAILY;COUNT=2",
+        ] {
+            let r = parse(value).unwrap_or_else(|e| panic!("{value}: {e}"));
+            assert_eq!(r.timezone, "UTC", "{value}");
+            let got = r.between(from, from + Duration::days(3)).unwrap();
+            assert_eq!(got, vec![ten, ten + Duration::days(1)], "{value}");
+        }
     }
 }
