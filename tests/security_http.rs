@@ -364,3 +364,131 @@ fn trusted_proxies_names_how_many_proxies_append() {
     assert_eq!(r.status(), 200);
     assert_eq!(viewer_addresses(&direct), vec![CLIENT.to_string()]);
 }
+
+/// One raw HTTP/1.1 GET (the target exactly as written, which a URL library would normalise): status and headers.
+fn raw_get(port: u16, target: &str) -> (u16, Vec<(String, String)>) {
+    use std::io::Read;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(s, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/html\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let head = text.split("\r\n\r\n").next().unwrap_or_default();
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers)
+}
+
+/// Finding 8 of issue 52: an invite link opened at a path that a browser reads as another site (`//host`, `/\host`,
+/// encoded forms) redirects to castd's own root, never off the origin, and still sets the pass.
+#[test]
+fn an_invite_redirect_never_leaves_the_origin() {
+    let s = Server::start();
+    s.set("visibility", json!("password"));
+    let mut tried = 0;
+    for path in [
+        "//evil.example/x",
+        "/\\evil.example/x",
+        "/%2f%2fevil.example/x",
+        "/%5cevil.example/x",
+        "///evil.example/x",
+        "/\\/evil.example/x",
+        "/./\\evil.example",
+        "/%09/evil.example",
+    ] {
+        let made: Value = s
+            .admin_post("/api/admin/viewer/invites/create", &json!({"expiresInSeconds": 3600, "maxUses": 1}))
+            .json()
+            .unwrap();
+        let invite = made["invite"].as_str().expect("an invite");
+        let (status, headers) = raw_get(s.web_port, &format!("{path}?invite={invite}&x=1"));
+        let location = headers.iter().find(|(k, _)| k == "location").map(|(_, v)| v.clone());
+        if status == 303 {
+            let location = location.unwrap_or_else(|| panic!("{path}: a 303 without Location"));
+            let base = url::Url::parse(&s.url("/")).unwrap();
+            let target = base.join(&location).unwrap_or_else(|e| panic!("{path}: Location {location}: {e}"));
+            assert_eq!(target.host_str(), Some("127.0.0.1"), "{path} → Location {location}");
+            assert_eq!(target.port(), Some(s.web_port), "{path} → Location {location}");
+            assert!(
+                location.starts_with('/') && !location.starts_with("//") && !location.contains('\\'),
+                "{path} → {location}"
+            );
+            assert!(headers.iter().any(|(k, v)| k == "set-cookie" && v.contains('=')), "{path}: the pass is still set");
+            tried += 1;
+        } else {
+            assert!(
+                location.is_none_or(|l| l.starts_with('/') && !l.starts_with("//")),
+                "{path}: {status} {headers:?}"
+            );
+        }
+    }
+    assert!(tried >= 2, "at least the plain forms redirect ({tried})");
+    // The ordinary case keeps its path and query.
+    let made: Value =
+        s.admin_post("/api/admin/viewer/invites/create", &json!({"expiresInSeconds": 3600})).json().unwrap();
+    let (status, headers) = raw_get(s.web_port, &format!("/?invite={}&x=1", made["invite"].as_str().unwrap()));
+    assert_eq!(status, 303);
+    assert!(headers.iter().any(|(k, v)| k == "location" && v == "/?x=1"), "{headers:?}");
+}
+
+/// Finding 3 of issue 52: the GET form of a state change (disconnect, directory reset, update) answers 405 to a
+/// request with any of a browser's marks, even with the admin's credentials, and the stream stays up; a tool's plain
+/// GET and the POST form work, and a cross-origin POST is refused.
+#[test]
+fn a_browsers_get_changes_nothing_and_the_stream_stays_up() {
+    const KEY: &str = "security-http-key-1";
+    let s = Server::start_with_args(&["--streamkey", KEY]);
+    let mut ff = common::media::publish(&s, KEY, "320x180", 120);
+    s.wait_for(Duration::from_secs(60), || common::media::online(&s).then_some(()))
+        .unwrap_or_else(|| panic!("the stream went live; log:\n{}", s.log_text()));
+    let origin = s.url("");
+    let origin = origin.trim_end_matches('/');
+    let marks: [(&str, String); 6] = [
+        ("sec-fetch-dest", "image".into()),
+        ("sec-fetch-mode", "no-cors".into()),
+        ("sec-fetch-site", "same-origin".into()),
+        ("origin", origin.to_string()),
+        ("referer", format!("{origin}/admin/chat")),
+        ("cookie", "castd_pass=x".into()),
+    ];
+    for route in ["/api/admin/disconnect", "/api/admin/yp/reset", "/api/admin/update/start"] {
+        for (name, value) in &marks {
+            let r = s
+                .client
+                .get(s.url(route))
+                .basic_auth("admin", Some(&s.admin_password))
+                .header(*name, value)
+                .send()
+                .unwrap();
+            assert_eq!(r.status(), 405, "GET {route} with {name}");
+            assert_eq!(header(&r, "allow").as_deref(), Some("POST"), "GET {route} with {name}");
+            let body: Value = r.json().expect("json");
+            assert_eq!(body["success"], false, "{body}");
+        }
+    }
+    assert!(common::media::online(&s), "no browser GET dropped the stream");
+    // A cross-origin POST is refused too.
+    let r = s
+        .client
+        .post(s.url("/api/admin/disconnect"))
+        .basic_auth("admin", Some(&s.admin_password))
+        .header("origin", "http://evil.example")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(common::media::online(&s), "a cross-origin POST dropped the stream");
+    // A tool's plain GET of the directory reset works (Owncast's tools use GET).
+    assert!(s.admin_get("/api/admin/yp/reset").status().is_success());
+    // The POST form drops the publisher.
+    let r = s.admin_post("/api/admin/disconnect", &json!({}));
+    assert!(r.status().is_success(), "{:?}", r.text());
+    s.wait_for(Duration::from_secs(30), || (!common::media::online(&s)).then_some(()))
+        .expect("offline after the POST disconnect");
+    let _ = common::media::wait_exit(&mut ff, Duration::from_secs(30));
+}

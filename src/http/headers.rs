@@ -19,11 +19,13 @@
 //! 4. Any other document type that can carry script (SVG, XML, XHTML) gets [`SANDBOX`].
 //!
 //! The page policy ([`PAGE_POLICY`]): script only from castd's own files (`'self'`: the built UI and
-//! the owner's custom JavaScript, served as `/customjavascript`) and the inline scripts a page lists by
+//! the server admin's custom JavaScript, served as the default channel's `/customjavascript`; a
+//! channel's is always empty) and the inline scripts a page lists by
 //! SHA-256 hash, never `'unsafe-inline'` or `eval` for script; workers from castd or `blob:` (hls.js
 //! runs its transmuxer in a `blob:` worker); styles from castd, from `https:` (a custom CSS
-//! `@import` of a web font) and inline (the owner's custom CSS and appearance variables, the owner's
-//! Markdown with inline HTML, as Owncast allows them; styles run no script); images, media, fonts,
+//! `@import` of a web font, the server admin's only: a channel's CSS loads nothing from elsewhere) and
+//! inline (custom CSS and appearance variables, Markdown with inline HTML, as Owncast allows them, a
+//! channel's sanitised; styles run no script); images, media, fonts,
 //! fetches and websockets from anywhere over http(s)/ws(s) (remote avatars, the object storage or CDN
 //! that serves the segments, a chat websocket host override); media also from `blob:` (MSE); frames
 //! (external actions) over http(s); no plugins (`object-src 'none'`); `<base>` and form targets only

@@ -25,33 +25,15 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'
 /// [`MAX_DECODES`] decodings, not UTF-8, or holding a control character once decoded. `..` above the
 /// root stays at the root, as a browser resolves it. A trailing `/` is kept.
 pub fn normalize_path(raw: &str) -> Option<String> {
-    let mut decoded = raw.to_string();
-    let mut settled = false;
-    for _ in 0..MAX_DECODES {
-        let next = percent_decode_str(&decoded).decode_utf8().ok()?.into_owned();
-        if next == decoded {
-            settled = true;
-            break;
-        }
-        decoded = next;
-    }
-    if !settled || decoded.chars().any(char::is_control) || decoded.contains(['?', '#']) {
+    let decoded = fully_decoded(raw)?;
+    if decoded.chars().any(char::is_control) || decoded.contains(['?', '#']) {
         return None;
     }
     let decoded = decoded.replace('\\', "/");
     if !decoded.starts_with('/') {
         return None;
     }
-    let mut segments: Vec<&str> = Vec::new();
-    for seg in decoded.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                segments.pop();
-            }
-            s => segments.push(s),
-        }
-    }
+    let segments = resolved_segments(decoded.split('/'));
     let mut out = String::with_capacity(decoded.len());
     for s in &segments {
         out.push('/');
@@ -63,6 +45,37 @@ pub fn normalize_path(raw: &str) -> Option<String> {
         out.push('/');
     }
     Some(out)
+}
+
+/// `raw` percent-decoded until nothing changes, or `None` when it still changes after
+/// [`MAX_DECODES`] decodings or is not UTF-8 once decoded (a caller checking for danger treats that as
+/// dangerous).
+fn fully_decoded(raw: &str) -> Option<String> {
+    let mut decoded = raw.to_string();
+    for _ in 0..MAX_DECODES {
+        let next = percent_decode_str(&decoded).decode_utf8().ok()?.into_owned();
+        if next == decoded {
+            return Some(decoded);
+        }
+        decoded = next;
+    }
+    None
+}
+
+/// Path segments as a browser resolves them: empty and `.` segments dropped, `..` removing the one
+/// before it (never above the root).
+fn resolved_segments<'a>(segments: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for seg in segments {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            s => out.push(s),
+        }
+    }
+    out
 }
 
 /// A path from [`normalize_path`] as a URL path again: each segment percent-encoded (everything but

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newContext } from './browser.mjs';
-import { Castd, waitFor } from './castd.mjs';
+import { Castd, publishTestStream, waitFor } from './castd.mjs';
 
 const HOSTILE = 'hostile';
 const HOSTILE_PW = 'hostile-channel-admin-pw';
@@ -153,4 +153,85 @@ test('a viewer of a private channel opens a hostile channel page: nothing of the
   assert.deepEqual(outside, [], 'nothing was asked of another site');
   assert.ok(await hostile.evaluate((k) => localStorage.getItem(k), key), 'the token is still there (nothing read it, nothing was sent)');
   await ctx.close();
+});
+
+// Finding 3: a chat user's hostile emoji (a src that, percent-decoded or path-normalised, is an admin route) makes the
+// admin's browser call nothing when the admin opens Chat → Messages, and the live stream stays up.
+const HOSTILE_EMOJI = [
+  '<img src="/img/emoji/%2e%2e/%2e%2e/api/admin/disconnect">',
+  '<img src="/img/emoji/..%2f..%2fapi/admin/disconnect">',
+  '<img src="/img/emoji/%252e%252e/%252e%252e/api/admin/yp/reset">',
+  '<img src="/img/emoji/\\..\\..\\api\\admin\\disconnect">',
+  '<img src="/img/emoji/./../../api/admin/update/start">',
+  '<img src="//127.0.0.1/api/admin/disconnect">',
+  '<img src="/img/emoji/smile.png" srcset="/api/admin/disconnect 1x">',
+  '<img src="/c/x/img/emoji/%2e%2e/%2e%2e/%2e%2e/api/admin/disconnect">',
+];
+
+test('the admin opens chat moderation with hostile emoji in the list: no request leaves for an admin route, the stream stays up', { timeout: 150_000 }, async () => {
+  const status = async () => (await (await castd.fetch('/api/status')).json()).online;
+  const key = 'tenants-e2e-stream-key-1';
+  await castd.setConfig('streamkeys', [{ key, comment: 'e2e' }]);
+  const publisher = publishTestStream(`rtmp://127.0.0.1:${castd.rtmpPort}/live/${key}`, { seconds: 120 });
+  try {
+    await waitFor(status, { timeoutMs: 60_000, message: 'the stream went live' });
+    // The hostile chat user: a chat page of its own whose websocket sends every form, then a marker.
+    const { ctx: userCtx } = await recordingContext();
+    const chatPage = await userCtx.newPage();
+    await chatPage.goto(castd.url('/'));
+    await chatPage.locator('#chat-send:enabled').waitFor({ timeout: 30_000 });
+    const marker = `hostile-emoji-marker-${Date.now()}`;
+    const reg = await (await castd.fetch('/api/chat/register', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).json();
+    const sent = await chatPage.evaluate(
+      async ({ url, bodies }) => {
+        const ws = new WebSocket(url);
+        await new Promise((ok, fail) => {
+          ws.onopen = ok;
+          ws.onerror = () => fail(new Error('the websocket failed'));
+        });
+        // Paced under the chat's rate limit (a burst of 5, then 1.5 a second).
+        for (const body of bodies) {
+          ws.send(JSON.stringify({ type: 'CHAT', body }));
+          await new Promise((ok) => setTimeout(ok, 800));
+        }
+        ws.close();
+        return bodies.length;
+      },
+      { url: `${castd.url('/ws').replace(/^http/, 'ws')}?accessToken=${encodeURIComponent(reg.accessToken)}`, bodies: [...HOSTILE_EMOJI.map((b) => `look ${b}`), marker] },
+    );
+    assert.equal(sent, HOSTILE_EMOJI.length + 1);
+    await userCtx.close();
+
+    // What castd stored points at no admin route, however it is decoded.
+    await waitFor(async () => {
+      const rows = await (await castd.fetch('/api/admin/chat/messages', { admin: true })).json();
+      return rows.some((m) => (m.body ?? '').includes(marker));
+    }, { timeoutMs: 20_000, message: 'the marker reached the admin\'s list' });
+    const stored = await (await castd.fetch('/api/admin/chat/messages', { admin: true })).json();
+    assert.ok(stored.length >= 2, `the hostile messages are in the list (some emoji may be dropped): ${JSON.stringify(stored)}`);
+    for (const m of stored) {
+      const body = decodeURIComponent(decodeURIComponent(m.body ?? '')).replaceAll('\\', '/');
+      assert.ok(!/api\/admin/.test(body), `a stored body points at the admin API: ${m.body}`);
+    }
+
+    // The server admin opens Chat → Messages, signed in.
+    const { ctx, requests, outside } = await recordingContext({ httpCredentials: { username: 'admin', password: castd.password } });
+    const images = [];
+    ctx.on('request', (r) => {
+      if (r.resourceType() === 'image') images.push(new URL(r.url()).pathname);
+    });
+    const page = await ctx.newPage();
+    await page.goto(castd.url('/admin/chat'));
+    await page.getByRole('tab', { name: 'Messages' }).or(page.getByRole('button', { name: 'Messages', exact: true })).first().click();
+    await page.locator('#admin-chat-messages').getByText(marker).first().waitFor({ timeout: 30_000 });
+    await page.waitForLoadState('networkidle');
+    const changes = requests.filter((u) => /\/api\/admin\/(disconnect|yp\/reset|update\/start)/.test(u.pathname));
+    assert.deepEqual(changes.map((u) => u.pathname), [], 'no request to an admin action');
+    assert.deepEqual(images.filter((p) => /api\/admin/.test(p)), [], 'no image points at the admin API');
+    assert.deepEqual(outside, [], 'nothing was asked of another site');
+    assert.equal(await status(), true, 'the stream is still live');
+    await ctx.close();
+  } finally {
+    await publisher.stop();
+  }
 });
