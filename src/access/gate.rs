@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use super::Access;
-use crate::http::gate::{Admitted, Gate, GateFuture, ViewerPass};
+use crate::http::gate::{Admitted, Gate, GateFuture, Guarded, ViewerPass};
 use crate::http::ApiError;
 
 /// What a request is, to the gate.
@@ -294,6 +294,14 @@ impl Gate for ChannelGate {
 
     fn rewrites(&self) -> Option<&crate::http::gate::Rewrites> {
         Some(&self.1)
+    }
+
+    fn guards(&self, method: &Method, path: &str) -> Guarded {
+        match way(method, path, self.0.channel.is_default()) {
+            Way::Open => Guarded::No,
+            Way::Status => Guarded::Pass,
+            Way::Out { .. } => Guarded::PassAndHook,
+        }
     }
 }
 

@@ -74,6 +74,21 @@ pub struct Admitted {
 /// What [`Gate::admit`] returns.
 pub type GateFuture<'a> = Pin<Box<dyn Future<Output = Result<Admitted, Response>> + Send + 'a>>;
 
+/// What a gate may answer in front of a route instead of its handler ([`Gate::guards`]): what the API
+/// document lists on the route besides the route's own answers (`openapi::error_statuses`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Guarded {
+    /// Not gated: the route's own answers only.
+    #[default]
+    No,
+    /// A pass is needed for the details (401 with a `StatusResponse`); the channel admin's Basic
+    /// credentials admit too (429, 503 while they cannot be checked).
+    Pass,
+    /// A way out: [`Guarded::Pass`], and the admission hook's say (403 when it refuses, 503 when it
+    /// cannot be reached on a channel that needs a pass).
+    PassAndHook,
+}
+
 /// The check in front of a channel's ways out (see the module doc).
 pub trait Gate: Send + Sync + 'static {
     /// Nothing to check at the moment: every request goes straight through.
@@ -83,6 +98,13 @@ pub trait Gate: Send + Sync + 'static {
     /// Where the playlists rewritten for `?pass=` are remembered (none: rewritten every time).
     fn rewrites(&self) -> Option<&Rewrites> {
         None
+    }
+    /// What the gate may answer, at any visibility, in front of the route `method path` (the path as
+    /// registered, `{name}` parameters and all): what the API document says of it. Unless the gate
+    /// says otherwise, every route is a way out.
+    fn guards(&self, method: &axum::http::Method, path: &str) -> Guarded {
+        let _ = (method, path);
+        Guarded::PassAndHook
     }
 }
 

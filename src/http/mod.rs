@@ -315,6 +315,9 @@ pub struct RouteDoc {
     pub query: Vec<ParamDoc>,
     /// Path parameters whose values are narrower than "a non-empty string" (name, schema).
     pub path_params: Vec<(&'static str, ValueDoc)>,
+    /// What the registry's gate may answer in front of the route (`gate::Gate::guards`), filled in
+    /// when the document is built (`Registry::document`): its 401/403 are documented from it.
+    pub gated: gate::Guarded,
 }
 
 /// The documentation of a route just added: say what it answers besides the defaults.
@@ -463,6 +466,7 @@ impl Registry {
             redirects: Vec::new(),
             query: Vec::new(),
             path_params: Vec::new(),
+            gated: gate::Guarded::No,
         });
         reg
     }
@@ -501,9 +505,17 @@ impl Registry {
         &self.schemas
     }
 
-    /// The OpenAPI document of every route added so far.
+    /// The OpenAPI document of every route added so far, with what the gate answers in front of each
+    /// (every route is behind it: `into_service_parts`).
     pub fn document(&self) -> utoipa::openapi::OpenApi {
-        openapi::document(&self.docs, &self.schemas)
+        let mut docs = self.docs.clone();
+        if let Some(g) = &self.gate {
+            // A preflight is answered by `conventions`, in front of the gate.
+            for d in docs.iter_mut().filter(|d| !is_preflight(&d.method, &d.path)) {
+                d.gated = g.guards(&d.method, &d.path);
+            }
+        }
+        openapi::document(&docs, &self.schemas)
     }
 
     /// The complete router: every route, `/api/openapi.json`, the JSON 404 fallback, CORS and the
@@ -623,6 +635,7 @@ impl<S: Clone + Send + Sync + 'static> Scope<'_, S> {
             redirects: Vec::new(),
             query: Vec::new(),
             path_params: Vec::new(),
+            gated: gate::Guarded::No,
         });
         let Registry { docs, schemas, .. } = reg;
         let n = docs.len() - 1;
@@ -729,11 +742,20 @@ const MAX_REJECTION_BODY: usize = 16 * 1024;
 /// for a password.
 pub const NO_CHALLENGE: &str = "x-castd-no-challenge";
 
+/// Whether `conventions` answers `method path` itself: a CORS preflight on the API or HLS.
+fn is_preflight(method: &Method, path: &str) -> bool {
+    method == Method::OPTIONS && is_api_path(path)
+}
+
+fn is_api_path(path: &str) -> bool {
+    path.starts_with("/api/") || path.starts_with("/hls/")
+}
+
 async fn conventions(req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let is_api = path.starts_with("/api/") || path.starts_with("/hls/");
+    let is_api = is_api_path(path);
     let kind = headers::PathKind::of(path);
-    if req.method() == Method::OPTIONS && is_api {
+    if is_preflight(req.method(), path) {
         let mut resp = preflight();
         headers::secure(kind, &mut resp);
         return resp;

@@ -18,6 +18,7 @@ use utoipa::openapi::{
 use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
 use utoipa::openapi::Required;
 
+use super::gate::Guarded;
 use super::{Auth, BodyDoc, ResponseDoc, RouteDoc, ValueDoc};
 
 pub(super) async fn serve(State(doc): State<Arc<OpenApi>>) -> Json<OpenApi> {
@@ -73,10 +74,53 @@ pub fn path_params(path: &str) -> (String, Vec<String>) {
     (out, names)
 }
 
+/// What a gated route answers when the request does not pass the gate (`gate::Guarded`), each with a
+/// StatusResponse: the statuses of [`Guarded::Pass`], and the admission hook's of [`Guarded::PassAndHook`].
+const GATE_PASS: &[(u16, &str)] = &[
+    (401, "A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid"),
+    (429, "Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds"),
+    (503, "The server is busy checking passwords: try again shortly"),
+];
+const GATE_HOOK: &[(u16, &str)] = &[
+    (403, "The channel's admission hook refused this viewer"),
+    (503, "The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly"),
+];
+
 /// Every error status a route can answer: those its shape implies (bad input for a body, query or
-/// path parameter; 413 for a body; 401 for authenticated routes; 404 for a path naming something)
-/// and those it declares.
-pub fn error_statuses(doc: &RouteDoc) -> Vec<(u16, &'static str)> {
+/// path parameter; 413 for a body; 401 for authenticated routes; 404 for a path naming something),
+/// those it declares, and those of the gate in front of it (`RouteDoc::gated`). One status that has
+/// several causes is described with each.
+pub fn error_statuses(doc: &RouteDoc) -> Vec<(u16, String)> {
+    let mut out: Vec<(u16, String)> = Vec::new();
+    for (status, when) in route_error_statuses(doc) {
+        add_cause(&mut out, status, when);
+    }
+    let gate: &[&[(u16, &str)]] = match doc.gated {
+        Guarded::No => &[],
+        Guarded::Pass => &[GATE_PASS],
+        Guarded::PassAndHook => &[GATE_PASS, GATE_HOOK],
+    };
+    for (status, when) in gate.iter().flat_map(|g| g.iter()) {
+        add_cause(&mut out, *status, when);
+    }
+    out.sort_by_key(|(s, _)| *s);
+    out
+}
+
+/// Add `when` to what `status` is answered for (once).
+fn add_cause(out: &mut Vec<(u16, String)>, status: u16, when: &str) {
+    match out.iter_mut().find(|(s, _)| *s == status) {
+        Some((_, text)) if text == when || text.split("; or: ").any(|t| t == when) => {}
+        Some((_, text)) => {
+            text.push_str("; or: ");
+            text.push_str(when);
+        }
+        None => out.push((status, when.to_string())),
+    }
+}
+
+/// The route's own error statuses (its shape and what it declares; see [`error_statuses`]).
+fn route_error_statuses(doc: &RouteDoc) -> Vec<(u16, &'static str)> {
     let has_params = doc.path.contains('{');
     let mut out: Vec<(u16, &'static str)> = Vec::new();
     if !matches!(doc.body, BodyDoc::None) || has_params || !doc.query.is_empty() {
@@ -106,7 +150,6 @@ pub fn error_statuses(doc: &RouteDoc) -> Vec<(u16, &'static str)> {
             }
         }
     }
-    out.sort_by_key(|(s, _)| *s);
     out
 }
 
@@ -165,6 +208,17 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
     for (status, to) in &doc.redirects {
         responses = responses.response(status.to_string(), ResponseBuilder::new().description(*to));
     }
+    // The gate sends a browser's page navigation without a pass to the channel's page (`access::gate`).
+    if doc.gated == Guarded::PassAndHook
+        && doc.method == axum::http::Method::GET
+        && !doc.redirects.iter().any(|(s, _)| *s == 303)
+    {
+        responses = responses.response(
+            "303",
+            ResponseBuilder::new()
+                .description("A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it"),
+        );
+    }
     for (status, when) in error_statuses(doc) {
         responses = responses.response(
             status.to_string(),
@@ -173,18 +227,17 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
                 .content("application/json", json_content(Ref::from_schema_name("StatusResponse").into())),
         );
     }
-    let (security, auth_note) = match doc.auth {
+    let (own, mut auth_note) = match doc.auth {
         Auth::Public => (None, String::new()),
-        Auth::Admin => (Some(SecurityRequirement::new("admin", Vec::<String>::new())), String::new()),
-        Auth::User => {
-            (Some(SecurityRequirement::new("chatUser", Vec::<String>::new())), " A chat user's `?accessToken=`.".into())
-        }
-        Auth::Moderator => (
-            Some(SecurityRequirement::new("chatModerator", Vec::<String>::new())),
-            " A moderator's `?accessToken=`.".into(),
-        ),
-        Auth::Integration(scope) => (Some(SecurityRequirement::new("bearer", [scope])), format!(" Scope {scope}.")),
+        Auth::Admin => (Some(("admin", Vec::new())), String::new()),
+        Auth::User => (Some(("chatUser", Vec::new())), " A chat user's `?accessToken=`.".into()),
+        Auth::Moderator => (Some(("chatModerator", Vec::new())), " A moderator's `?accessToken=`.".into()),
+        Auth::Integration(scope) => (Some(("bearer", vec![scope])), format!(" Scope {scope}.")),
     };
+    let security = security_of(own, doc.gated);
+    if doc.gated != Guarded::No && doc.auth != Auth::Admin {
+        auth_note.push_str(GATE_NOTE);
+    }
     let mut params = Vec::new();
     for name in path_params(&doc.path).1 {
         let schema = match doc.path_params.iter().find(|(n, _)| *n == name) {
@@ -218,7 +271,7 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
         .tag(doc.group)
         .parameters(Some(params))
         .responses(responses.build());
-    if let Some(sec) = security {
+    for sec in security {
         op = op.security(sec);
     }
     let body = match doc.body {
@@ -268,6 +321,40 @@ fn operation(doc: &RouteDoc) -> utoipa::openapi::path::Operation {
     op.build()
 }
 
+/// What the description of a gated route says (see [`security_of`]).
+const GATE_NOTE: &str = " On a private channel also a viewing pass (the channel's cookie, `?pass=` or \
+                         `Authorization: Bearer`) or the channel admin's Basic credentials.";
+
+/// The security requirements (alternatives) of a route whose own scheme is `own` (name, scopes), behind
+/// a gate that `gated` says of. A private channel's ways out want a viewer's pass (`viewerPass`) or the
+/// channel admin's Basic credentials (`admin`); a public channel's want neither, hence the alternative
+/// with the route's own credentials alone (none: `{}`). A route with credentials of its own (a chat
+/// user's token) lists the admin's as its alternative and leaves the pass to the text ([`GATE_NOTE`]):
+/// an optional `?pass=` beside a required token is one a client (a fuzzer) fills in with a made-up
+/// value, and the token alone is then taken as "bad credentials accepted". The alternatives with the
+/// gate's credentials come first: a client picking the first it can satisfy sends them.
+fn security_of(own: Option<(&'static str, Vec<&'static str>)>, gated: Guarded) -> Vec<SecurityRequirement> {
+    let none = Vec::<String>::new;
+    match own {
+        None if gated == Guarded::No => Vec::new(),
+        None => vec![
+            SecurityRequirement::new("admin", none()),
+            SecurityRequirement::new("viewerPass", none()),
+            SecurityRequirement::default(),
+        ],
+        Some((name, scopes)) => {
+            let only_own = SecurityRequirement::new(name, scopes.clone());
+            // Not gated; the admin, whose credentials pass the gate already; a bearer token, which and
+            // the admin's Basic credentials would both be `Authorization` (the pass is in the text).
+            if gated == Guarded::No || name == "admin" || name == "bearer" {
+                vec![only_own]
+            } else {
+                vec![SecurityRequirement::new(name, scopes).add("admin", none()), only_own]
+            }
+        }
+    }
+}
+
 /// Build the document for `routes`.
 pub fn document(routes: &[RouteDoc], schemas: &[(String, RefOr<Schema>)]) -> OpenApi {
     let mut paths = PathsBuilder::new();
@@ -285,6 +372,16 @@ pub fn document(routes: &[RouteDoc], schemas: &[(String, RefOr<Schema>)]) -> Ope
         // query (Owncast's `?accessToken=`); two schemes, since a moderator's token is not any user's.
         .security_scheme("chatUser", SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::new("accessToken"))))
         .security_scheme("chatModerator", SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::new("accessToken"))))
+        // A private channel's ways out want a viewing pass (`POST /api/viewer/*` issues one): in the
+        // channel's cookie, in `?pass=` (players without cookies) or as `Authorization: Bearer`.
+        .security_scheme(
+            "viewerPass",
+            SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::with_description(
+                "pass",
+                "A viewing pass of a private channel (`POST /api/viewer/unlock`, `/invite`, `/token` issue one); \
+                 also taken from the channel's cookie (`castd_pass`, `castd_pass_{slug}`) or as `Authorization: Bearer`.",
+            ))),
+        )
         .build();
     OpenApiBuilder::new()
         .info(
@@ -325,5 +422,62 @@ mod tests {
             ("/a/{id}/b/{rest}".to_string(), vec!["id".into(), "rest".into()])
         );
         assert_eq!(path_params("/plain"), ("/plain".to_string(), vec![]));
+    }
+
+    fn route(auth: Auth, gated: Guarded) -> RouteDoc {
+        RouteDoc {
+            method: axum::http::Method::GET,
+            path: "/api/chat".into(),
+            group: "chat",
+            auth,
+            summary: "Chat history",
+            body: BodyDoc::None,
+            body_optional: false,
+            response: ResponseDoc::Any,
+            errors: vec![(403, "Banned")],
+            redirects: Vec::new(),
+            query: Vec::new(),
+            path_params: Vec::new(),
+            gated,
+        }
+    }
+
+    #[test]
+    fn a_gated_route_documents_the_gates_answers_beside_its_own() {
+        let statuses = |doc: &RouteDoc| error_statuses(doc).into_iter().map(|(s, _)| s).collect::<Vec<_>>();
+        let open = route(Auth::User, Guarded::No);
+        assert_eq!(statuses(&open), [401, 403]);
+        let gated = route(Auth::User, Guarded::PassAndHook);
+        assert_eq!(statuses(&gated), [401, 403, 429, 503]);
+        let all = error_statuses(&gated);
+        let text = |s: u16| all.iter().find(|(n, _)| *n == s).map(|(_, t)| t.as_str()).unwrap_or_default();
+        // One status with several causes names each, once.
+        assert!(text(401).starts_with("Missing or invalid credentials; or: A viewing pass is needed"), "{}", text(401));
+        assert!(text(403).starts_with("Banned; or: The channel's admission hook refused"), "{}", text(403));
+        assert_eq!(text(503).matches("try again shortly").count(), 2, "{}", text(503));
+        // The status of a private channel: a pass, not the hook.
+        assert_eq!(statuses(&route(Auth::Public, Guarded::Pass)), [401, 403, 429, 503]);
+        let status = error_statuses(&route(Auth::Public, Guarded::Pass));
+        assert!(!status.iter().any(|(_, t)| t.contains("admission hook")), "{status:?}");
+    }
+
+    #[test]
+    fn a_gated_route_takes_a_pass_or_the_admin_besides_its_own_credentials() {
+        let names = |reqs: Vec<SecurityRequirement>| {
+            reqs.iter()
+                .map(|r| {
+                    serde_json::to_value(r).unwrap().as_object().unwrap().keys().cloned().collect::<Vec<_>>().join("+")
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(security_of(None, Guarded::No).is_empty());
+        assert_eq!(names(security_of(None, Guarded::PassAndHook)), ["admin", "viewerPass", ""]);
+        assert_eq!(
+            names(security_of(Some(("chatUser", vec![])), Guarded::PassAndHook)),
+            ["admin+chatUser", "chatUser"]
+        );
+        assert_eq!(names(security_of(Some(("chatUser", vec![])), Guarded::No)), ["chatUser"]);
+        assert_eq!(names(security_of(Some(("admin", vec![])), Guarded::PassAndHook)), ["admin"]);
+        assert_eq!(names(security_of(Some(("bearer", vec!["X"])), Guarded::PassAndHook)), ["bearer"]);
     }
 }

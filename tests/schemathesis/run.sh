@@ -4,10 +4,15 @@
 # or what castd listens on) and the chat websocket `/ws` (a handshake OpenAPI cannot describe; tests/chat.rs and
 # the chat fuzz target cover it). Fails on any failure.
 #
-# Every security scheme of the document gets a real credential (tests/schemathesis/schemathesis.toml): the
+# Every security scheme of the document but one gets a real credential (tests/schemathesis/schemathesis.toml): the
 # admin's password, an access token with every scope (the integrations routes), a chat user's token and a
 # moderator's token, made through castd's own API before the run; so authenticated operations are exercised,
-# not only refused.
+# not only refused. The one scheme without its own credential is `viewerPass`, a private channel's viewing
+# pass: every way out of a channel (playlists, segments, replays, clips, config, status, chat history...) also
+# takes the channel admin's Basic credentials (the document lists both as alternatives), and the run sends
+# those, so the ways out stay exercised once a generated request makes the default channel private. A pass
+# would not last the run: it ends when the fuzzer deletes its password, rotates the channel's key or
+# changes the visibility. No operation is left that only a credential the run cannot hold would open.
 #
 # Reproducible: with a fixed SCHEMATHESIS_SEED (default 1) the same cases run in the same order on every
 # machine: schemathesis and its dependencies are pinned (tests/schemathesis/requirements.txt), generation is
