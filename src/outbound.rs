@@ -1,7 +1,11 @@
 //! The one guarded HTTP client for every fetch castd makes on behalf of someone who is not the admin:
 //! ActivityPub (actors, keys, deliveries, remote follow, Fediverse sign-in), browser push endpoints and
-//! IndieAuth discovery. Admin-set URLs (webhooks, object storage, Discord, simulcast, the directory)
-//! use their own clients and may point anywhere, as Owncast allows.
+//! IndieAuth discovery. The URLs admins set (webhooks, the admission hook, the JWKS URL, Discord,
+//! simulcast targets) go by their [`Reach`]: the server admin's own (the default channel's) anywhere,
+//! as Owncast allows; a channel admin's (a tenant's) only to public addresses, unless the server
+//! admin's switch ([`PrivateTargets`], the `allowPrivateTargets` setting) lets them reach loopback
+//! and private ranges too ([`Reach::client`], [`Reach::check_url`], [`Reach::resolve`]). Link-local
+//! (cloud metadata at 169.254.169.254), unspecified, multicast and reserved ranges stay refused.
 //!
 //! What [`Outbound`] guarantees for every request it sends:
 //! - **Only `http`/`https` on public addresses.** Literal addresses are checked before sending; host
@@ -60,6 +64,9 @@ pub struct OutboundConfig {
     pub per_host_burst: u32,
     /// ... and one more allowed every this long (default 100 ms: 10 a second sustained).
     pub per_host_every: Duration,
+    /// The server admin's switch, read at every request: while it is on, loopback and private
+    /// addresses may be fetched too ([`private_allowed`]). None: only `allow_loopback` (the default).
+    pub private: Option<PrivateTargets>,
 }
 
 impl OutboundConfig {
@@ -73,6 +80,7 @@ impl OutboundConfig {
             per_host_concurrency: 4,
             per_host_burst: 30,
             per_host_every: Duration::from_millis(100),
+            private: None,
         }
     }
 }
@@ -174,18 +182,262 @@ pub fn host_key(url: &Url) -> String {
     url.host_str().unwrap_or_default().trim_end_matches('.').to_ascii_lowercase()
 }
 
+/// Whether an address may be fetched while the server admin allows private targets: what
+/// [`address_allowed`] allows with loopback, and the private ranges (RFC 1918 `10/8`, `172.16/12`,
+/// `192.168/16`, shared `100.64/10`, unique-local `fc00::/7`, and their IPv4-mapped forms). Link-local,
+/// unspecified, multicast, broadcast, documentation and reserved addresses stay refused.
+pub fn private_allowed(ip: IpAddr) -> bool {
+    if address_allowed(ip, true) {
+        return true;
+    }
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_private() || (o[0] == 100 && (o[1] & 0xc0) == 64)
+        }
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xfe00) == 0xfc00,
+    }
+}
+
+/// The server admin's switch that lets channels' URLs reach loopback and private addresses
+/// (`allowPrivateTargets`), read each time an address is judged, so a change applies to the next
+/// request without rebuilding any client. Cheap to clone.
+#[derive(Clone)]
+pub struct PrivateTargets(Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl PrivateTargets {
+    /// The switch as `read` says now (e.g. the server settings' `allowPrivateTargets`).
+    pub fn new(read: impl Fn() -> bool + Send + Sync + 'static) -> PrivateTargets {
+        PrivateTargets(Arc::new(read))
+    }
+
+    /// A switch that stays as given.
+    pub fn fixed(on: bool) -> PrivateTargets {
+        PrivateTargets::new(move || on)
+    }
+
+    /// Whether private targets are allowed now.
+    pub fn allowed(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for PrivateTargets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PrivateTargets").field(&self.allowed()).finish()
+    }
+}
+
+/// How addresses are judged: the fixed development switch, and the server admin's when given.
+#[derive(Clone, Debug)]
+struct Rule {
+    allow_loopback: bool,
+    private: Option<PrivateTargets>,
+}
+
+impl Rule {
+    fn allows(&self, ip: IpAddr) -> bool {
+        if self.private.as_ref().is_some_and(PrivateTargets::allowed) {
+            return private_allowed(ip);
+        }
+        address_allowed(ip, self.allow_loopback)
+    }
+
+    fn loopback(&self) -> bool {
+        self.allow_loopback || self.private.as_ref().is_some_and(PrivateTargets::allowed)
+    }
+}
+
+/// Whether `url` may be fetched under `rule`: http(s), a host, and an allowed literal address (names
+/// are judged when they resolve). `userinfo`: whether credentials in the URL are taken.
+fn url_allowed(url: &Url, rule: &Rule, userinfo: bool) -> Result<(), OutboundError> {
+    let refused = || OutboundError::NotAllowed(url.to_string());
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(refused());
+    }
+    if !userinfo && (!url.username().is_empty() || url.password().is_some()) {
+        return Err(refused());
+    }
+    match url.host() {
+        None => Err(refused()),
+        Some(url::Host::Ipv4(ip)) if !rule.allows(IpAddr::V4(ip)) => Err(refused()),
+        Some(url::Host::Ipv6(ip)) if !rule.allows(IpAddr::V6(ip)) => Err(refused()),
+        Some(url::Host::Domain(d)) if d.trim_end_matches('.').eq_ignore_ascii_case("localhost") => {
+            if rule.loopback() {
+                Ok(())
+            } else {
+                Err(refused())
+            }
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// The addresses of `host:port` that `rule` allows (a literal address is judged as it is); an error
+/// when there are none.
+async fn resolve_allowed(
+    host: &str,
+    port: u16,
+    rule: &Rule,
+    timeout: Duration,
+) -> Result<Vec<SocketAddr>, OutboundError> {
+    let shown = format!("{host}:{port}");
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return if rule.allows(ip) {
+            Ok(vec![SocketAddr::new(ip, port)])
+        } else {
+            Err(OutboundError::NotAllowed(shown))
+        };
+    }
+    if bare.trim_end_matches('.').eq_ignore_ascii_case("localhost") && !rule.loopback() {
+        return Err(OutboundError::NotAllowed(shown));
+    }
+    let found: Vec<SocketAddr> = tokio::time::timeout(timeout, tokio::net::lookup_host((bare, port)))
+        .await
+        .map_err(|_| OutboundError::Failed(shown.clone(), "name lookup timed out".into()))?
+        .map_err(|e| OutboundError::Failed(shown.clone(), format!("name lookup: {e}")))?
+        .collect();
+    let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| rule.allows(a.ip())).collect();
+    if allowed.is_empty() {
+        return Err(OutboundError::NotAllowed(shown));
+    }
+    Ok(allowed)
+}
+
+/// Where the URLs an admin set may lead: the server admin's anywhere, a channel admin's through the
+/// guard (see the module doc). Cheap to clone.
+#[derive(Clone, Debug)]
+pub enum Reach {
+    /// The server admin's own URLs (the default channel's): anywhere, as Owncast allows.
+    Anywhere,
+    /// A channel admin's URLs: public addresses only, loopback and private ones too while the server
+    /// admin's switch is on. Only http(s), no proxy, no redirect followed.
+    Guarded(PrivateTargets),
+}
+
+impl Reach {
+    /// The reach of a channel's URLs: the default channel's admin is the server admin.
+    pub fn for_channel(is_default: bool, private: &PrivateTargets) -> Reach {
+        if is_default {
+            Reach::Anywhere
+        } else {
+            Reach::Guarded(private.clone())
+        }
+    }
+
+    pub fn is_guarded(&self) -> bool {
+        matches!(self, Reach::Guarded(_))
+    }
+
+    fn rule(&self) -> Option<Rule> {
+        match self {
+            Reach::Anywhere => None,
+            Reach::Guarded(p) => Some(Rule { allow_loopback: false, private: Some(p.clone()) }),
+        }
+    }
+
+    /// The client `builder` makes, guarded for a channel: no proxy (one would resolve names for us),
+    /// no redirect followed, and names resolved through the guarded resolver (the addresses handed to
+    /// the connection are the checked ones: no DNS rebinding). Literal addresses bypass a resolver:
+    /// check every URL with [`Reach::check_url`] before sending it.
+    pub fn client(&self, builder: reqwest::ClientBuilder) -> reqwest::Result<reqwest::Client> {
+        match self.rule() {
+            None => builder.build(),
+            Some(rule) => builder
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .dns_resolver(Arc::new(GuardedResolver { rule }))
+                .build(),
+        }
+    }
+
+    /// Whether `url` may be sent to now: http(s) always; for a channel, a literal address or
+    /// `localhost` that the guard allows (names are judged again when they resolve).
+    pub fn check_url(&self, url: &Url) -> Result<(), OutboundError> {
+        match self.rule() {
+            None if matches!(url.scheme(), "http" | "https") => Ok(()),
+            None => Err(OutboundError::NotAllowed(url.to_string())),
+            Some(rule) => url_allowed(url, &rule, true),
+        }
+    }
+
+    /// The check of a URL when an admin saves it: for a channel, a literal address or `localhost`
+    /// the guard refuses now is refused with a sentence that says why (names are judged when they are
+    /// fetched). `what` names the URL ("the webhook URL"). An empty URL passes (nothing is fetched).
+    pub fn check_saved(&self, what: &str, url: &str) -> Result<(), String> {
+        if url.trim().is_empty() || !self.is_guarded() {
+            return Ok(());
+        }
+        let Ok(parsed) = Url::parse(url.trim()) else { return Ok(()) };
+        // The setters check the shape of a URL themselves; only the address is judged here.
+        if !matches!(parsed.scheme(), "http" | "https" | "rtmp" | "rtmps" | "srt") {
+            return Ok(());
+        }
+        let host = parsed.host_str().unwrap_or_default().to_string();
+        let probe = Url::parse(&format!("http://{host}/")).map_err(|_| format!("{what} has no valid host"))?;
+        self.check_url(&probe).map_err(|_| {
+            format!(
+                "{what} is refused: a channel's URLs may only reach public addresses, not {host} (loopback, \
+                 private, link-local and reserved addresses are refused; the server admin's \
+                 allowprivatetargets setting decides on loopback and private ones)"
+            )
+        })
+    }
+
+    /// [`Reach::check_url`] of a URL given as text.
+    pub fn check_str(&self, url: &str) -> Result<Url, OutboundError> {
+        let parsed = Url::parse(url.trim()).map_err(|_| OutboundError::NotAllowed(url.to_string()))?;
+        self.check_url(&parsed)?;
+        Ok(parsed)
+    }
+
+    /// [`Reach::check_url`], and for a channel that a host name resolves to at least one allowed
+    /// address (for a clear refusal when the URL is saved; the resolver enforces it again on connect).
+    pub async fn check_resolved(&self, url: &Url) -> Result<(), OutboundError> {
+        self.check_url(url)?;
+        let (Some(rule), Some(url::Host::Domain(name))) = (self.rule(), url.host()) else {
+            return Ok(());
+        };
+        let port = url.port_or_known_default().unwrap_or(443);
+        resolve_allowed(name, port, &rule, Duration::from_secs(10)).await.map(|_| ())
+    }
+
+    /// The addresses to connect to for `host:port` outside HTTP (simulcast's RTMP and SRT): every
+    /// address the name has for the server admin's; for a channel only the allowed ones (an error when
+    /// there are none), so the connection goes to a checked address.
+    pub async fn resolve(&self, host: &str, port: u16, timeout: Duration) -> Result<Vec<SocketAddr>, OutboundError> {
+        match self.rule() {
+            Some(rule) => resolve_allowed(host, port, &rule, timeout).await,
+            None => {
+                let shown = format!("{host}:{port}");
+                let bare = host.trim_start_matches('[').trim_end_matches(']');
+                let found: Vec<SocketAddr> = tokio::time::timeout(timeout, tokio::net::lookup_host((bare, port)))
+                    .await
+                    .map_err(|_| OutboundError::Failed(shown.clone(), "name lookup timed out".into()))?
+                    .map_err(|e| OutboundError::Failed(shown.clone(), format!("name lookup: {e}")))?
+                    .collect();
+                if found.is_empty() {
+                    return Err(OutboundError::Failed(shown, "the name has no address".into()));
+                }
+                Ok(found)
+            }
+        }
+    }
+}
+
 /// A name resolver that only ever hands reqwest allowed addresses.
 struct GuardedResolver {
-    allow_loopback: bool,
+    rule: Rule,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow = self.allow_loopback;
+        let rule = self.rule.clone();
         Box::pin(async move {
             let host = name.as_str().to_string();
             let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| address_allowed(a.ip(), allow)).collect();
+            let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| rule.allows(a.ip())).collect();
             if allowed.is_empty() {
                 let e: Box<dyn std::error::Error + Send + Sync> =
                     format!("{host} resolves only to private or local addresses").into();
@@ -228,7 +480,9 @@ impl Outbound {
             .connect_timeout(config.timeout)
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
-            .dns_resolver(Arc::new(GuardedResolver { allow_loopback: config.allow_loopback }))
+            .dns_resolver(Arc::new(GuardedResolver {
+                rule: Rule { allow_loopback: config.allow_loopback, private: config.private.clone() },
+            }))
             .pool_max_idle_per_host(config.per_host_concurrency.max(1))
             .user_agent(format!("castd/{} ({})", env!("CARGO_PKG_VERSION"), config.purpose))
             .build()
@@ -244,30 +498,11 @@ impl Outbound {
     /// allowed. Names are judged when they resolve (here by [`Outbound::check_resolved`], and again
     /// at connection time by the resolver).
     pub fn check_url(&self, url: &Url) -> Result<(), OutboundError> {
-        let refused = || OutboundError::NotAllowed(url.to_string());
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(refused());
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(refused());
-        }
-        match url.host() {
-            None => Err(refused()),
-            Some(url::Host::Ipv4(ip)) if !address_allowed(IpAddr::V4(ip), self.inner.config.allow_loopback) => {
-                Err(refused())
-            }
-            Some(url::Host::Ipv6(ip)) if !address_allowed(IpAddr::V6(ip), self.inner.config.allow_loopback) => {
-                Err(refused())
-            }
-            Some(url::Host::Domain(d)) if d.trim_end_matches('.').eq_ignore_ascii_case("localhost") => {
-                if self.inner.config.allow_loopback {
-                    Ok(())
-                } else {
-                    Err(refused())
-                }
-            }
-            Some(_) => Ok(()),
-        }
+        url_allowed(url, &self.rule(), false)
+    }
+
+    fn rule(&self) -> Rule {
+        Rule { allow_loopback: self.inner.config.allow_loopback, private: self.inner.config.private.clone() }
     }
 
     /// [`Outbound::check_url`], and for a host name, that it resolves to at least one allowed address
@@ -278,17 +513,10 @@ impl Outbound {
             return Ok(());
         };
         let port = url.port_or_known_default().unwrap_or(443);
-        let found: Vec<SocketAddr> =
-            tokio::time::timeout(self.inner.config.timeout, tokio::net::lookup_host((name, port)))
-                .await
-                .map_err(|_| OutboundError::Failed(url.to_string(), "name lookup timed out".into()))?
-                .map_err(|e| OutboundError::Failed(url.to_string(), format!("name lookup: {e}")))?
-                .collect();
-        if found.iter().any(|a| address_allowed(a.ip(), self.inner.config.allow_loopback)) {
-            Ok(())
-        } else {
-            Err(OutboundError::NotAllowed(url.to_string()))
-        }
+        resolve_allowed(name, port, &self.rule(), self.inner.config.timeout).await.map(|_| ()).map_err(|e| match e {
+            OutboundError::NotAllowed(_) => OutboundError::NotAllowed(url.to_string()),
+            other => other,
+        })
     }
 
     /// A request to fill in (headers, body) and hand to [`Outbound::send`].
@@ -491,6 +719,73 @@ mod tests {
         let err = strict.get(Url::parse("http://127.0.0.1:9/").unwrap(), "*/*", 0).await.unwrap_err();
         assert!(matches!(err, OutboundError::NotAllowed(_)));
         assert_eq!(err.public_message(), "the remote server could not be reached or gave no usable answer");
+    }
+
+    #[test]
+    fn the_server_admins_switch_opens_loopback_and_private_ranges_only() {
+        for ok in
+            ["127.0.0.1", "::1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "100.64.0.1", "fd12::1", "::ffff:10.0.0.1"]
+        {
+            assert!(private_allowed(ip(ok)), "{ok} is private");
+            assert!(!address_allowed(ip(ok), false), "{ok} is not public");
+        }
+        for bad in
+            ["169.254.169.254", "fe80::1", "0.0.0.0", "::", "224.0.0.1", "255.255.255.255", "240.0.0.1", "192.0.2.1"]
+        {
+            assert!(!private_allowed(ip(bad)), "{bad} stays refused");
+        }
+        assert!(private_allowed(ip("1.1.1.1")));
+    }
+
+    #[tokio::test]
+    async fn a_channels_reach_follows_the_switch_at_each_check() {
+        let on = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let o = on.clone();
+        let reach = Reach::Guarded(PrivateTargets::new(move || o.load(std::sync::atomic::Ordering::SeqCst)));
+        let local = Url::parse("http://127.0.0.1:9/hook").unwrap();
+        let private = Url::parse("http://user:pw@10.0.0.1/hook").unwrap();
+        let metadata = Url::parse("http://169.254.169.254/latest").unwrap();
+        assert!(reach.check_url(&local).is_err() && reach.check_url(&private).is_err());
+        assert!(reach.check_url(&Url::parse("http://localhost./").unwrap()).is_err());
+        assert!(reach.check_url(&Url::parse("ftp://example.com/").unwrap()).is_err());
+        assert!(reach.check_url(&Url::parse("https://example.com/").unwrap()).is_ok());
+        assert!(matches!(
+            reach.resolve("127.0.0.1", 1935, Duration::from_secs(1)).await,
+            Err(OutboundError::NotAllowed(_))
+        ));
+        assert!(matches!(
+            reach.resolve("localhost", 1935, Duration::from_secs(1)).await,
+            Err(OutboundError::NotAllowed(_))
+        ));
+        assert!(reach.check_saved("the webhook URL", "rtmp://10.0.0.1/live").is_err());
+        assert!(reach.check_saved("the webhook URL", "").is_ok());
+        on.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(reach.check_url(&local).is_ok() && reach.check_url(&private).is_ok());
+        assert!(reach.check_url(&metadata).is_err(), "link-local stays refused");
+        assert_eq!(
+            reach.resolve("127.0.0.1", 1935, Duration::from_secs(1)).await.unwrap(),
+            vec!["127.0.0.1:1935".parse::<SocketAddr>().unwrap()]
+        );
+        assert!(reach.check_saved("the webhook URL", "rtmp://10.0.0.1/live").is_ok());
+        // The server admin's own URLs go anywhere.
+        assert!(Reach::Anywhere.check_url(&metadata).is_ok());
+        assert!(Reach::Anywhere.check_saved("x", "http://10.0.0.1/").is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_guarded_client_connects_only_where_the_switch_allows() {
+        let (addr, count) = server(b"ok".to_vec(), Duration::ZERO).await;
+        let on = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let o = on.clone();
+        let reach = Reach::Guarded(PrivateTargets::new(move || o.load(std::sync::atomic::Ordering::SeqCst)));
+        let client = reach.client(reqwest::Client::builder()).unwrap();
+        // A name that resolves to loopback is refused by the resolver itself (a literal by `check_url`).
+        let named = format!("http://localhost:{}/", addr.port());
+        assert!(client.get(&named).send().await.is_err());
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 0);
+        on.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(client.get(&named).send().await.is_ok());
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     /// A loopback server that answers every request with `body` after `delay`, counting requests.

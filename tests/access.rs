@@ -490,3 +490,50 @@ fn the_channel_list_shows_what_each_visibility_allows() {
     let list = server.get_json("/api/channels");
     assert!(!list.as_array().unwrap().iter().any(|c| c["slug"] == "default"), "{list}");
 }
+
+each_channel!(twenty_passwords_each_unlock_and_a_wrong_one_costs_no_bcrypt_per_password);
+
+/// Issue 52: a wrong password is not bcrypt-verified against each of the channel's passwords (each
+/// password keeps a keyed prefix of its own; only the rows with the given password's prefix are
+/// verified). Timed: a wrong password answers sooner than five right ones would (it was 20 verifies).
+fn twenty_passwords_each_unlock_and_a_wrong_one_costs_no_bcrypt_per_password(on: On) {
+    let server = common::Server::start();
+    let t = on.of(&server);
+    let passwords: Vec<String> = (0..20).map(|i| format!("viewer password number {i}")).collect();
+    for p in &passwords {
+        let r = t.admin_post("/api/admin/viewer/passwords/create", &json!({"password": p, "comment": ""}));
+        assert_eq!(r.status().as_u16(), 200);
+    }
+    t.set("visibility", json!("password"));
+    // The prefixes' key is a file of the channel's, outside its database, owner only.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(t.data_dir.join("viewer-passwords.key")).expect("the key file").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let timed = |password: &str| {
+        let started = Instant::now();
+        let r = unlock(&t, password);
+        (r, started.elapsed())
+    };
+    // Three wrong guesses (the backoff allows five): the usual answer, and each sooner than five
+    // bcrypt verifies (one right unlock is one verify, so 20 verifies would be about 20 times one).
+    let mut wrong = Duration::MAX;
+    for i in 0..3 {
+        let (r, took) = timed(&format!("a wrong guess {i}"));
+        assert_eq!(r.status().as_u16(), 401);
+        let v: Value = r.json().unwrap();
+        assert_eq!((v["success"].as_bool(), v["message"].as_str()), (Some(false), Some("wrong password")), "{v}");
+        wrong = wrong.min(took);
+    }
+    let mut one = Duration::MAX;
+    for p in &passwords {
+        let (r, took) = timed(p);
+        pass_of(r);
+        one = one.min(took);
+    }
+    assert!(wrong < one * 5, "a wrong password took {wrong:?}, a right one {one:?}");
+    // The passes work.
+    let pass = pass_of(unlock(&t, &passwords[19]));
+    assert_eq!(get_via(&t, "/api/config", &pass, Via::Cookie).status().as_u16(), 200);
+    assert_needs_pass(t.get("/api/config"), "no pass");
+}

@@ -227,6 +227,7 @@ fn setter_cases() -> Vec<SetterCase> {
         ("server/maxlivechannels", json!(3), "/capacity/maxLiveChannels", json!(3), None),
         ("server/overcapacity", json!("passthrough"), "/capacity/overCapacity", json!("passthrough"), None),
         ("server/transcodebudget", json!(120_000_000), "/capacity/transcodeBudget", json!(120_000_000), None),
+        ("allowprivatetargets", json!(true), "/allowPrivateTargets", json!(true), None),
         ("rtmpserverport", json!(19350), "/rtmpServerPort", json!(19350), None),
         ("srtserverport", json!(18890), "/srtServerPort", json!(18890), None),
         ("srt/passphrase", json!("a-passphrase-42"), "/srtPassphrase", json!("********"), None),
@@ -509,7 +510,9 @@ fn admin_routes_need_the_admin_password(on: On) {
     let doc = openapi(&server);
     let mut checked = 0;
     for (method, path, op) in documented_routes(&doc) {
-        if op.get("security").and_then(|s| s.as_array()).is_none_or(|s| !s.iter().any(|r| r.get("admin").is_some())) {
+        // Routes that need the admin: every alternative names it (a way out of a private channel lists
+        // the channel admin's Basic credentials as one alternative to a viewing pass).
+        if op.get("security").and_then(|s| s.as_array()).is_none_or(|s| !s.iter().all(|r| r.get("admin").is_some())) {
             continue;
         }
         let path = path.replace("{", "").replace("}", "");
@@ -1013,6 +1016,7 @@ fn serverconfig_is_every_features_part_in_owncast_order(on: On) {
         "socketHostOverride",
         "videoServingEndpoint",
         "capacity",
+        "allowPrivateTargets",
         "srtServerPort",
         "srtPassphrase",
         "s3",
@@ -1113,8 +1117,9 @@ fn serverconfig_is_every_features_part_in_owncast_order(on: On) {
     ];
     let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
     let names = |list: &[&str]| -> BTreeSet<String> { list.iter().map(|s| s.to_string()).collect() };
-    // `capacity` (the server's) is the root's alone: a channel's configuration leaves it out.
-    let root_only = ["capacity"];
+    // `capacity` and `allowPrivateTargets` (the server's) are the root's alone: a channel's configuration
+    // leaves them out.
+    let root_only = ["capacity", "allowPrivateTargets"];
     let here: Vec<&str> = top.iter().copied().filter(|k| !(on.is_channel() && root_only.contains(k))).collect();
     let text = server.admin_get("/api/admin/serverconfig").text().unwrap();
     let cfg: Value = serde_json::from_str(&text).unwrap();

@@ -677,3 +677,101 @@ fn a_replays_chat_comes_back_in_its_window_with_its_offsets() {
     assert_eq!(server.get(&format!("/api/replays/{sid}")).status().as_u16(), 401, "the replay needs the pass too");
     assert_eq!(server.get_json(&format!("/api/replays/{sid}?pass={pass}"))["id"], sid.as_str());
 }
+
+/// The URIs of a playlist: its URI lines and its `URI="..."` attributes.
+fn playlist_uris(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if !line.starts_with('#') {
+            out.push(line.to_string());
+            continue;
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("URI=\"") {
+            let tail = &rest[i + 5..];
+            let Some(end) = tail.find('"') else { break };
+            out.push(tail[..end].to_string());
+            rest = &tail[end..];
+        }
+    }
+    out
+}
+
+/// Finding 6: a replay uploaded while the channel was public, on a channel that then takes a
+/// password: its playlists name castd's own URLs (no bucket URL, so no pass ever goes to the bucket),
+/// castd serves every file from the bucket behind the gate (`private`), ffprobe plays it with the pass
+/// alone, and nothing plays without one.
+#[test]
+fn a_replay_in_the_bucket_plays_through_castd_with_a_pass_once_the_channel_is_private() {
+    use common::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY};
+    let dir = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(dir.path());
+    let mut public = s3.public();
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    setup(&server);
+    server.set(
+        "s3",
+        json!({
+            "enabled": true, "endpoint": s3.endpoint(), "accessKey": ACCESS_KEY, "secret": SECRET_KEY,
+            "bucket": BUCKET, "region": "us-east-1", "acl": "public-read", "pathPrefix": "pfx",
+            "forcePathStyle": true,
+        }),
+    );
+    server.set("videoservingendpoint", json!(format!("{}/{BUCKET}", public.endpoint())));
+    let published = 10.0;
+    let id = broadcast(&server, published as u32);
+    server
+        .wait_for(Duration::from_secs(30), || {
+            let m = server.admin_get(&format!("/replay/{id}/0")).text().unwrap();
+            m.contains(&public.endpoint()).then_some(())
+        })
+        .expect("while public, the replay's playlist names the bucket");
+    let r = server.admin_post("/api/admin/replays/update", &json!({"id": id, "public": true}));
+    assert_eq!(r.status().as_u16(), 200);
+    // The players' anonymous way into the bucket is gone: what plays now comes through castd.
+    public.kill();
+
+    let r =
+        server.admin_post("/api/admin/viewer/passwords/create", &json!({"password": "replay friends", "comment": ""}));
+    assert_eq!(r.status().as_u16(), 200);
+    server.set("visibility", json!("password"));
+    let media_path = format!("/replay/{id}/0");
+    for path in [format!("/replay/{id}"), media_path.clone(), format!("/api/replays/{id}")] {
+        let r = server.get(&path);
+        assert_eq!(r.status().as_u16(), 401, "{path} without a pass");
+        let v: Value = r.json().unwrap_or(Value::Null);
+        assert_eq!(v["success"], false, "{path}: {v}");
+    }
+    let r = server.post_json("/api/viewer/unlock", &json!({"password": "replay friends"}));
+    assert_eq!(r.status().as_u16(), 200);
+    let pass = r.json::<Value>().unwrap()["pass"].as_str().expect("a pass").to_string();
+
+    let text = server.get(&format!("{media_path}?pass={pass}")).text().unwrap();
+    assert!(text.contains("#EXT-X-ENDLIST"), "{text}");
+    assert!(!text.contains(BUCKET) && !text.contains("://"), "no bucket URL, no absolute URL: {text}");
+    let uris = playlist_uris(&text);
+    assert!(uris.len() >= 3, "{text}");
+    for uri in &uris {
+        assert!(uri.starts_with(&format!("/replay/{id}/0/")) && uri.contains("pass="), "{uri}");
+        let r = server.get(uri);
+        assert_eq!(r.status().as_u16(), 200, "{uri} with the pass");
+        let cache = r.headers().get("cache-control").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        assert!(cache.contains("private") && !cache.contains("public"), "{uri}: {cache}");
+        assert!(!r.bytes().unwrap().is_empty(), "{uri}");
+        let bare = uri.split('?').next().unwrap();
+        assert_eq!(server.get(bare).status().as_u16(), 401, "{bare} without a pass");
+    }
+    // Nothing of it is on the disk: every file came from the bucket.
+    let local: Vec<_> =
+        std::fs::read_dir(server.data_dir.join("replays").join(&id).join("0")).unwrap().flatten().collect();
+    assert!(local.is_empty(), "{local:?}");
+    let master = server.url(&format!("/replay/{id}?pass={pass}"));
+    let d = probe_duration(&server, &master, false).expect("ffprobe plays the replay with the pass alone");
+    assert!((d - published).abs() <= SEGMENT, "{d} s");
+    assert!(probe_duration(&server, &server.url(&format!("/replay/{id}")), false).is_none(), "not without it");
+
+    // Public again: the playlist names the bucket as before.
+    server.set("visibility", json!("public"));
+    let text = server.get(&media_path).text().unwrap();
+    assert!(text.contains(&format!("/{BUCKET}/pfx/replays/{id}/0/")), "{text}");
+}

@@ -350,8 +350,9 @@ pub static SETTERS: &[Setter<Access>] = &[
         "viewer/jwt",
         "The JWT issuer the channel trusts (HS256 secret or JWKS URL, issuer, audience, name claim, login URL)",
         ValueDoc::Schema("JwtSettings"),
-        |_, v, s| {
+        |a, v, s| {
             let next = jwt_settings(v, &s.access.viewer_jwt)?;
+            a.reach.check_saved("the JWKS URL", &next.jwks_url).map_err(ValidationError)?;
             s.access.viewer_jwt = next;
             Ok(())
         },
@@ -360,8 +361,9 @@ pub static SETTERS: &[Setter<Access>] = &[
         "viewer/admissionhook",
         "The admission hook (URL, secret, on play, on publish, cache seconds)",
         ValueDoc::Schema("HookSettings"),
-        |_, v, s| {
+        |a, v, s| {
             let next = hook_settings(v, &s.access.admission_hook)?;
+            a.reach.check_saved("the admission hook URL", &next.url).map_err(ValidationError)?;
             s.access.admission_hook = next;
             Ok(())
         },

@@ -1,5 +1,6 @@
 //! The access tables of a channel's database: its pass signing key, its viewer passwords (bcrypt
-//! hashes) and its invite links (the SHA-256 of each link's secret, its expiry and use count).
+//! hashes, each with its keyed prefix: see `prefix`; the fingerprint of the prefix key beside them) and
+//! its invite links (the SHA-256 of each link's secret, its expiry and use count).
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -7,7 +8,8 @@ use sha2::{Digest, Sha256};
 
 use crate::store::{Migrations, StoreError};
 
-pub const MIGRATIONS: Migrations = &["CREATE TABLE access_keys (
+pub const MIGRATIONS: Migrations = &[
+    "CREATE TABLE access_keys (
         id INTEGER PRIMARY KEY CHECK (id = 1),
         key BLOB NOT NULL,
         created_at INTEGER NOT NULL
@@ -26,7 +28,15 @@ pub const MIGRATIONS: Migrations = &["CREATE TABLE access_keys (
         expires_at INTEGER NOT NULL,
         max_uses INTEGER NOT NULL,
         uses INTEGER NOT NULL DEFAULT 0
-    );"];
+    );",
+    // The keyed prefix of each password (`prefix`; NULL: stored before prefixes, written back at the
+    // next right password) and the fingerprint of the key the prefixes were made with.
+    "ALTER TABLE viewer_passwords ADD COLUMN prefix INTEGER;
+    CREATE TABLE viewer_password_key (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        fingerprint BLOB NOT NULL
+    );",
+];
 
 /// A viewer password as the admin list shows it (never the password).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -38,6 +48,9 @@ pub struct PasswordRow {
     pub created_at: String,
     #[serde(skip)]
     pub hash: String,
+    /// The password's keyed prefix (`prefix`); `None` for a row stored before prefixes.
+    #[serde(skip)]
+    pub prefix: Option<u16>,
 }
 
 /// An invite link as the admin list shows it (never its secret).
@@ -86,22 +99,66 @@ pub fn rotate_key(c: &Connection, now: i64) -> Result<Vec<u8>, StoreError> {
     Ok(key.to_vec())
 }
 
+const PASSWORD_COLUMNS: &str = "id, comment, created_at, hash, prefix";
+
+fn password_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PasswordRow> {
+    let prefix: Option<i64> = r.get(4)?;
+    Ok(PasswordRow {
+        id: r.get(0)?,
+        comment: r.get(1)?,
+        created_at: rfc3339(r.get(2)?),
+        hash: r.get(3)?,
+        prefix: prefix.and_then(|p| u16::try_from(p).ok()),
+    })
+}
+
 pub fn passwords(c: &Connection) -> Result<Vec<PasswordRow>, StoreError> {
-    let mut st = c.prepare("SELECT id, comment, created_at, hash FROM viewer_passwords ORDER BY id")?;
-    let rows = st
-        .query_map([], |r| {
-            Ok(PasswordRow { id: r.get(0)?, comment: r.get(1)?, created_at: rfc3339(r.get(2)?), hash: r.get(3)? })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut st = c.prepare(&format!("SELECT {PASSWORD_COLUMNS} FROM viewer_passwords ORDER BY id"))?;
+    let rows = st.query_map([], password_row)?.collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
 
-pub fn add_password(c: &Connection, hash: &str, comment: &str, now: i64) -> Result<i64, StoreError> {
+/// The rows an unlock with a password of prefix `prefix` must verify: those with that prefix, then
+/// those without one yet (stored before prefixes).
+pub fn password_candidates(c: &Connection, prefix: u16) -> Result<Vec<PasswordRow>, StoreError> {
+    let mut st = c.prepare(&format!(
+        "SELECT {PASSWORD_COLUMNS} FROM viewer_passwords WHERE prefix = ?1 OR prefix IS NULL
+         ORDER BY prefix IS NULL, id"
+    ))?;
+    let rows = st.query_map([i64::from(prefix)], password_row)?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub fn add_password(c: &Connection, hash: &str, prefix: u16, comment: &str, now: i64) -> Result<i64, StoreError> {
     c.execute(
-        "INSERT INTO viewer_passwords (hash, comment, created_at) VALUES (?1, ?2, ?3)",
-        params![hash, comment, now],
+        "INSERT INTO viewer_passwords (hash, prefix, comment, created_at) VALUES (?1, ?2, ?3, ?4)",
+        params![hash, i64::from(prefix), comment, now],
     )?;
     Ok(c.last_insert_rowid())
+}
+
+/// Write the prefix of a row stored without one (after its password was given right).
+pub fn set_password_prefix(c: &Connection, id: i64, prefix: u16) -> Result<(), StoreError> {
+    c.execute("UPDATE viewer_passwords SET prefix = ?2 WHERE id = ?1", params![id, i64::from(prefix)])?;
+    Ok(())
+}
+
+/// Take the prefix key of `fingerprint`: when the prefixes were made with another key (the key file
+/// was lost or replaced), they are dropped, so their rows are verified as rows without one until
+/// their password is given again. Whether prefixes were dropped.
+pub fn adopt_prefix_key(c: &Connection, fingerprint: &[u8]) -> Result<bool, StoreError> {
+    let known: Option<Vec<u8>> =
+        c.query_row("SELECT fingerprint FROM viewer_password_key WHERE id = 1", [], |r| r.get(0)).optional()?;
+    if known.as_deref() == Some(fingerprint) {
+        return Ok(false);
+    }
+    let dropped = c.execute("UPDATE viewer_passwords SET prefix = NULL WHERE prefix IS NOT NULL", [])? > 0;
+    c.execute(
+        "INSERT INTO viewer_password_key (id, fingerprint) VALUES (1, ?1)
+         ON CONFLICT(id) DO UPDATE SET fingerprint = excluded.fingerprint",
+        [fingerprint],
+    )?;
+    Ok(dropped)
 }
 
 /// Whether a password was there to delete.

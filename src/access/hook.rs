@@ -124,7 +124,9 @@ impl Cache {
 
 /// The admission hook client with its answer cache. One per daemon or per channel.
 pub struct AdmissionHook {
-    client: reqwest::Client,
+    client: Result<reqwest::Client, String>,
+    /// Where the hook's URL may lead (a channel's: through the guard, `outbound::Reach`).
+    reach: crate::outbound::Reach,
     cache: parking_lot::Mutex<Cache>,
     /// The last verdict per key, for [`AdmissionHook::ask_recent`].
     recent: parking_lot::Mutex<Cache>,
@@ -158,15 +160,23 @@ fn reason_of(body: &[u8]) -> String {
 }
 
 impl AdmissionHook {
+    /// The server admin's hook (its URL may point anywhere).
     pub fn new() -> Self {
-        let client = reqwest::Client::builder()
+        Self::reaching(crate::outbound::Reach::Anywhere)
+    }
+
+    /// A hook whose URL goes only where `reach` lets it: a refused address is an unreachable hook
+    /// (nothing sent; a viewer is refused, a publisher with a valid key let in, as for a hook down).
+    pub fn reaching(reach: crate::outbound::Reach) -> Self {
+        let builder = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(TIMEOUT)
-            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")));
+        // A client that cannot be built sends nothing (the hook is unreachable): the guard is never left out.
+        let client = reach.client(builder).map_err(|e| e.to_string());
         AdmissionHook {
+            reach,
             client,
             cache: parking_lot::Mutex::new(Cache::default()),
             recent: parking_lot::Mutex::new(Cache::default()),
@@ -226,6 +236,11 @@ impl AdmissionHook {
             Ok(u) if matches!(u.scheme(), "http" | "https") => u,
             _ => return Verdict::Unreachable("the admission hook URL is not an http(s) URL".into()),
         };
+        // Judged at each call (literal addresses bypass the resolver; the server admin's switch may change).
+        if let Err(e) = self.reach.check_url(&url) {
+            tracing::warn!(channel = %req.channel, "the admission hook's address is not allowed: {e}");
+            return Verdict::Unreachable(format!("the admission hook's address is not allowed: {e}"));
+        }
         let body = json!({
             "channel": req.channel,
             "action": req.action.as_str(),
@@ -235,7 +250,11 @@ impl AdmissionHook {
             "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         });
         let body = body.to_string().into_bytes();
-        let mut request = self.client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json");
+        let client = match &self.client {
+            Ok(c) => c,
+            Err(e) => return Verdict::Unreachable(format!("the admission hook's client: {e}")),
+        };
+        let mut request = client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json");
         if !cfg.secret.is_empty() {
             request = request.header("X-Castd-Signature", crate::password::request_signature(&cfg.secret, &body));
         }

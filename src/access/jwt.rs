@@ -135,7 +135,10 @@ struct JwksEntry {
 
 /// Checks viewer JWTs; holds the JWKS cache. One per daemon (shared by every channel) or per channel.
 pub struct JwtVerifier {
-    client: reqwest::Client,
+    /// None built: nothing is fetched (the guard is never left out).
+    client: Result<reqwest::Client, String>,
+    /// Where the JWKS URL may lead (a channel's: through the guard, `outbound::Reach`).
+    reach: crate::outbound::Reach,
     cache: parking_lot::Mutex<HashMap<String, Arc<tokio::sync::Mutex<JwksEntry>>>>,
     fresh: Duration,
     refetch: Duration,
@@ -154,14 +157,24 @@ impl JwtVerifier {
 
     /// A verifier whose JWKS cache keeps keys for `fresh` and refetches at most every `refetch`.
     pub fn with_timing(fresh: Duration, refetch: Duration) -> JwtVerifier {
-        let client = reqwest::Client::builder()
+        Self::reaching(crate::outbound::Reach::Anywhere, fresh, refetch)
+    }
+
+    /// A verifier whose JWKS URLs go only where `reach` lets them (a channel's: a refused address
+    /// gives no keys, so tokens signed with them are refused).
+    pub fn reaching(reach: crate::outbound::Reach, fresh: Duration, refetch: Duration) -> JwtVerifier {
+        let builder = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(JWKS_TIMEOUT)
-            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
-        JwtVerifier { client, cache: parking_lot::Mutex::new(HashMap::new()), fresh, refetch }
+            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")));
+        let client = reach.client(builder).map_err(|e| e.to_string());
+        JwtVerifier { client, reach, cache: parking_lot::Mutex::new(HashMap::new()), fresh, refetch }
+    }
+
+    /// A verifier with the default cache timing whose JWKS URLs go only where `reach` lets them.
+    pub fn for_reach(reach: crate::outbound::Reach) -> JwtVerifier {
+        Self::reaching(reach, JWKS_FRESH, JWKS_REFETCH)
     }
 
     /// Verify `token` against the channel's issuer settings at Unix time `now`.
@@ -267,7 +280,13 @@ impl JwtVerifier {
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err("the JWKS URL is not http(s)".into());
         }
-        let mut resp = self.client.get(parsed).send().await.map_err(|e| format!("fetching the JWKS: {e}"))?;
+        // Judged at each fetch (literal addresses bypass the resolver; the server admin's switch may change).
+        if let Err(e) = self.reach.check_url(&parsed) {
+            tracing::warn!("the JWKS URL's address is not allowed: {e}");
+            return Err(format!("the JWKS URL's address is not allowed: {e}"));
+        }
+        let client = self.client.as_ref().map_err(|e| format!("the JWKS client: {e}"))?;
+        let mut resp = client.get(parsed).send().await.map_err(|e| format!("fetching the JWKS: {e}"))?;
         if !resp.status().is_success() {
             return Err(format!("the JWKS URL answered {}", resp.status()));
         }

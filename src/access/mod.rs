@@ -1,6 +1,7 @@
 //! Viewer access: who may watch a channel. Owns the channel's visibility (`config::access`), its
 //! viewing passes (`pass`: HMAC-signed, expiring, issued for one of the channel's passwords, invite
 //! links or a JWT of the operator's site), the tables behind them (`db`), the JWT verifier (`jwt`),
+//! the keyed prefix that lets an unlock verify one password's hash rather than every one (`prefix`),
 //! the admission hook (`hook`), the gate in front of every way out of the channel (`gate`, the
 //! `http::gate::Gate` the composition root puts in front of the channel's router and lanes) and the
 //! routes (`api`: the viewer's unlock, the admin's passwords, invites and settings).
@@ -20,9 +21,11 @@ pub mod gate;
 pub mod hook;
 pub mod jwt;
 pub mod pass;
+pub mod prefix;
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::http::HeaderValue;
@@ -41,7 +44,8 @@ use crate::stream::StreamWatch;
 use crate::tasks::{Stage, Tasks};
 use crate::throttle::{Backoff, BackoffConfig};
 
-/// Most viewer passwords a channel keeps (an unlock checks each one's bcrypt hash).
+/// Most viewer passwords a channel keeps (an unlock checks the bcrypt hash of those whose keyed prefix
+/// is the given password's: see `prefix`).
 pub const MAX_PASSWORDS: usize = 20;
 /// The prefix of the grant of the passes the channel's admin takes (`POST /api/admin/viewer/pass`: the
 /// dashboard's player): `a:` and a digest of the signing key and the admin credentials
@@ -91,6 +95,8 @@ struct Grants {
 /// A channel's viewer access (see the module doc).
 pub struct Access {
     pub channel: ChannelId,
+    /// Where the channel's JWKS and hook URLs may lead (their setters refuse a literal address it refuses).
+    pub reach: crate::outbound::Reach,
     /// The channel's path prefix (`""` for the default channel, `/c/{slug}` for the others).
     pub base: String,
     pub settings: SettingsStore,
@@ -115,6 +121,45 @@ pub struct Access {
     pub(crate) admin: crate::http::AdminAuth,
     /// The admin grant in force (see [`ADMIN_GRANT`]), refreshed by [`Access::admin_grant`].
     admin_grant: Mutex<String>,
+    /// The key of the viewer passwords' prefixes (a file in the channel's data folder: see `prefix`).
+    prefix_key: Arc<prefix::PrefixKey>,
+}
+
+/// What checking a password against the channel's found: the row it is, and how many bcrypt
+/// hashes were verified to find out (1 for a right password whose row has its prefix; 0 for a wrong
+/// one, unless its prefix happens to be a row's, or rows from before prefixes are left).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    pub id: Option<i64>,
+    pub verified: usize,
+}
+
+/// Which of the channel's passwords `password` is: only the rows with its keyed prefix, and those
+/// stored before prefixes, are verified; such a row given right gets its prefix written (so it
+/// converges). `Err(Busy)`: the hash pool is full.
+pub async fn check_password(
+    store: &Store,
+    key: &prefix::PrefixKey,
+    password: &str,
+) -> Result<Result<Checked, crate::password::Busy>, StoreError> {
+    let p = key.prefix(password);
+    let rows = store.call(move |c| db::password_candidates(c, p)).await?;
+    let mut verified = 0;
+    for row in rows {
+        verified += 1;
+        match crate::password::verify_pooled(password, &row.hash).await {
+            Ok(true) => {
+                if row.prefix.is_none() {
+                    let id = row.id;
+                    store.call(move |c| db::set_password_prefix(c, id, p)).await?;
+                }
+                return Ok(Ok(Checked { id: Some(row.id), verified }));
+            }
+            Ok(false) => {}
+            Err(busy) => return Ok(Err(busy)),
+        }
+    }
+    Ok(Ok(Checked { id: None, verified }))
 }
 
 fn now() -> i64 {
@@ -138,16 +183,27 @@ pub fn jwt_grant(cfg: &JwtSettings) -> String {
 }
 
 impl Access {
+    /// The channel's access; `data_dir`: the channel's data folder (the viewer passwords' prefix key
+    /// is kept there, outside the database).
     pub fn open(
         channel: ChannelId,
         store: Store,
         settings: SettingsStore,
         stream: StreamWatch,
         admin: crate::http::AdminAuth,
+        reach: crate::outbound::Reach,
+        data_dir: &Path,
     ) -> Result<Arc<Access>, AccessError> {
         store.migrate("access", db::MIGRATIONS)?;
+        let prefix_key = Arc::new(prefix::PrefixKey::load_or_create(data_dir).unwrap_or_else(|e| {
+            tracing::warn!(channel = %channel, "{e}; the viewer passwords' prefixes last until castd stops");
+            prefix::PrefixKey::ephemeral()
+        }));
         let t = now();
         let (key, valid) = store.with(|c| {
+            if db::adopt_prefix_key(c, &prefix_key.fingerprint())? {
+                tracing::warn!(channel = %channel, "the viewer password key changed: each password's hash is checked until it is given again");
+            }
             let key = db::signing_key(c, t)?;
             let mut valid = HashSet::new();
             for p in db::passwords(c)? {
@@ -172,10 +228,13 @@ impl Access {
             key: RwLock::new(key.into()),
             grants: Mutex::new(Grants { valid, tokens: HashMap::new() }),
             backoff: Backoff::new(BackoffConfig::SECRETS),
-            jwt: jwt::JwtVerifier::new(),
-            hook: hook::AdmissionHook::new(),
+            // The channel's JWKS and hook URLs go where its reach lets them (`outbound::Reach`).
+            jwt: jwt::JwtVerifier::for_reach(reach.clone()),
+            hook: hook::AdmissionHook::reaching(reach.clone()),
+            reach,
             admin,
             admin_grant: Mutex::new(String::new()),
+            prefix_key,
         });
         access.admin_grant();
         Ok(access)
@@ -436,19 +495,11 @@ impl Access {
             return Err(ApiError::Conflict("this channel does not take a password".into()));
         }
         self.limited(ip)?;
-        let rows = self.store.call(|c| db::passwords(c)).await?;
-        let mut found = None;
-        for row in rows {
-            match crate::password::verify_pooled(password, &row.hash).await {
-                Ok(true) => {
-                    found = Some(row.id);
-                    break;
-                }
-                Ok(false) => {}
-                Err(_) => return Err(ApiError::Unavailable("too many sign-ins at once; try again".into())),
-            }
-        }
-        let Some(id) = found else { return Err(ApiError::NeedsPass("wrong password".into())) };
+        let Ok(checked) = check_password(&self.store, &self.prefix_key, password).await? else {
+            return Err(ApiError::Unavailable("too many sign-ins at once; try again".into()));
+        };
+        tracing::debug!(channel = %self.channel, verified = checked.verified, found = checked.id.is_some(), "viewer password checked");
+        let Some(id) = checked.id else { return Err(ApiError::NeedsPass("wrong password".into())) };
         self.succeeded(ip);
         let subject = format!("password:{id}");
         self.admit_play(Some(&subject), ip, ua).await?;
@@ -498,13 +549,14 @@ impl Access {
             Err(_) => return Err(ApiError::Unavailable("too busy hashing passwords; try again".into())),
         };
         let t = now();
+        let p = self.prefix_key.prefix(&password);
         let id = self
             .store
             .call(move |c| {
                 if db::passwords(c)?.len() >= MAX_PASSWORDS {
                     return Ok(None);
                 }
-                db::add_password(c, &hash, &comment, t).map(Some)
+                db::add_password(c, &hash, p, &comment, t).map(Some)
             })
             .await?
             .ok_or_else(|| ApiError::Conflict(format!("a channel keeps at most {MAX_PASSWORDS} viewer passwords")))?;

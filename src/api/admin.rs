@@ -298,6 +298,11 @@ pub struct ServerConfigPart {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(required = false, nullable = false)]
     pub capacity: Option<CapacityConfig>,
+    /// `allowprivatetargets`: whether channels' URLs may reach loopback and private addresses. On the
+    /// root only (the server admin's decision), so not required.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false, nullable = false)]
+    pub allow_private_targets: Option<bool>,
 }
 
 /// The server's capacity in the server configuration (see `media::capacity`).
@@ -366,6 +371,7 @@ pub fn server_config(server: &Server) -> ServerConfig {
                 transcode_budget: srv.transcode_budget,
                 transcode_budget_in_force: crate::media::capacity::budget_in_force(srv.transcode_budget),
             }),
+            allow_private_targets: server.channel.is_default().then_some(srv.allow_private_targets),
         },
         ingest: crate::ingest::settings::server_config(&s),
         storage: crate::storage::settings::server_config(&s),

@@ -212,6 +212,15 @@ pub static SETTERS: &[Setter<Server>] = &[
         |_, v, s| set(&mut s.server.transcode_budget, validate::integer(v, 0, 1_000_000_000_000).map(|n| n as u64)),
     )
     .server_wide(),
+    // Where channels' URLs may lead (`outbound::Reach`): the server admin's decision alone.
+    Setter::new(
+        "allowprivatetargets",
+        "Whether the URLs channel admins set (webhooks, admission hook, JWKS, Discord, simulcast) may reach \
+         loopback and private addresses (default false; link-local and reserved ranges stay refused)",
+        Boolean,
+        |_, v, s| set(&mut s.server.allow_private_targets, validate::boolean(v)),
+    )
+    .server_wide(),
     Setter::new("autoplay", "Autoplay: on, off or muted (or a boolean)", JsonSchema(AUTOPLAY), |_, v, s| {
         let mode = match v {
             Value::Bool(true) => "on".to_string(),

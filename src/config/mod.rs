@@ -278,7 +278,7 @@ mod tests {
         let Value::Object(map) = serde_json::to_value(Settings::default()).unwrap() else {
             panic!("settings serialize to an object");
         };
-        assert_eq!(map.len(), 82, "{:?}", map.keys().collect::<Vec<_>>());
+        assert_eq!(map.len(), 83, "{:?}", map.keys().collect::<Vec<_>>());
         for key in [
             "name",
             "adminPasswordHash",
@@ -289,6 +289,7 @@ mod tests {
             "maxLiveChannels",
             "overCapacity",
             "transcodeBudget",
+            "allowPrivateTargets",
         ] {
             assert!(map.contains_key(key), "{key}");
         }

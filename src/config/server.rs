@@ -66,6 +66,10 @@ pub struct ServerSettings {
     /// channel's encoded rungs (width × height × frame rate); 0: worked out from the CPU cores
     /// (`media::capacity::auto_budget`). Server-wide (the default channel's).
     pub transcode_budget: u64,
+    /// Whether the URLs channel admins set (webhooks, admission hook, JWKS, Discord, simulcast) may
+    /// reach loopback and private addresses (`outbound::PrivateTargets`); off by default. Server-wide
+    /// (the default channel's): the server admin's alone.
+    pub allow_private_targets: bool,
 }
 
 impl Default for ServerSettings {
@@ -85,6 +89,7 @@ impl Default for ServerSettings {
             max_live_channels: 0,
             over_capacity: OverCapacity::Refuse,
             transcode_budget: 0,
+            allow_private_targets: false,
         }
     }
 }

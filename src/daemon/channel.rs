@@ -37,6 +37,7 @@ use crate::ingest::Ingest;
 use crate::media::{ChannelId, MediaPlane};
 use crate::metrics::{Metrics, MetricsConfig, MetricsDeps};
 use crate::notifications::{Notifications, NotifyState};
+use crate::outbound::{PrivateTargets, Reach};
 use crate::public_files::PublicFiles;
 use crate::replays::{Replays, ReplaysDeps};
 use crate::schedule::Schedule;
@@ -67,6 +68,9 @@ pub struct Shared {
     pub webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>>,
     /// The server's hardware (a channel's `/api/admin/hardwarestats` shows its series).
     pub hardware: Arc<crate::hardware::Hardware>,
+    /// The server admin's `allowPrivateTargets`: whether channels' URLs may reach loopback and
+    /// private addresses (the default channel's go anywhere: [`Reach::for_channel`]).
+    pub private_targets: PrivateTargets,
 }
 
 /// The first pieces of a channel: its identity, storage and runtime state.
@@ -150,6 +154,8 @@ impl ChannelStack {
         let ChannelCore { id, data_dir, store, settings, bus, stream_writer, stream, viewers, health, telemetry } =
             core;
         let media = &shared.media;
+        // Where the URLs the channel's admin sets may lead (the default channel's admin is the server's).
+        let reach = Reach::for_channel(id.is_default(), &shared.private_targets);
         let hls_dir = media.channel(&id).dir.clone();
         let tokens = Tokens::open(store.clone())?;
         let metrics = Metrics::open(
@@ -194,8 +200,9 @@ impl ChannelStack {
             llhls_part_ms: shared.llhls_part_ms,
             tasks: tasks.clone(),
         });
-        let webhooks = Arc::new(Webhooks::open(store.clone(), telemetry.clone(), tasks.clone())?);
-        let notifications = Arc::new(Notifications::open(store.clone())?);
+        let webhooks =
+            Arc::new(Webhooks::open_reaching(store.clone(), telemetry.clone(), tasks.clone(), reach.clone())?);
+        let notifications = Arc::new(Notifications::open(store.clone())?.reaching(&reach)?);
         // A channel's files are a tenant's: served with an inert type only (`public_files`).
         let public_files = PublicFiles::open_for(data_dir.join("public"), !id.is_default())?;
         let federation = Federation::open(
@@ -232,6 +239,7 @@ impl ChannelStack {
             channel: id.clone(),
             health: health.clone(),
             tasks: tasks.clone(),
+            reach: reach.clone(),
         });
         let replays = Replays::open(ReplaysDeps {
             store: store.clone(),
@@ -272,8 +280,15 @@ impl ChannelStack {
             webrtc: Default::default(),
             per_address: crate::whep::per_address_caps(),
         });
-        let access =
-            crate::access::Access::open(id.clone(), store.clone(), settings.clone(), stream.clone(), admin.clone())?;
+        let access = crate::access::Access::open(
+            id.clone(),
+            store.clone(),
+            settings.clone(),
+            stream.clone(),
+            admin.clone(),
+            reach,
+            &data_dir,
+        )?;
         Ok(ChannelStack {
             id,
             data_dir,
@@ -473,15 +488,18 @@ pub fn key_taken(keys: Arc<Keys>, except: ChannelId) -> crate::api::KeyTaken {
 /// Ingest's publish check (#42): the admission hook of the channel a right key publishes to, when its
 /// `onPublish` is on. The hook is told the key's comment, never the key. A hook that does not answer
 /// lets the publisher in (a valid key fails open), logged as a warning.
-pub fn publish_check(keys: Arc<Keys>) -> crate::ingest::PublishCheck {
-    let hook = Arc::new(crate::access::hook::AdmissionHook::new());
+/// A channel's hook is asked through the guarded client ([`Reach::for_channel`]): a hook it cannot
+/// reach is an unreachable hook.
+pub fn publish_check(keys: Arc<Keys>, private_targets: PrivateTargets) -> crate::ingest::PublishCheck {
+    let server_hook = Arc::new(crate::access::hook::AdmissionHook::new());
+    let channel_hook = Arc::new(crate::access::hook::AdmissionHook::reaching(Reach::Guarded(private_targets)));
     Arc::new(move |channel: ChannelId, attempt: crate::ingest::PublishAttempt| {
+        let hook = if channel.is_default() { server_hook.clone() } else { channel_hook.clone() };
         let settings = if channel.is_default() {
             Some(keys.default.settings.get())
         } else {
             keys.channels.get().and_then(|c| c.get(&channel)).map(|c| c.settings().get())
         };
-        let hook = hook.clone();
         Box::pin(async move {
             use crate::access::hook::{Action, AdmissionRequest, Verdict};
             let Some(settings) = settings else { return Ok(()) };

@@ -207,6 +207,11 @@ impl Daemon {
             yp_config,
         )?;
         let webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>> = Arc::default();
+        // The server admin's switch for channels' URLs, read from the server settings at each request.
+        let private_targets = {
+            let server_settings = settings.clone();
+            crate::outbound::PrivateTargets::new(move || server_settings.get().server.allow_private_targets)
+        };
         let shared = Shared {
             media: media.clone(),
             encoders: hardware.encoders(),
@@ -218,6 +223,7 @@ impl Daemon {
             edge_mark: cluster_config.as_ref().filter(|c| !c.is_edge()).map(|c| c.edge_mark()),
             webrtc: webrtc.clone(),
             hardware: hardware.clone(),
+            private_targets: private_targets.clone(),
         };
         let admin = AdminAuth::new(settings.clone());
         let default = ChannelStack::build(core, &shared, admin.clone(), tasks.clone(), temp_stream_key.is_some())?;
@@ -243,7 +249,7 @@ impl Daemon {
             publish_check: std::sync::OnceLock::new(),
         });
         // #42 access: the key's channel's admission hook asked before a publisher goes live.
-        let _ = ingest.publish_check.set(channel::publish_check(keys.clone()));
+        let _ = ingest.publish_check.set(channel::publish_check(keys.clone(), private_targets));
         let cluster = match cluster_config {
             Some(c) => {
                 Some(Cluster::attach(c, default.chat.clone(), default.viewers.clone(), default.metrics.clone())?)

@@ -43,7 +43,7 @@ use axum::Json;
 
 use crate::events::{Bus, Event};
 use crate::http::{ApiError, Auth, BodyDoc, ClientIp, JsonBody, Registry, StatusResponse, UserTokens};
-use crate::outbound::{Outbound, OutboundConfig, OutboundError};
+use crate::outbound::{Outbound, OutboundConfig, OutboundError, Reach};
 use crate::store::settings::SettingsStore;
 use crate::store::{Migrations, Store, StoreError};
 use crate::tasks::{Stage, Tasks};
@@ -140,8 +140,11 @@ pub struct Notifications {
     store: Store,
     vapid: ES256KeyPair,
     public_key: String,
-    /// For the admin-set Discord webhook (may point anywhere, as Owncast allows).
+    /// For the admin-set Discord webhook: the server admin's may point anywhere, as Owncast allows; a
+    /// channel admin's goes through the guard ([`Notifications::reaching`]).
     client: reqwest::Client,
+    /// Where the Discord webhook may lead.
+    reach: Reach,
     /// For viewers' push endpoints: castd's guarded client.
     push: Outbound,
     config: NotifyConfig,
@@ -159,6 +162,13 @@ fn push_client(config: &NotifyConfig) -> Result<Outbound, OutboundError> {
         per_host_every: Duration::from_millis(5),
         ..OutboundConfig::new("web push", config.allow_loopback)
     })
+}
+
+/// The Discord webhook's client, for `reach`.
+fn discord_client(reach: &Reach) -> Result<reqwest::Client, NotifyError> {
+    let builder =
+        reqwest::Client::builder().timeout(SEND_TIMEOUT).user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")));
+    reach.client(builder).map_err(|e| NotifyError::Key(format!("HTTP client: {e}")))
 }
 
 impl Notifications {
@@ -192,13 +202,19 @@ impl Notifications {
         };
         let public = vapid.key_pair().public_key().to_bytes_uncompressed();
         let public_key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(public);
-        let client = reqwest::Client::builder()
-            .timeout(SEND_TIMEOUT)
-            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| NotifyError::Key(format!("HTTP client: {e}")))?;
+        let client = discord_client(&Reach::Anywhere)?;
         let push = push_client(&config)?;
-        Ok(Self { store, vapid, public_key, client, push, config })
+        Ok(Self { store, vapid, public_key, client, reach: Reach::Anywhere, push, config })
+    }
+
+    /// The same, the Discord webhook going only where `reach` lets it (a channel's: through the guard).
+    pub fn reaching(self, reach: &Reach) -> Result<Self, NotifyError> {
+        Ok(Self { client: discord_client(reach)?, reach: reach.clone(), ..self })
+    }
+
+    /// Where the Discord webhook may lead (its setter refuses a literal address the guard refuses).
+    pub fn reach(&self) -> &Reach {
+        &self.reach
     }
 
     /// The VAPID public key, base64url (the browser's `applicationServerKey`).
@@ -385,7 +401,15 @@ impl Notifications {
     /// Post the go-live message to a Discord-style webhook.
     pub async fn discord(&self, webhook: &str, content: &str, username: &str, avatar: &str) -> bool {
         let body = json!({ "content": content, "username": username, "avatar_url": avatar });
-        match self.client.post(webhook).json(&body).send().await {
+        // Judged at each message (literal addresses bypass the resolver; the server admin's switch may change).
+        let url = match self.reach.check_str(webhook) {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!("the Discord webhook's address is not allowed; nothing sent: {e}");
+                return false;
+            }
+        };
+        match self.client.post(url).json(&body).send().await {
             Ok(r) if r.status().is_success() => true,
             Ok(r) => {
                 tracing::warn!(status = %r.status(), "the Discord webhook refused a message");

@@ -34,7 +34,7 @@ pub static SETTERS: &[Setter<NotifyState>] = &[
             set(&mut s.notifications.browser_notifications, Ok(n))
         },
     ),
-    Setter::new("notifications/discord", "Discord go-live notification", ValueDoc::Json(DISCORD), |_, v, s| {
+    Setter::new("notifications/discord", "Discord go-live notification", ValueDoc::Json(DISCORD), |state, v, s| {
         let mut n: DiscordNotification = validate::typed(v, "discord notification settings")?;
         if n.webhook == MASKED {
             // What the server configuration showed: the saved URL stays.
@@ -42,6 +42,12 @@ pub static SETTERS: &[Setter<NotifyState>] = &[
         } else if !n.webhook.trim().is_empty() {
             // Enabled without a webhook sends nothing (accepted, as a half-filled form is).
             n.webhook = validate::url(&Value::String(n.webhook.clone()), false)?;
+            // A channel's webhook at a refused literal address is refused now, with the reason.
+            state
+                .notifications
+                .reach()
+                .check_saved("the Discord webhook URL", &n.webhook)
+                .map_err(validate::ValidationError)?;
         }
         set(&mut s.notifications.discord_notifications, Ok(n))
     }),

@@ -182,17 +182,26 @@ pub fn routes(reg: &mut Registry, r: Arc<Replays>) {
         "/replay/{stream_id}/{variant}",
         GROUP,
         Auth::Public,
-        "A replay's media playlist (EVENT while live, VOD when finished)",
+        "A replay's media playlist (EVENT while live, VOD when finished). A replay in object storage names \
+         the bucket's URLs, or castd's own while the channel needs a viewing pass or asks its admission hook",
         media,
     )
     .path_param("stream_id", ValueDoc::String)
     .path_param("variant", ValueDoc::String)
     .error(404, "no such replay or variant");
-    reg.get("/replay/{stream_id}/{variant}/{file}", GROUP, Auth::Public, "A recorded segment (Range, ETag)", file)
-        .path_param("stream_id", ValueDoc::String)
-        .path_param("variant", ValueDoc::String)
-        .path_param("file", ValueDoc::String)
-        .error(404, "no such file");
+    reg.get(
+        "/replay/{stream_id}/{variant}/{file}",
+        GROUP,
+        Auth::Public,
+        "A recorded segment (Range, ETag): from the disk, or read from the bucket by castd for a replay in \
+         object storage",
+        file,
+    )
+    .path_param("stream_id", ValueDoc::String)
+    .path_param("variant", ValueDoc::String)
+    .path_param("file", ValueDoc::String)
+    .error(404, "no such file")
+    .error(503, "the file cannot be read from object storage now, or too many are being read at once");
 }
 
 impl From<ReplaysError> for ApiError {
@@ -283,7 +292,7 @@ async fn media(
         return Ok(not_found());
     }
     let finished = row.status != db::RECORDING;
-    let body = playlist::media(&segs, finished, |f| segment_uri(&row, &format!("/replay/{id}/{v}/"), v, f));
+    let body = playlist::media(&segs, finished, |f| segment_uri(&r, &row, &format!("/replay/{id}/{v}/"), v, f));
     Ok(playlist_response(body, finished))
 }
 

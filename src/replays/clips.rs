@@ -543,7 +543,7 @@ async fn media(State(ctx): State<ClipsCtx>, Path((id, variant)): Path<(String, S
         return Ok(not_found());
     }
     let local = format!("/clip/{id}/{v}/");
-    let body = playlist::media(&segs, true, |f| segment_uri(&replay, &local, v, f));
+    let body = playlist::media(&segs, true, |f| segment_uri(&ctx.r, &replay, &local, v, f));
     Ok(playlist_response(body, true))
 }
 

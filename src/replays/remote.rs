@@ -6,7 +6,9 @@
 //!
 //! A channel whose visibility needs a viewing pass (password, token) uploads no replay: public bucket
 //! URLs carry no pass, so its replays stay local and are served by castd behind the gate. Replays
-//! uploaded while the channel was public stay in the bucket.
+//! uploaded while the channel was public stay in the bucket; while the channel is gated (a pass, or
+//! the admission hook on play) their playlists name castd's own URLs and castd reads the files from
+//! the bucket behind the gate (`serve`), so the channel's privacy holds for them too.
 
 use std::sync::Arc;
 

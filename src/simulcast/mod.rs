@@ -78,6 +78,8 @@ pub struct SimulcastDeps {
     pub channel: crate::media::ChannelId,
     pub health: Arc<HealthHub>,
     pub tasks: Tasks,
+    /// Where the channel's targets may lead (a channel's: through the guard, `outbound::Reach`).
+    pub reach: crate::outbound::Reach,
 }
 
 /// The simulcast feature's state.
@@ -94,6 +96,30 @@ pub struct Simulcast {
     tls: Result<Arc<rustls::ClientConfig>, String>,
     /// The configured targets, in the settings' order.
     targets: Mutex<Vec<Arc<target::TargetHandle>>>,
+    /// Where the targets may lead: every connection goes to an address [`resolve`] checked.
+    pub reach: crate::outbound::Reach,
+}
+
+/// The addresses to connect to for a target at `host:port`, as `reach` allows: a refused address
+/// stops the target (`Unsupported`: it stays off with the reason, and nothing is sent); a lookup that
+/// fails is retried like any network failure.
+pub(crate) async fn resolve(
+    reach: &crate::outbound::Reach,
+    host: &str,
+    port: u16,
+) -> Result<Vec<std::net::SocketAddr>, SimulcastError> {
+    match reach.resolve(host, port, rtmp::CONNECT_TIMEOUT).await {
+        Ok(addrs) => Ok(addrs),
+        Err(crate::outbound::OutboundError::NotAllowed(_)) => {
+            tracing::warn!(host, port, "simulcast target refused: its address is not one this channel may reach");
+            Err(SimulcastError::Unsupported(format!(
+                "{host}:{port} is not an address this channel may reach (loopback, private, link-local and \
+                 reserved addresses are refused; the server admin's allowprivatetargets setting decides on \
+                 loopback and private ones)"
+            )))
+        }
+        Err(e) => Err(SimulcastError::Remote(e.to_string())),
+    }
 }
 
 impl Simulcast {
@@ -108,6 +134,7 @@ impl Simulcast {
             timing: Timing::from_env(),
             tls: rtmp::tls_config(),
             targets: Mutex::new(Vec::new()),
+            reach: deps.reach,
         })
     }
 

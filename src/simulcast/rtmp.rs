@@ -1,7 +1,9 @@
 //! The RTMP(S) publishing client: rml_rtmp's `ClientSession` over a tokio TCP stream, wrapped in TLS
 //! (tokio-rustls, rustls with ring) for `rtmps://`.
 //!
-//! `Publisher::connect` resolves and connects (`CONNECT_TIMEOUT` for the whole set-up), does the RTMP
+//! `Publisher::connect` resolves the host through the channel's reach (`outbound::Reach::resolve`: a
+//! channel's target only to the addresses the guard allows) and connects to those addresses
+//! (`CONNECT_TIMEOUT` for the whole set-up), does the RTMP
 //! handshake, `connect`s to the URL's application (with `tcUrl`, which the platforms require) and
 //! `publish`es the stream key as a live stream; a refusal is reported with the remote's own words
 //! (the `_error`'s description or the `onStatus` code). `Publisher::forward` then sends the source's
@@ -216,8 +218,9 @@ impl Publisher {
         ep: &Endpoint,
         key: &str,
         tls: &Result<Arc<rustls::ClientConfig>, String>,
+        reach: &crate::outbound::Reach,
     ) -> Result<Publisher, SimulcastError> {
-        match tokio::time::timeout(CONNECT_TIMEOUT, Self::connect_inner(ep, key, tls)).await {
+        match tokio::time::timeout(CONNECT_TIMEOUT, Self::connect_inner(ep, key, tls, reach)).await {
             Ok(r) => r,
             Err(_) => Err(SimulcastError::Remote(format!(
                 "no answer within {} s while connecting and publishing",
@@ -230,8 +233,11 @@ impl Publisher {
         ep: &Endpoint,
         key: &str,
         tls: &Result<Arc<rustls::ClientConfig>, String>,
+        reach: &crate::outbound::Reach,
     ) -> Result<Publisher, SimulcastError> {
-        let tcp = TcpStream::connect((ep.host.as_str(), ep.port))
+        // The connection goes to the addresses checked here, never to a fresh lookup of the name.
+        let addrs = super::resolve(reach, &ep.host, ep.port).await?;
+        let tcp = TcpStream::connect(&addrs[..])
             .await
             .map_err(|e| SimulcastError::Remote(format!("connect to {}:{}: {e}", ep.host, ep.port)))?;
         let _ = tcp.set_nodelay(true);

@@ -37,8 +37,12 @@ pub static SETTERS: &[Setter<Simulcast>] = &[Setter::new(
     "simulcast/targets",
     "Simulcast targets (castd): the whole list of {id?, name, url, streamKey, enabled, variant}",
     ValueDoc::Json(TARGETS),
-    |_, v, s| {
+    |sc, v, s| {
         let next = validate_targets(v, &s.simulcast.simulcast_targets)?;
+        // A channel's target at a refused literal address is refused now, with the reason.
+        for t in &next {
+            sc.reach.check_saved("the simulcast target URL", &t.url).map_err(ValidationError)?;
+        }
         s.simulcast.simulcast_targets = next;
         Ok(())
     },

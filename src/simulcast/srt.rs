@@ -38,11 +38,18 @@ pub fn parse(url: &str) -> Result<(String, u16), String> {
 }
 
 /// Call `host:port` with `key` as the streamid.
-pub async fn connect(host: &str, port: u16, key: &str) -> Result<SrtSocket, SimulcastError> {
+/// The address is resolved through the channel's reach (a channel's target only to an address the
+/// guard allows) and the call goes to that checked address.
+pub async fn connect(
+    host: &str,
+    port: u16,
+    key: &str,
+    reach: &crate::outbound::Reach,
+) -> Result<SrtSocket, SimulcastError> {
     let call = async {
-        let addr: SocketAddr = tokio::net::lookup_host((host, port))
-            .await
-            .map_err(|e| SimulcastError::Remote(format!("resolve {host}: {e}")))?
+        let addr: SocketAddr = super::resolve(reach, host, port)
+            .await?
+            .into_iter()
             .next()
             .ok_or_else(|| SimulcastError::Remote(format!("{host} has no address")))?;
         SrtSocket::builder()

@@ -283,13 +283,13 @@ async fn attempt(
     };
     match dest {
         Dest::Rtmp(ep) => {
-            let publisher = Publisher::connect(ep, key, &sc.tls).await?;
+            let publisher = Publisher::connect(ep, key, &sc.tls, &sc.reach).await?;
             let Some(reader) = source(b, &h.config, false)? else { return Ok(Ended::StreamEnded) };
             published(sc);
             publisher.forward(reader, key, &h.stop, h.as_ref()).await
         }
         Dest::Srt { host, port } => {
-            let socket = super::srt::connect(host, *port, key).await?;
+            let socket = super::srt::connect(host, *port, key, &sc.reach).await?;
             let Some(reader) = source(b, &h.config, true)? else { return Ok(Ended::StreamEnded) };
             published(sc);
             super::srt::forward(socket, reader, &h.stop, h.as_ref()).await

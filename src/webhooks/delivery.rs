@@ -1,5 +1,6 @@
 //! One webhook receiver's delivery task: takes events from its bounded queue in order, posts each
-//! with a timeout, and retries failures with exponential back-off before giving up.
+//! with a timeout, and retries failures with exponential back-off before giving up. A URL its reach
+//! refuses (a channel's webhook at a loopback or private address) is given up at once, nothing sent.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +21,8 @@ pub(super) struct Worker {
     pub url: String,
     pub secret: String,
     pub client: reqwest::Client,
+    /// Where the URL may lead: checked before every attempt (literal addresses bypass the resolver).
+    pub reach: crate::outbound::Reach,
     pub telemetry: Arc<Telemetry>,
 }
 
@@ -98,7 +101,12 @@ impl Worker {
 
     /// One POST; says what to do next and whether the receiver answered at all.
     async fn attempt(&self, body: &[u8]) -> (Outcome, bool) {
-        let mut req = self.client.post(&self.url).header("content-type", "application/json").body(body.to_vec());
+        // Judged at each attempt: the server admin's switch may have changed since the URL was saved.
+        let url = match self.reach.check_str(&self.url) {
+            Ok(u) => u,
+            Err(e) => return (Outcome::GiveUp(format!("{e} (the receiver's address is not allowed)")), false),
+        };
+        let mut req = self.client.post(url).header("content-type", "application/json").body(body.to_vec());
         if !self.secret.is_empty() {
             req = req.header("X-Castd-Signature", crate::password::request_signature(&self.secret, body));
         }

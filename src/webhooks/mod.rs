@@ -16,6 +16,11 @@
 //! A delivery is retried on network errors, timeouts and 5xx answers (`RETRY_DELAYS`, exponential);
 //! 4xx answers are final. Deliveries that give up are logged. `lastUsed` is stamped after any answer.
 //!
+//! Where a webhook may point (`outbound::Reach`): the default channel's (the server admin's) anywhere,
+//! as Owncast allows; a channel's only to public addresses unless the server admin's
+//! `allowprivatetargets` is on — a refused literal address is a 400 when the webhook is created, and is
+//! judged again at every attempt (given up at once, nothing sent); no redirect is followed, no proxy used.
+//!
 //! Where each event comes from (the producers publish on the bus): CHAT, USER_JOINED, USER_PARTED,
 //! NAME_CHANGE, VISIBILITY-UPDATE, SYSTEM, CHAT_ACTION — the chat module; STREAM_STARTED and
 //! STREAM_STOPPED — the ingest module when a broadcaster connects and leaves; STREAM_TITLE_UPDATED — the
@@ -42,6 +47,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, Event, EventType};
 use crate::http::{ApiError, Auth, BodyDoc, JsonBody, Registry, StatusResponse};
+use crate::outbound::Reach;
 use crate::store::{Migrations, Store, StoreError};
 use crate::tasks::{Stage, Task, Tasks};
 use crate::telemetry::Telemetry;
@@ -109,6 +115,8 @@ pub struct Webhooks {
     senders: Mutex<HashMap<i64, mpsc::Sender<Arc<[u8]>>>>,
     telemetry: Arc<Telemetry>,
     client: reqwest::Client,
+    /// Where the webhooks' URLs may lead (a channel's: public addresses unless the server admin allows more).
+    reach: Reach,
     /// The daemon's tasks (delivery runs in the `Delivery` stage).
     tasks: Tasks,
     /// Running delivery tasks (each returns what it could not deliver at shutdown).
@@ -122,14 +130,26 @@ fn parse_time(s: &str) -> DateTime<Utc> {
 }
 
 impl Webhooks {
+    /// The server admin's webhooks (they may point anywhere, as Owncast allows).
     pub fn open(store: Store, telemetry: Arc<Telemetry>, tasks: Tasks) -> Result<Self, StoreError> {
+        Self::open_reaching(store, telemetry, tasks, Reach::Anywhere)
+    }
+
+    /// Webhooks whose URLs go only where `reach` lets them (a channel's: through the guard, see
+    /// `outbound::Reach`; refused deliveries give up at once and are logged).
+    pub fn open_reaching(
+        store: Store,
+        telemetry: Arc<Telemetry>,
+        tasks: Tasks,
+        reach: Reach,
+    ) -> Result<Self, StoreError> {
         store.migrate("webhooks", MIGRATIONS)?;
-        let client = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .timeout(delivery::TIMEOUT)
-            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| StoreError::Task(format!("building the HTTP client: {e}")))?;
+            .user_agent(concat!("castd/", env!("CARGO_PKG_VERSION")));
+        let client = reach.client(builder).map_err(|e| StoreError::Task(format!("building the HTTP client: {e}")))?;
         Ok(Self {
+            reach,
             store,
             senders: Mutex::new(HashMap::new()),
             telemetry,
@@ -259,6 +279,7 @@ impl Webhooks {
             url: hook.url.clone(),
             secret: hook.secret.clone(),
             client: self.client.clone(),
+            reach: self.reach.clone(),
             telemetry: self.telemetry.clone(),
         };
         let store = self.store.clone();
@@ -446,6 +467,8 @@ async fn create(
 ) -> Result<Json<Webhook>, ApiError> {
     let url = body.url.map(|u| u.trim().to_string()).unwrap_or_default();
     let url = crate::config::validate::url(&serde_json::Value::String(url), false)?;
+    // A channel's webhook at a refused literal address is refused now, with the reason.
+    hooks.reach.check_saved("the webhook URL", &url).map_err(ApiError::bad)?;
     let names = body.events.unwrap_or_default();
     if names.is_empty() {
         return Err(ApiError::bad("at least one event type is required"));

@@ -29,6 +29,12 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_castd");
 
+/// The daemon the harness starts: this build's, or `CASTD_TEST_BIN` (to show a test failing on an older
+/// build: `CASTD_TEST_BIN=/path/to/old/castd cargo test --test NAME`).
+pub fn daemon_bin() -> String {
+    std::env::var("CASTD_TEST_BIN").unwrap_or_else(|_| BIN.to_string())
+}
+
 /// A running castd.
 pub struct Server {
     child: Option<Child>,
@@ -48,12 +54,14 @@ pub struct Server {
     extra_args: Vec<String>,
     /// Environment variables given to the daemon (kept across `restart`).
     extra_env: Vec<(String, String)>,
+    /// Whether the server keeps its default `allowPrivateTargets` (off) rather than the harness's on.
+    default_targets: bool,
 }
 
 type Spawned = (Child, Arc<Mutex<Vec<String>>>, u16, Option<u16>, Option<u16>);
 
 fn spawn(dir: &Path, extra: &[String], env: &[(String, String)]) -> Spawned {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(daemon_bin());
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd.arg("--data-dir")
         .arg(dir)
@@ -143,12 +151,27 @@ impl Server {
         Self::start_in_env(dir, extra, Vec::new())
     }
 
+    /// Start on a fresh temporary data dir keeping the server's default `allowPrivateTargets` (off:
+    /// channels' webhooks, hooks, JWKS, Discord and simulcast URLs reach only public addresses). Every
+    /// other start turns it on as the server admin, since tests run their receivers on 127.0.0.1.
+    pub fn start_with_default_targets(extra: &[&str]) -> Server {
+        let tmp = Arc::new(tempfile::tempdir().expect("tempdir"));
+        let dir = tmp.path().to_path_buf();
+        let mut s = Self::start_in_mode(&dir, extra, Vec::new(), true);
+        s._tmp = Some(tmp);
+        s
+    }
+
     fn start_in_env(dir: &Path, extra: &[&str], extra_env: Vec<(String, String)>) -> Server {
+        Self::start_in_mode(dir, extra, extra_env, false)
+    }
+
+    fn start_in_mode(dir: &Path, extra: &[&str], extra_env: Vec<(String, String)>, default_targets: bool) -> Server {
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let (child, log, web_port, rtmp_port, srt_port) = spawn(dir, &extra, &extra_env);
         let pw_file = dir.join("initial-admin-password");
         let admin_password = std::fs::read_to_string(&pw_file).map(|s| s.trim().to_string()).unwrap_or_default();
-        Server {
+        let server = Server {
             child: Some(child),
             base: format!("http://127.0.0.1:{web_port}"),
             web_port,
@@ -161,6 +184,34 @@ impl Server {
             client: Client::builder().timeout(Duration::from_secs(30)).build().unwrap(),
             extra_args: extra,
             extra_env,
+            default_targets,
+        };
+        if !default_targets {
+            server.allow_private_targets();
+        }
+        server
+    }
+
+    /// As the server admin, let channels' URLs reach loopback and private addresses (the test
+    /// receivers listen on 127.0.0.1). Quiet when the daemon has no admin API to take it (an edge, a
+    /// password the harness does not know): a test that needs it then fails on its own assertion.
+    fn allow_private_targets(&self) {
+        let flag = self.extra_args.iter().position(|a| a == "--adminpassword").and_then(|i| self.extra_args.get(i + 1));
+        let password = if self.admin_password.is_empty() {
+            flag.cloned().unwrap_or_default()
+        } else {
+            self.admin_password.clone()
+        };
+        let sent = self
+            .client
+            .post(self.url("/api/admin/config/allowprivatetargets"))
+            .basic_auth("admin", Some(&password))
+            .json(&serde_json::json!({ "value": true }))
+            .send();
+        match sent {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => eprintln!("[harness] allowprivatetargets not set: {}", r.status()),
+            Err(e) => eprintln!("[harness] allowprivatetargets not set: {e}"),
         }
     }
 
@@ -168,7 +219,8 @@ impl Server {
     pub fn restart(mut self) -> Server {
         self.stop();
         let extra: Vec<&str> = self.extra_args.iter().map(String::as_str).collect();
-        let mut next = Server::start_in_env(&self.data_dir, &extra, std::mem::take(&mut self.extra_env));
+        let env = std::mem::take(&mut self.extra_env);
+        let mut next = Server::start_in_mode(&self.data_dir, &extra, env, self.default_targets);
         next.admin_password = self.admin_password.clone();
         next._tmp = self._tmp.take();
         next

@@ -35,6 +35,7 @@ pub const SERVER_WIDE_SETTERS: &[&str] = &[
     "server/maxlivechannels",
     "server/overcapacity",
     "server/transcodebudget",
+    "allowprivatetargets",
     // Not server-wide, but the server admin's alone: a channel's page never runs custom JavaScript.
     "customjavascript",
 ];

@@ -1352,6 +1352,59 @@ export interface paths {
       };
     };
   };
+  "/api/admin/config/allowprivatetargets": {
+    /**
+     * Whether the URLs channel admins set (webhooks, admission hook, JWKS, Discord, simulcast) may reach loopback and private addresses (default false; link-local and reserved ranges stay refused)
+     * @description Whether the URLs channel admins set (webhooks, admission hook, JWKS, Discord, simulcast) may reach loopback and private addresses (default false; link-local and reserved ranges stay refused)
+     */
+    post: {
+      requestBody: {
+        content: {
+          "application/json": {
+            value: boolean;
+          };
+        };
+      };
+      responses: {
+        /** @description Success */
+        200: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Bad input */
+        400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Missing or invalid credentials */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Request body too large */
+        413: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong passwords from this address: wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+      };
+    };
+  };
   "/api/admin/config/appearance": {
     /**
      * Appearance variables
@@ -8238,7 +8291,7 @@ export interface paths {
   "/api/auth/fediverse": {
     /**
      * Send a one-time sign-in code to a Fediverse account
-     * @description Send a one-time sign-in code to a Fediverse account A chat user's `?accessToken=`.
+     * @description Send a one-time sign-in code to a Fediverse account A chat user's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -8259,13 +8312,13 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Sign-in from that server is not allowed (a blocked domain) */
+        /** @description Sign-in from that server is not allowed (a blocked domain); or: The channel's admission hook refused this viewer */
         403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
@@ -8289,8 +8342,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Too many codes asked for from this address */
+        /** @description Too many codes asked for from this address; or: Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
         429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8301,7 +8360,7 @@ export interface paths {
   "/api/auth/fediverse/verify": {
     /**
      * Verify the Fediverse sign-in code sent for this chat user (403 when wrong, expired or burnt)
-     * @description Verify the Fediverse sign-in code sent for this chat user (403 when wrong, expired or burnt) A chat user's `?accessToken=`.
+     * @description Verify the Fediverse sign-in code sent for this chat user (403 when wrong, expired or burnt) A chat user's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -8322,13 +8381,13 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description The code is wrong, has expired, or was burnt after three wrong tries */
+        /** @description The code is wrong, has expired, or was burnt after three wrong tries; or: The channel's admission hook refused this viewer */
         403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
@@ -8352,8 +8411,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Too many wrong codes from this address */
+        /** @description Too many wrong codes from this address; or: Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
         429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8364,7 +8429,7 @@ export interface paths {
   "/api/auth/indieauth": {
     /**
      * Start a chat sign-in with IndieAuth {authHost}; answers {redirect}, the URL to send the browser to
-     * @description Start a chat sign-in with IndieAuth {authHost}; answers {redirect}, the URL to send the browser to A chat user's `?accessToken=`.
+     * @description Start a chat sign-in with IndieAuth {authHost}; answers {redirect}, the URL to send the browser to A chat user's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -8385,8 +8450,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8397,13 +8468,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/auth/indieauth/callback": {
     /**
      * IndieAuth redirect target (code, state, iss): signs the chat user in and redirects to the viewer page (JSON IndieAuth result with Accept: application/json)
-     * @description IndieAuth redirect target (code, state, iss): signs the chat user in and redirects to the viewer page (JSON IndieAuth result with Accept: application/json)
+     * @description IndieAuth redirect target (code, state, iss): signs the chat user in and redirects to the viewer page (JSON IndieAuth result with Accept: application/json) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -8416,6 +8499,34 @@ export interface paths {
         /** @description A browser is sent to the viewer page (?indieauth=signedin or ?indieauthError=<error>) */
         302: {
           content: never;
+        };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
         };
       };
     };
@@ -8564,7 +8675,7 @@ export interface paths {
   "/api/chat": {
     /**
      * Chat history
-     * @description Chat history A chat user's `?accessToken=`.
+     * @description Chat history A chat user's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -8574,8 +8685,30 @@ export interface paths {
             "application/json": components["schemas"]["ChatMessage"][];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8586,7 +8719,7 @@ export interface paths {
   "/api/chat/messagevisibility": {
     /**
      * Hide or show messages
-     * @description Hide or show messages A moderator's `?accessToken=`.
+     * @description Hide or show messages A moderator's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -8607,8 +8740,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8625,13 +8764,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/chat/register": {
     /**
      * Register a chat user
-     * @description Register a chat user
+     * @description Register a chat user On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody?: {
@@ -8652,7 +8803,13 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description The client's address is banned */
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The client's address is banned; or: The channel's admission hook refused this viewer */
         403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
@@ -8664,8 +8821,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Too many registrations from this address: wait the Retry-After seconds */
+        /** @description Too many registrations from this address: wait the Retry-After seconds; or: Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
         429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8676,7 +8839,7 @@ export interface paths {
   "/api/chat/updatemessagevisibility": {
     /**
      * Hide or show messages (legacy)
-     * @description Hide or show messages (legacy) A moderator's `?accessToken=`.
+     * @description Hide or show messages (legacy) A moderator's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -8697,8 +8860,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8715,13 +8884,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/chat/users/setenabled": {
     /**
      * Enable or disable a user
-     * @description Enable or disable a user A moderator's `?accessToken=`.
+     * @description Enable or disable a user A moderator's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -8742,8 +8923,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8760,13 +8947,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/clip": {
     /**
      * Create a clip (Owncast's rules: window, permissions, 6/min per IP); the chat user from the owncast_chat_token cookie or ?accessToken=
-     * @description Create a clip (Owncast's rules: window, permissions, 6/min per IP); the chat user from the owncast_chat_token cookie or ?accessToken= A chat user's `?accessToken=`.
+     * @description Create a clip (Owncast's rules: window, permissions, 6/min per IP); the chat user from the owncast_chat_token cookie or ?accessToken= A chat user's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       parameters: {
@@ -8792,13 +8991,13 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description the chat user's permission level is too low */
+        /** @description the chat user's permission level is too low; or: The channel's admission hook refused this viewer */
         403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
@@ -8816,8 +9015,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description more than 6 clips a minute from one address */
+        /** @description more than 6 clips a minute from one address; or: Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
         429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8828,7 +9033,7 @@ export interface paths {
   "/api/clips": {
     /**
      * Every clip, newest first
-     * @description Every clip, newest first
+     * @description Every clip, newest first On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -8838,8 +9043,36 @@ export interface paths {
             "application/json": components["schemas"]["Clip"][];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description replay features are off (Owncast answers 404) */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8850,7 +9083,7 @@ export interface paths {
   "/api/clips/{clip_id}": {
     /**
      * One clip
-     * @description One clip
+     * @description One clip On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -8865,8 +9098,24 @@ export interface paths {
             "application/json": components["schemas"]["Clip"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8877,13 +9126,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/clips/{clip_id}/chat": {
     /**
      * castd: the chat of a clip's window, each message's offset from the clip's start (clips are public)
-     * @description castd: the chat of a clip's window, each message's offset from the clip's start (clips are public)
+     * @description castd: the chat of a clip's window, each message's offset from the clip's start (clips are public) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -8898,8 +9159,24 @@ export interface paths {
             "application/json": components["schemas"]["ReplayChat"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -8910,13 +9187,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/config": {
     /**
      * Public configuration for the web page
-     * @description Public configuration for the web page
+     * @description Public configuration for the web page On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -8926,13 +9215,41 @@ export interface paths {
             "application/json": components["schemas"]["PublicConfig"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/emoji": {
     /**
      * Custom emoji
-     * @description Custom emoji
+     * @description Custom emoji On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -8942,13 +9259,41 @@ export interface paths {
             "application/json": components["schemas"]["Emoji"][];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/federation/servers": {
     /**
      * Federated servers
-     * @description Federated servers
+     * @description Federated servers On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -8958,13 +9303,41 @@ export interface paths {
             "application/json": components["schemas"]["FederatedServers"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/followers": {
     /**
      * Fediverse followers (offset, limit); only the total while hidefollowers is on
-     * @description Fediverse followers (offset, limit); only the total while hidefollowers is on
+     * @description Fediverse followers (offset, limit); only the total while hidefollowers is on On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -8972,6 +9345,34 @@ export interface paths {
         200: {
           content: {
             "application/json": components["schemas"]["FollowerPage"];
+          };
+        };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
           };
         };
       };
@@ -9428,7 +9829,7 @@ export interface paths {
   "/api/metrics/cmcd": {
     /**
      * CMCD report in the ?CMCD= query or CMCD-* headers
-     * @description CMCD report in the ?CMCD= query or CMCD-* headers
+     * @description CMCD report in the ?CMCD= query or CMCD-* headers On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -9443,8 +9844,36 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9453,7 +9882,7 @@ export interface paths {
     };
     /**
      * CMCD report(s): a JSON object or array, text/cmcd lines, or ?CMCD= / CMCD-* headers
-     * @description CMCD report(s): a JSON object or array, text/cmcd lines, or ?CMCD= / CMCD-* headers
+     * @description CMCD report(s): a JSON object or array, text/cmcd lines, or ?CMCD= / CMCD-* headers On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       parameters: {
@@ -9474,8 +9903,32 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Body over 64 KiB */
         413: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9498,7 +9951,7 @@ export interface paths {
   "/api/metrics/playback": {
     /**
      * Legacy player metrics (deprecated in favour of the CMCD collector)
-     * @description Legacy player metrics (deprecated in favour of the CMCD collector)
+     * @description Legacy player metrics (deprecated in favour of the CMCD collector) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -9519,8 +9972,32 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Request body too large */
         413: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9531,7 +10008,7 @@ export interface paths {
   "/api/moderation/chat/user/{userId}": {
     /**
      * Details of a chat user
-     * @description Details of a chat user A moderator's `?accessToken=`.
+     * @description Details of a chat user A moderator's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -9546,14 +10023,24 @@ export interface paths {
             "application/json": components["schemas"]["UserDetails"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9564,13 +10051,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/notifications/register": {
     /**
      * Register a browser push subscription for go-live notifications
-     * @description Register a browser push subscription for go-live notifications A chat user's `?accessToken=`.
+     * @description Register a browser push subscription for go-live notifications A chat user's `?accessToken=`. On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -9591,14 +10090,32 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Missing or invalid credentials */
+        /** @description Missing or invalid credentials; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
         /** @description Request body too large */
         413: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9625,7 +10142,7 @@ export interface paths {
   "/api/ping": {
     /**
      * Mark this viewer as watching
-     * @description Mark this viewer as watching
+     * @description Mark this viewer as watching On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -9633,13 +10150,41 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/remotefollow": {
     /**
      * The URL that follows this server from a Fediverse account
-     * @description The URL that follows this server from a Fediverse account
+     * @description The URL that follows this server from a Fediverse account On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -9660,7 +10205,13 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Following from that server is not allowed (a blocked domain) */
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Following from that server is not allowed (a blocked domain); or: The channel's admission hook refused this viewer */
         403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
@@ -9684,8 +10235,14 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Too many lookups from this address */
+        /** @description Too many lookups from this address; or: Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
         429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9696,7 +10253,7 @@ export interface paths {
   "/api/replays": {
     /**
      * castd: the public replays, newest first (paged)
-     * @description castd: the public replays, newest first (paged)
+     * @description castd: the public replays, newest first (paged) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -9712,8 +10269,24 @@ export interface paths {
             "application/json": components["schemas"]["Replay"][];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9724,13 +10297,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/replays/{stream_id}": {
     /**
      * castd: one replay (admin, or anyone for a public replay; a viewing pass on a private channel), as a link to it opens it
-     * @description castd: one replay (admin, or anyone for a public replay; a viewing pass on a private channel), as a link to it opens it
+     * @description castd: one replay (admin, or anyone for a public replay; a viewing pass on a private channel), as a link to it opens it On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -9745,14 +10330,24 @@ export interface paths {
             "application/json": components["schemas"]["Replay"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description the replay is not public and the admin's credentials are missing */
+        /** @description the replay is not public and the admin's credentials are missing; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9763,13 +10358,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/replays/{stream_id}/chat": {
     /**
      * castd: a replay's chat in a window (seconds from its start), each message with its offset; hidden messages and disabled users' left out (admin, or anyone for a public replay)
-     * @description castd: a replay's chat in a window (seconds from its start), each message with its offset; hidden messages and disabled users' left out (admin, or anyone for a public replay)
+     * @description castd: a replay's chat in a window (seconds from its start), each message with its offset; hidden messages and disabled users' left out (admin, or anyone for a public replay) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -9788,14 +10395,24 @@ export interface paths {
             "application/json": components["schemas"]["ReplayChat"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description the replay is not public and the admin's credentials are missing */
+        /** @description the replay is not public and the admin's credentials are missing; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9806,13 +10423,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/schedule": {
     /**
      * Scheduled streams between from and to (RFC 3339)
-     * @description Scheduled streams between from and to (RFC 3339)
+     * @description Scheduled streams between from and to (RFC 3339) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -9828,8 +10457,36 @@ export interface paths {
             "application/json": components["schemas"]["ScheduledEvent"][];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -9840,7 +10497,7 @@ export interface paths {
   "/api/schedule.ics": {
     /**
      * The schedule as an iCalendar feed
-     * @description The schedule as an iCalendar feed
+     * @description The schedule as an iCalendar feed On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -9850,13 +10507,41 @@ export interface paths {
             "text/calendar": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/socialplatforms": {
     /**
      * Known social platforms and their icons
-     * @description Known social platforms and their icons
+     * @description Known social platforms and their icons On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -9866,13 +10551,41 @@ export interface paths {
             "application/json": components["schemas"]["SocialPlatforms"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/status": {
     /**
      * Public stream status
-     * @description Public stream status
+     * @description Public stream status On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -9882,13 +10595,31 @@ export interface paths {
             "application/json": components["schemas"]["PublicStatus"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/v1/instance": {
     /**
      * Mastodon-style instance information
-     * @description Mastodon-style instance information
+     * @description Mastodon-style instance information On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -9896,6 +10627,22 @@ export interface paths {
         200: {
           content: {
             "application/json": components["schemas"]["Instance"];
+          };
+        };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
           };
         };
         /** @description The server URL is not set (or no such user or object) */
@@ -9910,13 +10657,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/api/video/variants": {
     /**
      * Names and indexes of the quality variants
-     * @description Names and indexes of the quality variants
+     * @description Names and indexes of the quality variants On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -9924,6 +10683,34 @@ export interface paths {
         200: {
           content: {
             "application/json": components["schemas"]["VariantName"][];
+          };
+        };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
           };
         };
       };
@@ -10135,7 +10922,7 @@ export interface paths {
   "/api/yp": {
     /**
      * Directory (YP) data; 404 unless the directory is enabled
-     * @description Directory (YP) data; 404 unless the directory is enabled
+     * @description Directory (YP) data; 404 unless the directory is enabled On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -10145,8 +10932,36 @@ export interface paths {
             "application/json": components["schemas"]["DirectoryInfo"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description The directory is not enabled */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -10206,7 +11021,7 @@ export interface paths {
   "/clip-thumbnail/{file}": {
     /**
      * A clip's thumbnail (`{clipId}.jpg`)
-     * @description A clip's thumbnail (`{clipId}.jpg`)
+     * @description A clip's thumbnail (`{clipId}.jpg`) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -10219,14 +11034,42 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -10237,7 +11080,7 @@ export interface paths {
   "/clip/{clip_id}": {
     /**
      * A clip's master playlist
-     * @description A clip's master playlist
+     * @description A clip's master playlist On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -10250,14 +11093,42 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -10268,7 +11139,7 @@ export interface paths {
   "/clip/{clip_id}/download.mp4": {
     /**
      * castd: the clip as an MP4 file (remuxed, streamed while it is made)
-     * @description castd: the clip as an MP4 file (remuxed, streamed while it is made)
+     * @description castd: the clip as an MP4 file (remuxed, streamed while it is made) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -10281,8 +11152,24 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -10293,13 +11180,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/clip/{clip_id}/{variant}": {
     /**
      * A clip's media playlist (VOD)
-     * @description A clip's media playlist (VOD)
+     * @description A clip's media playlist (VOD) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -10313,8 +11212,24 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -10325,13 +11240,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/clip/{clip_id}/{variant}/{file}": {
     /**
      * A segment of a clip
-     * @description A segment of a clip
+     * @description A segment of a clip On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -10346,8 +11273,24 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -10358,13 +11301,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/clips/{clip_id}": {
     /**
      * A clip's page (OpenGraph for link previews)
-     * @description A clip's page (OpenGraph for link previews)
+     * @description A clip's page (OpenGraph for link previews) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -10377,8 +11332,24 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -10389,13 +11360,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/customjavascript": {
     /**
      * The owner's custom JavaScript
-     * @description The owner's custom JavaScript
+     * @description The owner's custom JavaScript On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -10403,6 +11386,34 @@ export interface paths {
         200: {
           content: {
             "text/javascript": string;
+          };
+        };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
           };
         };
       };
@@ -10943,7 +11954,7 @@ export interface paths {
   "/hls/{path}": {
     /**
      * HLS playlists and segments
-     * @description HLS playlists and segments
+     * @description HLS playlists and segments On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -10958,8 +11969,24 @@ export interface paths {
             "*/*": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -10970,13 +11997,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/img/emoji/{file}": {
     /**
      * A custom emoji image
-     * @description A custom emoji image
+     * @description A custom emoji image On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -10991,14 +12030,42 @@ export interface paths {
             "image/*": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11058,7 +12125,7 @@ export interface paths {
   "/logo/external": {
     /**
      * The logo for other sites
-     * @description The logo for other sites
+     * @description The logo for other sites On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -11068,13 +12135,41 @@ export interface paths {
             "image/*": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/metrics/cmcd": {
     /**
      * CMCD report in the ?CMCD= query or CMCD-* headers
-     * @description CMCD report in the ?CMCD= query or CMCD-* headers
+     * @description CMCD report in the ?CMCD= query or CMCD-* headers On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -11089,8 +12184,36 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11099,7 +12222,7 @@ export interface paths {
     };
     /**
      * CMCD report(s): a JSON object or array, text/cmcd lines, or ?CMCD= / CMCD-* headers
-     * @description CMCD report(s): a JSON object or array, text/cmcd lines, or ?CMCD= / CMCD-* headers
+     * @description CMCD report(s): a JSON object or array, text/cmcd lines, or ?CMCD= / CMCD-* headers On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       parameters: {
@@ -11120,8 +12243,32 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Body over 64 KiB */
         413: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11130,7 +12277,7 @@ export interface paths {
     };
     /**
      * CORS preflight
-     * @description CORS preflight
+     * @description CORS preflight On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     options: {
       responses: {
@@ -11138,13 +12285,37 @@ export interface paths {
         204: {
           content: never;
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/nodeinfo/2.0": {
     /**
      * NodeInfo 2.0
-     * @description NodeInfo 2.0
+     * @description NodeInfo 2.0 On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -11152,6 +12323,22 @@ export interface paths {
         200: {
           content: {
             "application/json; profile=\"http://nodeinfo.diaspora.software/ns/schema/2.0#\"": components["schemas"]["NodeInfo"];
+          };
+        };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
           };
         };
         /** @description The server URL is not set (or no such user or object) */
@@ -11166,13 +12353,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/preview.gif": {
     /**
      * The stream's animated preview (GIF)
-     * @description The stream's animated preview (GIF)
+     * @description The stream's animated preview (GIF) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -11182,8 +12381,36 @@ export interface paths {
             "image/gif": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description The stream has not been live yet */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11194,7 +12421,7 @@ export interface paths {
   "/public/{path}": {
     /**
      * A file from the data dir's public folder
-     * @description A file from the data dir's public folder
+     * @description A file from the data dir's public folder On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -11209,14 +12436,42 @@ export interface paths {
             "*/*": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11227,7 +12482,7 @@ export interface paths {
   "/replay/{stream_id}": {
     /**
      * A replay's master playlist (admin, or anyone for a public replay)
-     * @description A replay's master playlist (admin, or anyone for a public replay)
+     * @description A replay's master playlist (admin, or anyone for a public replay) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -11240,14 +12495,42 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11258,7 +12541,7 @@ export interface paths {
   "/replay/{stream_id}/download.mp4": {
     /**
      * castd: the replay as an MP4 file (remuxed, streamed while it is made)
-     * @description castd: the replay as an MP4 file (remuxed, streamed while it is made)
+     * @description castd: the replay as an MP4 file (remuxed, streamed while it is made) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -11271,8 +12554,24 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11283,13 +12582,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/replay/{stream_id}/{variant}": {
     /**
-     * A replay's media playlist (EVENT while live, VOD when finished)
-     * @description A replay's media playlist (EVENT while live, VOD when finished)
+     * A replay's media playlist (EVENT while live, VOD when finished). A replay in object storage names the bucket's URLs, or castd's own while the channel needs a viewing pass or asks its admission hook
+     * @description A replay's media playlist (EVENT while live, VOD when finished). A replay in object storage names the bucket's URLs, or castd's own while the channel needs a viewing pass or asks its admission hook On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -11303,8 +12614,24 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11315,13 +12642,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/replay/{stream_id}/{variant}/{file}": {
     /**
-     * A recorded segment (Range, ETag)
-     * @description A recorded segment (Range, ETag)
+     * A recorded segment (Range, ETag): from the disk, or read from the bucket by castd for a replay in object storage
+     * @description A recorded segment (Range, ETag): from the disk, or read from the bucket by castd for a replay in object storage On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -11336,14 +12675,42 @@ export interface paths {
         200: {
           content: never;
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description the file cannot be read from object storage now, or too many are being read at once; or: The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11370,7 +12737,7 @@ export interface paths {
   "/schedule/{id}": {
     /**
      * A scheduled stream's public page (HTML; 404 while the schedule is off or for an unknown id)
-     * @description A scheduled stream's public page (HTML; 404 while the schedule is off or for an unknown id)
+     * @description A scheduled stream's public page (HTML; 404 while the schedule is off or for an unknown id) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -11385,8 +12752,24 @@ export interface paths {
             "text/html": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11397,13 +12780,25 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/schedule/{id}/calendar.ics": {
     /**
      * One scheduled stream as an iCalendar file (the page's Add to calendar)
-     * @description One scheduled stream as an iCalendar file (the page's Add to calendar)
+     * @description One scheduled stream as an iCalendar file (the page's Add to calendar) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       parameters: {
@@ -11418,14 +12813,42 @@ export interface paths {
             "text/calendar": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
         /** @description Bad input */
         400: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11452,7 +12875,7 @@ export interface paths {
   "/thumbnail.jpg": {
     /**
      * The stream's latest thumbnail (JPEG)
-     * @description The stream's latest thumbnail (JPEG)
+     * @description The stream's latest thumbnail (JPEG) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
@@ -11462,8 +12885,36 @@ export interface paths {
             "image/jpeg": string;
           };
         };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
+          content: never;
+        };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description The stream has not been live yet */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11474,7 +12925,7 @@ export interface paths {
   "/whep": {
     /**
      * WHEP playback: an SDP offer in, the SDP answer out (201, Location of the session)
-     * @description WHEP playback: an SDP offer in, the SDP answer out (201, Location of the session)
+     * @description WHEP playback: an SDP offer in, the SDP answer out (201, Location of the session) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     post: {
       requestBody: {
@@ -11495,13 +12946,13 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description A chat access token is required */
+        /** @description A chat access token is required; or: A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
         401: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description WebRTC playback is disabled */
+        /** @description WebRTC playback is disabled; or: The channel's admission hook refused this viewer */
         403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
@@ -11525,13 +12976,13 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description This address already holds as many WebRTC sessions as one address may */
+        /** @description This address already holds as many WebRTC sessions as one address may; or: Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
         429: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description Too many WebRTC viewers, or WebRTC is off (no UDP port) */
+        /** @description Too many WebRTC viewers, or WebRTC is off (no UDP port); or: The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
         503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
@@ -11541,7 +12992,7 @@ export interface paths {
     };
     /**
      * CORS preflight of the WHEP endpoint
-     * @description CORS preflight of the WHEP endpoint
+     * @description CORS preflight of the WHEP endpoint On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     options: {
       responses: {
@@ -11549,13 +13000,37 @@ export interface paths {
         204: {
           content: never;
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
       };
     };
   };
   "/whep/{id}": {
     /**
      * End a WHEP session
-     * @description End a WHEP session
+     * @description End a WHEP session On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     delete: {
       parameters: {
@@ -11574,8 +13049,32 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11584,7 +13083,7 @@ export interface paths {
     };
     /**
      * CORS preflight of a WHEP session
-     * @description CORS preflight of a WHEP session
+     * @description CORS preflight of a WHEP session On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     options: {
       parameters: {
@@ -11603,8 +13102,32 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The channel's admission hook refused this viewer */
+        403: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
         /** @description Nothing by that name */
         404: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
+        429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -11756,12 +13279,16 @@ export interface paths {
   "/ws": {
     /**
      * Chat websocket (`?accessToken=`)
-     * @description Chat websocket (`?accessToken=`)
+     * @description Chat websocket (`?accessToken=`) On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
      */
     get: {
       responses: {
         /** @description Switching to the chat websocket (Owncast's chat protocol) */
         101: {
+          content: never;
+        };
+        /** @description A browser's page navigation (`Accept: text/html`) without a pass: sent to the channel's page, to unlock it */
+        303: {
           content: never;
         };
         /** @description Not a websocket handshake */
@@ -11770,14 +13297,26 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description The client's address is banned */
+        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
+        401: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The client's address is banned; or: The channel's admission hook refused this viewer */
         403: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description This address already holds as many chat connections as one address may */
+        /** @description This address already holds as many chat connections as one address may; or: Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
         429: {
+          content: {
+            "application/json": components["schemas"]["StatusResponse"];
+          };
+        };
+        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
+        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
@@ -13097,6 +14636,11 @@ export interface components {
        * from an earlier castd holds an argon2 hash until the next login or password change.
        */
       adminPassword: string;
+      /**
+       * @description `allowprivatetargets`: whether channels' URLs may reach loopback and private addresses. On the
+       * root only (the server admin's decision), so not required.
+       */
+      allowPrivateTargets?: boolean;
       /**
        * @description The server's capacity (`server/*`): on the root only (a channel's configuration leaves it out;
        * the server admin sets it on the root API), so not required.
