@@ -505,11 +505,6 @@ fn twenty_passwords_each_unlock_and_a_wrong_one_costs_no_bcrypt_per_password(on:
         assert_eq!(r.status().as_u16(), 200);
     }
     t.set("visibility", json!("password"));
-    // The prefixes' key is a file of the channel's, outside its database, owner only.
-    let mode = std::os::unix::fs::PermissionsExt::mode(
-        &std::fs::metadata(t.data_dir.join("viewer-passwords.key")).expect("the key file").permissions(),
-    );
-    assert_eq!(mode & 0o777, 0o600);
     let timed = |password: &str| {
         let started = Instant::now();
         let r = unlock(&t, password);
@@ -536,4 +531,9 @@ fn twenty_passwords_each_unlock_and_a_wrong_one_costs_no_bcrypt_per_password(on:
     let pass = pass_of(unlock(&t, &passwords[19]));
     assert_eq!(get_via(&t, "/api/config", &pass, Via::Cookie).status().as_u16(), 200);
     assert_needs_pass(t.get("/api/config"), "no pass");
+    // The prefixes' key is a file of the channel's, outside its database, owner only.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(t.data_dir.join("viewer-passwords.key")).expect("the key file").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
 }

@@ -492,3 +492,24 @@ fn a_browsers_get_changes_nothing_and_the_stream_stays_up() {
         .expect("offline after the POST disconnect");
     let _ = common::media::wait_exit(&mut ff, Duration::from_secs(30));
 }
+
+/// A CORS preflight carries no credentials: on a private channel the WHEP and CMCD preflights are answered
+/// (CORS headers, no content), while the POST they precede still needs a pass.
+#[test]
+fn a_private_channels_preflights_are_answered_and_its_ways_out_still_need_a_pass() {
+    let s = Server::start();
+    s.set("visibility", json!("password"));
+    for path in ["/whep", "/metrics/cmcd"] {
+        let r = s
+            .client
+            .request(reqwest::Method::OPTIONS, s.url(path))
+            .header("origin", "https://player.example")
+            .header("access-control-request-method", "POST")
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "OPTIONS {path}: {}", r.status());
+        assert!(header(&r, "access-control-allow-origin").is_some(), "OPTIONS {path}: {:?}", r.headers());
+    }
+    let r = s.client.post(s.url("/whep")).header("content-type", "application/sdp").body("v=0\r\n").send().unwrap();
+    assert_eq!(r.status(), 401, "POST /whep without a pass");
+}

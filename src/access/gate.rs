@@ -61,6 +61,10 @@ const OPEN_PATHS: &[&str] = &[
 /// What `path` (the channel's own, below its prefix) is; `root`: the default channel's router, which
 /// also dispatches `/c/{slug}/...` to the other channels (each with its own gate).
 pub fn way(method: &Method, path: &str, root: bool) -> Way {
+    // A CORS preflight carries no credentials and is answered with CORS headers only (WHEP, CMCD).
+    if method == Method::OPTIONS {
+        return Way::Open;
+    }
     if root && path.starts_with("/c/") {
         return Way::Open;
     }
@@ -327,6 +331,9 @@ mod tests {
         assert_eq!(way(&get, "/hls/stream.m3u8", false), Way::Out { play: true });
         assert_eq!(way(&get, "/ws", false), Way::Out { play: true });
         assert_eq!(way(&Method::POST, "/whep", false), Way::Out { play: true });
+        for preflight in ["/whep", "/whep/abc", "/metrics/cmcd", "/api/config", "/hls/0/stream.m3u8"] {
+            assert_eq!(way(&Method::OPTIONS, preflight, false), Way::Open, "a preflight of {preflight}");
+        }
     }
 
     #[test]

@@ -48,6 +48,8 @@ before(async () => {
   castd = await Castd.start();
   browser = await launchBrowser();
   await adminPost('/api/admin/channels/create', { slug: SLUG, name: NAME, adminPassword: 'vip-admin-password' });
+  // The test's JWKS issuer and hook listen on 127.0.0.1: the server admin lets channels reach loopback.
+  await adminPost('/api/admin/config/allowprivatetargets', { value: true });
   // Passthrough, one variant: the least work for the machine.
   await setChannel('video/streamoutputvariants', [
     { name: 'source', videoPassthrough: true, audioPassthrough: true, videoBitrate: 1200, scaledWidth: 0, scaledHeight: 0, framerate: 30, cpuUsageLevel: 0 },

@@ -12277,37 +12277,13 @@ export interface paths {
     };
     /**
      * CORS preflight
-     * @description CORS preflight On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
+     * @description CORS preflight
      */
     options: {
       responses: {
         /** @description Done */
         204: {
           content: never;
-        };
-        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
-        401: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description The channel's admission hook refused this viewer */
-        403: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
-        429: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
-        503: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
         };
       };
     };
@@ -12992,37 +12968,13 @@ export interface paths {
     };
     /**
      * CORS preflight of the WHEP endpoint
-     * @description CORS preflight of the WHEP endpoint On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
+     * @description CORS preflight of the WHEP endpoint
      */
     options: {
       responses: {
         /** @description Done */
         204: {
           content: never;
-        };
-        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
-        401: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description The channel's admission hook refused this viewer */
-        403: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
-        429: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
-        503: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
         };
       };
     };
@@ -13083,7 +13035,7 @@ export interface paths {
     };
     /**
      * CORS preflight of a WHEP session
-     * @description CORS preflight of a WHEP session On a private channel also a viewing pass (the channel's cookie, `?pass=` or `Authorization: Bearer`) or the channel admin's Basic credentials.
+     * @description CORS preflight of a WHEP session
      */
     options: {
       parameters: {
@@ -13102,32 +13054,8 @@ export interface paths {
             "application/json": components["schemas"]["StatusResponse"];
           };
         };
-        /** @description A viewing pass is needed: the channel is private (unlock it with `/api/viewer/*`), or the pass given is not valid */
-        401: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description The channel's admission hook refused this viewer */
-        403: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
         /** @description Nothing by that name */
         404: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description Too many wrong admin passwords from this address (the channel admin's Basic credentials pass the gate): wait the Retry-After seconds */
-        429: {
-          content: {
-            "application/json": components["schemas"]["StatusResponse"];
-          };
-        };
-        /** @description The server is busy checking passwords: try again shortly; or: The channel's admission hook cannot be reached (a private channel refuses meanwhile): try again shortly */
-        503: {
           content: {
             "application/json": components["schemas"]["StatusResponse"];
           };
