@@ -237,3 +237,23 @@ test('the admin opens chat moderation with hostile emoji in the list: no request
     await publisher.stop();
   }
 });
+
+// Design risk 1: what channels' URLs may reach is the server admin's decision, on the Server page; a channel's
+// admin has no such page and its API refuses the setting.
+test('only the server admin lets channels reach private addresses, on the Server page', { timeout: 60_000 }, async () => {
+  const setting = async () => (await (await castd.fetch('/api/admin/serverconfig', { admin: true })).json()).allowPrivateTargets;
+  assert.equal(await setting(), false, 'off by default');
+  const refused = await post(`/c/${HOSTILE}/api/admin/config/allowprivatetargets`, { value: true }, HOSTILE_PW);
+  assert.equal(refused.status, 403, 'a channel admin may not set it');
+  const ctx = await newContext(browser, { httpCredentials: { username: 'admin', password: castd.password } });
+  const page = await ctx.newPage();
+  await page.goto(castd.url('/admin/server'));
+  const toggle = page.locator('#allow-private-targets-toggle');
+  await toggle.waitFor({ timeout: 20_000 });
+  assert.equal(await toggle.isChecked(), false);
+  await toggle.check();
+  await waitFor(async () => (await setting()) === true, { message: 'the setting saved' });
+  await toggle.uncheck();
+  await waitFor(async () => (await setting()) === false, { message: 'the setting saved off again' });
+  await ctx.close();
+});

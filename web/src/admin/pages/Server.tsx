@@ -95,6 +95,15 @@ export function Server() {
         <ConfigField name="sockethostoverride" label="Chat websocket host override" value={config.socketHostOverride} placeholder="wss://chat.example.com" />
         <ConfigToggle name="directoryenabled" label="List this server in the public directory" value={config.yp?.enabled} />
       </Section>
+      <Section title="Channels' outbound addresses" description="Where the webhooks, admission hooks, token key URLs, Discord webhooks and simulcast targets that channel admins set may lead. This server's own (the default channel's) go anywhere.">
+        <ConfigToggle
+          name="allowprivatetargets"
+          label="Let channels reach loopback and private addresses"
+          value={config.allowPrivateTargets}
+          id="allow-private-targets-toggle"
+          help="Off: public addresses only. Turn on only if every channel admin may reach the machines on this server's network."
+        />
+      </Section>
       <Section title="Object storage">
         <S3Form initial={{ ...emptyS3, ...(config.s3 ?? {}) }} />
       </Section>
