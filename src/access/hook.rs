@@ -91,6 +91,19 @@ struct CacheKey {
     address: Option<IpAddr>,
 }
 
+impl CacheKey {
+    /// What a verdict is kept under: the channel, the hook's URL, the action, who and from where.
+    fn of(cfg: &HookSettings, req: &AdmissionRequest) -> CacheKey {
+        CacheKey {
+            channel: req.channel.clone(),
+            url: cfg.url.clone(),
+            action: req.action,
+            subject: req.subject.clone(),
+            address: req.address,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Cache {
     answers: HashMap<CacheKey, (Verdict, Instant)>,
@@ -190,13 +203,7 @@ impl AdmissionHook {
             return Verdict::Allow;
         }
         let ttl = Duration::from_secs(cfg.cache_seconds.min(MAX_CACHE_SECONDS).into());
-        let key = CacheKey {
-            channel: req.channel.clone(),
-            url: cfg.url.clone(),
-            action: req.action,
-            subject: req.subject.clone(),
-            address: req.address,
-        };
+        let key = CacheKey::of(cfg, req);
         if !ttl.is_zero() {
             if let Some(v) = self.cache.lock().get(&key, ttl) {
                 return v;
@@ -218,13 +225,7 @@ impl AdmissionHook {
         if cfg.url.trim().is_empty() {
             return Verdict::Allow;
         }
-        let key = CacheKey {
-            channel: req.channel.clone(),
-            url: cfg.url.clone(),
-            action: req.action,
-            subject: req.subject.clone(),
-            address: req.address,
-        };
+        let key = CacheKey::of(cfg, req);
         if let Some(v) = self.recent.lock().get(&key, RECENT_VERDICT) {
             return v;
         }
