@@ -183,9 +183,9 @@ fn beyond_maxlivechannels_the_third_publisher_is_refused_or_served_as_passthroug
     let srt_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let server = Server::start_with_args(&["--srtport", &srt_port]);
     let keys: Vec<String> = ["a", "b", "c"].iter().map(|s| channel(&server, s)).collect();
-    // Server-wide: the root's API sets it, a channel's refuses it.
+    // Server-wide: the root's API sets it, a channel's has no such setter.
     let r = server.admin_post("/c/a/api/admin/config/server/maxlivechannels", &json!({"value": 5}));
-    assert_eq!(r.status(), 403, "a server-wide setting on a channel's API");
+    assert_eq!(r.status(), 404, "a server-wide setting on a channel's API");
     server.set("server/maxlivechannels", json!(2));
     let capacity = &server.admin_json("/api/admin/serverconfig")["capacity"];
     assert_eq!(capacity["maxLiveChannels"], 2, "{capacity}");

@@ -374,7 +374,13 @@ pub fn server_config(server: &Server) -> ServerConfig {
             allow_private_targets: server.channel.is_default().then_some(srv.allow_private_targets),
         },
         ingest: crate::ingest::settings::server_config(&s),
-        storage: crate::storage::settings::server_config(&s),
+        storage: if server.channel.is_default() {
+            crate::storage::settings::server_config(&s)
+        } else {
+            // The server's bucket, as a channel's admin may see it: whether it is on, never its account.
+            let s3 = crate::config::S3Info { enabled: s.storage.s3.enabled, ..Default::default() };
+            crate::storage::settings::StorageConfigPart { s3 }
+        },
         video: super::video::server_config(server, &s),
         directory: crate::yp::settings::server_config(&s),
         chat: crate::chat::settings::server_config(&s),

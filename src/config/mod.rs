@@ -21,6 +21,7 @@ pub mod notifications;
 pub mod replay;
 pub mod schedule;
 pub mod server;
+pub mod server_wide;
 pub mod simulcast;
 pub mod storage;
 pub mod validate;
@@ -38,7 +39,8 @@ pub use instance::{ExternalAction, InstanceSettings, SocialHandle};
 pub use notifications::{BrowserNotification, DiscordNotification, NotificationSettings};
 pub use replay::ReplaySettings;
 pub use schedule::ScheduleSettings;
-pub use server::{OverCapacity, ServerSettings, StreamKey};
+pub use server::{OverCapacity, ServerSection, StreamKey};
+pub use server_wide::ServerSettings;
 pub use simulcast::{SimulcastSettings, SimulcastTarget, TargetVariant};
 pub use storage::{S3Info, StorageSettings, MASKED};
 pub use video::{StreamOutputVariant, VideoSettings, DEFAULT_LATENCY_LEVEL, LATENCY_LEVELS, LOW_LATENCY_HLS_LEVEL};
@@ -57,7 +59,7 @@ pub struct Settings {
     #[serde(flatten)]
     pub instance: InstanceSettings,
     #[serde(flatten)]
-    pub server: ServerSettings,
+    pub server: ServerSection,
     #[serde(flatten)]
     pub ingest: IngestSettings,
     #[serde(flatten)]

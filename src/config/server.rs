@@ -1,8 +1,10 @@
 //! The server section of the settings: the admin password, stream keys, listen ports and addresses,
 //! the public URL, the ffmpeg path, the video serving endpoint, and the server's capacity (how many
-//! channels may be live at once, the transcode budget, and what happens to a publisher beyond them:
-//! read from the default channel's settings, server-wide). The server feature (`api`) owns its setters
-//! and its part of the admin configuration.
+//! channels may be live at once, the transcode budget, and what happens to a publisher beyond them).
+//! The server feature (`api`) owns its setters and its part of the admin configuration.
+//!
+//! Only the admin password and the stream keys of this section are a channel's own; the rest is the
+//! server's (`config::server_wide::ServerSettings` names them), stored in the root database only.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -38,10 +40,10 @@ impl OverCapacity {
     }
 }
 
-/// The server settings. Field names are the persisted keys.
+/// The server section. Field names are the persisted keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct ServerSettings {
+pub struct ServerSection {
     /// bcrypt hash of the admin password (Owncast's format; serverconfig shows it); never the
     /// password itself. Databases of earlier versions hold an argon2 PHC string here until the next
     /// successful login or password change replaces it.
@@ -72,7 +74,7 @@ pub struct ServerSettings {
     pub allow_private_targets: bool,
 }
 
-impl Default for ServerSettings {
+impl Default for ServerSection {
     fn default() -> Self {
         Self {
             admin_password_hash: String::new(),

@@ -11,10 +11,11 @@
 //!
 //! What the server keeps consistent across the stacks ([`Keys`], every channel as the server-wide
 //! checks see it): stream keys and fediverse user names are unique across the server (each stack's
-//! setter asks [`key_taken`], [`username_taken`]); a channel's server URL is the server's under
-//! `/c/{slug}`, set when it opens and kept so ([`follow_server_url`]), so its federation actor's IRIs
-//! live under its prefix; its actor is named after its slug when it opens unless its admin chose a
-//! name; the root's WebFinger finds every channel's actor ([`channel_actors`]).
+//! setter asks [`key_taken`], [`username_taken`]); what a channel reads of the server's settings
+//! (ports, SRT, the encoder, ...) is the server's, its server URL the server's under `/c/{slug}` (so
+//! its federation actor's IRIs live under its prefix), laid over when it opens and kept so
+//! ([`channel_view`], [`follow_server_settings`]; its database holds channel keys only); its actor is
+//! named after its slug when it opens unless its admin chose a name; the root's WebFinger finds every channel's actor ([`channel_actors`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use super::error::DaemonError;
 use crate::api::Server;
 use crate::channels::{Channel, ChannelHost, ChannelRow, ChannelStatus, ChannelsError};
 use crate::chat::{Chat, ChatDeps};
+use crate::config::ServerSettings;
 use crate::config::StreamKey;
 use crate::events::Bus;
 use crate::federation::{Federation, FederationConfig};
@@ -43,7 +45,7 @@ use crate::replays::{Replays, ReplaysDeps};
 use crate::schedule::Schedule;
 use crate::simulcast::{Simulcast, SimulcastDeps};
 use crate::storage::Storage;
-use crate::store::settings::SettingsStore;
+use crate::store::settings::{ServerSettingsStore, SettingsStore};
 use crate::store::Store;
 use crate::stream::{StreamWatch, StreamWriter, Viewers};
 use crate::tasks::{Stage, Tasks};
@@ -407,6 +409,8 @@ impl ChannelStack {
 pub struct ChannelHandle {
     stack: ChannelStack,
     router: axum::Router,
+    /// Its fast lanes behind its gate (the root's channels' lane hands them their requests).
+    lanes: crate::http::lanes::Lanes,
     media: Arc<MediaPlane>,
     stacks: Arc<super::stacks::Stacks>,
 }
@@ -414,6 +418,10 @@ pub struct ChannelHandle {
 impl Channel for ChannelHandle {
     fn router(&self) -> axum::Router {
         self.router.clone()
+    }
+
+    fn lane(&self, path: &str) -> Option<Arc<dyn crate::http::lanes::Lane>> {
+        self.lanes.iter().find(|(prefix, lane)| path.starts_with(prefix) && lane.takes(path)).map(|(_, l)| l.clone())
     }
 
     fn status(&self) -> ChannelStatus {
@@ -468,8 +476,8 @@ pub struct DaemonHost {
     pub shared: Shared,
     pub ingest: Arc<Ingest>,
     pub server_admin: AdminAuth,
-    /// The default channel's settings (the server URL a channel's is made from).
-    pub server_settings: SettingsStore,
+    /// The server's settings (what each channel reads of the server's: [`channel_view`]).
+    pub server_settings: ServerSettingsStore,
     pub tasks: Tasks,
     /// Every channel's stream keys (each channel's stream-keys setter checks a new key against them).
     pub keys: Arc<Keys>,
@@ -561,32 +569,28 @@ pub fn channel_actors(keys: Arc<Keys>) -> crate::federation::ActorLookup {
     })
 }
 
-/// Keep every channel's server URL the server's under its prefix: when the server admin changes the
-/// default channel's `serverurl`, each open channel's follows (a channel's API cannot set its own).
-pub fn follow_server_url(channels: Arc<crate::channels::Channels>, bus: &Bus, tasks: &Tasks) {
-    let mut sub = bus.subscribe("channels: server url");
-    tasks.spawn_until_stopped(Stage::Background, "channels: server url", async move {
+/// What channel `slug` reads of the server's settings: the server's values, its server URL the
+/// server's under the channel's prefix.
+pub fn channel_view(server: &ServerSettings, slug: &ChannelId) -> ServerSettings {
+    ServerSettings { server_url: channel_url(&server.server_url, slug), ..server.clone() }
+}
+
+/// Keep what every open channel reads of the server's settings the server's: when the server admin
+/// changes a server-wide setting (ports, the server URL, the encoder, SRT, storage, ...), each open
+/// channel's settings take it in memory ([`channel_view`]; a channel's database holds none of them).
+pub fn follow_server_settings(channels: Arc<crate::channels::Channels>, bus: &Bus, tasks: &Tasks) {
+    let mut sub = bus.subscribe("channels: server settings");
+    tasks.spawn_until_stopped(Stage::Background, "channels: server settings", async move {
         while let Some(ev) = sub.recv().await {
             let crate::events::Event::SettingsChanged(change) = &*ev else { continue };
-            if !change.changed(|s| &s.server.server_url) {
+            let server = ServerSettings::of(change.after());
+            if ServerSettings::of(change.before()) == server {
                 continue;
             }
-            let server_url = change.after().server.server_url.clone();
             for (row, ch) in channels.all() {
-                let url = channel_url(&server_url, &row.slug);
-                let settings = ch.settings();
-                if settings.get().server.server_url == url {
-                    continue;
-                }
-                let updated = settings
-                    .update(|s| {
-                        s.server.server_url = url.clone();
-                        Ok::<_, crate::store::StoreError>(())
-                    })
-                    .await;
-                match updated {
-                    Ok(()) => tracing::info!(channel = %row.slug, "the channel's server URL is now {url}"),
-                    Err(e) => tracing::warn!(channel = %row.slug, "cannot update the channel's server URL: {e}"),
+                match ch.settings().follow_server(&channel_view(&server, &row.slug)).await {
+                    Ok(()) => tracing::debug!(channel = %row.slug, "the channel follows the server's settings"),
+                    Err(e) => tracing::warn!(channel = %row.slug, "cannot update the channel's server settings: {e}"),
                 }
             }
         }
@@ -604,9 +608,10 @@ impl DaemonHost {
         std::fs::create_dir_all(&dir)?;
         let store = Store::open(&dir.join("castd.db"))?;
         let bus = Bus::default();
-        let settings = SettingsStore::open(store.clone(), bus.clone())?;
-        // A new channel: its name, a stream key, and the server's URL under its prefix.
-        let server_url = self.server_settings.get().server.server_url.clone();
+        // The channel's own keys, with the server's settings laid over (its URL under its prefix).
+        let server = channel_view(&self.server_settings.get(), &row.slug);
+        let settings = SettingsStore::open_channel(store.clone(), bus.clone(), &server)?;
+        // A new channel: its name and a stream key.
         let slug = row.slug.clone();
         let name = row.name.clone();
         // Its actor's name, unless its admin chose one: the slug's (one no other channel has).
@@ -635,7 +640,6 @@ impl DaemonHost {
                 let key = crate::password::random_token(24);
                 s.server.stream_keys = vec![StreamKey { key, comment: "Default stream key".into() }];
             }
-            s.server.server_url = channel_url(&server_url, &slug);
         })?;
         let core = ChannelCore::new(row.slug.clone(), dir, store, settings.clone(), bus);
         let admin = AdminAuth::for_channel(settings, &self.server_admin);
@@ -645,8 +649,8 @@ impl DaemonHost {
         self.stacks.add(row.slug.clone(), stack.settings.clone(), stack.metrics.clone(), stack.access.clone());
         stack.start(&self.shared.media);
         stack.start_whep(self.shared.webrtc.get());
-        let router = stack.registry(&self.ingest).into_router();
-        Ok(ChannelHandle { stack, router, media: self.shared.media.clone(), stacks: self.stacks.clone() })
+        let (router, lanes) = stack.registry(&self.ingest).into_service_parts();
+        Ok(ChannelHandle { stack, router, lanes, media: self.shared.media.clone(), stacks: self.stacks.clone() })
     }
 }
 
@@ -711,6 +715,10 @@ pub struct DefaultChannel {
 impl Channel for DefaultChannel {
     fn router(&self) -> axum::Router {
         axum::Router::new()
+    }
+
+    fn lane(&self, _path: &str) -> Option<Arc<dyn crate::http::lanes::Lane>> {
+        None
     }
 
     fn status(&self) -> ChannelStatus {

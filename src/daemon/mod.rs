@@ -270,7 +270,7 @@ impl Daemon {
             shared,
             ingest: ingest.clone(),
             server_admin: admin,
-            server_settings: settings,
+            server_settings: crate::store::settings::ServerSettingsStore::new(settings),
             tasks: tasks.clone(),
             keys: keys.clone(),
             stacks,
@@ -348,7 +348,7 @@ pub async fn run(
             Ok(n) => info!(channels = n, "channels open"),
             Err(e) => warn!("cannot read the channel table: {e}"),
         }
-        channel::follow_server_url(d.channels.clone(), &d.bus, &tasks);
+        channel::follow_server_settings(d.channels.clone(), &d.bus, &tasks);
     }
     // An edge takes no broadcast: its RTMP listener is closed, SRT is not started, and it does not probe
     // the encoders (it transcodes nothing; its admin API is the origin's).

@@ -37,7 +37,8 @@ pub struct Setter<C: 'static> {
     pub needs_restart: bool,
     /// Run after every successful call (whether or not the value changed).
     pub after: Option<fn(&C)>,
-    /// The server's, not a channel's (ports, the server URL, the encoder): a channel's API refuses it.
+    /// The server's, not a channel's (ports, the server URL, the encoder): a channel's API has no
+    /// such route (404; the server admin sets it on the root API).
     pub server_wide: bool,
     /// Run before the value is validated and saved; its error is the answer (a rate limit's 429).
     pub guard: Option<Guard<C>>,
@@ -67,8 +68,7 @@ impl<C: 'static> Setter<C> {
         Setter { guard: Some(f), ..self }
     }
 
-    /// This setter is the server's: on a channel's API it answers 403 (the server admin sets it on the
-    /// root API).
+    /// This setter is the server's (`config::ServerSettings`): a channel's API does not register it.
     pub const fn server_wide(self) -> Self {
         Setter { server_wide: true, ..self }
     }
@@ -84,7 +84,7 @@ pub fn set<T>(slot: &mut T, value: Result<T, ValidationError>) -> Result<(), Val
 pub trait SettingsHost: Send + Sync + 'static {
     fn settings_store(&self) -> &SettingsStore;
 
-    /// Whether this is a channel's API (not the root's): server-wide setters answer 403 here.
+    /// Whether this is a channel's API (not the root's): server-wide setters are not registered here.
     fn is_channel(&self) -> bool {
         false
     }
@@ -96,12 +96,6 @@ pub async fn apply<C: SettingsHost>(
     setter: &'static Setter<C>,
     value: Value,
 ) -> Result<Json<StatusResponse>, ApiError> {
-    if setter.server_wide && host.is_channel() {
-        return Err(ApiError::Forbidden(format!(
-            "{} is a server-wide setting: the server admin changes it on the root API (/api/admin/config/{})",
-            setter.name, setter.name
-        )));
-    }
     if let Some(guard) = setter.guard {
         guard(host, &value)?;
     }
@@ -126,10 +120,12 @@ async fn apply_body<C: SettingsHost>(
     apply(&host, setter, setter_value(&body)?).await
 }
 
-/// Add `POST /api/admin/config/<name>` (admin only) for every setter of `setters`.
+/// Add `POST /api/admin/config/<name>` (admin only) for every setter of `setters` (on a channel's
+/// API, every one but the server-wide ones).
 pub fn register<C: SettingsHost>(reg: &mut Registry, host: Arc<C>, setters: &'static [Setter<C>]) {
+    let channel = host.is_channel();
     let mut reg = reg.scope(host);
-    for setter in setters {
+    for setter in setters.iter().filter(|s| !(channel && s.server_wide)) {
         let path = format!("/api/admin/config/{}", setter.name);
         reg.post(
             &path,

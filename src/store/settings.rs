@@ -6,6 +6,12 @@
 //! of stopping the server. `SettingsStore` keeps the current settings in memory for cheap reads and
 //! writes only the rows that changed.
 //!
+//! A channel's database holds the channel's keys only ([`SettingsStore::open_channel`]): the server's
+//! (`config::ServerSettings::keys`) are never written there, copies an older castd wrote are removed
+//! when it opens, and what the channel's settings hold of them in memory is the server's value, laid
+//! over by [`SettingsStore::follow_server`]. [`ServerSettingsStore`] is the server's settings as
+//! their own type, read from the root database's store.
+//!
 //! It is also the one announcer of settings changes: after every update that changed something it
 //! publishes `Event::SettingsChanged` on the bus it was opened with (which sections changed, the
 //! settings before and after; see `events::settings`), in the order the updates were applied. Setters
@@ -17,7 +23,7 @@ use parking_lot::RwLock;
 use serde_json::{Map, Value};
 
 use super::{Migrations, Store, StoreError};
-use crate::config::Settings;
+use crate::config::{ServerSettings, Settings};
 use crate::events::{Bus, Event, SettingsChange};
 
 const MIGRATIONS: Migrations = &["CREATE TABLE settings (
@@ -35,6 +41,8 @@ pub struct SettingsStore {
     write_lock: Arc<tokio::sync::Mutex<()>>,
     /// Where changes are announced.
     bus: Bus,
+    /// A channel's store: the server's keys are never persisted (see the module doc).
+    channel: bool,
 }
 
 fn to_map(s: &Settings) -> Result<Map<String, Value>, StoreError> {
@@ -81,7 +89,43 @@ impl SettingsStore {
             current: Arc::new(RwLock::new(Arc::new(settings))),
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
             bus,
+            channel: false,
         })
+    }
+
+    /// A channel's settings: its own keys from its database (copies of the server's keys there are
+    /// removed), with `server`'s values laid over them in memory (see the module doc).
+    pub fn open_channel(store: Store, bus: Bus, server: &ServerSettings) -> Result<Self, StoreError> {
+        store.migrate("settings", MIGRATIONS)?;
+        let keys: Vec<String> = ServerSettings::keys().to_vec();
+        let removed = store.with(move |c| {
+            let tx = c.transaction()?;
+            let mut n = 0;
+            for k in &keys {
+                n += tx.execute("DELETE FROM settings WHERE key = ?1", [k])?;
+            }
+            tx.commit()?;
+            Ok(n)
+        })?;
+        if removed > 0 {
+            tracing::info!(removed, "the channel's database held copies of server-wide settings; they are removed");
+        }
+        let mut me = Self::open(store, bus)?;
+        me.channel = true;
+        let mut s = (*me.get()).clone();
+        server.lay_over(&mut s);
+        *me.current.write() = Arc::new(s);
+        Ok(me)
+    }
+
+    /// A channel's store: lay `server` (the server's values, as this channel sees them) over its
+    /// settings in memory, announcing what changed; nothing is written.
+    pub async fn follow_server(&self, server: &ServerSettings) -> Result<(), StoreError> {
+        self.update::<StoreError, _>(|s| {
+            server.lay_over(s);
+            Ok(())
+        })
+        .await
     }
 
     /// Whether the settings table has a row for `key` (the field's camelCase name): a value someone
@@ -110,7 +154,7 @@ impl SettingsStore {
         let before = self.get();
         let mut next = (*before).clone();
         let out = f(&mut next)?;
-        let changed = changed_rows(&before, &next)?;
+        let changed = self.own_rows(changed_rows(&before, &next)?);
         if !changed.is_empty() {
             self.store
                 .call(move |c| {
@@ -140,7 +184,7 @@ impl SettingsStore {
         let before = self.get();
         let mut next = (*before).clone();
         f(&mut next);
-        let changed = changed_rows(&before, &next)?;
+        let changed = self.own_rows(changed_rows(&before, &next)?);
         self.store.with(|c| {
             let tx = c.transaction()?;
             for (k, v) in &changed {
@@ -158,6 +202,14 @@ impl SettingsStore {
         Ok(())
     }
 
+    /// The rows this store persists: on a channel's, not the server's keys.
+    fn own_rows(&self, rows: Vec<(String, String)>) -> Vec<(String, String)> {
+        if !self.channel {
+            return rows;
+        }
+        rows.into_iter().filter(|(k, _)| !ServerSettings::is_server_key(k)).collect()
+    }
+
     /// Make `next` the current settings and announce what changed from `before`. Called with the
     /// update serialized (the write lock, or start-up), so announcements come in the updates' order.
     fn replace(&self, before: Arc<Settings>, next: Settings) {
@@ -166,6 +218,43 @@ impl SettingsStore {
         if let Some(change) = SettingsChange::between(before, next) {
             self.bus.publish(Event::SettingsChanged(change));
         }
+    }
+}
+
+/// The server's settings (`config::ServerSettings`), read from the root database's store: what
+/// server-wide features read, rather than a channel's settings. Cheap to read: the value is made
+/// again only after the root's settings changed.
+#[derive(Clone)]
+pub struct ServerSettingsStore {
+    root: SettingsStore,
+    cached: Arc<RwLock<(Arc<Settings>, Arc<ServerSettings>)>>,
+}
+
+impl ServerSettingsStore {
+    /// The server's settings in `root` (the root database's settings store).
+    pub fn new(root: SettingsStore) -> Self {
+        let now = root.get();
+        let server = Arc::new(ServerSettings::of(&now));
+        ServerSettingsStore { root, cached: Arc::new(RwLock::new((now, server))) }
+    }
+
+    /// The current server settings.
+    pub fn get(&self) -> Arc<ServerSettings> {
+        let now = self.root.get();
+        {
+            let c = self.cached.read();
+            if Arc::ptr_eq(&c.0, &now) {
+                return c.1.clone();
+            }
+        }
+        let server = Arc::new(ServerSettings::of(&now));
+        *self.cached.write() = (now, server.clone());
+        server
+    }
+
+    /// The root's settings store (the server admin's setters write there; its bus announces changes).
+    pub fn root(&self) -> &SettingsStore {
+        &self.root
     }
 }
 
@@ -366,5 +455,64 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(sections(&got[0]), [Section::Replay]);
         assert!(got[0].changed(|c| &c.replay.replay_retention_days));
+    }
+
+    /// A channel's database holds its own keys only: copies of the server's are removed at open, the
+    /// server's values are what it reads, and neither its updates nor the server's being laid over
+    /// write a server key.
+    #[tokio::test]
+    async fn a_channels_store_holds_its_own_keys_and_reads_the_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ch.db");
+        {
+            // An older castd wrote the defaults of server keys into the channel's database.
+            let s = SettingsStore::open(Store::open(&path).unwrap(), Bus::default()).unwrap();
+            s.update_blocking(|c| {
+                c.server.rtmp_server_port = 1936;
+                c.ingest.srt_server_port = 8891;
+                c.instance.name = "Church".into();
+            })
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert!(rows(&store).contains_key("rtmpServerPort"));
+        let mut root = Settings::default();
+        root.server.rtmp_server_port = 21935;
+        root.ingest.srt_server_port = 9000;
+        root.video.video_codec = "libx264".into();
+        let server = ServerSettings::of(&root);
+        let bus = Bus::default();
+        let mut sub = bus.subscribe("test");
+        let s = SettingsStore::open_channel(store.clone(), bus, &server).unwrap();
+        let got = s.get();
+        assert_eq!((got.server.rtmp_server_port, got.ingest.srt_server_port), (21935, 9000));
+        assert_eq!(got.video.video_codec, "libx264");
+        assert_eq!(got.instance.name, "Church");
+        let server_rows =
+            |store: &Store| rows(store).into_keys().filter(|k| ServerSettings::is_server_key(k)).collect::<Vec<_>>();
+        assert_eq!(server_rows(&store), Vec::<String>::new(), "the copies are removed");
+
+        s.update::<StoreError, _>(|c| {
+            c.chat.chat_disabled = true;
+            c.server.rtmp_server_port = 1;
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let mut next = root.clone();
+        next.server.rtmp_server_port = 31935;
+        s.follow_server(&ServerSettings::of(&next)).await.unwrap();
+        assert_eq!(s.get().server.rtmp_server_port, 31935);
+        assert!(announced(&mut sub).iter().any(|c| c.changed(|c| &c.server.rtmp_server_port)));
+        assert_eq!(server_rows(&store), Vec::<String>::new(), "nothing of the server's is written");
+        assert_eq!(rows(&store).get("chatDisabled").map(String::as_str), Some("true"));
+
+        let root_store =
+            SettingsStore::open(Store::open(&dir.path().join("root.db")).unwrap(), Bus::default()).unwrap();
+        let view = ServerSettingsStore::new(root_store.clone());
+        assert_eq!(view.get().rtmp_server_port, 1935);
+        root_store.update_blocking(|c| c.server.rtmp_server_port = 21935).unwrap();
+        assert_eq!(view.get().rtmp_server_port, 21935, "the view follows the root's store");
+        assert!(rows(&Store::open(&dir.path().join("root.db")).unwrap()).contains_key("rtmpServerPort"));
     }
 }

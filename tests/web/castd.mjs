@@ -112,7 +112,8 @@ export class Castd {
     childEnv.CASTD_WEBRTC_UDP_PORT = env.CASTD_WEBRTC_UDP_PORT ?? '0';
     const child = spawn(
       bin,
-      ['--data-dir', dataDir, '--webserverip', '127.0.0.1', '--webserverport', '0', '--rtmpport', '0', ...args],
+      // Any free RTMP port unless the test names one.
+      ['--data-dir', dataDir, '--webserverip', '127.0.0.1', '--webserverport', '0', ...(args.includes('--rtmpport') ? [] : ['--rtmpport', '0']), ...args],
       { stdio: ['ignore', 'ignore', 'pipe'], env: childEnv },
     );
     live.add(child);
