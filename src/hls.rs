@@ -295,6 +295,10 @@ async fn hls(State(hls): State<Arc<Hls>>, req: Request) -> Result<Response, ApiE
 struct HlsLane(Arc<Hls>);
 
 impl Lane for HlsLane {
+    fn takes(&self, _path: &str) -> bool {
+        true
+    }
+
     fn serve(&self, req: Request, peer: SocketAddr) -> LaneFuture {
         let hls = self.0.clone();
         Box::pin(async move { serve(&hls, req, peer).await.unwrap_or_else(IntoResponse::into_response) })

@@ -20,6 +20,10 @@
 # it into every URI of the playlist), and public again for the `castd` row; each private figure is printed
 # as a fraction of the public one.
 #
+# CHANNEL=1 adds a channel's HLS (issue 53): a channel `bench` on the same castd, live with the same input, its
+# playlist and segment measured as `castd-channel` (`/c/bench/hls/...`) beside the default channel's, each printed
+# as a fraction of the default channel's requests/s.
+#
 # Usage: bench/hls/run.sh [SECONDS_PER_RUN]   (default 8; builds castd with the perf profile first)
 # CONNS="64" TARGETS="playlist" ROUNDS=1 limit a run to some of the cases; WRK_THREADS (default 1) sets
 # wrk's threads (the wrk-cpu column shows when one thread is the bottleneck).
@@ -93,6 +97,23 @@ for _ in $(seq 120); do
   [ "${n:-0}" -ge 2 ] && break
   sleep 0.5
 done
+if [ "${CHANNEL:-0}" = 1 ]; then
+  curl -sf -u admin:$PW -H 'content-type: application/json' \
+    -d '{"slug":"bench","name":"Bench","adminPassword":"bench-channel-pw"}' "$BASE/api/admin/channels/create" >/dev/null
+  setch() { curl -sf -u admin:$PW -H 'content-type: application/json' -d "{\"value\":$2}" "$BASE/c/bench/api/admin/config/$1" >/dev/null; }
+  setch video/streamoutputvariants '[{"name":"source","videoPassthrough":true,"audioPassthrough":true}]'
+  setch video/streamlatencylevel 4
+  setch streamkeys '[{"key":"bench-channel-key","comment":"bench"}]'
+  ffmpeg -hide_banner -loglevel error -re -stream_loop -1 -i "$INPUT" -c copy -f flv \
+    "rtmp://127.0.0.1:$RTMP_PORT/live/bench-channel-key" &
+  PIDS+=("$!")
+  for _ in $(seq 120); do
+    n=$(curl -sf "$BASE/c/bench/hls/0/stream.m3u8" 2>/dev/null | grep -c '\.ts$' || true)
+    [ "${n:-0}" -ge 2 ] && break
+    sleep 0.5
+  done
+  [ "${n:-0}" -ge 2 ] || { echo "the channel did not go live" >&2; exit 1; }
+fi
 if [ "${ENDED:-0}" = 1 ]; then
   # After the stream: castd serves the finished playlist (with ENDLIST) and its segments from disk.
   sleep 4
@@ -191,7 +212,7 @@ medians() {
 printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' target conns server req/s p50 p99 bytes/s cpu-ms/1k-req wrk-cpu
 for conns in ${CONNS:-64 512}; do
   for target in ${TARGETS:-segment playlist}; do
-    c_runs=(); n_runs=(); p_runs=(); q_runs=()
+    c_runs=(); n_runs=(); p_runs=(); q_runs=(); ch_runs=()
     for _ in $(seq "$ROUNDS"); do
       # the newest segment of the live window (picked anew each round, so it is still in the window
       # when castd is measured), and the same bytes for nginx
@@ -208,6 +229,11 @@ for conns in ${CONNS:-64 512}; do
       size=$(stat -c %s "$OUT/www$path")
       c_runs+=("$(measure "$BASE$path" "$conns" "$CASTD")")
       n_runs+=("$(measure "http://127.0.0.1:$NGINX_PORT$path" "$conns" "$(nginx_pids)")")
+      if [ "${CHANNEL:-0}" = 1 ]; then
+        chlist=$(curl -sf "$BASE/c/bench/hls/0/stream.m3u8")
+        if [ "$target" = segment ]; then chpath=/c/bench/hls/0/$(echo "$chlist" | grep '\.ts$' | tail -n 1); else chpath=/c/bench/hls/0/stream.m3u8; fi
+        ch_runs+=("$(measure "$BASE$chpath" "$conns" "$CASTD")")
+      fi
       if [ "${PRIVATE:-0}" = 1 ]; then
         setc visibility '"password"'
         p_runs+=("$(measure "$BASE$path" "$conns" "$CASTD" "Cookie: castd_pass=$PASS")")
@@ -220,6 +246,11 @@ for conns in ${CONNS:-64 512}; do
     printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' "$target" "$conns" castd "$c_rps" "$c_p50" "$c_p99" "$c_bps" "$c_cpu" "$c_wrk"
     printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' "($size B)" "$conns" nginx "$n_rps" "$n_p50" "$n_p99" "$n_bps" "$n_cpu" "$n_wrk"
     awk -v a="$c_rps" -v b="$n_rps" 'BEGIN { if (b > 0) printf "          castd/nginx requests/s: %.2fx\n", a / b }'
+    if [ ${#ch_runs[@]} -gt 0 ]; then
+      read -r h_rps h_p50 h_p99 h_bps h_cpu h_wrk <<<"$(medians "${ch_runs[@]}")"
+      printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' "" "$conns" castd-channel "$h_rps" "$h_p50" "$h_p99" "$h_bps" "$h_cpu" "$h_wrk"
+      awk -v a="$h_rps" -v b="$c_rps" 'BEGIN { if (b > 0) printf "          channel/default channel requests/s: %.2fx\n", a / b }'
+    fi
     if [ ${#p_runs[@]} -gt 0 ]; then
       read -r p_rps p_p50 p_p99 p_bps p_cpu p_wrk <<<"$(medians "${p_runs[@]}")"
       printf '%-9s %-6s %-11s %12s %9s %9s %11s %14s %8s\n' "" "$conns" castd-pass "$p_rps" "$p_p50" "$p_p99" "$p_bps" "$p_cpu" "$p_wrk"

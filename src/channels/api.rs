@@ -6,6 +6,11 @@
 //! whose admin check knows no channel password); `GET /api/channels` is public and lists public
 //! channels only; `/c/{slug}/...` is whatever the channel's own route says (its admin routes take that
 //! channel's admin password or the server admin's).
+//!
+//! The channels' fast lane ([`ChannelLane`], at `/c/`): a viewer's `GET`/`HEAD` of a channel's HLS
+//! (`/c/{slug}/hls/...`) goes straight to the channel's own lane behind its gate, as the default
+//! channel's `/hls/` does, without the root router, its middleware, the dispatcher and the channel's
+//! router (`http::lanes`); the same answer, at the default channel's speed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -109,6 +114,8 @@ pub struct DeleteChannel {
 }
 
 pub fn routes(reg: &mut Registry, channels: Arc<Channels>) {
+    // A channel viewer's playlist and segment requests skip the router (see the module doc).
+    reg.lane("/c/", Arc::new(ChannelLane(channels.clone())));
     reg.schema::<AdminChannel>();
     reg.schema::<PublicChannel>();
     reg.schema::<CreateChannel>();
@@ -150,6 +157,47 @@ pub fn routes(reg: &mut Registry, channels: Arc<Channels>) {
     .returns::<StatusResponse>()
     .error(404, "No such channel")
     .error(409, "The channel is live");
+}
+
+/// The channel paths the channels' lane takes: a slug, then one of these.
+const LANE_PATHS: &[&str] = &["/hls/"];
+
+/// The channels' fast lane (see the module doc): registered at `/c/`, it takes `/c/{slug}/hls/...`.
+pub struct ChannelLane(pub Arc<Channels>);
+
+/// `(slug, the channel's own path)` of `/c/{slug}/...`.
+fn split_channel_path(path: &str) -> Option<(&str, &str)> {
+    let rest = path.strip_prefix("/c/")?;
+    let slash = rest.find('/')?;
+    Some((&rest[..slash], &rest[slash..]))
+}
+
+impl crate::http::lanes::Lane for ChannelLane {
+    fn takes(&self, path: &str) -> bool {
+        split_channel_path(path).is_some_and(|(_, own)| LANE_PATHS.iter().any(|p| own.starts_with(p)))
+    }
+
+    fn serve(&self, req: Request, peer: SocketAddr) -> crate::http::lanes::LaneFuture {
+        let (mut parts, body) = req.into_parts();
+        let original = parts.uri.clone();
+        let Some((slug, own)) = split_channel_path(original.path()) else {
+            return Box::pin(async { ApiError::NotFound("no such channel".into()).into_response() });
+        };
+        let lane = ChannelId::new(slug).ok().and_then(|id| self.0.get(&id)).and_then(|ch| ch.lane(own));
+        let Some(lane) = lane else {
+            return Box::pin(async { ApiError::NotFound("no such channel".into()).into_response() });
+        };
+        let path = match original.query() {
+            Some(q) => format!("{own}?{q}"),
+            None => own.to_string(),
+        };
+        match path.parse::<Uri>() {
+            Ok(uri) => parts.uri = uri,
+            Err(_) => return Box::pin(async { ApiError::bad("a path castd cannot read").into_response() }),
+        }
+        parts.extensions.insert(OriginalUri(original));
+        lane.serve(Request::from_parts(parts, body), peer)
+    }
 }
 
 /// The dispatcher of `/c/{slug}` and `/c/{slug}/...` (not an OpenAPI route: each channel's own document
@@ -474,4 +522,38 @@ async fn delete(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
             )
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::lanes::Lane;
+
+    /// The channels' lane takes a channel's HLS and nothing else under `/c/` (the rest is the
+    /// dispatcher's: pages, the API, the chat socket).
+    #[test]
+    fn the_channels_lane_takes_a_channels_hls_only() {
+        assert_eq!(split_channel_path("/c/music/hls/0/stream.m3u8"), Some(("music", "/hls/0/stream.m3u8")));
+        assert_eq!(split_channel_path("/c/music"), None);
+        let dir = tempfile::tempdir().unwrap();
+        struct NoHost;
+        impl super::super::ChannelHost for NoHost {
+            fn open(&self, _: &ChannelRow) -> Result<Arc<dyn super::super::Channel>, super::super::ChannelsError> {
+                Err(super::super::ChannelsError::Open("none".into()))
+            }
+            fn purge(&self, _: &ChannelId) -> Result<(), super::super::ChannelsError> {
+                Ok(())
+            }
+            fn retire(&self, _: &ChannelId) -> Result<Option<std::path::PathBuf>, super::super::ChannelsError> {
+                Ok(None)
+            }
+        }
+        let store = crate::store::Store::open(&dir.path().join("c.db")).unwrap();
+        let lane = ChannelLane(Channels::open(store, Arc::new(NoHost)).unwrap());
+        assert!(lane.takes("/c/music/hls/0/stream.m3u8"));
+        assert!(lane.takes("/c/music/hls/stream.m3u8"));
+        for path in ["/c/music/", "/c/music/api/status", "/c/music/ws", "/c/music/hlsx", "/c/music", "/c/"] {
+            assert!(!lane.takes(path), "{path}");
+        }
+    }
 }

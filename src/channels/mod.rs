@@ -65,6 +65,8 @@ pub struct ChannelStatus {
 pub trait Channel: Send + Sync {
     /// Every route of the channel, at the paths a castd has at its root (`/api/status`, `/hls/...`, `/`).
     fn router(&self) -> Router;
+    /// Its fast lane for `path` (a path at its root, `/hls/...`), if one takes it (`http::lanes`).
+    fn lane(&self, path: &str) -> Option<Arc<dyn crate::http::lanes::Lane>>;
     /// Its state for the channel lists.
     fn status(&self) -> ChannelStatus;
     /// Its stream keys (unique across the server: `daemon` checks them against every channel's).

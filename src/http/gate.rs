@@ -197,6 +197,10 @@ pub struct GatedLane {
 }
 
 impl Lane for GatedLane {
+    fn takes(&self, path: &str) -> bool {
+        self.lane.takes(path)
+    }
+
     fn serve(&self, req: Request, peer: SocketAddr) -> LaneFuture {
         if self.gate.open() {
             return self.lane.serve(req, peer);

@@ -36,7 +36,15 @@ pub type LaneFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
 /// A handler that serves requests under a path prefix ahead of the router.
 pub trait Lane: Send + Sync + 'static {
     fn serve(&self, req: Request, peer: SocketAddr) -> LaneFuture;
+
+    /// Whether the lane takes `path` (under its prefix): a lane that serves only some paths under its
+    /// prefix (the channels' lane: `/c/{slug}/hls/...` of `/c/`) leaves the others to the router. No
+    /// default: a lane that wraps another must ask it.
+    fn takes(&self, path: &str) -> bool;
 }
+
+/// A prefix and its lane.
+pub type Lanes = Vec<(&'static str, Arc<dyn Lane>)>;
 
 /// The router and its lanes: what the web server serves.
 #[derive(Clone)]
@@ -90,7 +98,7 @@ impl Connection {
             return None;
         }
         let path = req.uri().path();
-        self.web.lanes.iter().find(|(prefix, _)| path.starts_with(prefix)).map(|(_, lane)| lane)
+        self.web.lanes.iter().find(|(prefix, lane)| path.starts_with(prefix) && lane.takes(path)).map(|(_, lane)| lane)
     }
 }
 
@@ -137,6 +145,10 @@ mod tests {
     struct Echo;
 
     impl Lane for Echo {
+        fn takes(&self, path: &str) -> bool {
+            !path.ends_with("/skip")
+        }
+
         fn serve(&self, req: Request, peer: SocketAddr) -> LaneFuture {
             let text = format!("lane {} {}", req.uri().path(), peer.ip());
             Box::pin(async move { Response::new(Body::from(text)) })
@@ -173,5 +185,7 @@ mod tests {
         assert_eq!(text(resp).await, "router 192.0.2.7", "the router gets the peer as ConnectInfo");
         let resp = conn.call(req(Method::GET, "/hlsx")).await.unwrap();
         assert_eq!(text(resp).await, "router 192.0.2.7");
+        let resp = conn.call(req(Method::GET, "/hls/skip")).await.unwrap();
+        assert_eq!(text(resp).await, "router 192.0.2.7", "a path the lane does not take goes to the router");
     }
 }

@@ -537,8 +537,9 @@ impl Registry {
         lanes::WebService::new(front(router).layer(middleware::from_fn(security_headers)), Vec::new())
     }
 
-    #[allow(clippy::type_complexity)]
-    fn into_service_parts(self) -> (Router, Vec<(&'static str, Arc<dyn lanes::Lane>)>) {
+    /// The complete router and the fast lanes, each behind the gate (a channel's: its dispatcher serves
+    /// the router, the channels' lane its lanes).
+    pub fn into_service_parts(self) -> (Router, lanes::Lanes) {
         let doc = Arc::new(self.document());
         let mut router =
             self.router.route(OPENAPI_PATH, axum::routing::get(openapi::serve).with_state(doc)).fallback(not_found);
