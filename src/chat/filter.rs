@@ -7,6 +7,9 @@
 //! common English ending (`s`, `es`, `ed`, `er`, `ers`, `ing`, `y`) is masked too. In the rendered
 //! HTML only the text is masked (tag names, attributes and character entities are left as they are),
 //! so the markup stays valid.
+//!
+//! A filter is built once per word list ([`WordFilter::for_words`] keeps the last [`CACHED_LISTS`]
+//! lists' filters, one per channel in practice), not for every message.
 
 use std::collections::HashSet;
 
@@ -50,7 +53,30 @@ pub struct WordFilter {
     words: HashSet<String>,
 }
 
+/// How many word lists' filters [`WordFilter::for_words`] keeps (the oldest goes first).
+pub const CACHED_LISTS: usize = 64;
+
+type Cached = Vec<(Vec<String>, std::sync::Arc<WordFilter>)>;
+
 impl WordFilter {
+    /// The filter of the built-in list plus `extra`, built once per list (see the module doc).
+    pub fn for_words(extra: &[String]) -> std::sync::Arc<WordFilter> {
+        static CACHE: parking_lot::Mutex<Cached> = parking_lot::Mutex::new(Vec::new());
+        let mut cache = CACHE.lock();
+        if let Some(pos) = cache.iter().position(|(words, _)| words.as_slice() == extra) {
+            let hit = cache.remove(pos);
+            let filter = hit.1.clone();
+            cache.push(hit);
+            return filter;
+        }
+        let filter = std::sync::Arc::new(WordFilter::new(extra));
+        if cache.len() >= CACHED_LISTS {
+            cache.remove(0);
+        }
+        cache.push((extra.to_vec(), filter.clone()));
+        filter
+    }
+
     /// The built-in list plus `extra` (any case).
     pub fn new(extra: &[String]) -> Self {
         let mut words: HashSet<String> = DEFAULT_WORDS.iter().map(|w| w.to_string()).collect();
@@ -138,5 +164,17 @@ mod tests {
             f.mask_html(html),
             r#"<p><strong>******</strong> &amp; *** <a href="https://x.example/strong">link</a></p>"#
         );
+    }
+
+    #[test]
+    fn a_word_lists_filter_is_built_once() {
+        let list = vec!["zorblaxonce".to_string()];
+        let a = WordFilter::for_words(&list);
+        let b = WordFilter::for_words(&list);
+        assert!(std::sync::Arc::ptr_eq(&a, &b), "the same list: the same filter");
+        assert_eq!(a.mask_text("a zorblaxonce b"), "a *********** b");
+        let other = WordFilter::for_words(&["quimbletwo".to_string()]);
+        assert!(!std::sync::Arc::ptr_eq(&a, &other));
+        assert_eq!(other.mask_text("zorblaxonce"), "zorblaxonce", "each list its own words");
     }
 }

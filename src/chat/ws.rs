@@ -572,7 +572,7 @@ async fn chat(ctx: &Arc<Chat>, client: &Speaker, body: String, id: Option<String
         return;
     }
     if settings.chat.chat_slur_filter_enabled {
-        let filter = WordFilter::new(&settings.chat.chat_slur_filter_words);
+        let filter = WordFilter::for_words(&settings.chat.chat_slur_filter_words);
         body = filter.mask_html(&body);
         raw = filter.mask_text(&raw);
     }

@@ -675,7 +675,7 @@ async fn remote_follow(
         return Err(ApiError::bad("the account must be of the form user@host").into());
     };
     let blocked = fed.settings.get().federation.federation_blocked_domains.clone();
-    if inbox::is_blocked_host(&blocked, host) {
+    if super::blocklist::is_blocked_host(&blocked, host) {
         return Err(ApiError::Forbidden("following from that server is not allowed".into()).into());
     }
     if let Some(ip) = ip {

@@ -102,7 +102,7 @@ pub async fn enqueue_keyed(
 ) -> Result<usize, FedError> {
     let blocked = fed.settings.get().federation.federation_blocked_domains.clone();
     let (ok, refused): (Vec<String>, Vec<String>) =
-        inboxes.into_iter().partition(|i| fed.client.allowed(i) && !super::inbox::is_blocked(&blocked, i));
+        inboxes.into_iter().partition(|i| fed.client.allowed(i) && !super::blocklist::is_blocked(&blocked, i));
     for r in &refused {
         tracing::warn!(inbox = %r, "not delivering to an inbox the URL policy refuses or on a blocked domain");
     }
@@ -188,7 +188,7 @@ pub async fn run(fed: Arc<Federation>) {
 async fn send(fed: &Federation, row: &Queued) -> Result<u16, FedError> {
     let local = fed.local().ok_or_else(|| FedError::Policy("the server URL is not set".into()))?;
     // The domain may have been blocked since the delivery was queued.
-    if super::inbox::is_blocked(&fed.settings.get().federation.federation_blocked_domains, &row.inbox) {
+    if super::blocklist::is_blocked(&fed.settings.get().federation.federation_blocked_domains, &row.inbox) {
         return Err(FedError::Blocked(format!("{} is on a blocked domain", row.inbox)));
     }
     let kp = fed.keys.get().await?;

@@ -7,7 +7,8 @@
 //! Modules: `keys` (the RSA key pair), `signatures` (HTTP Signatures), `client` (outbound requests
 //! through the guarded client, the URL policy, remote actors and their keys), `data` (the tables),
 //! `delivery` (the persistent outbound queue), `discovery` (WebFinger, host-meta, NodeInfo,
-//! `/api/v1/instance`), `actor` (actor, outbox, followers, objects), `inbox` (who signed an inbound
+//! `/api/v1/instance`), `actor` (actor, outbox, followers, objects), `blocklist` (whether a host or
+//! URL is on a blocked domain), `inbox` (who signed an inbound
 //! activity, and whether it is new), `activities` (each inbound activity type: what it may do, and
 //! doing it), `servers` (federated servers), `signin` (Fediverse chat sign-in), `scheduled` (scheduled
 //! streams as ActivityPub Events, their updates, deletes and reminders, which the schedule publishes
@@ -35,6 +36,7 @@
 pub mod activities;
 pub mod actor;
 pub mod api;
+pub mod blocklist;
 pub mod client;
 pub mod data;
 pub mod delivery;

@@ -70,7 +70,7 @@ pub static SETTERS: &[Setter<Federation>] = &[
         // Stored normalised (lower case, no trailing dot), as the checked hosts are.
         let domains = validate::domains(v).map(|list| {
             let mut out: Vec<String> = Vec::with_capacity(list.len());
-            for d in list.iter().map(|d| super::inbox::normalise_domain(d)).filter(|d| !d.is_empty()) {
+            for d in list.iter().map(|d| super::blocklist::normalise_domain(d)).filter(|d| !d.is_empty()) {
                 if !out.contains(&d) {
                     out.push(d);
                 }

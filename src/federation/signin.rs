@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use rand::Rng;
 
 use super::actor::{escape, post_note, Audience};
-use super::{inbox, FedError, Federation, Local};
+use super::{FedError, Federation, Local};
 use crate::http::SignIn;
 
 /// Most outstanding codes.
@@ -124,13 +124,13 @@ pub async fn request(fed: &Federation, local: &Local, user_id: &str, account: &s
     let blocked = fed.settings.get().federation.federation_blocked_domains.clone();
     let (_, host) = super::client::split_account(account)?;
     let refused = || FedError::Blocked("sign-in from that server is not allowed".into());
-    if inbox::is_blocked_host(&blocked, host) {
+    if super::blocklist::is_blocked_host(&blocked, host) {
         return Err(refused());
     }
     let actor_iri = fed.client.webfinger(account).await?;
     let kp = fed.keys.get().await?;
     let actor = fed.client.fetch_actor(&actor_iri, Some((&kp, &local.key_id))).await?;
-    if [&actor.iri, &actor.inbox].iter().any(|u| inbox::is_blocked(&blocked, u)) {
+    if [&actor.iri, &actor.inbox].iter().any(|u| super::blocklist::is_blocked(&blocked, u)) {
         return Err(refused());
     }
     let code = new_code();

@@ -16,6 +16,9 @@
 //! A delivery is retried on network errors, timeouts and 5xx answers (`RETRY_DELAYS`, exponential);
 //! 4xx answers are final. Deliveries that give up are logged. `lastUsed` is stamped after any answer.
 //!
+//! The list of webhooks an event is dispatched to is kept in memory (read once, and again after a
+//! webhook is added or removed), not read from the database for every event on the bus.
+//!
 //! Where a webhook may point (`outbound::Reach`): the default channel's (the server admin's) anywhere,
 //! as Owncast allows; a channel's only to public addresses unless the server admin's
 //! `allowprivatetargets` is on — a refused literal address is a 400 when the webhook is created, and is
@@ -123,6 +126,10 @@ pub struct Webhooks {
     running: Mutex<Vec<Task<Vec<Pending>>>>,
     /// Fired when the drain time is over: tasks stop and hand back what is left.
     give_up: CancellationToken,
+    /// The webhooks events are dispatched to (`None`: read them again; see the module doc).
+    dispatch_list: Mutex<Option<Arc<Vec<Webhook>>>>,
+    /// How often the dispatch list was read from the database (a unit test checks the cache).
+    list_reads: std::sync::atomic::AtomicU64,
 }
 
 fn parse_time(s: &str) -> DateTime<Utc> {
@@ -157,7 +164,20 @@ impl Webhooks {
             give_up: tasks.signal(),
             tasks,
             running: Mutex::default(),
+            dispatch_list: Mutex::default(),
+            list_reads: Default::default(),
         })
+    }
+
+    /// The webhooks events go to: the list in memory, read from the database when it is not there.
+    async fn hooks(&self) -> Result<Arc<Vec<Webhook>>, WebhookError> {
+        if let Some(list) = self.dispatch_list.lock().clone() {
+            return Ok(list);
+        }
+        self.list_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let list = Arc::new(self.list().await?);
+        *self.dispatch_list.lock() = Some(list.clone());
+        Ok(list)
     }
 
     pub async fn list(&self) -> Result<Vec<Webhook>, WebhookError> {
@@ -201,11 +221,13 @@ impl Webhooks {
                 Ok(c.last_insert_rowid())
             })
             .await?;
+        *self.dispatch_list.lock() = None;
         Ok(Webhook { id, url, events, timestamp: now, last_used: None, secret })
     }
 
     async fn remove(&self, id: i64) -> Result<bool, WebhookError> {
         let n = self.store.call(move |c| Ok(c.execute("DELETE FROM webhooks WHERE id = ?1", [id])?)).await?;
+        *self.dispatch_list.lock() = None;
         self.senders.lock().remove(&id);
         Ok(n > 0)
     }
@@ -228,14 +250,14 @@ impl Webhooks {
         if !EventType::WEBHOOK_TYPES.contains(&kind) {
             return;
         }
-        let hooks = match self.list().await {
+        let hooks = match self.hooks().await {
             Ok(h) => h,
             Err(e) => {
                 tracing::error!("cannot read webhooks: {e}");
                 return;
             }
         };
-        let hooks: Vec<Webhook> = hooks.into_iter().filter(|h| h.events.contains(&kind)).collect();
+        let hooks: Vec<&Webhook> = hooks.iter().filter(|h| h.events.contains(&kind)).collect();
         if hooks.is_empty() {
             return;
         }
@@ -247,7 +269,7 @@ impl Webhooks {
             }
         };
         for hook in hooks {
-            self.enqueue(&hook, body.clone());
+            self.enqueue(hook, body.clone());
         }
     }
 
@@ -504,5 +526,30 @@ async fn delete(
         Ok(StatusResponse::ok(format!("deleted webhook {id}")))
     } else {
         Err(ApiError::NotFound(format!("no webhook with id {id}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    /// Events are dispatched from the list in memory: the database is read once, and again only after
+    /// a webhook was added or removed (and the new list is the one used).
+    #[tokio::test]
+    async fn the_dispatch_list_is_read_once_and_again_after_a_change() {
+        let tasks = Tasks::new();
+        let hooks = Arc::new(Webhooks::open(Store::open_in_memory().unwrap(), Arc::default(), tasks.clone()).unwrap());
+        let first = hooks.insert("http://127.0.0.1:9/a".into(), vec![EventType::Chat], String::new()).await.unwrap();
+        for _ in 0..5 {
+            assert_eq!(hooks.hooks().await.unwrap().len(), 1);
+        }
+        assert_eq!(hooks.list_reads.load(Ordering::Relaxed), 1, "one read for five events");
+        hooks.insert("http://127.0.0.1:9/b".into(), vec![EventType::Chat], String::new()).await.unwrap();
+        assert_eq!(hooks.hooks().await.unwrap().len(), 2, "an added webhook is dispatched to");
+        assert!(hooks.remove(first.id).await.unwrap());
+        let now: Vec<String> = hooks.hooks().await.unwrap().iter().map(|h| h.url.clone()).collect();
+        assert_eq!(now, ["http://127.0.0.1:9/b"], "a removed one is not");
+        assert_eq!(hooks.list_reads.load(Ordering::Relaxed), 3);
     }
 }
