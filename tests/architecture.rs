@@ -1037,3 +1037,77 @@ fn no_feature_reads_what_is_running_from_the_settings() {
     }
     assert!(found.is_empty(), "read the running broadcast's profile (`media::Profile`) instead:\n{}", found.join("\n"));
 }
+
+/// The top-level modules lib.rs's doc lists after `**Server-wide**` (one per castd, not per channel).
+fn server_wide_modules() -> BTreeSet<String> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
+    let text = std::fs::read_to_string(lib).expect("read src/lib.rs");
+    let paragraph: Vec<&str> =
+        text.lines().skip_while(|l| !l.starts_with("//! **Server-wide**")).take_while(|l| l.trim() != "//!").collect();
+    assert!(!paragraph.is_empty(), "lib.rs's doc names the server-wide modules in a `**Server-wide**` paragraph");
+    backticked(&paragraph.join(" ")).into_iter().filter(|m| !m.contains(':')).collect()
+}
+
+/// The server's settings (`config::ServerSettings`, `store::settings::ServerSettingsStore`) are read
+/// by the server-wide modules lib.rs lists, where they are defined (`config`, `store`), and by the
+/// composition root, which lays them over each channel's settings; never by a channel's feature.
+#[test]
+fn only_server_wide_modules_read_the_servers_settings() {
+    let allowed = server_wide_modules();
+    assert!(allowed.contains("ingest") && allowed.contains("storage"), "read as {allowed:?}");
+    assert!(!allowed.contains("chat") && !allowed.contains("api"), "a channel's features are no server-wide modules");
+    let mut found = Vec::new();
+    for (rel, code) in all_sources() {
+        let top = rel.split('/').next().unwrap_or_default().trim_end_matches(".rs").to_string();
+        if ["config", "store", ROOT, "lib", "main"].contains(&top.as_str()) || allowed.contains(&top) {
+            continue;
+        }
+        if code.contains("ServerSettingsStore") || code.contains("ServerSettings") {
+            found.push(format!("src/{rel} (module {top})"));
+        }
+    }
+    assert!(found.is_empty(), "the server's settings read by a channel's feature:\n{}", found.join("\n"));
+}
+
+/// Non-static `OnceLock`s (handles the composition root fills after construction) and the places
+/// that ask `is_default()`, counted in the code (unit tests left out). The limits only go down: a new
+/// late-bound handle or a new "is this the default channel" branch fails here. Issue 53's goal is ≤ 3
+/// and ≤ 4 once the one registry of channels is built before the stacks.
+const MAX_LATE_BOUND: usize = 13;
+const MAX_IS_DEFAULT: usize = 32;
+
+#[test]
+fn late_bound_handles_and_default_channel_branches_do_not_grow() {
+    let mut late = Vec::new();
+    let mut asks = Vec::new();
+    for (rel, code) in all_sources() {
+        for line in code.lines() {
+            let t = line.trim_start();
+            if line.contains("OnceLock<")
+                && !line.contains("static ")
+                && !t.starts_with("use ")
+                && !t.starts_with("let ")
+            {
+                late.push(format!("src/{rel}: {}", line.trim()));
+            }
+            if rel != "media/channel.rs" {
+                for _ in line.matches("is_default()") {
+                    asks.push(format!("src/{rel}: {}", line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        late.len() <= MAX_LATE_BOUND,
+        "{} late-bound handles (limit {MAX_LATE_BOUND}):\n{}",
+        late.len(),
+        late.join("\n")
+    );
+    assert!(
+        asks.len() <= MAX_IS_DEFAULT,
+        "{} is_default() asks (limit {MAX_IS_DEFAULT}):\n{}",
+        asks.len(),
+        asks.join("\n")
+    );
+    eprintln!("late-bound handles: {}; is_default() asks: {}", late.len(), asks.len());
+}
