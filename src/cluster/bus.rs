@@ -712,6 +712,37 @@ pub async fn others(cluster: &Cluster) -> Result<Vec<(String, Counts)>, String> 
 mod tests {
     use super::*;
 
+    fn stream_entry(fields: &[(&str, &str)]) -> redis::streams::StreamId {
+        let map =
+            fields.iter().map(|(k, v)| (k.to_string(), redis::Value::BulkString(v.as_bytes().to_vec()))).collect();
+        redis::streams::StreamId { id: "1-0".into(), map }
+    }
+
+    /// The fields `xadd` writes after the id (`*`).
+    fn fields(c: &redis::Cmd) -> Vec<String> {
+        let args: Vec<String> = c
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                redis::Arg::Cursor => String::new(),
+            })
+            .collect();
+        let star = args.iter().position(|a| a == "*").unwrap();
+        args[star + 1..].to_vec()
+    }
+
+    #[test]
+    fn an_entry_names_its_room_and_a_node_without_rooms_reads_only_the_default_room_s() {
+        assert_eq!(fields(&xadd(OUT_STREAM, 10, DEFAULT_ROOM, "{}")), ["m", "{}"], "the default room's as before");
+        assert_eq!(fields(&xadd(OUT_STREAM, 10, "music/7", "{}")), ["ch", "music/7", "cm", "{}"]);
+        assert_eq!(entry_of(&stream_entry(&[("m", "{}")])), Some((DEFAULT_ROOM.to_string(), "{}".to_string())));
+        let other = stream_entry(&[("ch", "music/7"), ("cm", r#"{"t":"banned","ip":"::1"}"#)]);
+        assert_eq!(entry_of(&other), Some(("music/7".to_string(), r#"{"t":"banned","ip":"::1"}"#.to_string())));
+        assert!(other.get::<String>("m").is_none(), "an older castd (it reads `m`) skips another room's entry");
+        assert_eq!(entry_of(&stream_entry(&[("ch", "music/7")])), None, "a room without its JSON");
+        assert_eq!(entry_of(&stream_entry(&[("x", "{}")])), None);
+    }
+
     #[test]
     fn an_edge_applies_a_room_event_once() {
         let mut r = Recent::default();

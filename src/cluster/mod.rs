@@ -359,3 +359,19 @@ pub fn start(cluster: &Arc<Cluster>, tasks: &Tasks) {
     }
     bus::start_presence(cluster.clone(), tasks);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channel_made_again_with_a_slug_is_another_room() {
+        let slug = ChannelId::new("music").unwrap();
+        let first = chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05.123456Z").unwrap().to_utc();
+        let again = first + chrono::TimeDelta::microseconds(1);
+        assert_ne!(room_of(&slug, first), room_of(&slug, again), "the creation time tells them apart");
+        assert_eq!(room_of(&slug, first), room_of(&slug, first), "the same channel after a restart");
+        assert_eq!(slug_of(&room_of(&slug, first)), "music");
+        assert_ne!(&*room_of(&slug, first), DEFAULT_ROOM);
+    }
+}
