@@ -243,7 +243,7 @@ mod tests {
     use super::*;
 
     fn room(i: usize) -> Queued {
-        Queued { room: Room::from(if i % 2 == 0 { DEFAULT_ROOM } else { "music/1" }), entry: frame(i) }
+        Queued { room: Room::from(if i.is_multiple_of(2) { DEFAULT_ROOM } else { "music/1" }), entry: frame(i) }
     }
 
     fn frame(i: usize) -> Outbound {

@@ -136,8 +136,11 @@ pub struct Edge {
     /// Room notices waiting to be handed to the origin (`post`), at most `POSTS_MAX`.
     posts: Mutex<VecDeque<(Room, Inbound)>>,
     posted: Notify,
-    lookups: Mutex<HashMap<(Room, String, IpAddr), (Instant, Lookup)>>,
+    lookups: Mutex<HashMap<LookupKey, (Instant, Lookup)>>,
 }
+
+/// A token check as an edge keeps its answer: the room, the token, the client's address.
+type LookupKey = (Room, String, IpAddr);
 
 const POSTS_MAX: usize = 1024;
 
