@@ -155,8 +155,10 @@
 //!   `ingest` (the H.264 offer check) and `metrics` (a WebRTC viewer's playback reports and counters,
 //!   like an HLS viewer's). Owns the WebRTC playback settings' setters (`webrtc/*`).
 //! - [`cluster`]: beyond one box: an origin and edges sharing one chat over Redis (`--redis-url`,
-//!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and `/ws` here,
-//!   everything else proxied to the origin, HLS cached as `Cache-Control` allows) and presence counts.
+//!   `--cluster-secret`; an edge also `--origin`), the edge's HTTP front (the web UI and every
+//!   channel's chat socket here, each channel's chat a room over Redis; everything else proxied to the
+//!   origin, HLS cached as `Cache-Control` allows), the edges' following of the origin's channels and
+//!   presence counts.
 //!   Uses `chat` (through `chat::relay`, the seam: the hub's link, the origin's outbound queue, the
 //!   handling of a remote client's event), `metrics` (an edge marks the viewers it serves) and
 //!   `access` (`access::edge`: an edge checks viewing passes itself with the origin's snapshot). Off

@@ -7,8 +7,8 @@
 //! Bearer) → 200, the `?pass=` playlist carrying the pass in its URIs; a wrong or forged pass → 401; a
 //! segment (and a playlist) the edge has cached from a viewer with a pass → 401 to a viewer without
 //! one; the chat socket the edge holds needs the pass; a channel (`/c/music`) the edge serves has its
-//! own pass; the password deleted on the origin → the edge refuses its pass within 15 s, cached
-//! segment included.
+//! own pass (its chat socket too, which the edge holds in the channel's room); the password deleted on
+//! the origin → the edge refuses its pass within 15 s, cached segment included.
 
 mod common;
 
@@ -256,6 +256,29 @@ fn a_cluster_edge_checks_the_viewing_pass_itself() {
     assert_eq!(status(&c, &music, "/hls/0/seg1.ts", &[("cookie", &music_cookie)]), 200);
     assert_eq!(status(&c, &music, &format!("/hls/stream.m3u8?pass={music_pass}"), &[]), 200);
     refused(get(&c, &music, "/hls/0/seg1.ts", &[]), "a channel's cached segment without a pass");
+    // The channel's chat socket, which the edge holds itself (its room), needs the channel's own pass.
+    let reg =
+        c.post(format!("{music}/api/chat/register")).header("cookie", &music_cookie).json(&json!({})).send().unwrap();
+    assert_eq!(reg.status(), 200, "register in the channel through the edge with its pass");
+    let music_token = reg.json::<Value>().unwrap()["accessToken"].as_str().unwrap().to_string();
+    let music_ws = |query: &str| {
+        tungstenite::connect(format!("ws://127.0.0.1:{}/c/music/ws?accessToken={music_token}{query}", edge.web_port))
+    };
+    let t0 = Instant::now();
+    let mut sock = loop {
+        match music_ws(&format!("&pass={music_pass}")) {
+            Ok((sock, _)) => break sock,
+            Err(e) => assert!(t0.elapsed() < Duration::from_secs(15), "the channel's chat socket at the edge: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let _ = sock.close(None);
+    for (query, what) in [(String::new(), "no pass"), (format!("&pass={pass}"), "the default channel's pass")] {
+        match music_ws(&query) {
+            Err(tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 401, "the channel's socket with {what}"),
+            other => panic!("the channel's chat socket at the edge with {what}: {:?}", other.map(|_| ())),
+        }
+    }
 
     // The password deleted on the origin: the edge refuses its passes within 15 s, the segment it has
     // cached included; the channel's own pass is not touched.

@@ -594,44 +594,156 @@ fn connect_url(url: &str) -> Ws {
     ws
 }
 
-/// A channel works through an edge: its API and viewer page come from the origin, its chat websocket is
-/// tunnelled to the origin's room (a message sent through an edge reaches a client on the origin, and
-/// not the default channel's room), and its HLS goes through the edge's cache.
+/// A websocket to `url`, retried until the node holds it (CONNECTED_USER_INFO) or `limit` passes: an
+/// edge opens a channel's chat when it learns of the channel from the origin.
+fn connect_within(url: &str, limit: Duration) -> (Ws, Duration) {
+    let t0 = Instant::now();
+    loop {
+        match tungstenite::connect(url) {
+            Ok((mut ws, _)) => {
+                if let tungstenite::stream::MaybeTlsStream::Plain(t) = ws.get_ref() {
+                    t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+                }
+                next_of(&mut ws, "CONNECTED_USER_INFO", Duration::from_secs(20)).expect("CONNECTED_USER_INFO");
+                return (ws, t0.elapsed());
+            }
+            Err(e) => assert!(t0.elapsed() < limit, "{url}: not held within {limit:?}: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The HTTP status a websocket upgrade to `url` is refused with (panics when it is accepted).
+fn refused_with(url: &str) -> u16 {
+    match tungstenite::connect(url) {
+        Err(tungstenite::Error::Http(resp)) => resp.status().as_u16(),
+        Err(e) => panic!("{url}: {e}"),
+        Ok(_) => panic!("{url}: the socket was accepted"),
+    }
+}
+
+/// A channel works through the edges, and its chat goes over Redis like the default channel's, with no
+/// tunnel: a channel created after the edges started is followed by them (its chat socket is held on an
+/// edge within a bound wait); a message from a client on an edge and one from a client on the origin
+/// reach each other and a client on the other edge, each stored once in the channel's own history and
+/// never in the default channel's room; the channel admin's client list on the origin shows the edge's
+/// client as another node's (the origin holds one socket of the channel, its own client's); deleted,
+/// the channel's socket on the edge is closed and a new one refused; a new channel with the slug
+/// starts with an empty chat on the edges too. Its API, page and HLS go to the origin as before.
 #[test]
-fn a_channel_works_through_an_edge() {
+fn a_channel_s_chat_goes_over_redis_on_the_edges() {
     let c = start_cluster();
     let origin = c.origin();
-    let edge = &c.edges[0];
-    let r = origin.admin_post(
-        "/api/admin/channels/create",
-        &json!({"slug": "room2", "name": "Room Two", "adminPassword": "room2-admin"}),
-    );
-    assert!(r.status().is_success(), "{}", r.status());
+    let (edge, edge2) = (&c.edges[0], &c.edges[1]);
+    let create = || {
+        let r = origin.admin_post(
+            "/api/admin/channels/create",
+            &json!({"slug": "room2", "name": "Room Two", "adminPassword": "room2-admin"}),
+        );
+        assert!(r.status().is_success(), "{}", r.status());
+    };
+    create();
     assert_eq!(edge.get_json("/c/room2/api/config")["name"], "Room Two", "the channel's API through the edge");
-    assert!(edge.get("/c/room2/").status().is_success(), "its viewer page through the edge");
+    // (200, or 503 from a binary built without its web UI, as the origin answers it.)
+    let page = edge.get("/c/room2/").status().as_u16();
+    assert!([200, 503].contains(&page), "its viewer page through the edge: {page}");
 
-    let register_in_channel = |s: &Server| -> String {
+    let register_in_channel = |s: &Server| -> (String, String) {
         let v: Value =
             s.client.post(s.url("/c/room2/api/chat/register")).json(&json!({})).send().unwrap().json().unwrap();
-        v["accessToken"].as_str().expect("accessToken").to_string()
+        (v["id"].as_str().expect("id").to_string(), v["accessToken"].as_str().expect("accessToken").to_string())
     };
-    let (on_edge, on_origin) = (register_in_channel(edge), register_in_channel(origin));
-    let mut via_edge = connect_url(&format!("ws://127.0.0.1:{}/c/room2/ws?accessToken={on_edge}", edge.web_port));
-    let mut at_origin = connect_url(&format!("ws://127.0.0.1:{}/c/room2/ws?accessToken={on_origin}", origin.web_port));
-    let (_, default_token, _) = register(origin, None);
-    let mut default_room = connect(origin, &default_token);
+    let ((edge_user, on_edge), (origin_user, on_origin)) = (register_in_channel(edge), register_in_channel(origin));
+    let (_, on_edge2) = register_in_channel(edge2);
+    let ws_url = |s: &Server, token: &str| format!("ws://127.0.0.1:{}/c/room2/ws?accessToken={token}", s.web_port);
+    // Created after the edges started: each learns of it within a few of its 2 s asks.
+    let (mut via_edge, took) = connect_within(&ws_url(edge, &on_edge), Duration::from_secs(15));
+    eprintln!("the edge held the new channel's chat socket {took:?} after it was created");
+    let (mut via_edge2, _) = connect_within(&ws_url(edge2, &on_edge2), Duration::from_secs(15));
+    let mut at_origin = connect_url(&ws_url(origin, &on_origin));
+    let (_, default_token, _) = register(edge, None);
+    let mut default_room = connect(edge, &default_token);
 
     say(&mut via_edge, "through-the-edge-1");
     let mut other = Vec::new();
     let got = collect(&mut at_origin, "through-the-edge-1", 1, Instant::now() + Duration::from_secs(10), &mut other);
     assert_eq!(got.len(), 1, "a message sent through the edge reaches the channel's room at the origin: {other:?}");
     say(&mut at_origin, "from-the-origin-1");
-    let got = collect(&mut via_edge, "from-the-origin-1", 1, Instant::now() + Duration::from_secs(10), &mut other);
-    assert_eq!(got.len(), 1, "and back through the tunnel");
+    for (n, ws) in [(1, &mut via_edge), (2, &mut via_edge2)] {
+        let mut got = collect(ws, "-1", 2, Instant::now() + Duration::from_secs(10), &mut other);
+        got.sort_by(|a, b| a.1.cmp(&b.1));
+        let bodies: Vec<&str> = got.iter().map(|(_, b)| b.as_str()).collect();
+        assert_eq!(bodies, ["from-the-origin-1", "through-the-edge-1"], "edge {n}'s client got both, once");
+    }
     let leaked = collect(&mut default_room, "-1", 1, Instant::now() + Duration::from_secs(2), &mut other);
     assert!(leaked.is_empty(), "the default channel's room never sees the channel's messages: {leaked:?}");
-    let stored = origin.admin_json("/c/room2/api/admin/chat/messages");
-    assert!(stored.to_string().contains("through-the-edge-1"), "stored in the channel's own history");
+    let channel_history = origin.admin_json("/c/room2/api/admin/chat/messages");
+    let count = |text: &str| {
+        channel_history
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["body"].as_str().is_some_and(|b| plain(b) == text))
+            .count()
+    };
+    assert_eq!(count("through-the-edge-1"), 1, "the edge's message is stored once in the channel's history");
+    assert_eq!(count("from-the-origin-1"), 1, "and the origin's");
+    assert!(stored(origin, "-1").is_empty(), "nothing of the channel in the default channel's history");
+
+    // The channel admin's client list on the origin is cluster-wide (presence, within two rounds); the
+    // edge's client is another node's (id ≥ 2^32): the origin holds the channel's socket of its own
+    // client only, none for the edge's.
+    let channel_admin = |path: &str| -> Value {
+        let r = origin.client.get(origin.url(path)).basic_auth("admin", Some("room2-admin")).send().unwrap();
+        assert_eq!(r.status(), 200, "{path} as the channel's admin");
+        r.json().unwrap()
+    };
+    let listed = origin.wait_for(Duration::from_secs(20), || {
+        let clients = channel_admin("/c/room2/api/admin/chat/clients");
+        let clients = clients.as_array().unwrap().clone();
+        let has = |id: &str| clients.iter().any(|c| c["user"]["id"] == id);
+        (has(&edge_user) && has(&origin_user) && clients.len() >= 3).then_some(clients)
+    });
+    let listed = listed.expect("the channel's admin lists the clients of the origin and of the edge");
+    let own: Vec<&Value> = listed.iter().filter(|c| c["id"].as_u64().unwrap() < 1 << 32).collect();
+    assert_eq!(own.len(), 1, "the origin holds one socket of the channel, its own client's: {listed:?}");
+    assert_eq!(own[0]["user"]["id"], origin_user.as_str());
+    assert_eq!(listed.len(), 3, "the three clients (origin, edge, edge 2), each once: {listed:?}");
+    let default_clients = origin.admin_json("/api/admin/chat/clients");
+    assert!(
+        !default_clients.to_string().contains(&edge_user),
+        "the channel's clients are not the default channel's: {default_clients}"
+    );
+
+    // Deleted: the edge closes the channel's sockets and refuses new ones.
+    let r = origin.admin_post("/api/admin/channels/delete", &json!({"slug": "room2"}));
+    assert!(r.status().is_success(), "delete: {}", r.status());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while read_events(&mut via_edge, Duration::from_millis(300)).is_ok() {
+        assert!(Instant::now() < deadline, "the deleted channel's socket on the edge stays open");
+    }
+    assert_eq!(refused_with(&ws_url(edge, &on_edge)), 404, "a deleted channel's socket is refused on the edge");
+
+    // The slug again, a new channel: it starts from nothing on the edges too (the old token is unknown
+    // there, the old messages are not its history), and its chat works through them.
+    create();
+    let (_, fresh) = register_in_channel(edge);
+    let (mut again, _) = connect_within(&ws_url(edge, &fresh), Duration::from_secs(15));
+    let (_, fresh2) = register_in_channel(edge2);
+    drop(connect_within(&ws_url(edge2, &fresh2), Duration::from_secs(15)));
+    let (mut stale, _) = tungstenite::connect(ws_url(edge2, &on_edge2)).expect("the upgrade");
+    if let tungstenite::stream::MaybeTlsStream::Plain(t) = stale.get_ref() {
+        t.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    }
+    let refused = next_of(&mut stale, "ERROR_NEEDS_REGISTRATION", Duration::from_secs(10));
+    assert!(refused.is_some(), "the old channel's user is unknown to the new one on the edge");
+    say(&mut again, "second-life");
+    let got = collect(&mut again, "second-life", 1, Instant::now() + Duration::from_secs(10), &mut other);
+    assert_eq!(got.len(), 1, "the new channel's chat through the edge: {other:?}");
+    let history = edge.get_json(&format!("/c/room2/api/chat?accessToken={fresh}"));
+    let bodies: Vec<String> =
+        history.as_array().unwrap().iter().filter_map(|m| m["body"].as_str().map(plain)).collect();
+    assert_eq!(bodies, ["second-life"], "the new channel's history has none of the old one's");
 }
 
 /// The hops of one message, `hop -> [unix µs]`, from a file `CASTD_DEBUG_CHAT_HOPS` named.

@@ -4,6 +4,10 @@
 //! (`EdgeLink`, answered with a `Lookup`), the origin's ordered queue for the other nodes (`OutQueue`,
 //! at most `OUT_QUEUE_MAX` entries, the oldest dropped beyond that), and this node's `Role` in its
 //! `Link`. The `cluster` feature reaches these through `relay`, which re-exports them.
+//!
+//! Every channel's chat is a room of its own in the cluster: one `OutQueue` serves every room of the
+//! origin, each entry tagged with its [`Room`] (the hub pushes through its room's [`RoomQueue`]), and an
+//! edge's `EdgeLink` is one room's. What a room's name is made of is the cluster's business.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -74,10 +78,17 @@ pub enum Lookup {
     ChatDisabled,
 }
 
+/// Which room an entry is for: [`DEFAULT_ROOM`] for the default channel's chat, else the name the
+/// cluster gave a channel's chat.
+pub type Room = Arc<str>;
+
+/// The default channel's room.
+pub const DEFAULT_ROOM: &str = "";
+
 /// A boxed future (the edge link's calls).
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// What an edge's chat needs from the cluster.
+/// What an edge's chat needs from the cluster (one room's link: what it sends is that room's).
 pub trait EdgeLink: Send + Sync {
     /// Hand one client event to the origin; false when it was not taken (Redis unreachable).
     fn forward(&self, msg: Inbound) -> BoxFuture<bool>;
@@ -89,7 +100,7 @@ pub trait EdgeLink: Send + Sync {
 
 /// This node's place in the cluster.
 pub enum Role {
-    Origin(Arc<OutQueue>),
+    Origin(RoomQueue),
     Edge(Arc<dyn EdgeLink>),
 }
 
@@ -100,12 +111,37 @@ pub struct Link {
     pub role: Role,
 }
 
+/// One room's handle on the origin's [`OutQueue`]: what it pushes is tagged with its room.
+#[derive(Clone)]
+pub struct RoomQueue {
+    pub queue: Arc<OutQueue>,
+    pub room: Room,
+}
+
+impl RoomQueue {
+    /// [`OutQueue::push_with`] for this room.
+    pub fn push_with(&self, local: impl FnOnce(), entry: Outbound) {
+        self.queue.push_with(self.room.clone(), local, entry);
+    }
+
+    pub fn push(&self, entry: Outbound) {
+        self.push_with(|| {}, entry);
+    }
+}
+
+/// An entry of the [`OutQueue`]: what one room's nodes must be sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued {
+    pub room: Room,
+    pub entry: Outbound,
+}
+
 /// The origin's ordered queue of what the other nodes must be sent (see the module doc). Entries are
 /// numbered in push order, so the inbound consumer can wait until what it queued is written
 /// (`mark`, `written`) before it acknowledges the inbound entries that made it.
 #[derive(Default)]
 pub struct OutQueue {
-    queue: Mutex<Queued>,
+    queue: Mutex<Entries>,
     ready: Notify,
     /// Wakes `written` when entries leave the front.
     removed: Notify,
@@ -113,8 +149,8 @@ pub struct OutQueue {
 }
 
 #[derive(Default)]
-struct Queued {
-    entries: VecDeque<Outbound>,
+struct Entries {
+    entries: VecDeque<Queued>,
     /// How many entries ever left the front (written, or dropped for room).
     head: u64,
 }
@@ -124,7 +160,7 @@ impl OutQueue {
     /// frames in the order the origin's clients did. The writer is woken before the local fan-out
     /// starts: the fan-out threads then compete for the cores, and the other nodes' copy should not
     /// wait for them (issue 44: on a busy box that wait was most of the write-out's time).
-    pub fn push_with(&self, local: impl FnOnce(), entry: Outbound) {
+    pub fn push_with(&self, room: Room, local: impl FnOnce(), entry: Outbound) {
         let mut q = self.queue.lock();
         if q.entries.len() >= OUT_QUEUE_MAX {
             q.entries.pop_front();
@@ -137,17 +173,13 @@ impl OutQueue {
                 );
             }
         }
-        q.entries.push_back(entry);
+        q.entries.push_back(Queued { room, entry });
         self.ready.notify_one();
         local();
     }
 
-    pub fn push(&self, entry: Outbound) {
-        self.push_with(|| {}, entry);
-    }
-
     /// Up to `max` entries from the front (left in the queue until `consume`); waits for one.
-    pub async fn peek(&self, max: usize) -> Vec<Outbound> {
+    pub async fn peek(&self, max: usize) -> Vec<Queued> {
         loop {
             let notified = self.ready.notified();
             {
@@ -162,7 +194,7 @@ impl OutQueue {
 
     /// Remove `n` entries from the front (they were sent). Entries dropped meanwhile for room are not
     /// removed twice: only what is still there is.
-    pub fn consume(&self, sent: &[Outbound]) {
+    pub fn consume(&self, sent: &[Queued]) {
         let mut q = self.queue.lock();
         for s in sent {
             if q.entries.front() == Some(s) {
@@ -210,13 +242,28 @@ mod tests {
     use super::super::protocol as p;
     use super::*;
 
-    fn room(i: usize) -> Outbound {
+    fn room(i: usize) -> Queued {
+        Queued { room: Room::from(if i.is_multiple_of(2) { DEFAULT_ROOM } else { "music/1" }), entry: frame(i) }
+    }
+
+    fn frame(i: usize) -> Outbound {
         Outbound::Room { frame: format!("f{i}") }
+    }
+
+    /// `OutQueue::push` of `room(i)`, through its room's queue.
+    trait PushRoom {
+        fn push(&self, q: Queued);
+    }
+
+    impl PushRoom for Arc<OutQueue> {
+        fn push(&self, q: Queued) {
+            RoomQueue { queue: self.clone(), room: q.room }.push(q.entry);
+        }
     }
 
     #[tokio::test]
     async fn the_queue_keeps_order_until_sent_and_drops_the_oldest_when_full() {
-        let q = OutQueue::default();
+        let q = Arc::new(OutQueue::default());
         for i in 0..3 {
             q.push(room(i));
         }
@@ -234,7 +281,7 @@ mod tests {
 
     #[tokio::test]
     async fn written_waits_for_what_was_queued_before_the_mark() {
-        let q = OutQueue::default();
+        let q = Arc::new(OutQueue::default());
         q.push(room(0));
         q.push(room(1));
         let mark = q.mark();

@@ -1,7 +1,11 @@
 //! The seam between chat and a cluster of castd nodes (the `cluster` feature does the Redis and HTTP
 //! work; chat only sees this module's types). The link's types themselves (`Link`, `Role`,
-//! `Outbound`, `Inbound`, `OutQueue`, `EdgeLink`, `Lookup`) are `link`'s, which the hub uses too;
-//! they are re-exported here, so the cluster sees one seam.
+//! `Outbound`, `Inbound`, `OutQueue`, `RoomQueue`, `Room`, `EdgeLink`, `Lookup`) are `link`'s, which
+//! the hub uses too; they are re-exported here, so the cluster sees one seam.
+//!
+//! Each `Chat` is one room: the default channel's and every other channel's chat is linked on its own
+//! (`Chat::set_link`), the origin's with its room's `RoomQueue`, an edge's with its room's `EdgeLink`;
+//! chat never knows which channel a room is, only that what it queues and forwards is its own.
 //!
 //! Without a cluster the hub has no `Link` and chat is exactly the single box. With one:
 //! - on the **origin** (`Role::Origin`) everything chat does today still happens here (auth,
@@ -25,7 +29,10 @@ use std::time::Duration;
 
 pub use super::hops;
 use super::hub::ClientInfo;
-pub use super::link::{BoxFuture, EdgeLink, Inbound, Link, Lookup, OutQueue, Outbound, Role, OUT_QUEUE_MAX, ROOM};
+pub use super::link::{
+    BoxFuture, EdgeLink, Inbound, Link, Lookup, OutQueue, Outbound, Queued, Role, Room, RoomQueue, DEFAULT_ROOM,
+    OUT_QUEUE_MAX, ROOM,
+};
 use super::protocol as p;
 use super::Chat;
 use crate::tasks::Stage;

@@ -2,6 +2,13 @@
 //! (origin → every edge, each reading from the last entry it saw), presence counts, and the edge's
 //! token check against the origin (HTTP). See the module doc of `cluster` for the design.
 //!
+//! Rooms: both streams carry every channel's chat. An entry of the default channel's room holds its
+//! JSON in the field `m`, as before channels had rooms; an entry of another channel's holds its room
+//! (`cluster::room_of`) in `ch` and its JSON in `cm`, so a node that knows no rooms (an older castd)
+//! finds no `m` and skips it rather than applying another channel's message to its default room. A
+//! reader hands each entry to the chat of its room, and drops (and, on the origin, acknowledges) one
+//! whose room it has not got: a deleted channel's, or an older channel's that had the slug.
+//!
 //! Connections: each task holds its own multiplexed connection, opened again after any error (with a
 //! pause of `RETRY`); every command is bounded by `COMMAND_TIMEOUT` (a blocking read by its block time
 //! plus that), so a Redis that stops answering looks like one that is down.
@@ -18,7 +25,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::{Cluster, ClusterConfig};
-use crate::chat::relay::{self, hops, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound};
+use crate::chat::relay::{self, hops, BoxFuture, EdgeLink, Inbound, Lookup, OutQueue, Outbound, Room, DEFAULT_ROOM};
 use crate::tasks::{Stage, Tasks};
 
 /// Edges → origin.
@@ -86,10 +93,29 @@ async fn query<T: redis::FromRedisValue>(
     }
 }
 
-fn xadd(stream: &str, max: usize, json: &str) -> redis::Cmd {
+/// The field of a default room's entry (its JSON).
+const FIELD: &str = "m";
+/// The fields of another room's entry: its room, its JSON.
+const ROOM_FIELD: &str = "ch";
+const ROOM_JSON_FIELD: &str = "cm";
+
+fn xadd(stream: &str, max: usize, room: &str, json: &str) -> redis::Cmd {
     let mut c = redis::cmd("XADD");
-    c.arg(stream).arg("MAXLEN").arg("~").arg(max).arg("*").arg("m").arg(json);
+    c.arg(stream).arg("MAXLEN").arg("~").arg(max).arg("*");
+    if room == DEFAULT_ROOM {
+        c.arg(FIELD).arg(json);
+    } else {
+        c.arg(ROOM_FIELD).arg(room).arg(ROOM_JSON_FIELD).arg(json);
+    }
     c
+}
+
+/// An entry's room and JSON (`None`: an entry of neither shape).
+fn entry_of(entry: &redis::streams::StreamId) -> Option<(String, String)> {
+    match entry.get::<String>(ROOM_FIELD) {
+        Some(room) if room != DEFAULT_ROOM => Some((room, entry.get::<String>(ROOM_JSON_FIELD)?)),
+        _ => Some((DEFAULT_ROOM.to_string(), entry.get::<String>(FIELD)?)),
+    }
 }
 
 /// A stream id as `(ms, seq)`, for comparing.
@@ -100,7 +126,7 @@ fn parse_id(id: &str) -> (u64, u64) {
 
 // ---------------------------------------------------------------------------------------------- edge
 
-/// An edge's side of the chat link (`chat::relay::EdgeLink`).
+/// An edge's side of the chat link, every room's (each room's `chat::relay::EdgeLink` is an [`EdgeRoom`]).
 pub struct Edge {
     config: ClusterConfig,
     redis: redis::Client,
@@ -108,10 +134,13 @@ pub struct Edge {
     /// The connection for forwards (opened on demand, dropped after an error).
     conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
     /// Room notices waiting to be handed to the origin (`post`), at most `POSTS_MAX`.
-    posts: Mutex<VecDeque<Inbound>>,
+    posts: Mutex<VecDeque<(Room, Inbound)>>,
     posted: Notify,
-    lookups: Mutex<HashMap<(String, IpAddr), (Instant, Lookup)>>,
+    lookups: Mutex<HashMap<LookupKey, (Instant, Lookup)>>,
 }
+
+/// A token check as an edge keeps its answer: the room, the token, the client's address.
+type LookupKey = (Room, String, IpAddr);
 
 const POSTS_MAX: usize = 1024;
 
@@ -128,7 +157,7 @@ impl Edge {
         }
     }
 
-    async fn add(&self, msg: &Inbound) -> bool {
+    async fn add(&self, room: &str, msg: &Inbound) -> bool {
         let Ok(json) = serde_json::to_string(msg) else { return false };
         let mut conn = {
             let mut slot = self.conn.lock().await;
@@ -140,7 +169,7 @@ impl Edge {
                 None => return false,
             }
         };
-        match query::<String>(&mut conn, &xadd(IN_STREAM, IN_MAX, &json), COMMAND_TIMEOUT).await {
+        match query::<String>(&mut conn, &xadd(IN_STREAM, IN_MAX, room, &json), COMMAND_TIMEOUT).await {
             Ok(_) => true,
             Err(e) => {
                 tracing::warn!("cluster: could not hand a chat event to the origin: {e}");
@@ -150,38 +179,55 @@ impl Edge {
         }
     }
 
-    async fn ask_origin(&self, token: &str, ip: IpAddr) -> Result<Lookup, String> {
-        let query = [("accessToken", token), ("ip", &ip.to_string())];
+    async fn ask_origin(&self, room: &str, token: &str, ip: IpAddr) -> Result<Lookup, String> {
+        let ip = ip.to_string();
+        let mut query = vec![("accessToken", token), ("ip", ip.as_str())];
+        if room != DEFAULT_ROOM {
+            query.push(("room", room));
+        }
         self.config.ask_origin(&self.http, "/api/cluster/chat/lookup", &query, COMMAND_TIMEOUT).await
     }
 }
 
-impl EdgeLink for Arc<Edge> {
+/// One room's link on an edge (`chat::relay::EdgeLink`): what its chat forwards and posts goes on the
+/// inbound stream as that room's, and its token checks ask the origin about that room's users.
+pub struct EdgeRoom {
+    edge: Arc<Edge>,
+    room: Room,
+}
+
+impl EdgeRoom {
+    pub fn new(edge: Arc<Edge>, room: Room) -> EdgeRoom {
+        EdgeRoom { edge, room }
+    }
+}
+
+impl EdgeLink for EdgeRoom {
     fn forward(&self, msg: Inbound) -> BoxFuture<bool> {
-        let me = self.clone();
-        Box::pin(async move { me.add(&msg).await })
+        let (me, room) = (self.edge.clone(), self.room.clone());
+        Box::pin(async move { me.add(&room, &msg).await })
     }
 
     fn post(&self, msg: Inbound) {
-        let mut posts = self.posts.lock();
+        let mut posts = self.edge.posts.lock();
         if posts.len() >= POSTS_MAX {
             posts.pop_front();
         }
-        posts.push_back(msg);
+        posts.push_back((self.room.clone(), msg));
         drop(posts);
-        self.posted.notify_one();
+        self.edge.posted.notify_one();
     }
 
     fn lookup(&self, token: String, ip: IpAddr) -> BoxFuture<Result<Lookup, String>> {
-        let me = self.clone();
+        let (me, room) = (self.edge.clone(), self.room.clone());
         Box::pin(async move {
-            let key = (token, ip);
+            let key = (room, token, ip);
             if let Some((at, found)) = me.lookups.lock().get(&key) {
                 if at.elapsed() < LOOKUP_TTL {
                     return Ok(found.clone());
                 }
             }
-            let found = me.ask_origin(&key.0, ip).await?;
+            let found = me.ask_origin(&key.0, &key.1, ip).await?;
             let mut cache = me.lookups.lock();
             if cache.len() > 10_000 {
                 cache.retain(|_, (at, _)| at.elapsed() < LOOKUP_TTL);
@@ -202,8 +248,8 @@ pub fn start_edge(cluster: Arc<Cluster>, edge: Arc<Edge>, tasks: &Tasks) {
         loop {
             let next = edge.posts.lock().pop_front();
             match next {
-                Some(msg) => {
-                    if !edge.add(&msg).await {
+                Some((room, msg)) => {
+                    if !edge.add(&room, &msg).await {
                         tracing::debug!("cluster: dropped a room notice (Redis unreachable)");
                     }
                 }
@@ -213,7 +259,7 @@ pub fn start_edge(cluster: Arc<Cluster>, edge: Arc<Edge>, tasks: &Tasks) {
     });
 }
 
-/// Follow `OUT_STREAM` from the newest entry at start and apply each entry to the local chat. After a
+/// Follow `OUT_STREAM` from the newest entry at start and apply each entry to its room's chat. After a
 /// reconnection it goes on from the last entry seen; if the stream is behind that (a Redis that
 /// restarted empty), from its start.
 async fn read_outbound(cluster: &Cluster) {
@@ -259,11 +305,21 @@ async fn read_outbound(cluster: &Cluster) {
             };
             for key in reply.keys {
                 for entry in key.ids {
-                    match entry.get::<String>("m").map(|m| serde_json::from_str::<Outbound>(&m)) {
-                        Some(Ok(Outbound::Room { frame })) if !recent.first_time(&frame) => {
+                    let Some((room, json)) = entry_of(&entry) else {
+                        tracing::warn!(id = %entry.id, "cluster: an unreadable outbound entry");
+                        last = Some(entry.id);
+                        continue;
+                    };
+                    let Some(chat) = cluster.chat_of(&room) else {
+                        tracing::debug!(id = %entry.id, %room, "cluster: an outbound entry of a room this edge has not got");
+                        last = Some(entry.id);
+                        continue;
+                    };
+                    match serde_json::from_str::<Outbound>(&json) {
+                        Ok(Outbound::Room { frame }) if !recent.first_time(&frame) => {
                             tracing::debug!(id = %entry.id, "cluster: a room event sent again; already applied");
                         }
-                        Some(Ok(out)) => {
+                        Ok(out) => {
                             let traced = match &out {
                                 Outbound::Room { frame } if hops::on() => Some(frame.clone()),
                                 _ => None,
@@ -271,7 +327,7 @@ async fn read_outbound(cluster: &Cluster) {
                             if let Some(f) = &traced {
                                 hops::mark_frames(read_at, "node_read", f.as_bytes());
                             }
-                            relay::apply(&cluster.chat, out);
+                            relay::apply(&chat, out);
                             if let Some(f) = &traced {
                                 hops::mark_frames(hops::now_us(), "node_fanout", f.as_bytes());
                             }
@@ -359,17 +415,17 @@ async fn write_outbound(redis: &redis::Client, queue: &OutQueue) {
         loop {
             let batch = queue.peek(256).await;
             let mut pipe = redis::pipe();
-            for entry in &batch {
-                let Ok(json) = serde_json::to_string(entry) else { continue };
-                pipe.add_command(xadd(OUT_STREAM, OUT_MAX, &json)).ignore();
+            for queued in &batch {
+                let Ok(json) = serde_json::to_string(&queued.entry) else { continue };
+                pipe.add_command(xadd(OUT_STREAM, OUT_MAX, &queued.room, &json)).ignore();
             }
             match tokio::time::timeout(COMMAND_TIMEOUT, pipe.query_async::<()>(&mut conn)).await {
                 Ok(Ok(())) => {
                     queue.consume(&batch);
                     if hops::on() {
                         let at = hops::now_us();
-                        for entry in &batch {
-                            if let Outbound::Room { frame } = entry {
+                        for queued in &batch {
+                            if let Outbound::Room { frame } = &queued.entry {
                                 hops::mark_frames(at, "written", frame.as_bytes());
                             }
                         }
@@ -465,15 +521,23 @@ async fn read_inbound(
                 if stop.is_cancelled() {
                     break;
                 }
-                match entry.get::<String>("m").map(|m| serde_json::from_str::<Inbound>(&m)) {
-                    Some(Ok(msg)) => {
-                        if hops::on() && msg.kind == crate::chat::protocol::CHAT {
-                            hops::mark_at(read_at, "origin_read", &msg.id);
-                            chats.push(msg.id.clone());
+                let read =
+                    entry_of(&entry).and_then(|(room, m)| Some((room, serde_json::from_str::<Inbound>(&m).ok()?)));
+                match read {
+                    Some((room, msg)) => match cluster.chat_of(&room) {
+                        Some(chat) => {
+                            if hops::on() && msg.kind == crate::chat::protocol::CHAT {
+                                hops::mark_at(read_at, "origin_read", &msg.id);
+                                chats.push(msg.id.clone());
+                            }
+                            crate::chat::ws::handle_remote(&chat, msg).await
                         }
-                        crate::chat::ws::handle_remote(&cluster.chat, msg).await
-                    }
-                    _ => tracing::warn!(id = %entry.id, "cluster: an unreadable inbound entry"),
+                        // A deleted channel's, or an older channel's of the slug: acknowledged, dropped.
+                        None => {
+                            tracing::debug!(id = %entry.id, %room, "cluster: an inbound entry of a room the origin has not got")
+                        }
+                    },
+                    None => tracing::warn!(id = %entry.id, "cluster: an unreadable inbound entry"),
                 }
                 handled.push(entry.id);
             }
@@ -543,9 +607,13 @@ async fn acknowledge(
 pub struct Counts {
     pub chat_clients: u64,
     pub viewers: u64,
-    /// The node's chat clients as the admin lists them (at most `PRESENCE_CLIENTS_MAX`).
+    /// The node's chat clients of the default channel as the admin lists them (at most
+    /// `PRESENCE_CLIENTS_MAX` in all, with `rooms`').
     #[serde(default)]
     pub clients: Vec<crate::chat::hub::ClientInfo>,
+    /// Every other channel's chat clients on the node, by room.
+    #[serde(default)]
+    pub rooms: std::collections::BTreeMap<String, Vec<crate::chat::hub::ClientInfo>>,
 }
 
 /// Most clients a node lists in its presence.
@@ -568,8 +636,16 @@ pub fn start_presence(cluster: Arc<Cluster>, tasks: &Tasks) {
                 let json = tokio::task::spawn_blocking(move || {
                     let mut clients = of.chat.hub.infos(None);
                     clients.truncate(PRESENCE_CLIENTS_MAX);
+                    let mut left = PRESENCE_CLIENTS_MAX - clients.len();
+                    let mut rooms = std::collections::BTreeMap::new();
+                    for (room, chat) in of.rooms() {
+                        let mut listed = chat.hub.infos(None);
+                        listed.truncate(left);
+                        left -= listed.len();
+                        rooms.insert(room.to_string(), listed);
+                    }
                     let counts =
-                        Counts { chat_clients: of.chat.hub.len() as u64, viewers: of.viewers.get().0, clients };
+                        Counts { chat_clients: of.chat.hub.len() as u64, viewers: of.viewers.get().0, clients, rooms };
                     serde_json::to_string(&counts).unwrap_or_default()
                 })
                 .await
@@ -586,6 +662,12 @@ pub fn start_presence(cluster: Arc<Cluster>, tasks: &Tasks) {
                     Ok(nodes) => {
                         let viewers = nodes.iter().map(|(_, c)| c.viewers).sum();
                         cluster.viewers.remote.store(viewers, std::sync::atomic::Ordering::Relaxed);
+                        for (room, chat) in cluster.rooms() {
+                            let of_room = nodes
+                                .iter()
+                                .map(|(n, c)| (n.clone(), c.rooms.get(&*room).cloned().unwrap_or_default()));
+                            chat.set_remote_clients(of_room.collect());
+                        }
                         cluster.chat.set_remote_clients(nodes.into_iter().map(|(n, c)| (n, c.clients)).collect());
                     }
                     // Redis down: the last counts stand until it is back (or the nodes' keys expire).
@@ -632,6 +714,37 @@ pub async fn others(cluster: &Cluster) -> Result<Vec<(String, Counts)>, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stream_entry(fields: &[(&str, &str)]) -> redis::streams::StreamId {
+        let map =
+            fields.iter().map(|(k, v)| (k.to_string(), redis::Value::BulkString(v.as_bytes().to_vec()))).collect();
+        redis::streams::StreamId { id: "1-0".into(), map }
+    }
+
+    /// The fields `xadd` writes after the id (`*`).
+    fn fields(c: &redis::Cmd) -> Vec<String> {
+        let args: Vec<String> = c
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                redis::Arg::Cursor => String::new(),
+            })
+            .collect();
+        let star = args.iter().position(|a| a == "*").unwrap();
+        args[star + 1..].to_vec()
+    }
+
+    #[test]
+    fn an_entry_names_its_room_and_a_node_without_rooms_reads_only_the_default_room_s() {
+        assert_eq!(fields(&xadd(OUT_STREAM, 10, DEFAULT_ROOM, "{}")), ["m", "{}"], "the default room's as before");
+        assert_eq!(fields(&xadd(OUT_STREAM, 10, "music/7", "{}")), ["ch", "music/7", "cm", "{}"]);
+        assert_eq!(entry_of(&stream_entry(&[("m", "{}")])), Some((DEFAULT_ROOM.to_string(), "{}".to_string())));
+        let other = stream_entry(&[("ch", "music/7"), ("cm", r#"{"t":"banned","ip":"::1"}"#)]);
+        assert_eq!(entry_of(&other), Some(("music/7".to_string(), r#"{"t":"banned","ip":"::1"}"#.to_string())));
+        assert!(other.get::<String>("m").is_none(), "an older castd (it reads `m`) skips another room's entry");
+        assert_eq!(entry_of(&stream_entry(&[("ch", "music/7")])), None, "a room without its JSON");
+        assert_eq!(entry_of(&stream_entry(&[("x", "{}")])), None);
+    }
 
     #[test]
     fn an_edge_applies_a_room_event_once() {

@@ -5,8 +5,8 @@
 //! from its cache or holds a chat socket. While the origin does not answer the last snapshot stands,
 //! for at most `access::edge::STALE_AFTER`.
 //!
-//! Where the admission hook is asked on play, an edge's own chat socket (the default channel's `/ws`)
-//! asks the origin first: `GET /api/cluster/access/play?channel=&subject=&ip=&ua=` runs the origin's
+//! Where the admission hook is asked on play, an edge's own chat socket (`/ws`, or a channel's
+//! `/c/{slug}/ws`) asks the origin first: `GET /api/cluster/access/play?channel=&subject=&ip=&ua=` runs the origin's
 //! `Access::admit_play` and answers 200, or the hook's refusal (403, 503).
 
 use std::net::IpAddr;

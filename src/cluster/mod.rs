@@ -1,34 +1,56 @@
-//! Beyond one box: one origin and any number of edges sharing one chat over Redis.
+//! Beyond one box: one origin and any number of edges sharing every channel's chat over Redis.
 //!
 //! The **origin** is castd as it is (database, transcoder, federation, webhooks) started with
 //! `--redis-url` and `--cluster-secret`. An **edge** is castd started with `--origin URL` as well: it
-//! serves the web UI and the chat websocket `/ws` itself, and hands everything else (`/api/*`, HLS
-//! and LL-HLS, thumbnails, emoji, federation, ...) to the origin (`proxy`; HLS responses are cached
-//! for as long as their `Cache-Control` says). Without `--redis-url` none of this runs.
+//! serves the web UI and every channel's chat websocket itself (`/ws`, `/c/{slug}/ws`), and hands
+//! everything else (`/api/*`, HLS and LL-HLS, thumbnails, emoji, federation, a channel's pages and API,
+//! ...) to the origin (`proxy`; HLS responses are cached for as long as their `Cache-Control` says).
+//! Without `--redis-url` none of this runs.
 //!
-//! Chat (`chat::relay` is the seam; `bus` does the Redis work):
+//! Chat (`chat::relay` is the seam; `bus` does the Redis work). Each channel's chat is a **room**:
+//! the default channel's is `DEFAULT_ROOM`, another channel's is `room_of` its slug and its creation
+//! time (`<slug>/<µs>`), so a channel made later with a deleted channel's slug is another room.
 //! - edge → origin: each client event goes on the Redis Stream `castd:chat:in` (consumer group
 //!   `origin`, at-least-once; the entry's id is the stored message id, so a redelivery is stored and
-//!   sent once). The origin applies everything it applies to its own clients.
+//!   sent once). The origin applies everything it applies to its own clients, in the room's chat.
 //! - origin → every node: the room's frames and the changes the nodes apply (user updates, kicks, IP
 //!   bans, replies to one client) go on the Redis Stream `castd:chat:out`, which every edge reads from
 //!   the last entry it saw. A Stream rather than pub/sub: a node that was cut off from Redis (or a
 //!   Redis that restarted with its append-only file) resumes where it was, so nothing the origin sent
 //!   in between is lost, and the one writer keeps one order for every node.
+//! - every room shares the two streams, each entry naming its room (`bus`: the default room's as
+//!   before rooms existed, another's in fields an older castd does not read), rather than a pair of
+//!   streams per channel: the origin keeps one consumer group and one reader, and each node one
+//!   reader, however many channels come and go (per-channel streams would need a group created per
+//!   channel and a blocking read over a set of keys that changes with every created or deleted
+//!   channel); one writer's order is kept for every room, and so per room; trimming is one bound
+//!   (`IN_MAX`, `OUT_MAX` entries) for the whole cluster, not one per channel: the price is that a
+//!   busy room's backlog can push a quiet room's out of the stream during a long Redis outage; a
+//!   deleted channel leaves no key behind (its entries age out of the streams), and an entry whose
+//!   room a node has not got (a deleted channel's, an older channel's of the same slug) is dropped
+//!   (the origin acknowledges it), so a new channel never receives an old one's backlog.
+//! - the origin links every open channel's chat as it opens, channels created later included
+//!   (`link_channel`, from the composition root), and unlinks it when the channel is deleted.
 //! - an edge keeps no database (an in-memory one for the code that expects a store) and takes the
 //!   settings its chat applies itself (flood protection, chat disabled, join messages, the welcome
-//!   message) from the origin every 2 s (`edge_config`, `GET /api/cluster/settings`).
-//! - an edge checks a client's access token with the origin (`GET /api/cluster/chat/lookup`, which
-//!   needs the cluster secret in `X-Castd-Cluster-Secret`; a wrong secret is refused with 403).
+//!   message) from the origin every 2 s: the default channel's from `edge_config`
+//!   (`GET /api/cluster/settings`), every other channel's with the list of the origin's open
+//!   channels (`edge_channels`, `GET /api/cluster/channels`): an edge opens a chat of its own for each
+//!   channel the origin lists (`OpenRoom`, made by the composition root) and closes it (its sockets
+//!   too) when the origin no longer lists it.
+//! - an edge checks a client's access token with the origin (`GET /api/cluster/chat/lookup`, the
+//!   room's users; it needs the cluster secret in `X-Castd-Cluster-Secret`; a wrong secret is refused
+//!   with 403).
 //! - viewer access (private channels): an edge checks viewing passes itself, with the origin's
 //!   channels' signing keys and valid grants taken every 3 s (`edge_access`, `GET /api/cluster/access`,
 //!   cluster secret required), before it serves from its cache, proxies, or holds a chat socket.
-//! - presence: each node writes its chat client and viewer counts to `castd:presence:<node>` with a
-//!   20 s expiry every 5 s; the origin's `/api/status` and admin chat client list add them up (a
-//!   killed node's clients leave them within 25 s). The admin list numbers another node's clients
-//!   `(n << 32) | id` so ids stay unique across the cluster (`chat::relay::RemoteClients`).
+//! - presence: each node writes its chat clients (per room) and viewer counts to
+//!   `castd:presence:<node>` with a 20 s expiry every 5 s; the origin's `/api/status` and each
+//!   channel's admin chat client list add them up (a killed node's clients leave them within 25 s).
+//!   The admin list numbers another node's clients `(n << 32) | id` so ids stay unique across the
+//!   cluster (`chat::relay::RemoteClients`).
 //!
-//! Faults: while Redis is unreachable each node keeps serving its own room (the origin stores and
+//! Faults: while Redis is unreachable each node keeps serving its own rooms (the origin stores and
 //! sends its own clients' messages; an edge answers a client whose message Redis did not take with the
 //! error event `ERROR_CHAT_UNAVAILABLE`, body "Chat is temporarily unavailable; ..."), the origin
 //! keeps what the edges have not been sent in order (`chat::relay::OutQueue`), and everything resumes
@@ -37,18 +59,21 @@
 pub mod api;
 pub mod bus;
 pub mod edge_access;
+pub mod edge_channels;
 pub mod edge_config;
 pub mod proxy;
-pub mod tunnel;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
+use parking_lot::RwLock;
 
-use crate::chat::relay::{Link, OutQueue, Role};
+use crate::chat::relay::{Link, OutQueue, Role, Room, RoomQueue, DEFAULT_ROOM};
 use crate::chat::Chat;
 use crate::http::ApiError;
+use crate::media::ChannelId;
 use crate::tasks::Tasks;
 
 /// The header that carries the cluster secret on edge → origin calls.
@@ -164,15 +189,43 @@ impl ClusterConfig {
     }
 }
 
+/// An edge's chat of one channel, made by the composition root (an in-memory store like the edge's
+/// default chat, the channel's path prefix, tasks of its own): the room and the tasks that close with it.
+pub type OpenRoom = Arc<dyn Fn(&ChannelId) -> Result<(Arc<Chat>, Tasks), String> + Send + Sync>;
+
+/// The room of channel `slug` as it was created at `created_at` (see the module doc: the creation
+/// time tells a channel from an older one that had its slug).
+pub fn room_of(slug: &ChannelId, created_at: chrono::DateTime<chrono::Utc>) -> Room {
+    Room::from(format!("{slug}/{}", created_at.timestamp_micros()))
+}
+
+/// The slug of a channel's room (`room_of`).
+pub fn slug_of(room: &str) -> &str {
+    room.split_once('/').map_or(room, |(slug, _)| slug)
+}
+
+/// A channel's chat linked to the cluster (every channel but the default).
+struct Linked {
+    chat: Arc<Chat>,
+    /// An edge's room: its tasks, closed with it (the origin's chat is its channel stack's).
+    tasks: Option<Tasks>,
+}
+
 /// The cluster feature's state.
 pub struct Cluster {
     pub config: ClusterConfig,
+    /// The default channel's chat (room `DEFAULT_ROOM`).
     pub chat: Arc<Chat>,
     pub redis: redis::Client,
-    /// The origin's queue for the other nodes (origin only).
+    /// The origin's queue for the other nodes, every room's (origin only).
     queue: Option<Arc<OutQueue>>,
     /// The edge's link (edge only).
     edge: Option<Arc<bus::Edge>>,
+    /// Every other channel's chat, by room: on the origin each open channel's, on an edge the rooms it
+    /// follows (`edge_channels`).
+    rooms: RwLock<BTreeMap<Room, Linked>>,
+    /// How an edge makes a channel's chat (edge only).
+    open_room: Option<OpenRoom>,
     /// HTTP client for the origin (edge only).
     pub http: reqwest::Client,
     pub cache: proxy::Cache,
@@ -182,8 +235,6 @@ pub struct Cluster {
     pub viewers: crate::stream::Viewers,
     /// An edge marks the viewers whose playlist requests it proxies (they count on this node).
     pub metrics: Arc<crate::metrics::Metrics>,
-    /// The daemon's tasks (set by `start`): an edge's tunnels to the origin run there.
-    pub tasks: std::sync::OnceLock<Tasks>,
     /// The origin's viewer access, as an edge checks passes with it (`edge_access`; edge only).
     pub access: crate::access::edge::EdgeAccess,
     /// One snapshot taken at a time out of turn (`edge_access::refresh`).
@@ -193,12 +244,14 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Join the cluster: the chat hub gets its link (before any connection).
+    /// Join the cluster: the default channel's chat hub gets its link (before any connection). An edge
+    /// makes its channels' chats with `open_room`.
     pub fn attach(
         config: ClusterConfig,
         chat: Arc<Chat>,
         viewers: crate::stream::Viewers,
         metrics: Arc<crate::metrics::Metrics>,
+        open_room: Option<OpenRoom>,
     ) -> Result<Arc<Cluster>, ClusterError> {
         let redis = redis::Client::open(config.redis_url.as_str())?;
         let http = reqwest::Client::builder()
@@ -206,12 +259,13 @@ impl Cluster {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ClusterError::Origin(e.to_string()))?;
+        let default_room = Room::from(DEFAULT_ROOM);
         let (queue, edge, role) = if config.is_edge() {
             let edge = Arc::new(bus::Edge::new(config.clone(), redis.clone(), http.clone()));
-            (None, Some(edge.clone()), Role::Edge(Arc::new(edge)))
+            (None, Some(edge.clone()), Role::Edge(Arc::new(bus::EdgeRoom::new(edge, default_room))))
         } else {
             let q = Arc::new(OutQueue::default());
-            (Some(q.clone()), None, Role::Origin(q))
+            (Some(q.clone()), None, Role::Origin(RoomQueue { queue: q, room: default_room }))
         };
         chat.set_link(Link { node: config.node.clone(), role });
         if !config.is_edge() {
@@ -221,16 +275,17 @@ impl Cluster {
         tracing::info!(node = %config.node, edge = config.is_edge(), "cluster: joined");
         Ok(Arc::new(Cluster {
             edge_mark: config.edge_mark(),
+            open_room: open_room.filter(|_| config.is_edge()),
             config,
             chat,
             redis,
             queue,
             edge,
+            rooms: RwLock::default(),
             http,
             cache: proxy::Cache::default(),
             viewers,
             metrics,
-            tasks: std::sync::OnceLock::new(),
             access: Default::default(),
             access_refresh: tokio::sync::Mutex::new(()),
             directory: std::sync::OnceLock::new(),
@@ -239,6 +294,44 @@ impl Cluster {
 
     pub fn is_edge(&self) -> bool {
         self.config.is_edge()
+    }
+
+    /// On the origin: link channel `slug`'s chat (created at `created_at`) to the cluster, before its
+    /// first connection; its room's messages from the edges are handled there from now on. Nothing on
+    /// an edge (its rooms follow the origin's, `edge_channels`).
+    pub fn link_channel(&self, slug: &ChannelId, created_at: chrono::DateTime<chrono::Utc>, chat: Arc<Chat>) {
+        let Some(queue) = &self.queue else { return };
+        let room = room_of(slug, created_at);
+        chat.set_link(Link {
+            node: self.config.node.clone(),
+            role: Role::Origin(RoomQueue { queue: queue.clone(), room: room.clone() }),
+        });
+        let mut rooms = self.rooms.write();
+        rooms.retain(|r, _| slug_of(r) != slug.as_str());
+        rooms.insert(room, Linked { chat, tasks: None });
+    }
+
+    /// On the origin: channel `slug` is closed (deleted): its room's entries are dropped from now on.
+    pub fn unlink_channel(&self, slug: &ChannelId) {
+        self.rooms.write().retain(|r, _| slug_of(r) != slug.as_str());
+    }
+
+    /// The chat of `room` (the default channel's for `DEFAULT_ROOM`), if this node has it.
+    pub fn chat_of(&self, room: &str) -> Option<Arc<Chat>> {
+        if room == DEFAULT_ROOM {
+            return Some(self.chat.clone());
+        }
+        self.rooms.read().get(room).map(|l| l.chat.clone())
+    }
+
+    /// The room and chat this node has for channel `slug` (not the default's).
+    pub fn room_for(&self, slug: &str) -> Option<(Room, Arc<Chat>)> {
+        self.rooms.read().iter().find(|(r, _)| slug_of(r) == slug).map(|(r, l)| (r.clone(), l.chat.clone()))
+    }
+
+    /// Every other channel's room and chat this node has.
+    pub fn rooms(&self) -> Vec<(Room, Arc<Chat>)> {
+        self.rooms.read().iter().map(|(r, l)| (r.clone(), l.chat.clone())).collect()
     }
 
     /// Refuse a request (403) that does not carry the cluster secret in `SECRET_HEADER` (compared
@@ -255,14 +348,30 @@ impl Cluster {
 
 /// Start the cluster's tasks (Redis readers and writers, presence).
 pub fn start(cluster: &Arc<Cluster>, tasks: &Tasks) {
-    let _ = cluster.tasks.set(tasks.clone());
     if let Some(q) = &cluster.queue {
         bus::start_origin(cluster.clone(), q.clone(), tasks);
     }
     if let Some(edge) = &cluster.edge {
         bus::start_edge(cluster.clone(), edge.clone(), tasks);
         edge_config::start(cluster.clone(), tasks);
+        edge_channels::start(cluster.clone(), tasks);
         edge_access::start(cluster.clone(), tasks);
     }
     bus::start_presence(cluster.clone(), tasks);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channel_made_again_with_a_slug_is_another_room() {
+        let slug = ChannelId::new("music").unwrap();
+        let first = chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05.123456Z").unwrap().to_utc();
+        let again = first + chrono::TimeDelta::microseconds(1);
+        assert_ne!(room_of(&slug, first), room_of(&slug, again), "the creation time tells them apart");
+        assert_eq!(room_of(&slug, first), room_of(&slug, first), "the same channel after a restart");
+        assert_eq!(slug_of(&room_of(&slug, first)), "music");
+        assert_ne!(&*room_of(&slug, first), DEFAULT_ROOM);
+    }
 }

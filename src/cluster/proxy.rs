@@ -9,9 +9,10 @@
 //! `X-Castd-Cluster-Secret` is never passed on.
 //!
 //! Channels (`/c/{slug}/...`, see `channels`) go to the origin like the rest, their HLS
-//! (`/c/{slug}/hls/...`) through the same cache; a channel's chat websocket (`/c/{slug}/ws`) is tunnelled to
-//! the origin (an http origin only), so its chat room is the origin's: an edge holds the default channel's
-//! chat sockets itself (over Redis) and passes the channels' sockets through.
+//! (`/c/{slug}/hls/...`) through the same cache, but for a channel's chat websocket (`/c/{slug}/ws`):
+//! the edge holds it in its own chat of the channel's room (`edge_channels`; over Redis like the
+//! default channel's `/ws`), and refuses it (404) for a channel it does not follow (deleted on the
+//! origin, or not listed yet).
 //!
 //! On a channel that needs a viewing pass, every request passes the edge's own check first
 //! (`access::edge`, with the origin's snapshot from `edge_access`): a way out without a valid pass is
@@ -41,7 +42,7 @@ use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
-use super::{edge_access, tunnel, Cluster, SECRET_HEADER};
+use super::{edge_access, Cluster, SECRET_HEADER};
 use crate::access::edge::Verdict;
 use crate::http::ApiError;
 use crate::media::ChannelId;
@@ -75,11 +76,6 @@ const HOP_BY_HOP: &[&str] = &[
 /// Whether `path` is a channel's HLS (`/c/{slug}/hls/...`).
 fn is_channel_hls(path: &str) -> bool {
     channel_rest(path).is_some_and(|rest| rest.starts_with("/hls/"))
-}
-
-/// Whether `path` is a channel's chat websocket (`/c/{slug}/ws`).
-fn is_channel_ws(path: &str) -> bool {
-    channel_rest(path) == Some("/ws")
 }
 
 /// The part after `/c/{slug}` of a channel path.
@@ -192,7 +188,15 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
     // The viewer's pass is checked here, before the cache, the local routes or the origin see the request.
     let (mut parts, body) = req.into_parts();
     let (slug, own) = channel_of(parts.uri.path());
-    let edge_ws = own == "/ws" && slug == ChannelId::DEFAULT;
+    // Every chat socket is this edge's: the default channel's `/ws`, and a channel's in its room here.
+    let edge_ws = own == "/ws";
+    let room = match parts.uri.path().starts_with("/c/") && edge_ws {
+        false => None,
+        true => match front.cluster.room_for(slug) {
+            Some((_, chat)) => Some(chat),
+            None => return ApiError::NotFound("no such channel on this server".into()).into_response(),
+        },
+    };
     let mut verdict = front.cluster.access.admit(slug, own, &parts);
     if edge_ws && matches!(verdict, Verdict::Origin) {
         // This edge holds the socket, so the origin cannot decide for it: a pass issued since the last
@@ -229,6 +233,9 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
         // For the chat socket this edge holds: it ends when the pass does.
         parts.extensions.insert(pass);
     }
+    if let Some(chat) = room {
+        return room_socket(chat, parts, body).await;
+    }
     let req = Request::from_parts(parts, body);
     // A page with an invite link or a token to redeem goes to the origin (it sets the pass's cookie).
     if is_local(req.uri().path()) && !uncached {
@@ -236,9 +243,6 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
             Ok(r) => r,
             Err(never) => match never {},
         };
-    }
-    if is_channel_ws(req.uri().path()) {
-        return tunnel::open(&front.cluster, req, ip).await;
     }
     let path = req.uri().path();
     let cacheable = !uncached && req.method() == Method::GET && (path.starts_with("/hls/") || is_channel_hls(path));
@@ -275,6 +279,24 @@ async fn handle(State(front): State<Front>, req: Request) -> Response {
     match fetch(&front.cluster, parts.method, &path_query, &parts.headers, ip, body).await {
         Ok(a) => respond(&a),
         Err(e) => bad_gateway(&e),
+    }
+}
+
+/// A channel's chat socket (`/c/{slug}/ws`, admitted) in the edge's chat of its room, as `/ws` with the
+/// query kept (the connection's extensions, the viewer's pass among them, go with it).
+async fn room_socket(chat: Arc<crate::chat::Chat>, mut parts: axum::http::request::Parts, body: Body) -> Response {
+    let uri = match parts.uri.query() {
+        Some(q) => format!("/ws?{q}"),
+        None => "/ws".to_string(),
+    };
+    match uri.parse() {
+        Ok(uri) => parts.uri = uri,
+        Err(_) => return ApiError::bad("a path castd cannot read").into_response(),
+    }
+    let router = Router::new().route("/ws", axum::routing::get(crate::chat::ws::handler)).with_state(chat);
+    match router.oneshot(Request::from_parts(parts, body)).await {
+        Ok(r) => r,
+        Err(never) => match never {},
     }
 }
 
@@ -374,8 +396,7 @@ mod tests {
     fn channel_paths_are_told_apart() {
         assert!(is_channel_hls("/c/church/hls/0/stream.m3u8"));
         assert!(!is_channel_hls("/c/church/api/status"));
-        assert!(is_channel_ws("/c/church/ws"));
-        assert!(!is_channel_ws("/c/church/ws/x") && !is_channel_ws("/ws") && !is_channel_ws("/c/ws"));
+        assert_eq!(channel_of("/c/church/ws/x"), ("church", "/ws/x"), "not a chat socket");
     }
 
     #[test]

@@ -413,6 +413,8 @@ pub struct ChannelHandle {
     lanes: crate::http::lanes::Lanes,
     media: Arc<MediaPlane>,
     stacks: Arc<super::stacks::Stacks>,
+    /// On a cluster origin: the channel's chat is linked to it while open.
+    cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 impl Channel for ChannelHandle {
@@ -460,6 +462,9 @@ impl Channel for ChannelHandle {
 
     fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
+            if let Some(cluster) = &self.cluster {
+                cluster.unlink_channel(&self.stack.id);
+            }
             self.stack.tasks.close(std::time::Duration::from_secs(1)).await;
             self.stacks.remove(&self.stack.id);
             self.media.forget(&self.stack.id);
@@ -483,6 +488,8 @@ pub struct DaemonHost {
     pub keys: Arc<Keys>,
     /// Every open channel's settings and metrics (capacity, the root's Prometheus exposition).
     pub stacks: Arc<super::stacks::Stacks>,
+    /// The cluster, when this node is an origin: each channel's chat is linked to it (its room).
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// Whether a stream key is a channel's other than `except` (stream keys are unique across the server).
@@ -647,10 +654,21 @@ impl DaemonHost {
         let _ = stack.server.key_taken.set(key_taken(self.keys.clone(), row.slug.clone()));
         let _ = stack.federation.username_taken.set(username_taken(self.keys.clone(), row.slug.clone()));
         self.stacks.add(row.slug.clone(), stack.settings.clone(), stack.metrics.clone(), stack.access.clone());
+        // The channel's chat is a room of the cluster's (on an origin) before its first connection.
+        if let Some(cluster) = &self.cluster {
+            cluster.link_channel(&row.slug, row.created_at, stack.chat.clone());
+        }
         stack.start(&self.shared.media);
         stack.start_whep(self.shared.webrtc.get());
         let (router, lanes) = stack.registry(&self.ingest).into_service_parts();
-        Ok(ChannelHandle { stack, router, lanes, media: self.shared.media.clone(), stacks: self.stacks.clone() })
+        Ok(ChannelHandle {
+            stack,
+            router,
+            lanes,
+            media: self.shared.media.clone(),
+            stacks: self.stacks.clone(),
+            cluster: self.cluster.clone(),
+        })
     }
 }
 

@@ -39,6 +39,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 pub mod channel;
+pub mod edge;
 pub mod error;
 pub mod stacks;
 
@@ -252,7 +253,10 @@ impl Daemon {
         let _ = ingest.publish_check.set(channel::publish_check(keys.clone(), private_targets));
         let cluster = match cluster_config {
             Some(c) => {
-                Some(Cluster::attach(c, default.chat.clone(), default.viewers.clone(), default.metrics.clone())?)
+                // An edge holds every channel's chat sockets, each channel's in a room of its own.
+                let rooms = c.is_edge().then(|| edge::open_room(data_dir.clone(), tasks.clone()));
+                let (chat, viewers, metrics) = (default.chat.clone(), default.viewers.clone(), default.metrics.clone());
+                Some(Cluster::attach(c, chat, viewers, metrics, rooms)?)
             }
             None => None,
         };
@@ -274,6 +278,7 @@ impl Daemon {
             tasks: tasks.clone(),
             keys: keys.clone(),
             stacks,
+            cluster: cluster.clone(),
         });
         let channels = Channels::open(store.clone(), host)?;
         channels.set_default(default_entry);
