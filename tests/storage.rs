@@ -337,26 +337,40 @@ fn every_channel_is_offloaded_under_its_own_folder() {
     let _ = wait_exit(&mut ff_private, Duration::from_secs(5));
     let _ = wait_exit(&mut ff_public, Duration::from_secs(5));
 
-    // Deleting channel c1 (offline) removes its live objects; the default's and c10's stay.
+    // Deleting channel c1 (offline) removes its live objects; its replays' stay with its files (moved
+    // aside, restorable); the default's and c10's stay.
     channel
         .wait_for(Duration::from_secs(20), || (!common::media::online(&channel)).then_some(()))
         .expect("c1 goes offline");
-    let before_default = public.list(&client, &format!("{PREFIX}/hls/"));
-    assert!(!before_default.is_empty());
-    // (Refused with 409 until the media plane has let go of its broadcast.)
-    server
-        .wait_for(Duration::from_secs(20), || {
-            let r = server.admin_post("/api/admin/channels/delete", &json!({"slug": "c1", "purge": true}));
-            (r.status().as_u16() != 409)
-                .then(|| assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default()))
-        })
-        .expect("c1 is deleted");
+    assert!(!public.list(&client, &format!("{PREFIX}/c/c1/hls/")).is_empty());
+    let delete = |slug: &str, purge: bool| {
+        // (Refused with 409 until the media plane has let go of its broadcast.)
+        server
+            .wait_for(Duration::from_secs(20), || {
+                let r = server.admin_post("/api/admin/channels/delete", &json!({"slug": slug, "purge": purge}));
+                (r.status().as_u16() != 409)
+                    .then(|| assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default()))
+            })
+            .unwrap_or_else(|| panic!("{slug} is deleted"))
+    };
+    delete("c1", false);
     let left = public.list(&client, &format!("{PREFIX}/c/c1/hls/"));
     assert!(left.is_empty(), "a deleted channel's live objects leave the bucket: {left:?}");
-    // Purged, its replays' objects go too (nothing names them any more).
-    server
-        .wait_for(Duration::from_secs(10), || public.list(&client, &format!("{PREFIX}/c/c1/")).is_empty().then_some(()))
-        .unwrap_or_else(|| panic!("the purged channel's objects: {:?}", public.list(&client, PREFIX)));
+    let replays = public.list(&client, &format!("{PREFIX}/c/c1/replays/"));
+    assert!(!replays.is_empty(), "its replays stay with its files");
     assert!(public.list(&client, &other).contains(&other));
     assert!(!public.list(&client, &format!("{PREFIX}/hls/")).is_empty(), "the default channel's stay");
+    // A channel deleted with its files (purge): every object of its folder goes (its replays' too:
+    // nothing names them any more), and only its folder's.
+    let c2 = root.join("c/c2/replays/x/0");
+    std::fs::create_dir_all(&c2).unwrap();
+    std::fs::write(c2.join("a.ts"), b"c2's replay").unwrap();
+    server.channel("c2");
+    delete("c2", true);
+    server
+        .wait_for(Duration::from_secs(10), || public.list(&client, &format!("{PREFIX}/c/c2/")).is_empty().then_some(()))
+        .unwrap_or_else(|| panic!("the purged channel's objects: {:?}", public.list(&client, PREFIX)));
+    let kept = public.list(&client, &format!("{PREFIX}/c/c1/replays/"));
+    assert!(replays.iter().all(|k| kept.contains(k)), "not another channel's: {kept:?}");
+    assert!(public.list(&client, &other).contains(&other));
 }
