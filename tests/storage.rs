@@ -374,3 +374,41 @@ fn every_channel_is_offloaded_under_its_own_folder() {
     assert!(replays.iter().all(|k| kept.contains(k)), "not another channel's: {kept:?}");
     assert!(public.list(&client, &other).contains(&other));
 }
+
+/// Issue 53: at shutdown (SIGTERM) a channel's uploader uploads its stream's last segments and final
+/// playlist (`ChannelStorage::drain`): the bucket copy ends with `#EXT-X-ENDLIST` and names only
+/// segments that are in the bucket.
+#[test]
+fn a_channels_last_segments_are_uploaded_at_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(dir.path());
+    let public = s3.public();
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let mut server = Server::start();
+    let channel = server.channel("c1");
+    channel.set(
+        "video/streamoutputvariants",
+        json!([{"name": "low", "scaledWidth": 320, "videoBitrate": 300, "framerate": 15, "cpuUsageLevel": 0}]),
+    );
+    channel.set("video/streamlatencylevel", json!(1));
+    let key = channel.stream_key();
+    drop(channel);
+    server.set("s3", s3_settings(&s3, SECRET_KEY));
+    let mut ff = publish(&server, &key, "640x360", 60);
+    let base = format!("{}/{BUCKET}/{PREFIX}/c/c1/hls/0/", s3.endpoint());
+    server
+        .wait_for(Duration::from_secs(40), || {
+            text(&server, "/c/c1/hls/0/stream.m3u8").filter(|p| uris(p).len() >= 2 && uris(p)[0].starts_with(&base))
+        })
+        .unwrap_or_else(|| panic!("the channel's playlist names the bucket; log:\n{}", server.log_text()));
+    assert_eq!(server.stop(), Some(0));
+    let _ = ff.kill();
+    let _ = wait_exit(&mut ff, Duration::from_secs(5));
+    let url = format!("{}/{BUCKET}/{PREFIX}/c/c1/hls/0/stream.m3u8", public.endpoint());
+    let last = client.get(url).send().unwrap().text().unwrap();
+    assert!(last.contains("#EXT-X-ENDLIST"), "the final playlist is in the bucket: {last}");
+    let keys = public.list(&client, &format!("{PREFIX}/c/c1/hls/0/"));
+    for s in uris(&last) {
+        assert!(keys.contains(&format!("{PREFIX}/c/c1/hls/0/{s}")), "{s} is in the bucket: {keys:?}");
+    }
+}
