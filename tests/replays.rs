@@ -775,3 +775,106 @@ fn a_replay_in_the_bucket_plays_through_castd_with_a_pass_once_the_channel_is_pr
     let text = server.get(&media_path).text().unwrap();
     assert!(text.contains(&format!("/{BUCKET}/pfx/replays/{id}/0/")), "{text}");
 }
+
+/// Issue 53: replay ids are each channel's own database's, so a channel and the default channel can
+/// both have a replay `X`. In the bucket each channel's replays are under its own folder
+/// (`<prefix>c/{slug}/replays/X/`, the default channel's where they always were, `<prefix>replays/X/`):
+/// a channel's replay with the default's id (made so by renaming it while castd is stopped: ids are
+/// random) plays from its own objects, and deleting it leaves the default's, which still plays.
+#[test]
+fn a_channels_replay_with_the_defaults_id_keeps_its_objects_apart() {
+    use common::s3::{S3Server, ACCESS_KEY, BUCKET, SECRET_KEY};
+    let s3dir = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(s3dir.path());
+    let public = s3.public();
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start_in(data.path(), &["--streamkey", KEY]);
+    setup(&server);
+    let channel = server.channel("c1");
+    channel.set(
+        "video/streamoutputvariants",
+        json!([{"name": "source", "videoPassthrough": true, "audioPassthrough": true}]),
+    );
+    channel.set("video/streamlatencylevel", json!(1));
+    let channel_key = channel.stream_key();
+    drop(channel);
+    server.set(
+        "s3",
+        json!({
+            "enabled": true, "endpoint": s3.endpoint(), "accessKey": ACCESS_KEY, "secret": SECRET_KEY,
+            "bucket": BUCKET, "region": "us-east-1", "acl": "public-read", "pathPrefix": "pfx",
+            "forcePathStyle": true,
+        }),
+    );
+    server.set("videoservingendpoint", json!(format!("{}/{BUCKET}", public.endpoint())));
+    let in_bucket = |server: &Server, path: &str| {
+        server
+            .wait_for(Duration::from_secs(30), || {
+                let m = server.admin_get(path).text().unwrap_or_default();
+                m.contains(&public.endpoint()).then_some(m)
+            })
+            .unwrap_or_else(|| panic!("{path} names the bucket; log:\n{}", server.log_text()))
+    };
+    let a = broadcast(&server, 6);
+    // The channel's broadcast.
+    let channel = server.channel("c1");
+    let mut ff = publish(&server, &channel_key, "320x180", 6);
+    assert!(wait_exit(&mut ff, Duration::from_secs(40)).is_some());
+    let b = channel
+        .wait_for(Duration::from_secs(30), || {
+            let list = channel.admin_json("/api/admin/replays");
+            list.as_array()?.iter().find(|r| r["status"] == "finished")?["id"].as_str().map(str::to_string)
+        })
+        .expect("the channel's replay");
+    let media = in_bucket(&server, &format!("/c/c1/replay/{b}/0"));
+    assert!(media.contains(&format!("/{BUCKET}/pfx/c/c1/replays/{b}/0/")), "{media}");
+    let media = in_bucket(&server, &format!("/replay/{a}/0"));
+    assert!(media.contains(&format!("/{BUCKET}/pfx/replays/{a}/0/")), "{media}");
+    assert!(public.list(&server.client, &format!("pfx/replays/{b}/")).is_empty(), "not in the default's folder");
+    let default_objects = public.list(&server.client, &format!("pfx/replays/{a}/"));
+    assert!(default_objects.len() >= 3, "{default_objects:?}");
+    drop(channel);
+
+    // The channel's replay takes the default's id (its rows, its folders).
+    let password = server.admin_password.clone();
+    server.stop();
+    let db = rusqlite::Connection::open(data.path().join("channels/c1/castd.db")).unwrap();
+    db.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    db.execute(
+        "UPDATE replays SET id = ?1, remote_base = replace(remote_base, '/replays/' || ?2 || '/', '/replays/' || ?1 || '/') WHERE id = ?2",
+        [&a, &b],
+    )
+    .unwrap();
+    db.execute("UPDATE replay_segments SET replay_id = ?1 WHERE replay_id = ?2", [&a, &b]).unwrap();
+    drop(db);
+    let local = data.path().join("channels/c1/replays");
+    if local.join(&b).exists() {
+        std::fs::rename(local.join(&b), local.join(&a)).unwrap();
+    }
+    let objects = s3dir.path().join(BUCKET).join("pfx/c/c1/replays");
+    std::fs::rename(objects.join(&b), objects.join(&a)).unwrap();
+    let mut server = Server::start_in(data.path(), &["--streamkey", KEY]);
+    server.admin_password = password;
+    let channel = server.channel("c1");
+
+    // Each plays from its own objects.
+    let media = in_bucket(&server, &format!("/c/c1/replay/{a}/0"));
+    assert!(media.contains(&format!("/{BUCKET}/pfx/c/c1/replays/{a}/0/")), "{media}");
+    // (Each variant playlist: a channel's replay master names `/replay/{id}/{v}` without the channel's
+    // prefix, a bug of the replays routes outside this test's subject.)
+    for (t, path) in [(&channel, format!("/c/c1/replay/{a}/0")), (&server.default_channel(), format!("/replay/{a}/0"))]
+    {
+        let r = t.admin_post("/api/admin/replays/update", &json!({"id": a, "public": true}));
+        assert_eq!(r.status().as_u16(), 200);
+        let d = probe_duration(&server, &server.url(&path), false).unwrap_or_else(|| panic!("{path} plays"));
+        assert!((d - 6.0).abs() <= SEGMENT, "{path}: {d} s");
+    }
+    // Deleting the channel's removes its objects only.
+    let r = channel.admin_post("/api/admin/replays/delete", &json!({"id": a}));
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(public.list(&server.client, &format!("pfx/c/c1/replays/{a}/")).is_empty());
+    assert_eq!(public.list(&server.client, &format!("pfx/replays/{a}/")), default_objects, "the default's stay");
+    let d = probe_duration(&server, &server.url(&format!("/replay/{a}")), false).expect("the default's still plays");
+    assert!(server.get(&format!("/c/c1/replay/{a}/0")).status().is_client_error(), "the channel's is gone");
+    assert!((d - 6.0).abs() <= SEGMENT, "{d} s");
+}

@@ -215,3 +215,200 @@ fn a_live_stream_is_offloaded_and_survives_the_store_failing() {
     let _ = ff.kill();
     let _ = wait_exit(&mut ff, Duration::from_secs(5));
 }
+
+/// ffprobe's stream types of `url` (`video`, `audio`), as a player reading it would find them.
+fn probe_streams(url: &str) -> Vec<String> {
+    let out = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-rw_timeout", "10000000", "-show_entries", "stream=codec_type", "-of", "csv=p=0"])
+        .arg(url)
+        .output();
+    out.map(|o| String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim().to_string()).collect()).unwrap_or_default()
+}
+
+/// Issue 53: every channel's live HLS goes to the bucket, each channel under its own folder
+/// (`<prefix>c/{slug}/hls/`, the default channel's where it always was, `<prefix>hls/`): the leftover
+/// clean-up of each removes only its own; a channel's playlist served by castd names the bucket (the
+/// `videoServingEndpoint`) and ffprobe plays it from there while the default channel is live too, each
+/// channel's objects apart and counted in the server's figures; a private channel uploads nothing and its
+/// playlists never name the bucket; a deleted channel's live objects leave the bucket; a channel's API
+/// cannot change the storage settings.
+#[test]
+fn every_channel_is_offloaded_under_its_own_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(dir.path());
+    let public = s3.public();
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    // Leftovers of an earlier run: the default channel's, channel c1's, and those of a channel that is
+    // not open (no clean-up may touch another channel's folder).
+    let root = dir.path().join(BUCKET).join(PREFIX);
+    for (folder, file) in [("hls/7", "stream-old-1.ts"), ("c/c1/hls/7", "old-c1.ts"), ("c/c10/hls/7", "old-c10.ts")] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+        std::fs::write(root.join(folder).join(file), b"old").unwrap();
+    }
+    assert_eq!(public.list(&client, PREFIX).len(), 3);
+
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    let ladder = json!([{"name": "low", "scaledWidth": 320, "videoBitrate": 300, "framerate": 15, "cpuUsageLevel": 0}]);
+    let (default, channel) = (server.default_channel(), server.channel("c1"));
+    for t in [&default, &channel] {
+        t.set("video/streamoutputvariants", ladder.clone());
+        t.set("video/streamlatencylevel", json!(1));
+    }
+    // The storage settings are the server admin's: a channel's API has no setter for them.
+    let r = channel.admin_post("/api/admin/config/s3", &json!({"value": s3_settings(&s3, SECRET_KEY)}));
+    assert!(matches!(r.status().as_u16(), 403 | 404), "a channel cannot set s3: {}", r.status());
+    server.set("s3", s3_settings(&s3, SECRET_KEY));
+    // Players read the bucket through the anonymous instance.
+    server.set("videoservingendpoint", json!(format!("{}/{BUCKET}", public.endpoint())));
+    let other = format!("{PREFIX}/c/c10/hls/7/old-c10.ts");
+    server
+        .wait_for(Duration::from_secs(10), || (public.list(&client, PREFIX) == [other.clone()]).then_some(()))
+        .unwrap_or_else(|| panic!("each channel's leftovers, and only those: {:?}", public.list(&client, PREFIX)));
+
+    // The server's figures count every channel's objects (the leftovers: one of each channel).
+    assert!(prom(&server, "castd_storage_deletes_total") >= 2.0, "both clean-ups are counted");
+    let mut ff_channel = publish(&server, &channel.stream_key(), "640x360", 60);
+    let bucket = format!("{}/{BUCKET}/{PREFIX}", public.endpoint());
+    let served = |t: &common::Target, folder: &str| {
+        let base = format!("{bucket}/{folder}hls/0/");
+        t.wait_for(Duration::from_secs(40), || {
+            text(&server, &t.path("/hls/0/stream.m3u8"))
+                .filter(|p| uris(p).len() >= 2 && uris(p).iter().all(|u| u.starts_with(&base)))
+        })
+        .unwrap_or_else(|| panic!("{}: no playlist naming {base}; log:\n{}", t.name(), server.log_text()))
+    };
+    let channel_playlist = served(&channel, "c/c1/");
+    // (The default channel is not live yet: these are the channel's.)
+    assert!(prom(&server, "castd_storage_uploads_total") >= 3.0, "the channel's uploads are counted");
+    // Both live at once.
+    let mut ff_default = publish(&server, KEY, "640x360", 60);
+    let default_playlist = served(&default, "");
+    // Each channel's objects are in its own folder; none is in the other's.
+    let keys = public.list(&client, PREFIX);
+    let in_folder = |folder: &str| -> Vec<String> {
+        keys.iter().filter_map(|k| k.strip_prefix(&format!("{PREFIX}/{folder}"))).map(str::to_string).collect()
+    };
+    let (channel_keys, default_keys) = (in_folder("c/c1/hls/"), in_folder("hls/"));
+    for (playlist, own, theirs) in
+        [(&channel_playlist, &channel_keys, &default_keys), (&default_playlist, &default_keys, &channel_keys)]
+    {
+        for u in uris(playlist) {
+            let name = u.rsplit('/').next().unwrap();
+            assert!(own.contains(&format!("0/{name}")), "{name} is in its channel's folder: {keys:?}");
+            assert!(!theirs.contains(&format!("0/{name}")), "{name} is not in the other's: {keys:?}");
+        }
+    }
+    assert!(channel_keys.contains(&"stream.m3u8".to_string()) && channel_keys.contains(&"0/stream.m3u8".to_string()));
+    // The channel's stream plays from the bucket: castd's master, its variant naming bucket segments.
+    let streams = probe_streams(&server.url("/c/c1/hls/stream.m3u8"));
+    assert!(streams.iter().any(|s| s == "video"), "ffprobe plays the channel's stream: {streams:?}");
+    let seg = uris(&channel_playlist)[0].clone();
+    let r = client.get(&seg).send().unwrap();
+    assert_eq!(r.status(), 200, "{seg}");
+    assert_eq!(r.headers()["content-type"], "video/mp2t");
+    let _ = ff_default.kill();
+    let _ = ff_channel.kill();
+    let _ = wait_exit(&mut ff_default, Duration::from_secs(5));
+    let _ = wait_exit(&mut ff_channel, Duration::from_secs(5));
+
+    // A private channel uploads nothing, and its playlists name castd's own segments.
+    let private = server.channel("p1");
+    private.set("video/streamoutputvariants", ladder);
+    private.set("video/streamlatencylevel", json!(1));
+    let r = private.admin_post("/api/admin/viewer/passwords/create", &json!({"password": "p1 friends", "comment": ""}));
+    assert_eq!(r.status().as_u16(), 200);
+    private.set("visibility", json!("password"));
+    let r = private.post_json("/api/viewer/unlock", &json!({"password": "p1 friends"}));
+    let pass = r.json::<Value>().unwrap()["pass"].as_str().expect("a pass").to_string();
+    let mut ff_private = publish(&server, &private.stream_key(), "640x360", 60);
+    let playlist = private
+        .wait_for(Duration::from_secs(40), || {
+            text(&server, &private.path(&format!("/hls/0/stream.m3u8?pass={pass}"))).filter(|p| uris(p).len() >= 3)
+        })
+        .unwrap_or_else(|| panic!("the private channel is live; log:\n{}", server.log_text()));
+    assert!(!playlist.contains(&public.endpoint()) && !playlist.contains(BUCKET), "{playlist}");
+    // (By now a public channel's first segments and playlist are in the bucket.)
+    let mut ff_public = publish(&server, &channel.stream_key(), "640x360", 60);
+    served(&channel, "c/c1/");
+    let keys = public.list(&client, &format!("{PREFIX}/c/p1/"));
+    assert!(keys.is_empty(), "a private channel uploads nothing: {keys:?}");
+    let _ = ff_private.kill();
+    let _ = ff_public.kill();
+    let _ = wait_exit(&mut ff_private, Duration::from_secs(5));
+    let _ = wait_exit(&mut ff_public, Duration::from_secs(5));
+
+    // Deleting channel c1 (offline) removes its live objects; its replays' stay with its files (moved
+    // aside, restorable); the default's and c10's stay.
+    channel
+        .wait_for(Duration::from_secs(20), || (!common::media::online(&channel)).then_some(()))
+        .expect("c1 goes offline");
+    assert!(!public.list(&client, &format!("{PREFIX}/c/c1/hls/")).is_empty());
+    let delete = |slug: &str, purge: bool| {
+        // (Refused with 409 until the media plane has let go of its broadcast.)
+        server
+            .wait_for(Duration::from_secs(20), || {
+                let r = server.admin_post("/api/admin/channels/delete", &json!({"slug": slug, "purge": purge}));
+                (r.status().as_u16() != 409)
+                    .then(|| assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default()))
+            })
+            .unwrap_or_else(|| panic!("{slug} is deleted"))
+    };
+    delete("c1", false);
+    let left = public.list(&client, &format!("{PREFIX}/c/c1/hls/"));
+    assert!(left.is_empty(), "a deleted channel's live objects leave the bucket: {left:?}");
+    let replays = public.list(&client, &format!("{PREFIX}/c/c1/replays/"));
+    assert!(!replays.is_empty(), "its replays stay with its files");
+    assert!(public.list(&client, &other).contains(&other));
+    assert!(!public.list(&client, &format!("{PREFIX}/hls/")).is_empty(), "the default channel's stay");
+    // A channel deleted with its files (purge): every object of its folder goes (its replays' too:
+    // nothing names them any more), and only its folder's.
+    let c2 = root.join("c/c2/replays/x/0");
+    std::fs::create_dir_all(&c2).unwrap();
+    std::fs::write(c2.join("a.ts"), b"c2's replay").unwrap();
+    server.channel("c2");
+    delete("c2", true);
+    server
+        .wait_for(Duration::from_secs(10), || public.list(&client, &format!("{PREFIX}/c/c2/")).is_empty().then_some(()))
+        .unwrap_or_else(|| panic!("the purged channel's objects: {:?}", public.list(&client, PREFIX)));
+    let kept = public.list(&client, &format!("{PREFIX}/c/c1/replays/"));
+    assert!(replays.iter().all(|k| kept.contains(k)), "not another channel's: {kept:?}");
+    assert!(public.list(&client, &other).contains(&other));
+}
+
+/// Issue 53: at shutdown (SIGTERM) a channel's uploader uploads its stream's last segments and final
+/// playlist (`ChannelStorage::drain`): the bucket copy ends with `#EXT-X-ENDLIST` and names only
+/// segments that are in the bucket.
+#[test]
+fn a_channels_last_segments_are_uploaded_at_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let s3 = S3Server::start(dir.path());
+    let public = s3.public();
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let mut server = Server::start();
+    let channel = server.channel("c1");
+    channel.set(
+        "video/streamoutputvariants",
+        json!([{"name": "low", "scaledWidth": 320, "videoBitrate": 300, "framerate": 15, "cpuUsageLevel": 0}]),
+    );
+    channel.set("video/streamlatencylevel", json!(1));
+    let key = channel.stream_key();
+    drop(channel);
+    server.set("s3", s3_settings(&s3, SECRET_KEY));
+    let mut ff = publish(&server, &key, "640x360", 60);
+    let base = format!("{}/{BUCKET}/{PREFIX}/c/c1/hls/0/", s3.endpoint());
+    server
+        .wait_for(Duration::from_secs(40), || {
+            text(&server, "/c/c1/hls/0/stream.m3u8").filter(|p| uris(p).len() >= 2 && uris(p)[0].starts_with(&base))
+        })
+        .unwrap_or_else(|| panic!("the channel's playlist names the bucket; log:\n{}", server.log_text()));
+    assert_eq!(server.stop(), Some(0));
+    let _ = ff.kill();
+    let _ = wait_exit(&mut ff, Duration::from_secs(5));
+    let url = format!("{}/{BUCKET}/{PREFIX}/c/c1/hls/0/stream.m3u8", public.endpoint());
+    let last = client.get(url).send().unwrap().text().unwrap();
+    assert!(last.contains("#EXT-X-ENDLIST"), "the final playlist is in the bucket: {last}");
+    let keys = public.list(&client, &format!("{PREFIX}/c/c1/hls/0/"));
+    for s in uris(&last) {
+        assert!(keys.contains(&format!("{PREFIX}/c/c1/hls/0/{s}")), "{s} is in the bucket: {keys:?}");
+    }
+}

@@ -5,9 +5,10 @@
 //! [`DaemonHost`] (the `channels::ChannelHost` of the composition root).
 //!
 //! What a stack is given from the server ([`Shared`]): the media plane, the encoder list, object
-//! storage (finished replays go to the bucket), ingest (WHIP and the disconnect route), the server
-//! admin's check (a channel's admin routes take the server admin's password too), the flags and the
-//! configs.
+//! storage (the stack makes its channel's uploader: its live HLS and finished replays go to the bucket,
+//! under the channel's folder; a deleted channel's live objects leave it), ingest (WHIP and the
+//! disconnect route), the server admin's check (a channel's admin routes take the server admin's
+//! password too), the flags and the configs.
 //!
 //! What the server keeps consistent across the stacks ([`Keys`], every channel as the server-wide
 //! checks see it): stream keys and fediverse user names are unique across the server (each stack's
@@ -134,6 +135,8 @@ pub struct ChannelStack {
     pub simulcast: Arc<Simulcast>,
     pub replays: Arc<Replays>,
     pub hls: Arc<Hls>,
+    /// The channel's object storage uploader (live HLS to the bucket; its playlists served by `hls`).
+    pub storage: Arc<crate::storage::ChannelStorage>,
     pub whep: Arc<crate::whep::Whep>,
     /// Who may watch (the gate in front of the channel's routes).
     pub access: Arc<crate::access::Access>,
@@ -259,6 +262,15 @@ impl ChannelStack {
             tasks: tasks.clone(),
         })?;
         let notify = NotifyState { notifications, settings: settings.clone(), users: chat.clone() };
+        let storage = shared.storage.channel(crate::storage::ChannelDeps {
+            channel: id.clone(),
+            settings: settings.clone(),
+            stream: stream.clone(),
+            health: health.clone(),
+            hls_dir: hls_dir.clone(),
+            media: media.clone(),
+            tasks: tasks.clone(),
+        });
         let hls = Arc::new(Hls {
             channel: id.clone(),
             ll: crate::llhls::LlHls::new(hls_dir.clone()),
@@ -267,8 +279,8 @@ impl ChannelStack {
             images_dir: media.channel(&id).images_dir.clone(),
             metrics: metrics.clone(),
             live: Default::default(),
-            // Object storage serves the default channel's video.
-            remote: id.is_default().then(|| shared.storage.clone() as Arc<dyn crate::hls::PlaylistOverride>),
+            // Object storage serves every channel's video (its playlists naming the bucket).
+            remote: Some(storage.clone() as Arc<dyn crate::hls::PlaylistOverride>),
             // Edges count the default channel's viewers themselves; a channel's are counted here.
             edge_mark: shared.edge_mark.clone().filter(|_| id.is_default()),
         });
@@ -316,6 +328,7 @@ impl ChannelStack {
             simulcast,
             replays,
             hls,
+            storage,
             whep,
             access,
             tasks,
@@ -375,6 +388,7 @@ impl ChannelStack {
         tasks.spawn_until_stopped(Stage::Stream, "transcode: broadcasts", self.transcoder.clone().run(transcode));
         crate::hls::start(self.hls.clone(), media, tasks);
         crate::llhls::start(self.hls.ll.clone(), &self.id, media, tasks);
+        crate::storage::start_channel(self.storage.clone());
         crate::simulcast::start(self.simulcast.clone(), tasks);
         crate::replays::start(self.replays.clone());
         crate::api::warnings::start(self.server.clone(), tasks);
@@ -466,6 +480,8 @@ impl Channel for ChannelHandle {
                 cluster.unlink_channel(&self.stack.id);
             }
             self.stack.tasks.close(std::time::Duration::from_secs(1)).await;
+            // Its last uploads end, then its live objects leave the bucket.
+            self.stack.storage.close().await;
             self.stacks.remove(&self.stack.id);
             self.media.forget(&self.stack.id);
             if let Err(e) = self.stack.store.checkpoint() {
@@ -690,6 +706,8 @@ impl ChannelHost for DaemonHost {
     }
 
     fn purge(&self, slug: &ChannelId) -> Result<(), ChannelsError> {
+        // Its objects in the bucket go with its files (its replays' too).
+        self.shared.storage.purge_channel(slug);
         let dir = self.folder(slug);
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => Ok(()),

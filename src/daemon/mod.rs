@@ -15,9 +15,9 @@
 //! 2. `Stream` ([`STREAM_STOP_TIMEOUT`]): the transcode supervisor finishes the stream the normal way
 //!    (the worker's stdin is closed, it writes its last segments, every playlist gets `#EXT-X-ENDLIST`,
 //!    STREAM_STOPPED is published).
-//! 3. `Outputs` ([`STORAGE_DRAIN_TIMEOUT`] and a margin): object storage uploads the stream's last
-//!    segments and final playlists (`Storage::drain`); the HLS and LL-HLS live windows stop; simulcast
-//!    targets stop (they unpublished when the stream ended in `Ingest`).
+//! 3. `Outputs` ([`STORAGE_DRAIN_TIMEOUT`] and a margin): object storage uploads every channel's last
+//!    segments and final playlists (`ChannelStorage::drain`, the channels at once); the HLS and LL-HLS
+//!    live windows stop; simulcast targets stop (they unpublished when the stream ended in `Ingest`).
 //! 4. `Delivery` ([`DELIVERY_STOP_TIMEOUT`]): the webhook dispatcher delivers what is on the bus (or
 //!    keeps it in the outbox for the next start, within `webhooks::DRAIN_TIMEOUT`); go-live
 //!    notifications being sent are finished ([`NOTIFY_DRAIN_TIMEOUT`]); federation's posts in flight
@@ -85,7 +85,7 @@ pub const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(1);
 pub const SHUTDOWN_PLAN: [(Stage, Duration); 6] = [
     (Stage::Ingest, INGEST_STOP_TIMEOUT),
     (Stage::Stream, STREAM_STOP_TIMEOUT),
-    // `Storage::drain` returns within its limit; the margin is for the uploads it waits on to end.
+    // `ChannelStorage::drain` returns within its limit; the margin is for the uploads it waits on to end.
     (Stage::Outputs, STORAGE_DRAIN_TIMEOUT.saturating_add(Duration::from_millis(500))),
     (Stage::Delivery, DELIVERY_STOP_TIMEOUT),
     (Stage::Connections, HTTP_STOP_TIMEOUT),
@@ -189,15 +189,13 @@ impl Daemon {
             data_dir.clone(),
             debug_gpu_sample,
         );
+        // Server-wide: the settings, bucket and upload pool; each channel's stack makes its uploader.
         let storage = Storage::new(StorageDeps {
             settings: settings.clone(),
             bus: bus.clone(),
-            stream: core.stream.clone(),
-            health: core.health.clone(),
             telemetry: core.telemetry.clone(),
-            hls_dir: data_dir.join("hls"),
-            media: media.clone(),
             tasks: tasks.clone(),
+            drain_limit: STORAGE_DRAIN_TIMEOUT,
         });
         let directory = Directory::open(
             settings.clone(),
@@ -341,7 +339,7 @@ pub async fn run(
     // Every channel's media readers register before any publisher can go live (ingest starts below).
     d.default.start(&d.media);
     d.default.start_whep(d.webrtc.get());
-    crate::storage::start(d.storage.clone(), STORAGE_DRAIN_TIMEOUT);
+    crate::storage::start(d.storage.clone());
     crate::yp::start(d.directory.clone(), &tasks);
     if let Err(e) = crate::hardware::stats::start(d.hardware.clone(), &tasks) {
         warn!("no hardware statistics: {e}");

@@ -1,7 +1,9 @@
 //! Object storage for finished replays: with S3 on, a finished replay's files (segments and init
-//! segments) are uploaded under `<pathPrefix>/replays/<streamId>/<variant>/`, its playlists then name
-//! the bucket (or the `videoServingEndpoint`), and the local copies go. Deleting a replay deletes its
-//! objects (Owncast leaves them behind). A failed upload leaves the replay local (logged); nothing is
+//! segments) are uploaded under the channel's folder, `<pathPrefix>/replays/<streamId>/<variant>/` for
+//! the default channel and `<pathPrefix>/c/<slug>/replays/<streamId>/<variant>/` for any other (replay
+//! ids are a channel's own database's, so two channels may have the same: `storage::Target::channel_key`
+//! keeps them apart), its playlists then name the bucket (or the `videoServingEndpoint`), and the
+//! local copies go. Deleting a replay deletes its objects (Owncast leaves them behind). A failed upload leaves the replay local (logged); nothing is
 //! deleted locally before every file is in the bucket.
 //!
 //! A channel whose visibility needs a viewing pass (password, token) uploads no replay: public bucket
@@ -65,7 +67,7 @@ pub async fn upload(r: &Arc<Replays>, id: &str) {
                 return;
             }
         };
-        let key = target.key(&format!("{REPLAYS_FOLDER}{id}/{v}/{file}"));
+        let key = target.channel_key(&r.channel, &format!("{REPLAYS_FOLDER}{id}/{v}/{file}"));
         let meta = PutMeta { content_type: content_type(file), cache_control: CACHE };
         let mut tries = 0;
         loop {
@@ -82,7 +84,7 @@ pub async fn upload(r: &Arc<Replays>, id: &str) {
             }
         }
     }
-    let base = target.public_url(&target.key(&format!("{REPLAYS_FOLDER}{id}/")));
+    let base = target.public_url(&target.channel_key(&r.channel, &format!("{REPLAYS_FOLDER}{id}/")));
     let (store, rid, b) = (r.store.clone(), id.to_string(), base.clone());
     if let Err(e) = store.call(move |c| db::set_remote_base(c, &rid, Some(&b))).await {
         warn!(replay = %id, "replay upload: {e}");
@@ -94,7 +96,7 @@ pub async fn upload(r: &Arc<Replays>, id: &str) {
     info!(replay = %id, objects = files.len(), "replay moved to object storage at {base}");
 }
 
-/// Delete a replay's objects (every key under its folder).
+/// Delete a replay's objects (every key under its folder, in its channel's).
 pub async fn remove(r: &Replays, row: &ReplayRow) {
     if row.remote_base.is_none() {
         return;
@@ -103,7 +105,7 @@ pub async fn remove(r: &Replays, row: &ReplayRow) {
         warn!(replay = %row.id, "the replay's objects stay in the bucket: object storage is off now");
         return;
     };
-    let under = target.key(&format!("{REPLAYS_FOLDER}{}/", row.id));
+    let under = target.channel_key(&r.channel, &format!("{REPLAYS_FOLDER}{}/", row.id));
     let result = async {
         let keys = target.client().list(&under).await?;
         if keys.is_empty() {

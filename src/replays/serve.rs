@@ -178,7 +178,7 @@ async fn from_bucket(
     let Ok(Ok(_place)) = tokio::time::timeout(BUCKET_WAIT, BUCKET_PLACES.acquire()).await else {
         return Err(ApiError::Unavailable("too many replay files are being read at once; try again".into()));
     };
-    let key = target.key(&format!("{REPLAYS_FOLDER}{id}/{variant}/{file}"));
+    let key = target.channel_key(&r.channel, &format!("{REPLAYS_FOLDER}{id}/{variant}/{file}"));
     let bytes = match target.client().get(&key).await {
         Ok(b) => b,
         Err(crate::storage::client::ClientError::Status { status: 404, .. }) => return Ok(None),

@@ -1,25 +1,37 @@
-//! Object storage (S3-compatible): offloading the stream's segments and playlists to a bucket, and the
-//! admin "Test connection" route (`POST /api/admin/storage/test`).
+//! Object storage (S3-compatible): offloading every channel's live segments and playlists to a bucket,
+//! and the admin "Test connection" route (`POST /api/admin/storage/test`).
 //!
-//! Owns: the S3 client built from the `s3` settings (`client`), the uploader (`uploader`: one task per
-//! variant plus one for the master playlist, a shared bounded upload pool, batch deletes of segments
-//! that left the live window, removal of leftovers under the prefix at start-up), the playlists castd
-//! serves with segment URIs on the bucket or the `videoServingEndpoint` CDN (given to `hls` as a
-//! `PlaylistOverride`), its health notice (health hub) and its figures (telemetry →
-//! `castd_storage_*`).
+//! Owns: the S3 client built from the server admin's `s3` settings (`client`), the uploader
+//! (`uploader`: the server-wide [`Storage`] — settings, bucket, HTTP client, a shared bounded upload
+//! pool — and one [`ChannelStorage`] per channel stack, the default's and each channel's: one task per
+//! variant plus one for the master playlist, batch deletes of segments that left the live window,
+//! removal of the channel's leftovers at start-up and of a deleted channel's live objects), the
+//! playlists castd serves with segment URIs on the bucket or the `videoServingEndpoint` CDN (each
+//! channel's given to its `hls` as a `PlaylistOverride`), each channel's health notice (its health hub)
+//! and the server's figures (the server's telemetry → the root's server-wide `castd_storage_*`,
+//! every channel's objects counted).
 //!
-//! A slow or failing store never blocks the transcoder: the uploader follows the media plane's feed
-//! (what the worker wrote), holds each new segment on disk until it is uploaded (up to
+//! Storage settings are the server's: one bucket, one `pathPrefix`, one `videoServingEndpoint` for
+//! every channel (a channel's API has no setter for them). Each channel has a folder of its own under
+//! the prefix: the default channel's live stream is under `<pathPrefix>hls/` and its replays under
+//! `<pathPrefix>replays/` (where they always were), channel `{slug}`'s under `<pathPrefix>c/{slug}/hls/`
+//! and `<pathPrefix>c/{slug}/replays/` (`uploader::channel_folder`); a channel's clean-up and deletes
+//! never reach another's folder.
+//!
+//! A slow or failing store never blocks the transcoder: each uploader follows its channel's feed on the
+//! media plane (what the worker wrote), holds each new segment on disk until it is uploaded (up to
 //! `uploader::MAX_QUEUED` per variant), and keeps only the newest playlist revision waiting per variant
 //! (a `watch`, latest wins); castd keeps serving the local playlists (relative URIs, segments from
-//! memory or disk) while a variant's bucket copy is behind or failing, and says so in the health
-//! message and Prometheus. Local segments are deleted by the media plane's retention once released.
+//! memory or disk) while a variant's bucket copy is behind or failing, and says so in the channel's
+//! health message and in Prometheus. Local segments are deleted by the media plane's retention once
+//! released. At shutdown every channel's uploader uploads its stream's last segments and final
+//! playlists (`ChannelStorage::drain`, all of them at once within the one drain limit).
 //!
-//! Private channels: while the channel's visibility needs a viewing pass (password, token), its stream
-//! is served from castd only: no playlist names the bucket (public bucket URLs carry no pass), no new
-//! segment or playlist is uploaded, and segments already in the bucket still leave it as retention
-//! retires them. The local live window is the media plane's either way. Unlisted channels use the
-//! bucket as public ones do.
+//! Private channels, each on its own: while a channel's visibility needs a viewing pass (password,
+//! token), its stream is served from castd only: no playlist of it names the bucket (public bucket URLs
+//! carry no pass), no new segment or playlist of it is uploaded, and its segments already in the bucket
+//! still leave it as retention retires them. The local live window is the media plane's either way.
+//! Unlisted channels use the bucket as public ones do.
 //!
 //! Credentials: the secret is only ever used to sign; it is not logged, and error messages never
 //! contain a presigned URL.
@@ -40,7 +52,7 @@ use serde_json::Value;
 use crate::config::S3Info;
 use crate::http::{ApiError, Auth, BodyDoc, Registry, StatusResponse};
 
-pub use uploader::{start, Storage, StorageDeps};
+pub use uploader::{start, start_channel, ChannelDeps, ChannelStorage, Storage, StorageDeps};
 
 /// Errors of the storage feature.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! Pure helpers over HLS playlists and object keys: the segments a playlist names, its target
-//! duration, the served copy with absolute segment URLs, and where a file of `<data-dir>/hls` lives
-//! under `pathPrefix` in the bucket.
+//! duration, the served copy with absolute segment URLs, and where a file of a channel's HLS folder
+//! lives under `pathPrefix` in the bucket.
 
 /// The file names of the media a playlist lists (URI lines; an `EXT-X-MAP` init section too), in order.
 pub fn segments(text: &str) -> Vec<String> {
@@ -67,7 +67,8 @@ pub fn normalise_prefix(prefix: &str) -> String {
     }
 }
 
-/// The key of `rel` (a path under `<data-dir>/hls`, such as `0/stream.m3u8`) under a normalised prefix.
+/// The key of `rel` (a path under a channel's HLS folder, such as `0/stream.m3u8`) under a normalised
+/// prefix (with the channel's folder appended: `uploader::channel_folder`).
 pub fn key(prefix: &str, rel: &str) -> String {
     format!("{prefix}hls/{rel}")
 }

@@ -1,28 +1,47 @@
-//! The uploader: keeps the bucket in step with what the transcoder writes while storage is enabled.
+//! The uploader: keeps the bucket in step with what each channel's transcoder writes while storage is
+//! enabled.
 //!
-//! It follows the media plane's feed: each `SegmentWritten` is *held* (`media::Retention::hold`, so the
-//! file stays on disk past the live window until it is uploaded) and queued for its variant; the
-//! `PlaylistWritten` after it wakes that variant's task (one per variant, one for the master playlist),
-//! which uploads the queued segments (in the shared pool of `UPLOAD_CONCURRENCY`, each request with a
-//! timeout, retried with back-off), releasing each hold once its segment is in the bucket, then the
-//! playlist itself once every segment it names is there (so a player never sees a missing segment), then
-//! batch-deletes the segments retention retired (`SegmentRetired`: out of the window and its grace).
-//! Segments whose upload failed stay queued (and held) for the next revision, at most `MAX_QUEUED` per
-//! variant: beyond that the oldest are given up (released, logged), so an outage cannot fill the disk.
-//! Each task holds at most one waiting revision (a `watch`: a newer one replaces it), so a slow store
-//! makes the uploader skip playlist revisions, never queue them. A lagged feed resyncs from the live
-//! window. Nothing here reads a playlist to learn which segments are new; the playlist is read to be
-//! uploaded and rewritten.
+//! Two parts. [`Storage`] is the server's, one per castd: the server admin's `s3` settings and the
+//! `videoServingEndpoint`, the bucket they name ([`Target`], published on a `watch` and rebuilt, with a
+//! new generation, when they change), the HTTP client, the shared upload pool of `UPLOAD_CONCURRENCY`
+//! (every channel's uploads together), the figures (the server's telemetry: the root's `castd_storage_*`
+//! series count every channel's objects, as they count one bucket and one pool) and the test route. [`ChannelStorage`] is a channel's, one per
+//! channel stack (the default channel's at start, each channel's when it opens): its channel's key
+//! folder, its media reader, the playlists it serves, its queues and upload tasks, its health notice
+//! (the channel's own health hub), its stream state; its tasks are the channel's
+//! and end when the channel closes, and a deleted channel's live objects leave the bucket
+//! ([`ChannelStorage::close`]).
+//!
+//! Keys: the default channel's live files are under `<pathPrefix>hls/` and its replays under
+//! `<pathPrefix>replays/` (as before channels, so nothing moves for an existing install); channel
+//! `{slug}`'s under `<pathPrefix>c/{slug}/hls/` and `<pathPrefix>c/{slug}/replays/`
+//! ([`channel_folder`], [`Target::channel_key`]). No key of one folder is a prefix of another's (the
+//! default's folders are `hls/` and `replays/`, a channel's are under `c/`, and a slug has no `/`), so
+//! a channel's leftover clean-up and deletes reach only its own objects.
+//!
+//! Each channel's uploader follows its channel's broadcasts on the media plane's feed: each
+//! `SegmentWritten` is *held* (`media::Retention::hold`, so the file stays on disk past the live window
+//! until it is uploaded) and queued for its variant; the `PlaylistWritten` after it wakes that variant's
+//! task (one per variant, one for the master playlist), which uploads the queued segments (in the
+//! shared pool, each request with a timeout, retried with back-off), releasing each hold once its
+//! segment is in the bucket, then the playlist itself once every segment it names is there (so a player
+//! never sees a missing segment), then batch-deletes the segments retention retired (`SegmentRetired`:
+//! out of the window and its grace). Segments whose upload failed stay queued (and held) for the next
+//! revision, at most `MAX_QUEUED` per variant: beyond that the oldest are given up (released, logged),
+//! so an outage cannot fill the disk. Each task holds at most one waiting revision (a `watch`: a newer
+//! one replaces it), so a slow store makes the uploader skip playlist revisions, never queue them. A
+//! lagged feed resyncs from the live window. Nothing here reads a playlist to learn which segments are
+//! new; the playlist is read to be uploaded and rewritten.
 //!
 //! The bucket copy of each playlist keeps relative URIs (it plays from the bucket or a CDN on its
-//! own); the copy castd serves at `/hls/<n>/stream.m3u8` names the segments by absolute URL (the
-//! `videoServingEndpoint` when set, else the bucket's URL), and is served only while it is no more than
-//! `2 × target duration` behind the local playlist; otherwise (store slow or failing) viewers get the
-//! local playlist and segments.
+//! own); the copy castd serves at `<channel>/hls/<n>/stream.m3u8` names the segments by absolute URL
+//! (the `videoServingEndpoint` when set, else the bucket's URL), and is served only while it is no more
+//! than `2 × target duration` behind the local playlist and was made for the bucket in force; otherwise
+//! (store slow or failing, settings changed) viewers get the local playlist and segments.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -31,6 +50,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::client::{ClientError, PutMeta, S3Client};
 use super::playlist;
@@ -40,15 +60,19 @@ use crate::health::{HealthHub, HealthInput};
 use crate::hls::PlaylistOverride;
 use crate::http::files::FileBody;
 use crate::http::zerocopy::MappedFile;
-use crate::media::{Attached, Broadcast, BroadcastReader, Delivery, Hold, MediaEvent, MediaPlane, SegmentWritten};
+use crate::media::{
+    Attached, Broadcast, BroadcastReader, ChannelId, Delivery, Hold, MediaEvent, MediaPlane, SegmentWritten,
+};
 use crate::store::settings::SettingsStore;
 use crate::stream::StreamWatch;
 use crate::tasks::{Stage, Tasks};
 use crate::telemetry::Telemetry;
 
-/// The folder under the prefix that belongs to the replays (never cleaned up as a leftover).
+/// The folder under a channel's folder that belongs to its replays (never cleaned up as a leftover).
 pub const REPLAYS_FOLDER: &str = "replays/";
-/// Uploads in flight at once, all variants together.
+/// The folder under the prefix that holds every channel but the default's (`c/{slug}/`).
+pub const CHANNELS_FOLDER: &str = "c/";
+/// Uploads in flight at once, every channel's and variant's together.
 pub const UPLOAD_CONCURRENCY: usize = 8;
 /// Tries per object (the first and the retries).
 const ATTEMPTS: u32 = 4;
@@ -56,23 +80,50 @@ const ATTEMPTS: u32 = 4;
 const BACKOFF: Duration = Duration::from_millis(250);
 /// Segments queued (and held on disk) per variant while the store is behind; older ones are given up.
 pub const MAX_QUEUED: usize = 64;
+/// How long a deleted channel's close waits for its last uploads before its live objects are removed.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 const PLAYLIST_TYPE: &str = "application/x-mpegURL";
 const SEGMENT_CACHE: &str = "public, max-age=31536000, immutable";
 
-/// What the storage feature is given.
+/// Channel `id`'s folder under the prefix: `""` for the default channel (its keys are where they were
+/// before channels), `c/{slug}/` for any other.
+pub fn channel_folder(id: &ChannelId) -> String {
+    if id.is_default() {
+        String::new()
+    } else {
+        format!("{CHANNELS_FOLDER}{id}/")
+    }
+}
+
+/// What the server-wide part of storage is given.
 pub struct StorageDeps {
+    /// The server's settings (`s3`, `videoServingEndpoint`); they announce their changes on `bus`.
     pub settings: SettingsStore,
     pub bus: Bus,
+    /// The server's figures (the root's server-wide `castd_storage_*` series): every channel's uploads,
+    /// failures, deletes, latencies and queue count there, as the bucket and the pool are one.
+    pub telemetry: Arc<Telemetry>,
+    /// The daemon's tasks: the settings follower runs there.
+    pub tasks: Tasks,
+    /// How long each channel's uploader may take at shutdown (or when its channel closes) to upload its
+    /// stream's last segments and final playlists (`ChannelStorage::drain`).
+    pub drain_limit: Duration,
+}
+
+/// What a channel's uploader is given (its channel's pieces).
+pub struct ChannelDeps {
+    pub channel: ChannelId,
+    /// The channel's settings (its visibility: see the `storage` module doc on private channels).
+    pub settings: SettingsStore,
     pub stream: StreamWatch,
     pub health: Arc<HealthHub>,
-    pub telemetry: Arc<Telemetry>,
-    /// `<data-dir>/hls`.
+    /// The channel's HLS folder (`<data-dir>/hls` for the default channel).
     pub hls_dir: PathBuf,
     /// The media plane: the feed of what was written, and retention (holds).
     pub media: Arc<MediaPlane>,
-    /// The daemon's tasks: the feed follower, the per-variant upload tasks and the clean-up run in the
-    /// `Outputs` stage.
+    /// The channel's tasks: the feed follower, the per-variant upload tasks, the clean-up and the
+    /// drain run in its `Outputs` stage.
     pub tasks: Tasks,
 }
 
@@ -92,10 +143,11 @@ impl Target {
         &self.client
     }
 
-    /// The key of `rel` directly under the `pathPrefix` (the live stream's files are under
-    /// `<prefix>hls/`; replays under `<prefix>replays/`).
-    pub fn key(&self, rel: &str) -> String {
-        format!("{}{rel}", self.prefix)
+    /// The key of `rel` in channel `id`'s folder (see the module doc): `<prefix>rel` for the default
+    /// channel, `<prefix>c/{slug}/rel` for another (its live files are under `hls/`, its replays under
+    /// `replays/`).
+    pub fn channel_key(&self, id: &ChannelId, rel: &str) -> String {
+        format!("{}{}{rel}", self.prefix, channel_folder(id))
     }
 
     /// The public URL of `key`: on the `videoServingEndpoint` when set, else the bucket's.
@@ -106,68 +158,31 @@ impl Target {
             format!("{}/{key}", self.serving)
         }
     }
-
-    /// The public URL of the folder holding `rel`'s variant (ends with `/`).
-    fn public_folder(&self, variant: usize) -> String {
-        let key = playlist::key(&self.prefix, &format!("{variant}/"));
-        if self.serving.is_empty() {
-            self.client.object_url(&key)
-        } else {
-            format!("{}/{key}", self.serving)
-        }
-    }
 }
 
-/// A playlist castd serves instead of the local one.
-struct Served {
-    body: FileBody,
-    /// When the revision it reflects was written.
-    revision: Instant,
-    /// Twice the target duration: how far behind the newest revision it may be.
-    max_lag: Duration,
+/// The bucket in force: the target (none while storage is off) and why there is none when the
+/// settings are unusable.
+#[derive(Clone, Default)]
+struct Bucket {
+    target: Option<Arc<Target>>,
+    error: Option<String>,
 }
 
-/// The storage feature's state (see the module docs); share as `Arc<Storage>`.
+/// The server-wide part of object storage (see the module doc); share as `Arc<Storage>`.
 pub struct Storage {
     settings: SettingsStore,
     bus: Bus,
-    stream: StreamWatch,
-    health: Arc<HealthHub>,
-    telemetry: Arc<Telemetry>,
-    hls_dir: PathBuf,
     http: reqwest::Client,
-    target: RwLock<Option<Arc<Target>>>,
+    /// The bucket in force; every channel's uploader follows it (one writer: `reload`).
+    bucket: watch::Sender<Bucket>,
     generation: AtomicU64,
-    /// Served playlists by path under the HLS directory (`0/stream.m3u8`).
-    served: RwLock<HashMap<String, Served>>,
-    /// The newest local revision of each variant playlist (set on `PlaylistWritten`).
-    newest: RwLock<HashMap<String, Instant>>,
+    /// The upload pool every channel shares.
     pool: Arc<Semaphore>,
+    /// Segments waiting for upload, every channel's (the queue depth gauge).
     queued: AtomicU64,
-    /// Per task (`master`, `variant 0`, ...): its last error while it persists.
-    failing: Mutex<BTreeMap<String, String>>,
-    workers: Mutex<HashMap<Option<usize>, watch::Sender<Instant>>>,
-    /// The reader of every broadcast (taken by `start`).
-    reader: Mutex<Option<BroadcastReader>>,
-    /// The default channel's broadcast being followed (object storage serves the default channel).
-    current: RwLock<Option<Arc<Broadcast>>>,
-    /// Per variant: segments written and not uploaded yet, each held on disk.
-    queued_segments: Mutex<HashMap<usize, Vec<Queued>>>,
-    /// Per variant: segment files retention retired (to delete from the bucket once uploaded).
-    retired: Mutex<HashMap<usize, Vec<String>>>,
-    /// Per task: the newest revision it finished syncing (shutdown waits for the newest sent: `drain`).
-    done: Mutex<HashMap<Option<usize>, Instant>>,
-    /// The feed's `StreamEnded` was handled (every segment of the stream is queued by then).
-    ended: std::sync::atomic::AtomicBool,
+    telemetry: Arc<Telemetry>,
     tasks: Tasks,
-    /// Fired once `drain` is over at shutdown: the feed follower and the upload tasks end.
-    drained: CancellationToken,
-}
-
-/// A segment waiting for its upload, and the hold that keeps its file until then.
-struct Queued {
-    segment: SegmentWritten,
-    _hold: Hold,
+    drain_limit: Duration,
 }
 
 impl crate::http::setters::SettingsHost for Storage {
@@ -186,27 +201,14 @@ impl Storage {
         let storage = Arc::new(Self {
             settings: deps.settings,
             bus: deps.bus,
-            stream: deps.stream,
-            health: deps.health,
-            telemetry: deps.telemetry,
-            hls_dir: deps.hls_dir,
             http,
-            target: RwLock::new(None),
+            bucket: watch::Sender::new(Bucket::default()),
             generation: AtomicU64::new(0),
-            served: RwLock::default(),
-            newest: RwLock::default(),
             pool: Arc::new(Semaphore::new(UPLOAD_CONCURRENCY)),
             queued: AtomicU64::new(0),
-            failing: Mutex::default(),
-            workers: Mutex::default(),
-            reader: Mutex::new(Some(deps.media.reader_for(&crate::media::ChannelId::default_channel(), "storage"))),
-            current: RwLock::default(),
-            queued_segments: Mutex::default(),
-            retired: Mutex::default(),
-            done: Mutex::default(),
-            ended: std::sync::atomic::AtomicBool::new(false),
-            drained: deps.tasks.signal(),
+            telemetry: deps.telemetry,
             tasks: deps.tasks,
+            drain_limit: deps.drain_limit,
         });
         storage.reload();
         storage
@@ -221,42 +223,183 @@ impl Storage {
         self.http.clone()
     }
 
-    fn target(&self) -> Option<Arc<Target>> {
-        self.target.read().clone()
-    }
-
-    /// The bucket while object storage is on (replays keep finished recordings under
-    /// `<pathPrefix>/replays/`, which the leftover clean-up leaves alone).
+    /// The bucket while object storage is on (replays keep finished recordings in their channel's
+    /// `replays/` folder, which the leftover clean-up leaves alone: [`Target::channel_key`]).
     pub fn bucket(&self) -> Option<Arc<Target>> {
-        self.target()
+        self.bucket.borrow().target.clone()
     }
 
-    /// Build the target from the settings (none when storage is disabled or the settings are unusable).
-    fn reload(&self) -> Option<Arc<Target>> {
+    /// Build the target from the settings (none when storage is disabled or the settings are unusable)
+    /// and hand it to every channel's uploader.
+    fn reload(&self) {
         let s = self.settings.get();
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        let target = if s.storage.s3.enabled {
+        let mut bucket = Bucket::default();
+        if s.storage.s3.enabled {
             match S3Client::new(&s.storage.s3, self.http.clone()) {
-                Ok(client) => Some(Arc::new(Target {
-                    client,
-                    prefix: playlist::normalise_prefix(&s.storage.s3.path_prefix),
-                    serving: s.server.video_serving_endpoint.trim().trim_end_matches('/').to_string(),
-                    generation,
-                })),
+                Ok(client) => {
+                    bucket.target = Some(Arc::new(Target {
+                        client,
+                        prefix: playlist::normalise_prefix(&s.storage.s3.path_prefix),
+                        serving: s.server.video_serving_endpoint.trim().trim_end_matches('/').to_string(),
+                        generation,
+                    }))
+                }
                 Err(e) => {
                     tracing::warn!("storage: {e}");
-                    self.notice("settings", Some(e.to_string()));
-                    None
+                    bucket.error = Some(e.to_string());
                 }
             }
-        } else {
-            None
-        };
+        }
+        self.bucket.send_replace(bucket);
+    }
+
+    /// Channel `id` was deleted with its files (`purge`): every object of its folder leaves the bucket,
+    /// its replays' too (their database is gone with its files, so nothing would ever name or delete
+    /// them). In the background (a task of the server's); logged when the store fails. Never the
+    /// default channel's folder (the whole prefix).
+    pub fn purge_channel(&self, id: &ChannelId) {
+        let folder = channel_folder(id);
+        let Some(target) = self.bucket() else { return };
+        if folder.is_empty() {
+            return;
+        }
+        let (under, telemetry, id) = (format!("{}{folder}", target.prefix), self.telemetry.clone(), id.clone());
+        self.tasks.spawn(Stage::Outputs, "storage: purge a channel", async move {
+            let removed = async {
+                let keys = target.client.list(&under).await?;
+                if keys.is_empty() {
+                    return Ok::<usize, ClientError>(0);
+                }
+                target.client.delete_batch(&keys).await
+            }
+            .await;
+            match removed {
+                Ok(n) => {
+                    telemetry.storage_deleted(n as u64);
+                    tracing::info!(channel = %id, "storage: the purged channel's {n} objects under {under} are removed");
+                }
+                Err(e) => tracing::warn!(channel = %id, "storage: the purged channel's objects under {under} stay: {e}"),
+            }
+        });
+    }
+
+    /// Channel `deps.channel`'s uploader (its media reader registers now, before any publisher can go
+    /// live on the channel); its tasks start with [`start_channel`].
+    pub fn channel(self: &Arc<Self>, deps: ChannelDeps) -> Arc<ChannelStorage> {
+        let reader = deps.media.reader_for(&deps.channel, "storage");
+        Arc::new(ChannelStorage {
+            storage: self.clone(),
+            folder: channel_folder(&deps.channel),
+            channel: deps.channel,
+            settings: deps.settings,
+            stream: deps.stream,
+            health: deps.health,
+            telemetry: self.telemetry.clone(),
+            hls_dir: deps.hls_dir,
+            served: RwLock::default(),
+            newest: RwLock::default(),
+            failing: Mutex::default(),
+            workers: Mutex::default(),
+            running: TaskTracker::new(),
+            reader: Mutex::new(Some(reader)),
+            current: RwLock::default(),
+            queued_segments: Mutex::default(),
+            retired: Mutex::default(),
+            done: Mutex::default(),
+            ended: AtomicBool::new(false),
+            drained: deps.tasks.signal(),
+            tasks: deps.tasks,
+        })
+    }
+}
+
+/// A playlist castd serves instead of the local one.
+struct Served {
+    body: FileBody,
+    /// When the revision it reflects was written.
+    revision: Instant,
+    /// Twice the target duration: how far behind the newest revision it may be.
+    max_lag: Duration,
+    /// The bucket generation it names (a playlist of an earlier bucket is never served).
+    generation: u64,
+}
+
+/// One channel's uploader (see the module doc); share as `Arc<ChannelStorage>`.
+pub struct ChannelStorage {
+    storage: Arc<Storage>,
+    channel: ChannelId,
+    /// [`channel_folder`] of the channel.
+    folder: String,
+    settings: SettingsStore,
+    stream: StreamWatch,
+    health: Arc<HealthHub>,
+    /// The server's figures (see `StorageDeps::telemetry`).
+    telemetry: Arc<Telemetry>,
+    hls_dir: PathBuf,
+    /// Served playlists by path under the HLS directory (`0/stream.m3u8`).
+    served: RwLock<HashMap<String, Served>>,
+    /// The newest local revision of each variant playlist (set on `PlaylistWritten`).
+    newest: RwLock<HashMap<String, Instant>>,
+    /// Per task (`master`, `variant 0`, ...): its last error while it persists.
+    failing: Mutex<BTreeMap<String, String>>,
+    workers: Mutex<HashMap<Option<usize>, watch::Sender<Instant>>>,
+    /// The upload tasks (a deleted channel's close waits for them to end).
+    running: TaskTracker,
+    /// The reader of the channel's broadcasts (taken by `start_channel`).
+    reader: Mutex<Option<BroadcastReader>>,
+    /// The channel's broadcast being followed.
+    current: RwLock<Option<Arc<Broadcast>>>,
+    /// Per variant: segments written and not uploaded yet, each held on disk.
+    queued_segments: Mutex<HashMap<usize, Vec<Queued>>>,
+    /// Per variant: segment files retention retired (to delete from the bucket once uploaded).
+    retired: Mutex<HashMap<usize, Vec<String>>>,
+    /// Per task: the newest revision it finished syncing (shutdown waits for the newest sent: `drain`).
+    done: Mutex<HashMap<Option<usize>, Instant>>,
+    /// The feed's `StreamEnded` was handled (every segment of the stream is queued by then).
+    ended: AtomicBool,
+    tasks: Tasks,
+    /// Fired once `drain` is over (shutdown, or the channel closed): the feed follower and the upload
+    /// tasks end.
+    drained: CancellationToken,
+}
+
+/// A segment waiting for its upload, and the hold that keeps its file until then.
+struct Queued {
+    segment: SegmentWritten,
+    _hold: Hold,
+}
+
+impl ChannelStorage {
+    fn target(&self) -> Option<Arc<Target>> {
+        self.storage.bucket()
+    }
+
+    /// The key of `rel` (a path under the channel's HLS folder) in the bucket.
+    fn key(&self, target: &Target, rel: &str) -> String {
+        playlist::key(&format!("{}{}", target.prefix, self.folder), rel)
+    }
+
+    /// The public URL of the folder holding variant `variant`'s files (ends with `/`).
+    fn public_folder(&self, target: &Target, variant: usize) -> String {
+        target.public_url(&self.key(target, &format!("{variant}/")))
+    }
+
+    /// The bucket changed (settings): forget what was served and failing, report unusable settings,
+    /// and clean up leftovers under the new one.
+    fn on_bucket(self: &Arc<Self>, bucket: &Bucket) {
         self.served.write().clear();
-        self.failing.lock().clear();
+        {
+            let mut failing = self.failing.lock();
+            failing.clear();
+            if let Some(e) = &bucket.error {
+                failing.insert("settings".to_string(), e.clone());
+            }
+        }
         self.submit_health();
-        *self.target.write() = target.clone();
-        target
+        if let Some(t) = &bucket.target {
+            self.spawn_clean_up(t.clone());
+        }
     }
 
     /// Record (`Some`) or clear a task's error, and update the health notice; true when it changed.
@@ -282,12 +425,14 @@ impl Storage {
         self.health.submit(HealthInput::Storage(message));
     }
 
+    /// Segments taken up for upload (`delta` > 0) or done with: the server-wide queue depth.
     fn set_queue(&self, delta: i64) {
+        let queued = &self.storage.queued;
         let n = if delta >= 0 {
-            self.queued.fetch_add(delta as u64, Ordering::Relaxed) + delta as u64
+            queued.fetch_add(delta as u64, Ordering::Relaxed) + delta as u64
         } else {
             let d = delta.unsigned_abs();
-            self.queued.fetch_sub(d, Ordering::Relaxed).saturating_sub(d)
+            queued.fetch_sub(d, Ordering::Relaxed).saturating_sub(d)
         };
         self.telemetry.set_storage_queue(n);
     }
@@ -306,7 +451,7 @@ impl Storage {
         tx.send_replace(at);
         workers.insert(variant, tx);
         let name = variant.map_or_else(|| "storage: master playlist".to_string(), |n| format!("storage: variant {n}"));
-        self.tasks.spawn(Stage::Outputs, name, worker(self.clone(), variant, rx));
+        self.tasks.spawn(Stage::Outputs, name, self.running.track_future(worker(self.clone(), variant, rx)));
     }
 
     /// Wake every task that exists (the stream ended: upload the final playlists).
@@ -318,30 +463,32 @@ impl Storage {
         }
     }
 
-    /// Remove everything under `<prefix>hls/` (leftovers of earlier runs; replays under
-    /// `<prefix>replays/` are not touched); true when done.
-    async fn clean_leftovers(&self, target: &Target) -> bool {
-        let under = playlist::key(&target.prefix, "");
-        let result = async {
-            let keys = target.client.list(&under).await?;
-            if keys.is_empty() {
-                return Ok::<usize, ClientError>(0);
-            }
-            target.client.delete_batch(&keys).await
+    /// Remove everything under the channel's `hls/` folder (leftovers of earlier runs; replays, and
+    /// every other channel's folder, are not touched); the number removed.
+    async fn remove_live(&self, target: &Target) -> Result<usize, ClientError> {
+        let under = self.key(target, "");
+        let keys = target.client.list(&under).await?;
+        if keys.is_empty() {
+            return Ok(0);
         }
-        .await;
-        match result {
-            Ok(n) => {
-                if n > 0 {
-                    tracing::info!("storage: removed {n} leftover objects under {under}");
-                    self.telemetry.storage_deleted(n as u64);
-                }
+        let n = target.client.delete_batch(&keys).await?;
+        if n > 0 {
+            tracing::info!(channel = %self.channel, "storage: removed {n} objects under {under}");
+            self.telemetry.storage_deleted(n as u64);
+        }
+        Ok(n)
+    }
+
+    /// Remove leftovers (`remove_live`); true when done.
+    async fn clean_leftovers(&self, target: &Target) -> bool {
+        match self.remove_live(target).await {
+            Ok(_) => {
                 self.notice("clean-up", None);
                 true
             }
             Err(e) => {
                 if self.notice("clean-up", Some(e.to_string())) {
-                    tracing::warn!("storage: leftovers under {under} not removed yet: {e}");
+                    tracing::warn!(channel = %self.channel, "storage: leftovers not removed yet: {e}");
                 }
                 self.telemetry.storage_failure();
                 false
@@ -375,7 +522,7 @@ impl Storage {
     /// the window before it could be uploaded); `Ok(Some(bytes))` when uploaded.
     async fn upload(&self, target: &Target, rel: &str, meta: &PutMeta<'_>) -> Result<Option<u64>, ClientError> {
         let path = self.hls_dir.join(rel);
-        let key = playlist::key(&target.prefix, rel);
+        let key = self.key(target, rel);
         let mut attempt = 0;
         loop {
             let p = path.clone();
@@ -418,9 +565,10 @@ impl Storage {
         self.upload(target, "stream.m3u8", &meta).await.map(drop)
     }
 
-    /// Shutdown, after the stream ended: upload what is still queued and the final playlists, waiting at
-    /// most `limit`. What could not be uploaded in time is logged with its count (never dropped
-    /// silently); the next start clears the prefix anyway (`spawn_clean_up`). Returns the segments left.
+    /// After the channel's stream ended (shutdown, or the channel closing): upload what is still queued
+    /// and the final playlists, waiting at most `limit`. What could not be uploaded in time is logged
+    /// with its count (never dropped silently); the next start clears the channel's live folder anyway
+    /// (`spawn_clean_up`). Returns the segments left.
     pub async fn drain(self: &Arc<Self>, limit: Duration) -> usize {
         if self.target().is_none() {
             return 0;
@@ -439,17 +587,36 @@ impl Storage {
             };
             let idle = queued == 0 && !pending;
             if idle {
-                tracing::info!("storage: every segment and playlist is uploaded");
+                tracing::info!(channel = %self.channel, "storage: every segment and playlist is uploaded");
                 return 0;
             }
             if Instant::now() >= deadline {
                 tracing::warn!(
+                    channel = %self.channel,
                     queued,
                     "storage: shutting down with {queued} segments not uploaded (the store is too slow)"
                 );
                 return queued;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The channel is deleted (its tasks were told to stop by its scope's close): once its drain is
+    /// over and its upload tasks have ended (at most `CLOSE_WAIT` each), its live objects leave the
+    /// bucket, so nothing of it stays public and a channel made later with its slug starts from an
+    /// empty folder. Its replays' objects stay while its files are kept (moved aside, restorable); a
+    /// purge removes them too ([`Storage::purge_channel`]). A store that fails now leaves them (logged):
+    /// the clean-up of a channel made with the slug later removes them.
+    pub async fn close(&self) {
+        let _ = tokio::time::timeout(CLOSE_WAIT, self.drained.cancelled()).await;
+        self.drained.cancel();
+        self.running.close();
+        let _ = tokio::time::timeout(CLOSE_WAIT, self.running.wait()).await;
+        self.served.write().clear();
+        let Some(target) = self.target() else { return };
+        if let Err(e) = self.remove_live(&target).await {
+            tracing::warn!(channel = %self.channel, "storage: the deleted channel's live objects stay in the bucket: {e}");
         }
     }
 
@@ -467,6 +634,7 @@ impl Storage {
             let dropped = list.len() - MAX_QUEUED;
             list.drain(..dropped);
             tracing::warn!(
+                channel = %self.channel,
                 variant = seg.variant,
                 dropped,
                 "storage: the store is behind; oldest segments not uploaded"
@@ -506,10 +674,10 @@ impl Storage {
         }
         let queued: Vec<Queued> = self.queued_segments.lock().remove(&n).unwrap_or_default();
         self.set_queue(queued.len() as i64);
-        // Concurrent within this task (the pool bounds them); awaited here, not long-running tasks.
+        // Concurrent within this task (the server's pool bounds them); awaited here, not long-running tasks.
         let uploads = FuturesUnordered::new();
         for q in queued {
-            let (me, target, pool) = (self.clone(), target.clone(), self.pool.clone());
+            let (me, target, pool) = (self.clone(), target.clone(), self.storage.pool.clone());
             uploads.push(async move {
                 let _permit = pool.acquire_owned().await;
                 let name = q.segment.file.clone();
@@ -563,13 +731,13 @@ impl Storage {
             self.served.write().remove(&rel);
             return Err(e);
         }
-        let served = playlist::rewrite(&text, &target.public_folder(n));
+        let served = playlist::rewrite(&text, &self.public_folder(target, n));
         let max_lag = Duration::from_secs_f64(playlist::target_duration(&text).unwrap_or(2.0).clamp(1.0, 30.0) * 2.0);
         let body =
             FileBody::from_content(Bytes::from(served), SystemTime::now(), PLAYLIST_TYPE, crate::hls::PLAYLIST_CACHE);
         // Only a still-current generation may publish what it uploaded.
         if self.target().is_some_and(|t| t.generation == target.generation) {
-            self.served.write().insert(rel, Served { body, revision, max_lag });
+            self.served.write().insert(rel, Served { body, revision, max_lag, generation: target.generation });
         }
         self.delete_retired(target, n, state).await;
         Ok(())
@@ -577,12 +745,10 @@ impl Storage {
 
     /// Segments retention retired leave the bucket (tried again with the next revision on failure).
     async fn delete_retired(&self, target: &Target, n: usize, state: &mut VariantState) {
-        // Segments retention retired leave the bucket.
         let retired: Vec<String> = self.retired.lock().remove(&n).unwrap_or_default();
         let expired: Vec<String> = retired.into_iter().filter(|s| state.uploaded.contains(s)).collect();
         if !expired.is_empty() {
-            let keys: Vec<String> =
-                expired.iter().map(|s| playlist::key(&target.prefix, &format!("{n}/{s}"))).collect();
+            let keys: Vec<String> = expired.iter().map(|s| self.key(target, &format!("{n}/{s}"))).collect();
             match target.client.delete_batch(&keys).await {
                 Ok(deleted) => {
                     self.telemetry.storage_deleted(deleted as u64);
@@ -594,7 +760,7 @@ impl Storage {
                     // Tried again with the next revision.
                     self.retired.lock().entry(n).or_default().extend(expired);
                     self.telemetry.storage_failure();
-                    tracing::warn!("storage: deleting {} expired segments: {e}", keys.len());
+                    tracing::warn!(channel = %self.channel, "storage: deleting {} expired segments: {e}", keys.len());
                 }
             }
         }
@@ -607,13 +773,14 @@ impl Storage {
     }
 }
 
-impl PlaylistOverride for Storage {
+impl PlaylistOverride for ChannelStorage {
     fn playlist(&self, rel: &str) -> Option<FileBody> {
         if self.private() {
             return None;
         }
+        let generation = self.target()?.generation;
         let served = self.served.read();
-        let s = served.get(rel)?;
+        let s = served.get(rel).filter(|s| s.generation == generation)?;
         let newest = self.newest.read().get(rel).copied().unwrap_or(s.revision);
         (newest.saturating_duration_since(s.revision) <= s.max_lag).then(|| s.body.clone())
     }
@@ -638,8 +805,8 @@ fn content_type(name: &str) -> &'static str {
 }
 
 /// One variant's (or the master playlist's, `None`) task: sync on each revision until `drain` is over
-/// at shutdown; a sync under way is finished first.
-async fn worker(storage: Arc<Storage>, variant: Option<usize>, mut rx: watch::Receiver<Instant>) {
+/// (shutdown, or the channel closed); a sync under way is finished first.
+async fn worker(storage: Arc<ChannelStorage>, variant: Option<usize>, mut rx: watch::Receiver<Instant>) {
     let stop = storage.drained.clone();
     let name = variant.map_or_else(|| "master playlist".to_string(), |n| format!("variant {n}"));
     let mut state = VariantState::default();
@@ -657,14 +824,14 @@ async fn worker(storage: Arc<Storage>, variant: Option<usize>, mut rx: watch::Re
             match result {
                 Ok(()) => {
                     if storage.notice(&name, None) {
-                        tracing::info!("storage: {name}: uploads work again");
+                        tracing::info!(channel = %storage.channel, "storage: {name}: uploads work again");
                     }
                 }
                 Err(e) => {
                     if storage.notice(&name, Some(e.to_string())) {
-                        tracing::warn!("storage: {name}: {e}");
+                        tracing::warn!(channel = %storage.channel, "storage: {name}: {e}");
                     } else {
-                        tracing::debug!("storage: {name}: {e}");
+                        tracing::debug!(channel = %storage.channel, "storage: {name}: {e}");
                     }
                 }
             }
@@ -677,27 +844,43 @@ async fn worker(storage: Arc<Storage>, variant: Option<usize>, mut rx: watch::Re
     }
 }
 
-/// Follow the default channel's broadcasts (segments to hold and upload, playlists, retired segments,
-/// the end: each broadcast's feed, one broadcast after the other) and the bus (settings changes); remove
-/// leftovers at start-up.
-///
-/// Tasks of the `Outputs` stage: when it stops (after the stream has ended), the stream's last segments
-/// and final playlists are uploaded (`drain`, within `drain_limit`), then the tasks end.
-pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
-    let Some(mut reader) = storage.reader.lock().take() else { return };
+/// Follow the server's storage settings (`s3`, `videoServingEndpoint`) on the bus: each change
+/// rebuilds the bucket every channel's uploader follows. A task of the daemon's `Outputs` stage.
+pub fn start(storage: Arc<Storage>) {
     let mut sub = storage.bus.subscribe("storage");
-    let tasks = storage.tasks.clone();
-    let (s, stop) = (storage.clone(), tasks.token(Stage::Outputs));
+    let s = storage.clone();
+    storage.tasks.spawn_until_stopped(Stage::Outputs, "storage: settings", async move {
+        while let Some(event) = sub.recv().await {
+            if let Event::SettingsChanged(change) = &*event {
+                if change.changed(|s| &s.storage.s3) || change.changed(|s| &s.server.video_serving_endpoint) {
+                    s.reload();
+                }
+            }
+        }
+    });
+}
+
+/// Follow channel `cs`'s broadcasts (segments to hold and upload, playlists, retired segments, the
+/// end: each broadcast's feed, one broadcast after the other) and the server's bucket (settings
+/// changes); remove the channel's leftovers at start-up and with each new bucket.
+///
+/// Tasks of the channel's `Outputs` stage: when it stops (at shutdown, after the stream has ended, or
+/// when the channel closes), the stream's last segments and final playlists are uploaded (`drain`,
+/// within the server's drain limit), then the tasks end.
+pub fn start_channel(cs: Arc<ChannelStorage>) {
+    let Some(mut reader) = cs.reader.lock().take() else { return };
+    let mut bucket = cs.storage.bucket.subscribe();
+    let tasks = cs.tasks.clone();
+    let (s, stop, limit) = (cs.clone(), tasks.token(Stage::Outputs), cs.storage.drain_limit);
     tasks.spawn(Stage::Outputs, "storage: drain", async move {
         stop.cancelled().await;
-        s.drain(drain_limit).await;
+        s.drain(limit).await;
         s.drained.cancel();
     });
-    let drained = storage.drained.clone();
+    let drained = cs.drained.clone();
     tasks.spawn(Stage::Outputs, "storage: media feed", async move {
-        if let Some(t) = storage.target() {
-            storage.spawn_clean_up(t);
-        }
+        let first = bucket.borrow_and_update().clone();
+        cs.on_bucket(&first);
         let mut feed: Option<crate::media::Subscription> = None;
         loop {
             tokio::select! {
@@ -705,7 +888,7 @@ pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
                 // A new broadcast is taken once the one followed has ended (its feed is over).
                 attached = reader.next(), if feed.is_none() => {
                     let Some(Attached { broadcast, feed: f }) = attached else { return };
-                    *storage.current.write() = Some(broadcast);
+                    *cs.current.write() = Some(broadcast);
                     feed = Some(f);
                 }
                 delivery = async { match feed.as_mut() { Some(f) => f.recv().await, None => std::future::pending().await } } => {
@@ -713,43 +896,66 @@ pub fn start(storage: Arc<Storage>, drain_limit: Duration) {
                         feed = None;
                         continue;
                     };
-                    if storage.target().is_none() {
+                    if cs.target().is_none() {
                         continue;
                     }
                     match delivery {
                         Delivery::Event(ev) => match &*ev {
                             MediaEvent::Started(_) => {
-                                storage.ended.store(false, Ordering::Release);
-                                storage.served.write().clear();
-                                storage.newest.write().clear();
+                                cs.ended.store(false, Ordering::Release);
+                                cs.served.write().clear();
+                                cs.newest.write().clear();
                             }
-                            MediaEvent::SegmentWritten(seg) if !storage.private() => storage.on_segment(seg),
+                            MediaEvent::SegmentWritten(seg) if !cs.private() => cs.on_segment(seg),
                             MediaEvent::SegmentWritten(_) => {}
-                            MediaEvent::PlaylistWritten { variant } => storage.tick(*variant, Instant::now()),
+                            MediaEvent::PlaylistWritten { variant } => cs.tick(*variant, Instant::now()),
                             MediaEvent::SegmentRetired { variant, file } => {
-                                storage.retired.lock().entry(*variant).or_default().push(file.clone())
+                                cs.retired.lock().entry(*variant).or_default().push(file.clone())
                             }
                             MediaEvent::StreamEnded => {
-                                storage.ended.store(true, Ordering::Release);
-                                storage.tick_all();
+                                cs.ended.store(true, Ordering::Release);
+                                cs.tick_all();
                             }
                             MediaEvent::PartWritten(_) | MediaEvent::InitWritten { .. } => {}
                         },
-                        Delivery::Lagged => storage.resync(),
+                        Delivery::Lagged => cs.resync(),
                     }
                 }
-                event = sub.recv() => match event.as_deref() {
-                    None => return,
-                    Some(Event::SettingsChanged(change))
-                        if change.changed(|s| &s.storage.s3) || change.changed(|s| &s.server.video_serving_endpoint) =>
-                    {
-                        if let Some(t) = storage.reload() {
-                            storage.spawn_clean_up(t);
-                        }
+                changed = bucket.changed() => {
+                    if changed.is_err() {
+                        return;
                     }
-                    Some(_) => {}
-                },
+                    let next = bucket.borrow_and_update().clone();
+                    cs.on_bucket(&next);
+                }
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_channel_has_a_folder_of_its_own() {
+        let default = ChannelId::default_channel();
+        let c1 = ChannelId::new("c1").unwrap();
+        let c12 = ChannelId::new("c12").unwrap();
+        // The default channel's keys are where they were before channels.
+        assert_eq!(channel_folder(&default), "");
+        assert_eq!(channel_folder(&c1), "c/c1/");
+        // The same replay id in two channels: two keys, and neither folder holds the other's.
+        let rel = format!("{REPLAYS_FOLDER}abc/0/seg-1.ts");
+        let (a, b) = (format!("{}{rel}", channel_folder(&default)), format!("{}{rel}", channel_folder(&c1)));
+        assert_ne!(a, b);
+        let live = |id: &ChannelId| playlist::key(&channel_folder(id), "");
+        let folders =
+            [live(&default), live(&c1), live(&c12), format!("{REPLAYS_FOLDER}"), format!("c/c1/{REPLAYS_FOLDER}")];
+        for (i, x) in folders.iter().enumerate() {
+            for (j, y) in folders.iter().enumerate() {
+                assert!(i == j || !y.starts_with(x.as_str()), "{x} is a prefix of {y}");
+            }
+        }
+    }
 }
