@@ -81,16 +81,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let media = MediaPlane::new(hls_dir.clone(), dir.path().to_path_buf());
     let tasks = castd::tasks::Tasks::new();
     let storage = Storage::new(StorageDeps {
-        settings,
+        settings: settings.clone(),
         bus: bus.clone(),
+        telemetry: telemetry.clone(),
+        tasks: tasks.clone(),
+        drain_limit: Duration::from_secs(10),
+    });
+    castd::storage::start(storage.clone());
+    // The default channel's uploader (every channel has one; the bench plays the default channel).
+    let uploads = storage.channel(castd::storage::uploader::ChannelDeps {
+        channel: ChannelId::default_channel(),
+        settings,
         stream,
         health: HealthHub::new(bus.clone()),
-        telemetry: telemetry.clone(),
         hls_dir: hls_dir.clone(),
         media: media.clone(),
         tasks: tasks.clone(),
     });
-    castd::storage::start(storage, Duration::from_secs(10));
+    castd::storage::uploader::start_channel(uploads);
     tokio::time::sleep(Duration::from_millis(500)).await;
     // A broadcast as ingest and the transcoder make one: this program plays the transcoder.
     let source = Source { protocol: Protocol::Rtmp, container: Container::Flv, remote: "127.0.0.1:1935".parse()? };

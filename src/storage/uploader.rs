@@ -50,7 +50,6 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::client::{ClientError, PutMeta, S3Client};
 use super::playlist;
@@ -301,7 +300,7 @@ impl Storage {
             newest: RwLock::default(),
             failing: Mutex::default(),
             workers: Mutex::default(),
-            running: TaskTracker::new(),
+            running: Arc::new(()),
             reader: Mutex::new(Some(reader)),
             current: RwLock::default(),
             queued_segments: Mutex::default(),
@@ -344,8 +343,8 @@ pub struct ChannelStorage {
     /// Per task (`master`, `variant 0`, ...): its last error while it persists.
     failing: Mutex<BTreeMap<String, String>>,
     workers: Mutex<HashMap<Option<usize>, watch::Sender<Instant>>>,
-    /// The upload tasks (a deleted channel's close waits for them to end).
-    running: TaskTracker,
+    /// Held by each upload task while it runs (a deleted channel's close waits until only this one is left).
+    running: Arc<()>,
     /// The reader of the channel's broadcasts (taken by `start_channel`).
     reader: Mutex<Option<BroadcastReader>>,
     /// The channel's broadcast being followed.
@@ -451,7 +450,11 @@ impl ChannelStorage {
         tx.send_replace(at);
         workers.insert(variant, tx);
         let name = variant.map_or_else(|| "storage: master playlist".to_string(), |n| format!("storage: variant {n}"));
-        self.tasks.spawn(Stage::Outputs, name, self.running.track_future(worker(self.clone(), variant, rx)));
+        let (running, me) = (self.running.clone(), self.clone());
+        self.tasks.spawn(Stage::Outputs, name, async move {
+            worker(me, variant, rx).await;
+            drop(running);
+        });
     }
 
     /// Wake every task that exists (the stream ended: upload the final playlists).
@@ -611,8 +614,12 @@ impl ChannelStorage {
     pub async fn close(&self) {
         let _ = tokio::time::timeout(CLOSE_WAIT, self.drained.cancelled()).await;
         self.drained.cancel();
-        self.running.close();
-        let _ = tokio::time::timeout(CLOSE_WAIT, self.running.wait()).await;
+        let ended = async {
+            while Arc::strong_count(&self.running) > 1 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_WAIT, ended).await;
         self.served.write().clear();
         let Some(target) = self.target() else { return };
         if let Err(e) = self.remove_live(&target).await {
@@ -951,7 +958,7 @@ mod tests {
         assert_ne!(a, b);
         let live = |id: &ChannelId| playlist::key(&channel_folder(id), "");
         let folders =
-            [live(&default), live(&c1), live(&c12), format!("{REPLAYS_FOLDER}"), format!("c/c1/{REPLAYS_FOLDER}")];
+            [live(&default), live(&c1), live(&c12), REPLAYS_FOLDER.to_string(), format!("c/c1/{REPLAYS_FOLDER}")];
         for (i, x) in folders.iter().enumerate() {
             for (j, y) in folders.iter().enumerate() {
                 assert!(i == j || !y.starts_with(x.as_str()), "{x} is a prefix of {y}");
