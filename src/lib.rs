@@ -173,9 +173,10 @@
 //! **Tools** (run by `main.rs` as subcommands; not wired by the root, imported by nothing):
 //! - [`import`]: `castd import-owncast`, an Owncast data directory into a castd one.
 //!
-//! **Server-wide** (one per castd, the server's and no channel's; they read the server's settings,
-//! `config::ServerSettings`): `ingest`, `storage`, `yp`, `hardware`, `cluster`, `channels`, `logs`,
-//! `webrtc`, `media`. Every other feature is a channel's, built once per channel.
+//! **Server-wide** (one per castd, the server's and no channel's; the only modules besides `config`,
+//! `store` and the root that may read `config::ServerSettings`): `ingest`, `storage`, `yp`, `hardware`,
+//! `cluster`, `channels`, `logs`, `webrtc`, `media`. Every other feature is a channel's, built once per
+//! channel.
 //!
 //! **Composition root**: [`daemon`] builds every feature's state (the server-wide pieces, the default
 //! channel's stack and, through `channels`, every other channel's: `daemon::channel`), wires the handles,

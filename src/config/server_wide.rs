@@ -8,8 +8,9 @@
 //! only (`store::settings::SettingsStore::open_channel` leaves [`ServerSettings::keys`] out of it and
 //! removes copies an older castd wrote there); what a channel's features read of the server's is the
 //! server's own value, laid over the channel's settings in memory ([`ServerSettings::lay_over`]) by
-//! the composition root, which keeps it in step with the server's. Server-wide features read this type
-//! (`store::settings::ServerSettingsStore`) and never a channel's settings.
+//! the composition root, which keeps it in step with the server's (it reads this type through
+//! `store::settings::ServerSettingsStore`). The server-wide features themselves still read the root's
+//! whole `Settings`; moving them onto this type is the next step of issue 53.
 
 use serde::{Deserialize, Serialize};
 

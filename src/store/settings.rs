@@ -251,11 +251,6 @@ impl ServerSettingsStore {
         *self.cached.write() = (now, server.clone());
         server
     }
-
-    /// The root's settings store (the server admin's setters write there; its bus announces changes).
-    pub fn root(&self) -> &SettingsStore {
-        &self.root
-    }
 }
 
 /// The (key, JSON) rows that differ between two settings values.
