@@ -244,7 +244,10 @@ test('only the server admin lets channels reach private addresses, on the Server
   const setting = async () => (await (await castd.fetch('/api/admin/serverconfig', { admin: true })).json()).allowPrivateTargets;
   assert.equal(await setting(), false, 'off by default');
   const refused = await post(`/c/${HOSTILE}/api/admin/config/allowprivatetargets`, { value: true }, HOSTILE_PW);
-  assert.equal(refused.status, 403, 'a channel admin may not set it');
+  // A server-wide setter is not on a channel's API at all (404, not 403): it is the server's, not a channel's.
+  assert.equal(refused.status, 404, 'a channel admin may not set it');
+  assert.equal((await refused.json()).success, false, 'the refusal is the API\'s error shape');
+  assert.equal(await setting(), false, 'still off after the channel admin tried');
   const ctx = await newContext(browser, { httpCredentials: { username: 'admin', password: castd.password } });
   const page = await ctx.newPage();
   await page.goto(castd.url('/admin/server'));
