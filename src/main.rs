@@ -519,7 +519,7 @@ async fn run(cli: Cli, logs: LogRing) -> Result<()> {
     };
 
     if openapi {
-        let reg = Daemon::build(config)?.registry();
+        let reg = Daemon::build(config, None)?.registry();
         println!("{}", serde_json::to_string_pretty(&reg.document())?);
         drop(openapi_dir);
         return Ok(());

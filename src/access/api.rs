@@ -332,7 +332,7 @@ pub static SETTERS: &[Setter<Access>] = &[
             let (lo, hi) = PASS_SECONDS;
             let n = validate::integer(v, lo.into(), hi.into())?;
             let max = super::CHANNEL_PASS_SECONDS_MAX;
-            if !a.channel.is_default() && n > i64::from(max) {
+            if a.is_channel() && n > i64::from(max) {
                 return Err(validate::ValidationError(format!(
                     "a channel's viewing pass may last at most {max} seconds (7 days), the server's limit"
                 )));

@@ -15,6 +15,7 @@ use axum::Json;
 
 use super::Access;
 use crate::http::gate::{Admitted, Gate, GateFuture, Guarded, ViewerPass};
+use crate::http::setters::SettingsHost as _;
 use crate::http::ApiError;
 
 /// What a request is, to the gate.
@@ -175,7 +176,7 @@ impl Access {
     async fn admit_request(&self, parts: &Parts, peer: Option<SocketAddr>) -> Result<Admitted, Response> {
         let s = self.settings.get();
         let vis = s.access.visibility;
-        let way = way(&parts.method, parts.uri.path(), self.channel.is_default());
+        let way = way(&parts.method, parts.uri.path(), !self.is_channel());
         // The address is worked out only when something needs it (a redemption, the admin, the hook).
         let ip = || -> Option<IpAddr> { peer.map(|p| crate::http::client_ip(p, &parts.headers)) };
         let ua = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
@@ -301,7 +302,7 @@ impl Gate for ChannelGate {
     }
 
     fn guards(&self, method: &Method, path: &str) -> Guarded {
-        match way(method, path, self.0.channel.is_default()) {
+        match way(method, path, !self.0.is_channel()) {
             Way::Open => Guarded::No,
             Way::Status => Guarded::Pass,
             Way::Out { .. } => Guarded::PassAndHook,

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{JwtSettings, Visibility};
 use crate::events::{Bus, Event};
 use crate::http::gate::ViewerPass;
+use crate::http::setters::SettingsHost as _;
 use crate::http::ApiError;
 use crate::media::ChannelId;
 use crate::store::settings::SettingsStore;
@@ -214,7 +215,7 @@ impl Access {
             }
             Ok((key, valid))
         })?;
-        let base = if channel.is_default() { String::new() } else { format!("/c/{channel}") };
+        let base = channel.base_path();
         let cookie_name = cookie_name_of(channel.as_str());
         let access = Arc::new(Access {
             cookie_name,
@@ -307,7 +308,7 @@ impl Access {
     pub fn issue(&self, grant: String, subject: String, name: Option<String>, until: Option<i64>) -> Issued {
         let t = now();
         let mut seconds = self.settings.get().access.viewer_pass_seconds.max(crate::config::access::PASS_SECONDS.0);
-        if !self.channel.is_default() {
+        if self.is_channel() {
             // A lifetime stored before the channel limit existed is held to it too.
             seconds = seconds.min(CHANNEL_PASS_SECONDS_MAX);
         }

@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 use super::Server;
 use crate::config::{ExternalAction, SocialHandle, StreamKey, StreamOutputVariant};
 use crate::health::Health;
+use crate::http::setters::SettingsHost as _;
 use crate::http::{ApiError, Auth, Registry, StatusResponse};
 use crate::stream::{Broadcaster, VariantProgress};
 use crate::VERSION;
@@ -332,6 +333,8 @@ pub struct PageConfigPart {
 /// feature's part of it.
 pub fn server_config(server: &Server) -> ServerConfig {
     let s = server.settings.get();
+    // The server's own sections are the server admin's, on the root's serverconfig only.
+    let root = !server.is_channel();
     let (i, srv) = (&s.instance, &s.server);
     ServerConfig {
         instance: InstanceConfigPart {
@@ -365,16 +368,16 @@ pub fn server_config(server: &Server) -> ServerConfig {
             server_url: srv.server_url.clone(),
             socket_host_override: srv.socket_host_override.clone(),
             video_serving_endpoint: srv.video_serving_endpoint.clone(),
-            capacity: server.channel.is_default().then(|| CapacityConfig {
+            capacity: root.then(|| CapacityConfig {
                 max_live_channels: srv.max_live_channels,
                 over_capacity: srv.over_capacity,
                 transcode_budget: srv.transcode_budget,
                 transcode_budget_in_force: crate::media::capacity::budget_in_force(srv.transcode_budget),
             }),
-            allow_private_targets: server.channel.is_default().then_some(srv.allow_private_targets),
+            allow_private_targets: root.then_some(srv.allow_private_targets),
         },
         ingest: crate::ingest::settings::server_config(&s),
-        storage: if server.channel.is_default() {
+        storage: if root {
             crate::storage::settings::server_config(&s)
         } else {
             // The server's bucket, as a channel's admin may see it: whether it is on, never its account.

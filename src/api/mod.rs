@@ -50,9 +50,9 @@ pub struct Server {
     pub follower_count: Arc<std::sync::atomic::AtomicU64>,
     /// The current or next scheduled stream (`scheduledEvent` of `/api/status`), kept by the schedule.
     pub schedule: crate::schedule::ScheduleWatch,
-    /// Whether a stream key is another channel's (stream keys are unique across the server); set by the
-    /// composition root once every channel is known.
-    pub key_taken: Arc<std::sync::OnceLock<KeyTaken>>,
+    /// Whether a stream key is another channel's (stream keys are unique across the server): the
+    /// registry of channels answers.
+    pub key_taken: KeyTaken,
     /// New stream keys a channel's `config/streamkeys` checked against the other channels' (each is a
     /// guess that the uniqueness answer would confirm): limited per channel ([`KEY_GUESSES`]), so a
     /// channel admin cannot test guesses of another channel's keys at speed.

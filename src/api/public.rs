@@ -20,6 +20,7 @@ use utoipa::ToSchema;
 
 use super::Server;
 use crate::config::{ExternalAction, Settings, SocialHandle};
+use crate::http::setters::SettingsHost as _;
 use crate::http::{ApiError, Auth, Registry, ResponseDoc};
 use crate::markdown;
 use crate::schedule::model::ScheduledStatus;
@@ -150,10 +151,10 @@ pub struct PublicAuthentication {
 /// CSS loading nothing from elsewhere.
 pub fn public_config(server: &Server) -> PublicConfig {
     let config = owners_config(server);
-    if server.channel.is_default() {
-        config
+    if server.is_channel() {
+        confined(config, &server.channel.base_path())
     } else {
-        confined(config, &format!("/c/{}", server.channel))
+        config
     }
 }
 
@@ -495,11 +496,7 @@ async fn favicon(State(server): State<Arc<Server>>) -> Response {
 /// in castd's origin acts with every credential a visitor's browser holds there (the server admin's
 /// cached Basic credentials, other channels' pass cookies and chat tokens).
 async fn custom_javascript(State(server): State<Arc<Server>>) -> Response {
-    let js = if server.channel.is_default() {
-        server.settings.get().instance.custom_javascript.clone()
-    } else {
-        String::new()
-    };
+    let js = if server.is_channel() { String::new() } else { server.settings.get().instance.custom_javascript.clone() };
     let mut resp = js.into_response();
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/javascript; charset=utf-8"));
     no_cache(resp)

@@ -115,13 +115,11 @@ pub static SETTERS: &[Setter<Server>] = &[
     Setter::new("streamkeys", "Stream keys", JsonSchema(STREAM_KEYS), |server: &Server, v, s| {
         let keys = validate::stream_keys(v)?;
         // A key names the channel it publishes to: unique across the server.
-        if let Some(taken) = server.key_taken.get() {
-            if let Some(k) = keys.iter().find(|k| taken(&k.key)) {
-                let shown: String = k.key.chars().take(4).collect();
-                return Err(ValidationError(format!(
-                    "the stream key {shown}… is another channel's: stream keys are unique across the server"
-                )));
-            }
+        if let Some(k) = keys.iter().find(|k| (server.key_taken)(&k.key)) {
+            let shown: String = k.key.chars().take(4).collect();
+            return Err(ValidationError(format!(
+                "the stream key {shown}… is another channel's: stream keys are unique across the server"
+            )));
         }
         set(&mut s.server.stream_keys, Ok(keys))
     })
@@ -250,7 +248,7 @@ impl Server {
     /// ([`Server::key_guesses`]); past the limit the call is 429 before any key is looked at. The
     /// default channel's admin is the server admin, who may read every channel's keys anyway.
     fn stream_key_guesses(&self, v: &Value) -> Result<(), ApiError> {
-        if self.channel.is_default() {
+        if !self.is_channel() {
             return Ok(());
         }
         // A value that is not a list of keys is refused by the setter itself, without a check.
@@ -275,7 +273,7 @@ impl Server {
     /// server admin's cached Basic credentials, other channels' pass cookies and chat tokens), so no
     /// channel's page runs any (`api::public`).
     fn server_admins_script(&self, _: &Value) -> Result<(), ApiError> {
-        if self.channel.is_default() {
+        if !self.is_channel() {
             return Ok(());
         }
         Err(ApiError::Forbidden(

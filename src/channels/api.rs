@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 use tower::ServiceExt;
 use utoipa::ToSchema;
 
-use super::{db, ChannelRow, Channels, Visibility};
+use super::{db, ChannelHost, ChannelRow, Channels, Visibility};
 use crate::http::{parse_json, ApiError, Auth, BodyDoc, Registry, StatusResponse};
-use crate::media::ChannelId;
+use crate::media::{ChannelId, SlugError};
 
 const GROUP: &str = "channels";
 
@@ -113,7 +113,15 @@ pub struct DeleteChannel {
     pub purge: bool,
 }
 
-pub fn routes(reg: &mut Registry, channels: Arc<Channels>) {
+/// The state of the server admin's channel routes: the registry, and the composition root's host that
+/// opens, purges and retires a channel's stack.
+#[derive(Clone)]
+pub struct ChannelAdmin {
+    pub channels: Arc<Channels>,
+    pub host: Arc<dyn ChannelHost>,
+}
+
+pub fn routes(reg: &mut Registry, channels: Arc<Channels>, host: Arc<dyn ChannelHost>) {
     // A channel viewer's playlist and segment requests skip the router (see the module doc).
     reg.lane("/c/", Arc::new(ChannelLane(channels.clone())));
     reg.schema::<AdminChannel>();
@@ -121,7 +129,7 @@ pub fn routes(reg: &mut Registry, channels: Arc<Channels>) {
     reg.schema::<CreateChannel>();
     reg.schema::<UpdateChannel>();
     reg.schema::<DeleteChannel>();
-    let mut reg = reg.scope(channels);
+    let mut reg = reg.scope(ChannelAdmin { channels, host });
     reg.get("/api/channels", GROUP, Auth::Public, "The public channels, live first", public_list)
         .returns_list::<PublicChannel>();
     reg.get("/api/admin/channels", GROUP, Auth::Admin, "Every channel (server admin)", admin_list)
@@ -294,11 +302,7 @@ fn connection_extensions(from: &mut axum::http::Extensions) -> axum::http::Exten
 }
 
 fn url_of(slug: &ChannelId) -> String {
-    if slug.is_default() {
-        "/".into()
-    } else {
-        format!("/c/{slug}/")
-    }
+    format!("{}/", slug.base_path())
 }
 
 /// A channel as the public list shows it: nothing of an unlisted one; of a password or token channel
@@ -310,7 +314,7 @@ fn listed(slug: &ChannelId, c: &dyn super::Channel) -> Option<PublicChannel> {
         return None;
     }
     let private = visibility.needs_pass();
-    let prefix = if slug.is_default() { String::new() } else { format!("/c/{slug}") };
+    let prefix = slug.base_path();
     Some(PublicChannel {
         url: url_of(slug),
         thumbnail: if private { String::new() } else { format!("{prefix}/thumbnail.jpg") },
@@ -323,24 +327,20 @@ fn listed(slug: &ChannelId, c: &dyn super::Channel) -> Option<PublicChannel> {
     })
 }
 
-async fn public_list(State(channels): State<Arc<Channels>>) -> Json<Vec<PublicChannel>> {
+async fn public_list(State(admin): State<ChannelAdmin>) -> Json<Vec<PublicChannel>> {
     let mut out = Vec::new();
-    let default = channels.default.read().clone();
-    if let Some(d) = default {
-        out.extend(listed(&ChannelId::default_channel(), d.as_ref()));
-    }
-    for (row, c) in channels.all() {
-        out.extend(listed(&row.slug, c.as_ref()));
+    for (id, c) in admin.channels.every() {
+        out.extend(listed(&id, c.as_ref()));
     }
     // Live first; then by name.
     out.sort_by(|a, b| b.online.cmp(&a.online).then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase())));
     Json(out)
 }
 
-async fn admin_list(State(channels): State<Arc<Channels>>) -> Json<Vec<AdminChannel>> {
+async fn admin_list(State(admin): State<ChannelAdmin>) -> Json<Vec<AdminChannel>> {
+    let channels = &admin.channels;
     let mut out = Vec::new();
-    let default = channels.default.read().clone();
-    if let Some(d) = default {
+    if let Some(d) = channels.channel(&ChannelId::default_channel()) {
         let s = d.status();
         out.push(AdminChannel {
             slug: ChannelId::DEFAULT.into(),
@@ -373,11 +373,13 @@ async fn admin_list(State(channels): State<Arc<Channels>>) -> Json<Vec<AdminChan
 
 /// A slug the server admin may give a new channel.
 fn new_slug(slug: &str) -> Result<ChannelId, ApiError> {
-    let id = ChannelId::new(slug).map_err(|e| ApiError::bad(e.to_string()))?;
-    if id.is_default() {
-        return Err(ApiError::Conflict("'default' is the default channel's slug; choose another".into()));
+    match ChannelId::made(slug) {
+        Ok(id) => Ok(id),
+        Err(SlugError::Default) => {
+            Err(ApiError::Conflict("'default' is the default channel's slug; choose another".into()))
+        }
+        Err(SlugError::Bad(e)) => Err(ApiError::bad(e.to_string())),
     }
-    Ok(id)
 }
 
 /// A channel name: its control characters removed and the spaces around it trimmed, then 1 to 100
@@ -402,7 +404,8 @@ async fn hash_password(pw: &str) -> Result<String, ApiError> {
         .map_err(|e| ApiError::bad(e.to_string()))
 }
 
-async fn create(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+async fn create(State(admin): State<ChannelAdmin>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let (channels, host) = (&admin.channels, &admin.host);
     let req: CreateChannel = parse_json(&body)?;
     let slug = new_slug(&req.slug)?;
     let name = name_of(&req.name)?;
@@ -419,7 +422,7 @@ async fn create(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     }
     // A new channel starts from nothing: a folder its slug still has (a channel deleted by an older
     // castd, which kept it in place) is moved aside, never opened as the new channel's.
-    match channels.host.retire(&slug) {
+    match host.retire(&slug) {
         Ok(Some(aside)) => tracing::warn!(
             channel = %slug,
             "the slug's old data folder was moved aside to {} (a new channel starts empty)",
@@ -433,7 +436,7 @@ async fn create(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
         }
     }
     let visibility = row.visibility;
-    let opened = channels.host.open(&row).and_then(|ch| {
+    let opened = host.open(&row).and_then(|ch| {
         ch.set_name(name)?;
         ch.set_admin_password(hash)?;
         ch.settings()
@@ -443,7 +446,7 @@ async fn create(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     });
     match opened {
         Ok(ch) => {
-            channels.open.write().insert(slug.clone(), (row, ch));
+            channels.insert(row, ch);
             tracing::info!(channel = %slug, "the server admin created a channel");
             Ok(StatusResponse::ok(format!("channel {slug} created: /c/{slug}/")))
         }
@@ -455,11 +458,11 @@ async fn create(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     }
 }
 
-async fn update(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+async fn update(State(admin): State<ChannelAdmin>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let channels = &admin.channels;
     let req: UpdateChannel = parse_json(&body)?;
     let slug = ChannelId::new(&req.slug).map_err(|e| ApiError::bad(e.to_string()))?;
-    let (mut row, ch) =
-        channels.open.read().get(&slug).cloned().ok_or_else(|| ApiError::NotFound(format!("no channel '{slug}'")))?;
+    let (mut row, ch) = channels.entry(&slug).ok_or_else(|| ApiError::NotFound(format!("no channel '{slug}'")))?;
     let hash = match req.admin_password.as_deref() {
         Some(pw) => Some(hash_password(pw).await?),
         None => None,
@@ -483,32 +486,32 @@ async fn update(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Js
     if let Some(v) = req.visibility {
         ch.settings().update_blocking(|s| s.access.visibility = v).map_err(|e| ApiError::Internal(e.to_string()))?;
     }
-    if let Some(entry) = channels.open.write().get_mut(&slug) {
-        entry.0 = row;
-    }
+    channels.set_row(row);
     Ok(StatusResponse::ok(format!("channel {slug} updated")))
 }
 
-async fn delete(State(channels): State<Arc<Channels>>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+async fn delete(State(admin): State<ChannelAdmin>, body: Bytes) -> Result<Json<StatusResponse>, ApiError> {
+    let (channels, host) = (&admin.channels, &admin.host);
     let req: DeleteChannel = parse_json(&body)?;
-    let slug = ChannelId::new(&req.slug).map_err(|e| ApiError::bad(e.to_string()))?;
-    if slug.is_default() {
-        return Err(ApiError::Conflict("the default channel cannot be deleted".into()));
-    }
+    let slug = match ChannelId::made(&req.slug) {
+        Ok(slug) => slug,
+        Err(SlugError::Default) => return Err(ApiError::Conflict("the default channel cannot be deleted".into())),
+        Err(SlugError::Bad(e)) => return Err(ApiError::bad(e.to_string())),
+    };
     let ch = channels.get(&slug).ok_or_else(|| ApiError::NotFound(format!("no channel '{slug}'")))?;
     if ch.is_live() {
         return Err(ApiError::Conflict(format!("channel {slug} is live: disconnect its broadcaster first")));
     }
-    channels.open.write().remove(&slug);
+    channels.remove(&slug);
     ch.close().await;
     let s = slug.clone();
     channels.store.call(move |c| db::delete(c, &s)).await?;
     // Either way the slug's folder is gone: a channel made with the slug later starts from nothing.
     let aside = if req.purge {
-        channels.host.purge(&slug).map_err(|e| ApiError::Internal(e.to_string()))?;
+        host.purge(&slug).map_err(|e| ApiError::Internal(e.to_string()))?;
         None
     } else {
-        channels.host.retire(&slug).map_err(|e| ApiError::Internal(e.to_string()))?
+        host.retire(&slug).map_err(|e| ApiError::Internal(e.to_string()))?
     };
     tracing::info!(channel = %slug, purge = req.purge, "the server admin deleted a channel");
     Ok(StatusResponse::ok(match aside {
@@ -536,20 +539,8 @@ mod tests {
         assert_eq!(split_channel_path("/c/music/hls/0/stream.m3u8"), Some(("music", "/hls/0/stream.m3u8")));
         assert_eq!(split_channel_path("/c/music"), None);
         let dir = tempfile::tempdir().unwrap();
-        struct NoHost;
-        impl super::super::ChannelHost for NoHost {
-            fn open(&self, _: &ChannelRow) -> Result<Arc<dyn super::super::Channel>, super::super::ChannelsError> {
-                Err(super::super::ChannelsError::Open("none".into()))
-            }
-            fn purge(&self, _: &ChannelId) -> Result<(), super::super::ChannelsError> {
-                Ok(())
-            }
-            fn retire(&self, _: &ChannelId) -> Result<Option<std::path::PathBuf>, super::super::ChannelsError> {
-                Ok(None)
-            }
-        }
         let store = crate::store::Store::open(&dir.path().join("c.db")).unwrap();
-        let lane = ChannelLane(Channels::open(store, Arc::new(NoHost)).unwrap());
+        let lane = ChannelLane(Channels::open(store).unwrap());
         assert!(lane.takes("/c/music/hls/0/stream.m3u8"));
         assert!(lane.takes("/c/music/hls/stream.m3u8"));
         for path in ["/c/music/", "/c/music/api/status", "/c/music/ws", "/c/music/hlsx", "/c/music", "/c/"] {

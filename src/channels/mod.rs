@@ -61,8 +61,9 @@ pub struct ChannelStatus {
     pub visibility: crate::config::Visibility,
 }
 
-/// A running channel, as the composition root made it.
-pub trait Channel: Send + Sync {
+/// A running channel, as the composition root made it (the default channel's too). `Any`: the
+/// composition root reads its own stack back from the registry (`daemon::channel::stack_of`).
+pub trait Channel: std::any::Any + Send + Sync {
     /// Every route of the channel, at the paths a castd has at its root (`/api/status`, `/hls/...`, `/`).
     fn router(&self) -> Router;
     /// Its fast lane for `path` (a path at its root, `/hls/...`), if one takes it (`http::lanes`).
@@ -99,16 +100,19 @@ pub trait ChannelHost: Send + Sync {
     fn retire(&self, slug: &ChannelId) -> Result<Option<std::path::PathBuf>, ChannelsError>;
 }
 
-/// An open channel: its row and its stack.
-type OpenChannel = (ChannelRow, Arc<dyn Channel>);
+/// An open channel: its row (none for the default channel, which is not in the table) and its stack.
+struct Entry {
+    row: Option<ChannelRow>,
+    channel: Arc<dyn Channel>,
+}
 
-/// The channels feature's state: the table, and every open channel.
+/// The one registry of channels: the table, and every open channel, the default included. The
+/// composition root makes it before any channel's stack, so that what the server-wide features ask of
+/// "every channel" (stream keys, capacity, fediverse names, metrics, edge access) is answered here, and
+/// hands it to each stack as it builds it; channels are opened through a [`ChannelHost`].
 pub struct Channels {
     store: Store,
-    host: Arc<dyn ChannelHost>,
-    open: RwLock<BTreeMap<ChannelId, OpenChannel>>,
-    /// The default channel, for the lists.
-    default: RwLock<Option<Arc<dyn Channel>>>,
+    open: RwLock<BTreeMap<ChannelId, Entry>>,
 }
 
 /// The channel table (public for `castd import-owncast --channel`, which adds a row offline).
@@ -120,53 +124,93 @@ pub const MIGRATIONS: crate::store::Migrations = &["CREATE TABLE channels (
     );"];
 
 impl Channels {
-    /// The feature on the default channel's `store`; `host` builds the channels' stacks.
-    pub fn open(store: Store, host: Arc<dyn ChannelHost>) -> Result<Arc<Channels>, ChannelsError> {
+    /// The registry on the server's `store` (the channel table lives there), empty.
+    pub fn open(store: Store) -> Result<Arc<Channels>, ChannelsError> {
         store.migrate("channels", MIGRATIONS)?;
-        Ok(Arc::new(Channels { store, host, open: RwLock::default(), default: RwLock::default() }))
+        Ok(Arc::new(Channels { store, open: RwLock::default() }))
     }
 
-    /// The default channel (for the lists).
-    pub fn set_default(&self, channel: Arc<dyn Channel>) {
-        *self.default.write() = Some(channel);
+    /// The default channel's stack, once built (it has no row: its routes are the root's).
+    pub fn add_default(&self, channel: Arc<dyn Channel>) {
+        self.open.write().insert(ChannelId::default_channel(), Entry { row: None, channel });
     }
 
-    /// Open every channel of the table (at start).
-    pub fn open_all(&self) -> Result<usize, ChannelsError> {
+    /// Open every channel of the table through `host` (at start).
+    pub fn open_all(&self, host: &dyn ChannelHost) -> Result<usize, ChannelsError> {
         let rows = self.store.with(db::all)?;
+        let mut n = 0;
         for row in rows {
-            match self.host.open(&row) {
-                Ok(ch) => {
-                    self.open.write().insert(row.slug.clone(), (row, ch));
+            match host.open(&row) {
+                Ok(channel) => {
+                    self.open.write().insert(row.slug.clone(), Entry { row: Some(row), channel });
+                    n += 1;
                 }
                 Err(e) => tracing::error!(channel = %row.slug, "cannot open the channel: {e}"),
             }
         }
-        Ok(self.open.read().len())
+        Ok(n)
     }
 
-    /// An open channel.
+    /// A channel the server admin made (served under `/c/{slug}`), open.
     pub fn get(&self, slug: &ChannelId) -> Option<Arc<dyn Channel>> {
-        self.open.read().get(slug).map(|(_, c)| c.clone())
+        self.open.read().get(slug).filter(|e| e.row.is_some()).map(|e| e.channel.clone())
     }
 
-    /// Every open channel with its row, in slug order.
+    /// Any open channel, the default included.
+    pub fn channel(&self, id: &ChannelId) -> Option<Arc<dyn Channel>> {
+        self.open.read().get(id).map(|e| e.channel.clone())
+    }
+
+    /// Every channel the server admin made, open, with its row, in slug order.
     pub fn all(&self) -> Vec<(ChannelRow, Arc<dyn Channel>)> {
-        self.open.read().values().map(|(r, c)| (r.clone(), c.clone())).collect()
+        self.open.read().values().filter_map(|e| Some((e.row.clone()?, e.channel.clone()))).collect()
+    }
+
+    /// Every open channel, the default first, then the others in slug order.
+    pub fn every(&self) -> Vec<(ChannelId, Arc<dyn Channel>)> {
+        let open = self.open.read();
+        let default = ChannelId::default_channel();
+        let first = open.get(&default).map(|e| (default.clone(), e.channel.clone()));
+        first
+            .into_iter()
+            .chain(open.iter().filter(|(id, _)| **id != default).map(|(id, e)| (id.clone(), e.channel.clone())))
+            .collect()
     }
 
     /// Every channel's stream keys, the default channel's first.
     pub fn keys(&self) -> Vec<(ChannelId, Vec<String>)> {
-        let mut out = Vec::new();
-        if let Some(d) = self.default.read().as_ref() {
-            out.push((ChannelId::default_channel(), d.stream_keys()));
-        }
-        out.extend(self.all().into_iter().map(|(row, c)| (row.slug, c.stream_keys())));
-        out
+        self.every().into_iter().map(|(id, c)| (id, c.stream_keys())).collect()
     }
 
     /// Whether `key` is a stream key of a channel other than `except`.
     pub fn key_taken(&self, key: &str, except: &ChannelId) -> bool {
         self.keys().iter().any(|(ch, keys)| ch != except && keys.iter().any(|k| k == key))
+    }
+
+    /// Channel `slug`'s row and stack (a made channel).
+    fn entry(&self, slug: &ChannelId) -> Option<(ChannelRow, Arc<dyn Channel>)> {
+        self.open.read().get(slug).and_then(|e| Some((e.row.clone()?, e.channel.clone())))
+    }
+
+    /// Channel `row`'s stack is open (created by the server admin).
+    fn insert(&self, row: ChannelRow, channel: Arc<dyn Channel>) {
+        self.open.write().insert(row.slug.clone(), Entry { row: Some(row), channel });
+    }
+
+    /// Channel `slug`'s row changed (a made channel's only).
+    fn set_row(&self, row: ChannelRow) {
+        if let Some(entry) = self.open.write().get_mut(&row.slug).filter(|e| e.row.is_some()) {
+            entry.row = Some(row);
+        }
+    }
+
+    /// Channel `slug` leaves the registry (it is being deleted); the default channel never does.
+    fn remove(&self, slug: &ChannelId) -> Option<Arc<dyn Channel>> {
+        let mut open = self.open.write();
+        if open.get(slug).is_some_and(|e| e.row.is_some()) {
+            open.remove(slug).map(|e| e.channel)
+        } else {
+            None
+        }
     }
 }

@@ -39,7 +39,7 @@ fn origin_only(cluster: &Cluster, headers: &HeaderMap) -> Result<(), ApiError> {
 }
 
 fn open_channels(cluster: &Cluster) -> Vec<Arc<crate::access::Access>> {
-    cluster.directory.get().map(|d| d()).unwrap_or_default()
+    cluster.directory.as_ref().map(|d| d()).unwrap_or_default()
 }
 
 /// The origin's answer to `GET /api/cluster/access`.

@@ -239,20 +239,30 @@ pub struct Cluster {
     pub access: crate::access::edge::EdgeAccess,
     /// One snapshot taken at a time out of turn (`edge_access::refresh`).
     access_refresh: tokio::sync::Mutex<()>,
-    /// Every open channel's viewer access (origin only; set by the composition root).
-    pub directory: std::sync::OnceLock<crate::access::edge::Directory>,
+    /// Every open channel's viewer access (origin only; the registry of channels answers).
+    pub directory: Option<crate::access::edge::Directory>,
+}
+
+/// What the cluster is given of the server's channels when it joins.
+pub struct ClusterDeps {
+    /// The default channel's chat: its hub gets the cluster's link (before any connection).
+    pub chat: Arc<Chat>,
+    /// The default channel's viewer counts (this node's, for presence).
+    pub viewers: crate::stream::Viewers,
+    /// The default channel's metrics (an edge marks the viewers it serves).
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// An edge's way to make a channel's chat room (see [`OpenRoom`]).
+    pub open_room: Option<OpenRoom>,
+    /// An origin's view of every channel's viewer access, published to its edges.
+    pub directory: Option<crate::access::edge::Directory>,
 }
 
 impl Cluster {
     /// Join the cluster: the default channel's chat hub gets its link (before any connection). An edge
     /// makes its channels' chats with `open_room`.
-    pub fn attach(
-        config: ClusterConfig,
-        chat: Arc<Chat>,
-        viewers: crate::stream::Viewers,
-        metrics: Arc<crate::metrics::Metrics>,
-        open_room: Option<OpenRoom>,
-    ) -> Result<Arc<Cluster>, ClusterError> {
+    pub fn attach(config: ClusterConfig, deps: ClusterDeps) -> Result<Arc<Cluster>, ClusterError> {
+        let ClusterDeps { chat, viewers, metrics, open_room, directory } = deps;
+        let directory = directory.filter(|_| !config.is_edge());
         let redis = redis::Client::open(config.redis_url.as_str())?;
         let http = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(5))
@@ -288,7 +298,7 @@ impl Cluster {
             metrics,
             access: Default::default(),
             access_refresh: tokio::sync::Mutex::new(()),
-            directory: std::sync::OnceLock::new(),
+            directory,
         }))
     }
 

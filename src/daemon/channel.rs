@@ -10,13 +10,19 @@
 //! disconnect route), the server admin's check (a channel's admin routes take the server admin's
 //! password too), the flags and the configs.
 //!
-//! What the server keeps consistent across the stacks ([`Keys`], every channel as the server-wide
-//! checks see it): stream keys and fediverse user names are unique across the server (each stack's
-//! setter asks [`key_taken`], [`username_taken`]); what a channel reads of the server's settings
+//! What a stack is given of the other channels, at construction ([`Links`], the registry's answers:
+//! `daemon::server`): stream keys and fediverse user names are unique across the server (each stack's
+//! setter asks its `key_taken` and `username_taken`); what a channel reads of the server's settings
 //! (ports, SRT, the encoder, ...) is the server's, its server URL the server's under `/c/{slug}` (so
 //! its federation actor's IRIs live under its prefix), laid over when it opens and kept so
 //! ([`channel_view`], [`follow_server_settings`]; its database holds channel keys only); its actor is
-//! named after its slug when it opens unless its admin chose a name; the root's WebFinger finds every channel's actor ([`channel_actors`]).
+//! named after its slug when it opens unless its admin chose a name; the root's WebFinger finds every
+//! channel's actor. Every open channel, the default included, is a [`ChannelHandle`] in the registry
+//! (`channels::Channels`); [`stack_of`] reads its stack back.
+//!
+//! Whether a stack is a tenant's or the server's own is decided once, in [`ChannelStack::build`], from
+//! its id: the features ask their own handles after that (their `is_channel`), the URL and folders
+//! come from the id (`ChannelId::base_path`, `ChannelId::folder_in`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +31,7 @@ use hwaccel::EncoderInfo;
 use tokio::sync::watch;
 
 use super::error::DaemonError;
+use super::links::{Every, Links};
 use crate::api::Server;
 use crate::channels::{Channel, ChannelHost, ChannelRow, ChannelStatus, ChannelsError};
 use crate::chat::{Chat, ChatDeps};
@@ -67,8 +74,8 @@ pub struct Shared {
     pub metrics: MetricsConfig,
     /// On a cluster origin, the mark its edges send (see `hls::FROM_EDGE_HEADER`).
     pub edge_mark: Option<String>,
-    /// The WebRTC stack once its socket is bound (WHEP playback; none when WebRTC is off).
-    pub webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>>,
+    /// The WebRTC stack (WHEP playback; none when WebRTC is off).
+    pub webrtc: Option<Arc<crate::webrtc::WebRtc>>,
     /// The server's hardware (a channel's `/api/admin/hardwarestats` shows its series).
     pub hardware: Arc<crate::hardware::Hardware>,
     /// The server admin's `allowPrivateTargets`: whether channels' URLs may reach loopback and
@@ -112,6 +119,8 @@ impl ChannelCore {
 /// Every feature of one channel (see the module doc).
 pub struct ChannelStack {
     pub id: ChannelId,
+    /// A tenant's stack (a channel under `/c/{slug}`), not the server's own (the default channel).
+    pub tenant: bool,
     pub data_dir: PathBuf,
     pub store: Store,
     pub settings: SettingsStore,
@@ -148,19 +157,26 @@ pub struct ChannelStack {
 
 impl ChannelStack {
     /// Build the channel's features (no task started; see [`ChannelStack::start`]). `admin` is the
-    /// channel's admin check; `stream_key_overridden`: a `--streamkey` is in force (default channel).
+    /// channel's admin check; `stream_key_overridden`: a `--streamkey` is in force (default channel);
+    /// `links`: what the registry answers of the other channels.
     pub fn build(
         core: ChannelCore,
         shared: &Shared,
         admin: AdminAuth,
         tasks: Tasks,
         stream_key_overridden: bool,
+        links: Links,
     ) -> Result<ChannelStack, DaemonError> {
+        let Links { key_taken, names, other_channels } = links;
         let ChannelCore { id, data_dir, store, settings, bus, stream_writer, stream, viewers, health, telemetry } =
             core;
         let media = &shared.media;
+        // The one place a stack learns whose it is: a tenant's (a channel under `/c/{slug}`, its admin
+        // less trusted than the server admin) or the server's own (the default channel, its admin the
+        // server admin). Each feature asks its own handle from here on.
+        let tenant = !id.is_default();
         // Where the URLs the channel's admin sets may lead (the default channel's admin is the server's).
-        let reach = Reach::for_channel(id.is_default(), &shared.private_targets);
+        let reach = Reach::for_channel(!tenant, &shared.private_targets);
         let hls_dir = media.channel(&id).dir.clone();
         let tokens = Tokens::open(store.clone())?;
         let metrics = Metrics::open(
@@ -175,6 +191,7 @@ impl ChannelStack {
                 counts: viewers.clone(),
                 health: health.clone(),
                 telemetry: telemetry.clone(),
+                other_channels,
             },
         )?;
         let schedule = Schedule::open(store.clone(), settings.clone(), bus.clone(), stream.clone())?;
@@ -187,7 +204,7 @@ impl ChannelStack {
             tokens: tokens.clone(),
             telemetry: telemetry.clone(),
             emoji_dir: data_dir.join("emoji"),
-            base_path: if id.is_default() { String::new() } else { format!("/c/{id}") },
+            base_path: id.base_path(),
             scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
             tasks: tasks.clone(),
         })?;
@@ -209,7 +226,7 @@ impl ChannelStack {
             Arc::new(Webhooks::open_reaching(store.clone(), telemetry.clone(), tasks.clone(), reach.clone())?);
         let notifications = Arc::new(Notifications::open(store.clone())?.reaching(&reach)?);
         // A channel's files are a tenant's: served with an inert type only (`public_files`).
-        let public_files = PublicFiles::open_for(data_dir.join("public"), !id.is_default())?;
+        let public_files = PublicFiles::open_for(data_dir.join("public"), tenant)?;
         let federation = Federation::open(
             store.clone(),
             settings.clone(),
@@ -217,6 +234,7 @@ impl ChannelStack {
             chat.clone(),
             shared.federation.clone(),
             tasks.clone(),
+            names,
         )?;
         let server = Arc::new(Server {
             settings: settings.clone(),
@@ -233,7 +251,7 @@ impl ChannelStack {
             vapid_public_key: notifications.public_key().to_string(),
             follower_count: federation.follower_count.clone(),
             schedule: schedule.watch(),
-            key_taken: Arc::default(),
+            key_taken,
             key_guesses: crate::throttle::Backoff::new(crate::api::KEY_GUESSES),
         });
         let indieauth = IndieAuth::new(IndieAuthConfig::from_env(), settings.clone(), chat.clone())?;
@@ -282,7 +300,7 @@ impl ChannelStack {
             // Object storage serves every channel's video (its playlists naming the bucket).
             remote: Some(storage.clone() as Arc<dyn crate::hls::PlaylistOverride>),
             // Edges count the default channel's viewers themselves; a channel's are counted here.
-            edge_mark: shared.edge_mark.clone().filter(|_| id.is_default()),
+            edge_mark: shared.edge_mark.clone().filter(|_| !tenant),
         });
         let whep = Arc::new(crate::whep::Whep {
             settings: settings.clone(),
@@ -291,7 +309,7 @@ impl ChannelStack {
             channel: id.clone(),
             store: store.clone(),
             metrics: metrics.clone(),
-            webrtc: Default::default(),
+            webrtc: shared.webrtc.clone().map(|w| (w, tasks.clone())),
             per_address: crate::whep::per_address_caps(),
         });
         let access = crate::access::Access::open(
@@ -305,6 +323,7 @@ impl ChannelStack {
         )?;
         Ok(ChannelStack {
             id,
+            tenant,
             data_dir,
             store,
             settings,
@@ -348,16 +367,13 @@ impl ChannelStack {
         crate::notifications::routes(&mut reg, self.notify.clone());
         crate::indieauth::routes(&mut reg, self.indieauth.clone());
         crate::federation::routes(&mut reg, self.federation.clone());
-        if self.id.is_default() {
-            crate::ingest::routes(&mut reg, ingest.clone());
-        } else {
+        let measurer = if self.tenant {
             crate::ingest::channel_routes(&mut reg, ingest.clone(), self.id.clone());
             crate::hardware::api::channel_routes(&mut reg, self.hardware.clone(), self.health.clone());
-        }
-        let measurer = if self.id.is_default() {
-            crate::hardware::fit::Measurer::Server
-        } else {
             crate::hardware::fit::Measurer::Channel(self.id.clone())
+        } else {
+            crate::ingest::routes(&mut reg, ingest.clone());
+            crate::hardware::fit::Measurer::Server
         };
         crate::hardware::fit::api::routes(&mut reg, self.hardware.clone(), self.settings.clone(), measurer);
         crate::hls::routes(&mut reg, self.hls.clone());
@@ -367,8 +383,7 @@ impl ChannelStack {
         crate::simulcast::routes(&mut reg, self.simulcast.clone());
         crate::replays::routes(&mut reg, self.replays.clone(), self.tokens.clone());
         // The channel's pages carry its base path (the default channel's are at the root).
-        let base = if self.id.is_default() { String::new() } else { format!("/c/{}", self.id) };
-        crate::web::routes(&mut reg, &base);
+        crate::web::routes(&mut reg, &self.id.base_path());
         crate::access::api::routes(&mut reg, self.access.clone());
         // Every way out of the channel passes its gate (nothing to check while it is public).
         reg.gate(Arc::new(crate::access::gate::ChannelGate::new(self.access.clone())));
@@ -395,13 +410,9 @@ impl ChannelStack {
         crate::schedule::start(self.schedule.clone(), tasks);
         crate::metrics::start(self.metrics.clone(), tasks);
         crate::access::start(self.access.clone(), &self.bus, tasks);
-    }
-
-    /// WHEP playback on the WebRTC stack (bound by the daemon; none when WebRTC is off).
-    pub fn start_whep(&self, webrtc: Option<&Arc<crate::webrtc::WebRtc>>) {
-        if let Some(webrtc) = webrtc {
-            let _ = self.whep.webrtc.set((webrtc.clone(), self.tasks.clone()));
-            crate::whep::start(self.whep.clone(), &self.tasks);
+        // WHEP playback, on the WebRTC stack (none when WebRTC is off).
+        if self.whep.webrtc.is_some() {
+            crate::whep::start(self.whep.clone(), tasks);
         }
     }
 
@@ -419,16 +430,29 @@ impl ChannelStack {
     }
 }
 
-/// A channel other than the default, open: its stack and its router.
+/// An open channel as the registry holds it: its stack, and (a channel under `/c/{slug}`) its router
+/// and fast lanes. The default channel's routes are the root's: its router here is empty.
 pub struct ChannelHandle {
-    stack: ChannelStack,
+    pub stack: ChannelStack,
     router: axum::Router,
     /// Its fast lanes behind its gate (the root's channels' lane hands them their requests).
     lanes: crate::http::lanes::Lanes,
     media: Arc<MediaPlane>,
-    stacks: Arc<super::stacks::Stacks>,
     /// On a cluster origin: the channel's chat is linked to it while open.
     cluster: Option<Arc<crate::cluster::Cluster>>,
+}
+
+impl ChannelHandle {
+    /// The default channel's entry in the registry (its routes are the root's, merged by the daemon).
+    pub fn root(stack: ChannelStack, media: Arc<MediaPlane>) -> ChannelHandle {
+        ChannelHandle { stack, router: axum::Router::new(), lanes: Vec::new(), media, cluster: None }
+    }
+}
+
+/// The composition root's own stack behind a registry entry (every entry is a [`ChannelHandle`]).
+pub fn stack_of(channel: &dyn Channel) -> Option<&ChannelStack> {
+    let any: &dyn std::any::Any = channel;
+    any.downcast_ref::<ChannelHandle>().map(|h| &h.stack)
 }
 
 impl Channel for ChannelHandle {
@@ -482,7 +506,6 @@ impl Channel for ChannelHandle {
             self.stack.tasks.close(std::time::Duration::from_secs(1)).await;
             // Its last uploads end, then its live objects leave the bucket.
             self.stack.storage.close().await;
-            self.stacks.remove(&self.stack.id);
             self.media.forget(&self.stack.id);
             if let Err(e) = self.stack.store.checkpoint() {
                 tracing::warn!(channel = %self.stack.id, "closing the channel's database: {e}");
@@ -500,20 +523,10 @@ pub struct DaemonHost {
     /// The server's settings (what each channel reads of the server's: [`channel_view`]).
     pub server_settings: ServerSettingsStore,
     pub tasks: Tasks,
-    /// Every channel's stream keys (each channel's stream-keys setter checks a new key against them).
-    pub keys: Arc<Keys>,
-    /// Every open channel's settings and metrics (capacity, the root's Prometheus exposition).
-    pub stacks: Arc<super::stacks::Stacks>,
+    /// The registry of channels (each channel's stack is given its answers: [`Links`]).
+    pub every: Every,
     /// The cluster, when this node is an origin: each channel's chat is linked to it (its room).
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
-}
-
-/// Whether a stream key is a channel's other than `except` (stream keys are unique across the server).
-pub fn key_taken(keys: Arc<Keys>, except: ChannelId) -> crate::api::KeyTaken {
-    Arc::new(move |key: &str| {
-        use crate::ingest::KeyDirectory;
-        keys.keys().iter().any(|(ch, ks)| *ch != except && ks.iter().any(|k| k == key))
-    })
 }
 
 /// Ingest's publish check (#42): the admission hook of the channel a right key publishes to, when its
@@ -521,16 +534,14 @@ pub fn key_taken(keys: Arc<Keys>, except: ChannelId) -> crate::api::KeyTaken {
 /// lets the publisher in (a valid key fails open), logged as a warning.
 /// A channel's hook is asked through the guarded client ([`Reach::for_channel`]): a hook it cannot
 /// reach is an unreachable hook.
-pub fn publish_check(keys: Arc<Keys>, private_targets: PrivateTargets) -> crate::ingest::PublishCheck {
+pub fn publish_check(every: Every, private_targets: PrivateTargets) -> crate::ingest::PublishCheck {
     let server_hook = Arc::new(crate::access::hook::AdmissionHook::new());
     let channel_hook = Arc::new(crate::access::hook::AdmissionHook::reaching(Reach::Guarded(private_targets)));
     Arc::new(move |channel: ChannelId, attempt: crate::ingest::PublishAttempt| {
-        let hook = if channel.is_default() { server_hook.clone() } else { channel_hook.clone() };
-        let settings = if channel.is_default() {
-            Some(keys.default.settings.get())
-        } else {
-            keys.channels.get().and_then(|c| c.get(&channel)).map(|c| c.settings().get())
-        };
+        let entry = every.channel(&channel);
+        let stack = entry.as_deref().and_then(stack_of);
+        let hook = if stack.is_some_and(|s| s.tenant) { channel_hook.clone() } else { server_hook.clone() };
+        let settings = stack.map(|s| s.settings.get());
         Box::pin(async move {
             use crate::access::hook::{Action, AdmissionRequest, Verdict};
             let Some(settings) = settings else { return Ok(()) };
@@ -570,28 +581,6 @@ const VISIBILITY_KEY: &str = "visibility";
 /// The settings key of the fediverse user name (`FederationSettings::federation_username`).
 const FEDERATION_USERNAME_KEY: &str = "federationUsername";
 
-/// Whether a fediverse user name is a channel's other than `except` (without case: every channel's
-/// actor is `@name@host` on the one host, found by the root's WebFinger).
-pub fn username_taken(keys: Arc<Keys>, except: ChannelId) -> crate::federation::UsernameTaken {
-    Arc::new(move |name: &str| keys.usernames(&except).iter().any(|n| n.eq_ignore_ascii_case(name)))
-}
-
-/// The root's WebFinger lookup of the other channels' actors: the actor of the channel (not the
-/// default) whose user name is `name`, while that channel's federation is on.
-pub fn channel_actors(keys: Arc<Keys>) -> crate::federation::ActorLookup {
-    Arc::new(move |name: &str| {
-        let channels = keys.channels.get()?;
-        channels.all().into_iter().find_map(|(_, ch)| {
-            let s = ch.settings().get();
-            s.federation
-                .federation_username
-                .eq_ignore_ascii_case(name)
-                .then(|| crate::federation::active_local(&s))
-                .flatten()
-        })
-    })
-}
-
 /// What channel `slug` reads of the server's settings: the server's values, its server URL the
 /// server's under the channel's prefix.
 pub fn channel_view(server: &ServerSettings, slug: &ChannelId) -> ServerSettings {
@@ -623,7 +612,7 @@ pub fn follow_server_settings(channels: Arc<crate::channels::Channels>, bus: &Bu
 impl DaemonHost {
     /// Channel `slug`'s data folder.
     pub fn folder(&self, slug: &ChannelId) -> PathBuf {
-        self.data_dir.join("channels").join(slug.as_str())
+        slug.folder_in(&self.data_dir)
     }
 
     fn open_stack(&self, row: &ChannelRow) -> Result<ChannelHandle, DaemonError> {
@@ -641,7 +630,7 @@ impl DaemonHost {
         let username = match settings.is_stored(FEDERATION_USERNAME_KEY)? {
             true => None,
             false => {
-                let others = self.keys.usernames(&slug);
+                let others = self.every.usernames(&slug);
                 Some(crate::federation::username_for_slug(slug.as_str(), |n| {
                     others.iter().any(|o| o.eq_ignore_ascii_case(n))
                 }))
@@ -666,25 +655,15 @@ impl DaemonHost {
         })?;
         let core = ChannelCore::new(row.slug.clone(), dir, store, settings.clone(), bus);
         let admin = AdminAuth::for_channel(settings, &self.server_admin);
-        let stack = ChannelStack::build(core, &self.shared, admin, self.tasks.scope(), false)?;
-        let _ = stack.server.key_taken.set(key_taken(self.keys.clone(), row.slug.clone()));
-        let _ = stack.federation.username_taken.set(username_taken(self.keys.clone(), row.slug.clone()));
-        self.stacks.add(row.slug.clone(), stack.settings.clone(), stack.metrics.clone(), stack.access.clone());
+        let links = Links::of(&self.every, &row.slug);
+        let stack = ChannelStack::build(core, &self.shared, admin, self.tasks.scope(), false, links)?;
         // The channel's chat is a room of the cluster's (on an origin) before its first connection.
         if let Some(cluster) = &self.cluster {
             cluster.link_channel(&row.slug, row.created_at, stack.chat.clone());
         }
         stack.start(&self.shared.media);
-        stack.start_whep(self.shared.webrtc.get());
         let (router, lanes) = stack.registry(&self.ingest).into_service_parts();
-        Ok(ChannelHandle {
-            stack,
-            router,
-            lanes,
-            media: self.shared.media.clone(),
-            stacks: self.stacks.clone(),
-            cluster: self.cluster.clone(),
-        })
+        Ok(ChannelHandle { stack, router, lanes, media: self.shared.media.clone(), cluster: self.cluster.clone() })
     }
 }
 
@@ -736,105 +715,6 @@ impl ChannelHost for DaemonHost {
             .map_err(|e| ChannelsError::Open(format!("moving {} to {}: {e}", dir.display(), aside.display())))?;
         tracing::info!(channel = %slug, "the channel's files were moved aside to {}", aside.display());
         Ok(Some(aside))
-    }
-}
-
-/// The default channel as the channel lists see it (its routes are the root's, not dispatched).
-pub struct DefaultChannel {
-    pub settings: SettingsStore,
-    pub stream: StreamWatch,
-    pub viewers: Viewers,
-    pub telemetry: Arc<Telemetry>,
-    pub media: Arc<MediaPlane>,
-}
-
-impl Channel for DefaultChannel {
-    fn router(&self) -> axum::Router {
-        axum::Router::new()
-    }
-
-    fn lane(&self, _path: &str) -> Option<Arc<dyn crate::http::lanes::Lane>> {
-        None
-    }
-
-    fn status(&self) -> ChannelStatus {
-        let s = self.settings.get();
-        ChannelStatus {
-            name: s.instance.name.clone(),
-            online: self.stream.borrow().online,
-            stream_title: s.instance.stream_title.clone(),
-            viewer_count: self.viewers.everywhere().0,
-            visibility: s.access.visibility,
-        }
-    }
-
-    fn stream_keys(&self) -> Vec<String> {
-        self.settings.get().server.stream_keys.iter().map(|k| k.key.clone()).collect()
-    }
-
-    fn set_admin_password(&self, _hash: String) -> Result<(), ChannelsError> {
-        Err(ChannelsError::Open("the server admin's password is set with config/adminpass".into()))
-    }
-
-    fn set_name(&self, name: String) -> Result<(), ChannelsError> {
-        self.settings.update_blocking(|s| s.instance.name = name).map_err(|e| ChannelsError::Open(e.to_string()))
-    }
-
-    fn is_live(&self) -> bool {
-        self.media.current(&ChannelId::default_channel()).is_some()
-    }
-
-    fn settings(&self) -> SettingsStore {
-        self.settings.clone()
-    }
-
-    fn telemetry(&self) -> Arc<Telemetry> {
-        self.telemetry.clone()
-    }
-
-    fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
-        Box::pin(async {})
-    }
-}
-
-/// Every channel, as the server-wide checks see it: the stream keys for ingest (the default channel's,
-/// then the others'), the fediverse user names.
-pub struct Keys {
-    pub default: Arc<DefaultChannel>,
-    pub channels: std::sync::OnceLock<Arc<crate::channels::Channels>>,
-}
-
-impl Keys {
-    /// The fediverse user names of every channel but `except` (the default channel's included).
-    pub fn usernames(&self, except: &ChannelId) -> Vec<String> {
-        let mut out = Vec::new();
-        if !except.is_default() {
-            out.push(self.default.settings.get().federation.federation_username.clone());
-        }
-        if let Some(channels) = self.channels.get() {
-            for (row, ch) in channels.all() {
-                if row.slug != *except {
-                    out.push(ch.settings().get().federation.federation_username.clone());
-                }
-            }
-        }
-        out
-    }
-}
-
-impl crate::ingest::KeyDirectory for Keys {
-    fn keys(&self) -> Vec<(ChannelId, Vec<String>)> {
-        match self.channels.get() {
-            Some(c) => c.keys(),
-            None => vec![(ChannelId::default_channel(), self.default.stream_keys())],
-        }
-    }
-
-    fn telemetry(&self, id: &ChannelId) -> Option<Arc<Telemetry>> {
-        if id.is_default() {
-            return Some(self.default.telemetry.clone());
-        }
-        self.channels.get()?.get(id).map(|c| c.telemetry())
     }
 }
 

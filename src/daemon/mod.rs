@@ -1,6 +1,12 @@
 //! The composition root: builds every feature's state from the handles it needs, wires the narrow
 //! handles between them, merges their routes into one router, and runs the daemon's lifecycle.
 //!
+//! The order of construction: the [`Server`]'s pieces and the one registry of channels
+//! (`channels::Channels`, `server`) first, the WebRTC stack already bound; then the default
+//! channel's stack (`channel`), given its answers of the registry at construction, and put in the
+//! registry; every other channel's stack is opened through the [`DaemonHost`] when `run` starts (and
+//! when the server admin creates one). No handle is filled in after a feature is built.
+//!
 //! This is the only module that knows every feature. `main.rs` (and the tests) call `prepare` (open the
 //! database, apply the saved flags and first-start secrets), bind the listeners, then `run`.
 //!
@@ -41,12 +47,13 @@ use tracing::{info, warn};
 pub mod channel;
 pub mod edge;
 pub mod error;
-pub mod stacks;
+pub mod links;
+pub mod server;
 
 pub use error::DaemonError;
 
 use crate::channels::Channels;
-use crate::cluster::{Cluster, ClusterConfig};
+use crate::cluster::{Cluster, ClusterConfig, ClusterDeps};
 use crate::events::Bus;
 use crate::federation::FederationConfig;
 use crate::hardware::Hardware;
@@ -56,11 +63,15 @@ use crate::logs::LogRing;
 use crate::media::{ChannelId, MediaPlane};
 use crate::metrics::MetricsConfig;
 use crate::storage::{Storage, StorageDeps};
-use crate::store::settings::SettingsStore;
+use crate::store::settings::{ServerSettingsStore, SettingsStore};
 use crate::store::Store;
 use crate::tasks::{Stage, Tasks};
 use crate::yp::{Directory, YpConfig};
-use channel::{ChannelCore, ChannelStack, DaemonHost, DefaultChannel, Keys, Shared};
+pub use channel::DaemonHost;
+use channel::{ChannelCore, ChannelHandle, ChannelStack, Shared};
+use links::Every;
+use server::Capacity;
+pub use server::Server;
 
 /// Longest wait at shutdown for the RTMP listener and connections to stop.
 pub const INGEST_STOP_TIMEOUT: Duration = Duration::from_secs(1);
@@ -131,34 +142,20 @@ pub struct Listeners {
     pub webrtc_public_ip: Option<std::net::IpAddr>,
 }
 
-/// The daemon: the server-wide pieces, the default channel's stack (today's castd, at the root) and
-/// the other channels (`channels`, under `/c/{slug}`).
+/// The daemon: the server (its server-wide pieces and the registry of channels) and the default
+/// channel's stack, which serves the root.
 pub struct Daemon {
-    /// The default channel's database (the server's: the channel table lives there too).
-    pub store: Store,
-    pub bus: Bus,
-    /// The media plane (every channel's publisher slot, broadcasts, retention).
-    pub media: Arc<MediaPlane>,
-    pub hardware: Arc<Hardware>,
-    pub ingest: Arc<Ingest>,
-    pub directory: Arc<Directory>,
-    pub logs: LogRing,
-    pub storage: Arc<Storage>,
-    /// The default channel's features.
-    pub default: ChannelStack,
-    /// Every other channel.
-    pub channels: Arc<Channels>,
-    /// The WebRTC stack, once its socket is bound (shared with every channel's stack).
-    pub webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>>,
-    /// The cluster (origin or edge), when `--redis-url` was given.
-    pub cluster: Option<Arc<Cluster>>,
-    /// Every long-running task (see the module doc).
-    pub tasks: Tasks,
+    pub server: Server,
+    /// The default channel's entry in the registry (its routes are the root's).
+    pub default: Arc<ChannelHandle>,
+    /// How the server admin's channel routes open, purge and retire a channel's stack.
+    host: Arc<DaemonHost>,
 }
 
 impl Daemon {
-    /// Build the features (no task is started yet).
-    pub fn build(config: Config) -> Result<Daemon, DaemonError> {
+    /// Build the features (no task is started yet). `webrtc`: the WebRTC stack on its bound socket
+    /// (none when WebRTC is off).
+    pub fn build(config: Config, webrtc: Option<Arc<crate::webrtc::WebRtc>>) -> Result<Daemon, DaemonError> {
         let Config {
             data_dir,
             store,
@@ -175,12 +172,15 @@ impl Daemon {
             cluster: cluster_config,
         } = config;
         let tasks = Tasks::new();
+        let server_settings = ServerSettingsStore::new(settings.clone());
+        // The one registry of channels, before any stack: each is handed its answers.
+        let channels = Channels::open(store.clone())?;
+        let every = Every::new(&channels);
         let default_id = ChannelId::default_channel();
         let core = ChannelCore::new(default_id.clone(), data_dir.clone(), store.clone(), settings.clone(), bus.clone());
         let media = MediaPlane::new(data_dir.join("hls"), data_dir.clone());
-        // The server's capacity: its limits from the server-wide settings, each channel's planned ladder.
-        let stacks = stacks::Stacks::new(settings.clone());
-        media.set_capacity(stacks.clone());
+        // The server's capacity: its limits from the server's settings, each channel's planned ladder.
+        media.set_capacity(Arc::new(Capacity { server: server_settings.clone(), every: every.clone() }));
         let hardware = Hardware::new(
             settings.clone(),
             core.stream.clone(),
@@ -205,12 +205,22 @@ impl Daemon {
             store.clone(),
             yp_config,
         )?;
-        let webrtc: Arc<std::sync::OnceLock<Arc<crate::webrtc::WebRtc>>> = Arc::default();
         // The server admin's switch for channels' URLs, read from the server settings at each request.
         let private_targets = {
-            let server_settings = settings.clone();
-            crate::outbound::PrivateTargets::new(move || server_settings.get().server.allow_private_targets)
+            let server = server_settings.clone();
+            crate::outbound::PrivateTargets::new(move || server.get().allow_private_targets)
         };
+        let ingest = Arc::new(Ingest {
+            settings: settings.clone(),
+            temp_stream_key: temp_stream_key.clone(),
+            media: media.clone(),
+            telemetry: core.telemetry.clone(),
+            keys: Arc::new(every.clone()),
+            whip: webrtc.clone().map(|webrtc| crate::ingest::whip::Whip { webrtc, tasks: tasks.clone() }),
+            key_backoff: crate::ingest::key_backoff(),
+            // #42 access: the key's channel's admission hook asked before a publisher goes live.
+            publish_check: Some(channel::publish_check(every.clone(), private_targets.clone())),
+        });
         let shared = Shared {
             media: media.clone(),
             encoders: hardware.encoders(),
@@ -222,67 +232,44 @@ impl Daemon {
             edge_mark: cluster_config.as_ref().filter(|c| !c.is_edge()).map(|c| c.edge_mark()),
             webrtc: webrtc.clone(),
             hardware: hardware.clone(),
-            private_targets: private_targets.clone(),
+            private_targets,
         };
         let admin = AdminAuth::new(settings.clone());
-        let default = ChannelStack::build(core, &shared, admin.clone(), tasks.clone(), temp_stream_key.is_some())?;
-        stacks.add(default_id.clone(), default.settings.clone(), default.metrics.clone(), default.access.clone());
-        // The root's Prometheus exposition merges every channel's.
-        let _ = default.metrics.other_channels.set(stacks.other_channels());
-        let default_entry = Arc::new(DefaultChannel {
-            settings: settings.clone(),
-            stream: default.stream.clone(),
-            viewers: default.viewers.clone(),
-            telemetry: default.telemetry.clone(),
-            media: media.clone(),
-        });
-        let keys = Arc::new(Keys { default: default_entry.clone(), channels: std::sync::OnceLock::new() });
-        let ingest = Arc::new(Ingest {
-            settings: settings.clone(),
-            temp_stream_key: temp_stream_key.clone(),
-            media: media.clone(),
-            telemetry: default.telemetry.clone(),
-            keys: keys.clone(),
-            whip: Default::default(),
-            key_backoff: crate::ingest::key_backoff(),
-            publish_check: std::sync::OnceLock::new(),
-        });
-        // #42 access: the key's channel's admission hook asked before a publisher goes live.
-        let _ = ingest.publish_check.set(channel::publish_check(keys.clone(), private_targets));
+        // The default channel's stack serves the root: its WebFinger and Prometheus answer for every channel.
+        let links = server::root_links(&every, &default_id);
+        let stack = ChannelStack::build(core, &shared, admin.clone(), tasks.clone(), temp_stream_key.is_some(), links)?;
         let cluster = match cluster_config {
             Some(c) => {
                 // An edge holds every channel's chat sockets, each channel's in a room of its own.
-                let rooms = c.is_edge().then(|| edge::open_room(data_dir.clone(), tasks.clone()));
-                let (chat, viewers, metrics) = (default.chat.clone(), default.viewers.clone(), default.metrics.clone());
-                Some(Cluster::attach(c, chat, viewers, metrics, rooms)?)
+                let open_room = c.is_edge().then(|| edge::open_room(data_dir.clone(), tasks.clone()));
+                let deps = ClusterDeps {
+                    chat: stack.chat.clone(),
+                    viewers: stack.viewers.clone(),
+                    metrics: stack.metrics.clone(),
+                    open_room,
+                    // An origin publishes every open channel's viewer access to its edges (they check passes).
+                    directory: Some(server::access_directory(every.clone())),
+                };
+                Some(Cluster::attach(c, deps)?)
             }
             None => None,
         };
-        // An origin publishes every open channel's viewer access to its edges (they check passes).
-        if let Some(c) = cluster.as_ref().filter(|c| !c.is_edge()) {
-            let _ = c.directory.set(stacks.access_directory());
-        }
-        // Stream keys are unique across the server: each channel's stream-keys setter asks here.
-        let _ = default.server.key_taken.set(channel::key_taken(keys.clone(), default_id.clone()));
-        // Every channel's actor has a name of its own; the root's WebFinger answers for all of them.
-        let _ = default.federation.username_taken.set(channel::username_taken(keys.clone(), default_id));
-        let _ = default.federation.other_actors.set(channel::channel_actors(keys.clone()));
+        let default = Arc::new(ChannelHandle::root(stack, media.clone()));
+        channels.add_default(default.clone());
         let host = Arc::new(DaemonHost {
             data_dir: data_dir.clone(),
             shared,
             ingest: ingest.clone(),
             server_admin: admin,
-            server_settings: crate::store::settings::ServerSettingsStore::new(settings),
+            server_settings: server_settings.clone(),
             tasks: tasks.clone(),
-            keys: keys.clone(),
-            stacks,
+            every,
             cluster: cluster.clone(),
         });
-        let channels = Channels::open(store.clone(), host)?;
-        channels.set_default(default_entry);
-        let _ = keys.channels.set(channels.clone());
-        Ok(Daemon {
+        let server = Server {
             store,
+            settings,
+            server_settings,
             bus,
             media,
             hardware,
@@ -290,24 +277,25 @@ impl Daemon {
             directory,
             logs,
             storage,
-            default,
-            channels,
             webrtc,
             cluster,
+            channels,
             tasks,
-        })
+        };
+        Ok(Daemon { server, default, host })
     }
 
     /// Every route: the default channel's, the server-wide ones, and the dispatcher of `/c/{slug}`.
     pub fn registry(&self) -> Registry {
-        let mut reg = self.default.registry(&self.ingest);
-        crate::hardware::api::routes(&mut reg, self.hardware.clone());
-        crate::yp::routes(&mut reg, self.directory.clone());
-        crate::logs::routes(&mut reg, self.logs.clone());
-        crate::storage::routes(&mut reg, self.storage.clone());
-        crate::channels::api::routes(&mut reg, self.channels.clone());
-        reg.merge(crate::channels::api::dispatcher(self.channels.clone()));
-        if let Some(cluster) = self.cluster.as_ref().filter(|c| !c.is_edge()) {
+        let s = &self.server;
+        let mut reg = self.default.stack.registry(&s.ingest);
+        crate::hardware::api::routes(&mut reg, s.hardware.clone());
+        crate::yp::routes(&mut reg, s.directory.clone());
+        crate::logs::routes(&mut reg, s.logs.clone());
+        crate::storage::routes(&mut reg, s.storage.clone());
+        crate::channels::api::routes(&mut reg, s.channels.clone(), self.host.clone());
+        reg.merge(crate::channels::api::dispatcher(s.channels.clone()));
+        if let Some(cluster) = s.cluster.as_ref().filter(|c| !c.is_edge()) {
             crate::cluster::api::routes(&mut reg, cluster.clone());
         }
         reg
@@ -320,7 +308,12 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), DaemonError> {
-    let d = Daemon::build(config)?;
+    // WebRTC first: WHIP and every channel's WHEP are built on it.
+    let webrtc = match listeners.webrtc {
+        Some(socket) => Some(crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?),
+        None => None,
+    };
+    let d = Daemon::build(config, webrtc)?;
     let listen_url = format!("http://{}", listeners.web.local_addr()?);
     info!("web server listening on {listen_url}");
     info!("rtmp server listening on rtmp://{}", listeners.rtmp.local_addr()?);
@@ -328,41 +321,37 @@ pub async fn run(
         info!("srt server listening on srt://{}", srt.local_addr()?);
     }
 
-    let tasks = d.tasks.clone();
-    // WebRTC first: every channel's WHEP starts on it.
-    if let Some(socket) = listeners.webrtc {
-        let webrtc = crate::webrtc::WebRtc::new(socket, listeners.webrtc_public_ip)?;
+    let s = &d.server;
+    let tasks = s.tasks.clone();
+    if let Some(webrtc) = &s.webrtc {
         crate::webrtc::start(webrtc.clone(), &tasks);
-        let _ = d.ingest.whip.set(crate::ingest::whip::Whip { webrtc: webrtc.clone(), tasks: tasks.clone() });
-        let _ = d.webrtc.set(webrtc);
     }
     // Every channel's media readers register before any publisher can go live (ingest starts below).
-    d.default.start(&d.media);
-    d.default.start_whep(d.webrtc.get());
-    crate::storage::start(d.storage.clone());
-    crate::yp::start(d.directory.clone(), &tasks);
-    if let Err(e) = crate::hardware::stats::start(d.hardware.clone(), &tasks) {
+    d.default.stack.start(&s.media);
+    crate::storage::start(s.storage.clone());
+    crate::yp::start(s.directory.clone(), &tasks);
+    if let Err(e) = crate::hardware::stats::start(s.hardware.clone(), &tasks) {
         warn!("no hardware statistics: {e}");
     }
-    let edge = d.cluster.as_ref().filter(|c| c.is_edge());
+    let edge = s.cluster.as_ref().filter(|c| c.is_edge());
     if edge.is_none() {
-        match d.channels.open_all() {
+        match s.channels.open_all(d.host.as_ref()) {
             Ok(0) => {}
             Ok(n) => info!(channels = n, "channels open"),
             Err(e) => warn!("cannot read the channel table: {e}"),
         }
-        channel::follow_server_settings(d.channels.clone(), &d.bus, &tasks);
+        channel::follow_server_settings(s.channels.clone(), &s.bus, &tasks);
     }
     // An edge takes no broadcast: its RTMP listener is closed, SRT is not started, and it does not probe
     // the encoders (it transcodes nothing; its admin API is the origin's).
     if edge.is_none() {
-        crate::hardware::encoders::spawn_startup_probe(d.hardware.clone(), &tasks);
-        crate::ingest::start(d.ingest.clone(), listeners.rtmp, &tasks);
+        crate::hardware::encoders::spawn_startup_probe(s.hardware.clone(), &tasks);
+        crate::ingest::start(s.ingest.clone(), listeners.rtmp, &tasks);
         if let Some(srt) = listeners.srt {
-            crate::ingest::srt::start(d.ingest.clone(), srt, &tasks);
+            crate::ingest::srt::start(s.ingest.clone(), srt, &tasks);
         }
     }
-    if let Some(cluster) = &d.cluster {
+    if let Some(cluster) = &s.cluster {
         crate::cluster::start(cluster, &tasks);
     }
 
@@ -385,14 +374,14 @@ pub async fn run(
     });
     info!("castd is ready");
     // READY=1 + STATUS= (stream state) and WATCHDOG=1 keep-alives when run by systemd; no-ops otherwise.
-    crate::systemd::announce_ready(d.default.server.stream.clone(), listen_url, &tasks);
+    crate::systemd::announce_ready(d.default.stack.server.stream.clone(), listen_url, &tasks);
     crate::systemd::spawn_watchdog(&tasks);
 
     shutdown.await;
     crate::systemd::stopping();
     // The stages stop in order (see the module doc); overruns are logged by `Tasks::stop`.
     tasks.shutdown(&SHUTDOWN_PLAN, BACKGROUND_STOP_TIMEOUT).await;
-    d.store.checkpoint()?;
+    d.server.store.checkpoint()?;
     info!("stopped");
     Ok(())
 }

@@ -255,6 +255,24 @@ pub type ActorLookup = Arc<dyn Fn(&str) -> Option<Local> + Send + Sync>;
 /// WebFinger); given by the composition root to every channel's federation.
 pub type UsernameTaken = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// What a channel's federation is told of the other channels' actors at construction (the registry
+/// of channels answers).
+#[derive(Clone)]
+pub struct Names {
+    /// Whether a user name is another channel's (the `federation/username` setter asks).
+    pub username_taken: UsernameTaken,
+    /// The other channels' actors, for the root's WebFinger (the default channel's only: the
+    /// channels' own WebFinger answers for their own actor).
+    pub other_actors: Option<ActorLookup>,
+}
+
+impl Names {
+    /// A federation alone on its server (unit tests, tools): every name is free, no other actor.
+    pub fn alone() -> Names {
+        Names { username_taken: Arc::new(|_| false), other_actors: None }
+    }
+}
+
 /// Limits per client address on what strangers can make federation do (see `throttle`).
 pub struct Limits {
     /// Inbox requests that need a remote fetch (an actor not cached, or fetched again): 30 at once,
@@ -300,10 +318,8 @@ pub struct Federation {
     pub follower_count: Arc<AtomicU64>,
     /// The daemon's tasks (federation's run in the `Delivery` stage).
     pub tasks: Tasks,
-    /// The other channels' actors, for WebFinger (set on the default channel's only).
-    pub other_actors: Arc<std::sync::OnceLock<ActorLookup>>,
-    /// Whether a user name is another channel's (the `federation/username` setter asks).
-    pub username_taken: Arc<std::sync::OnceLock<UsernameTaken>>,
+    /// The names every channel's actor answers to, beyond this channel's own (see [`Names`]).
+    pub names: Names,
 }
 
 impl Federation {
@@ -315,6 +331,7 @@ impl Federation {
         users: Arc<dyn UserTokens>,
         config: FederationConfig,
         tasks: Tasks,
+        names: Names,
     ) -> Result<Arc<Self>, FedError> {
         store.migrate("federation", data::MIGRATIONS)?;
         let client = client::Client::new(&config)?;
@@ -332,8 +349,7 @@ impl Federation {
             client,
             config,
             tasks,
-            other_actors: Arc::default(),
-            username_taken: Arc::default(),
+            names,
         }))
     }
 
@@ -362,7 +378,7 @@ impl Federation {
 
     /// Another channel's actor named `username`, while its federation is on (see [`ActorLookup`]).
     pub fn other_actor(&self, username: &str) -> Option<Local> {
-        self.other_actors.get().and_then(|lookup| lookup(username))
+        self.names.other_actors.as_ref().and_then(|lookup| lookup(username))
     }
 
     /// `local()` for routes: 405 while federation is off, 404 without a server URL.

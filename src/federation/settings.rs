@@ -44,12 +44,10 @@ pub static SETTERS: &[Setter<Federation>] = &[
         |fed, v, s| {
             let name = validate::federation_username(v)?;
             // One host, one WebFinger: every channel's actor has a name of its own.
-            if let Some(taken) = fed.username_taken.get() {
-                if taken(&name) {
-                    return Err(ValidationError(format!(
-                        "the fediverse user name {name} is another channel's actor: choose another"
-                    )));
-                }
+            if (fed.names.username_taken)(&name) {
+                return Err(ValidationError(format!(
+                    "the fediverse user name {name} is another channel's actor: choose another"
+                )));
             }
             set(&mut s.federation.federation_username, Ok(name))
         },

@@ -84,7 +84,7 @@ fn is_empty_dir(dir: &Path) -> Result<bool, ImportError> {
 
 /// Before the import: `slug` may become an imported channel of `data_dir` (see the module doc).
 pub fn check_slug(data_dir: &Path, slug: &ChannelId, force: bool) -> Result<(), ImportError> {
-    if slug.is_default() {
+    if ChannelId::made(slug.as_str()).is_err() {
         return Err(ImportError::Invalid(
             "the default channel is the data directory itself: import into it without --channel".into(),
         ));

@@ -18,7 +18,7 @@
 //! the reject reason `overload`, WHIP with 429 and `Retry-After`. Keys are never logged.
 //!
 //! The admission hook (`admissionHook.onPublish` of the key's channel): once the key is right, the
-//! protocol asks `Ingest::admit`, which calls the `publish_check` handle the composition root sets
+//! protocol asks `Ingest::admit`, which calls the `publish_check` handle the composition root gives
 //! (ingest does not know the hook). A refusal is refused in the handshake with the hook's reason (RTMP
 //! `NetStream.Publish.Rejected`, SRT `2403 forbidden`, WHIP 403) and logged; a hook that does not
 //! answer lets the publisher in (a valid key fails open), which the handle logs as a warning.
@@ -37,7 +37,7 @@ pub mod whip;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::Json;
@@ -118,12 +118,12 @@ pub struct Ingest {
     pub telemetry: Arc<Telemetry>,
     /// Which channel a key publishes to.
     pub keys: Arc<dyn KeyDirectory>,
-    /// The WebRTC stack WHIP publishes through, once the daemon has bound its socket.
+    /// The WebRTC stack WHIP publishes through (none when WebRTC is off).
     pub whip: whip::WhipSlot,
     /// Wrong stream keys per client address, shared by RTMP, SRT and WHIP ([`key_backoff`]).
     pub key_backoff: Backoff,
-    /// Asked once a key is right, before the slot is claimed (the admission hook); unset: all pass.
-    pub publish_check: OnceLock<PublishCheck>,
+    /// Asked once a key is right, before the slot is claimed (the admission hook); none: all pass.
+    pub publish_check: Option<PublishCheck>,
 }
 
 impl Ingest {
@@ -183,7 +183,7 @@ impl Ingest {
     /// Whether the publisher with a right key for `channel` may go live (the publish check, when the
     /// composition root set one): `Err` holds the reason to refuse it with.
     pub async fn admit(&self, channel: &ChannelId, attempt: PublishAttempt) -> Result<(), String> {
-        match self.publish_check.get() {
+        match self.publish_check.as_ref() {
             Some(check) => check(channel.clone(), attempt).await,
             None => Ok(()),
         }

@@ -22,7 +22,7 @@
 //! `User-Agent` as the encoder, its address) are reported as RTMP's and SRT's are.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -58,15 +58,15 @@ const STATS_WINDOW: Duration = Duration::from_secs(2);
 /// Where the first media lands on the 90 kHz timeline (room for the PCR to run behind it).
 const TIMELINE_START: u64 = 90_000;
 
-/// The WebRTC stack WHIP publishes through, and the tasks its sessions run in (set by the daemon
-/// when the WebRTC socket is bound).
+/// The WebRTC stack WHIP publishes through, and the tasks its sessions run in (given by the daemon,
+/// which binds the WebRTC socket before it builds ingest).
 pub struct Whip {
     pub webrtc: Arc<WebRtc>,
     pub tasks: Tasks,
 }
 
-/// Set once by the daemon; `None` means WebRTC is off and `POST /whip` answers 503.
-pub type WhipSlot = OnceLock<Whip>;
+/// `None` means WebRTC is off and `POST /whip` answers 503.
+pub type WhipSlot = Option<Whip>;
 
 pub fn routes(reg: &mut Registry, ingest: Arc<Ingest>) {
     use crate::http::Auth;
@@ -121,7 +121,7 @@ async fn post(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(whip) = ingest.whip.get() else {
+    let Some(whip) = ingest.whip.as_ref() else {
         return wh::error(StatusCode::SERVICE_UNAVAILABLE, "WebRTC is off: castd has no WebRTC UDP port");
     };
     let Some(key) = wh::bearer(&headers) else {
@@ -199,7 +199,7 @@ async fn post(
 }
 
 async fn delete(State(ingest): State<Arc<Ingest>>, Path(id): Path<String>) -> Response {
-    match ingest.whip.get() {
+    match ingest.whip.as_ref() {
         Some(whip) if whip.webrtc.close(KIND, &id) => {
             info!(%id, "whip publish ended by DELETE");
             wh::ended()

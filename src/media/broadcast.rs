@@ -28,7 +28,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch, Notify};
 
-pub use super::channel::{BadSlug, ChannelId};
+pub use super::channel::{BadSlug, ChannelId, SlugError};
 use super::feed::{Feed, MediaEvent, Subscription};
 pub use super::profile::Profile;
 use super::realtime::Realtime;

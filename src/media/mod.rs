@@ -68,7 +68,8 @@ use tokio::sync::{mpsc, watch};
 use capacity::{Admission, Load, Policy};
 
 pub use broadcast::{
-    Attached, BadSlug, Broadcast, BroadcastReader, ChannelId, Profile, SourceReader, SourceWriter, READER_QUEUE,
+    Attached, BadSlug, Broadcast, BroadcastReader, ChannelId, Profile, SlugError, SourceReader, SourceWriter,
+    READER_QUEUE,
 };
 pub use capacity::{CapacityPolicy, Limits};
 pub use feed::{Delivery, Feed, HlsPart, MediaEvent, SegmentWritten, Subscription};
@@ -155,12 +156,9 @@ impl MediaPlane {
         if let Some(c) = channels.get(id) {
             return c.clone();
         }
-        let (dir, images_dir) = if id.is_default() {
-            (self.hls_dir.clone(), self.images_dir.clone())
-        } else {
-            let root = self.images_dir.join("channels").join(id.as_str());
-            (root.join("hls"), root)
-        };
+        // The default channel's HLS folder is the plane's own; another channel's is in its folder.
+        let images_dir = id.folder_in(&self.images_dir);
+        let dir = if images_dir == self.images_dir { self.hls_dir.clone() } else { images_dir.join("hls") };
         let c = Arc::new(Channel {
             id: id.clone(),
             retention: Retention::new(dir.clone()),

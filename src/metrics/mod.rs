@@ -111,6 +111,9 @@ pub struct MetricsDeps {
     pub counts: Viewers,
     pub health: Arc<HealthHub>,
     pub telemetry: Arc<Telemetry>,
+    /// The root's (the default channel's metrics only): every other channel's exposition
+    /// ([`Metrics::other_channels`]).
+    pub other_channels: Option<OtherChannels>,
 }
 
 /// The metrics feature's state.
@@ -140,8 +143,9 @@ pub struct Metrics {
     /// The storage totals already added to the Prometheus counters.
     storage_seen: Mutex<crate::telemetry::StorageTotals>,
     /// On the root (the default channel's metrics): every other channel's exposition, which the root's
-    /// `/api/admin/prometheus` merges with its own (set by the composition root).
-    pub other_channels: std::sync::OnceLock<OtherChannels>,
+    /// `/api/admin/prometheus` merges with its own and the server-wide series (given by the composition
+    /// root: `MetricsDeps::other_channels`). `None`: a channel's own metrics.
+    pub other_channels: Option<OtherChannels>,
 }
 
 /// Every other channel's own Prometheus exposition (`Metrics::channel_exposition` of each), for the
@@ -176,7 +180,7 @@ impl Metrics {
             webhooks_seen: Mutex::new((0, 0)),
             chat_slow_seen: Mutex::new(0),
             storage_seen: Mutex::default(),
-            other_channels: std::sync::OnceLock::new(),
+            other_channels: deps.other_channels,
         };
         m.viewers.load()?;
         Ok(Arc::new(m))
@@ -255,14 +259,10 @@ impl Metrics {
     /// the default channel's (the root's) with the server-wide series and, once the composition root
     /// gave it the other channels, theirs merged in (see `prometheus`).
     pub fn exposition(&self) -> Result<String, std::fmt::Error> {
-        if !self.channel.is_default() {
-            return self.channel_exposition();
-        }
+        let Some(others) = &self.other_channels else { return self.channel_exposition() };
         self.sync_telemetry();
         let mut parts = vec![self.prom.encode_server()?, self.prom.encode_channel()?];
-        if let Some(others) = self.other_channels.get() {
-            parts.extend(others());
-        }
+        parts.extend(others());
         Ok(prometheus::merge(&parts))
     }
 
@@ -389,6 +389,8 @@ mod tests {
             counts: Arc::default(),
             health: HealthHub::new(bus),
             telemetry: Arc::default(),
+            // The root's metrics, on a server with no other channel.
+            other_channels: Some(Arc::new(Vec::new)),
         };
         (Metrics::open(MetricsConfig::default(), deps).unwrap(), writer)
     }

@@ -88,10 +88,10 @@ const SEGMENT_CACHE: &str = "public, max-age=31536000, immutable";
 /// Channel `id`'s folder under the prefix: `""` for the default channel (its keys are where they were
 /// before channels), `c/{slug}/` for any other.
 pub fn channel_folder(id: &ChannelId) -> String {
-    if id.is_default() {
-        String::new()
-    } else {
-        format!("{CHANNELS_FOLDER}{id}/")
+    // A channel's objects are where its URLs are: `/c/{slug}` is `c/{slug}/` in the bucket.
+    match id.base_path().strip_prefix('/') {
+        Some(under) => format!("{under}/"),
+        None => String::new(),
     }
 }
 

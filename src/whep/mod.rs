@@ -35,7 +35,7 @@ pub mod settings;
 mod viewer;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, State};
@@ -78,8 +78,8 @@ pub struct Whep {
     /// Viewers: a WebRTC viewer counts as one (by address and User-Agent, as HLS viewers are) while
     /// its session lives.
     pub metrics: Arc<crate::metrics::Metrics>,
-    /// Set by the daemon when the WebRTC socket is bound.
-    pub webrtc: OnceLock<(Arc<WebRtc>, Tasks)>,
+    /// The WebRTC stack and the tasks its sessions run in (none when WebRTC is off).
+    pub webrtc: Option<(Arc<WebRtc>, Tasks)>,
     /// Sessions per client address ([`per_address_caps`]); each viewer holds its place until it ends.
     pub per_address: Caps,
 }
@@ -92,7 +92,7 @@ pub fn per_address_caps() -> Caps {
 impl Whep {
     /// WebRTC viewers now.
     pub fn viewers(&self) -> usize {
-        self.webrtc.get().map_or(0, |(w, _)| w.count(KIND))
+        self.webrtc.as_ref().map_or(0, |(w, _)| w.count(KIND))
     }
 }
 
@@ -155,7 +155,7 @@ pub fn start(whep: Arc<Whep>, tasks: &Tasks) {
                     }
                     let online = stream.borrow_and_update().is_some();
                     if was_online && !online {
-                        if let Some((webrtc, _)) = whep.webrtc.get() {
+                        if let Some((webrtc, _)) = whep.webrtc.as_ref() {
                             let n = webrtc.close_all(KIND);
                             if n > 0 {
                                 info!(sessions = n, "whep: the stream ended; its WebRTC viewers' sessions are closed");
@@ -165,7 +165,7 @@ pub fn start(whep: Arc<Whep>, tasks: &Tasks) {
                     was_online = online;
                 }
                 _ = sync.tick() => {
-                    if let Some((webrtc, _)) = whep.webrtc.get() {
+                    if let Some((webrtc, _)) = whep.webrtc.as_ref() {
                         seen = sync_drops(&whep.metrics.prom, webrtc.dropped(), seen);
                     }
                 }
@@ -228,7 +228,7 @@ async fn post(
     let Some((profile, broadcast)) = live else {
         return wh::error(StatusCode::NOT_FOUND, "the stream is offline");
     };
-    let Some((webrtc, tasks)) = whep.webrtc.get() else {
+    let Some((webrtc, tasks)) = whep.webrtc.as_ref() else {
         return wh::error(StatusCode::SERVICE_UNAVAILABLE, "WebRTC is off: castd has no WebRTC UDP port");
     };
     if profile.realtime_variant.is_none() {
@@ -315,7 +315,7 @@ fn viewer_config() -> RtcConfig {
 }
 
 async fn delete(State(whep): State<Arc<Whep>>, Path(id): Path<String>) -> Response {
-    match whep.webrtc.get() {
+    match whep.webrtc.as_ref() {
         Some((webrtc, _)) if webrtc.close(KIND, &id) => wh::deleted(),
         _ => wh::error(StatusCode::NOT_FOUND, "no such WHEP session"),
     }
