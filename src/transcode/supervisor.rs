@@ -4,8 +4,10 @@
 //! (`media::MediaPlane::reader`); for each it takes the publisher's media (`Broadcast::take_source`:
 //! `media::MediaChunk`s, FLV tags from RTMP, container bytes such as MPEG-TS from SRT, and the
 //! broadcaster's details), clears the channel's HLS folder, marks the stream online, publishes
-//! STREAM_STARTED and spawns the supervisor task. The supervisor decides the running profile (ladder,
-//! segment length, latency mode, real-time variant, encoders: read from the settings once, here, and
+//! STREAM_STARTED and spawns the supervisor task. The supervisor (`Supervisor`, one per broadcast:
+//! `plan`, then `run`: `start_worker`, `watch`, `failed` for the restart policy, `end`) decides the
+//! running profile (ladder, segment length, latency mode, real-time variant, encoders: read from the
+//! settings once, here, and
 //! nowhere else; a broadcast marked passthrough by the media plane's capacity check gets one
 //! passthrough variant instead of the ladder; an Enhanced RTMP source (`Container::FlvEnhanced`:
 //! HEVC, AV1, VP9) gets a passthrough `source` variant after the ladder, served as fMP4) and starts the broadcast with it (`Broadcast::start`: `Started` on the feed), runs the
@@ -48,7 +50,7 @@
 //!   STREAM_STOPPED is published. The publisher slot is freed only then.
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -230,101 +232,140 @@ enum Outcome {
     Failed(String),
 }
 
+/// Supervise one broadcast from its start to its end (the task `start` spawns).
 async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) {
-    let SourceReader { media: mut rx, mut details } = source;
-    let s = t.deps.settings.get();
-    let (seg, list) = s.latency();
-    let dir = b.dir.clone();
-    let chosen = encoders::selected(&t);
-    // Over capacity (`media::capacity`): one passthrough variant instead of the channel's ladder.
-    let ladder = match &b.passthrough {
-        Some(why) => {
-            info!(channel = %b.channel, "served as passthrough: {why}");
-            vec![passthrough_variant()]
-        }
-        None => {
-            let mut ladder = s.video.video_quality_variants.clone();
-            // An Enhanced RTMP source (HEVC, AV1, VP9) is also served as it came, in fMP4, after the
-            // H.264 rungs: players that decode it may pick it, the others keep to H.264.
-            if b.source.container == crate::media::Container::FlvEnhanced && !ladder.iter().any(|v| v.video_passthrough)
-            {
-                ladder.push(crate::config::StreamOutputVariant { name: "source".into(), ..passthrough_variant() });
-            }
-            ladder
-        }
-    };
-    let specs: Vec<_> = ladder.iter().map(|v| recipe::variant_spec(v, seg)).collect();
-    let cap = nvenc_cap(&chosen).await;
-    let plan = hwaccel::plan_sessions(&specs, &chosen.name, cap);
-    encoders::report_session_plan(&t, &plan);
-    let encoders = plan
-        .encoders
-        .iter()
-        .map(|name| if *name == chosen.name { Ok(chosen.clone()) } else { recipe::encoder_info(name) })
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap_or_else(|e| {
-            warn!("{e}; using {SOFTWARE_ENCODER}");
-            software_encoders(&ladder)
+    Supervisor::plan(t, b, source).await.run().await;
+}
+
+/// One broadcast's supervision: the running profile, the publisher's media, and what is kept across
+/// worker restarts (sequence headers, restart history, capacity step, disk-full state).
+struct Supervisor {
+    t: Arc<Transcoder>,
+    b: Arc<Broadcast>,
+    rx: mpsc::Receiver<MediaChunk>,
+    details: watch::Receiver<StreamDetails>,
+    /// The next worker's configuration (a restart or a fallback changes it).
+    cfg: WorkerConfig,
+    dir: PathBuf,
+    realtime_variant: Option<usize>,
+    thumb_variant: usize,
+    variant_count: usize,
+    seq_video: Option<FlvTag>,
+    seq_audio: Option<FlvTag>,
+    restarts: VecDeque<Instant>,
+    hw_failures: u32,
+    /// What the running worker reported about a failing encoder.
+    encoder_failure: Option<EncoderFailure>,
+    thumbnails: Option<CancellationToken>,
+    ladder: LadderState,
+    disk_full: bool,
+}
+
+/// What a failed worker leads to.
+enum Next {
+    /// Start another worker.
+    Restart,
+    /// The broadcaster was dropped.
+    Stop,
+}
+
+impl Supervisor {
+    /// Decide the running profile (ladder, encoders, latency: the settings are read here, once) and
+    /// start the broadcast with it.
+    async fn plan(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) -> Self {
+        let SourceReader { media: rx, details } = source;
+        let s = t.deps.settings.get();
+        let (seg, list) = s.latency();
+        let dir = b.dir.clone();
+        let ladder = plan_ladder(&b, s.video.video_quality_variants.clone());
+        let encoders = plan_encoders(&t, &ladder, seg).await;
+        let cfg = WorkerConfig {
+            hls_dir: dir.clone(),
+            container: b.source.container,
+            segment_seconds: seg,
+            list_size: list,
+            variants: ladder,
+            encoder: SOFTWARE_ENCODER.into(),
+            encoders,
+            debug_encoder_fault: t.deps.debug_encoder_fault,
+            append: false,
+            segment_id: new_segment_id(),
+            low_latency: s.low_latency_hls(),
+            part_ms: t.deps.llhls_part_ms,
+            realtime: None,
+            ladder_step: 0,
+            debug_ladder_step_at: None,
+        };
+        let realtime_variant = s.webrtc.realtime_variant(&cfg.variants);
+        b.start(Profile {
+            stream_id: t.deps.stream.get().stream_id.unwrap_or_default(),
+            started_at: t.deps.stream.get().last_connect_time.unwrap_or_else(Utc::now),
+            variants: cfg.variants.clone(),
+            segment_seconds: seg,
+            list_size: list,
+            latency_level: s.video.latency_level,
+            low_latency: cfg.low_latency,
+            realtime_variant,
+            encoders: cfg.encoders.iter().map(|e| e.name.clone()).collect(),
         });
-    let container = b.source.container;
-    let mut cfg = WorkerConfig {
-        hls_dir: dir.clone(),
-        container,
-        segment_seconds: seg,
-        list_size: list,
-        variants: ladder,
-        encoder: SOFTWARE_ENCODER.into(),
-        encoders,
-        debug_encoder_fault: t.deps.debug_encoder_fault,
-        append: false,
-        segment_id: new_segment_id(),
-        low_latency: s.low_latency_hls(),
-        part_ms: t.deps.llhls_part_ms,
-        realtime: None,
-        ladder_step: 0,
-        debug_ladder_step_at: None,
-    };
-    let realtime_variant = s.webrtc.realtime_variant(&cfg.variants);
-    let variant_count = cfg.variants.len();
-    b.start(Profile {
-        stream_id: t.deps.stream.get().stream_id.unwrap_or_default(),
-        started_at: t.deps.stream.get().last_connect_time.unwrap_or_else(Utc::now),
-        variants: cfg.variants.clone(),
-        segment_seconds: seg,
-        list_size: list,
-        latency_level: s.video.latency_level,
-        low_latency: cfg.low_latency,
-        realtime_variant,
-        encoders: cfg.encoders.iter().map(|e| e.name.clone()).collect(),
-    });
-    let thumb_variant = highest_variant(&cfg.variants);
-    let mut seq_video: Option<FlvTag> = None;
-    let mut seq_audio: Option<FlvTag> = None;
-    let mut restarts: VecDeque<Instant> = VecDeque::new();
-    let mut hw_failures = 0u32;
-    let mut encoder_failure: Option<EncoderFailure>;
-    let mut thumbnails: Option<CancellationToken> = None;
-    let mut ladder = LadderState {
-        step: 0,
-        names: cfg
+        let names = cfg
             .variants
             .iter()
             .enumerate()
             .map(|(n, v)| if v.name.trim().is_empty() { format!("variant {n}") } else { v.name.clone() })
-            .collect(),
-    };
-
-    let mut disk_full = false;
-    loop {
-        // A restarted worker continues at the capacity step its predecessor had reached.
-        cfg.ladder_step = ladder.step;
-        if disk_full && has_room(&dir, 4 * HLS_PROBE_BYTES) {
-            disk_full = false;
-            room_again(&t);
+            .collect();
+        Supervisor {
+            thumb_variant: highest_variant(&cfg.variants),
+            variant_count: cfg.variants.len(),
+            ladder: LadderState { step: 0, names },
+            t,
+            b,
+            rx,
+            details,
+            cfg,
+            dir,
+            realtime_variant,
+            seq_video: None,
+            seq_audio: None,
+            restarts: VecDeque::new(),
+            hw_failures: 0,
+            encoder_failure: None,
+            thumbnails: None,
+            disk_full: false,
         }
-        cfg.realtime = realtime_variant.and_then(|variant| {
-            let socket = super::rtlink::socket_path(&cfg.segment_id);
-            match super::rtlink::start(&socket, b.realtime.clone(), &t.deps.tasks) {
+    }
+
+    /// Run workers until the broadcaster leaves (or is dropped), then finish the stream.
+    async fn run(mut self) {
+        loop {
+            let Some(mut worker) = self.start_worker() else { break };
+            match self.watch(&mut worker).await {
+                Outcome::Ended => {
+                    finish_worker(&mut worker, |ev| self.on_event(ev)).await;
+                    break;
+                }
+                Outcome::Failed(why) => match self.failed(worker, why).await {
+                    Next::Restart => {}
+                    Next::Stop => break,
+                },
+            }
+        }
+        self.end();
+    }
+
+    /// Start a worker with the current configuration and say what runs (profile, stream state).
+    /// None: it could not be started, and the broadcaster is dropped.
+    fn start_worker(&mut self) -> Option<Worker> {
+        let t = &self.t;
+        // A restarted worker continues at the capacity step its predecessor had reached.
+        self.cfg.ladder_step = self.ladder.step;
+        if self.disk_full && has_room(&self.dir, 4 * HLS_PROBE_BYTES) {
+            self.disk_full = false;
+            room_again(t);
+        }
+        self.cfg.realtime = self.realtime_variant.and_then(|variant| {
+            let socket = super::rtlink::socket_path(&self.cfg.segment_id);
+            match super::rtlink::start(&socket, self.b.realtime.clone(), &t.deps.tasks) {
                 Ok(()) => Some(super::RealtimeConfig { variant, socket }),
                 Err(e) => {
                     warn!("no real-time output (WebRTC playback): cannot listen on {}: {e}", socket.display());
@@ -332,129 +373,327 @@ async fn supervise(t: Arc<Transcoder>, b: Arc<Broadcast>, source: SourceReader) 
                 }
             }
         });
-        let mut worker = match spawn_worker(&cfg, &t.deps.tasks) {
+        let worker = match spawn_worker(&self.cfg, &t.deps.tasks) {
             Ok(w) => w,
             Err(e) => {
                 error!("cannot start the transcode worker: {e}");
-                b.disconnect();
-                break;
+                self.b.disconnect();
+                return None;
             }
         };
-        let names: Vec<String> = cfg.encoders.iter().map(|e| e.name.clone()).collect();
+        let names: Vec<String> = self.cfg.encoders.iter().map(|e| e.name.clone()).collect();
         // What the admin sees in use: a decode path says where it decodes and scales.
-        let labels: Vec<String> = cfg.encoders.iter().map(|e| e.label()).collect();
-        info!(pid = worker.pid, encoders = ?labels, append = cfg.append, "transcode worker started");
+        let labels: Vec<String> = self.cfg.encoders.iter().map(|e| e.label()).collect();
+        info!(pid = worker.pid, encoders = ?labels, append = self.cfg.append, "transcode worker started");
         // What runs now (a fallback changes the encoders, or every variant to passthrough).
-        let (variants, encoders) = (cfg.variants.clone(), names.clone());
-        b.update_profile(|p| {
+        let variants = self.cfg.variants.clone();
+        self.b.update_profile(|p| {
             p.variants = variants;
-            p.encoders = encoders;
+            p.encoders = names;
         });
         t.deps.stream.update(|st| {
             st.worker_pid = worker.pid;
             st.encoders = labels;
         });
-        encoder_failure = None;
-        let outcome = run_worker(
-            &t,
-            &b,
-            &mut worker,
-            &mut rx,
-            &mut details,
-            &mut seq_video,
-            &mut seq_audio,
-            &mut thumbnails,
-            &mut encoder_failure,
-            &dir,
-            thumb_variant,
-            &mut disk_full,
-            &mut ladder,
-        )
-        .await;
-        match outcome {
-            Outcome::Ended => {
-                finish_worker(&mut worker, |ev| on_event(&t, &b, ev, &mut thumbnails, thumb_variant, &mut ladder))
-                    .await;
-                break;
-            }
-            Outcome::Failed(why) => {
-                let _ = worker.child.start_kill();
-                let status = worker.child.wait().await;
-                if !has_room(&dir, HLS_PROBE_BYTES) {
-                    let freed = b.retention.prune_oldest();
-                    warn!(freed, "the HLS directory {} is full ({why}); old segments deleted, retrying", dir.display());
-                    if !disk_full {
-                        let alert = format!(
-                            "the video directory ({}) is full; the stream pauses until there is room",
-                            dir.display()
-                        );
-                        t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: Some(alert) });
+        self.encoder_failure = None;
+        Some(worker)
+    }
+
+    /// Feed the worker and watch it until the broadcaster leaves or the worker fails (exits, stalls,
+    /// takes no input, or the HLS directory fills up).
+    async fn watch(&mut self, worker: &mut Worker) -> Outcome {
+        let mut input = WorkerInput::new(self.b.source.container);
+        let mut last_input = Instant::now();
+        let mut last_output = Instant::now();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut buf = Vec::with_capacity(64 * 1024);
+        loop {
+            tokio::select! {
+                chunk = self.rx.recv() => {
+                    let Some(chunk) = chunk else { return Outcome::Ended };
+                    last_input = Instant::now();
+                    buf.clear();
+                    match frame_chunk(&chunk, &mut input, &mut self.seq_video, &mut self.seq_audio, &mut buf) {
+                        Framed::Skip => continue,
+                        // The worker's silence is measured from its first input.
+                        Framed::First => last_output = Instant::now(),
+                        Framed::More => {}
                     }
-                    disk_full = true;
-                    tokio::time::sleep(DISK_FULL_RETRY).await;
-                    cfg.append = true;
-                    cfg.segment_id = new_segment_id();
-                    continue;
-                }
-                warn!(pid = worker.pid, ?status, "transcode worker failed ({why}); restarting it");
-                let now = Instant::now();
-                restarts.push_back(now);
-                while restarts.front().is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW) {
-                    restarts.pop_front();
-                }
-                if restarts.len() > MAX_RESTARTS {
-                    error!(
-                        "the transcode worker failed {} times in {:?}; dropping the broadcaster",
-                        restarts.len(),
-                        RESTART_WINDOW
-                    );
-                    b.disconnect();
-                    break;
-                }
-                // A hardware encoder or a decode path (a GPU decodes and scales for libx264).
-                let hardware = cfg.encoders.iter().find(|e| e.uses_device()).map(|e| e.label());
-                match (encoder_failure.take(), hardware) {
-                    (Some(f), _) if f.hardware => fall_back(&t, &mut cfg, &f.encoder, &f.message),
-                    (Some(f), None) => pass_through(&t, &mut cfg, &f.encoder, &f.message),
-                    (_, Some(name)) => {
-                        hw_failures += 1;
-                        if hw_failures >= HW_FAILURES_BEFORE_FALLBACK {
-                            fall_back(&t, &mut cfg, &name, &format!("the worker failed {hw_failures} times: {why}"));
-                        }
+                    if let Err(why) = write_input(worker, &buf).await {
+                        return Outcome::Failed(why);
                     }
-                    _ => {}
                 }
-                cfg.append = true;
-                cfg.segment_id = new_segment_id();
+                Ok(()) = self.details.changed() => self.details_changed(),
+                ev = worker.events.recv() => {
+                    let Some(ev) = ev else {
+                        let status = worker.child.wait().await;
+                        return Outcome::Failed(format!("the worker exited ({})", status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())));
+                    };
+                    last_output = Instant::now();
+                    if let WorkerEvent::EncoderFailed { encoder, hardware, message } = &ev {
+                        self.encoder_failure = Some(EncoderFailure { encoder: encoder.clone(), hardware: *hardware, message: message.clone() });
+                    }
+                    self.on_event(ev);
+                }
+                _ = tick.tick() => {
+                    if let Some(why) = self.check_room() {
+                        return Outcome::Failed(why);
+                    }
+                    if input.started && last_input.elapsed() < Duration::from_secs(5) && last_output.elapsed() > STALL_TIMEOUT {
+                        return Outcome::Failed(format!("the worker stalled (no progress for {STALL_TIMEOUT:?})"));
+                    }
+                }
             }
         }
     }
 
-    if let Some(t) = thumbnails.take() {
-        t.cancel();
+    /// The broadcaster's details changed: the stream state takes them (keeping the size the worker
+    /// reported when the publisher's has none).
+    fn details_changed(&mut self) {
+        let d = self.details.borrow_and_update().clone();
+        self.t.deps.stream.update(|st| {
+            if let Some(b) = st.broadcaster.as_mut() {
+                let (w, h) = (b.stream_details.width, b.stream_details.height);
+                b.stream_details = d;
+                if b.stream_details.width == 0 {
+                    (b.stream_details.width, b.stream_details.height) = (w, h);
+                }
+            }
+        });
     }
-    for n in 0..variant_count {
-        if let Err(e) = ensure_endlist(&dir.join(n.to_string()).join("stream.m3u8")) {
-            warn!("cannot finalise playlist {n}: {e}");
+
+    /// The once-a-second look at the HLS directory's room. The worker's muxer does not fail on a
+    /// full disk (it loses the writes), so the supervisor watches the room itself. Some: the worker
+    /// must be restarted, for this reason.
+    fn check_room(&mut self) -> Option<String> {
+        match free_bytes(&self.dir) {
+            Some(free) if free < HLS_PROBE_BYTES as u64 => {
+                return Some(format!("{free} bytes left in the HLS directory"));
+            }
+            Some(free) if self.disk_full && free >= 4 * HLS_PROBE_BYTES as u64 => {
+                self.disk_full = false;
+                room_again(&self.t);
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// The worker failed: kill it, and decide what next (wait for room, restart, fall back, or drop
+    /// the broadcaster).
+    async fn failed(&mut self, mut worker: Worker, why: String) -> Next {
+        let _ = worker.child.start_kill();
+        let status = worker.child.wait().await;
+        if !has_room(&self.dir, HLS_PROBE_BYTES) {
+            self.wait_for_room(&why).await;
+            self.next_segments();
+            return Next::Restart;
+        }
+        warn!(pid = worker.pid, ?status, "transcode worker failed ({why}); restarting it");
+        if self.too_many_restarts() {
+            error!(
+                "the transcode worker failed {} times in {:?}; dropping the broadcaster",
+                self.restarts.len(),
+                RESTART_WINDOW
+            );
+            self.b.disconnect();
+            return Next::Stop;
+        }
+        self.choose_fallback(&why);
+        self.next_segments();
+        Next::Restart
+    }
+
+    /// The HLS directory is full: delete the oldest segments, raise the alert (once), and pause
+    /// before the next try. Not counted as a failure.
+    async fn wait_for_room(&mut self, why: &str) {
+        let dir = &self.dir;
+        let freed = self.b.retention.prune_oldest();
+        warn!(freed, "the HLS directory {} is full ({why}); old segments deleted, retrying", dir.display());
+        if !self.disk_full {
+            let alert =
+                format!("the video directory ({}) is full; the stream pauses until there is room", dir.display());
+            self.t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: Some(alert) });
+        }
+        self.disk_full = true;
+        tokio::time::sleep(DISK_FULL_RETRY).await;
+    }
+
+    /// Count a restart: whether more than `MAX_RESTARTS` fell within `RESTART_WINDOW`.
+    fn too_many_restarts(&mut self) -> bool {
+        let now = Instant::now();
+        self.restarts.push_back(now);
+        while self.restarts.front().is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW) {
+            self.restarts.pop_front();
+        }
+        self.restarts.len() > MAX_RESTARTS
+    }
+
+    /// The encoders for the next worker: libx264 after a hardware encoder's failure (or repeated
+    /// failures of a hardware ladder), passthrough after the software encoder's.
+    fn choose_fallback(&mut self, why: &str) {
+        let t = &self.t;
+        // A hardware encoder or a decode path (a GPU decodes and scales for libx264).
+        let hardware = self.cfg.encoders.iter().find(|e| e.uses_device()).map(|e| e.label());
+        match (self.encoder_failure.take(), hardware) {
+            (Some(f), _) if f.hardware => fall_back(t, &mut self.cfg, &f.encoder, &f.message),
+            (Some(f), None) => pass_through(t, &mut self.cfg, &f.encoder, &f.message),
+            (_, Some(name)) => {
+                self.hw_failures += 1;
+                if self.hw_failures >= HW_FAILURES_BEFORE_FALLBACK {
+                    let reason = format!("the worker failed {} times: {why}", self.hw_failures);
+                    fall_back(t, &mut self.cfg, &name, &reason);
+                }
+            }
+            _ => {}
         }
     }
-    t.deps.stream.update(|st| {
-        st.online = false;
-        st.stream_id = None;
-        st.last_disconnect_time = Some(Utc::now());
-        st.broadcaster = None;
-        st.worker_pid = None;
-        st.transcode.clear();
-        st.encoders.clear();
-    });
-    // StreamEnded, the feed closes, the publisher slot is free.
-    t.deps.media.end(&b);
-    t.deps.telemetry.clear_stream();
-    t.deps.health.submit(HealthInput::Encoder(None));
-    t.deps.health.submit(HealthInput::Ladder(None));
-    t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
-    publish_stream_event(&t, Event::StreamStopped);
-    info!("stream offline");
+
+    /// The next worker appends to the playlists (`EXT-X-DISCONTINUITY`) with new segment names.
+    fn next_segments(&mut self) {
+        self.cfg.append = true;
+        self.cfg.segment_id = new_segment_id();
+    }
+
+    /// What the worker wrote or said: the broadcast's feed, telemetry, stream state, health.
+    fn on_event(&mut self, ev: WorkerEvent) {
+        let (t, b) = (&self.t, &self.b);
+        let dir = &b.dir;
+        match ev {
+            WorkerEvent::Progress { variants, headroom, .. } => progress(t, variants, headroom),
+            WorkerEvent::LadderChanged(change) => ladder_changed(t, &mut self.ladder, change),
+            WorkerEvent::Started { width, height, encoders } => {
+                info!(width, height, ?encoders, "transcoding");
+                t.deps.stream.update(|st| {
+                    if let Some(b) = st.broadcaster.as_mut() {
+                        if b.stream_details.width == 0 {
+                            b.stream_details.width = width;
+                            b.stream_details.height = height;
+                        }
+                    }
+                });
+            }
+            WorkerEvent::SegmentWritten(seg) => {
+                b.publish(MediaEvent::SegmentWritten(seg));
+                if self.thumbnails.is_none() {
+                    self.thumbnails = Some(thumbnail::spawn_loop(
+                        &t.deps.tasks,
+                        dir.join(self.thumb_variant.to_string()),
+                        b.images_dir.clone(),
+                    ));
+                }
+            }
+            WorkerEvent::PlaylistWritten { variant } => {
+                b.publish(MediaEvent::PlaylistWritten { variant: Some(variant) })
+            }
+            WorkerEvent::Ready => {
+                info!("stream playable: {}", dir.join("stream.m3u8").display());
+                b.publish(MediaEvent::PlaylistWritten { variant: None });
+            }
+            WorkerEvent::PartWritten(part) => b.publish(MediaEvent::PartWritten(part)),
+            WorkerEvent::InitWritten { variant, file } => b.publish(MediaEvent::InitWritten { variant, file }),
+            WorkerEvent::Error { message } => error!("transcode worker: {message}"),
+            WorkerEvent::EncoderFailed { encoder, hardware, message } => {
+                error!(hardware, "transcode worker: encoder {encoder} failed: {message}")
+            }
+            WorkerEvent::Finished => info!("transcode worker finished"),
+        }
+    }
+
+    /// The broadcaster left (or was dropped): finalise the playlists (`EXT-X-ENDLIST`), the stream
+    /// goes offline, the broadcast ends (the publisher slot is freed), health clears, STREAM_STOPPED.
+    fn end(mut self) {
+        let t = &self.t;
+        if let Some(t) = self.thumbnails.take() {
+            t.cancel();
+        }
+        for n in 0..self.variant_count {
+            if let Err(e) = ensure_endlist(&self.dir.join(n.to_string()).join("stream.m3u8")) {
+                warn!("cannot finalise playlist {n}: {e}");
+            }
+        }
+        t.deps.stream.update(|st| {
+            st.online = false;
+            st.stream_id = None;
+            st.last_disconnect_time = Some(Utc::now());
+            st.broadcaster = None;
+            st.worker_pid = None;
+            st.transcode.clear();
+            st.encoders.clear();
+        });
+        // StreamEnded, the feed closes, the publisher slot is free.
+        t.deps.media.end(&self.b);
+        t.deps.telemetry.clear_stream();
+        t.deps.health.submit(HealthInput::Encoder(None));
+        t.deps.health.submit(HealthInput::Ladder(None));
+        t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
+        publish_stream_event(t, Event::StreamStopped);
+        info!("stream offline");
+    }
+}
+
+/// The variants a broadcast is served in: one passthrough variant over capacity (`media::capacity`),
+/// else the channel's ladder (`configured`), with a passthrough `source` variant after it for an
+/// Enhanced RTMP source.
+fn plan_ladder(
+    b: &Broadcast,
+    configured: Vec<crate::config::StreamOutputVariant>,
+) -> Vec<crate::config::StreamOutputVariant> {
+    if let Some(why) = &b.passthrough {
+        info!(channel = %b.channel, "served as passthrough: {why}");
+        return vec![passthrough_variant()];
+    }
+    let mut ladder = configured;
+    // An Enhanced RTMP source (HEVC, AV1, VP9) is also served as it came, in fMP4, after the
+    // H.264 rungs: players that decode it may pick it, the others keep to H.264.
+    if b.source.container == crate::media::Container::FlvEnhanced && !ladder.iter().any(|v| v.video_passthrough) {
+        ladder.push(crate::config::StreamOutputVariant { name: "source".into(), ..passthrough_variant() });
+    }
+    ladder
+}
+
+/// The encoder of each variant: the selected encoder (`encoders::selected`) planned per variant
+/// with `hwaccel::plan_sessions` (NVENC's session cap), libx264 if the plan names one that is unknown.
+async fn plan_encoders(
+    t: &Arc<Transcoder>,
+    ladder: &[crate::config::StreamOutputVariant],
+    seg: u32,
+) -> Vec<hwaccel::EncoderInfo> {
+    let chosen = encoders::selected(t);
+    let specs: Vec<_> = ladder.iter().map(|v| recipe::variant_spec(v, seg)).collect();
+    let cap = nvenc_cap(&chosen).await;
+    let plan = hwaccel::plan_sessions(&specs, &chosen.name, cap);
+    encoders::report_session_plan(t, &plan);
+    plan.encoders
+        .iter()
+        .map(|name| if *name == chosen.name { Ok(chosen.clone()) } else { recipe::encoder_info(name) })
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_or_else(|e| {
+            warn!("{e}; using {SOFTWARE_ENCODER}");
+            software_encoders(ladder)
+        })
+}
+
+/// Write one framed chunk to the worker's stdin, within `WRITE_TIMEOUT`. Err: why the worker failed.
+async fn write_input(worker: &mut Worker, buf: &[u8]) -> Result<(), String> {
+    let Some(stdin) = worker.stdin.as_mut() else { return Err("stdin closed".into()) };
+    match tokio::time::timeout(WRITE_TIMEOUT, stdin.write_all(buf)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("writing to the worker: {e}")),
+        Err(_) => Err(format!("the worker took no input for {WRITE_TIMEOUT:?}")),
+    }
+}
+
+/// A worker's progress report: telemetry (speed, capacity, headroom) and the stream state's
+/// per-variant transcode status.
+fn progress(t: &Transcoder, variants: Vec<super::VariantProgress>, headroom: Option<f64>) {
+    for v in &variants {
+        t.deps.telemetry.encoder_progress(v.variant, &v.encoder, v.fps, v.speed);
+        let capacity = v.preset.as_ref().map(|_| if v.busy > 0.01 { (v.speed / v.busy).min(99.0) } else { 99.0 });
+        t.deps.telemetry.encoder_capacity(v.variant, capacity);
+    }
+    t.deps.telemetry.set_transcode_headroom(headroom);
+    t.deps.stream.update(|st| st.transcode = variants);
 }
 
 /// The capacity step of the stream's ladder (`capacity`), kept across worker restarts, and the
@@ -714,147 +953,6 @@ fn frame_chunk(
 fn room_again(t: &Transcoder) {
     info!("the HLS directory has room again; the stream resumes");
     t.deps.health.submit(HealthInput::Hardware { metric: "hls", alert: None });
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn run_worker(
-    t: &Transcoder,
-    b: &Broadcast,
-    worker: &mut Worker,
-    rx: &mut mpsc::Receiver<MediaChunk>,
-    details: &mut watch::Receiver<StreamDetails>,
-    seq_video: &mut Option<FlvTag>,
-    seq_audio: &mut Option<FlvTag>,
-    thumbnails: &mut Option<CancellationToken>,
-    encoder_failure: &mut Option<EncoderFailure>,
-    dir: &Path,
-    thumb_variant: usize,
-    disk_full: &mut bool,
-    ladder: &mut LadderState,
-) -> Outcome {
-    let mut input = WorkerInput::new(b.source.container);
-    let mut last_input = Instant::now();
-    let mut last_output = Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut buf = Vec::with_capacity(64 * 1024);
-    loop {
-        tokio::select! {
-            chunk = rx.recv() => {
-                let Some(chunk) = chunk else { return Outcome::Ended };
-                last_input = Instant::now();
-                buf.clear();
-                match frame_chunk(&chunk, &mut input, seq_video, seq_audio, &mut buf) {
-                    Framed::Skip => continue,
-                    // The worker's silence is measured from its first input.
-                    Framed::First => last_output = Instant::now(),
-                    Framed::More => {}
-                }
-                let Some(stdin) = worker.stdin.as_mut() else { return Outcome::Failed("stdin closed".into()) };
-                match tokio::time::timeout(WRITE_TIMEOUT, stdin.write_all(&buf)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => return Outcome::Failed(format!("writing to the worker: {e}")),
-                    Err(_) => return Outcome::Failed(format!("the worker took no input for {WRITE_TIMEOUT:?}")),
-                }
-            }
-            Ok(()) = details.changed() => {
-                let d = details.borrow_and_update().clone();
-                t.deps.stream.update(|st| {
-                    if let Some(b) = st.broadcaster.as_mut() {
-                        let (w, h) = (b.stream_details.width, b.stream_details.height);
-                        b.stream_details = d;
-                        if b.stream_details.width == 0 {
-                            (b.stream_details.width, b.stream_details.height) = (w, h);
-                        }
-                    }
-                });
-            }
-            ev = worker.events.recv() => {
-                let Some(ev) = ev else {
-                    let status = worker.child.wait().await;
-                    return Outcome::Failed(format!("the worker exited ({})", status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())));
-                };
-                last_output = Instant::now();
-                if let WorkerEvent::EncoderFailed { encoder, hardware, message } = &ev {
-                    *encoder_failure = Some(EncoderFailure { encoder: encoder.clone(), hardware: *hardware, message: message.clone() });
-                }
-                on_event(t, b, ev, thumbnails, thumb_variant, ladder);
-            }
-            _ = tick.tick() => {
-                // The worker's muxer does not fail on a full disk (it loses the writes), so the
-                // supervisor watches the room itself.
-                match free_bytes(dir) {
-                    Some(free) if free < HLS_PROBE_BYTES as u64 => {
-                        return Outcome::Failed(format!("{free} bytes left in the HLS directory"));
-                    }
-                    Some(free) if *disk_full && free >= 4 * HLS_PROBE_BYTES as u64 => {
-                        *disk_full = false;
-                        room_again(t);
-                    }
-                    _ => {}
-                }
-                if input.started && last_input.elapsed() < Duration::from_secs(5) && last_output.elapsed() > STALL_TIMEOUT {
-                    return Outcome::Failed(format!("the worker stalled (no progress for {STALL_TIMEOUT:?})"));
-                }
-            }
-        }
-    }
-}
-
-fn on_event(
-    t: &Transcoder,
-    b: &Broadcast,
-    ev: WorkerEvent,
-    thumbnails: &mut Option<CancellationToken>,
-    thumb_variant: usize,
-    ladder: &mut LadderState,
-) {
-    let dir = &b.dir;
-    match ev {
-        WorkerEvent::Progress { variants, headroom, .. } => {
-            for v in &variants {
-                t.deps.telemetry.encoder_progress(v.variant, &v.encoder, v.fps, v.speed);
-                let capacity =
-                    v.preset.as_ref().map(|_| if v.busy > 0.01 { (v.speed / v.busy).min(99.0) } else { 99.0 });
-                t.deps.telemetry.encoder_capacity(v.variant, capacity);
-            }
-            t.deps.telemetry.set_transcode_headroom(headroom);
-            t.deps.stream.update(|st| st.transcode = variants);
-        }
-        WorkerEvent::LadderChanged(change) => ladder_changed(t, ladder, change),
-        WorkerEvent::Started { width, height, encoders } => {
-            info!(width, height, ?encoders, "transcoding");
-            t.deps.stream.update(|st| {
-                if let Some(b) = st.broadcaster.as_mut() {
-                    if b.stream_details.width == 0 {
-                        b.stream_details.width = width;
-                        b.stream_details.height = height;
-                    }
-                }
-            });
-        }
-        WorkerEvent::SegmentWritten(seg) => {
-            b.publish(MediaEvent::SegmentWritten(seg));
-            if thumbnails.is_none() {
-                *thumbnails = Some(thumbnail::spawn_loop(
-                    &t.deps.tasks,
-                    dir.join(thumb_variant.to_string()),
-                    b.images_dir.clone(),
-                ));
-            }
-        }
-        WorkerEvent::PlaylistWritten { variant } => b.publish(MediaEvent::PlaylistWritten { variant: Some(variant) }),
-        WorkerEvent::Ready => {
-            info!("stream playable: {}", dir.join("stream.m3u8").display());
-            b.publish(MediaEvent::PlaylistWritten { variant: None });
-        }
-        WorkerEvent::PartWritten(part) => b.publish(MediaEvent::PartWritten(part)),
-        WorkerEvent::InitWritten { variant, file } => b.publish(MediaEvent::InitWritten { variant, file }),
-        WorkerEvent::Error { message } => error!("transcode worker: {message}"),
-        WorkerEvent::EncoderFailed { encoder, hardware, message } => {
-            error!(hardware, "transcode worker: encoder {encoder} failed: {message}")
-        }
-        WorkerEvent::Finished => info!("transcode worker finished"),
-    }
 }
 
 /// Close stdin so the worker flushes and finalises (what it writes meanwhile, the last segments and
