@@ -179,6 +179,7 @@ impl ChannelStack {
         )?;
         let schedule = Schedule::open(store.clone(), settings.clone(), bus.clone(), stream.clone())?;
         let schedule_watch = schedule.watch();
+        let base_path = if id.is_default() { String::new() } else { format!("/c/{id}") };
         let chat = Chat::open(ChatDeps {
             store: store.clone(),
             settings: settings.clone(),
@@ -187,7 +188,7 @@ impl ChannelStack {
             tokens: tokens.clone(),
             telemetry: telemetry.clone(),
             emoji_dir: data_dir.join("emoji"),
-            base_path: if id.is_default() { String::new() } else { format!("/c/{id}") },
+            base_path: base_path.clone(),
             scheduled_chat_open: Arc::new(move |online| schedule_watch.chat_open(online, chrono::Utc::now())),
             tasks: tasks.clone(),
         })?;
@@ -254,6 +255,7 @@ impl ChannelStack {
             health: health.clone(),
             media: media.clone(),
             channel: id.clone(),
+            base_path,
             data_dir: data_dir.clone(),
             hls_dir: hls_dir.clone(),
             users: chat.clone(),
