@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use common::media::{publish, wait_exit};
-use common::Server;
+use common::{each_channel, On, Server};
 use serde_json::{json, Value};
 
 const KEY: &str = "replays-test-key";
@@ -317,11 +317,12 @@ fn a_broadcast_becomes_a_replay_with_clips_and_downloads() {
     let bot_clip = bot["id"].as_str().unwrap().to_string();
     assert_eq!(server.get_json(&format!("/api/clips/{bot_clip}"))["clippedBy"], "clipbot");
     // Segments: Range and ETag like live segments.
-    let seg = media.lines().find(|l| l.starts_with('/')).unwrap().to_string();
-    let r = server.client.get(server.url(&seg)).header("range", "bytes=0-187").send().unwrap();
+    let media_url = server.url(&format!("/replay/{sid}/0"));
+    let seg = resolve(&media_url, media.lines().find(|l| !l.trim().is_empty() && !l.starts_with('#')).unwrap());
+    let r = server.client.get(&seg).header("range", "bytes=0-187").send().unwrap();
     assert_eq!(r.status().as_u16(), 206);
     let etag = r.headers()["etag"].to_str().unwrap().to_string();
-    let r = server.client.get(server.url(&seg)).header("if-none-match", &etag).send().unwrap();
+    let r = server.client.get(&seg).header("if-none-match", &etag).send().unwrap();
     assert_eq!(r.status().as_u16(), 304);
 
     // download.mp4: moov before mdat, the same duration, a sane file name, streamed.
@@ -860,10 +861,7 @@ fn a_channels_replay_with_the_defaults_id_keeps_its_objects_apart() {
     // Each plays from its own objects.
     let media = in_bucket(&server, &format!("/c/c1/replay/{a}/0"));
     assert!(media.contains(&format!("/{BUCKET}/pfx/c/c1/replays/{a}/0/")), "{media}");
-    // (Each variant playlist: a channel's replay master names `/replay/{id}/{v}` without the channel's
-    // prefix, a bug of the replays routes outside this test's subject.)
-    for (t, path) in [(&channel, format!("/c/c1/replay/{a}/0")), (&server.default_channel(), format!("/replay/{a}/0"))]
-    {
+    for (t, path) in [(&channel, format!("/c/c1/replay/{a}")), (&server.default_channel(), format!("/replay/{a}"))] {
         let r = t.admin_post("/api/admin/replays/update", &json!({"id": a, "public": true}));
         assert_eq!(r.status().as_u16(), 200);
         let d = probe_duration(&server, &server.url(&path), false).unwrap_or_else(|| panic!("{path} plays"));
@@ -877,4 +875,88 @@ fn a_channels_replay_with_the_defaults_id_keeps_its_objects_apart() {
     let d = probe_duration(&server, &server.url(&format!("/replay/{a}")), false).expect("the default's still plays");
     assert!(server.get(&format!("/c/c1/replay/{a}/0")).status().is_client_error(), "the channel's is gone");
     assert!((d - 6.0).abs() <= SEGMENT, "{d} s");
+}
+
+/// `uri` of a playlist fetched from `playlist_url`, resolved as a player resolves it (RFC 3986: an
+/// absolute URL as is, `/...` against the origin, anything else against the playlist's folder).
+fn resolve(playlist_url: &str, uri: &str) -> String {
+    let uri = uri.trim();
+    if uri.contains("://") {
+        return uri.to_string();
+    }
+    let scheme_end = playlist_url.find("://").map_or(0, |i| i + 3);
+    let path_start = playlist_url[scheme_end..].find('/').map_or(playlist_url.len(), |i| scheme_end + i);
+    if uri.starts_with('/') {
+        return format!("{}{uri}", &playlist_url[..path_start]);
+    }
+    let without_query = playlist_url.split('?').next().unwrap_or(playlist_url);
+    let folder_end = without_query.rfind('/').map_or(without_query.len(), |i| i + 1);
+    format!("{}{uri}", &without_query[..folder_end])
+}
+
+#[test]
+fn resolve_follows_a_players_rules() {
+    let m = "http://127.0.0.1:8080/c/c1/replay/X?pass=p";
+    assert_eq!(resolve(m, "/replay/X/0"), "http://127.0.0.1:8080/replay/X/0");
+    assert_eq!(resolve(m, "X/0"), "http://127.0.0.1:8080/c/c1/replay/X/0");
+    assert_eq!(resolve(m, "https://bucket/a.ts"), "https://bucket/a.ts");
+}
+
+each_channel!(a_replays_playlists_lead_to_its_own_channels_files);
+
+/// Issue 53: a replay's JSON names its own channel's URLs, and a player that opens its `manifest` and
+/// follows the master's variant URI and the media playlist's segment URIs (resolved against each
+/// playlist's URL) stays under the channel's `/c/{slug}/` and gets the channel's recorded files (not
+/// the default channel's replay of that id, behind the default channel's gate).
+fn a_replays_playlists_lead_to_its_own_channels_files(on: On) {
+    let server = Server::start_with_args(&["--streamkey", KEY]);
+    let t = on.of(&server);
+    t.set(
+        "video/streamoutputvariants",
+        json!([{"name": "source", "videoPassthrough": true, "audioPassthrough": true}]),
+    );
+    t.set("video/streamlatencylevel", json!(1));
+    let key = if on.is_channel() { t.stream_key() } else { KEY.to_string() };
+    let mut ff = publish(&server, &key, "320x180", 6);
+    assert!(wait_exit(&mut ff, Duration::from_secs(40)).is_some());
+    let replay = t
+        .wait_for(Duration::from_secs(30), || {
+            let list = t.admin_json("/api/admin/replays");
+            list.as_array()?.iter().find(|r| r["status"] == "finished").cloned()
+        })
+        .expect("a finished replay");
+    let id = replay["id"].as_str().unwrap().to_string();
+    assert_eq!(replay["manifest"], t.path(&format!("/replay/{id}")).as_str(), "{replay}");
+    assert_eq!(replay["download"], t.path(&format!("/replay/{id}/download.mp4")).as_str(), "{replay}");
+    let one = t.admin_json(&format!("/api/replays/{id}"));
+    assert_eq!(one["manifest"], replay["manifest"]);
+    let r = t.admin_post("/api/admin/replays/update", &json!({"id": id, "public": true}));
+    assert_eq!(r.status().as_u16(), 200);
+    // A public replay: the player needs no credentials, so nothing but the URLs decides what it gets.
+    let origin = format!("http://127.0.0.1:{}", t.web_port);
+    let master_url = format!("{origin}{}", replay["manifest"].as_str().unwrap());
+    let master = server.client.get(&master_url).send().unwrap();
+    assert_eq!(master.status().as_u16(), 200, "{master_url}");
+    let master = master.text().unwrap();
+    let variants = playlist_uris(&master);
+    assert_eq!(variants.len(), 1, "{master}");
+    let media_url = resolve(&master_url, &variants[0]);
+    assert_eq!(media_url, t.url(&format!("/replay/{id}/0")), "{master}");
+    let media = server.client.get(&media_url).send().unwrap();
+    assert_eq!(media.status().as_u16(), 200, "{media_url}");
+    let media = media.text().unwrap();
+    let segments = playlist_uris(&media);
+    assert!(segments.len() >= 2, "{media}");
+    let folder = t.data_dir.join("replays").join(&id).join("0");
+    for uri in &segments {
+        let url = resolve(&media_url, uri);
+        assert!(url.starts_with(&t.url(&format!("/replay/{id}/0/"))), "{uri} in {media_url} -> {url}");
+        let r = server.client.get(&url).send().unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{url}");
+        let file = url.rsplit('/').next().unwrap().split('?').next().unwrap();
+        let on_disk = std::fs::read(folder.join(file)).unwrap_or_else(|e| panic!("{file} in {folder:?}: {e}"));
+        assert_eq!(r.bytes().unwrap().as_ref(), on_disk.as_slice(), "{url} is the channel's {file}");
+    }
+    let d = probe_duration(&server, &master_url, false).expect("ffprobe plays the replay from its manifest");
+    assert!((d - 6.0).abs() <= SEGMENT, "{master_url}: {d} s");
 }

@@ -272,6 +272,7 @@ impl ChannelStack {
             health: health.clone(),
             media: media.clone(),
             channel: id.clone(),
+            base_path: id.base_path(),
             data_dir: data_dir.clone(),
             hls_dir: hls_dir.clone(),
             users: chat.clone(),

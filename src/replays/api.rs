@@ -28,11 +28,14 @@ const GROUP: &str = "replays";
 
 pub use crate::events::replays::Replay;
 
-impl From<ReplayRow> for Replay {
-    fn from(r: ReplayRow) -> Self {
+impl Replays {
+    /// A replay's JSON; its `manifest` and `download` are absolute paths under this channel's base
+    /// path (the default channel's: `/replay/{id}`, as Owncast's).
+    pub fn replay_json(&self, r: ReplayRow) -> Replay {
+        let base = &self.base_path;
         Replay {
-            manifest: format!("/replay/{}", r.id),
-            download: format!("/replay/{}/download.mp4", r.id),
+            manifest: format!("{base}/replay/{}", r.id),
+            download: format!("{base}/replay/{}/download.mp4", r.id),
             title: if r.title.is_empty() { r.stream_title.clone() } else { r.title },
             in_progress: r.status == db::RECORDING,
             id: r.id,
@@ -218,7 +221,7 @@ async fn admin_list(State(r): State<Arc<Replays>>) -> Result<Response, ApiError>
         return Ok(not_found());
     }
     let rows = r.store.call(|c| db::replays(c, false, i64::MAX, 0)).await?;
-    Ok(Json(rows.into_iter().map(Replay::from).collect::<Vec<_>>()).into_response())
+    Ok(Json(rows.into_iter().map(|row| r.replay_json(row)).collect::<Vec<_>>()).into_response())
 }
 
 async fn public_list(State(r): State<Arc<Replays>>, Query(p): Query<Page>) -> Result<Response, ApiError> {
@@ -228,7 +231,7 @@ async fn public_list(State(r): State<Arc<Replays>>, Query(p): Query<Page>) -> Re
     let limit = p.limit.unwrap_or(20).clamp(1, 100);
     let offset = p.offset.unwrap_or(0).max(0);
     let rows = r.store.call(move |c| db::replays(c, true, limit, offset)).await?;
-    Ok(Json(rows.into_iter().map(Replay::from).collect::<Vec<_>>()).into_response())
+    Ok(Json(rows.into_iter().map(|row| r.replay_json(row)).collect::<Vec<_>>()).into_response())
 }
 
 async fn delete(State(r): State<Arc<Replays>>, body: Bytes) -> Result<Response, ApiError> {
@@ -274,7 +277,8 @@ async fn master(
     if variants.is_empty() {
         return Ok(not_found());
     }
-    let body = playlist::master(&row.master, &variants, |v| format!("/replay/{id}/{v}"));
+    let base = &r.base_path;
+    let body = playlist::master(&row.master, &variants, |v| format!("{base}/replay/{id}/{v}"));
     Ok(playlist_response(body, row.status != db::RECORDING))
 }
 
@@ -292,7 +296,8 @@ async fn media(
         return Ok(not_found());
     }
     let finished = row.status != db::RECORDING;
-    let body = playlist::media(&segs, finished, |f| segment_uri(&r, &row, &format!("/replay/{id}/{v}/"), v, f));
+    let local = format!("{}/replay/{id}/{v}/", r.base_path);
+    let body = playlist::media(&segs, finished, |f| segment_uri(&r, &row, &local, v, f));
     Ok(playlist_response(body, finished))
 }
 
@@ -314,7 +319,7 @@ async fn one(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Some(row) = playable(&r, &id, ip, &headers).await? else { return Ok(not_found()) };
-    Ok(Json(Replay::from(row)).into_response())
+    Ok(Json(r.replay_json(row)).into_response())
 }
 
 async fn chat(

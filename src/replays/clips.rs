@@ -126,11 +126,14 @@ pub fn denial(user: Option<&User>, permissions: &str, now: DateTime<Utc>) -> Opt
     }
 }
 
-impl From<ClipRow> for Clip {
-    fn from(c: ClipRow) -> Self {
+impl Replays {
+    /// A clip's JSON without its thumbnail; `manifest` and `download` are absolute paths under this
+    /// channel's base path (the default channel's: `/clip/{id}`).
+    pub fn clip_bare_json(&self, c: ClipRow) -> Clip {
+        let base = &self.base_path;
         Clip {
-            manifest: format!("/clip/{}", c.id),
-            download: format!("/clip/{}/download.mp4", c.id),
+            manifest: format!("{base}/clip/{}", c.id),
+            download: format!("{base}/clip/{}/download.mp4", c.id),
             thumbnail: None,
             duration_seconds: (c.end - c.start).round() as i64,
             id: c.id,
@@ -148,9 +151,9 @@ impl From<ClipRow> for Clip {
 impl Replays {
     fn clip_json(&self, c: ClipRow) -> Clip {
         let has_thumb = self.thumbnail_path(&c.stream_id, &c.id).exists();
-        let mut clip = Clip::from(c);
+        let mut clip = self.clip_bare_json(c);
         if has_thumb {
-            clip.thumbnail = Some(format!("/clip-thumbnail/{}.jpg", clip.id));
+            clip.thumbnail = Some(format!("{}/clip-thumbnail/{}.jpg", self.base_path, clip.id));
         }
         clip
     }
@@ -527,7 +530,8 @@ async fn master(State(ctx): State<ClipsCtx>, Path(id): Path<String>) -> Result<R
     let (replay, variants) =
         ctx.r.store.call(move |conn| Ok((db::replay(conn, &sid)?, db::variants(conn, &sid)?))).await?;
     let Some(replay) = replay else { return Ok(not_found()) };
-    let body = playlist::master(&replay.master, &variants, |v| format!("/clip/{id}/{v}"));
+    let base = &ctx.r.base_path;
+    let body = playlist::master(&replay.master, &variants, |v| format!("{base}/clip/{id}/{v}"));
     Ok(playlist_response(body, true))
 }
 
@@ -542,7 +546,7 @@ async fn media(State(ctx): State<ClipsCtx>, Path((id, variant)): Path<(String, S
     if segs.is_empty() {
         return Ok(not_found());
     }
-    let local = format!("/clip/{id}/{v}/");
+    let local = format!("{}/clip/{id}/{v}/", ctx.r.base_path);
     let body = playlist::media(&segs, true, |f| segment_uri(&ctx.r, &replay, &local, v, f));
     Ok(playlist_response(body, true))
 }

@@ -77,6 +77,9 @@ pub struct ReplaysDeps {
     pub media: Arc<MediaPlane>,
     /// The channel this instance serves (each channel has its own).
     pub channel: crate::media::ChannelId,
+    /// The channel's URL path prefix: empty for the default channel, `/c/{slug}` for a channel. Every
+    /// URL a replay or clip names (JSON, playlists) starts with it.
+    pub base_path: String,
     /// `<data-dir>`: replays live in `<data-dir>/replays`.
     pub data_dir: PathBuf,
     /// `<data-dir>/hls` (the live master playlist).
@@ -100,6 +103,8 @@ pub struct Replays {
     pub media: Arc<MediaPlane>,
     /// The channel this instance serves (each channel has its own).
     pub channel: crate::media::ChannelId,
+    /// Empty for the default channel, `/c/{slug}` for a channel (see `ReplaysDeps::base_path`).
+    pub base_path: String,
     /// `<data-dir>/replays`.
     pub dir: PathBuf,
     pub hls_dir: PathBuf,
@@ -143,6 +148,7 @@ impl Replays {
             health: deps.health,
             media: deps.media,
             channel: deps.channel,
+            base_path: deps.base_path,
             dir: dir.clone(),
             hls_dir: deps.hls_dir,
             users: deps.users,
@@ -233,7 +239,7 @@ impl Replays {
     async fn replay_ready(&self, id: &str) {
         let (store, rid) = (self.store.clone(), id.to_string());
         if let Ok(Some(row)) = store.call(move |c| db::replay(c, &rid)).await {
-            self.bus.publish(Event::ReplayReady(api::Replay::from(row)));
+            self.bus.publish(Event::ReplayReady(self.replay_json(row)));
         }
     }
 
@@ -244,7 +250,7 @@ impl Replays {
                 let title = if clip.title.is_empty() { "a clip" } else { clip.title.as_str() };
                 format!("{} clipped {title}", clip.clipped_by)
             });
-        self.bus.publish(Event::ClipCreated { clip: clips::Clip::from(clip.clone()), announce });
+        self.bus.publish(Event::ClipCreated { clip: self.clip_bare_json(clip.clone()), announce });
     }
 
     /// Remove a deleted replay's object-storage copies.
