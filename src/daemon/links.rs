@@ -63,9 +63,9 @@ pub struct Links {
 impl Links {
     /// A channel's links: its stream keys and its actor's name are unique across the server.
     pub fn of(every: &Every, id: &ChannelId) -> Links {
-        let (keys, names, me) = (every.clone(), every.clone(), id.clone());
+        let (keys, names, me) = (every.0.clone(), every.clone(), id.clone());
         let key_taken: crate::api::KeyTaken =
-            Arc::new(move |key: &str| keys.keys().iter().any(|(ch, ks)| *ch != me && ks.iter().any(|k| k == key)));
+            Arc::new(move |key: &str| keys.upgrade().is_some_and(|c| c.key_taken(key, &me)));
         let me = id.clone();
         let username_taken: crate::federation::UsernameTaken =
             Arc::new(move |name: &str| names.usernames(&me).iter().any(|n| n.eq_ignore_ascii_case(name)));

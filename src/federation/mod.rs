@@ -266,13 +266,6 @@ pub struct Names {
     pub other_actors: Option<ActorLookup>,
 }
 
-impl Names {
-    /// A federation alone on its server (unit tests, tools): every name is free, no other actor.
-    pub fn alone() -> Names {
-        Names { username_taken: Arc::new(|_| false), other_actors: None }
-    }
-}
-
 /// Limits per client address on what strangers can make federation do (see `throttle`).
 pub struct Limits {
     /// Inbox requests that need a remote fetch (an actor not cached, or fetched again): 30 at once,
