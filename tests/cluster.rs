@@ -821,3 +821,49 @@ fn with_the_debug_switch_every_node_writes_each_message_s_hops() {
     assert!(body.lines().any(|l| l.contains("\trecv\t") && l.ends_with(&format!("hop-{i}"))), "{body}");
     drop((edge, quiet, origin));
 }
+
+/// `GET /api/cluster/channels` (the origin's list of channels for its edges) is the cluster secret's
+/// only: without it, with a wrong one, with the server admin's password (as Basic auth or in the
+/// secret's header) or a channel admin's, 403 with a StatusResponse; with it, 200 and the list.
+#[test]
+fn the_channel_list_for_edges_needs_the_cluster_secret() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("cluster-secret");
+    let secret = "s3cret-for-the-refusal-test";
+    std::fs::write(&secret_file, format!("{secret}\n")).unwrap();
+    let origin =
+        Server::start_with_args(&["--redis-url", &redis.url(), "--cluster-secret", secret_file.to_str().unwrap()]);
+    let r = origin.admin_post(
+        "/api/admin/channels/create",
+        &json!({"slug": "listed", "name": "Listed", "adminPassword": "listed-admin-pw"}),
+    );
+    assert!(r.status().is_success(), "{}", r.status());
+    let url = origin.url("/api/cluster/channels");
+    let get = |from: &str| origin.client.get(&url).header("x-forwarded-for", from);
+    let refused = |r: reqwest::blocking::Response, status: u16, what: &str| {
+        assert_eq!(r.status(), status, "{what}");
+        let body: Value = r.json().unwrap_or_else(|e| panic!("{what}: a JSON body: {e}"));
+        assert_eq!(body["success"], false, "{what}: {body}");
+        assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {body}");
+    };
+
+    let me = "198.51.100.1";
+    refused(get(me).send().unwrap(), 403, "without the secret");
+    refused(get(me).header("x-castd-cluster-secret", "").send().unwrap(), 403, "an empty secret");
+    refused(get(me).header("x-castd-cluster-secret", "nope").send().unwrap(), 403, "a wrong secret");
+    refused(get(me).header("x-castd-cluster-secret", format!("{secret}x")).send().unwrap(), 403, "the secret and more");
+    let admin = origin.admin_password.clone();
+    assert!(!admin.is_empty(), "the harness knows the server admin's password");
+    refused(get(me).basic_auth("admin", Some(&admin)).send().unwrap(), 403, "the server admin's password");
+    refused(get(me).header("x-castd-cluster-secret", &admin).send().unwrap(), 403, "the admin password as the secret");
+    refused(get(me).basic_auth("admin", Some("listed-admin-pw")).send().unwrap(), 403, "a channel admin's password");
+    let ok = get(me).header("x-castd-cluster-secret", secret).send().unwrap();
+    assert_eq!(ok.status(), 200, "with the secret");
+    let list: Value = ok.json().unwrap();
+    let rooms = list["channels"].as_array().expect("a list of channels");
+    assert_eq!(rooms.len(), 1, "the channel, not the default: {list}");
+    assert!(rooms[0]["room"].as_str().is_some_and(|r| r.starts_with("listed")), "{list}");
+
+    drop(origin);
+}

@@ -4,12 +4,16 @@
 //!
 //! Every server event carries `id` (a short random id), `timestamp` (RFC 3339) and `type`. A frame
 //! may hold several events separated by `\n`, as Owncast's hub does.
+//!
+//! What a client sends is read once into a [`ClientCommand`] (CHAT, NAME_CHANGE, COLOR_CHANGE, or an
+//! unknown type), which `ws` dispatches on.
 
 use axum::extract::ws::Utf8Bytes;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::config::MAX_SOCKET_PAYLOAD_SIZE;
 use crate::events::EventType;
 
 pub const CHAT: &str = EventType::Chat.as_str();
@@ -44,18 +48,76 @@ use crate::events::chat::{
 };
 use crate::events::ChatEvent;
 
-/// An event a client sends. Unknown types are ignored.
+/// An event as a client sends it (the JSON shape), before it is read into a [`ClientCommand`].
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Inbound {
+struct Inbound {
     #[serde(rename = "type")]
-    pub kind: String,
+    kind: String,
     #[serde(default)]
-    pub body: Option<String>,
+    body: Option<String>,
     #[serde(default)]
-    pub new_name: Option<String>,
+    new_name: Option<String>,
     #[serde(default)]
-    pub new_color: Option<i64>,
+    new_color: Option<i64>,
+}
+
+/// What a chat client asks for, read once from its event (`parse` for a socket's frame, `from_fields`
+/// for an event an edge relayed). A field the command needs but the event lacks is read as Owncast's
+/// hub reads it: an empty body or name (which the handlers ignore, after the checks that answer the
+/// sender), no colour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientCommand {
+    /// CHAT: a message.
+    Chat { body: String },
+    /// NAME_CHANGE: the user's new display name.
+    NameChange { new_name: String },
+    /// COLOR_CHANGE: the user's new colour (checked against the palette by the handler).
+    ColorChange { color: Option<i64> },
+    /// Any other type: ignored (not rate-limited, not answered).
+    Unknown(String),
+}
+
+/// Why a client's frame is not a command.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// Longer than `MAX_SOCKET_PAYLOAD_SIZE` (the sender is told [`MSG_TOO_BIG`]).
+    #[error("the event is {0} bytes, more than the {max} a client may send", max = MAX_SOCKET_PAYLOAD_SIZE)]
+    TooBig(usize),
+    /// Not an event (not JSON, no `type`, a field of the wrong type): ignored.
+    #[error("unreadable chat event: {0}")]
+    Unreadable(#[from] serde_json::Error),
+}
+
+impl ClientCommand {
+    /// Read one text frame a client sent.
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        if text.len() > MAX_SOCKET_PAYLOAD_SIZE {
+            return Err(ParseError::TooBig(text.len()));
+        }
+        let ev: Inbound = serde_json::from_str(text)?;
+        Ok(Self::from_fields(ev.kind, ev.body, ev.new_name, ev.new_color))
+    }
+
+    /// The command of an event's fields (as an edge relays them, see `relay::Inbound`).
+    pub fn from_fields(kind: String, body: Option<String>, new_name: Option<String>, new_color: Option<i64>) -> Self {
+        match kind.as_str() {
+            CHAT => Self::Chat { body: body.unwrap_or_default() },
+            NAME_CHANGE => Self::NameChange { new_name: new_name.unwrap_or_default() },
+            COLOR_CHANGE => Self::ColorChange { color: new_color },
+            _ => Self::Unknown(kind),
+        }
+    }
+
+    /// The event type it was sent as.
+    pub fn kind(&self) -> &str {
+        match self {
+            Self::Chat { .. } => CHAT,
+            Self::NameChange { .. } => NAME_CHANGE,
+            Self::ColorChange { .. } => COLOR_CHANGE,
+            Self::Unknown(kind) => kind,
+        }
+    }
 }
 
 /// A short random event/message id (Owncast uses shortids).
@@ -138,4 +200,100 @@ pub fn error(kind: &str, user: Option<&User>) -> Value {
         v["user"] = json!(u);
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> ClientCommand {
+        match ClientCommand::parse(text) {
+            Ok(c) => c,
+            Err(e) => panic!("{text} did not parse: {e}"),
+        }
+    }
+
+    #[test]
+    fn every_command_is_read() {
+        assert_eq!(parse(r#"{"type":"CHAT","body":"hi"}"#), ClientCommand::Chat { body: "hi".into() });
+        assert_eq!(
+            parse(r#"{"type":"NAME_CHANGE","newName":"alice"}"#),
+            ClientCommand::NameChange { new_name: "alice".into() }
+        );
+        assert_eq!(parse(r#"{"type":"COLOR_CHANGE","newColor":3}"#), ClientCommand::ColorChange { color: Some(3) });
+        // Fields of another command are ignored.
+        assert_eq!(parse(r#"{"type":"CHAT","body":"x","newName":"y"}"#), ClientCommand::Chat { body: "x".into() });
+        for c in [
+            ClientCommand::Chat { body: String::new() },
+            ClientCommand::NameChange { new_name: String::new() },
+            ClientCommand::ColorChange { color: None },
+        ] {
+            assert_eq!(parse(&format!(r#"{{"type":"{}"}}"#, c.kind())), c, "the kind round-trips");
+        }
+    }
+
+    #[test]
+    fn an_unknown_type_is_unknown() {
+        assert_eq!(parse(r#"{"type":"PING","body":"x"}"#), ClientCommand::Unknown("PING".into()));
+        // Types are case-sensitive, as in Owncast.
+        assert_eq!(parse(r#"{"type":"chat","body":"x"}"#), ClientCommand::Unknown("chat".into()));
+        // The outbound-only types are not commands either.
+        assert_eq!(parse(r#"{"type":"SYSTEM","body":"x"}"#), ClientCommand::Unknown(SYSTEM.into()));
+        assert_eq!(ClientCommand::Unknown("PING".into()).kind(), "PING");
+    }
+
+    #[test]
+    fn a_missing_field_reads_as_empty() {
+        assert_eq!(parse(r#"{"type":"CHAT"}"#), ClientCommand::Chat { body: String::new() });
+        assert_eq!(parse(r#"{"type":"CHAT","body":null}"#), ClientCommand::Chat { body: String::new() });
+        assert_eq!(parse(r#"{"type":"NAME_CHANGE"}"#), ClientCommand::NameChange { new_name: String::new() });
+        assert_eq!(parse(r#"{"type":"COLOR_CHANGE"}"#), ClientCommand::ColorChange { color: None });
+    }
+
+    #[test]
+    fn an_unreadable_event_is_an_error() {
+        for text in [
+            "",
+            "not json",
+            "{}",
+            r#"{"body":"no type"}"#,
+            r#"{"type":7}"#,
+            r#"{"type":"CHAT","body":5}"#,
+            r#"{"type":"COLOR_CHANGE","newColor":"red"}"#,
+            "[1,2]",
+        ] {
+            assert!(matches!(ClientCommand::parse(text), Err(ParseError::Unreadable(_))), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_huge_body_is_too_big() {
+        let frame = |n: usize| format!(r#"{{"type":"CHAT","body":"{}"}}"#, "a".repeat(n));
+        let overhead = frame(0).len();
+        let at_limit = frame(MAX_SOCKET_PAYLOAD_SIZE - overhead);
+        assert_eq!(at_limit.len(), MAX_SOCKET_PAYLOAD_SIZE);
+        assert!(
+            matches!(ClientCommand::parse(&at_limit), Ok(ClientCommand::Chat { .. })),
+            "the limit itself is allowed"
+        );
+        let over = frame(MAX_SOCKET_PAYLOAD_SIZE - overhead + 1);
+        assert!(matches!(ClientCommand::parse(&over), Err(ParseError::TooBig(n)) if n == MAX_SOCKET_PAYLOAD_SIZE + 1));
+        // Too big wins over unreadable: the sender is told, whatever it sent.
+        let junk = "x".repeat(10 * MAX_SOCKET_PAYLOAD_SIZE);
+        assert!(matches!(ClientCommand::parse(&junk), Err(ParseError::TooBig(_))));
+        // An unknown type is measured too.
+        let unknown = format!(r#"{{"type":"PING","body":"{}"}}"#, "a".repeat(MAX_SOCKET_PAYLOAD_SIZE));
+        assert!(matches!(ClientCommand::parse(&unknown), Err(ParseError::TooBig(_))));
+    }
+
+    #[test]
+    fn relayed_fields_read_as_the_same_commands() {
+        let c = ClientCommand::from_fields(CHAT.into(), Some("hi".into()), Some("n".into()), Some(1));
+        assert_eq!(c, ClientCommand::Chat { body: "hi".into() });
+        let c = ClientCommand::from_fields(NAME_CHANGE.into(), None, Some("n".into()), None);
+        assert_eq!(c, ClientCommand::NameChange { new_name: "n".into() });
+        let c = ClientCommand::from_fields(COLOR_CHANGE.into(), None, None, Some(2));
+        assert_eq!(c, ClientCommand::ColorChange { color: Some(2) });
+        assert_eq!(ClientCommand::from_fields("ROOM".into(), None, None, None), ClientCommand::Unknown("ROOM".into()));
+    }
 }

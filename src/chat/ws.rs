@@ -44,7 +44,7 @@ use super::filter::WordFilter;
 use super::hops;
 use super::hub::Client;
 use super::messages::ChatMessage;
-use super::protocol::{self as p, Inbound, User};
+use super::protocol::{self as p, ClientCommand, ParseError, User};
 use super::relay::{self, Inbound as RemoteEvent, Link, Outbound, Role};
 use super::socket::{self, Offer, Socket, Upgrade, Writer};
 use super::Chat;
@@ -389,17 +389,18 @@ impl RateLimiter {
 }
 
 async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut RateLimiter, text: &str) {
-    if text.len() > MAX_SOCKET_PAYLOAD_SIZE {
-        action_to(client, p::MSG_TOO_BIG);
-        return;
-    }
-    let Ok(ev) = serde_json::from_str::<Inbound>(text) else {
-        tracing::debug!(client = client.id, "ignoring an unreadable chat event");
-        return;
+    let command = match ClientCommand::parse(text) {
+        Ok(ClientCommand::Unknown(_)) => return,
+        Ok(command) => command,
+        Err(ParseError::TooBig(_)) => {
+            action_to(client, p::MSG_TOO_BIG);
+            return;
+        }
+        Err(ParseError::Unreadable(_)) => {
+            tracing::debug!(client = client.id, "ignoring an unreadable chat event");
+            return;
+        }
     };
-    if !matches!(ev.kind.as_str(), p::CHAT | p::NAME_CHANGE | p::COLOR_CHANGE) {
-        return;
-    }
     if !client.user.read().is_enabled() {
         return;
     }
@@ -415,40 +416,58 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
         }
     }
     if let Some(Link { role: Role::Edge(edge), node }) = ctx.link() {
-        // An edge only relays: the origin applies everything else and sends the result to every node.
-        let msg = RemoteEvent {
-            id: p::short_id(),
-            node: node.clone(),
-            client: client.id,
-            user_id: client.user_id.clone(),
-            ip: client.ip,
-            kind: ev.kind,
-            body: ev.body,
-            new_name: ev.new_name,
-            new_color: ev.new_color,
-            frame: None,
-        };
-        let is_chat = msg.kind == p::CHAT;
-        let id = (is_chat && hops::on()).then(|| msg.id.clone());
-        if let Some(id) = &id {
-            hops::mark_recv(id, msg.body.as_deref().unwrap_or_default());
-        }
-        let taken = edge.forward(msg).await;
-        if let Some(id) = &id {
-            hops::mark("edge_added", id);
-        }
-        if !taken {
-            client.send(relay::unavailable_frame());
-        } else if is_chat {
-            client.message_count.fetch_add(1, Ordering::Relaxed);
-        }
-        return;
+        return forward(client, edge.as_ref(), node, command).await;
     }
     let speaker = Speaker::Local(client.clone());
-    match ev.kind.as_str() {
-        p::CHAT => chat(ctx, &speaker, ev.body.unwrap_or_default(), None).await,
-        p::NAME_CHANGE => name_change(ctx, &speaker, ev.new_name.unwrap_or_default()).await,
-        _ => color_change(ctx, &speaker, ev.new_color).await,
+    dispatch(ctx, &speaker, command, None).await;
+}
+
+/// On an edge: hand a client's command to the origin, which applies everything else and sends the
+/// result to every node; a forward Redis did not take is answered to the client.
+async fn forward(client: &Arc<Client>, edge: &dyn relay::EdgeLink, node: &str, command: ClientCommand) {
+    let kind = command.kind().to_string();
+    let is_chat = matches!(command, ClientCommand::Chat { .. });
+    let (mut body, mut new_name, mut new_color) = (None, None, None);
+    match command {
+        ClientCommand::Chat { body: b } => body = Some(b),
+        ClientCommand::NameChange { new_name: n } => new_name = Some(n),
+        ClientCommand::ColorChange { color } => new_color = color,
+        ClientCommand::Unknown(_) => return,
+    }
+    let msg = RemoteEvent {
+        id: p::short_id(),
+        node: node.to_string(),
+        client: client.id,
+        user_id: client.user_id.clone(),
+        ip: client.ip,
+        kind,
+        body,
+        new_name,
+        new_color,
+        frame: None,
+    };
+    let id = (is_chat && hops::on()).then(|| msg.id.clone());
+    if let Some(id) = &id {
+        hops::mark_recv(id, msg.body.as_deref().unwrap_or_default());
+    }
+    let taken = edge.forward(msg).await;
+    if let Some(id) = &id {
+        hops::mark("edge_added", id);
+    }
+    if !taken {
+        client.send(relay::unavailable_frame());
+    } else if is_chat {
+        client.message_count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Apply a command of `speaker`'s (`id`: the id a relayed CHAT is stored under).
+async fn dispatch(ctx: &Arc<Chat>, speaker: &Speaker, command: ClientCommand, id: Option<String>) {
+    match command {
+        ClientCommand::Chat { body } => chat(ctx, speaker, body, id).await,
+        ClientCommand::NameChange { new_name } => name_change(ctx, speaker, new_name).await,
+        ClientCommand::ColorChange { color } => color_change(ctx, speaker, color).await,
+        ClientCommand::Unknown(_) => {}
     }
 }
 
@@ -508,7 +527,8 @@ pub async fn handle_remote(ctx: &Arc<Chat>, msg: RemoteEvent) {
         }
         return;
     }
-    if msg.kind == p::CHAT {
+    let command = ClientCommand::from_fields(msg.kind, msg.body, msg.new_name, msg.new_color);
+    if matches!(command, ClientCommand::Chat { .. }) {
         hops::mark("origin_handle", &msg.id);
     }
     if ctx.is_banned(msg.ip) {
@@ -534,12 +554,7 @@ pub async fn handle_remote(ctx: &Arc<Chat>, msg: RemoteEvent) {
         }
     };
     let speaker = Speaker::Remote { node: msg.node, client: msg.client, user };
-    match msg.kind.as_str() {
-        p::CHAT => chat(ctx, &speaker, msg.body.unwrap_or_default(), Some(msg.id)).await,
-        p::NAME_CHANGE => name_change(ctx, &speaker, msg.new_name.unwrap_or_default()).await,
-        p::COLOR_CHANGE => color_change(ctx, &speaker, msg.new_color).await,
-        _ => {}
-    }
+    dispatch(ctx, &speaker, command, Some(msg.id)).await;
 }
 
 async fn chat(ctx: &Arc<Chat>, client: &Speaker, body: String, id: Option<String>) {
