@@ -125,12 +125,13 @@ pub fn quiet_caught_rtmp_panics(only_thread: Option<&'static str>) {
 // never let script through.
 
 pub fn chat_one(data: &[u8]) {
-    use castd::chat::protocol::Inbound;
+    use castd::chat::protocol::ClientCommand;
     use castd::chat::sanitize::{is_empty, render};
     let text = String::from_utf8_lossy(data);
-    let bodies: Vec<String> = match serde_json::from_str::<Inbound>(&text) {
-        Ok(ev) => ev.body.into_iter().chain(ev.new_name).collect(),
-        Err(_) => vec![text.to_string()],
+    let bodies: Vec<String> = match ClientCommand::parse(&text) {
+        Ok(ClientCommand::Chat { body }) => vec![body],
+        Ok(ClientCommand::NameChange { new_name }) => vec![new_name],
+        Ok(ClientCommand::ColorChange { .. } | ClientCommand::Unknown(_)) | Err(_) => vec![text.to_string()],
     };
     for body in bodies {
         let html = render(&body);
