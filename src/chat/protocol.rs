@@ -109,6 +109,16 @@ impl ClientCommand {
         }
     }
 
+    /// The event's fields again, the inverse of [`ClientCommand::from_fields`] (an edge relays them).
+    pub fn into_fields(self) -> (String, Option<String>, Option<String>, Option<i64>) {
+        match self {
+            Self::Chat { body } => (CHAT.into(), Some(body), None, None),
+            Self::NameChange { new_name } => (NAME_CHANGE.into(), None, Some(new_name), None),
+            Self::ColorChange { color } => (COLOR_CHANGE.into(), None, None, color),
+            Self::Unknown(kind) => (kind, None, None, None),
+        }
+    }
+
     /// The event type it was sent as.
     pub fn kind(&self) -> &str {
         match self {
@@ -284,6 +294,20 @@ mod tests {
         // An unknown type is measured too.
         let unknown = format!(r#"{{"type":"PING","body":"{}"}}"#, "a".repeat(MAX_SOCKET_PAYLOAD_SIZE));
         assert!(matches!(ClientCommand::parse(&unknown), Err(ParseError::TooBig(_))));
+    }
+
+    #[test]
+    fn into_fields_inverts_from_fields() {
+        for c in [
+            ClientCommand::Chat { body: "hi".into() },
+            ClientCommand::NameChange { new_name: "n".into() },
+            ClientCommand::ColorChange { color: Some(2) },
+            ClientCommand::ColorChange { color: None },
+            ClientCommand::Unknown("PING".into()),
+        ] {
+            let (kind, body, name, color) = c.clone().into_fields();
+            assert_eq!(ClientCommand::from_fields(kind, body, name, color), c);
+        }
     }
 
     #[test]

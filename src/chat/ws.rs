@@ -425,15 +425,8 @@ async fn handle_inbound(ctx: &Arc<Chat>, client: &Arc<Client>, limiter: &mut Rat
 /// On an edge: hand a client's command to the origin, which applies everything else and sends the
 /// result to every node; a forward Redis did not take is answered to the client.
 async fn forward(client: &Arc<Client>, edge: &dyn relay::EdgeLink, node: &str, command: ClientCommand) {
-    let kind = command.kind().to_string();
     let is_chat = matches!(command, ClientCommand::Chat { .. });
-    let (mut body, mut new_name, mut new_color) = (None, None, None);
-    match command {
-        ClientCommand::Chat { body: b } => body = Some(b),
-        ClientCommand::NameChange { new_name: n } => new_name = Some(n),
-        ClientCommand::ColorChange { color } => new_color = color,
-        ClientCommand::Unknown(_) => return,
-    }
+    let (kind, body, new_name, new_color) = command.into_fields();
     let msg = RemoteEvent {
         id: p::short_id(),
         node: node.to_string(),
